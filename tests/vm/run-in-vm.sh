@@ -1,0 +1,580 @@
+#!/bin/bash
+# tests/vm/run-in-vm.sh -- run one command inside a throw-away QEMU guest (TCG, no KVM needed)
+# that has soft-RoCE and emulated persistent memory, with the host's build tree visible.
+#
+# Usage:  tests/vm/run-in-vm.sh [--] COMMAND [ARGS...]
+#         tests/vm/run-in-vm.sh --prepare      fetch + unpack the kernel, build the initramfs, exit
+#         tests/vm/run-in-vm.sh --help
+#
+# The guest
+#   * runs a Debian 12 kernel (VM_KERNEL=stock: what linux-image-amd64 depends on, 6.1;
+#     VM_KERNEL=backports: the bookworm-backports 6.12 kernel). The .deb is fetched with a
+#     private apt configuration (mirror taken from the host's /etc/apt sources; /etc/apt and the
+#     host's apt state are never touched), unpacked under the cache, never installed;
+#   * sees the host root read-only over virtio-9p and runs COMMAND in `chroot` of it, as root,
+#     in the caller's working directory, with the caller's exported environment; host binaries
+#     run unchanged. Writable: tmpfs /tmp /run /var/tmp /mnt /dev/shm, plus VM_RW_DIRS
+#     (host directories shared read-write at the same path; default: the current directory);
+#   * has rdma_rxe device rxe0 on netdev dummy0 (10.11.12.1/24); no NIC (-nic none), so client
+#     and server both run in the guest, over rxe loopback;
+#   * has two emulated NVDIMMs (VM_PMEM_MODE=fsdax+devdax, the default): one as fsdax, ext4
+#     mounted with -o dax on /mnt/pmem (PMEM_DEV=/dev/pmem0), one as devdax /dev/dax1.0
+#     (PMEM_DEVDAX). NB: ibv_reg_mr() on an fsdax file mapping fails (EOPNOTSUPP): RDMA straight
+#     into pmem needs the devdax device.
+#   COMMAND additionally gets IN_VM=1 VM_KERNEL RXE_DEV RXE_NETDEV RXE_IP PMEM_MODE PMEM_DEV
+#   PMEM_MOUNT PMEM_DEVDAX in its environment.
+#
+# Output: COMMAND's stdout/stderr stream to ours (virtio-serial ports: not ttys, no CR).
+# Exit status:
+#   COMMAND's own status, or
+#   124  the hard wall-clock limit VM_TIMEOUT was hit (guest killed)
+#   125  rig failure: kernel fetch/unpack, QEMU, or the guest's RDMA/PMEM setup failed
+#   2    usage error
+#   (a COMMAND that itself exits 124/125 is indistinguishable, except for our stderr message)
+#
+# Knobs (environment, all optional):
+#   VM_KERNEL=stock       stock | backports
+#   VM_TIMEOUT=900        hard wall-clock limit of the guest run, seconds (timeout -k 10)
+#   VM_FETCH_TIMEOUT=600  limit for each apt step of a kernel fetch, seconds
+#   VM_MEM=2048 VM_SMP=2  guest RAM (MiB) and CPUs
+#   VM_PMEM_SIZE=512      size of each NVDIMM, MiB (0: none)
+#   VM_PMEM_MODE          fsdax+devdax (default) | fsdax | devdax (/dev/dax0.0) | raw (/dev/pmem0)
+#   VM_RW_DIRS=$PWD       colon-separated host directories shared read-write
+#   VM_CACHE              cache dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/pmrep-vm)
+#   VM_KERNEL_MAX_AGE=7   days before the kernel package name is looked up again (a new ABI
+#                         means a new download; if the look-up fails the cached kernel is used)
+#   VM_KERNEL_PKG         exact kernel package to fetch (from VM_KERNEL's suites)
+#   VM_KERNEL_DEB         a linux-image .deb to use instead of fetching one
+#   VM_KERNEL_DIR         an unpacked kernel: boot/vmlinuz-KV + lib/modules/KV (plain .ko,
+#                         modules.dep as made by `busybox depmod -b DIR KV`)
+#   VM_APT_MIRROR         Debian mirror URL (default: the host's source for bookworm)
+#   VM_APT_SECURITY_MIRROR  security mirror URL (default: the host's source for bookworm-security)
+#   VM_CPU=max            QEMU -cpu (max exposes clflushopt/clwb)
+#   VM_APPEND             extra kernel command line
+#   VM_PVH=1              boot the unpacked vmlinux through PVH (saves ~3 s/boot); 0: bzImage
+#   VM_VERBOSE=0          1: stream the guest kernel console to stderr
+#   VM_KEEP=0             1: keep the per-run directory (console log, NVDIMM images)
+#
+# Host packages (Debian 12): qemu-system-x86 busybox-static ndctl iproute2 e2fsprogs xz-utils
+#   (and for the tests run inside: rdma-core ibverbs-utils ibverbs-providers rdmacm-utils
+#   perftest ...) -- see scripts/install-deps.sh --vm.
+set -uo pipefail
+trap '' PIPE          # a vanished reader must give EPIPE errors, not kill us (and orphan QEMU)
+
+prog=run-in-vm
+say() { echo "$prog: $*" >&2; }
+die() { say "error: $*"; exit 125; }
+usage() { sed -n '2,/^set -uo/{/^set -uo/!s/^# \{0,1\}//p}' "$0" >&2; exit 2; }
+
+PREPARE_ONLY=0
+case ${1:-} in
+  --) shift ;;
+  --prepare) PREPARE_ONLY=1; shift ;;
+  -h|--help) usage ;;
+  -*) say "unknown option $1"; usage ;;
+esac
+[ $PREPARE_ONLY = 1 ] || [ $# -ge 1 ] || usage
+
+VM_KERNEL=${VM_KERNEL:-stock}
+VM_TIMEOUT=${VM_TIMEOUT:-900}
+VM_FETCH_TIMEOUT=${VM_FETCH_TIMEOUT:-600}
+VM_MEM=${VM_MEM:-2048}
+VM_SMP=${VM_SMP:-2}
+VM_PMEM_SIZE=${VM_PMEM_SIZE:-512}
+VM_PMEM_MODE=${VM_PMEM_MODE:-fsdax+devdax}
+VM_CPU=${VM_CPU:-max}
+VM_KERNEL_MAX_AGE=${VM_KERNEL_MAX_AGE:-7}
+VM_CACHE=${VM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/pmrep-vm}
+SUITE=bookworm        # kernel package names below are Debian 12 ones (6.1.0-N, 6.12.N+deb12)
+if [ -z "${VM_RW_DIRS+x}" ]; then
+  if [ "$PWD" != / ]; then VM_RW_DIRS=$PWD; else VM_RW_DIRS=; fi
+fi
+case $VM_KERNEL in stock|backports) ;; *) say "VM_KERNEL must be stock or backports"; exit 2 ;; esac
+case $VM_PMEM_MODE in
+  fsdax|devdax|raw) NVDIMMS=1 ;;
+  fsdax+devdax) NVDIMMS=2 ;;
+  *) say "VM_PMEM_MODE must be fsdax+devdax, fsdax, devdax or raw"; exit 2 ;;
+esac
+[ "$VM_PMEM_SIZE" = 0 ] && NVDIMMS=0
+for v in VM_TIMEOUT VM_FETCH_TIMEOUT VM_MEM VM_SMP VM_PMEM_SIZE VM_KERNEL_MAX_AGE; do
+  case ${!v} in ''|*[!0-9]*) say "$v must be a number"; exit 2 ;; esac
+done
+
+export PATH=$PATH:/usr/sbin:/sbin
+for t in qemu-system-x86_64 busybox dpkg-deb tar timeout flock gzip xz apt-get apt-cache; do
+  command -v "$t" >/dev/null || die "missing host tool: $t (see scripts/install-deps.sh --vm)"
+done
+if [ $PREPARE_ONLY = 0 ]; then   # run by the guest from the host root
+  for t in rdma bash env $( [ $NVDIMMS != 0 ] && [ "$VM_PMEM_MODE" != raw ] && echo ndctl mkfs.ext4 ); do
+    command -v "$t" >/dev/null || die "missing host tool: $t (see scripts/install-deps.sh --vm)"
+  done
+fi
+BUSYBOX=$(command -v busybox)
+# ldd fails on a static binary; the guest's PID 1 needs a static one
+ldd "$BUSYBOX" >/dev/null 2>&1 && die "$BUSYBOX is dynamically linked: install busybox-static"
+
+mkdir -p "$VM_CACHE/kernels" || die "cannot create $VM_CACHE"
+
+# ================================================================ kernel
+# A private apt "view" per flavour: its own sources.list, lists, cache and state under the
+# cache dir, no host apt.conf.d hooks, no host preferences. Only proxy settings are inherited.
+
+# host_uri SUITE -> the URI of an enabled `deb` source for SUITE in the host's apt sources
+host_uri() {
+  local suite=$1 f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -r "$f" ] || continue
+    # deb [opts] URI SUITE COMPONENTS...
+    awk -v s="$suite" '
+      /^[ \t]*deb[ \t]/ { sub(/^[ \t]*deb[ \t]+/, ""); if ($0 ~ /^\[/) sub(/^\[[^]]*\][ \t]*/, "")
+                          if ($2 == s) { print $1; exit } }' "$f"
+  done
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -r "$f" ] || continue
+    # deb822 paragraphs: Types/URIs/Suites/Enabled fields; "#" lines are comments
+    awk -v s="$suite" '
+      function flush() { if (types ~ /(^| )deb( |$)/ && tolower(enabled) != "no" && (" " suites " ") ~ (" " s " "))
+                           { split(uris, u, " "); if (u[1] != "") { print u[1]; found = 1 } }
+                         types = uris = suites = ""; enabled = "yes" }
+      BEGIN { enabled = "yes" }
+      /^#/ { next }
+      /^[ \t]*$/ { flush(); if (found) exit; next }
+      /^[A-Za-z-]+:/ { key = tolower($1); val = $0; sub(/^[^:]*:[ \t]*/, "", val)
+                       if (key == "types:") types = val; else if (key == "uris:") uris = val
+                       else if (key == "suites:") suites = val; else if (key == "enabled:") enabled = val }
+      END { if (!found) flush() }' "$f"
+  done
+}
+
+apt_view_setup() {   # $1 = flavour; sets AV (the view dir) and writes its config
+  local fl=$1 mirror sec key opts line
+  AV=$VM_CACHE/apt-$fl
+  mkdir -p "$AV"/{lists/partial,cache/archives/partial,state,empty,dl} || die "cannot create $AV"
+  mirror=${VM_APT_MIRROR:-$(host_uri "$SUITE" | head -n1)}
+  [ -n "$mirror" ] || die "no Debian mirror for '$SUITE' in /etc/apt sources: set VM_APT_MIRROR"
+  key=/usr/share/keyrings/debian-archive-keyring.gpg
+  opts=; [ -r "$key" ] && opts="[signed-by=$key] "
+  {
+    if [ "$fl" = stock ]; then
+      echo "deb ${opts}$mirror $SUITE main"
+      sec=${VM_APT_SECURITY_MIRROR:-$(host_uri "$SUITE-security" | head -n1)}
+      [ -n "$sec" ] && echo "deb ${opts}$sec $SUITE-security main"
+    else
+      echo "deb ${opts}$mirror $SUITE-backports main"
+    fi
+  } > "$AV/sources.list"
+  {
+    cat <<EOF
+Dir::Etc::main "/dev/null";
+Dir::Etc::parts "$AV/empty";
+Dir::Etc::sourcelist "$AV/sources.list";
+Dir::Etc::sourceparts "$AV/empty";
+Dir::Etc::preferences "/dev/null";
+Dir::Etc::preferencesparts "$AV/empty";
+Dir::State "$AV/state";
+Dir::State::Lists "$AV/lists";
+Dir::Cache "$AV/cache";
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+APT::Sandbox::User "root";
+Acquire::Languages "none";
+Acquire::GzipIndexes "true";
+Acquire::Retries "3";
+Acquire::http::Timeout "30";
+EOF
+    # keep the host's proxy settings (and nothing else of its configuration)
+    apt-config dump 2>/dev/null | grep -E '^Acquire::(http|https|ftp)::Proxy(::[^ ]+)? ' | sed 's/$/;/' || true
+  } > "$AV/apt.conf"
+}
+av() { APT_CONFIG=$AV/apt.conf timeout -k 10 "$VM_FETCH_TIMEOUT" "$@"; }
+
+# Sets PKG: the kernel package of flavour VM_KERNEL (looked up at most every VM_KERNEL_MAX_AGE days)
+resolve_pkg() {
+  local pf=$VM_CACHE/$VM_KERNEL.pkg old= new
+  if [ -n "${VM_KERNEL_PKG:-}" ]; then PKG=$VM_KERNEL_PKG; return; fi
+  [ -s "$pf" ] && old=$(cat "$pf")
+  if [ -n "$old" ] && [ -f "$VM_CACHE/kernels/$old/.ready" ] &&
+     [ -z "$(find "$pf" -mmin "+$((VM_KERNEL_MAX_AGE * 1440))" 2>/dev/null)" ]; then
+    PKG=$old; return
+  fi
+  say "looking up the $VM_KERNEL kernel package ($(sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}//p' "$AV/sources.list" | tr '\n' ';'))"
+  if av apt-get -q update >"$AV/update.log" 2>&1; then
+    # the flavour's linux-image-amd64 metapackage names the kernel (stock: 6.1.0-N-amd64,
+    # backports: 6.12.N+deb12-amd64); never a wildcard: that would fetch every ABI version
+    new=$(av apt-cache depends linux-image-amd64 2>/dev/null |
+          awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+    if [ "$VM_KERNEL" = backports ] && ! [[ $new =~ ^linux-image-6\.12\.[0-9]+\+deb12-amd64$ ]]; then
+      # the metapackage moved past 6.12: take the newest 6.12 build still in the suite
+      new=$(av apt-cache pkgnames linux-image-6.12. 2>/dev/null |
+            grep -E '^linux-image-6\.12\.[0-9]+\+deb12-amd64$' | sort -V | tail -n1)
+    fi
+  else
+    sed 's/^/  apt: /' "$AV/update.log" >&2
+  fi
+  if [ -n "$new" ]; then
+    echo "$new" > "$pf"; PKG=$new
+  elif [ -n "$old" ] && [ -f "$VM_CACHE/kernels/$old/.ready" ]; then
+    say "warning: kernel look-up failed; using the cached $old"; touch "$pf"; PKG=$old
+  else
+    die "cannot find the $VM_KERNEL kernel package (see $AV/update.log; or set VM_KERNEL_PKG/VM_KERNEL_DEB)"
+  fi
+}
+
+# Unpack a kernel .deb into KDIR: boot/vmlinuz, plain .ko modules (minus hardware drivers a
+# guest cannot have), busybox-made modules.dep.
+unpack_kernel() {
+  local deb=$1 tmp=$KDIR.tmp.$$ kv
+  say "unpacking $(basename "$deb")"
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards --no-wildcards-match-slash \
+      --exclude='boot/System.map-*' --exclude='usr/share/*' \
+      --exclude='lib/modules/*/kernel/drivers/gpu' --exclude='lib/modules/*/kernel/drivers/media' \
+      --exclude='lib/modules/*/kernel/drivers/net/wireless' --exclude='lib/modules/*/kernel/drivers/net/ethernet' \
+      --exclude='lib/modules/*/kernel/drivers/staging' --exclude='lib/modules/*/kernel/drivers/bluetooth' \
+      --exclude='lib/modules/*/kernel/drivers/iio' --exclude='lib/modules/*/kernel/drivers/usb' \
+      --exclude='lib/modules/*/kernel/drivers/hid' --exclude='lib/modules/*/kernel/drivers/input' \
+      --exclude='lib/modules/*/kernel/drivers/isdn' --exclude='lib/modules/*/kernel/drivers/mtd' \
+      --exclude='lib/modules/*/kernel/drivers/video' --exclude='lib/modules/*/kernel/drivers/infiniband/hw' \
+      --exclude='lib/modules/*/kernel/sound' --exclude='lib/modules/*/kernel/net/wireless' \
+      --exclude='lib/modules/*/kernel/net/mac80211' --exclude='lib/modules/*/kernel/net/bluetooth' ||
+    { rm -rf "$tmp"; die "cannot unpack $deb"; }
+  # newer Debian kernels ship .ko.xz (or .ko.zst); busybox modprobe wants plain .ko
+  find "$tmp/lib/modules" -name '*.ko.xz' -print0 | xargs -0 -r -n 64 -P "$(nproc)" xz -d ||
+    { rm -rf "$tmp"; die "xz -d of the modules failed"; }
+  if find "$tmp/lib/modules" -name '*.ko.zst' | grep -q .; then
+    command -v zstd >/dev/null || { rm -rf "$tmp"; die "modules are .ko.zst: install zstd"; }
+    find "$tmp/lib/modules" -name '*.ko.zst' -print0 | xargs -0 -r -n 64 -P "$(nproc)" zstd -q -d --rm
+  fi
+  kv=$(ls "$tmp/lib/modules" | head -n1)
+  [ -n "$kv" ] && [ -f "$tmp/boot/vmlinuz-$kv" ] || { rm -rf "$tmp"; die "$deb holds no kernel"; }
+  "$BUSYBOX" depmod -b "$tmp" "$kv" || { rm -rf "$tmp"; die "depmod failed"; }
+  rm -rf "$KDIR"; mv "$tmp" "$KDIR" && touch "$KDIR/.ready" || die "cannot create $KDIR"
+}
+
+# Sets KDIR KV KERNEL (what QEMU boots)
+prepare_kernel() {
+  local deb n
+  if [ -n "${VM_KERNEL_DIR:-}" ]; then
+    KDIR=$VM_KERNEL_DIR
+  elif [ -n "${VM_KERNEL_DEB:-}" ]; then
+    KDIR=$VM_CACHE/kernels/$(basename "$VM_KERNEL_DEB" .deb)
+    [ -f "$KDIR/.ready" ] || unpack_kernel "$VM_KERNEL_DEB"
+  else
+    apt_view_setup "$VM_KERNEL"
+    resolve_pkg
+    KDIR=$VM_CACHE/kernels/$PKG
+    if [ ! -f "$KDIR/.ready" ]; then
+      say "fetching $PKG"
+      rm -f "$AV/dl/"*.deb
+      if ! ls "$AV/lists/"*Packages* >/dev/null 2>&1; then
+        av apt-get -q update >"$AV/update.log" 2>&1 || { cat "$AV/update.log" >&2; die "apt-get update failed"; }
+      fi
+      (cd "$AV/dl" && av apt-get -q download "$PKG" >&2) || die "apt-get download $PKG failed"
+      n=$(ls "$AV/dl/"*.deb 2>/dev/null | wc -l)
+      [ "$n" = 1 ] || die "expected one .deb for $PKG, got $n"
+      deb=$(ls "$AV/dl/"*.deb)
+      unpack_kernel "$deb"
+      rm -f "$deb"                 # ~100 MB we no longer need
+    fi
+  fi
+  KV=$(ls "$KDIR/lib/modules" 2>/dev/null | head -n1)
+  [ -n "$KV" ] && [ -f "$KDIR/boot/vmlinuz-$KV" ] && [ -f "$KDIR/lib/modules/$KV/modules.dep" ] ||
+    die "bad kernel dir $KDIR"
+  touch "$KDIR/.used" 2>/dev/null
+  KERNEL=$KDIR/boot/vmlinuz-$KV
+  # Decompressing a bzImage takes ~3 s per boot under TCG. QEMU boots an uncompressed ELF
+  # vmlinux directly through its PVH entry (Debian kernels have CONFIG_PVH=y): unpack it once.
+  if [ "${VM_PVH:-1}" = 1 ]; then
+    local vml=$KDIR/vmlinux magic tool off
+    if [ ! -s "$vml" ]; then
+      for magic in 'xz:\xfd7zXZ\x00' 'zstd:\x28\xb5\x2f\xfd' 'gzip:\x1f\x8b\x08'; do
+        tool=${magic%%:*}
+        command -v "$tool" >/dev/null || continue
+        off=$(LC_ALL=C grep -obUaP "${magic#*:}" "$KERNEL" | head -n1 | cut -d: -f1)
+        [ -n "$off" ] || continue
+        # the decompressor complains about the bytes after the stream: ignore its status
+        tail -c +$((off + 1)) "$KERNEL" 2>/dev/null | "$tool" -dc > "$vml.tmp.$$" 2>/dev/null
+        if [ "$(head -c 4 "$vml.tmp.$$" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+          mv "$vml.tmp.$$" "$vml"; break
+        fi
+        rm -f "$vml.tmp.$$"
+      done
+    fi
+    [ -s "$vml" ] && KERNEL=$vml
+  fi
+}
+
+# Drop unpacked kernels no flavour points at any more and unused for a day.
+prune_kernels() {
+  local d keep=" "
+  for d in "$VM_CACHE"/*.pkg; do [ -s "$d" ] && keep="$keep$(cat "$d") "; done
+  for d in "$VM_CACHE"/kernels/*/; do
+    d=${d%/}
+    case $keep in *" ${d##*/} "*) continue ;; esac
+    [ -n "$(find "$d/.used" -mmin -1440 2>/dev/null)" ] && continue
+    case $d in *.tmp.*) [ -n "$(find "$d" -maxdepth 0 -mmin -60)" ] && continue ;; esac
+    say "removing unused kernel ${d##*/}"; rm -rf "$d"
+  done
+}
+
+# ================================================================ guest PID 1
+read -r -d '' GUEST_INIT <<'INIT_EOF'
+#!/bin/busybox sh
+# PID 1 of the pmrep test guest. Per-run settings come from /run/vmjob/config (9p, the host's
+# per-run directory). Any setup failure ends in `fatal`: the host then exits 125.
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+log() { echo "vm-init: $*" >/dev/console; }
+fatal() {
+  log "FATAL: $*"
+  [ -d /host/run/vmjob ] && echo "$*" > /host/run/vmjob/fatal
+  sync; poweroff -f; sleep 10
+}
+for m in $(cat /bootmods/order); do insmod "/bootmods/$m.ko" || log "insmod $m failed"; done
+O=trans=virtio,version=9p2000.L,msize=512000
+mount -t 9p -o $O,ro,cache=loose hostroot /host || fatal "cannot mount the host root over 9p"
+mount -t 9p -o $O,ro,cache=loose mods /lib/modules || fatal "cannot mount the kernel modules over 9p"
+for d in tmp run var/tmp mnt; do mount -t tmpfs -o mode=1777 tmpfs /host/$d || fatal "tmpfs /$d"; done
+mkdir -p /host/run/vmjob
+mount -t 9p -o $O,cache=none job /host/run/vmjob || fatal "cannot mount the job dir"
+. /host/run/vmjob/config
+log "boot done at $(cut -d' ' -f1 /proc/uptime)s"
+
+mkdir -p /dev/shm /dev/pts
+mount -t tmpfs -o mode=1777 shm /dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
+ln -sf /proc/self/fd /dev/fd; ln -sf fd/0 /dev/stdin; ln -sf fd/1 /dev/stdout; ln -sf fd/2 /dev/stderr
+mount --rbind /dev /host/dev
+mount -t proc proc /host/proc
+mount -t sysfs sys /host/sys
+i=0
+while [ $i -lt "$NRW" ]; do
+  eval d=\$RW_$i
+  mkdir -p "/host$d" 2>/dev/null
+  mount -t 9p -o $O,cache=mmap "rw$i" "/host$d" || fatal "cannot mount the rw share $d"
+  i=$((i+1))
+done
+hostname pmrep-vm
+
+C="chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root"
+# -------- modules (busybox modprobe, modules.dep from the 9p share)
+MODS="rdma_rxe ib_uverbs rdma_ucm dummy"
+[ "$NVDIMMS" != 0 ] && MODS="$MODS nfit nd_pmem dax_pmem device_dax"
+modprobe -a $MODS ext4 crc32c_generic crc32c-intel 2>/dev/null   # the last three may be built in
+for m in $MODS; do [ -d /sys/module/$m ] || fatal "kernel module $m did not load"; done
+# -------- soft-RoCE on a dummy netdev (no NIC: nothing can leave the guest)
+ip link set lo up
+ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy || fatal "dummy0"  # loading dummy may create it
+ip link set dummy0 up || fatal "dummy0 up"
+ip addr add "$RXE_IP/24" dev dummy0 || fatal "ip addr"
+$C rdma link add rxe0 type rxe netdev dummy0 || fatal "rdma link add rxe0"
+n=0
+until grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null &&
+      cat /sys/class/infiniband/rxe0/ports/1/gids/[0-3] 2>/dev/null | grep -q ':ffff:'; do
+  n=$((n+1)); [ $n -gt 100 ] && fatal "rxe0 port/GID not ready"; sleep 0.1
+done
+# -------- persistent memory. Label-less NVDIMMs show up as raw namespaces (no DAX) until
+#          ndctl rewrites them as fsdax or devdax.
+waitdev() { n=0; until [ $1 "$2" ]; do n=$((n+1)); [ $n -gt 100 ] && fatal "no $2"; sleep 0.1; done; }
+ndmode() { $C ndctl create-namespace -f -e "$1" -m "$2" >/dev/console 2>&1 || fatal "ndctl $2 $1"; }
+fsdax() {   # $1 = region number
+  ndmode namespace$1.0 fsdax
+  waitdev -b /dev/pmem$1
+  # -b 4096: mkfs picks 1 KiB blocks on small devices, and ext4 DAX needs block size == page size
+  $C mkfs.ext4 -q -F -b 4096 /dev/pmem$1 >/dev/console 2>&1 || fatal "mkfs.ext4 /dev/pmem$1"
+  mkdir -p /host/mnt/pmem
+  mount -t ext4 -o dax /dev/pmem$1 /host/mnt/pmem || fatal "mount -o dax /dev/pmem$1"
+  grep -q ' /host/mnt/pmem .*dax' /proc/mounts || fatal "/mnt/pmem is not DAX"
+  chmod 1777 /host/mnt/pmem
+  PMEM_DEV=/dev/pmem$1; PMEM_MOUNT=/mnt/pmem
+}
+devdax() {
+  ndmode namespace$1.0 devdax
+  waitdev -c /dev/dax$1.0
+  chmod 666 /dev/dax$1.0
+  PMEM_DEVDAX=/dev/dax$1.0
+}
+PMEM_DEV=; PMEM_MOUNT=; PMEM_DEVDAX=
+if [ "$NVDIMMS" != 0 ]; then
+  i=0; while [ $i -lt "$NVDIMMS" ]; do waitdev -e /dev/pmem$i; i=$((i+1)); done
+  case $PMEM_MODE in
+  fsdax) fsdax 0 ;;
+  devdax) devdax 0; PMEM_DEV=$PMEM_DEVDAX ;;
+  fsdax+devdax) fsdax 0; devdax 1 ;;
+  raw) PMEM_DEV=/dev/pmem0 ;;
+  esac
+fi
+cat > /host/run/vmjob/vmenv <<EOF
+export IN_VM=1 RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP=$RXE_IP PMEM_MODE=$PMEM_MODE PMEM_DEV=$PMEM_DEV PMEM_MOUNT=$PMEM_MOUNT PMEM_DEVDAX=$PMEM_DEVDAX
+EOF
+log "setup done at $(cut -d' ' -f1 /proc/uptime)s"
+# -------- the job: stdout/stderr -> two virtio-serial ports (not ttys: no CRLF, isatty() false)
+OUT=; ERR=
+for p in /sys/class/virtio-ports/*; do
+  case $(cat $p/name 2>/dev/null) in vm.stdout) OUT=/dev/${p##*/};; vm.stderr) ERR=/dev/${p##*/};; esac
+done
+[ -c "$OUT" ] && [ -c "$ERR" ] || fatal "virtio-serial output ports missing"
+chroot /host /bin/bash /run/vmjob/job.sh </dev/null >"$OUT" 2>"$ERR"
+rc=$?
+log "job exited with $rc at $(cut -d' ' -f1 /proc/uptime)s"
+sync
+i=0; while [ $i -lt "$NRW" ]; do eval d=\$RW_$i; umount "/host$d" 2>/dev/null; i=$((i+1)); done
+echo $rc > /host/run/vmjob/rc
+sync
+poweroff -f
+sleep 10
+INIT_EOF
+
+# Build (or reuse) the initramfs: static busybox + the few modules needed to reach the 9p shares.
+build_initrd() {
+  local sum root mods="virtio_pci virtio_console 9pnet_virtio 9p" order=() seen=" "
+  local dep="$KDIR/lib/modules/$KV/modules.dep" builtin="$KDIR/lib/modules/$KV/modules.builtin"
+  sum=$( { echo "$GUEST_INIT"; echo "$KDIR $KV"; cat "$BUSYBOX"; } | md5sum | cut -c1-12)
+  INITRD=$KDIR/initrd-$sum.gz
+  [ -f "$INITRD" ] && return 0
+  addmod() {   # dependency order (deps first), skipping built-ins
+    local name=$1 path d
+    case "$seen" in *" $name "*) return;; esac
+    seen="$seen$name "
+    path=$(grep -E "(^|/)${name}\.ko:" "$dep" | head -n1 | cut -d: -f1)
+    if [ -z "$path" ]; then
+      grep -qE "(^|/)${name}\.ko$" "$builtin" && return
+      die "module $name not found in $KV"
+    fi
+    for d in $(grep -E "^${path}:" "$dep" | cut -d: -f2-); do addmod "$(basename "$d" .ko)"; done
+    order+=("$name")
+  }
+  for m in $mods; do addmod "$m"; done
+  rm -f "$KDIR"/initrd-*.gz   # stale ones from other versions of this script
+  root=$(mktemp -d) || die "mktemp failed"
+  mkdir -p "$root"/{bin,sbin,proc,sys,dev,host,lib/modules,bootmods,tmp}
+  cp "$BUSYBOX" "$root/bin/busybox"
+  ln -s ../bin/busybox "$root/sbin/modprobe"   # the kernel's request_module() calls it
+  printf '%s\n' "$GUEST_INIT" > "$root/init"; chmod 755 "$root/init"
+  for m in "${order[@]}"; do
+    cp "$KDIR/lib/modules/$KV/$(grep -E "(^|/)${m}\.ko:" "$dep" | head -n1 | cut -d: -f1)" "$root/bootmods/$m.ko"
+  done
+  printf '%s\n' "${order[@]}" > "$root/bootmods/order"
+  (cd "$root" && find . | "$BUSYBOX" cpio -o -H newc 2>/dev/null | gzip -1 > "$INITRD.tmp.$$") &&
+    mv "$INITRD.tmp.$$" "$INITRD" || { rm -rf "$root"; die "initramfs build failed"; }
+  rm -rf "$root"
+}
+
+# Cache preparation is serialised between concurrent runs (bounded wait).
+exec 9>"$VM_CACHE/.lock"
+flock -w "$((VM_FETCH_TIMEOUT * 3))" 9 || die "cache $VM_CACHE stays locked by another run"
+prepare_kernel
+build_initrd
+prune_kernels
+flock -u 9; exec 9>&-
+if [ $PREPARE_ONLY = 1 ]; then say "ready: $KV ($KDIR)"; exit 0; fi
+
+# ================================================================ per-run dir
+JOB=$(mktemp -d "${TMPDIR:-/tmp}/pmrep-vm.XXXXXX") || die "mktemp failed"
+QPID=; CATS=()
+cleanup() {
+  if [ -n "$QPID" ]; then kill "$QPID" 2>/dev/null; wait "$QPID" 2>/dev/null; fi
+  for p in "${CATS[@]}"; do kill "$p" 2>/dev/null; done
+  if [ "${VM_KEEP:-0}" = 1 ]; then say "kept $JOB"; else rm -rf "$JOB"; fi
+}
+trap cleanup EXIT
+trap 'say "interrupted"; exit 130' INT TERM HUP
+
+shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+
+RXE_IP=10.11.12.1
+{
+  echo "PMEM_MODE=$VM_PMEM_MODE NVDIMMS=$NVDIMMS RXE_IP=$RXE_IP"
+  i=0
+  IFS=: read -r -a rwdirs <<< "$VM_RW_DIRS"
+  for d in "${rwdirs[@]}"; do
+    [ -n "$d" ] || continue
+    d=$(cd "$d" 2>/dev/null && pwd -P) || die "VM_RW_DIRS: no such directory: $d"
+    case $d in *,*) die "VM_RW_DIRS: commas are not supported in paths: $d";; esac
+    echo "RW_$i=$(shq "$d")"; RW[$i]=$d; i=$((i+1))
+  done
+  echo "NRW=$i"
+} > "$JOB/config"
+
+# job.sh: the caller's exported environment, the guest's variables, the cwd, the command.
+{
+  echo "#!/bin/bash"   # run by the host's /bin/bash inside the guest
+  for v in $(compgen -e); do
+    case $v in PWD|OLDPWD|SHLVL|_|TERM|BASHOPTS|SHELLOPTS|UID|EUID|PPID|BASH_*) continue ;; esac
+    declare -p "$v" 2>/dev/null
+  done
+  echo "export VM_KERNEL=$VM_KERNEL"
+  echo ". /run/vmjob/vmenv"
+  echo 'if [ -n "${TMPDIR:-}" ] && [ ! -d "$TMPDIR" ]; then mkdir -p "$TMPDIR" 2>/dev/null || export TMPDIR=/tmp; fi'
+  echo "cd $(shq "$PWD") || exit 125"
+  printf 'exec'; for a in "$@"; do printf ' %s' "$(shq "$a")"; done; echo
+} > "$JOB/job.sh"
+
+# Guest output arrives through fifos. If our stdout goes away (e.g. `| head`), keep draining
+# into /dev/null: a fifo without a reader makes QEMU spin on EPIPE and the guest stall.
+drain() { cat || cat >/dev/null; }
+mkfifo "$JOB/out" "$JOB/err" || die "mkfifo failed"
+drain < "$JOB/out" & CATS+=($!)
+drain < "$JOB/err" >&2 & CATS+=($!)
+if [ "${VM_VERBOSE:-0}" = 1 ]; then
+  mkfifo "$JOB/console"; drain < "$JOB/console" >&2 & CATS+=($!)
+  SERIAL="file:$JOB/console"
+else
+  SERIAL="file:$JOB/console.log"
+fi
+
+MEMOPT=$VM_MEM
+PMEMOPTS=()
+if [ "$NVDIMMS" -gt 0 ]; then
+  MEMOPT="$VM_MEM,slots=$NVDIMMS,maxmem=$((VM_MEM + NVDIMMS * VM_PMEM_SIZE))M"
+  for ((n = 0; n < NVDIMMS; n++)); do
+    truncate -s "${VM_PMEM_SIZE}M" "$JOB/nvdimm$n.img"   # sparse; share=on: guest stores reach the file
+    PMEMOPTS+=(-object "memory-backend-file,id=pmem$n,share=on,mem-path=$JOB/nvdimm$n.img,size=${VM_PMEM_SIZE}M"
+               -device "nvdimm,id=nvdimm$n,memdev=pmem$n")
+  done
+fi
+RWOPTS=()
+for ((n = 0; n < ${#RW[@]}; n++)); do
+  RWOPTS+=(-virtfs "local,path=${RW[$n]},mount_tag=rw$n,security_model=none,multidevs=remap")
+done
+
+QEMU=(qemu-system-x86_64
+  -machine pc,nvdimm=on -accel tcg -cpu "$VM_CPU" -smp "$VM_SMP" -m "$MEMOPT"
+  -nodefaults -no-user-config -display none -no-reboot -nic none
+  -kernel "$KERNEL" -initrd "$INITRD"
+  -append "console=ttyS0 panic=-1 quiet ${VM_APPEND:-}"
+  -serial "$SERIAL"
+  -device virtio-serial-pci,max_ports=4
+  -chardev "file,id=out,path=$JOB/out" -device virtserialport,chardev=out,name=vm.stdout,nr=1
+  -chardev "file,id=err,path=$JOB/err" -device virtserialport,chardev=err,name=vm.stderr,nr=2
+  -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+  -virtfs "local,path=$KDIR/lib/modules,mount_tag=mods,security_model=none,readonly=on"
+  -virtfs "local,path=$JOB,mount_tag=job,security_model=none"
+  "${RWOPTS[@]}" "${PMEMOPTS[@]}")
+
+timeout -k 10 "$VM_TIMEOUT" "${QEMU[@]}" </dev/null >"$JOB/qemu.log" 2>&1 &
+QPID=$!
+wait "$QPID"; qrc=$?
+QPID=
+# unblock any reader still waiting for a writer (QEMU died before opening the fifo)
+for f in "$JOB/out" "$JOB/err" "$JOB/console"; do
+  [ -p "$f" ] && { exec 8<>"$f"; exec 8>&-; }
+done
+for p in "${CATS[@]}"; do wait "$p" 2>/dev/null; done
+CATS=()
+
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+  say "timed out after ${VM_TIMEOUT}s (VM_TIMEOUT); guest console tail:"
+  [ "${VM_VERBOSE:-0}" = 1 ] || tail -n 30 "$JOB/console.log" >&2 2>/dev/null
+  exit 124
+fi
+rc=$(cat "$JOB/rc" 2>/dev/null)
+case $rc in ''|*[!0-9]*) ;; *) exit "$rc" ;; esac
+say "VM failed (qemu exit $qrc) before the command finished"
+[ -s "$JOB/fatal" ] && say "guest: $(cat "$JOB/fatal")"
+cat "$JOB/qemu.log" >&2
+[ "${VM_VERBOSE:-0}" = 1 ] || tail -n 40 "$JOB/console.log" >&2 2>/dev/null
+exit 125
