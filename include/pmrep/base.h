@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pmrep/base.h -- error codes, logging and the types every pmrep object
+ * shares. Included by every other public header.
+ */
+#ifndef PMREP_BASE_H
+#define PMREP_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PMREP_API __attribute__((visibility("default")))
+#else
+#define PMREP_API
+#endif
+
+/*
+ * Error codes. Every pmrep function returns 0 on success or one of these
+ * negative values. They never collide with -errno values.
+ */
+enum pmrep_err {
+	PMREP_E_UNKNOWN = -100000,	/* should never happen: a bug */
+	PMREP_E_NOSUPP = -100001,	/* operation not supported here */
+	PMREP_E_PROVIDER = -100002,	/* an rdma-core / OS call failed: pmrep_err_errno() */
+	PMREP_E_NOMEM = -100003,	/* out of memory */
+	PMREP_E_INVAL = -100004,	/* invalid argument */
+	PMREP_E_NO_COMPLETION = -100005, /* the CQ holds no completion now */
+	PMREP_E_NO_EVENT = -100006,	/* no event is pending now */
+	PMREP_E_AGAIN = -100007,	/* temporary shortage (queue full); retry later */
+	PMREP_E_SHARED_CHANNEL = -100008, /* the CQ's channel is shared: wait on the conn / channel */
+	PMREP_E_NOT_SHARED_CHNL = -100009, /* the conn has no shared completion channel */
+	PMREP_E_TIMEOUT = -100010,	/* the wait's time limit (ms) ran out */
+	PMREP_E_UNREACHABLE = -100011,	/* peer unreachable / not listening after all retries; retryable */
+	PMREP_E_CONN_LOST = -100012,	/* the connection is lost or closed */
+	PMREP_E_REJECTED = -100013,	/* the peer rejected the connection */
+	PMREP_E_BUSY = -100014,		/* object still in use (e.g. a CQ attached to a channel) */
+	PMREP_E_MALFORMED = -100015,	/* a descriptor / message failed validation */
+	PMREP_E_AUTH = -100016,		/* authentication failed */
+	PMREP_E_PMEM = -100017,		/* libpmem2 failed: pmrep_err_msg() has its message */
+	PMREP_E_RANGE = -100018,	/* offset / length outside the object */
+	PMREP_E_STATE = -100019,	/* the object is not in a state that allows this */
+	PMREP_E_GRANULARITY = -100020,	/* mapping cannot offer the required granularity */
+};
+
+/*
+ * pmrep_err_to_str -- a static, human readable string for an error code.
+ * Returns "unknown error code" for a value that is not a pmrep error.
+ * Thread-safe.
+ */
+PMREP_API const char *pmrep_err_to_str(int err);
+
+/*
+ * pmrep_err_errno -- the errno of the most recent failing rdma-core, libc
+ * or libpmem2 call in this thread (the cause behind PMREP_E_PROVIDER and
+ * friends), or 0 when the last error had no such cause. Thread-local.
+ */
+PMREP_API int pmrep_err_errno(void);
+
+/*
+ * pmrep_err_msg -- the message of the most recent error logged by pmrep in
+ * this thread (including libpmem2's own message for PMREP_E_PMEM), or "" if
+ * none. The string is valid until the next pmrep call in this thread.
+ * Thread-local.
+ */
+PMREP_API const char *pmrep_err_msg(void);
+
+/* Log levels, most severe first. */
+enum pmrep_log_level {
+	PMREP_LOG_DISABLED = -1,
+	PMREP_LOG_FATAL = 0,
+	PMREP_LOG_ERROR,
+	PMREP_LOG_WARNING,
+	PMREP_LOG_NOTICE,
+	PMREP_LOG_INFO,
+	PMREP_LOG_DEBUG,
+};
+
+/* A user log sink: called with the level, source location and the formatted message. */
+typedef void pmrep_log_fn(enum pmrep_log_level level, const char *file,
+		int line, const char *func, const char *msg, void *arg);
+
+/*
+ * pmrep_log_set_threshold -- messages less severe than `level` are dropped.
+ * The default is PMREP_LOG_WARNING, or the value of the environment variable
+ * PMREP_LOG_LEVEL (0..5) read at the first call into pmrep.
+ * Errors: PMREP_E_INVAL for a level outside PMREP_LOG_DISABLED..PMREP_LOG_DEBUG.
+ * Thread-safe (an atomic store).
+ */
+PMREP_API int pmrep_log_set_threshold(enum pmrep_log_level level);
+
+/*
+ * pmrep_log_get_threshold -- the current threshold. Thread-safe.
+ */
+PMREP_API enum pmrep_log_level pmrep_log_get_threshold(void);
+
+/*
+ * pmrep_log_set_function -- route log messages to `fn(…, arg)` instead of
+ * stderr; NULL restores the default stderr sink. `fn` may be called from any
+ * thread that calls pmrep, including pmrep's own progress threads, and must
+ * not call back into pmrep. Returns 0. Not thread-safe against concurrent
+ * logging: set it before other threads use pmrep.
+ */
+PMREP_API int pmrep_log_set_function(pmrep_log_fn *fn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PMREP_BASE_H */

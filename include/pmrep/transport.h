@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pmrep/transport.h -- the transport layer: peer, peer configuration,
+ * endpoint, connection configuration, connection request, connection,
+ * memory regions (local and remote), completion queues, completion
+ * channels, shared receive queues and the RDMA-style operations.
+ *
+ * Two providers implement this API with the same semantics: `verbs`
+ * (rdma-core) and `tcp` (plain sockets, for machines without RDMA). A
+ * provider is chosen once per peer; every object made from a peer uses it.
+ *
+ * Conventions (all functions):
+ * - return 0 or a negative PMREP_E_* code; every error is also logged;
+ * - PMREP_E_INVAL for a NULL pointer argument that must not be NULL;
+ * - no function blocks unless its name says it waits (`*_wait*`), and every
+ *   wait takes a time limit in milliseconds (-1 = no limit);
+ * - constructors are `x_new(…, &out)`, destructors `x_delete(&p)`: they
+ *   accept *p == NULL and set *p = NULL (even on error, when the object
+ *   was freed anyway, as documented per function);
+ * - every fd pmrep hands out is O_NONBLOCK | O_CLOEXEC and owned by the
+ *   object that handed it out: deleting the object closes it, so remove it
+ *   from your epoll set first. Never close it yourself.
+ * Thread safety: one object may be used by one thread at a time, unless
+ * a function says otherwise. Different objects may be used concurrently.
+ */
+#ifndef PMREP_TRANSPORT_H
+#define PMREP_TRANSPORT_H
+
+#include <pmrep/base.h>
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pmrep_peer;
+struct pmrep_peer_cfg;
+struct pmrep_ep;
+struct pmrep_conn_cfg;
+struct pmrep_conn_req;
+struct pmrep_conn;
+struct pmrep_mr_local;
+struct pmrep_mr_remote;
+struct pmrep_cq;
+struct pmrep_comp_channel;
+struct pmrep_srq;
+
+/* ------------------------------------------------------------------ peer */
+
+enum pmrep_provider {
+	PMREP_PROVIDER_VERBS = 0,	/* rdma-core: librdmacm + libibverbs */
+	PMREP_PROVIDER_TCP = 1,		/* sockets, same semantics */
+};
+
+/* Capabilities a peer probes once at creation (pmrep_peer_get_caps). */
+#define PMREP_CAP_ODP			(1u << 0) /* on-demand paging for RC write/read */
+#define PMREP_CAP_NATIVE_ATOMIC_WRITE	(1u << 1) /* IBV_QP_EX_WITH_ATOMIC_WRITE */
+#define PMREP_CAP_NATIVE_FLUSH		(1u << 2) /* RDMA FLUSH (ibv_wr_flush) */
+
+/*
+ * pmrep_utils_get_ibv_context -- find the RDMA device that owns the local
+ * IP address `addr` (is_local = true) or that routes to the remote IP
+ * address `addr` (is_local = false) and return its ibv_context, which is
+ * owned by librdmacm (do not close it). Resolves through a temporary
+ * rdma_cm id and event channel, both destroyed before return.
+ * Errors: PMREP_E_INVAL (NULL argument), PMREP_E_NOSUPP (no RDMA device
+ * owns/reaches the address), PMREP_E_PROVIDER (an rdma_cm call failed:
+ * pmrep_err_errno()), PMREP_E_NOMEM.
+ * Thread-safe.
+ */
+PMREP_API int pmrep_utils_get_ibv_context(const char *addr, bool is_local,
+		struct ibv_context **ibv_ctx);
+
+/*
+ * pmrep_peer_new -- a verbs peer on `ibv_ctx`: allocates a protection
+ * domain, probes capabilities (ODP, native atomic write, native flush) and
+ * opens the device's async-event fd. `ibv_ctx` stays owned by the caller
+ * and must outlive the peer.
+ * Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (ibv_alloc_pd / ibv_query_device_ex
+ * failed), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_peer_new(struct ibv_context *ibv_ctx,
+		struct pmrep_peer **peer_ptr);
+
+/*
+ * pmrep_peer_new_tcp -- a peer of the tcp provider. It has no device; its
+ * capabilities are PMREP_CAP_NATIVE_ATOMIC_WRITE | PMREP_CAP_NATIVE_FLUSH
+ * (the target applies both itself).
+ * Errors: PMREP_E_INVAL, PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_peer_new_tcp(struct pmrep_peer **peer_ptr);
+
+/*
+ * pmrep_peer_open -- open a peer for the IP address `addr` (local for a
+ * listener, remote for an initiator): verbs when an RDMA device owns or
+ * reaches it, tcp otherwise. The environment variable PMREP_PROVIDER=verbs
+ * or =tcp forces one (verbs forced with no device: PMREP_E_NOSUPP).
+ * Errors: those of pmrep_peer_new / pmrep_peer_new_tcp, PMREP_E_INVAL
+ * (bad PMREP_PROVIDER value).
+ */
+PMREP_API int pmrep_peer_open(const char *addr, bool is_local,
+		struct pmrep_peer **peer_ptr);
+
+/*
+ * pmrep_peer_delete -- free the peer (deallocates its PD, closes its async
+ * fd). All objects made from the peer must be deleted first.
+ * Errors: PMREP_E_BUSY (objects still use the peer; nothing freed),
+ * PMREP_E_PROVIDER (ibv_dealloc_pd failed; the peer is freed anyway).
+ */
+PMREP_API int pmrep_peer_delete(struct pmrep_peer **peer_ptr);
+
+/* pmrep_peer_get_provider -- which provider the peer uses. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_peer_get_provider(const struct pmrep_peer *peer,
+		enum pmrep_provider *provider);
+
+/* pmrep_peer_get_caps -- PMREP_CAP_* bits probed at creation. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_peer_get_caps(const struct pmrep_peer *peer,
+		uint32_t *caps);
+
+/* Device (async) events, as reported by pmrep_peer_handle_async_event. */
+enum pmrep_async_event {
+	PMREP_ASYNC_NONE = 0,		/* nothing pending */
+	PMREP_ASYNC_PORT_ACTIVE,
+	PMREP_ASYNC_PORT_ERROR,
+	PMREP_ASYNC_QP_FATAL,		/* the affected connection now reports LOST */
+	PMREP_ASYNC_CQ_ERROR,		/* connections on that CQ now report LOST */
+	PMREP_ASYNC_DEVICE_FATAL,	/* every connection of the peer reports LOST */
+	PMREP_ASYNC_EVENTS_LOST,	/* DEVX channel overflowed: re-query state */
+	PMREP_ASYNC_OTHER,
+};
+
+/*
+ * pmrep_peer_get_async_fd -- the fd that becomes readable when the device
+ * has an async event (verbs: ibv_context's async_fd, set O_NONBLOCK; tcp: an
+ * eventfd that never fires). Owned by the ibv_context / peer: do not close.
+ * Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_peer_get_async_fd(const struct pmrep_peer *peer, int *fd);
+
+/*
+ * pmrep_peer_handle_async_event -- read one async event without blocking,
+ * act on it (connections affected will report PMREP_CONN_LOST) and
+ * acknowledge it. *event is PMREP_ASYNC_NONE when nothing was pending.
+ * Errors: PMREP_E_INVAL, PMREP_E_PROVIDER.
+ */
+PMREP_API int pmrep_peer_handle_async_event(struct pmrep_peer *peer,
+		enum pmrep_async_event *event);
+
+/* ------------------------------------------------------- peer configuration */
+
+/*
+ * A peer configuration describes what one side tells the other about its
+ * persistence domain. Its descriptor (versioned, little-endian) travels in
+ * connection private data.
+ */
+#define PMREP_PEER_CFG_DESC_SIZE 8	/* bytes of a serialised descriptor */
+
+/* pmrep_peer_cfg_new -- a configuration with direct_write_to_pmem = false.
+ * Errors: PMREP_E_INVAL, PMREP_E_NOMEM. */
+PMREP_API int pmrep_peer_cfg_new(struct pmrep_peer_cfg **cfg_ptr);
+/* pmrep_peer_cfg_delete -- free it (NULL ok). Returns 0 or PMREP_E_INVAL. */
+PMREP_API int pmrep_peer_cfg_delete(struct pmrep_peer_cfg **cfg_ptr);
+/*
+ * pmrep_peer_cfg_set_direct_write_to_pmem -- declare that RDMA writes that
+ * reached this node's memory controller are in the persistence domain (no
+ * DDIO / eADR-like platform). pmrep cannot detect this; the operator states
+ * it. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_peer_cfg_set_direct_write_to_pmem(
+		struct pmrep_peer_cfg *cfg, bool supported);
+/* pmrep_peer_cfg_get_direct_write_to_pmem -- the flag. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_peer_cfg_get_direct_write_to_pmem(
+		const struct pmrep_peer_cfg *cfg, bool *supported);
+/*
+ * pmrep_peer_cfg_get_descriptor -- write the PMREP_PEER_CFG_DESC_SIZE-byte
+ * descriptor to `desc`. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_peer_cfg_get_descriptor(const struct pmrep_peer_cfg *cfg,
+		void *desc);
+/*
+ * pmrep_peer_cfg_from_descriptor -- parse `size` bytes at `desc`.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_MALFORMED (too short, bad magic,
+ * unknown version, reserved bits set), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_peer_cfg_from_descriptor(const void *desc, size_t size,
+		struct pmrep_peer_cfg **cfg_ptr);
+
+/* ----------------------------------------------------------- private data */
+
+/* At most this many bytes of private data go with a connect / an accept. */
+#define PMREP_PDATA_CONNECT_MAX 56
+#define PMREP_PDATA_ACCEPT_MAX 196
+
+/* Private data: `len` bytes at `ptr`; len == 0 means "none" (ptr NULL). */
+struct pmrep_conn_private_data {
+	const void *ptr;
+	uint8_t len;
+};
+
+/* -------------------------------------------------------- connection cfg */
+
+/*
+ * pmrep_conn_cfg_new -- defaults: timeout 1000 ms, sq 10, rq 10, cq 10,
+ * rcq 0 (no separate receive CQ), no shared channel, connect retries 0,
+ * retry backoff 100 ms (doubling, capped at 2 s), no SRQ.
+ * Errors: PMREP_E_INVAL, PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_conn_cfg_new(struct pmrep_conn_cfg **cfg_ptr);
+/* pmrep_conn_cfg_delete -- free it (NULL ok). Returns 0 or PMREP_E_INVAL. */
+PMREP_API int pmrep_conn_cfg_delete(struct pmrep_conn_cfg **cfg_ptr);
+/*
+ * Setters / getters. Errors: PMREP_E_INVAL (NULL, timeout_ms <= 0, a size
+ * of 0 where one is required, or above 65536).
+ *  timeout_ms: limit for address / route resolution and for connect (ms).
+ *  sq_size / rq_size: send / receive queue depth (work requests).
+ *  cq_size / rcq_size: CQ depths; rcq_size > 0 gives a separate receive CQ.
+ *  shared_comp_channel: one completion channel for the conn's CQ and RCQ
+ *    (then wait with pmrep_conn_wait).
+ *  comp_channel: a channel shared across connections (see
+ *    pmrep_comp_channel_new); it must outlive every conn that uses it.
+ *  connect_retries / retry_backoff_ms: when nothing listens yet, the active
+ *    side retries up to `connect_retries` more times, waiting
+ *    retry_backoff_ms, doubled each time (capped at 2000 ms).
+ *  srq: a shared receive queue for the conn's receives (passive side).
+ */
+PMREP_API int pmrep_conn_cfg_set_timeout(struct pmrep_conn_cfg *cfg, int timeout_ms);
+PMREP_API int pmrep_conn_cfg_get_timeout(const struct pmrep_conn_cfg *cfg, int *timeout_ms);
+PMREP_API int pmrep_conn_cfg_set_sq_size(struct pmrep_conn_cfg *cfg, uint32_t sq_size);
+PMREP_API int pmrep_conn_cfg_get_sq_size(const struct pmrep_conn_cfg *cfg, uint32_t *sq_size);
+PMREP_API int pmrep_conn_cfg_set_rq_size(struct pmrep_conn_cfg *cfg, uint32_t rq_size);
+PMREP_API int pmrep_conn_cfg_get_rq_size(const struct pmrep_conn_cfg *cfg, uint32_t *rq_size);
+PMREP_API int pmrep_conn_cfg_set_cq_size(struct pmrep_conn_cfg *cfg, uint32_t cq_size);
+PMREP_API int pmrep_conn_cfg_get_cq_size(const struct pmrep_conn_cfg *cfg, uint32_t *cq_size);
+PMREP_API int pmrep_conn_cfg_set_rcq_size(struct pmrep_conn_cfg *cfg, uint32_t rcq_size);
+PMREP_API int pmrep_conn_cfg_get_rcq_size(const struct pmrep_conn_cfg *cfg, uint32_t *rcq_size);
+PMREP_API int pmrep_conn_cfg_set_shared_comp_channel(struct pmrep_conn_cfg *cfg, bool shared);
+PMREP_API int pmrep_conn_cfg_get_shared_comp_channel(const struct pmrep_conn_cfg *cfg, bool *shared);
+PMREP_API int pmrep_conn_cfg_set_comp_channel(struct pmrep_conn_cfg *cfg, struct pmrep_comp_channel *channel);
+PMREP_API int pmrep_conn_cfg_set_connect_retries(struct pmrep_conn_cfg *cfg, unsigned retries, int backoff_ms);
+PMREP_API int pmrep_conn_cfg_set_srq(struct pmrep_conn_cfg *cfg, struct pmrep_srq *srq);
+
+/* ---------------------------------------------------------------- endpoint */
+
+/*
+ * pmrep_ep_listen -- listen on IP `addr` and TCP/RDMA-CM port `port`
+ * ("0" = any free port, see pmrep_ep_get_port). The endpoint owns one
+ * rdma_cm event channel (verbs) or listening socket (tcp).
+ * Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (bind / listen failed, e.g.
+ * EADDRINUSE: pmrep_err_errno()), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_ep_listen(struct pmrep_peer *peer, const char *addr,
+		const char *port, struct pmrep_ep **ep_ptr);
+/*
+ * pmrep_ep_shutdown -- stop listening and free the endpoint; closes its fd.
+ * Connection requests not yet taken are rejected. Errors: PMREP_E_INVAL,
+ * PMREP_E_PROVIDER (the endpoint is freed anyway).
+ */
+PMREP_API int pmrep_ep_shutdown(struct pmrep_ep **ep_ptr);
+/* pmrep_ep_get_fd -- readable when a connection request may be pending.
+ * Owned by the endpoint. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_ep_get_fd(const struct pmrep_ep *ep, int *fd);
+/* pmrep_ep_get_port -- the port actually bound (host order). Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_ep_get_port(const struct pmrep_ep *ep, uint16_t *port);
+/*
+ * pmrep_ep_next_conn_req -- take the next incoming connection request
+ * without blocking; `cfg` (NULL = defaults) sizes its queues. The request
+ * event is copied and acknowledged before its id moves to its own event
+ * channel. Errors: PMREP_E_INVAL, PMREP_E_NO_EVENT (nothing pending),
+ * PMREP_E_MALFORMED (a request with bad private data: rejected, logged),
+ * PMREP_E_PROVIDER, PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_ep_next_conn_req(struct pmrep_ep *ep,
+		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr);
+/*
+ * pmrep_ep_wait_conn_req -- like pmrep_ep_next_conn_req, but waits up to
+ * timeout_ms (-1: no limit). Errors: those, and PMREP_E_TIMEOUT.
+ */
+PMREP_API int pmrep_ep_wait_conn_req(struct pmrep_ep *ep,
+		const struct pmrep_conn_cfg *cfg, int timeout_ms,
+		struct pmrep_conn_req **req_ptr);
+
+/* ----------------------------------------------------- connection request */
+
+/*
+ * pmrep_conn_req_new -- active side: resolve `addr`:`port` (bounded by the
+ * cfg timeout) and create the QP and CQs. Nothing is sent yet.
+ * Errors: PMREP_E_INVAL, PMREP_E_UNREACHABLE (address or route resolution
+ * failed or timed out), PMREP_E_PROVIDER, PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_conn_req_new(struct pmrep_peer *peer, const char *addr,
+		const char *port, const struct pmrep_conn_cfg *cfg,
+		struct pmrep_conn_req **req_ptr);
+/*
+ * pmrep_conn_req_recv -- pre-post a receive of `len` bytes into `dst` at
+ * `offset` before the connection is established (reported later on the
+ * conn's (R)CQ with `op_context`).
+ * Errors: PMREP_E_INVAL, PMREP_E_RANGE, PMREP_E_PROVIDER, PMREP_E_AGAIN.
+ */
+PMREP_API int pmrep_conn_req_recv(struct pmrep_conn_req *req,
+		struct pmrep_mr_local *dst, size_t offset, size_t len,
+		const void *op_context);
+/*
+ * pmrep_conn_req_get_private_data -- passive side: the initiator's private
+ * data, pmrep's own copy (len 0: none). Valid until the request is
+ * consumed. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_conn_req_get_private_data(const struct pmrep_conn_req *req,
+		struct pmrep_conn_private_data *pdata);
+/*
+ * pmrep_conn_req_connect -- connect (active side) or accept (passive side)
+ * with optional private data (NULL: none); the request is consumed (*req_ptr
+ * = NULL) whether or not this succeeds. The result is reported later by
+ * pmrep_conn_next_event (ESTABLISHED, REJECTED, UNREACHABLE …).
+ * Errors: PMREP_E_INVAL (also: private data longer than
+ * PMREP_PDATA_CONNECT_MAX / PMREP_PDATA_ACCEPT_MAX, checked before any
+ * rdma_cm call; then the request is NOT consumed), PMREP_E_PROVIDER,
+ * PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
+		const struct pmrep_conn_private_data *pdata,
+		struct pmrep_conn **conn_ptr);
+/*
+ * pmrep_conn_req_delete -- drop the request: passive side rejects it
+ * (the initiator sees PMREP_CONN_REJECTED, final, no retry), active side
+ * frees its resources. Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (freed anyway).
+ */
+PMREP_API int pmrep_conn_req_delete(struct pmrep_conn_req **req_ptr);
+
+/* -------------------------------------------------------------- connection */
+
+enum pmrep_conn_event {
+	PMREP_CONN_UNDEFINED = -1,
+	PMREP_CONN_ESTABLISHED,	/* ready for ops */
+	PMREP_CONN_CLOSED,	/* orderly disconnect by either side (terminal) */
+	PMREP_CONN_LOST,	/* peer or device died, timeout (terminal) */
+	PMREP_CONN_REJECTED,	/* the passive side rejected (terminal) */
+	PMREP_CONN_UNREACHABLE,	/* nothing answered after all retries (terminal) */
+};
+
+/* pmrep_conn_event_str -- a static name for `ev`. Thread-safe. */
+PMREP_API const char *pmrep_conn_event_str(enum pmrep_conn_event ev);
+
+/*
+ * pmrep_conn_next_event -- the next connection event, without blocking.
+ * Exactly one terminal event (CLOSED, LOST, REJECTED, UNREACHABLE) is
+ * ever reported; every later call returns PMREP_E_NO_EVENT. Every
+ * underlying CM event is acknowledged before return, on every path.
+ * Errors: PMREP_E_INVAL, PMREP_E_NO_EVENT, PMREP_E_PROVIDER.
+ */
+PMREP_API int pmrep_conn_next_event(struct pmrep_conn *conn,
+		enum pmrep_conn_event *event);
+/* pmrep_conn_wait_event -- as above, waiting up to timeout_ms (-1: forever).
+ * Errors: those, and PMREP_E_TIMEOUT. */
+PMREP_API int pmrep_conn_wait_event(struct pmrep_conn *conn, int timeout_ms,
+		enum pmrep_conn_event *event);
+/* pmrep_conn_get_event_fd -- readable when a conn event may be pending.
+ * Owned by the conn. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_conn_get_event_fd(const struct pmrep_conn *conn, int *fd);
+/*
+ * pmrep_conn_get_completion_fd -- the fd of the conn's shared completion
+ * channel (cfg shared_comp_channel or comp_channel). Owned by the conn (or
+ * by the pmrep_comp_channel). Errors: PMREP_E_INVAL, PMREP_E_NOT_SHARED_CHNL.
+ */
+PMREP_API int pmrep_conn_get_completion_fd(const struct pmrep_conn *conn, int *fd);
+/* pmrep_conn_get_cq / _rcq -- the conn's CQ / receive CQ (NULL when the
+ * conn has no separate RCQ). Owned by the conn. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_conn_get_cq(const struct pmrep_conn *conn, struct pmrep_cq **cq);
+PMREP_API int pmrep_conn_get_rcq(const struct pmrep_conn *conn, struct pmrep_cq **rcq);
+/*
+ * pmrep_conn_wait -- with a shared completion channel: wait up to
+ * timeout_ms for a CQ event, acknowledge it on the CQ it came from, re-arm
+ * it and return that CQ (and whether it is the RCQ). A wakeup whose CQ turns
+ * out empty is not an error. Errors: PMREP_E_INVAL, PMREP_E_NOT_SHARED_CHNL,
+ * PMREP_E_TIMEOUT, PMREP_E_NO_COMPLETION (nothing pending on a non-blocking
+ * check, timeout_ms == 0), PMREP_E_PROVIDER.
+ */
+PMREP_API int pmrep_conn_wait(struct pmrep_conn *conn, int timeout_ms,
+		struct pmrep_cq **cq, bool *is_rcq);
+/*
+ * pmrep_conn_get_private_data -- the peer's private data received with
+ * the connect / accept: pmrep's copy (its true length; 0 = none), valid
+ * until the conn is deleted. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_conn_get_private_data(const struct pmrep_conn *conn,
+		struct pmrep_conn_private_data *pdata);
+/*
+ * pmrep_conn_apply_remote_peer_cfg -- tell the conn what the remote peer
+ * declared (e.g. direct write to pmem), which decides the PERSISTENT flush
+ * method. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_conn_apply_remote_peer_cfg(struct pmrep_conn *conn,
+		const struct pmrep_peer_cfg *cfg);
+
+/* How a PERSISTENT flush is carried out on a connection. */
+enum pmrep_flush_method {
+	PMREP_FLUSH_METHOD_NONE = 0,	/* not supported: PERSISTENT flush fails */
+	PMREP_FLUSH_METHOD_NATIVE,	/* RDMA FLUSH (or the tcp target's persist) */
+	PMREP_FLUSH_METHOD_APM,		/* read after write; direct write to pmem */
+};
+/* pmrep_conn_get_flush_method -- the PERSISTENT flush method. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_conn_get_flush_method(const struct pmrep_conn *conn,
+		enum pmrep_flush_method *method);
+/* pmrep_conn_get_provider -- the conn's provider. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_conn_get_provider(const struct pmrep_conn *conn,
+		enum pmrep_provider *provider);
+/*
+ * pmrep_conn_disconnect -- start an orderly disconnect; the conn then
+ * reports PMREP_CONN_CLOSED. Errors: PMREP_E_INVAL, PMREP_E_PROVIDER.
+ */
+PMREP_API int pmrep_conn_disconnect(struct pmrep_conn *conn);
+/*
+ * pmrep_conn_delete -- free the conn. With requests in flight: the QP
+ * moves to the error state and the CQs are drained for at most the cfg
+ * timeout, so every posted request ends with exactly one outcome (read
+ * them before deleting if you care). Acknowledges every outstanding CM
+ * and CQ event; destroys the QP, CQs, then its completion channel; closes
+ * the conn's fds. Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (the conn is
+ * freed anyway, *conn_ptr = NULL).
+ */
+PMREP_API int pmrep_conn_delete(struct pmrep_conn **conn_ptr);
+
+/* ----------------------------------------------------------- memory regions */
+
+/* Usage flags of a local memory region (OR them). */
+#define PMREP_MR_USAGE_READ_SRC			(1 << 0)
+#define PMREP_MR_USAGE_READ_DST			(1 << 1)
+#define PMREP_MR_USAGE_WRITE_SRC		(1 << 2)
+#define PMREP_MR_USAGE_WRITE_DST		(1 << 3)
+#define PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY	(1 << 4)
+#define PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT	(1 << 5)
+#define PMREP_MR_USAGE_SEND			(1 << 6)
+#define PMREP_MR_USAGE_RECV			(1 << 7)
+#define PMREP_MR_USAGE_ALL			0xff
+
+/* A persist function for `size` bytes at `ptr` (libpmem2's pmem2_persist_fn shape). */
+typedef void pmrep_persist_fn(const void *ptr, size_t size);
+
+/*
+ * pmrep_mr_reg -- register `size` bytes at `ptr` for the `usage` flags.
+ * On fsdax memory (which the kernel will not pin) it registers on demand
+ * (ODP) and prefetches when the device has ODP; otherwise it fails with
+ * PMREP_E_NOSUPP and a log line naming the cause and the alternatives
+ * (devdax, tmpfs /dev/shm, hugetlbfs, anonymous memory).
+ * Errors: PMREP_E_INVAL (NULL, size 0, usage 0 or unknown bits),
+ * PMREP_E_NOSUPP (see above), PMREP_E_PROVIDER (ibv_reg_mr failed for
+ * another reason: pmrep_err_errno()), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size,
+		int usage, struct pmrep_mr_local **mr_ptr);
+/*
+ * pmrep_mr_set_persist_fn -- the function that makes a range of this
+ * region durable (from the pmem layer). The tcp provider calls it for a
+ * PERSISTENT flush into this region. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_mr_set_persist_fn(struct pmrep_mr_local *mr,
+		pmrep_persist_fn *persist);
+/* pmrep_mr_dereg -- deregister and free (NULL ok). Errors: PMREP_E_INVAL,
+ * PMREP_E_PROVIDER (freed anyway). */
+PMREP_API int pmrep_mr_dereg(struct pmrep_mr_local **mr_ptr);
+/* pmrep_mr_get_ptr / _get_size -- what was registered. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_mr_get_ptr(const struct pmrep_mr_local *mr, void **ptr);
+PMREP_API int pmrep_mr_get_size(const struct pmrep_mr_local *mr, size_t *size);
+
+#define PMREP_MR_DESC_SIZE 32	/* bytes of a serialised MR descriptor */
+
+/*
+ * pmrep_mr_get_descriptor -- write the PMREP_MR_DESC_SIZE-byte descriptor
+ * (version, provider, address, size, rkey, usage; little-endian) that a
+ * remote side turns into a pmrep_mr_remote. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_mr_get_descriptor(const struct pmrep_mr_local *mr, void *desc);
+/*
+ * pmrep_mr_remote_from_descriptor -- parse `size` bytes at `desc`.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_MALFORMED (short, bad magic or
+ * version, zero size, address + size overflow, unknown usage bits),
+ * PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_mr_remote_from_descriptor(const void *desc, size_t size,
+		struct pmrep_mr_remote **mr_ptr);
+/* pmrep_mr_remote_delete -- free it (NULL ok). Returns 0 or PMREP_E_INVAL. */
+PMREP_API int pmrep_mr_remote_delete(struct pmrep_mr_remote **mr_ptr);
+/* pmrep_mr_remote_get_size -- bytes. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_mr_remote_get_size(const struct pmrep_mr_remote *mr, size_t *size);
+/* pmrep_mr_remote_get_flush_type -- the PMREP_MR_USAGE_FLUSH_TYPE_* bits it
+ * was registered with. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_mr_remote_get_flush_type(const struct pmrep_mr_remote *mr, int *flush_type);
+
+/* ------------------------------------------------------- completion queue */
+
+enum pmrep_op {
+	PMREP_OP_READ = 0,
+	PMREP_OP_WRITE,
+	PMREP_OP_ATOMIC_WRITE,
+	PMREP_OP_FLUSH,
+	PMREP_OP_SEND,
+	PMREP_OP_RECV,
+	PMREP_OP_RECV_RDMA_WITH_IMM,
+};
+
+/*
+ * One completion. For an error completion (status != IBV_WC_SUCCESS) only
+ * `op_context` and `status` are defined (the verbs opcode of an error
+ * completion is undefined).
+ */
+struct pmrep_completion {
+	void *op_context;
+	enum pmrep_op op;
+	enum ibv_wc_status status;	/* both providers report verbs' statuses */
+	uint32_t byte_len;		/* receives: bytes received */
+	bool has_imm;
+	uint32_t imm;			/* host order */
+};
+
+/* pmrep_cq_get_fd -- the fd of the CQ's completion channel (owned by the
+ * conn / channel). Errors: PMREP_E_INVAL, PMREP_E_SHARED_CHANNEL. */
+PMREP_API int pmrep_cq_get_fd(const struct pmrep_cq *cq, int *fd);
+/*
+ * pmrep_cq_wait -- wait up to timeout_ms for a completion event on this
+ * CQ's own channel, acknowledge it and re-arm the CQ. A wakeup with an
+ * empty CQ is not an error. Errors: PMREP_E_INVAL, PMREP_E_SHARED_CHANNEL
+ * (wait on the conn / comp channel), PMREP_E_TIMEOUT, PMREP_E_PROVIDER.
+ */
+PMREP_API int pmrep_cq_wait(struct pmrep_cq *cq, int timeout_ms);
+/*
+ * pmrep_cq_get_completions -- take up to `max` completions without
+ * blocking into `out`, count in *n. Errors: PMREP_E_INVAL (max < 1),
+ * PMREP_E_NO_COMPLETION (none now), PMREP_E_PROVIDER (poll failed).
+ */
+PMREP_API int pmrep_cq_get_completions(struct pmrep_cq *cq,
+		struct pmrep_completion *out, int max, int *n);
+
+/* ------------------------------------------- completion channel (shared) */
+
+/*
+ * pmrep_comp_channel_new -- a completion channel that CQs of many
+ * connections share (pass it with pmrep_conn_cfg_set_comp_channel).
+ * Errors: PMREP_E_INVAL, PMREP_E_PROVIDER, PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_comp_channel_new(struct pmrep_peer *peer,
+		struct pmrep_comp_channel **ch_ptr);
+/*
+ * pmrep_comp_channel_delete -- destroy it and close its fd.
+ * Errors: PMREP_E_BUSY (a CQ is still attached: the channel stays valid and
+ * usable, *ch_ptr unchanged), PMREP_E_PROVIDER.
+ */
+PMREP_API int pmrep_comp_channel_delete(struct pmrep_comp_channel **ch_ptr);
+/* pmrep_comp_channel_get_fd -- owned by the channel. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_comp_channel_get_fd(const struct pmrep_comp_channel *ch, int *fd);
+/*
+ * pmrep_comp_channel_wait -- wait up to timeout_ms for an event on any
+ * attached CQ, acknowledge it on that CQ, re-arm, and return the CQ and
+ * its conn. Errors: PMREP_E_INVAL, PMREP_E_TIMEOUT, PMREP_E_NO_COMPLETION
+ * (timeout_ms == 0 and nothing pending), PMREP_E_PROVIDER.
+ */
+PMREP_API int pmrep_comp_channel_wait(struct pmrep_comp_channel *ch,
+		int timeout_ms, struct pmrep_cq **cq, struct pmrep_conn **conn);
+
+/* ---------------------------------------------------- shared receive queue */
+
+/*
+ * pmrep_srq_new -- a shared receive queue of `rq_size` receives with its
+ * own receive CQ of `rcq_size` entries (0: rq_size).
+ * Errors: PMREP_E_INVAL, PMREP_E_PROVIDER, PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_srq_new(struct pmrep_peer *peer, uint32_t rq_size,
+		uint32_t rcq_size, struct pmrep_srq **srq_ptr);
+/* pmrep_srq_delete -- Errors: PMREP_E_BUSY (a conn still uses it), PMREP_E_PROVIDER. */
+PMREP_API int pmrep_srq_delete(struct pmrep_srq **srq_ptr);
+/* pmrep_srq_get_rcq -- its receive CQ, owned by the SRQ. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_srq_get_rcq(const struct pmrep_srq *srq, struct pmrep_cq **rcq);
+/* pmrep_srq_recv -- post a receive. Errors: as pmrep_recv. */
+PMREP_API int pmrep_srq_recv(struct pmrep_srq *srq, struct pmrep_mr_local *dst,
+		size_t offset, size_t len, const void *op_context);
+
+/* ------------------------------------------------------------- operations */
+
+/* Completion flags of the posting ops. */
+#define PMREP_F_COMPLETION_ON_ERROR	(1 << 0) /* unsignalled: a CQE only on error */
+#define PMREP_F_COMPLETION_ALWAYS	(1 << 1) /* signalled */
+
+enum pmrep_flush_type {
+	PMREP_FLUSH_TYPE_VISIBILITY = 0,	/* bytes visible at the target */
+	PMREP_FLUSH_TYPE_PERSISTENT = 1,	/* bytes in the target's persistence domain */
+};
+
+/*
+ * The posting ops. None blocks; each posts one request (APM flush: a
+ * read after the writes, one doorbell) and reports it on the conn's CQ
+ * with `op_context` when flags include PMREP_F_COMPLETION_ALWAYS.
+ * Offsets and lengths are bytes and are checked against the local region
+ * and the remote region's size before anything is posted.
+ * Common errors: PMREP_E_INVAL (NULL, flags not exactly one of the two,
+ * a region without the needed usage), PMREP_E_RANGE (offset + len outside
+ * a region), PMREP_E_CONN_LOST (the conn reported a terminal event),
+ * PMREP_E_AGAIN (send queue full), PMREP_E_PROVIDER (post failed).
+ */
+PMREP_API int pmrep_read(struct pmrep_conn *conn,
+		struct pmrep_mr_local *dst, size_t dst_offset,
+		const struct pmrep_mr_remote *src, size_t src_offset,
+		size_t len, int flags, const void *op_context);
+PMREP_API int pmrep_write(struct pmrep_conn *conn,
+		const struct pmrep_mr_remote *dst, size_t dst_offset,
+		const struct pmrep_mr_local *src, size_t src_offset,
+		size_t len, int flags, const void *op_context);
+/* pmrep_write_with_imm -- a write whose completion at the target carries `imm`
+ * (the target must have a receive posted). */
+PMREP_API int pmrep_write_with_imm(struct pmrep_conn *conn,
+		const struct pmrep_mr_remote *dst, size_t dst_offset,
+		const struct pmrep_mr_local *src, size_t src_offset,
+		size_t len, uint32_t imm, int flags, const void *op_context);
+/*
+ * pmrep_atomic_write -- write 8 bytes `src` to dst + dst_offset (8-byte
+ * aligned, else PMREP_E_INVAL) so that a reader sees all or none: native
+ * ATOMIC WRITE when the peer has it, else an inline write behind a fence.
+ */
+PMREP_API int pmrep_atomic_write(struct pmrep_conn *conn,
+		const struct pmrep_mr_remote *dst, size_t dst_offset,
+		const uint8_t src[8], int flags, const void *op_context);
+/*
+ * pmrep_flush -- make every write posted before it to `dst` visible
+ * (VISIBILITY) or durable (PERSISTENT) at the target. PERSISTENT uses
+ * native RDMA FLUSH when both sides can, else APM when the remote peer
+ * declared direct write to pmem, else it fails with PMREP_E_NOSUPP: it
+ * never silently downgrades to VISIBILITY. A remote region not registered
+ * for the flush type: PMREP_E_NOSUPP (APM) or a remote access error
+ * completion (native).
+ */
+PMREP_API int pmrep_flush(struct pmrep_conn *conn,
+		const struct pmrep_mr_remote *dst, size_t dst_offset, size_t len,
+		enum pmrep_flush_type type, int flags, const void *op_context);
+PMREP_API int pmrep_send(struct pmrep_conn *conn,
+		const struct pmrep_mr_local *src, size_t offset, size_t len,
+		int flags, const void *op_context);
+PMREP_API int pmrep_send_with_imm(struct pmrep_conn *conn,
+		const struct pmrep_mr_local *src, size_t offset, size_t len,
+		uint32_t imm, int flags, const void *op_context);
+/* pmrep_recv -- post a receive (always reported, with its byte_len). */
+PMREP_API int pmrep_recv(struct pmrep_conn *conn,
+		struct pmrep_mr_local *dst, size_t offset, size_t len,
+		const void *op_context);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PMREP_TRANSPORT_H */

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Installs, from Debian's packages, everything pmrep needs to build and test.
+# Usage (as root on Debian 12):  scripts/install-deps.sh [--vm]
+#   --vm  also the packages of the soft-RoCE guest rig (qemu, busybox, ndctl, perftest ...)
+set -eu
+BUILD_PKGS="build-essential cmake pkg-config libibverbs-dev librdmacm-dev libpmem2-dev \
+libcmocka-dev libssl-dev valgrind clang libclang-rt-14-dev"
+VM_PKGS="qemu-system-x86 busybox-static ndctl iproute2 e2fsprogs xz-utils zstd rdma-core \
+ibverbs-utils ibverbs-providers rdmacm-utils perftest"
+pkgs=$BUILD_PKGS
+[ "${1:-}" = "--vm" ] && pkgs="$pkgs $VM_PKGS"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * conn_req.c -- connection requests: created on the active side, handed
+ * out by an endpoint on the passive side; consumed by connect / accept or
+ * dropped (a passive drop is an explicit reject).
+ */
+#include "common.h"
+
+int
+pmrep_conn_req_new(struct pmrep_peer *peer, const char *addr, const char *port,
+		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr)
+{
+	PMREP_CHECK_ARG(peer);
+	PMREP_CHECK_ARG(addr);
+	PMREP_CHECK_ARG(port);
+	PMREP_CHECK_ARG(req_ptr);
+	if (cfg == NULL)
+		cfg = &pmrep_conn_cfg_default;
+	int ret = peer->ops->conn_req_new(peer, addr, port, cfg, req_ptr);
+	if (ret)
+		return ret;
+	pmrep_peer_ref(peer);
+	return 0;
+}
+
+int
+pmrep_conn_req_recv(struct pmrep_conn_req *req, struct pmrep_mr_local *dst,
+		size_t offset, size_t len, const void *op_context)
+{
+	PMREP_CHECK_ARG(req);
+	PMREP_CHECK_ARG(dst);
+	if (!(dst->usage & PMREP_MR_USAGE_RECV)) {
+		PMREP_LOG_ERR("the MR was not registered with PMREP_MR_USAGE_RECV");
+		return PMREP_E_INVAL;
+	}
+	if (!pmrep_range_ok(dst->size, offset, len)) {
+		PMREP_LOG_ERR("receive of %zu bytes at %zu is outside the %zu-byte MR",
+				len, offset, dst->size);
+		return PMREP_E_RANGE;
+	}
+	return req->peer->ops->conn_req_recv(req, dst, offset, len, op_context);
+}
+
+int
+pmrep_conn_req_get_private_data(const struct pmrep_conn_req *req,
+		struct pmrep_conn_private_data *pdata)
+{
+	PMREP_CHECK_ARG(req);
+	PMREP_CHECK_ARG(pdata);
+	pdata->len = req->pdata_len;
+	pdata->ptr = req->pdata_len ? req->pdata : NULL;
+	return 0;
+}
+
+int
+pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
+		const struct pmrep_conn_private_data *pdata,
+		struct pmrep_conn **conn_ptr)
+{
+	PMREP_CHECK_ARG(req_ptr);
+	PMREP_CHECK_ARG(*req_ptr);
+	PMREP_CHECK_ARG(conn_ptr);
+	struct pmrep_conn_req *req = *req_ptr;
+
+	if (pdata != NULL && pdata->len > 0) {
+		unsigned max = req->passive ? PMREP_PDATA_ACCEPT_MAX :
+			PMREP_PDATA_CONNECT_MAX;
+		if (pdata->ptr == NULL || pdata->len > max) {
+			PMREP_LOG_ERR("private data of %u bytes: at most %u bytes on %s",
+					pdata->len, max,
+					req->passive ? "accept" : "connect");
+			return PMREP_E_INVAL;
+		}
+	}
+	struct pmrep_peer *peer = req->peer;
+	*req_ptr = NULL;
+	int ret = peer->ops->conn_req_connect(req, pdata, conn_ptr);
+	if (ret) {
+		pmrep_peer_unref(peer);	/* the request is gone */
+		return ret;
+	}
+	pmrep_conn_update_flush_method(*conn_ptr);
+	return 0;	/* the conn inherits the request's reference */
+}
+
+int
+pmrep_conn_req_delete(struct pmrep_conn_req **req_ptr)
+{
+	PMREP_CHECK_ARG(req_ptr);
+	struct pmrep_conn_req *req = *req_ptr;
+	if (req == NULL)
+		return 0;
+	*req_ptr = NULL;
+	struct pmrep_peer *peer = req->peer;
+	int ret = peer->ops->conn_req_delete(req);
+	pmrep_peer_unref(peer);
+	return ret;
+}

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ops.c -- the posting operations. Every op is checked here once (conn
+ * state, flags, usage, ranges, alignment, flush method) and then handed
+ * to the provider's one post() entry as a struct pmrep_op_args.
+ */
+#include <string.h>
+
+#include "common.h"
+
+static int
+check_flags(int flags, bool *signaled)
+{
+	if (flags == PMREP_F_COMPLETION_ALWAYS) {
+		*signaled = true;
+		return 0;
+	}
+	if (flags == PMREP_F_COMPLETION_ON_ERROR) {
+		*signaled = false;
+		return 0;
+	}
+	PMREP_LOG_ERR("flags must be PMREP_F_COMPLETION_ALWAYS or "
+			"PMREP_F_COMPLETION_ON_ERROR, got 0x%x", (unsigned)flags);
+	return PMREP_E_INVAL;
+}
+
+static int
+check_local(const struct pmrep_conn *conn, const struct pmrep_mr_local *mr,
+		size_t offset, size_t len, int usage, const char *what)
+{
+	if (mr->peer != conn->peer) {
+		PMREP_LOG_ERR("%s: the local MR belongs to another peer", what);
+		return PMREP_E_INVAL;
+	}
+	if (!(mr->usage & usage)) {
+		PMREP_LOG_ERR("%s: the local MR lacks usage 0x%x (has 0x%x)",
+				what, (unsigned)usage, (unsigned)mr->usage);
+		return PMREP_E_INVAL;
+	}
+	if (!pmrep_range_ok(mr->size, offset, len)) {
+		PMREP_LOG_ERR("%s: %zu bytes at offset %zu outside the %zu-byte local MR",
+				what, len, offset, mr->size);
+		return PMREP_E_RANGE;
+	}
+	return 0;
+}
+
+static int
+check_remote(const struct pmrep_conn *conn, const struct pmrep_mr_remote *mr,
+		size_t offset, size_t len, const char *what)
+{
+	if (mr->provider != conn->peer->provider) {
+		PMREP_LOG_ERR("%s: the remote MR is of another provider (%d, conn %d)",
+				what, (int)mr->provider, (int)conn->peer->provider);
+		return PMREP_E_INVAL;
+	}
+	if (!pmrep_range_ok(mr->size, offset, len)) {
+		PMREP_LOG_ERR("%s: %zu bytes at offset %zu outside the %llu-byte remote MR",
+				what, len, offset, (unsigned long long)mr->size);
+		return PMREP_E_RANGE;
+	}
+	return 0;
+}
+
+static int
+check_conn(const struct pmrep_conn *conn, const char *what)
+{
+	if (conn->terminal) {
+		PMREP_LOG_ERR("%s: the connection is closed or lost", what);
+		return PMREP_E_CONN_LOST;
+	}
+	return 0;
+}
+
+static int
+post_rw(struct pmrep_conn *conn, enum pmrep_op op,
+		struct pmrep_mr_local *local, size_t local_offset,
+		const struct pmrep_mr_remote *remote, size_t remote_offset,
+		size_t len, bool with_imm, uint32_t imm, int flags,
+		const void *op_context)
+{
+	const char *what = op == PMREP_OP_READ ? "read" : "write";
+	struct pmrep_op_args a;
+	memset(&a, 0, sizeof(a));
+
+	PMREP_CHECK_ARG(conn);
+	PMREP_CHECK_ARG(local);
+	PMREP_CHECK_ARG(remote);
+	int ret = check_flags(flags, &a.signaled);
+	if (ret)
+		return ret;
+	if (len == 0) {
+		PMREP_LOG_ERR("%s: length 0", what);
+		return PMREP_E_INVAL;
+	}
+	ret = check_local(conn, local, local_offset, len,
+			op == PMREP_OP_READ ? PMREP_MR_USAGE_READ_DST :
+			PMREP_MR_USAGE_WRITE_SRC, what);
+	if (ret)
+		return ret;
+	ret = check_remote(conn, remote, remote_offset, len, what);
+	if (ret)
+		return ret;
+	ret = check_conn(conn, what);
+	if (ret)
+		return ret;
+	a.conn = conn;
+	a.op = op;
+	a.local = local;
+	a.local_offset = local_offset;
+	a.remote = remote;
+	a.remote_offset = remote_offset;
+	a.len = len;
+	a.with_imm = with_imm;
+	a.imm = imm;
+	a.op_context = op_context;
+	return conn->peer->ops->post(&a);
+}
+
+int
+pmrep_read(struct pmrep_conn *conn, struct pmrep_mr_local *dst,
+		size_t dst_offset, const struct pmrep_mr_remote *src,
+		size_t src_offset, size_t len, int flags, const void *op_context)
+{
+	return post_rw(conn, PMREP_OP_READ, dst, dst_offset, src, src_offset,
+			len, false, 0, flags, op_context);
+}
+
+int
+pmrep_write(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
+		size_t dst_offset, const struct pmrep_mr_local *src,
+		size_t src_offset, size_t len, int flags, const void *op_context)
+{
+	return post_rw(conn, PMREP_OP_WRITE, (struct pmrep_mr_local *)src,
+			src_offset, dst, dst_offset, len, false, 0, flags,
+			op_context);
+}
+
+int
+pmrep_write_with_imm(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
+		size_t dst_offset, const struct pmrep_mr_local *src,
+		size_t src_offset, size_t len, uint32_t imm, int flags,
+		const void *op_context)
+{
+	return post_rw(conn, PMREP_OP_WRITE, (struct pmrep_mr_local *)src,
+			src_offset, dst, dst_offset, len, true, imm, flags,
+			op_context);
+}
+
+int
+pmrep_atomic_write(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
+		size_t dst_offset, const uint8_t src[8], int flags,
+		const void *op_context)
+{
+	struct pmrep_op_args a;
+	memset(&a, 0, sizeof(a));
+
+	PMREP_CHECK_ARG(conn);
+	PMREP_CHECK_ARG(dst);
+	PMREP_CHECK_ARG(src);
+	int ret = check_flags(flags, &a.signaled);
+	if (ret)
+		return ret;
+	ret = check_remote(conn, dst, dst_offset, 8, "atomic write");
+	if (ret)
+		return ret;
+	if ((dst->raddr + dst_offset) % 8 != 0) {
+		PMREP_LOG_ERR("atomic write: remote address 0x%llx is not 8-byte aligned",
+				(unsigned long long)(dst->raddr + dst_offset));
+		return PMREP_E_INVAL;
+	}
+	ret = check_conn(conn, "atomic write");
+	if (ret)
+		return ret;
+	a.conn = conn;
+	a.op = PMREP_OP_ATOMIC_WRITE;
+	a.remote = dst;
+	a.remote_offset = dst_offset;
+	a.len = 8;
+	memcpy(a.atomic_value, src, 8);
+	a.op_context = op_context;
+	return conn->peer->ops->post(&a);
+}
+
+int
+pmrep_flush(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
+		size_t dst_offset, size_t len, enum pmrep_flush_type type,
+		int flags, const void *op_context)
+{
+	struct pmrep_op_args a;
+	memset(&a, 0, sizeof(a));
+
+	PMREP_CHECK_ARG(conn);
+	PMREP_CHECK_ARG(dst);
+	int ret = check_flags(flags, &a.signaled);
+	if (ret)
+		return ret;
+	if (type != PMREP_FLUSH_TYPE_VISIBILITY &&
+			type != PMREP_FLUSH_TYPE_PERSISTENT) {
+		PMREP_LOG_ERR("flush: unknown type %d", (int)type);
+		return PMREP_E_INVAL;
+	}
+	if (len == 0) {
+		PMREP_LOG_ERR("flush: length 0");
+		return PMREP_E_INVAL;
+	}
+	ret = check_remote(conn, dst, dst_offset, len, "flush");
+	if (ret)
+		return ret;
+	if (type == PMREP_FLUSH_TYPE_PERSISTENT) {
+		switch (conn->flush_method) {
+		case PMREP_FLUSH_METHOD_NATIVE:
+			/* the target checks the MR's flush access itself */
+			break;
+		case PMREP_FLUSH_METHOD_APM:
+			if (!(dst->usage & PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT)) {
+				PMREP_LOG_ERR("flush: the remote MR was not registered for persistent flush");
+				return PMREP_E_NOSUPP;
+			}
+			break;
+		default:
+			PMREP_LOG_ERR("flush: PERSISTENT is not supported on this connection "
+					"(no native RDMA FLUSH and the remote peer did not declare "
+					"direct write to pmem); use a persist request (GPSPM)");
+			return PMREP_E_NOSUPP;
+		}
+	}
+	ret = check_conn(conn, "flush");
+	if (ret)
+		return ret;
+	a.conn = conn;
+	a.op = PMREP_OP_FLUSH;
+	a.remote = dst;
+	a.remote_offset = dst_offset;
+	a.len = len;
+	a.flush_type = type;
+	a.op_context = op_context;
+	return conn->peer->ops->post(&a);
+}
+
+static int
+post_msg(struct pmrep_conn *conn, enum pmrep_op op, struct pmrep_mr_local *mr,
+		size_t offset, size_t len, bool with_imm, uint32_t imm,
+		int flags, const void *op_context)
+{
+	const char *what = op == PMREP_OP_RECV ? "recv" : "send";
+	struct pmrep_op_args a;
+	memset(&a, 0, sizeof(a));
+
+	PMREP_CHECK_ARG(conn);
+	if (op == PMREP_OP_RECV) {
+		a.signaled = true;
+		if (mr == NULL) {
+			PMREP_LOG_ERR("recv: dst is NULL");
+			return PMREP_E_INVAL;
+		}
+	} else {
+		int ret = check_flags(flags, &a.signaled);
+		if (ret)
+			return ret;
+	}
+	/* a send may carry no payload (e.g. only an immediate) */
+	if (mr != NULL) {
+		int ret = check_local(conn, mr, offset, len,
+				op == PMREP_OP_RECV ? PMREP_MR_USAGE_RECV :
+				PMREP_MR_USAGE_SEND, what);
+		if (ret)
+			return ret;
+	} else if (len != 0) {
+		PMREP_LOG_ERR("%s: %zu bytes with no MR", what, len);
+		return PMREP_E_INVAL;
+	}
+	int ret = check_conn(conn, what);
+	if (ret)
+		return ret;
+	a.conn = conn;
+	a.op = op;
+	a.local = mr;
+	a.local_offset = offset;
+	a.len = len;
+	a.with_imm = with_imm;
+	a.imm = imm;
+	a.op_context = op_context;
+	return conn->peer->ops->post(&a);
+}
+
+int
+pmrep_send(struct pmrep_conn *conn, const struct pmrep_mr_local *src,
+		size_t offset, size_t len, int flags, const void *op_context)
+{
+	return post_msg(conn, PMREP_OP_SEND, (struct pmrep_mr_local *)src,
+			offset, len, false, 0, flags, op_context);
+}
+
+int
+pmrep_send_with_imm(struct pmrep_conn *conn, const struct pmrep_mr_local *src,
+		size_t offset, size_t len, uint32_t imm, int flags,
+		const void *op_context)
+{
+	return post_msg(conn, PMREP_OP_SEND, (struct pmrep_mr_local *)src,
+			offset, len, true, imm, flags, op_context);
+}
+
+int
+pmrep_recv(struct pmrep_conn *conn, struct pmrep_mr_local *dst, size_t offset,
+		size_t len, const void *op_context)
+{
+	return post_msg(conn, PMREP_OP_RECV, dst, offset, len, false, 0,
+			PMREP_F_COMPLETION_ALWAYS, op_context);
+}
