@@ -1,0 +1,116 @@
+#!/bin/bash
+# Runs every pmrep test stage, as CI does. Usage (root, Debian 12):
+#   scripts/test.sh                 all stages
+#   PMREP_TEST_STAGES="build asan" scripts/test.sh     only some
+# Stages: deps build asan valgrind install fuzz vm
+# Each stage streams its output; the last line counts the stages.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${PMREP_TEST_OUT:-$ROOT/build-test}
+STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz vm}
+JOBS=$(nproc)
+passed=0; failed=0; failed_names=""
+
+stage() {
+	local name=$1; shift
+	case " $STAGES " in *" $name "*) ;; *) return 0;; esac
+	echo "=== stage $name: start $(date -u +%T)"
+	local t0=$SECONDS
+	if "$@"; then
+		passed=$((passed + 1))
+		echo "=== stage $name: PASSED in $((SECONDS - t0)) s"
+	else
+		failed=$((failed + 1)); failed_names="$failed_names $name"
+		echo "=== stage $name: FAILED in $((SECONDS - t0)) s"
+	fi
+}
+
+configure_build() { # dir, cmake args...
+	local dir=$1; shift
+	cmake -S "$ROOT" -B "$dir" "$@" >"$dir.cmake.log" 2>&1 || { cat "$dir.cmake.log"; return 1; }
+	cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[ *[0-9]+%\] (Building|Linking)' ;
+	return "${PIPESTATUS[0]}"
+}
+
+do_deps() { "$ROOT/scripts/install-deps.sh" --vm; }
+
+do_build() {
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+	ctest --test-dir "$OUT/release" -LE verbs -j"$JOBS" --output-on-failure
+}
+
+do_asan() {
+	configure_build "$OUT/asan" -DCMAKE_BUILD_TYPE=Debug -DPMREP_SANITIZE=ON &&
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	ctest --test-dir "$OUT/asan" -LE verbs -j"$JOBS" --output-on-failure
+}
+
+do_valgrind() {
+	# unit and tcp functional tests under memcheck; any error or leak fails
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+	local vg="valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --quiet"
+	local rc=0 t
+	for t in $(ctest --test-dir "$OUT/release" -LE verbs -N -V 2>/dev/null |
+			sed -n 's/^[0-9]*: Test command: //p' | awk '{print $1}' | sort -u); do
+		echo "--- valgrind $(basename "$t")"
+		PMREP_TEST_PROVIDER=tcp PMREP_TEST_UNDER_VALGRIND=1 timeout -k 10 600 $vg "$t" >"$t.vg.log" 2>&1 ||
+			{ rc=1; echo "valgrind FAILED: $t"; tail -60 "$t.vg.log"; }
+	done
+	return $rc
+}
+
+do_install() {
+	local prefix=$OUT/prefix
+	rm -rf "$prefix"
+	cmake --install "$OUT/release" --prefix "$prefix" >/dev/null || return 1
+	local d; d=$(mktemp -d)
+	cat >"$d/main.c" <<'C'
+#include <pmrep.h>
+#include <stdio.h>
+int main(void) { printf("%s\n", pmrep_err_to_str(PMREP_E_INVAL)); return 0; }
+C
+	PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig \
+		sh -c "cc $d/main.c -o $d/pc \$(pkg-config --cflags --libs pmrep)" || return 1
+	LD_LIBRARY_PATH=$prefix/lib:$prefix/lib/x86_64-linux-gnu "$d/pc" | grep -q "invalid argument" || return 1
+	cat >"$d/CMakeLists.txt" <<'C'
+cmake_minimum_required(VERSION 3.18)
+project(use_pmrep C)
+find_package(pmrep REQUIRED)
+add_executable(cm main.c)
+target_link_libraries(cm pmrep::pmrep)
+C
+	cmake -S "$d" -B "$d/b" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$d/b" >/dev/null &&
+		LD_LIBRARY_PATH=$prefix/lib:$prefix/lib/x86_64-linux-gnu "$d/b/cm" | grep -q "invalid argument" || return 1
+	# only the public API is exported
+	local lib; lib=$(find "$prefix" -name 'libpmrep.so.*.*' | head -1)
+	if nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^pmrep_' | grep -v '^PMREP_' | grep -q .; then
+		echo "non-pmrep symbols exported:"; nm -D --defined-only "$lib" | grep -v ' pmrep_'; return 1
+	fi
+	rm -rf "$d"
+	echo "install: pkg-config and find_package(pmrep) both build and run a program"
+}
+
+do_fuzz() {
+	[ -x "$ROOT/tests/fuzz/run.sh" ] || { echo "no fuzz targets yet"; return 0; }
+	"$ROOT/tests/fuzz/run.sh"
+}
+
+do_vm() {
+	[ -x "$ROOT/tests/vm/ci.sh" ] || { echo "no VM rig yet"; return 0; }
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+	PMREP_BUILD_DIR=$OUT/release "$ROOT/tests/vm/ci.sh"
+}
+
+mkdir -p "$OUT"
+stage deps do_deps
+stage build do_build
+stage asan do_asan
+stage valgrind do_valgrind
+stage install do_install
+stage fuzz do_fuzz
+stage vm do_vm
+
+[ -n "$failed_names" ] && echo "failed stages:$failed_names"
+echo "stages: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
