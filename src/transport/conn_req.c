@@ -65,7 +65,12 @@ pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
 	if (pdata != NULL && pdata->len > 0) {
 		unsigned max = req->passive ? PMREP_PDATA_ACCEPT_MAX :
 			PMREP_PDATA_CONNECT_MAX;
-		if (pdata->ptr == NULL || pdata->len > max) {
+		if (pdata->ptr == NULL) {
+			PMREP_LOG_ERR("private data of %u bytes with a NULL pointer",
+					pdata->len);
+			return PMREP_E_INVAL;
+		}
+		if (pdata->len > max) {
 			PMREP_LOG_ERR("private data of %u bytes: at most %u bytes on %s",
 					pdata->len, max,
 					req->passive ? "accept" : "connect");
