@@ -209,34 +209,73 @@ PMREP_API int pmrep_conn_cfg_new(struct pmrep_conn_cfg **cfg_ptr);
 /* pmrep_conn_cfg_delete -- free it (NULL ok). Returns 0 or PMREP_E_INVAL. */
 PMREP_API int pmrep_conn_cfg_delete(struct pmrep_conn_cfg **cfg_ptr);
 /*
- * Setters / getters. Errors: PMREP_E_INVAL (NULL, timeout_ms <= 0, a size
- * of 0 where one is required, or above 65536).
- *  timeout_ms: limit for address / route resolution and for connect (ms).
- *  sq_size / rq_size: send / receive queue depth (work requests).
- *  cq_size / rcq_size: CQ depths; rcq_size > 0 gives a separate receive CQ.
- *  shared_comp_channel: one completion channel for the conn's CQ and RCQ
- *    (then wait with pmrep_conn_wait).
- *  comp_channel: a channel shared across connections (see
- *    pmrep_comp_channel_new); it must outlive every conn that uses it.
- *  connect_retries / retry_backoff_ms: when nothing listens yet, the active
- *    side retries up to `connect_retries` more times, waiting
- *    retry_backoff_ms, doubled each time (capped at 2000 ms).
- *  srq: a shared receive queue for the conn's receives (passive side).
+ * pmrep_conn_cfg_set_timeout -- the limit (ms, > 0) for address and route
+ * resolution and for the connect handshake; pmrep_conn_delete also drains
+ * in-flight requests for at most this long.
+ * Errors: PMREP_E_INVAL (NULL cfg, timeout_ms <= 0; the old value stays).
+ * Not thread-safe against other use of the same cfg.
  */
 PMREP_API int pmrep_conn_cfg_set_timeout(struct pmrep_conn_cfg *cfg, int timeout_ms);
+/* pmrep_conn_cfg_get_timeout -- the timeout in ms. Errors: PMREP_E_INVAL (NULL). */
 PMREP_API int pmrep_conn_cfg_get_timeout(const struct pmrep_conn_cfg *cfg, int *timeout_ms);
+/*
+ * pmrep_conn_cfg_set_sq_size -- send queue depth in work requests, 1..65536.
+ * Errors: PMREP_E_INVAL (NULL, out of range; the old value stays).
+ */
 PMREP_API int pmrep_conn_cfg_set_sq_size(struct pmrep_conn_cfg *cfg, uint32_t sq_size);
+/* pmrep_conn_cfg_get_sq_size -- send queue depth. Errors: PMREP_E_INVAL (NULL). */
 PMREP_API int pmrep_conn_cfg_get_sq_size(const struct pmrep_conn_cfg *cfg, uint32_t *sq_size);
+/*
+ * pmrep_conn_cfg_set_rq_size -- receive queue depth in work requests,
+ * 1..65536. Errors: PMREP_E_INVAL (NULL, out of range; old value stays).
+ */
 PMREP_API int pmrep_conn_cfg_set_rq_size(struct pmrep_conn_cfg *cfg, uint32_t rq_size);
+/* pmrep_conn_cfg_get_rq_size -- receive queue depth. Errors: PMREP_E_INVAL (NULL). */
 PMREP_API int pmrep_conn_cfg_get_rq_size(const struct pmrep_conn_cfg *cfg, uint32_t *rq_size);
+/*
+ * pmrep_conn_cfg_set_cq_size -- CQ depth in completions, 1..65536.
+ * Errors: PMREP_E_INVAL (NULL, out of range; the old value stays).
+ */
 PMREP_API int pmrep_conn_cfg_set_cq_size(struct pmrep_conn_cfg *cfg, uint32_t cq_size);
+/* pmrep_conn_cfg_get_cq_size -- CQ depth. Errors: PMREP_E_INVAL (NULL). */
 PMREP_API int pmrep_conn_cfg_get_cq_size(const struct pmrep_conn_cfg *cfg, uint32_t *cq_size);
+/*
+ * pmrep_conn_cfg_set_rcq_size -- depth of a separate receive CQ, 0..65536;
+ * 0 (the default) means receives complete on the main CQ.
+ * Errors: PMREP_E_INVAL (NULL, > 65536; the old value stays).
+ */
 PMREP_API int pmrep_conn_cfg_set_rcq_size(struct pmrep_conn_cfg *cfg, uint32_t rcq_size);
+/* pmrep_conn_cfg_get_rcq_size -- receive CQ depth (0: none). Errors: PMREP_E_INVAL (NULL). */
 PMREP_API int pmrep_conn_cfg_get_rcq_size(const struct pmrep_conn_cfg *cfg, uint32_t *rcq_size);
+/*
+ * pmrep_conn_cfg_set_shared_comp_channel -- true: the conn's CQ and RCQ
+ * share one completion channel owned by the conn; wait with
+ * pmrep_conn_wait on pmrep_conn_get_completion_fd (pmrep_cq_wait then
+ * returns PMREP_E_SHARED_CHANNEL). Errors: PMREP_E_INVAL (NULL).
+ */
 PMREP_API int pmrep_conn_cfg_set_shared_comp_channel(struct pmrep_conn_cfg *cfg, bool shared);
+/* pmrep_conn_cfg_get_shared_comp_channel -- the flag. Errors: PMREP_E_INVAL (NULL). */
 PMREP_API int pmrep_conn_cfg_get_shared_comp_channel(const struct pmrep_conn_cfg *cfg, bool *shared);
+/*
+ * pmrep_conn_cfg_set_comp_channel -- attach the CQs of conns made with this
+ * cfg to `channel`, shared across connections (NULL: none). The channel is
+ * not owned by the cfg or the conns and must outlive every conn using it;
+ * wait with pmrep_comp_channel_wait. Errors: PMREP_E_INVAL (NULL cfg).
+ */
 PMREP_API int pmrep_conn_cfg_set_comp_channel(struct pmrep_conn_cfg *cfg, struct pmrep_comp_channel *channel);
+/*
+ * pmrep_conn_cfg_set_connect_retries -- when nothing listens yet, the
+ * active side retries up to `retries` (0..1000) more times, waiting
+ * `backoff_ms` (> 0) before the first retry, doubled each time up to
+ * 2000 ms; then the conn reports PMREP_CONN_UNREACHABLE.
+ * Errors: PMREP_E_INVAL (NULL, out of range; old values stay).
+ */
 PMREP_API int pmrep_conn_cfg_set_connect_retries(struct pmrep_conn_cfg *cfg, unsigned retries, int backoff_ms);
+/*
+ * pmrep_conn_cfg_set_srq -- receives of conns made with this cfg come from
+ * `srq` (NULL: the conn's own receive queue). Not owned; must outlive the
+ * conns. Errors: PMREP_E_INVAL (NULL cfg).
+ */
 PMREP_API int pmrep_conn_cfg_set_srq(struct pmrep_conn_cfg *cfg, struct pmrep_srq *srq);
 
 /* ---------------------------------------------------------------- endpoint */
@@ -584,34 +623,53 @@ enum pmrep_flush_type {
 };
 
 /*
- * The posting ops. None blocks; each posts one request (APM flush: a
- * read after the writes, one doorbell) and reports it on the conn's CQ
- * with `op_context` when flags include PMREP_F_COMPLETION_ALWAYS.
- * Offsets and lengths are bytes and are checked against the local region
- * and the remote region's size before anything is posted.
+ * The posting ops below share these rules. None blocks; each posts one
+ * request (an APM flush: a read after the writes, one doorbell) and
+ * reports it on the conn's CQ with `op_context` when `flags` is
+ * PMREP_F_COMPLETION_ALWAYS (PMREP_F_COMPLETION_ON_ERROR: only a failure
+ * is reported). Offsets and lengths are bytes, checked against the local
+ * region and the remote region's size before anything is posted.
  * Common errors: PMREP_E_INVAL (NULL, flags not exactly one of the two,
- * a region without the needed usage), PMREP_E_RANGE (offset + len outside
- * a region), PMREP_E_CONN_LOST (the conn reported a terminal event),
- * PMREP_E_AGAIN (send queue full), PMREP_E_PROVIDER (post failed).
+ * len 0, a region without the needed usage, a remote MR of another
+ * provider), PMREP_E_RANGE (offset + len outside a region),
+ * PMREP_E_CONN_LOST (the conn reported a terminal event), PMREP_E_AGAIN
+ * (send queue full), PMREP_E_PROVIDER (the post failed: pmrep_err_errno()).
+ * Thread-safety: one thread per conn at a time.
+ */
+
+/*
+ * pmrep_read -- RDMA read `len` bytes from src + src_offset (remote, usage
+ * READ_SRC at the target) into dst + dst_offset (local, READ_DST).
+ * Errors: the common ones.
  */
 PMREP_API int pmrep_read(struct pmrep_conn *conn,
 		struct pmrep_mr_local *dst, size_t dst_offset,
 		const struct pmrep_mr_remote *src, size_t src_offset,
 		size_t len, int flags, const void *op_context);
+/*
+ * pmrep_write -- RDMA write `len` bytes from src + src_offset (local,
+ * WRITE_SRC) to dst + dst_offset (remote, WRITE_DST). The bytes are
+ * neither visible nor durable before a flush completes.
+ * Errors: the common ones.
+ */
 PMREP_API int pmrep_write(struct pmrep_conn *conn,
 		const struct pmrep_mr_remote *dst, size_t dst_offset,
 		const struct pmrep_mr_local *src, size_t src_offset,
 		size_t len, int flags, const void *op_context);
-/* pmrep_write_with_imm -- a write whose completion at the target carries `imm`
- * (the target must have a receive posted). */
+/*
+ * pmrep_write_with_imm -- a write whose arrival consumes a receive at the
+ * target and completes it as PMREP_OP_RECV_RDMA_WITH_IMM carrying `imm`.
+ * Errors: the common ones.
+ */
 PMREP_API int pmrep_write_with_imm(struct pmrep_conn *conn,
 		const struct pmrep_mr_remote *dst, size_t dst_offset,
 		const struct pmrep_mr_local *src, size_t src_offset,
 		size_t len, uint32_t imm, int flags, const void *op_context);
 /*
- * pmrep_atomic_write -- write 8 bytes `src` to dst + dst_offset (8-byte
- * aligned, else PMREP_E_INVAL) so that a reader sees all or none: native
- * ATOMIC WRITE when the peer has it, else an inline write behind a fence.
+ * pmrep_atomic_write -- write the 8 bytes at `src` to dst + dst_offset so
+ * that a reader sees all or none: native ATOMIC WRITE when the peer has
+ * it, else an inline write behind a fence. The remote address must be
+ * 8-byte aligned. Errors: the common ones (PMREP_E_INVAL when unaligned).
  */
 PMREP_API int pmrep_atomic_write(struct pmrep_conn *conn,
 		const struct pmrep_mr_remote *dst, size_t dst_offset,
@@ -619,22 +677,36 @@ PMREP_API int pmrep_atomic_write(struct pmrep_conn *conn,
 /*
  * pmrep_flush -- make every write posted before it to `dst` visible
  * (VISIBILITY) or durable (PERSISTENT) at the target. PERSISTENT uses
- * native RDMA FLUSH when both sides can, else APM when the remote peer
+ * native RDMA FLUSH when the peer can, else APM when the remote peer
  * declared direct write to pmem, else it fails with PMREP_E_NOSUPP: it
- * never silently downgrades to VISIBILITY. A remote region not registered
- * for the flush type: PMREP_E_NOSUPP (APM) or a remote access error
- * completion (native).
+ * never silently downgrades to VISIBILITY. See pmrep_conn_get_flush_method.
+ * Errors: the common ones; PMREP_E_INVAL (unknown type); PMREP_E_NOSUPP
+ * (no PERSISTENT method, or APM into a remote MR not registered with
+ * FLUSH_TYPE_PERSISTENT). Native flush into such an MR completes with a
+ * remote access error instead.
  */
 PMREP_API int pmrep_flush(struct pmrep_conn *conn,
 		const struct pmrep_mr_remote *dst, size_t dst_offset, size_t len,
 		enum pmrep_flush_type type, int flags, const void *op_context);
+/*
+ * pmrep_send -- send `len` bytes at src + offset (usage SEND) as one
+ * message into a receive the peer posted; src may be NULL with len 0.
+ * With no receive posted the target retries (bounded, RNR) and then the
+ * send fails with IBV_WC_RNR_RETRY_EXC_ERR. Errors: the common ones.
+ */
 PMREP_API int pmrep_send(struct pmrep_conn *conn,
 		const struct pmrep_mr_local *src, size_t offset, size_t len,
 		int flags, const void *op_context);
+/* pmrep_send_with_imm -- pmrep_send carrying `imm` (host order) to the
+ * receiver's completion. Errors: the common ones. */
 PMREP_API int pmrep_send_with_imm(struct pmrep_conn *conn,
 		const struct pmrep_mr_local *src, size_t offset, size_t len,
 		uint32_t imm, int flags, const void *op_context);
-/* pmrep_recv -- post a receive (always reported, with its byte_len). */
+/*
+ * pmrep_recv -- post a receive of up to `len` bytes into dst + offset
+ * (usage RECV); always reported, with the received byte_len.
+ * Errors: the common ones (flags do not apply).
+ */
 PMREP_API int pmrep_recv(struct pmrep_conn *conn,
 		struct pmrep_mr_local *dst, size_t offset, size_t len,
 		const void *op_context);
