@@ -58,6 +58,8 @@ msync(void *addr, size_t len, int flags)
 
 /* ---- fixtures */
 
+static void disk_dir_remove(void);
+
 static int
 group_setup(void **state)
 {
@@ -70,6 +72,7 @@ group_teardown(void **state)
 {
 	(void)state;
 	tp_dir_remove();
+	disk_dir_remove();
 	return 0;
 }
 
@@ -914,18 +917,33 @@ granularity_names(void **state)
 
 /* ---- a file system that is not tmpfs (no DAX either: PAGE only) */
 
+/* made by the test, removed by group_teardown even when the test fails */
+static char disk_dir[64];
+static char disk_path[96];
+
+static void
+disk_dir_remove(void)
+{
+	if (disk_dir[0] == '\0')
+		return;
+	(void)unlink(disk_path);
+	(void)rmdir(disk_dir);
+	disk_dir[0] = '\0';
+}
+
 static void
 cache_line_on_non_dax_disk_fs_fails_with_granularity_error(void **state)
 {
 	(void)state;
-	char dir[] = "/var/tmp/pmrep-test-pmem-XXXXXX";
-	char path[64];
 	struct pmrep_pmem *p = NULL;
 
-	if (mkdtemp(dir) == NULL)
+	snprintf(disk_dir, sizeof(disk_dir), "/var/tmp/pmrep-test-pmem-XXXXXX");
+	if (mkdtemp(disk_dir) == NULL) {
+		disk_dir[0] = '\0';
 		skip();
-	snprintf(path, sizeof(path), "%s/f", dir);
-	int ret = pmrep_pmem_open(path, PMREP_PMEM_CREATE, SZ,
+	}
+	snprintf(disk_path, sizeof(disk_path), "%s/f", disk_dir);
+	int ret = pmrep_pmem_open(disk_path, PMREP_PMEM_CREATE, SZ,
 			PMREP_PMEM_GRANULARITY_CACHE_LINE, &p);
 	if (ret == 0) {
 		/* a DAX-mounted /var/tmp: then it really offers it */
@@ -934,18 +952,20 @@ cache_line_on_non_dax_disk_fs_fails_with_granularity_error(void **state)
 		assert_int_equal(pmrep_pmem_close(&p), 0);
 	} else {
 		assert_int_equal(ret, PMREP_E_GRANULARITY);
-		assert_false(tp_exists(path));
-		assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE, SZ,
-				PMREP_PMEM_GRANULARITY_PAGE, &p), 0);
+		assert_non_null(strstr(pmrep_err_msg(), pmem2_errormsg()));
+		assert_false(tp_exists(disk_path));
+		assert_int_equal(pmrep_pmem_open(disk_path, PMREP_PMEM_CREATE,
+				SZ, PMREP_PMEM_GRANULARITY_PAGE, &p), 0);
 		assert_int_equal(pmrep_pmem_get_granularity(p),
 				PMREP_PMEM_GRANULARITY_PAGE);
 		memset(pmrep_pmem_get_address(p), 1, 10);
+		int before = msync_calls;
 		pmrep_pmem_get_persist_fn(p)(pmrep_pmem_get_address(p), 10);
+		assert_int_equal(msync_calls, before + 1);
 		assert_int_equal(pmrep_pmem_deep_flush(p, 0, SZ), 0);
 		assert_int_equal(pmrep_pmem_close(&p), 0);
 	}
-	unlink(path);
-	rmdir(dir);
+	disk_dir_remove();
 }
 
 /* ---- threads: different mappings opened, used and closed concurrently */
