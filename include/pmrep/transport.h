@@ -401,9 +401,11 @@ PMREP_API int pmrep_conn_get_event_fd(const struct pmrep_conn *conn, int *fd);
  * by the pmrep_comp_channel). Errors: PMREP_E_INVAL, PMREP_E_NOT_SHARED_CHNL.
  */
 PMREP_API int pmrep_conn_get_completion_fd(const struct pmrep_conn *conn, int *fd);
-/* pmrep_conn_get_cq / _rcq -- the conn's CQ / receive CQ (NULL when the
- * conn has no separate RCQ). Owned by the conn. Errors: PMREP_E_INVAL. */
+/* pmrep_conn_get_cq -- the conn's CQ, owned by the conn (deleted with it).
+ * Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_conn_get_cq(const struct pmrep_conn *conn, struct pmrep_cq **cq);
+/* pmrep_conn_get_rcq -- the conn's separate receive CQ, or NULL when the
+ * cfg asked for none (rcq_size 0). Owned by the conn. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_conn_get_rcq(const struct pmrep_conn *conn, struct pmrep_cq **rcq);
 /*
  * pmrep_conn_wait -- with a shared completion channel: wait up to
@@ -496,8 +498,9 @@ PMREP_API int pmrep_mr_set_persist_fn(struct pmrep_mr_local *mr,
 /* pmrep_mr_dereg -- deregister and free (NULL ok). Errors: PMREP_E_INVAL,
  * PMREP_E_PROVIDER (freed anyway). */
 PMREP_API int pmrep_mr_dereg(struct pmrep_mr_local **mr_ptr);
-/* pmrep_mr_get_ptr / _get_size -- what was registered. Errors: PMREP_E_INVAL. */
+/* pmrep_mr_get_ptr -- the registered address. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_mr_get_ptr(const struct pmrep_mr_local *mr, void **ptr);
+/* pmrep_mr_get_size -- the registered size in bytes. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_mr_get_size(const struct pmrep_mr_local *mr, size_t *size);
 
 #define PMREP_MR_DESC_SIZE 32	/* bytes of a serialised MR descriptor */

@@ -36,6 +36,10 @@ pmrep_range_ok(uint64_t size, uint64_t offset, uint64_t len)
 	return offset <= size && len <= size - offset;
 }
 
+/* a receive buffer: RECV usage and inside the MR (INVAL / RANGE, logged) */
+int pmrep_check_recv_dst(const struct pmrep_mr_local *dst, size_t offset,
+		size_t len);
+
 /* the flush method a conn gets from its peer's caps and the remote peer cfg */
 void pmrep_conn_update_flush_method(struct pmrep_conn *conn);
 

@@ -29,15 +29,9 @@ pmrep_conn_req_recv(struct pmrep_conn_req *req, struct pmrep_mr_local *dst,
 {
 	PMREP_CHECK_ARG(req);
 	PMREP_CHECK_ARG(dst);
-	if (!(dst->usage & PMREP_MR_USAGE_RECV)) {
-		PMREP_LOG_ERR("the MR was not registered with PMREP_MR_USAGE_RECV");
-		return PMREP_E_INVAL;
-	}
-	if (!pmrep_range_ok(dst->size, offset, len)) {
-		PMREP_LOG_ERR("receive of %zu bytes at %zu is outside the %zu-byte MR",
-				len, offset, dst->size);
-		return PMREP_E_RANGE;
-	}
+	int ret = pmrep_check_recv_dst(dst, offset, len);
+	if (ret)
+		return ret;
 	return req->peer->ops->conn_req_recv(req, dst, offset, len, op_context);
 }
 

@@ -184,3 +184,19 @@ pmrep_mr_remote_get_flush_type(const struct pmrep_mr_remote *mr,
 			PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT);
 	return 0;
 }
+
+int
+pmrep_check_recv_dst(const struct pmrep_mr_local *dst, size_t offset,
+		size_t len)
+{
+	if (!(dst->usage & PMREP_MR_USAGE_RECV)) {
+		PMREP_LOG_ERR("the MR was not registered with PMREP_MR_USAGE_RECV");
+		return PMREP_E_INVAL;
+	}
+	if (!pmrep_range_ok(dst->size, offset, len)) {
+		PMREP_LOG_ERR("receive of %zu bytes at %zu is outside the %zu-byte MR",
+				len, offset, dst->size);
+		return PMREP_E_RANGE;
+	}
+	return 0;
+}
