@@ -103,7 +103,8 @@ typedef void *pmrep_pmem_memset_fn(void *pmemdest, int c, size_t len,
  *   with mode 0600 (less the umask) and allocate `size` bytes for it with
  *   posix_fallocate (so it reads as zeros and the space is reserved). If
  *   opening fails after the file was created, the file is removed again.
- *   When `path` exists it is opened as without the flag.
+ *   When `path` exists it is opened as without the flag. A dangling
+ *   symbolic link is not followed to create its target (EEXIST, below).
  * - PMREP_PMEM_EXCL: fail with PMREP_E_PROVIDER / EEXIST if `path` exists.
  *
  * `size` (bytes): with PMREP_PMEM_CREATE it must be > 0 (the size of a new
@@ -127,16 +128,18 @@ typedef void *pmrep_pmem_memset_fn(void *pmemdest, int c, size_t len,
  *   FIFOs, sockets and other character devices fail here);
  * - PMREP_E_PROVIDER: open(2), fstat(2) or posix_fallocate(3) failed;
  *   pmrep_err_errno() is its errno: ENOENT (no such path and no
- *   PMREP_PMEM_CREATE, or a missing parent directory), EISDIR (a
- *   directory), EACCES / EROFS (cannot be opened for writing), EEXIST
- *   (PMREP_PMEM_EXCL and it exists), ENOSPC / EFBIG (no room for `size`
- *   bytes), ENAMETOOLONG, ...;
+ *   PMREP_PMEM_CREATE, or a missing parent directory), ENOTDIR, EISDIR
+ *   (a directory), EACCES / EROFS (cannot be opened for writing), EEXIST
+ *   (PMREP_PMEM_EXCL and it exists; or a dangling symbolic link with
+ *   PMREP_PMEM_CREATE), ENXIO (a socket), ENOSPC / EFBIG (no room for
+ *   `size` bytes), ENAMETOOLONG, ...;
  * - PMREP_E_RANGE: `size` > 0 differs from the existing file's / device's
  *   size, or `size` is 0 and the existing file is empty;
  * - PMREP_E_GRANULARITY: the mapping cannot offer `required` (e.g.
  *   CACHE_LINE on tmpfs or on a file system without DAX); pmrep_err_msg()
  *   has libpmem2's explanation. Retry with a coarser requirement;
- * - PMREP_E_NOMEM: out of memory (here or in libpmem2);
+ * - PMREP_E_NOMEM: out of memory (here or in libpmem2); pmrep_err_errno()
+ *   is ENOMEM;
  * - PMREP_E_PMEM: another libpmem2 failure; pmrep_err_msg() has
  *   libpmem2's message and pmrep_err_errno() its errno if it had one.
  *
