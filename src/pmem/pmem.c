@@ -251,15 +251,22 @@ map_source(struct pmrep_pmem *p, enum pmrep_pmem_granularity required)
 	}
 
 	ret = pmem2_map_new(&p->map, cfg, p->src);
+	if (ret == PMEM2_E_GRANULARITY_NOT_SUPPORTED) {
+		p->map = NULL;
+		pmrep_err_set_errno(0);
+		PMREP_LOG_ERR("%s: the mapping cannot offer the required store "
+				"granularity %s (%s always works): %s "
+				"(libpmem2 error %d)", p->path,
+				pmrep_pmem_granularity_to_str(required),
+				pmrep_pmem_granularity_to_str(
+				PMREP_PMEM_GRANULARITY_PAGE),
+				pmem2_errormsg(), ret);
+		ret = PMREP_E_GRANULARITY;
+		goto out;
+	}
 	if (ret != 0) {
 		p->map = NULL;
 		ret = pmem2_failed(ret, p->path, "pmem2_map_new");
-		if (ret == PMREP_E_GRANULARITY)
-			PMREP_LOG_INFO("%s: required granularity %s; %s always "
-					"works", p->path,
-					pmrep_pmem_granularity_to_str(required),
-					pmrep_pmem_granularity_to_str(
-					PMREP_PMEM_GRANULARITY_PAGE));
 		goto out;
 	}
 

@@ -114,8 +114,10 @@ t12_cache_line_on_tmpfs_fails_with_granularity_error(void **state)
 	/* libpmem2's own message is passed through */
 	assert_true(strlen(pmem2_errormsg()) > 0);
 	assert_non_null(strstr(pmrep_err_msg(), pmem2_errormsg()));
-	assert_non_null(strstr(pmrep_err_msg(), "granularity"));
+	assert_non_null(strstr(pmrep_err_msg(),
+			"cannot offer the required store granularity CACHE_LINE"));
 	assert_string_equal(tp_log_last[PMREP_LOG_ERROR], pmrep_err_msg());
+	assert_int_equal(pmrep_err_errno(), 0);
 	/* the file this call created is gone again */
 	assert_false(tp_exists(path));
 	/* the code has its own description */
