@@ -381,7 +381,13 @@ create_beyond_free_space_fails_and_removes_file(void **state)
 	const char *path = tp_path("huge");
 	struct pmrep_pmem *p = NULL;
 
-	/* 1 PiB: more than this tmpfs (or any test machine) can hold */
+	/* 1 PiB: more than this tmpfs (or any test machine) can hold; a
+	 * tmpfs without a size limit would try to allocate it all: skip */
+	struct statfs sf;
+	assert_int_equal(statfs(tp_dir, &sf), 0);
+	if (sf.f_blocks == 0 ||
+			(double)sf.f_blocks * (double)sf.f_bsize >= 0x1p50)
+		skip();
 	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE,
 			(size_t)1 << 50, PMREP_PMEM_GRANULARITY_PAGE, &p),
 			PMREP_E_PROVIDER);
