@@ -43,7 +43,8 @@ static int msync_calls;
 static uintptr_t msync_last_addr;
 static size_t msync_last_len;
 
-int
+/* exported (tests build with hidden visibility) so libpmem2 binds to it */
+__attribute__((visibility("default"))) int
 msync(void *addr, size_t len, int flags)
 {
 	static int (*real_msync)(void *, size_t, int);
