@@ -124,8 +124,8 @@ typedef void *pmrep_pmem_memset_fn(void *pmemdest, int c, size_t len,
  *   PMREP_PMEM_EXCL without PMREP_PMEM_CREATE; PMREP_PMEM_CREATE with
  *   `size` == 0; `size` larger than the largest file offset; `required` is
  *   not a pmrep_pmem_granularity; `path` is neither a regular file nor a
- *   device DAX (directory-like objects fail earlier with EISDIR, below;
- *   FIFOs, sockets and other character devices fail here);
+ *   device DAX: a FIFO, a block device, a character device other than
+ *   device DAX (directories and sockets fail to open: EISDIR / ENXIO);
  * - PMREP_E_PROVIDER: open(2), fstat(2) or posix_fallocate(3) failed;
  *   pmrep_err_errno() is its errno: ENOENT (no such path and no
  *   PMREP_PMEM_CREATE, or a missing parent directory), ENOTDIR, EISDIR
