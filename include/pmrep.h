@@ -7,5 +7,6 @@
 
 #include <pmrep/base.h>
 #include <pmrep/transport.h>
+#include <pmrep/pmem.h>
 
 #endif /* PMREP_H */
