@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pmrep/repl.h -- the replication layer: the replica header that a
+ * replica's file starts with, the replica target that serves one replica
+ * file or device DAX to a mirror, and the mirror, which makes
+ * pmrep_mirror_persist() mean "durable here and on every replica the
+ * policy requires".
+ *
+ * Conventions (all functions): return 0 or a negative PMREP_E_* code, and
+ * every error is also logged (pmrep_err_msg() has the line); sizes,
+ * offsets and lengths are bytes; time limits are milliseconds, and every
+ * call that can wait takes one (no call waits without a limit);
+ * constructors are x_new(…, &out), destructors x_delete(&p) accept
+ * *p == NULL and set *p = NULL.
+ * Thread safety: one object may be used by one thread at a time; different
+ * objects may be used concurrently. Functions that say "thread-safe" may be
+ * called from any thread at any time.
+ */
+#ifndef PMREP_REPL_H
+#define PMREP_REPL_H
+
+#include <pmrep/base.h>
+#include <pmrep/pmem.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------- replica header */
+
+/* bytes of a replica-set UUID */
+#define PMREP_UUID_SIZE 16
+/* A replica file / device starts with its header; its data area begins here. */
+#define PMREP_REPLICA_DATA_OFFSET 4096
+/* Header flag: the data area is a complete copy of the replica set's data of
+ * `generation`, left so by a clean mirror shutdown. Cleared on every attach. */
+#define PMREP_REPLICA_F_CONSISTENT (1u << 0)
+
+/* What a replica header says (decoded; see pmrep_replica_read_info). */
+struct pmrep_replica_info {
+	uint8_t uuid[PMREP_UUID_SIZE];	/* all zero: not yet claimed by a mirror */
+	uint64_t data_offset;		/* bytes: PMREP_REPLICA_DATA_OFFSET */
+	uint64_t data_size;		/* bytes of the data area */
+	uint64_t generation;		/* the replica set's generation it holds */
+	uint32_t flags;			/* PMREP_REPLICA_F_* */
+};
+
+/*
+ * pmrep_replica_read_info -- open the replica file or device DAX at `path`
+ * read-only, decode and check its header (magic, version, checksum, and
+ * that header + data area fill the file exactly) and fill *info.
+ * Errors: PMREP_E_INVAL (NULL argument), PMREP_E_PROVIDER (open / read /
+ * fstat failed: pmrep_err_errno()), PMREP_E_MALFORMED (the header is
+ * truncated, has a bad magic, an unknown version, a bad checksum or
+ * reserved bits set), PMREP_E_RANGE (the header's data size does not match
+ * the file's size).
+ * Thread-safe.
+ */
+PMREP_API int pmrep_replica_read_info(const char *path,
+		struct pmrep_replica_info *info);
+
+/* ------------------------------------------------------------ shared keys */
+
+/* A pre-shared key is 16 to PMREP_KEY_MAX bytes. */
+#define PMREP_KEY_MIN 16
+#define PMREP_KEY_MAX 64
+
+/*
+ * pmrep_key_read_file -- read a pre-shared key from the file at `path`:
+ * its bytes, without one trailing newline (so `head -c 32 /dev/urandom |
+ * base64 > key` works). The key is written to `key` (room for `key_size`
+ * bytes) and its length to *key_len. A file that others than its owner can
+ * read is accepted with a WARNING log line.
+ * Errors: PMREP_E_INVAL (NULL argument, key shorter than PMREP_KEY_MIN or
+ * longer than min(key_size, PMREP_KEY_MAX)), PMREP_E_PROVIDER (open / read
+ * failed: pmrep_err_errno()).
+ * Thread-safe.
+ */
+PMREP_API int pmrep_key_read_file(const char *path, uint8_t *key,
+		size_t key_size, size_t *key_len);
+
+/* ------------------------------------------------------------------ target */
+
+struct pmrep_target_cfg;
+struct pmrep_target;
+
+/*
+ * pmrep_target_cfg_new -- a target configuration: no path, no key, address
+ * "127.0.0.1", port "0" (any free port), data size 0 (whatever the existing
+ * file holds), no create, direct write to pmem false, staging not forced,
+ * timeout 5000 ms.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_target_cfg_new(struct pmrep_target_cfg **cfg_ptr);
+/* pmrep_target_cfg_delete -- free it, wiping the key (NULL ok). Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_target_cfg_delete(struct pmrep_target_cfg **cfg_ptr);
+/*
+ * pmrep_target_cfg_set_path -- the replica: a file (pmem on fsdax, tmpfs,
+ * any file system) or a device DAX; copied. Errors: PMREP_E_INVAL (NULL or
+ * empty), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_target_cfg_set_path(struct pmrep_target_cfg *cfg,
+		const char *path);
+/*
+ * pmrep_target_cfg_set_data_size -- the data area's size in bytes (the
+ * file is PMREP_REPLICA_DATA_OFFSET bytes larger). With `create`, a missing
+ * file is created and formatted with a fresh (unclaimed) header; an
+ * existing file must hold a header with this data size. 0 (default, only
+ * without create): whatever the existing header says.
+ * Errors: PMREP_E_INVAL (NULL; create with size 0).
+ */
+PMREP_API int pmrep_target_cfg_set_data_size(struct pmrep_target_cfg *cfg,
+		uint64_t data_size, bool create);
+/*
+ * pmrep_target_cfg_set_address -- the IP address and port to listen on
+ * (port "0": any free port, see pmrep_target_get_port); copied.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_target_cfg_set_address(struct pmrep_target_cfg *cfg,
+		const char *addr, const char *port);
+/*
+ * pmrep_target_cfg_set_key -- the pre-shared key (`len` bytes, copied)
+ * initiators must prove they hold. Required.
+ * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX).
+ */
+PMREP_API int pmrep_target_cfg_set_key(struct pmrep_target_cfg *cfg,
+		const uint8_t *key, size_t len);
+/*
+ * pmrep_target_cfg_set_direct_write_to_pmem -- the operator declares that
+ * RDMA writes reaching this node's memory are persistent (no DDIO, eADR /
+ * ADR platform set up for it). pmrep cannot detect this. Default false.
+ * Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_target_cfg_set_direct_write_to_pmem(
+		struct pmrep_target_cfg *cfg, bool direct);
+/*
+ * pmrep_target_cfg_set_staging -- serve through a staging buffer even when
+ * the mapping could be registered (for tests and for platforms where
+ * registering the mapping is unwise). Default false: staging only when
+ * registration is refused. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_target_cfg_set_staging(struct pmrep_target_cfg *cfg,
+		bool force);
+/*
+ * pmrep_target_cfg_set_timeout -- limit in ms for an initiator to complete
+ * the handshake, and for each connection's transport operations.
+ * Errors: PMREP_E_INVAL (NULL, timeout_ms <= 0).
+ */
+PMREP_API int pmrep_target_cfg_set_timeout(struct pmrep_target_cfg *cfg,
+		int timeout_ms);
+
+/* How a target serves its replica (pmrep_target_get_mode). */
+enum pmrep_target_mode {
+	/* the mapping itself is registered: writes land in it */
+	PMREP_TARGET_MODE_DIRECT = 0,
+	/* writes land in a registered staging buffer as big as the data area;
+	 * a persist request copies the range into the mapping and persists
+	 * it (the mirror then uses GPSPM) */
+	PMREP_TARGET_MODE_STAGING = 1,
+};
+
+/*
+ * pmrep_target_new -- open (and, per cfg, create and format) the replica
+ * through the pmem layer, check its header, register its data area for
+ * remote writes (else fall back to a staging buffer, logged at WARNING with
+ * the reason), and listen on the configured address. The cfg is copied.
+ * Errors: PMREP_E_INVAL (NULL, no path, no key), PMREP_E_MALFORMED (the
+ * existing file's header is damaged), PMREP_E_RANGE (its data size differs
+ * from the configured one), the errors of pmrep_pmem_open (path),
+ * pmrep_peer_open and pmrep_ep_listen (address: PMREP_E_PROVIDER with
+ * EADDRINUSE ...), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_target_new(const struct pmrep_target_cfg *cfg,
+		struct pmrep_target **target_ptr);
+/*
+ * pmrep_target_delete -- close every session, stop listening, deregister,
+ * unmap and free. Errors: PMREP_E_INVAL (target_ptr NULL); failures of
+ * the underlying deletes are logged and the target is freed anyway.
+ */
+PMREP_API int pmrep_target_delete(struct pmrep_target **target_ptr);
+/*
+ * pmrep_target_get_fd -- an epoll fd that is readable whenever the target
+ * has work (a connection request, a connection event, a message). Put it
+ * in your poll loop and call pmrep_target_process(target, 0) when it is
+ * readable. Owned by the target: never close it. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_target_get_fd(const struct pmrep_target *target, int *fd);
+/*
+ * pmrep_target_process -- wait up to timeout_ms (0: do not wait; -1: no
+ * limit) for work and do all that is pending: accept and authenticate
+ * initiators, answer persist requests, drop failed or timed-out sessions.
+ * A refused initiator is not an error of this call (it is logged).
+ * Errors: PMREP_E_INVAL, PMREP_E_TIMEOUT (nothing happened in time; not a
+ * failure), PMREP_E_PROVIDER (waiting failed).
+ */
+PMREP_API int pmrep_target_process(struct pmrep_target *target, int timeout_ms);
+/* pmrep_target_get_port -- the port it listens on (host order). Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_target_get_port(const struct pmrep_target *target,
+		uint16_t *port);
+/* pmrep_target_get_mode -- how it serves (DIRECT or STAGING). Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_target_get_mode(const struct pmrep_target *target,
+		enum pmrep_target_mode *mode);
+
+/* Counters of a target (pmrep_target_get_stats). */
+struct pmrep_target_stats {
+	uint64_t sessions_accepted;	/* initiators that passed the handshake */
+	uint64_t sessions_refused;	/* handshakes refused (auth, size, uuid, malformed, timeout) */
+	uint64_t persist_requests;	/* GPSPM persist requests answered */
+	int last_refusal;		/* PMREP_E_* of the last refusal, 0 if none */
+};
+/* pmrep_target_get_stats -- its counters. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_target_get_stats(const struct pmrep_target *target,
+		struct pmrep_target_stats *stats);
+
+/* ------------------------------------------------------------------ mirror */
+
+struct pmrep_mirror_cfg;
+struct pmrep_mirror;
+
+/* at most this many replicas per mirror */
+#define PMREP_MIRROR_MAX_REPLICAS 8
+
+/*
+ * pmrep_mirror_cfg_new -- a mirror configuration: no replicas, no key, nil
+ * UUID, generation 1, quorum 0 (= all replicas), region size 64 KiB,
+ * timeout 5000 ms, GPSPM not forced.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_mirror_cfg_new(struct pmrep_mirror_cfg **cfg_ptr);
+/* pmrep_mirror_cfg_delete -- free it, wiping the key (NULL ok). Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_mirror_cfg_delete(struct pmrep_mirror_cfg **cfg_ptr);
+/*
+ * pmrep_mirror_cfg_add_replica -- add a replica target at `addr`:`port`
+ * (copied). Replicas are numbered 0, 1, … in the order added.
+ * Errors: PMREP_E_INVAL (NULL; more than PMREP_MIRROR_MAX_REPLICAS),
+ * PMREP_E_NOMEM.
+ */
+PMREP_API int pmrep_mirror_cfg_add_replica(struct pmrep_mirror_cfg *cfg,
+		const char *addr, const char *port);
+/* pmrep_mirror_cfg_set_key -- the pre-shared key (copied). Required.
+ * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX). */
+PMREP_API int pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg,
+		const uint8_t *key, size_t len);
+/*
+ * pmrep_mirror_cfg_set_uuid -- the replica set's UUID (16 bytes, not all
+ * zero; required). A replica whose header names another UUID is refused;
+ * an unclaimed replica takes this one.
+ * Errors: PMREP_E_INVAL (NULL, all-zero UUID).
+ */
+PMREP_API int pmrep_mirror_cfg_set_uuid(struct pmrep_mirror_cfg *cfg,
+		const uint8_t uuid[PMREP_UUID_SIZE]);
+/*
+ * pmrep_mirror_cfg_set_generation -- the generation of the local data
+ * (>= 1, default 1). The application raises it whenever the local mapping
+ * changed without a mirror on it; a replica of an older generation is
+ * resynced in full, a replica of a newer one is refused (PMREP_E_STATE).
+ * Errors: PMREP_E_INVAL (NULL, 0).
+ */
+PMREP_API int pmrep_mirror_cfg_set_generation(struct pmrep_mirror_cfg *cfg,
+		uint64_t generation);
+/*
+ * pmrep_mirror_cfg_set_quorum -- 0 (default): every replica must confirm
+ * each persist; k in 1..n: persist succeeds once k replicas confirmed, and
+ * the mirror keeps going degraded while at least k are in sync.
+ * Errors: PMREP_E_INVAL (NULL, k > PMREP_MIRROR_MAX_REPLICAS; k above the
+ * replica count is reported by pmrep_mirror_new).
+ */
+PMREP_API int pmrep_mirror_cfg_set_quorum(struct pmrep_mirror_cfg *cfg,
+		unsigned k);
+/*
+ * pmrep_mirror_cfg_set_region_size -- the granularity in bytes of the
+ * out-of-sync bitmap kept per replica (a power of two, 4 KiB .. 1 GiB;
+ * default 64 KiB). Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_mirror_cfg_set_region_size(struct pmrep_mirror_cfg *cfg,
+		uint64_t region_size);
+/*
+ * pmrep_mirror_cfg_set_timeout -- limit in ms for connecting to and
+ * handshaking with one replica (pmrep_mirror_new, pmrep_mirror_reconnect).
+ * Errors: PMREP_E_INVAL (NULL, timeout_ms <= 0).
+ */
+PMREP_API int pmrep_mirror_cfg_set_timeout(struct pmrep_mirror_cfg *cfg,
+		int timeout_ms);
+/*
+ * pmrep_mirror_cfg_set_force_gpspm -- use GPSPM (persist request answered
+ * by the target) even where native flush or APM is available.
+ * Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg,
+		bool force);
+
+/* How a replica's persistence is confirmed, chosen per replica. */
+enum pmrep_mirror_method {
+	PMREP_MIRROR_METHOD_NONE = 0,	/* not connected (yet) */
+	PMREP_MIRROR_METHOD_NATIVE,	/* write + native PERSISTENT flush */
+	PMREP_MIRROR_METHOD_APM,	/* write + read-after-write (direct write to pmem) */
+	PMREP_MIRROR_METHOD_GPSPM,	/* write + persist request answered by the target */
+};
+
+/* State of one replica. */
+enum pmrep_replica_state {
+	PMREP_REPLICA_CONNECTED = 0,	/* handshake done, resync not started */
+	PMREP_REPLICA_SYNCING,		/* copying its out-of-sync regions */
+	PMREP_REPLICA_IN_SYNC,		/* confirms every persist */
+	PMREP_REPLICA_DEGRADED,		/* connected but behind (out-of-sync regions left) */
+	PMREP_REPLICA_FAILED,		/* not connected: lost, refused or unreachable */
+};
+
+/* One replica's status (pmrep_mirror_get_replica_status). */
+struct pmrep_replica_status {
+	enum pmrep_replica_state state;
+	enum pmrep_mirror_method method;
+	uint64_t lag_bytes;	/* bytes of its out-of-sync regions (not yet confirmed) */
+	int last_error;		/* PMREP_E_* of its last failure, 0 if none */
+	uint64_t resyncs;	/* resyncs completed (full or incremental) */
+	uint64_t resync_bytes;	/* bytes copied by those resyncs */
+};
+
+/*
+ * pmrep_mirror_new -- mirror the open mapping `pmem` (all of it) to the
+ * replicas of `cfg`: register the mapping, connect to each replica with a
+ * limit of the cfg timeout, authenticate with the key (the target proves it
+ * too), check the replica header, choose each replica's method, and resync
+ * what needs it: an unclaimed replica or one of an older generation, or
+ * one not left consistent, in full; a replica left consistent with this
+ * generation not at all. `pmem` must stay open until the mirror is deleted.
+ * Succeeds when the policy is met (every replica in sync; with a quorum k,
+ * at least k); replicas that could not be reached are FAILED and wholly out
+ * of sync (pmrep_mirror_reconnect).
+ * Errors: PMREP_E_INVAL (NULL, no replica, no key, nil UUID, quorum above
+ * the replica count), PMREP_E_AUTH (a replica refused our key or failed to
+ * prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
+ * PMREP_E_INVAL (it belongs to another replica set: UUID), PMREP_E_STATE
+ * (it holds a newer generation), PMREP_E_MALFORMED (a malformed handshake),
+ * PMREP_E_UNREACHABLE / PMREP_E_REJECTED / PMREP_E_TIMEOUT /
+ * PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM; with several failures, the
+ * first replica's. Thread-safe for different mappings.
+ */
+PMREP_API int pmrep_mirror_new(struct pmrep_pmem *pmem,
+		const struct pmrep_mirror_cfg *cfg, struct pmrep_mirror **mirror_ptr);
+/*
+ * pmrep_mirror_delete -- finish: each replica in sync is told to mark its
+ * header consistent for this generation (bounded by the cfg timeout), then
+ * every connection is closed and everything freed. Errors: PMREP_E_INVAL;
+ * failures on the way are logged, the mirror is freed anyway.
+ */
+PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
+/*
+ * pmrep_mirror_persist -- make `length` bytes at `offset` of the mapping
+ * durable locally and on the replicas: posts the write and the persist step
+ * (method per replica) to every connected in-sync replica at once, persists
+ * locally meanwhile, then waits up to timeout_ms (-1: no limit) for the
+ * confirmations. A replica whose write or persist step fails, errs or does
+ * not confirm in time is FAILED, and the range (with everything it misses
+ * later) is kept in its out-of-sync bitmap for a resync. A replica that is
+ * not in sync only gets the range added to its bitmap.
+ * Returns 0 only when the local persist is done and every replica the
+ * policy requires confirmed durability of the range; never on an error
+ * or a timeout. `length` 0 is a no-op.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_RANGE (outside the mapping),
+ * PMREP_E_CONN_LOST (a required replica failed or is not in sync; with a
+ * quorum: fewer than k confirmed), PMREP_E_TIMEOUT (a required replica did
+ * not confirm in time). After an error the bytes are durable locally.
+ */
+PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
+		size_t length, int timeout_ms);
+/*
+ * pmrep_mirror_reconnect -- for each FAILED replica: connect and handshake
+ * again (cfg timeout), then copy its out-of-sync regions (all of them if
+ * the replica was changed by someone else meanwhile) within timeout_ms for
+ * the whole call (-1: no limit). Replicas that still fail stay FAILED, with
+ * a doubling back-off (100 ms .. 5 s) before they are tried again.
+ * Returns 0 when every replica is now in sync.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_AGAIN (some replica is still in
+ * back-off), or the first failing replica's error (as pmrep_mirror_new).
+ */
+PMREP_API int pmrep_mirror_reconnect(struct pmrep_mirror *mirror,
+		int timeout_ms);
+/* pmrep_mirror_get_replica_count -- replicas configured. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
+		unsigned *count);
+/*
+ * pmrep_mirror_get_replica_status -- the status of replica `index`
+ * (0-based, in the order added). Errors: PMREP_E_INVAL (NULL, index out of
+ * range).
+ */
+PMREP_API int pmrep_mirror_get_replica_status(const struct pmrep_mirror *mirror,
+		unsigned index, struct pmrep_replica_status *status);
+/* pmrep_mirror_method_str / pmrep_replica_state_str -- static names. Thread-safe. */
+PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
+PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PMREP_REPL_H */
