@@ -35,6 +35,7 @@
 # Knobs (environment, all optional):
 #   VM_KERNEL=stock       stock | backports
 #   VM_TIMEOUT=900        hard wall-clock limit of the guest run, seconds (timeout -k 10)
+#   VM_BOOT_TIMEOUT=120   the guest must be set up (rxe0, pmem) within this, else exit 125
 #   VM_FETCH_TIMEOUT=600  limit for each apt step of a kernel fetch, seconds
 #   VM_MEM=2048 VM_SMP=2  guest RAM (MiB) and CPUs
 #   VM_PMEM_SIZE=512      size of each NVDIMM, MiB (0: none)
@@ -77,6 +78,7 @@ esac
 
 VM_KERNEL=${VM_KERNEL:-stock}
 VM_TIMEOUT=${VM_TIMEOUT:-900}
+VM_BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-120}
 VM_FETCH_TIMEOUT=${VM_FETCH_TIMEOUT:-600}
 VM_MEM=${VM_MEM:-2048}
 VM_SMP=${VM_SMP:-2}
@@ -96,7 +98,7 @@ case $VM_PMEM_MODE in
   *) say "VM_PMEM_MODE must be fsdax+devdax, fsdax, devdax or raw"; exit 2 ;;
 esac
 [ "$VM_PMEM_SIZE" = 0 ] && NVDIMMS=0
-for v in VM_TIMEOUT VM_FETCH_TIMEOUT VM_MEM VM_SMP VM_PMEM_SIZE VM_KERNEL_MAX_AGE; do
+for v in VM_TIMEOUT VM_BOOT_TIMEOUT VM_FETCH_TIMEOUT VM_MEM VM_SMP VM_PMEM_SIZE VM_KERNEL_MAX_AGE; do
   case ${!v} in ''|*[!0-9]*) say "$v must be a number"; exit 2 ;; esac
 done
 
@@ -379,12 +381,16 @@ done
 # -------- persistent memory. Label-less NVDIMMs show up as raw namespaces (no DAX) until
 #          ndctl rewrites them as fsdax or devdax.
 waitdev() { n=0; until [ $1 "$2" ]; do n=$((n+1)); [ $n -gt 100 ] && fatal "no $2"; sleep 0.1; done; }
-ndmode() { $C ndctl create-namespace -f -e "$1" -m "$2" >/dev/console 2>&1 || fatal "ndctl $2 $1"; }
+ndmode() {
+  $C ndctl create-namespace -f -e "$1" -m "$2" >/tmp/ndctl.log 2>&1 ||
+    { cat /tmp/ndctl.log >/dev/console; fatal "ndctl create-namespace -m $2 $1"; }
+}
 fsdax() {   # $1 = region number
   ndmode namespace$1.0 fsdax
   waitdev -b /dev/pmem$1
   # -b 4096: mkfs picks 1 KiB blocks on small devices, and ext4 DAX needs block size == page size
-  $C mkfs.ext4 -q -F -b 4096 /dev/pmem$1 >/dev/console 2>&1 || fatal "mkfs.ext4 /dev/pmem$1"
+  $C mkfs.ext4 -q -F -b 4096 /dev/pmem$1 >/tmp/mkfs.log 2>&1 ||
+    { cat /tmp/mkfs.log >/dev/console; fatal "mkfs.ext4 /dev/pmem$1"; }
   mkdir -p /host/mnt/pmem
   mount -t ext4 -o dax /dev/pmem$1 /host/mnt/pmem || fatal "mount -o dax /dev/pmem$1"
   grep -q ' /host/mnt/pmem .*dax' /proc/mounts || fatal "/mnt/pmem is not DAX"
@@ -411,6 +417,7 @@ cat > /host/run/vmjob/vmenv <<EOF
 export IN_VM=1 RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP=$RXE_IP PMEM_MODE=$PMEM_MODE PMEM_DEV=$PMEM_DEV PMEM_MOUNT=$PMEM_MOUNT PMEM_DEVDAX=$PMEM_DEVDAX
 EOF
 log "setup done at $(cut -d' ' -f1 /proc/uptime)s"
+: > /host/run/vmjob/ready
 # -------- the job: stdout/stderr -> two virtio-serial ports (not ttys: no CRLF, isatty() false)
 OUT=; ERR=
 for p in /sys/class/virtio-ports/*; do
@@ -474,8 +481,9 @@ if [ $PREPARE_ONLY = 1 ]; then say "ready: $KV ($KDIR)"; exit 0; fi
 
 # ================================================================ per-run dir
 JOB=$(mktemp -d "${TMPDIR:-/tmp}/pmrep-vm.XXXXXX") || die "mktemp failed"
-QPID=; CATS=()
+QPID=; CATS=(); WATCH=
 cleanup() {
+  [ -n "$WATCH" ] && kill "$WATCH" 2>/dev/null
   if [ -n "$QPID" ]; then kill "$QPID" 2>/dev/null; wait "$QPID" 2>/dev/null; fi
   for p in "${CATS[@]}"; do kill "$p" 2>/dev/null; done
   if [ "${VM_KEEP:-0}" = 1 ]; then say "kept $JOB"; else rm -rf "$JOB"; fi
@@ -515,7 +523,7 @@ RXE_IP=10.11.12.1
 
 # Guest output arrives through fifos. If our stdout goes away (e.g. `| head`), keep draining
 # into /dev/null: a fifo without a reader makes QEMU spin on EPIPE and the guest stall.
-drain() { cat || cat >/dev/null; }
+drain() { cat 2>/dev/null || cat >/dev/null; }
 mkfifo "$JOB/out" "$JOB/err" || die "mkfifo failed"
 drain < "$JOB/out" & CATS+=($!)
 drain < "$JOB/err" >&2 & CATS+=($!)
@@ -557,8 +565,15 @@ QEMU=(qemu-system-x86_64
 
 timeout -k 10 "$VM_TIMEOUT" "${QEMU[@]}" </dev/null >"$JOB/qemu.log" 2>&1 &
 QPID=$!
+# boot watchdog: a guest that is not set up in time is a rig failure, not a test timeout
+if [ "$VM_BOOT_TIMEOUT" -lt "$VM_TIMEOUT" ]; then
+  ( sleep "$VM_BOOT_TIMEOUT"
+    [ -e "$JOB/ready" ] || [ -e "$JOB/rc" ] || { : > "$JOB/boot-timeout"; kill "$QPID" 2>/dev/null; } ) &
+  WATCH=$!
+fi
 wait "$QPID"; qrc=$?
 QPID=
+[ -n "$WATCH" ] && { kill "$WATCH" 2>/dev/null; wait "$WATCH" 2>/dev/null; WATCH=; }
 # unblock any reader still waiting for a writer (QEMU died before opening the fifo)
 for f in "$JOB/out" "$JOB/err" "$JOB/console"; do
   [ -p "$f" ] && { exec 8<>"$f"; exec 8>&-; }
@@ -566,7 +581,9 @@ done
 for p in "${CATS[@]}"; do wait "$p" 2>/dev/null; done
 CATS=()
 
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+if [ -e "$JOB/boot-timeout" ]; then
+  say "the guest was not set up within ${VM_BOOT_TIMEOUT}s (VM_BOOT_TIMEOUT)"
+elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
   say "timed out after ${VM_TIMEOUT}s (VM_TIMEOUT); guest console tail:"
   [ "${VM_VERBOSE:-0}" = 1 ] || tail -n 30 "$JOB/console.log" >&2 2>/dev/null
   exit 124
