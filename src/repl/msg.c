@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * msg.c -- one encoder and one strict decoder for each wire format of the
+ * replication protocol, all little-endian.
+ *
+ * Private data (HELLO with connect, CHALLENGE with accept), 24 bytes:
+ *    0  u16 magic 0x5052 ("RP")   2  u8 version (1)   3  u8 type (1 / 2)
+ *    4  u32 reserved (0)          8  u8[16] nonce
+ *
+ * Messages (send / recv, at most REPL_MSG_SLOT = 128 bytes):
+ *    0  u16 magic 0x4d52 ("RM")   2  u8 version (1)   3  u8 type
+ *    4  u16 status                6  u16 body length (exact per type)
+ *    8  u64 sequence number      16  body
+ * Bodies:
+ *  AUTH (80):   0 mac[32]  32 uuid[16]  48 u64 data size  56 u64 generation
+ *               64 u64 session id  72 u64 reserved (0)
+ *  ACCEPT (96): 0 mac[32]  32 MR descriptor[32]  64 peer cfg descriptor[8]
+ *               72 u64 previous generation  80 u64 previous attach id
+ *               88 u32 previous header flags  92 u32 target flags
+ *  PERSIST (16): 0 u64 offset  8 u64 length (bytes of the data area)
+ *  REFUSE, PERSIST_REPLY, CLOSE, CLOSE_REPLY: no body (status, sequence).
+ */
+#include <string.h>
+
+#include "common/log.h"
+#include "common/wire.h"
+#include "msg.h"
+
+#define PDATA_MAGIC 0x5052
+#define MSG_MAGIC 0x4d52
+#define AUTH_BODY 80
+#define ACCEPT_BODY 96
+#define PERSIST_BODY 16
+
+static const char auth_label[] = "pmrep-repl-v1 initiator";
+static const char accept_label[] = "pmrep-repl-v1 target";
+
+void
+repl_pdata_encode(const struct repl_pdata *p, uint8_t *out)
+{
+	pmrep_put_le16(out, PDATA_MAGIC);
+	out[2] = REPL_PROTO_VERSION;
+	out[3] = (uint8_t)p->type;
+	pmrep_put_le32(out + 4, 0);
+	memcpy(out + 8, p->nonce, REPL_NONCE_SIZE);
+}
+
+int
+repl_pdata_decode(const void *buf, size_t len, enum repl_pdata_type want,
+		struct repl_pdata *p)
+{
+	const uint8_t *b = buf;
+	if (b == NULL || len < REPL_PDATA_SIZE) {
+		PMREP_LOG_ERR("handshake private data: %zu bytes, need %d",
+				b == NULL ? 0 : len, REPL_PDATA_SIZE);
+		return PMREP_E_MALFORMED;
+	}
+	if (pmrep_get_le16(b) != PDATA_MAGIC || b[2] != REPL_PROTO_VERSION) {
+		PMREP_LOG_ERR("handshake private data: bad magic 0x%04x or version %u (not a pmrep replication peer?)",
+				pmrep_get_le16(b), b[2]);
+		return PMREP_E_MALFORMED;
+	}
+	if (b[3] != want || pmrep_get_le32(b + 4) != 0) {
+		PMREP_LOG_ERR("handshake private data: type %u (want %u) or reserved bits set",
+				b[3], (unsigned)want);
+		return PMREP_E_MALFORMED;
+	}
+	/* bytes past the 24 (a verbs CM event pads) are not looked at */
+	p->type = want;
+	memcpy(p->nonce, b + 8, REPL_NONCE_SIZE);
+	return 0;
+}
+
+static size_t
+body_len(enum repl_msg_type t)
+{
+	switch (t) {
+	case REPL_MSG_AUTH: return AUTH_BODY;
+	case REPL_MSG_ACCEPT: return ACCEPT_BODY;
+	case REPL_MSG_PERSIST: return PERSIST_BODY;
+	default: return 0;
+	}
+}
+
+static void
+auth_body_encode(const struct repl_auth *a, uint8_t *b)
+{
+	memcpy(b, a->mac, REPL_MAC_SIZE);
+	memcpy(b + 32, a->uuid, PMREP_UUID_SIZE);
+	pmrep_put_le64(b + 48, a->data_size);
+	pmrep_put_le64(b + 56, a->generation);
+	pmrep_put_le64(b + 64, a->session_id);
+	pmrep_put_le64(b + 72, 0);
+}
+
+static void
+accept_body_encode(const struct repl_accept *a, uint8_t *b)
+{
+	memcpy(b, a->mac, REPL_MAC_SIZE);
+	memcpy(b + 32, a->mr_desc, PMREP_MR_DESC_SIZE);
+	memcpy(b + 64, a->peer_cfg, PMREP_PEER_CFG_DESC_SIZE);
+	pmrep_put_le64(b + 72, a->prev_generation);
+	pmrep_put_le64(b + 80, a->prev_attach_id);
+	pmrep_put_le32(b + 88, a->prev_flags);
+	pmrep_put_le32(b + 92, a->target_flags);
+}
+
+size_t
+repl_msg_encode(const struct repl_msg *m, uint8_t *out)
+{
+	size_t blen = body_len(m->type);
+	memset(out, 0, REPL_MSG_HDR_SIZE + blen);
+	pmrep_put_le16(out, MSG_MAGIC);
+	out[2] = REPL_PROTO_VERSION;
+	out[3] = (uint8_t)m->type;
+	pmrep_put_le16(out + 4, (uint16_t)m->status);
+	pmrep_put_le16(out + 6, (uint16_t)blen);
+	pmrep_put_le64(out + 8, m->seq);
+	uint8_t *b = out + REPL_MSG_HDR_SIZE;
+	switch (m->type) {
+	case REPL_MSG_AUTH:
+		auth_body_encode(&m->u.auth, b);
+		break;
+	case REPL_MSG_ACCEPT:
+		accept_body_encode(&m->u.accept, b);
+		break;
+	case REPL_MSG_PERSIST:
+		pmrep_put_le64(b, m->u.persist.offset);
+		pmrep_put_le64(b + 8, m->u.persist.length);
+		break;
+	default:
+		break;
+	}
+	return REPL_MSG_HDR_SIZE + blen;
+}
+
+int
+repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
+{
+	const uint8_t *p = buf;
+	if (p == NULL || len < REPL_MSG_HDR_SIZE) {
+		PMREP_LOG_ERR("message truncated: %zu bytes", p == NULL ? 0 : len);
+		return PMREP_E_MALFORMED;
+	}
+	if (pmrep_get_le16(p) != MSG_MAGIC || p[2] != REPL_PROTO_VERSION) {
+		PMREP_LOG_ERR("message: bad magic 0x%04x or version %u",
+				pmrep_get_le16(p), p[2]);
+		return PMREP_E_MALFORMED;
+	}
+	enum repl_msg_type t = (enum repl_msg_type)p[3];
+	if (t < REPL_MSG_AUTH || t > REPL_MSG_CLOSE_REPLY) {
+		PMREP_LOG_ERR("message: unknown type %u", p[3]);
+		return PMREP_E_MALFORMED;
+	}
+	uint16_t st = pmrep_get_le16(p + 4);
+	uint16_t blen = pmrep_get_le16(p + 6);
+	if (st > REPL_ST_MAX_ || blen != body_len(t) ||
+			len < REPL_MSG_HDR_SIZE + (size_t)blen) {
+		PMREP_LOG_ERR("message type %u: status %u, body %u bytes (want %zu), %zu bytes received",
+				(unsigned)t, st, blen, body_len(t), len);
+		return PMREP_E_MALFORMED;
+	}
+	memset(m, 0, sizeof(*m));
+	m->type = t;
+	m->status = (enum repl_status)st;
+	m->seq = pmrep_get_le64(p + 8);
+	const uint8_t *b = p + REPL_MSG_HDR_SIZE;
+	switch (t) {
+	case REPL_MSG_AUTH:
+		if (pmrep_get_le64(b + 72) != 0) {
+			PMREP_LOG_ERR("AUTH message: reserved bytes set");
+			return PMREP_E_MALFORMED;
+		}
+		memcpy(m->u.auth.mac, b, REPL_MAC_SIZE);
+		memcpy(m->u.auth.uuid, b + 32, PMREP_UUID_SIZE);
+		m->u.auth.data_size = pmrep_get_le64(b + 48);
+		m->u.auth.generation = pmrep_get_le64(b + 56);
+		m->u.auth.session_id = pmrep_get_le64(b + 64);
+		break;
+	case REPL_MSG_ACCEPT:
+		memcpy(m->u.accept.mac, b, REPL_MAC_SIZE);
+		memcpy(m->u.accept.mr_desc, b + 32, PMREP_MR_DESC_SIZE);
+		memcpy(m->u.accept.peer_cfg, b + 64, PMREP_PEER_CFG_DESC_SIZE);
+		m->u.accept.prev_generation = pmrep_get_le64(b + 72);
+		m->u.accept.prev_attach_id = pmrep_get_le64(b + 80);
+		m->u.accept.prev_flags = pmrep_get_le32(b + 88);
+		m->u.accept.target_flags = pmrep_get_le32(b + 92);
+		if ((m->u.accept.target_flags & ~REPL_TF_KNOWN) != 0) {
+			PMREP_LOG_ERR("ACCEPT message: unknown target flags 0x%x",
+					m->u.accept.target_flags);
+			return PMREP_E_MALFORMED;
+		}
+		break;
+	case REPL_MSG_PERSIST:
+		m->u.persist.offset = pmrep_get_le64(b);
+		m->u.persist.length = pmrep_get_le64(b + 8);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int
+repl_auth_mac(const uint8_t *key, size_t key_len,
+		const uint8_t nonce_i[REPL_NONCE_SIZE],
+		const uint8_t nonce_t[REPL_NONCE_SIZE],
+		const struct repl_auth *a, uint8_t out[REPL_MAC_SIZE])
+{
+	uint8_t body[AUTH_BODY];
+	auth_body_encode(a, body);
+	const struct repl_buf parts[] = {
+		{ auth_label, sizeof(auth_label) },
+		{ nonce_t, REPL_NONCE_SIZE },	/* the target's challenge */
+		{ nonce_i, REPL_NONCE_SIZE },
+		{ body + REPL_MAC_SIZE, AUTH_BODY - REPL_MAC_SIZE },
+	};
+	return repl_hmac(key, key_len, parts, 4, out);
+}
+
+int
+repl_accept_mac(const uint8_t *key, size_t key_len,
+		const uint8_t nonce_i[REPL_NONCE_SIZE],
+		const uint8_t nonce_t[REPL_NONCE_SIZE],
+		const struct repl_accept *a, uint8_t out[REPL_MAC_SIZE])
+{
+	uint8_t body[ACCEPT_BODY];
+	accept_body_encode(a, body);
+	const struct repl_buf parts[] = {
+		{ accept_label, sizeof(accept_label) },
+		{ nonce_i, REPL_NONCE_SIZE },	/* the initiator's challenge */
+		{ nonce_t, REPL_NONCE_SIZE },
+		{ body + REPL_MAC_SIZE, ACCEPT_BODY - REPL_MAC_SIZE },
+	};
+	return repl_hmac(key, key_len, parts, 4, out);
+}
+
+int
+repl_status_to_err(enum repl_status st)
+{
+	switch (st) {
+	case REPL_ST_OK: return 0;
+	case REPL_ST_AUTH: return PMREP_E_AUTH;
+	case REPL_ST_MALFORMED: return PMREP_E_MALFORMED;
+	case REPL_ST_SIZE: return PMREP_E_RANGE;
+	case REPL_ST_UUID: return PMREP_E_INVAL;
+	case REPL_ST_GENERATION: return PMREP_E_STATE;
+	case REPL_ST_RANGE: return PMREP_E_RANGE;
+	case REPL_ST_STATE: return PMREP_E_STATE;
+	case REPL_ST_INTERNAL:
+	default: return PMREP_E_UNKNOWN;
+	}
+}
+
+const char *
+repl_status_str(enum repl_status st)
+{
+	switch (st) {
+	case REPL_ST_OK: return "ok";
+	case REPL_ST_AUTH: return "authentication failed (wrong key)";
+	case REPL_ST_MALFORMED: return "malformed message";
+	case REPL_ST_SIZE: return "data size differs from the replica's";
+	case REPL_ST_UUID: return "the replica belongs to another replica set (UUID)";
+	case REPL_ST_GENERATION: return "the replica holds a newer generation";
+	case REPL_ST_INTERNAL: return "the target failed";
+	case REPL_ST_RANGE: return "range outside the replica's data area";
+	case REPL_ST_STATE: return "request out of order";
+	default: return "unknown status";
+	}
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * msg.h -- the replication protocol's wire formats: the connect / accept
+ * private data (HELLO, CHALLENGE) and the messages (AUTH, ACCEPT, REFUSE,
+ * PERSIST, PERSIST_REPLY, CLOSE, CLOSE_REPLY), each with its one encoder
+ * and strict decoder in msg.c; and the MAC inputs of the handshake.
+ */
+#ifndef PMREP_REPL_MSG_H
+#define PMREP_REPL_MSG_H
+
+#include <pmrep/repl.h>
+#include <pmrep/transport.h>
+
+#include "auth.h"
+
+#define REPL_PROTO_VERSION 1
+#define REPL_PDATA_SIZE 24	/* HELLO / CHALLENGE */
+#define REPL_MSG_HDR_SIZE 16
+#define REPL_MSG_SLOT 128	/* every message fits one slot */
+
+enum repl_pdata_type {
+	REPL_PDATA_HELLO = 1,		/* initiator -> target, with connect */
+	REPL_PDATA_CHALLENGE = 2,	/* target -> initiator, with accept */
+};
+
+enum repl_msg_type {
+	REPL_MSG_AUTH = 1,		/* initiator -> target */
+	REPL_MSG_ACCEPT = 2,		/* target -> initiator */
+	REPL_MSG_REFUSE = 3,		/* target -> initiator, then disconnect */
+	REPL_MSG_PERSIST = 4,		/* initiator -> target (GPSPM) */
+	REPL_MSG_PERSIST_REPLY = 5,
+	REPL_MSG_CLOSE = 6,		/* initiator -> target: mark consistent */
+	REPL_MSG_CLOSE_REPLY = 7,
+};
+
+/* status codes on the wire (REFUSE, *_REPLY) */
+enum repl_status {
+	REPL_ST_OK = 0,
+	REPL_ST_AUTH = 1,		/* wrong key */
+	REPL_ST_MALFORMED = 2,		/* a malformed message */
+	REPL_ST_SIZE = 3,		/* data size differs */
+	REPL_ST_UUID = 4,		/* another replica set */
+	REPL_ST_GENERATION = 5,		/* the replica holds a newer generation */
+	REPL_ST_INTERNAL = 6,		/* the target failed (logged there) */
+	REPL_ST_RANGE = 7,		/* persist request outside the data area */
+	REPL_ST_STATE = 8,		/* request out of order */
+	REPL_ST_MAX_ = REPL_ST_STATE,
+};
+
+/* target flags in ACCEPT */
+#define REPL_TF_STAGING	(1u << 0)	/* serving through a staging buffer: use GPSPM */
+#define REPL_TF_FRESH	(1u << 1)	/* the replica was unclaimed */
+#define REPL_TF_KNOWN	(REPL_TF_STAGING | REPL_TF_FRESH)
+
+struct repl_pdata {
+	enum repl_pdata_type type;
+	uint8_t nonce[REPL_NONCE_SIZE];
+};
+
+struct repl_auth {
+	uint8_t mac[REPL_MAC_SIZE];
+	uint8_t uuid[PMREP_UUID_SIZE];
+	uint64_t data_size;
+	uint64_t generation;
+	uint64_t session_id;
+};
+
+struct repl_accept {
+	uint8_t mac[REPL_MAC_SIZE];
+	uint8_t mr_desc[PMREP_MR_DESC_SIZE];
+	uint8_t peer_cfg[PMREP_PEER_CFG_DESC_SIZE];
+	uint64_t prev_generation;	/* the header as it was before this attach */
+	uint64_t prev_attach_id;
+	uint32_t prev_flags;
+	uint32_t target_flags;		/* REPL_TF_* */
+};
+
+struct repl_persist {
+	uint64_t offset;		/* bytes into the data area */
+	uint64_t length;
+};
+
+struct repl_msg {
+	enum repl_msg_type type;
+	enum repl_status status;
+	uint64_t seq;
+	union {
+		struct repl_auth auth;
+		struct repl_accept accept;
+		struct repl_persist persist;
+	} u;
+};
+
+/* encode HELLO / CHALLENGE into REPL_PDATA_SIZE bytes */
+void repl_pdata_encode(const struct repl_pdata *p, uint8_t *out);
+/* PMREP_E_MALFORMED: short, bad magic / version / type, reserved set */
+int repl_pdata_decode(const void *buf, size_t len, enum repl_pdata_type want,
+		struct repl_pdata *p);
+
+/* encode `m` into `out` (REPL_MSG_SLOT bytes of room); returns its length */
+size_t repl_msg_encode(const struct repl_msg *m, uint8_t *out);
+/* PMREP_E_MALFORMED: short, bad magic / version, unknown type or status,
+ * body length not the type's, reserved bytes set */
+int repl_msg_decode(const void *buf, size_t len, struct repl_msg *m);
+
+/*
+ * The handshake MACs. The initiator's proves it holds the key, bound to
+ * both nonces and to every AUTH field; the target's proves the same and
+ * binds the descriptors it hands out, so neither can be swapped in flight.
+ */
+int repl_auth_mac(const uint8_t *key, size_t key_len,
+		const uint8_t nonce_i[REPL_NONCE_SIZE],
+		const uint8_t nonce_t[REPL_NONCE_SIZE],
+		const struct repl_auth *a, uint8_t out[REPL_MAC_SIZE]);
+int repl_accept_mac(const uint8_t *key, size_t key_len,
+		const uint8_t nonce_i[REPL_NONCE_SIZE],
+		const uint8_t nonce_t[REPL_NONCE_SIZE],
+		const struct repl_accept *a, uint8_t out[REPL_MAC_SIZE]);
+
+/* the PMREP_E_* an initiator reports for a target's status */
+int repl_status_to_err(enum repl_status st);
+const char *repl_status_str(enum repl_status st);
+
+#endif /* PMREP_REPL_MSG_H */

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_repl_msg.c -- the replication protocol's wire formats and the
+ * handshake's cryptography: round trips, strict decoding of malformed
+ * private data and messages, MACs that change with the key, the nonces
+ * and every bound field, HMAC-SHA256 against RFC 4231's test vector,
+ * random nonces, and reading key files.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/wire.h"
+#include "repl/msg.h"
+
+static const uint8_t key[32] = "0123456789abcdef0123456789abcdef";
+static const uint8_t nonce_i[REPL_NONCE_SIZE] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+static const uint8_t nonce_t[REPL_NONCE_SIZE] = { 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+
+static void
+hmac_sha256_matches_rfc4231_case_1(void **state)
+{
+	(void)state;
+	/* RFC 4231 test case 1 (its 20-byte key is above the 16-byte
+	 * minimum): key = 20 x 0x0b,
+	 * data = "Hi There" */
+	uint8_t k[20];
+	memset(k, 0x0b, sizeof(k));
+	const struct repl_buf parts[] = { { "Hi ", 3 }, { "There", 5 } };
+	uint8_t out[REPL_MAC_SIZE];
+	static const uint8_t want[REPL_MAC_SIZE] = {
+		0xb0, 0x34, 0x4c, 0x61, 0xd8, 0xdb, 0x38, 0x53, 0x5c, 0xa8, 0xaf,
+		0xce, 0xaf, 0x0b, 0xf1, 0x2b, 0x88, 0x1d, 0xc2, 0x00, 0xc9, 0x83,
+		0x3d, 0xa7, 0x26, 0xe9, 0x37, 0x6c, 0x2e, 0x32, 0xcf, 0xf7,
+	};
+	assert_int_equal(repl_hmac(k, sizeof(k), parts, 2, out), 0);
+	assert_memory_equal(out, want, REPL_MAC_SIZE);
+	assert_true(repl_mac_equal(out, want));
+	out[31] ^= 1;
+	assert_false(repl_mac_equal(out, want));
+}
+
+static void
+hmac_refuses_keys_outside_16_to_64_bytes(void **state)
+{
+	(void)state;
+	uint8_t big[PMREP_KEY_MAX + 1] = { 0 };
+	uint8_t out[REPL_MAC_SIZE];
+	const struct repl_buf parts[] = { { "x", 1 } };
+	assert_int_equal(repl_hmac(big, PMREP_KEY_MIN - 1, parts, 1, out), PMREP_E_INVAL);
+	assert_int_equal(repl_hmac(big, PMREP_KEY_MAX + 1, parts, 1, out), PMREP_E_INVAL);
+	assert_int_equal(repl_hmac(NULL, 32, parts, 1, out), PMREP_E_INVAL);
+	assert_int_equal(repl_hmac(big, PMREP_KEY_MAX, parts, 1, out), 0);
+}
+
+static void
+nonces_are_random(void **state)
+{
+	(void)state;
+	uint8_t a[REPL_NONCE_SIZE], b[REPL_NONCE_SIZE];
+	assert_int_equal(repl_random(a, sizeof(a)), 0);
+	assert_int_equal(repl_random(b, sizeof(b)), 0);
+	assert_memory_not_equal(a, b, sizeof(a));
+}
+
+static void
+pdata_roundtrip_and_fits_connect_private_data(void **state)
+{
+	(void)state;
+	assert_true(REPL_PDATA_SIZE <= PMREP_PDATA_CONNECT_MAX);
+	struct repl_pdata in = { .type = REPL_PDATA_HELLO }, out;
+	memcpy(in.nonce, nonce_i, REPL_NONCE_SIZE);
+	uint8_t b[REPL_PDATA_SIZE + 8];
+	memset(b, 0, sizeof(b));
+	repl_pdata_encode(&in, b);
+	assert_int_equal(repl_pdata_decode(b, REPL_PDATA_SIZE, REPL_PDATA_HELLO, &out), 0);
+	assert_memory_equal(out.nonce, nonce_i, REPL_NONCE_SIZE);
+	/* zero padding after it (a verbs CM event) is fine */
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), 0);
+}
+
+static void
+pdata_malformed_is_refused(void **state)
+{
+	(void)state;
+	struct repl_pdata in = { .type = REPL_PDATA_HELLO }, out;
+	uint8_t b[REPL_PDATA_SIZE];
+	repl_pdata_encode(&in, b);
+	assert_int_equal(repl_pdata_decode(NULL, 0, REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	assert_int_equal(repl_pdata_decode(b, REPL_PDATA_SIZE - 1, REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	/* wrong type: a CHALLENGE where a HELLO belongs */
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_CHALLENGE, &out), PMREP_E_MALFORMED);
+	b[0] ^= 0xff;
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	b[0] ^= 0xff;
+	b[2] = 2;
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	b[2] = 1;
+	b[5] = 1;
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+}
+
+static struct repl_msg
+sample_auth(void)
+{
+	struct repl_msg m = { .type = REPL_MSG_AUTH, .seq = 1 };
+	memset(m.u.auth.uuid, 0x5a, PMREP_UUID_SIZE);
+	m.u.auth.data_size = 1 << 20;
+	m.u.auth.generation = 3;
+	m.u.auth.session_id = 0xfeedull;
+	return m;
+}
+
+static void
+msg_roundtrip_of_every_type(void **state)
+{
+	(void)state;
+	uint8_t b[REPL_MSG_SLOT];
+	struct repl_msg out;
+
+	struct repl_msg a = sample_auth();
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &a.u.auth, a.u.auth.mac), 0);
+	size_t n = repl_msg_encode(&a, b);
+	assert_int_equal(n, 96);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.type, REPL_MSG_AUTH);
+	assert_int_equal(out.seq, 1);
+	assert_memory_equal(out.u.auth.mac, a.u.auth.mac, REPL_MAC_SIZE);
+	assert_memory_equal(out.u.auth.uuid, a.u.auth.uuid, PMREP_UUID_SIZE);
+	assert_int_equal(out.u.auth.data_size, 1 << 20);
+	assert_int_equal(out.u.auth.generation, 3);
+	assert_int_equal(out.u.auth.session_id, 0xfeed);
+
+	struct repl_msg c = { .type = REPL_MSG_ACCEPT, .seq = 2 };
+	memset(c.u.accept.mr_desc, 0x11, sizeof(c.u.accept.mr_desc));
+	memset(c.u.accept.peer_cfg, 0x22, sizeof(c.u.accept.peer_cfg));
+	c.u.accept.prev_generation = 9;
+	c.u.accept.prev_attach_id = 10;
+	c.u.accept.prev_flags = PMREP_REPLICA_F_CONSISTENT;
+	c.u.accept.target_flags = REPL_TF_STAGING | REPL_TF_FRESH;
+	n = repl_msg_encode(&c, b);
+	assert_int_equal(n, 112);
+	assert_true(n <= REPL_MSG_SLOT);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_memory_equal(out.u.accept.mr_desc, c.u.accept.mr_desc, PMREP_MR_DESC_SIZE);
+	assert_memory_equal(out.u.accept.peer_cfg, c.u.accept.peer_cfg, PMREP_PEER_CFG_DESC_SIZE);
+	assert_int_equal(out.u.accept.prev_generation, 9);
+	assert_int_equal(out.u.accept.prev_attach_id, 10);
+	assert_int_equal(out.u.accept.prev_flags, PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(out.u.accept.target_flags, REPL_TF_STAGING | REPL_TF_FRESH);
+
+	struct repl_msg p = { .type = REPL_MSG_PERSIST, .seq = 77,
+		.u.persist = { .offset = 4096, .length = 123 } };
+	n = repl_msg_encode(&p, b);
+	assert_int_equal(n, 32);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.seq, 77);
+	assert_int_equal(out.u.persist.offset, 4096);
+	assert_int_equal(out.u.persist.length, 123);
+
+	struct repl_msg r = { .type = REPL_MSG_REFUSE, .status = REPL_ST_UUID, .seq = 5 };
+	n = repl_msg_encode(&r, b);
+	assert_int_equal(n, REPL_MSG_HDR_SIZE);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.type, REPL_MSG_REFUSE);
+	assert_int_equal(out.status, REPL_ST_UUID);
+	assert_int_equal(repl_status_to_err(out.status), PMREP_E_INVAL);
+}
+
+static void
+msg_malformed_is_refused(void **state)
+{
+	(void)state;
+	uint8_t b[REPL_MSG_SLOT];
+	struct repl_msg out;
+	struct repl_msg a = sample_auth();
+	size_t n = repl_msg_encode(&a, b);
+
+	/* truncated anywhere */
+	for (size_t len = 0; len < n; len++)
+		assert_int_equal(repl_msg_decode(b, len, &out), PMREP_E_MALFORMED);
+	assert_int_equal(repl_msg_decode(NULL, n, &out), PMREP_E_MALFORMED);
+
+	uint8_t c[REPL_MSG_SLOT];
+#define MUTATE(stmt) do { memcpy(c, b, n); stmt; \
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED); } while (0)
+	MUTATE(c[0] ^= 1);			/* magic */
+	MUTATE(c[2] = 9);			/* version */
+	MUTATE(c[3] = 0);			/* type 0 */
+	MUTATE(c[3] = 42);			/* unknown type */
+	MUTATE(pmrep_put_le16(c + 4, 200));	/* unknown status */
+	MUTATE(pmrep_put_le16(c + 6, 79));	/* body length not AUTH's */
+	MUTATE(pmrep_put_le16(c + 6, 0xffff));	/* huge body length */
+	MUTATE(c[3] = REPL_MSG_PERSIST);	/* AUTH-sized body on a PERSIST */
+	MUTATE(c[16 + 72] = 1);			/* AUTH reserved */
+#undef MUTATE
+
+	struct repl_msg acc = { .type = REPL_MSG_ACCEPT };
+	acc.u.accept.target_flags = 0x80;	/* unknown target flag */
+	n = repl_msg_encode(&acc, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
+}
+
+static void
+auth_mac_binds_key_nonces_and_every_field(void **state)
+{
+	(void)state;
+	struct repl_msg a = sample_auth();
+	uint8_t ref[REPL_MAC_SIZE], m[REPL_MAC_SIZE];
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &a.u.auth, ref), 0);
+	/* the same inputs give the same MAC (the target recomputes it) */
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &a.u.auth, m), 0);
+	assert_true(repl_mac_equal(ref, m));
+
+	uint8_t other_key[32];
+	memcpy(other_key, key, sizeof(key));
+	other_key[31] ^= 1;
+	assert_int_equal(repl_auth_mac(other_key, sizeof(other_key), nonce_i, nonce_t, &a.u.auth, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	/* a replayed AUTH under a new challenge does not verify */
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_i, &a.u.auth, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	/* swapping the nonces' roles does not verify */
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_t, nonce_i, &a.u.auth, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+
+	struct repl_auth t = a.u.auth;
+	t.data_size++;
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = a.u.auth;
+	t.uuid[7] ^= 1;
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = a.u.auth;
+	t.generation++;
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	/* the MAC field itself is not an input */
+	t = a.u.auth;
+	memset(t.mac, 0xee, REPL_MAC_SIZE);
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_true(repl_mac_equal(ref, m));
+}
+
+static void
+accept_mac_binds_the_descriptors_and_differs_from_auth(void **state)
+{
+	(void)state;
+	struct repl_accept acc = { .prev_generation = 1 };
+	memset(acc.mr_desc, 0x33, sizeof(acc.mr_desc));
+	uint8_t ref[REPL_MAC_SIZE], m[REPL_MAC_SIZE];
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &acc, ref), 0);
+	acc.mr_desc[8] ^= 1;	/* another address */
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &acc, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	acc.mr_desc[8] ^= 1;
+	acc.target_flags = REPL_TF_STAGING;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &acc, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+}
+
+static void
+key_file_is_read_without_its_trailing_newline(void **state)
+{
+	(void)state;
+	char path[] = "/dev/shm/pmrep-test-key-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	uint8_t k[PMREP_KEY_MAX];
+	size_t len = 0;
+
+	assert_int_equal(write(fd, "0123456789abcdefXYZ\n", 20), 20);
+	assert_int_equal(pmrep_key_read_file(path, k, sizeof(k), &len), 0);
+	assert_int_equal(len, 19);
+	assert_memory_equal(k, "0123456789abcdefXYZ", 19);
+
+	/* too short */
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(pwrite(fd, "short\n", 6, 0), 6);
+	assert_int_equal(pmrep_key_read_file(path, k, sizeof(k), &len), PMREP_E_INVAL);
+	/* too long */
+	char longkey[100];
+	memset(longkey, 'k', sizeof(longkey));
+	assert_int_equal(pwrite(fd, longkey, sizeof(longkey), 0), (ssize_t)sizeof(longkey));
+	assert_int_equal(pmrep_key_read_file(path, k, sizeof(k), &len), PMREP_E_INVAL);
+	/* longer than the caller's buffer */
+	assert_int_equal(ftruncate(fd, 32), 0);
+	assert_int_equal(pmrep_key_read_file(path, k, 20, &len), PMREP_E_INVAL);
+	close(fd);
+	unlink(path);
+	assert_int_equal(pmrep_key_read_file(path, k, sizeof(k), &len), PMREP_E_PROVIDER);
+	assert_int_equal(pmrep_err_errno(), ENOENT);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(hmac_sha256_matches_rfc4231_case_1),
+		cmocka_unit_test(hmac_refuses_keys_outside_16_to_64_bytes),
+		cmocka_unit_test(nonces_are_random),
+		cmocka_unit_test(pdata_roundtrip_and_fits_connect_private_data),
+		cmocka_unit_test(pdata_malformed_is_refused),
+		cmocka_unit_test(msg_roundtrip_of_every_type),
+		cmocka_unit_test(msg_malformed_is_refused),
+		cmocka_unit_test(auth_mac_binds_key_nonces_and_every_field),
+		cmocka_unit_test(accept_mac_binds_the_descriptors_and_differs_from_auth),
+		cmocka_unit_test(key_file_is_read_without_its_trailing_newline),
+	};
+	pmrep_log_set_threshold(PMREP_LOG_DISABLED);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
