@@ -201,6 +201,7 @@ resolve_pkg() {
   fi
   say "looking up the $VM_KERNEL kernel package ($(sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}//p' "$AV/sources.list" | tr '\n' ';'))"
   if av apt-get -q update >"$AV/update.log" 2>&1; then
+    grep -E '^(W|E):' "$AV/update.log" | sed 's/^/  apt: /' >&2
     # the flavour's linux-image-amd64 metapackage names the kernel (stock: 6.1.0-N-amd64,
     # backports: 6.12.N+deb12-amd64); never a wildcard: that would fetch every ABI version
     new=$(av apt-cache depends linux-image-amd64 2>/dev/null |
