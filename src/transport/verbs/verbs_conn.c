@@ -1,0 +1,1087 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs_conn.c -- the verbs connection: its queues and fds, the total state
+ * machine behind pmrep_conn_next_event (every rdma_cm event in every state,
+ * connect retries with backoff on a timerfd), disconnect, the shared-channel
+ * wait, and the bounded teardown.
+ *
+ * The event fd is an epoll set of three fds, so that one fd wakes the user
+ * for everything the state machine may act on: the conn's own rdma_cm
+ * channel, a timerfd (connect attempt limit, retry backoff) and an eventfd
+ * that async events (any thread) and local decisions write to.
+ *
+ * State machine (active: initiator, passive: acceptor; "retry" = tear down
+ * id + QP, arm the backoff, or report UNREACHABLE when no retry is left;
+ * "ignore" = acknowledged, logged, nothing else). Events of an id other than
+ * the current one are ignored. Before any CM event: an async lost mark ->
+ * LOST; a local disconnect before ESTABLISHED -> CLOSED.
+ *
+ * event \ state     RESOLVING_ADDR/ROUTE  CONNECTING             ESTABLISHED  DISCONNECTING BACKOFF
+ * ADDR_RESOLVED     (addr) resolve route  ignore                 ignore       ignore        ignore
+ * ROUTE_RESOLVED    (route) QP, connect   ignore                 ignore       ignore        ignore
+ * ADDR/ROUTE_ERROR  retry                 act: retry, pas: LOST  LOST         LOST          ignore
+ * UNREACHABLE       retry                 act: retry, pas: LOST  LOST         LOST          ignore
+ * CONNECT_ERROR     retry                 act: retry, pas: LOST  LOST         LOST          ignore
+ * REJECTED          retry                 act: marker ? REJECTED LOST         LOST          ignore
+ *                                         : retry; pas: LOST
+ * ESTABLISHED       ignore                ESTABLISHED            ignore (dup) ignore        ignore
+ * DISCONNECTED      ignore                LOST                   CLOSED       CLOSED        ignore
+ * DEVICE_REMOVAL    LOST                  LOST                   LOST         LOST          LOST
+ * CONNECT_REQUEST, CONNECT_RESPONSE, MULTICAST_*, ADDR_CHANGE,
+ * TIMEWAIT_EXIT, unknown                  ignore everywhere
+ * timer             retry                 act: retry, pas: LOST  ignore       ignore        new id,
+ *                                                                                           resolve addr
+ * After a terminal event (TERMINAL) nothing is reported again and the
+ * rdma_cm fd leaves the epoll set; everything is still acknowledged.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+
+#include "verbs_internal.h"
+#include "transport/common.h"
+
+#define DRAIN_POLL_SLEEP_NS 1000000	/* 1 ms between empty polls */
+
+static const char *const state_names[] = {
+	[VERBS_ST_NEW] = "NEW",
+	[VERBS_ST_RESOLVING_ADDR] = "RESOLVING_ADDR",
+	[VERBS_ST_RESOLVING_ROUTE] = "RESOLVING_ROUTE",
+	[VERBS_ST_CONNECTING] = "CONNECTING",
+	[VERBS_ST_BACKOFF] = "BACKOFF",
+	[VERBS_ST_ESTABLISHED] = "ESTABLISHED",
+	[VERBS_ST_DISCONNECTING] = "DISCONNECTING",
+	[VERBS_ST_TERMINAL] = "TERMINAL",
+};
+
+const char *
+verbs_conn_state_str(enum verbs_conn_state st)
+{
+	if ((unsigned)st >= sizeof(state_names) / sizeof(state_names[0]))
+		return "?";
+	return state_names[st];
+}
+
+/* ------------------------------------------------------------ building */
+
+struct verbs_conn *
+verbs_conn_alloc(struct verbs_peer *peer, const struct pmrep_conn_cfg *cfg,
+		bool passive)
+{
+	struct verbs_conn *conn = calloc(1, sizeof(*conn));
+	if (conn == NULL)
+		return NULL;
+	conn->peer = peer;
+	conn->passive = passive;
+	conn->state = VERBS_ST_NEW;
+	conn->base.peer = &peer->base;
+	conn->base.cfg = *cfg;
+	conn->base.event_fd = -1;
+	conn->base.comp_fd = -1;
+	conn->base.flush_method = PMREP_FLUSH_METHOD_NONE;
+	conn->epfd = -1;
+	conn->timerfd = -1;
+	conn->notifyfd = -1;
+	atomic_init(&conn->lost, false);
+	return conn;
+}
+
+static int
+max_u32(uint32_t a, uint32_t b)
+{
+	return (int)(a > b ? a : b);
+}
+
+/* release what verbs_conn_queues_new acquired, in reverse order */
+static int
+queues_delete(struct verbs_conn *conn)
+{
+	int ret = 0, err;
+
+	free(conn->prepost);
+	conn->prepost = NULL;
+	if (conn->rcq) {
+		err = verbs_cq_delete(conn->rcq);
+		conn->rcq = NULL;
+		if (err && ret == 0)
+			ret = err;
+	}
+	if (conn->cq) {
+		err = verbs_cq_delete(conn->cq);
+		conn->cq = NULL;
+		if (err && ret == 0)
+			ret = err;
+	}
+	conn->base.cq = NULL;
+	conn->base.rcq = NULL;
+	if (conn->rings_ready) {
+		verbs_rq_table_fini(&conn->rq);
+		verbs_sq_ring_fini(&conn->sq);
+		conn->rings_ready = false;
+	}
+	if (conn->own_shared_ch) {
+		err = ibv_destroy_comp_channel(conn->own_shared_ch);
+		conn->own_shared_ch = NULL;
+		if (err && ret == 0)
+			ret = PMREP_ERR_PROVIDER(err, "ibv_destroy_comp_channel");
+	}
+	if (conn->srq) {
+		atomic_fetch_sub(&conn->srq->base.nconns, 1);
+		conn->srq = NULL;
+	}
+	conn->ext_ch = NULL;
+	conn->base.comp_fd = -1;
+	return ret;
+}
+
+int
+verbs_conn_queues_new(struct verbs_conn *conn)
+{
+	const struct pmrep_conn_cfg *cfg = &conn->base.cfg;
+	struct ibv_comp_channel *shared = NULL;
+	int ret;
+
+	if (cfg->srq) {
+		conn->srq = (struct verbs_srq *)cfg->srq;
+		atomic_fetch_add(&conn->srq->base.nconns, 1);
+	}
+	if (cfg->comp_channel) {
+		conn->ext_ch = (struct verbs_comp_channel *)cfg->comp_channel;
+		shared = conn->ext_ch->ch;
+	} else if (cfg->shared_comp_channel) {
+		conn->own_shared_ch = ibv_create_comp_channel(conn->peer->ctx);
+		if (conn->own_shared_ch == NULL) {
+			ret = PMREP_ERR_PROVIDER(errno, "ibv_create_comp_channel");
+			goto err;
+		}
+		ret = verbs_fd_set_flags(conn->own_shared_ch->fd,
+				"fcntl(completion channel)");
+		if (ret)
+			goto err;
+		shared = conn->own_shared_ch;
+	}
+
+	ret = verbs_sq_ring_init(&conn->sq, cfg->sq_size);
+	if (ret)
+		goto err;
+	ret = verbs_rq_table_init(&conn->rq, cfg->rq_size);
+	if (ret) {
+		verbs_sq_ring_fini(&conn->sq);
+		goto err;
+	}
+	conn->rings_ready = true;
+
+	bool own_rcq = cfg->rcq_size > 0 && conn->srq == NULL;
+	/*
+	 * A QP moved to error flushes every outstanding request, signalled
+	 * or not, into its CQs: size them so that this can never overrun
+	 * (+1: conn delete's drain marker).
+	 */
+	int cqe = max_u32(cfg->cq_size, cfg->sq_size + 1);
+	if (!own_rcq && conn->srq == NULL)
+		cqe += (int)cfg->rq_size + 1;
+	ret = verbs_cq_new(conn->peer, cqe, shared, conn->ext_ch, &conn->cq);
+	if (ret)
+		goto err;
+	conn->cq->base.conn = &conn->base;
+	conn->cq->sq = &conn->sq;
+	conn->cq->rq = (!own_rcq && conn->srq == NULL) ? &conn->rq : NULL;
+	conn->cq->filter_qp = true;
+	if (own_rcq) {
+		ret = verbs_cq_new(conn->peer,
+				max_u32(cfg->rcq_size, cfg->rq_size + 1),
+				shared, conn->ext_ch, &conn->rcq);
+		if (ret)
+			goto err;
+		conn->rcq->base.conn = &conn->base;
+		conn->rcq->base.is_rcq = true;
+		conn->rcq->rq = &conn->rq;
+		conn->rcq->filter_qp = true;
+	}
+	if (!conn->passive && conn->srq == NULL) {
+		conn->prepost = calloc(cfg->rq_size, sizeof(*conn->prepost));
+		if (conn->prepost == NULL) {
+			PMREP_LOG_ERR("out of memory for %u pre-posted receives",
+					cfg->rq_size);
+			ret = PMREP_E_NOMEM;
+			goto err;
+		}
+	}
+	conn->base.cq = &conn->cq->base;
+	conn->base.rcq = conn->rcq ? &conn->rcq->base : NULL;
+	conn->base.comp_fd = shared ? shared->fd : -1;
+	return 0;
+
+err:
+	(void) queues_delete(conn);
+	return ret;
+}
+
+static void
+cqs_set_qp(struct verbs_conn *conn, uint32_t qp_num)
+{
+	if (conn->cq)
+		conn->cq->qp_num = qp_num;
+	if (conn->rcq)
+		conn->rcq->qp_num = qp_num;
+}
+
+int
+verbs_conn_qp_new(struct verbs_conn *conn)
+{
+	const struct pmrep_conn_cfg *cfg = &conn->base.cfg;
+	uint32_t caps = conn->peer->base.caps;
+	struct ibv_qp_init_attr_ex attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_context = conn;
+	attr.send_cq = conn->cq->cq;
+	attr.recv_cq = conn->srq ? conn->srq->rcq->cq :
+		conn->rcq ? conn->rcq->cq : conn->cq->cq;
+	attr.srq = conn->srq ? conn->srq->srq : NULL;
+	/* +1: room for conn delete's drain marker */
+	attr.cap.max_send_wr = cfg->sq_size + 1;
+	attr.cap.max_recv_wr = conn->srq ? 0 : cfg->rq_size + 1;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = VERBS_MAX_INLINE;
+	attr.qp_type = IBV_QPT_RC;
+	attr.sq_sig_all = 0;
+	attr.comp_mask = IBV_QP_INIT_ATTR_PD;
+	attr.pd = conn->peer->pd;
+	bool ex = (caps & (PMREP_CAP_NATIVE_ATOMIC_WRITE |
+			PMREP_CAP_NATIVE_FLUSH)) != 0;
+	if (ex) {
+		attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		attr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE |
+			IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			IBV_QP_EX_WITH_RDMA_READ;
+		if (caps & PMREP_CAP_NATIVE_ATOMIC_WRITE)
+			attr.send_ops_flags |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+#ifdef PMREP_HAVE_IBV_WR_FLUSH
+		if (caps & PMREP_CAP_NATIVE_FLUSH)
+			attr.send_ops_flags |= IBV_QP_EX_WITH_FLUSH;
+#endif
+	}
+	if (rdma_create_qp_ex(conn->id, &attr))
+		return PMREP_ERR_PROVIDER(errno, "rdma_create_qp_ex");
+	conn->qp = conn->id->qp;
+	if (ex) {
+		conn->qpx = ibv_qp_to_qp_ex(conn->qp);
+		if (conn->qpx == NULL) {
+			int ret = PMREP_ERR_PROVIDER(errno ? errno : EOPNOTSUPP,
+					"ibv_qp_to_qp_ex");
+			(void) ibv_destroy_qp(conn->qp);
+			conn->id->qp = NULL;
+			conn->qp = NULL;
+			return ret;
+		}
+	}
+	cqs_set_qp(conn, conn->qp->qp_num);
+	return 0;
+}
+
+#ifdef PMREP_HAVE_IBV_WR_FLUSH
+/*
+ * A flush arriving at a QP without the flush access bits fails with
+ * "remote invalid request". rdma_cm sets the access flags itself on the
+ * way to RTR, so they are added once the QP is in RTS.
+ */
+static int
+qp_allow_flush(struct verbs_conn *conn)
+{
+	if (!(conn->peer->base.caps & PMREP_CAP_NATIVE_FLUSH))
+		return 0;
+	struct ibv_qp_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+		IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_FLUSH_PERSISTENT;
+	int err = ibv_modify_qp(conn->qp, &attr, IBV_QP_ACCESS_FLAGS);
+	if (err)
+		return PMREP_ERR_PROVIDER(err, "ibv_modify_qp(flush access)");
+	return 0;
+}
+#else
+static int
+qp_allow_flush(struct verbs_conn *conn)
+{
+	(void) conn;
+	return 0;
+}
+#endif
+
+int
+verbs_conn_fds_new(struct verbs_conn *conn)
+{
+	int ret;
+
+	conn->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (conn->epfd < 0)
+		return PMREP_ERR_PROVIDER(errno, "epoll_create1");
+	ret = verbs_fd_set_flags(conn->epfd, "fcntl(epoll fd)");
+	if (ret)
+		goto err_close_ep;
+	conn->timerfd = timerfd_create(CLOCK_MONOTONIC,
+			TFD_NONBLOCK | TFD_CLOEXEC);
+	if (conn->timerfd < 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "timerfd_create");
+		goto err_close_ep;
+	}
+	conn->notifyfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (conn->notifyfd < 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "eventfd");
+		goto err_close_timer;
+	}
+	int fds[3] = { conn->evch->fd, conn->timerfd, conn->notifyfd };
+	for (int i = 0; i < 3; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[i] };
+		if (epoll_ctl(conn->epfd, EPOLL_CTL_ADD, fds[i], &ev)) {
+			ret = PMREP_ERR_PROVIDER(errno, "epoll_ctl(ADD)");
+			goto err_close_notify;
+		}
+	}
+	conn->cm_fd_watched = true;
+	conn->base.event_fd = conn->epfd;
+	return 0;
+
+err_close_notify:
+	(void) close(conn->notifyfd);
+	conn->notifyfd = -1;
+err_close_timer:
+	(void) close(conn->timerfd);
+	conn->timerfd = -1;
+err_close_ep:
+	(void) close(conn->epfd);
+	conn->epfd = -1;
+	return ret;
+}
+
+void
+verbs_conn_param(const struct verbs_conn *conn, struct rdma_conn_param *param)
+{
+	memset(param, 0, sizeof(*param));
+	param->private_data = conn->my_pdata.len ? conn->my_pdata.buf : NULL;
+	param->private_data_len = conn->my_pdata.len;
+	param->flow_control = conn->my_pdata.flow_control;
+	param->retry_count = VERBS_RETRY_COUNT;
+	param->rnr_retry_count = VERBS_RNR_RETRY_COUNT;
+	if (conn->passive) {
+		/* at most what the initiator asked for, and what we have */
+		param->responder_resources =
+			conn->resp_res < conn->peer->max_rd_atom ?
+			conn->resp_res : conn->peer->max_rd_atom;
+		param->initiator_depth =
+			conn->init_depth < conn->peer->max_init_rd_atom ?
+			conn->init_depth : conn->peer->max_init_rd_atom;
+	} else {
+		param->responder_resources = conn->peer->max_rd_atom;
+		param->initiator_depth = conn->peer->max_init_rd_atom;
+	}
+}
+
+int
+verbs_conn_post_recv(struct verbs_conn *conn, uint64_t addr, uint32_t len,
+		uint32_t lkey, const void *op_context)
+{
+	/* before ESTABLISHED the active side keeps a copy: a retry re-posts */
+	bool keep = conn->prepost != NULL;
+	if (keep && conn->nprepost == conn->base.cfg.rq_size) {
+		PMREP_LOG_ERR("receive queue full (%u receives posted)",
+				conn->nprepost);
+		return PMREP_E_AGAIN;
+	}
+	if (conn->qp != NULL) {
+		struct ibv_recv_wr *bad;
+		struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+		struct ibv_recv_wr wr = {
+			.sg_list = &sge, .num_sge = len ? 1 : 0,
+		};
+		int ret = verbs_rq_table_get(&conn->rq, op_context, &wr.wr_id);
+		if (ret)
+			return ret;
+		int err = ibv_post_recv(conn->qp, &wr, &bad);
+		if (err) {
+			verbs_rq_table_put(&conn->rq, wr.wr_id);
+			if (err == ENOMEM)
+				return PMREP_E_AGAIN;
+			return PMREP_ERR_PROVIDER(err, "ibv_post_recv");
+		}
+	} else if (!keep) {
+		PMREP_LOG_ERR("the connection has no QP now");
+		return PMREP_E_STATE;
+	}
+	if (keep) {
+		struct verbs_prepost *p = &conn->prepost[conn->nprepost++];
+		p->addr = addr;
+		p->len = len;
+		p->lkey = lkey;
+		p->op_context = op_context;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------- teardown */
+
+static void
+sleep_ns(long ns)
+{
+	struct timespec ts = { 0, ns };
+	(void) nanosleep(&ts, NULL);
+}
+
+/* poll a CQ, dropping everything; returns which drain markers it saw */
+static void
+drain_poll(struct verbs_cq *cq, bool *sq_seen, bool *rq_seen)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	while ((n = ibv_poll_cq(cq->cq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (wc[i].wr_id == VERBS_WR_DRAIN)
+				*sq_seen = true;
+			else if (wc[i].wr_id == (VERBS_WR_DRAIN | VERBS_WR_RECV))
+				*rq_seen = true;
+		}
+	}
+}
+
+/*
+ * Requests in flight (T08): move the QP to error, so that each of them
+ * completes (in error) exactly once, and wait -- at most the cfg timeout --
+ * for a marker posted behind them on each queue. The device may never
+ * deliver the flushed completions: the wait is bounded regardless.
+ */
+static void
+qp_drain(struct verbs_conn *conn)
+{
+	bool sq_busy = conn->rings_ready && verbs_sq_ring_outstanding(&conn->sq);
+	bool rq_busy = conn->rings_ready && conn->srq == NULL &&
+		verbs_rq_table_outstanding(&conn->rq);
+	if (!sq_busy && !rq_busy)
+		return;
+
+	struct ibv_qp_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_ERR;
+	int err = ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
+	if (err) {
+		PMREP_LOG_WARN("ibv_modify_qp(ERR): %s: not draining",
+				strerror(err));
+		return;
+	}
+	bool sq_seen = !sq_busy, rq_seen = !rq_busy;
+	if (sq_busy) {
+		/* zero-length write: harmless even if it were executed */
+		struct ibv_send_wr *bad, wr;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = VERBS_WR_DRAIN;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		if (ibv_post_send(conn->qp, &wr, &bad))
+			sq_seen = true;
+	}
+	if (rq_busy) {
+		struct ibv_recv_wr *bad, wr;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = VERBS_WR_DRAIN | VERBS_WR_RECV;
+		if (ibv_post_recv(conn->qp, &wr, &bad))
+			rq_seen = true;
+	}
+	long long deadline = pmrep_now_ms() + conn->base.cfg.timeout_ms;
+	for (;;) {
+		drain_poll(conn->cq, &sq_seen, &rq_seen);
+		if (conn->rcq)
+			drain_poll(conn->rcq, &sq_seen, &rq_seen);
+		if (sq_seen && rq_seen)
+			return;
+		if (pmrep_now_ms() >= deadline) {
+			PMREP_LOG_WARN("the device delivered no flushed completions in %d ms; destroying the QP anyway",
+					conn->base.cfg.timeout_ms);
+			return;
+		}
+		sleep_ns(DRAIN_POLL_SLEEP_NS);
+	}
+}
+
+static int
+qp_destroy(struct verbs_conn *conn)
+{
+	int ret = 0;
+	if (conn->qp == NULL)
+		return 0;
+	int err = ibv_destroy_qp(conn->qp);
+	if (err)
+		ret = PMREP_ERR_PROVIDER(err, "ibv_destroy_qp");
+	if (conn->id)
+		conn->id->qp = NULL;
+	conn->qp = NULL;
+	conn->qpx = NULL;
+	return ret;
+}
+
+/* drop everything an earlier QP left on the conn's CQs */
+static void
+cqs_drop_stale(struct verbs_conn *conn)
+{
+	bool a = false, b = false;
+	if (conn->cq)
+		drain_poll(conn->cq, &a, &b);
+	if (conn->rcq)
+		drain_poll(conn->rcq, &a, &b);
+}
+
+int
+verbs_conn_destroy(struct verbs_conn *conn)
+{
+	int ret = 0, err;
+
+	if (conn->registered)
+		verbs_peer_unregister_conn(conn->peer, conn);
+	if (conn->qp) {
+		qp_drain(conn);
+		err = qp_destroy(conn);
+		if (err && ret == 0)
+			ret = err;
+	}
+	/* CQs before their channels (verbs_cq_delete, queues_delete) */
+	err = queues_delete(conn);
+	if (err && ret == 0)
+		ret = err;
+	/* no event is ever held unacknowledged: this does not block (T04) */
+	if (conn->id) {
+		if (rdma_destroy_id(conn->id) && ret == 0)
+			ret = PMREP_ERR_PROVIDER(errno, "rdma_destroy_id");
+		conn->id = NULL;
+	}
+	if (conn->evch) {
+		rdma_destroy_event_channel(conn->evch);
+		conn->evch = NULL;
+	}
+	if (conn->notifyfd >= 0)
+		(void) close(conn->notifyfd);
+	if (conn->timerfd >= 0)
+		(void) close(conn->timerfd);
+	if (conn->epfd >= 0)
+		(void) close(conn->epfd);
+	free(conn);
+	return ret;
+}
+
+int
+verbs_conn_delete(struct pmrep_conn *base)
+{
+	struct verbs_conn *conn = (struct verbs_conn *)base;
+
+	/* unregister first: an async event handler must not find it while
+	 * its QP / CQs go away */
+	verbs_peer_unregister_conn(conn->peer, conn);
+	/* an orderly goodbye to the peer; moves the QP to error as well */
+	if (conn->state == VERBS_ST_ESTABLISHED && conn->id &&
+			rdma_disconnect(conn->id))
+		PMREP_LOG_INFO("rdma_disconnect: %s", strerror(errno));
+	return verbs_conn_destroy(conn);
+}
+
+void
+verbs_conn_mark_lost(struct verbs_conn *conn, const char *why)
+{
+	uint64_t one = 1;
+	PMREP_LOG_WARN("connection lost: %s", why);
+	atomic_store(&conn->lost, true);
+	if (write(conn->notifyfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		PMREP_LOG_ERR("write(eventfd): %s", strerror(errno));
+}
+
+/* -------------------------------------------------------- state machine */
+
+static int
+timer_arm(struct verbs_conn *conn, int ms)
+{
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = ms / 1000;
+	its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+	if (ms <= 0)
+		its.it_value.tv_nsec = 1;	/* 0 would disarm it */
+	if (timerfd_settime(conn->timerfd, 0, &its, NULL))
+		return PMREP_ERR_PROVIDER(errno, "timerfd_settime");
+	return 0;
+}
+
+static void
+timer_disarm(struct verbs_conn *conn)
+{
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	(void) timerfd_settime(conn->timerfd, 0, &its, NULL);
+}
+
+static bool
+timer_expired(struct verbs_conn *conn)
+{
+	uint64_t n;
+	return read(conn->timerfd, &n, sizeof(n)) == (ssize_t)sizeof(n) && n;
+}
+
+static void
+notify_clear(struct verbs_conn *conn)
+{
+	uint64_t n;
+	(void) read(conn->notifyfd, &n, sizeof(n));
+}
+
+static void
+notify_raise(struct verbs_conn *conn)
+{
+	uint64_t one = 1;
+	(void) write(conn->notifyfd, &one, sizeof(one));
+}
+
+/* the one way to a terminal event: quiet every fd of the set */
+static void
+go_terminal(struct verbs_conn *conn)
+{
+	conn->state = VERBS_ST_TERMINAL;
+	timer_disarm(conn);
+	notify_clear(conn);
+	if (conn->cm_fd_watched) {
+		(void) epoll_ctl(conn->epfd, EPOLL_CTL_DEL, conn->evch->fd, NULL);
+		conn->cm_fd_watched = false;
+	}
+}
+
+/* what one step of the machine decided */
+struct step {
+	bool report;
+	enum pmrep_conn_event event;
+};
+
+static void
+step_report(struct step *s, enum pmrep_conn_event ev)
+{
+	s->report = true;
+	s->event = ev;
+}
+
+/* give up the current attempt's id and QP */
+static void
+attempt_teardown(struct verbs_conn *conn)
+{
+	if (conn->qp) {
+		if (qp_destroy(conn))
+			PMREP_LOG_WARN("a failed attempt's QP did not go away cleanly");
+		/* what the old QP left (flushed pre-posted receives) is
+		 * stale: the receives are posted again on the next QP */
+		cqs_drop_stale(conn);
+	}
+	cqs_set_qp(conn, 0);
+	if (conn->rings_ready) {
+		verbs_sq_ring_reset(&conn->sq);
+		verbs_rq_table_reset(&conn->rq);
+	}
+	if (conn->id) {
+		if (rdma_destroy_id(conn->id))
+			PMREP_LOG_WARN("rdma_destroy_id: %s", strerror(errno));
+		conn->id = NULL;
+	}
+}
+
+/* the attempt failed: back off and retry, or report UNREACHABLE */
+static void
+attempt_failed(struct verbs_conn *conn, const char *why, struct step *s)
+{
+	attempt_teardown(conn);
+	if (conn->retries_left == 0) {
+		PMREP_LOG_ERR("connection attempt failed (%s) and no retry is left: unreachable",
+				why);
+		step_report(s, PMREP_CONN_UNREACHABLE);
+		return;
+	}
+	conn->retries_left--;
+	PMREP_LOG_INFO("connection attempt failed (%s): retrying in %d ms (%u more)",
+			why, conn->backoff_ms, conn->retries_left);
+	if (timer_arm(conn, conn->backoff_ms)) {
+		step_report(s, PMREP_CONN_LOST);
+		return;
+	}
+	conn->backoff_ms = conn->backoff_ms * 2 > VERBS_BACKOFF_CAP_MS ?
+		VERBS_BACKOFF_CAP_MS : conn->backoff_ms * 2;
+	conn->state = VERBS_ST_BACKOFF;
+}
+
+/* backoff over: a new id on the same channel, resolving again */
+static void
+attempt_start(struct verbs_conn *conn, struct step *s)
+{
+	if (rdma_create_id(conn->evch, &conn->id, conn, RDMA_PS_TCP)) {
+		conn->id = NULL;
+		(void) PMREP_ERR_PROVIDER(errno, "rdma_create_id");
+		attempt_failed(conn, "rdma_create_id", s);
+		return;
+	}
+	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)&conn->dst,
+			conn->base.cfg.timeout_ms)) {
+		(void) PMREP_ERR_PROVIDER(errno, "rdma_resolve_addr");
+		attempt_failed(conn, "rdma_resolve_addr", s);
+		return;
+	}
+	if (timer_arm(conn, conn->base.cfg.timeout_ms)) {
+		step_report(s, PMREP_CONN_LOST);
+		return;
+	}
+	conn->state = VERBS_ST_RESOLVING_ADDR;
+}
+
+/* route known: QP, the receives posted before, connect */
+static void
+attempt_connect(struct verbs_conn *conn, struct step *s)
+{
+	struct rdma_conn_param param;
+
+	if (conn->id->verbs != conn->peer->ctx) {
+		PMREP_LOG_ERR("the address now resolves through another RDMA device");
+		attempt_teardown(conn);
+		step_report(s, PMREP_CONN_LOST);
+		return;
+	}
+	if (verbs_conn_qp_new(conn)) {
+		attempt_failed(conn, "rdma_create_qp_ex", s);
+		return;
+	}
+	uint32_t n = conn->nprepost;
+	conn->nprepost = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct verbs_prepost p = conn->prepost[i];
+		if (verbs_conn_post_recv(conn, p.addr, p.len, p.lkey,
+				p.op_context)) {
+			attempt_failed(conn, "ibv_post_recv", s);
+			return;
+		}
+	}
+	verbs_conn_param(conn, &param);
+	if (rdma_connect(conn->id, &param)) {
+		(void) PMREP_ERR_PROVIDER(errno, "rdma_connect");
+		attempt_failed(conn, "rdma_connect", s);
+		return;
+	}
+	if (timer_arm(conn, conn->base.cfg.timeout_ms)) {
+		step_report(s, PMREP_CONN_LOST);
+		return;
+	}
+	conn->state = VERBS_ST_CONNECTING;
+}
+
+static bool
+resolving(const struct verbs_conn *conn)
+{
+	return conn->state == VERBS_ST_RESOLVING_ADDR ||
+		conn->state == VERBS_ST_RESOLVING_ROUTE;
+}
+
+static bool
+up(const struct verbs_conn *conn)
+{
+	return conn->state == VERBS_ST_ESTABLISHED ||
+		conn->state == VERBS_ST_DISCONNECTING;
+}
+
+/* the connection came up: ESTABLISHED (active: with the accept's data) */
+static void
+on_established(struct verbs_conn *conn, const struct verbs_cm_event *ev,
+		struct step *s)
+{
+	if (!conn->passive) {
+		uint8_t len = 0;
+		if (verbs_pdata_decode(ev->pdata_len ? ev->pdata : NULL,
+				ev->pdata_len, ev->flow_control,
+				PMREP_PDATA_ACCEPT_MAX, conn->base.pdata, &len)) {
+			PMREP_LOG_ERR("the accepting side sent malformed private data: dropping the connection");
+			(void) rdma_disconnect(conn->id);
+			step_report(s, PMREP_CONN_LOST);
+			return;
+		}
+		conn->base.pdata_len = len;
+		/* no retry from here on */
+		free(conn->prepost);
+		conn->prepost = NULL;
+		conn->nprepost = 0;
+	}
+	timer_disarm(conn);
+	if (qp_allow_flush(conn)) {
+		(void) rdma_disconnect(conn->id);
+		step_report(s, PMREP_CONN_LOST);
+		return;
+	}
+	conn->state = VERBS_ST_ESTABLISHED;
+	step_report(s, PMREP_CONN_ESTABLISHED);
+}
+
+/* an attempt-level failure: retry (active, before ESTABLISHED) or LOST */
+static void
+on_failure(struct verbs_conn *conn, const struct verbs_cm_event *ev,
+		struct step *s)
+{
+	if (resolving(conn) || conn->state == VERBS_ST_CONNECTING) {
+		if (conn->passive)
+			step_report(s, PMREP_CONN_LOST);
+		else
+			attempt_failed(conn, rdma_event_str(ev->type), s);
+	} else if (up(conn)) {
+		step_report(s, PMREP_CONN_LOST);
+	}
+	/* NEW / BACKOFF: no id of ours could have sent it: ignore */
+}
+
+static void
+ignore(const struct verbs_conn *conn, const struct verbs_cm_event *ev)
+{
+	PMREP_LOG_INFO("ignoring %s (status %d) in state %s",
+			rdma_event_str(ev->type), ev->status,
+			verbs_conn_state_str(conn->state));
+}
+
+static void
+on_cm_event(struct verbs_conn *conn, const struct verbs_cm_event *ev,
+		struct step *s)
+{
+	if (conn->id == NULL || ev->id != conn->id) {
+		/* an earlier attempt's id (already destroyed) */
+		ignore(conn, ev);
+		return;
+	}
+	PMREP_LOG_DBG("%s (status %d) in state %s", rdma_event_str(ev->type),
+			ev->status, verbs_conn_state_str(conn->state));
+	switch (ev->type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (conn->state != VERBS_ST_RESOLVING_ADDR) {
+			ignore(conn, ev);
+			return;
+		}
+		if (rdma_resolve_route(conn->id, conn->base.cfg.timeout_ms)) {
+			(void) PMREP_ERR_PROVIDER(errno, "rdma_resolve_route");
+			attempt_failed(conn, "rdma_resolve_route", s);
+			return;
+		}
+		conn->state = VERBS_ST_RESOLVING_ROUTE;
+		return;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (conn->state != VERBS_ST_RESOLVING_ROUTE) {
+			ignore(conn, ev);
+			return;
+		}
+		attempt_connect(conn, s);
+		return;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		PMREP_LOG_INFO("%s (status %d)", rdma_event_str(ev->type),
+				ev->status);
+		on_failure(conn, ev, s);
+		return;
+	case RDMA_CM_EVENT_REJECTED:
+		if (conn->state == VERBS_ST_CONNECTING && !conn->passive &&
+				verbs_reject_is_explicit(ev->pdata,
+					ev->pdata_len)) {
+			PMREP_LOG_ERR("the passive side rejected the connection");
+			step_report(s, PMREP_CONN_REJECTED);
+			return;
+		}
+		PMREP_LOG_INFO("REJECTED (status %d) without pmrep's marker: nothing listens there (yet)",
+				ev->status);
+		on_failure(conn, ev, s);
+		return;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (conn->state != VERBS_ST_CONNECTING) {
+			ignore(conn, ev);
+			return;
+		}
+		on_established(conn, ev, s);
+		return;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		if (up(conn))
+			step_report(s, PMREP_CONN_CLOSED);
+		else if (conn->state == VERBS_ST_CONNECTING)
+			step_report(s, PMREP_CONN_LOST);
+		else
+			ignore(conn, ev);
+		return;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		PMREP_LOG_ERR("the RDMA device was removed");
+		step_report(s, PMREP_CONN_LOST);
+		return;
+	default:
+		/* CONNECT_REQUEST, CONNECT_RESPONSE, MULTICAST_*, ADDR_CHANGE,
+		 * TIMEWAIT_EXIT and whatever a newer librdmacm adds */
+		ignore(conn, ev);
+		return;
+	}
+}
+
+static void
+on_timer(struct verbs_conn *conn, struct step *s)
+{
+	switch (conn->state) {
+	case VERBS_ST_BACKOFF:
+		attempt_start(conn, s);
+		return;
+	case VERBS_ST_RESOLVING_ADDR:
+	case VERBS_ST_RESOLVING_ROUTE:
+		attempt_failed(conn, "resolution timed out", s);
+		return;
+	case VERBS_ST_CONNECTING:
+		PMREP_LOG_INFO("connect did not complete in %d ms",
+				conn->base.cfg.timeout_ms);
+		if (conn->passive)
+			step_report(s, PMREP_CONN_LOST);
+		else
+			attempt_failed(conn, "connect timed out", s);
+		return;
+	default:
+		return;	/* a stale expiry */
+	}
+}
+
+int
+verbs_conn_start(struct verbs_conn *conn)
+{
+	struct rdma_conn_param param;
+	int ret;
+
+	ret = verbs_conn_fds_new(conn);
+	if (ret)
+		return ret;
+	verbs_conn_param(conn, &param);
+	if (conn->passive) {
+		if (rdma_accept(conn->id, &param))
+			return PMREP_ERR_PROVIDER(errno, "rdma_accept");
+	} else {
+		conn->retries_left = conn->base.cfg.connect_retries;
+		conn->backoff_ms = conn->base.cfg.retry_backoff_ms > 0 ?
+			conn->base.cfg.retry_backoff_ms : 1;
+		if (rdma_connect(conn->id, &param))
+			return PMREP_ERR_PROVIDER(errno, "rdma_connect");
+	}
+	/* connect (and accept: until the initiator's RTU) within the cfg
+	 * timeout */
+	ret = timer_arm(conn, conn->base.cfg.timeout_ms);
+	if (ret)
+		return ret;
+	conn->state = VERBS_ST_CONNECTING;
+	verbs_peer_register_conn(conn->peer, conn);
+	return 0;
+}
+
+int
+verbs_conn_next_event(struct pmrep_conn *base, enum pmrep_conn_event *event)
+{
+	struct verbs_conn *conn = (struct verbs_conn *)base;
+	struct step s = { false, PMREP_CONN_UNDEFINED };
+	int ret;
+
+	if (conn->state == VERBS_ST_TERMINAL)
+		return PMREP_E_NO_EVENT;
+	notify_clear(conn);
+	if (atomic_load(&conn->lost)) {
+		step_report(&s, PMREP_CONN_LOST);
+		goto report;
+	}
+	if (conn->local_close) {
+		step_report(&s, PMREP_CONN_CLOSED);
+		goto report;
+	}
+	/* CM events first: an ESTABLISHED that is there beats a timeout */
+	for (;;) {
+		struct verbs_cm_event ev;
+		ret = verbs_cm_event_take(conn->evch, &ev);
+		if (ret == PMREP_E_NO_EVENT)
+			break;
+		if (ret)
+			return ret;
+		on_cm_event(conn, &ev, &s);
+		if (s.report)
+			goto report;
+	}
+	if (timer_expired(conn)) {
+		on_timer(conn, &s);
+		if (s.report)
+			goto report;
+	}
+	return PMREP_E_NO_EVENT;
+
+report:
+	*event = s.event;
+	if (s.event != PMREP_CONN_ESTABLISHED)
+		go_terminal(conn);
+	return 0;
+}
+
+int
+verbs_conn_disconnect(struct pmrep_conn *base)
+{
+	struct verbs_conn *conn = (struct verbs_conn *)base;
+
+	switch (conn->state) {
+	case VERBS_ST_ESTABLISHED:
+		if (rdma_disconnect(conn->id))
+			return PMREP_ERR_PROVIDER(errno, "rdma_disconnect");
+		conn->state = VERBS_ST_DISCONNECTING;
+		return 0;
+	case VERBS_ST_DISCONNECTING:
+	case VERBS_ST_TERMINAL:
+		return 0;
+	default:
+		/* not up yet: stop trying and report CLOSED */
+		if (conn->state == VERBS_ST_CONNECTING && conn->id &&
+				rdma_disconnect(conn->id))
+			PMREP_LOG_INFO("rdma_disconnect before ESTABLISHED: %s",
+					strerror(errno));
+		timer_disarm(conn);
+		conn->local_close = true;
+		notify_raise(conn);
+		return 0;
+	}
+}
+
+struct take_args {
+	struct ibv_comp_channel *ch;
+	struct verbs_cq *got;
+};
+
+static int
+try_take(void *arg)
+{
+	struct take_args *a = arg;
+	return verbs_channel_take_event(a->ch, NULL, &a->got);
+}
+
+int
+verbs_conn_wait(struct pmrep_conn *base, int timeout_ms, struct pmrep_cq **cq,
+		bool *is_rcq)
+{
+	struct verbs_conn *conn = (struct verbs_conn *)base;
+
+	if (conn->own_shared_ch == NULL) {
+		/* a pmrep_comp_channel carries other conns' events too */
+		PMREP_LOG_ERR("the conn's CQs are on a pmrep_comp_channel: use pmrep_comp_channel_wait");
+		return PMREP_E_SHARED_CHANNEL;
+	}
+	struct take_args a = { conn->own_shared_ch, NULL };
+	int ret = pmrep_wait_for(conn->own_shared_ch->fd, timeout_ms, try_take,
+			&a);
+	if (ret == PMREP_E_TIMEOUT && timeout_ms == 0)
+		return PMREP_E_NO_COMPLETION;
+	if (ret)
+		return ret;
+	*cq = &a.got->base;
+	*is_rcq = a.got->base.is_rcq;
+	return 0;
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs_conn_req.c -- connection requests. Active side: the conn's own
+ * rdma_cm event channel and id, address and route resolved within the cfg
+ * timeout, CQs and QP; nothing sent. Passive side: built by the endpoint
+ * (verbs_ep.c). Connect / accept turns the request into the conn; dropping
+ * a passive request rejects it with pmrep's marker (final for the
+ * initiator).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs_internal.h"
+#include "transport/common.h"
+
+/* wait for `want` (or `fail`) on the conn's channel before the deadline */
+static int
+resolve_step(struct verbs_conn *conn, enum rdma_cm_event_type want,
+		enum rdma_cm_event_type fail, long long deadline)
+{
+	struct verbs_cm_event ev;
+
+	for (;;) {
+		int ret = verbs_cm_event_wait(conn->evch, deadline, &ev);
+		if (ret == PMREP_E_TIMEOUT) {
+			PMREP_LOG_ERR("%s did not arrive within %d ms",
+					rdma_event_str(want),
+					conn->base.cfg.timeout_ms);
+			return PMREP_E_UNREACHABLE;
+		}
+		if (ret)
+			return ret;
+		if (ev.type == want)
+			return 0;
+		if (ev.type == fail) {
+			pmrep_err_set_errno(ev.status < 0 ? -ev.status : 0);
+			PMREP_LOG_ERR("%s (status %d)", rdma_event_str(ev.type),
+					ev.status);
+			return PMREP_E_UNREACHABLE;
+		}
+		PMREP_LOG_INFO("ignoring %s while waiting for %s",
+				rdma_event_str(ev.type), rdma_event_str(want));
+	}
+}
+
+int
+verbs_conn_resolve(struct verbs_conn *conn)
+{
+	int timeout = conn->base.cfg.timeout_ms;
+	long long deadline = pmrep_now_ms() + timeout;
+	int ret;
+
+	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)&conn->dst,
+			timeout))
+		return PMREP_ERR_PROVIDER(errno, "rdma_resolve_addr");
+	ret = resolve_step(conn, RDMA_CM_EVENT_ADDR_RESOLVED,
+			RDMA_CM_EVENT_ADDR_ERROR, deadline);
+	if (ret)
+		return ret;
+	if (conn->id->verbs != conn->peer->ctx) {
+		PMREP_LOG_ERR("the address is reached through another RDMA device than the peer's");
+		return PMREP_E_INVAL;
+	}
+	long long left = deadline - pmrep_now_ms();
+	if (rdma_resolve_route(conn->id, left > 0 ? (int)left : 1))
+		return PMREP_ERR_PROVIDER(errno, "rdma_resolve_route");
+	return resolve_step(conn, RDMA_CM_EVENT_ROUTE_RESOLVED,
+			RDMA_CM_EVENT_ROUTE_ERROR, deadline);
+}
+
+int
+verbs_conn_req_new(struct pmrep_peer *base, const char *addr, const char *port,
+		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr)
+{
+	struct verbs_peer *peer = verbs_peer(base);
+	struct addrinfo hints, *ai = NULL;
+	int ret;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	int gai = getaddrinfo(addr, port, &hints, &ai);
+	if (gai != 0) {
+		PMREP_LOG_ERR("getaddrinfo(%s, %s): %s", addr, port,
+				gai_strerror(gai));
+		return PMREP_E_INVAL;
+	}
+	struct verbs_conn_req *req = calloc(1, sizeof(*req));
+	if (req == NULL) {
+		PMREP_LOG_ERR("out of memory for a connection request");
+		ret = PMREP_E_NOMEM;
+		goto err_free_ai;
+	}
+	struct verbs_conn *conn = verbs_conn_alloc(peer, cfg, false);
+	if (conn == NULL) {
+		PMREP_LOG_ERR("out of memory for a connection");
+		ret = PMREP_E_NOMEM;
+		goto err_free_req;
+	}
+	memcpy(&conn->dst, ai->ai_addr, ai->ai_addrlen);
+	/* the conn's own channel from the start: its events never pass
+	 * through anyone else's (T05) */
+	conn->evch = rdma_create_event_channel();
+	if (conn->evch == NULL) {
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_create_event_channel");
+		goto err_destroy_conn;
+	}
+	ret = verbs_fd_set_flags(conn->evch->fd, "fcntl(rdma_cm channel)");
+	if (ret)
+		goto err_destroy_conn;
+	if (rdma_create_id(conn->evch, &conn->id, conn, RDMA_PS_TCP)) {
+		conn->id = NULL;
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_create_id");
+		goto err_destroy_conn;
+	}
+	ret = verbs_conn_resolve(conn);
+	if (ret)
+		goto err_destroy_conn;
+	ret = verbs_conn_queues_new(conn);
+	if (ret)
+		goto err_destroy_conn;
+	ret = verbs_conn_qp_new(conn);
+	if (ret)
+		goto err_destroy_conn;
+
+	freeaddrinfo(ai);
+	req->conn = conn;
+	req->base.peer = base;
+	req->base.cfg = *cfg;
+	req->base.passive = false;
+	req->base.pdata_len = 0;
+	*req_ptr = &req->base;
+	return 0;
+
+	/* verbs_conn_destroy undoes exactly what exists, in reverse order */
+err_destroy_conn:
+	(void) verbs_conn_destroy(conn);
+err_free_req:
+	free(req);
+err_free_ai:
+	freeaddrinfo(ai);
+	return ret;
+}
+
+int
+verbs_conn_req_recv(struct pmrep_conn_req *base, struct pmrep_mr_local *dst,
+		size_t offset, size_t len, const void *op_context)
+{
+	struct verbs_conn *conn = ((struct verbs_conn_req *)base)->conn;
+
+	if (len > UINT32_MAX) {
+		PMREP_LOG_ERR("a receive of %zu bytes: at most 4 GiB - 1", len);
+		return PMREP_E_INVAL;
+	}
+	if (conn->srq)
+		return verbs_srq_post_recv(conn->srq, dst, offset, len,
+				op_context);
+	return verbs_conn_post_recv(conn, (uintptr_t)dst->ptr + offset,
+			(uint32_t)len, verbs_mr_lkey(dst), op_context);
+}
+
+int
+verbs_conn_req_connect(struct pmrep_conn_req *base,
+		const struct pmrep_conn_private_data *pdata,
+		struct pmrep_conn **conn_ptr)
+{
+	struct verbs_conn_req *req = (struct verbs_conn_req *)base;
+	struct verbs_conn *conn = req->conn;
+	bool passive = req->base.passive;
+	int ret;
+
+	/* passive: the conn reports the initiator's private data */
+	conn->base.pdata_len = req->base.pdata_len;
+	memcpy(conn->base.pdata, req->base.pdata, req->base.pdata_len);
+	free(req);		/* consumed on every path */
+
+	verbs_pdata_encode(pdata, passive ? PMREP_PDATA_ACCEPT_MAX :
+			PMREP_PDATA_CONNECT_MAX, &conn->my_pdata);
+	ret = verbs_conn_start(conn);
+	if (ret) {
+		/* the initiator may retry: this is no explicit reject */
+		if (passive && rdma_reject(conn->id, NULL, 0))
+			PMREP_LOG_INFO("rdma_reject: %s", strerror(errno));
+		(void) verbs_conn_destroy(conn);
+		return ret;
+	}
+	*conn_ptr = &conn->base;
+	return 0;
+}
+
+int
+verbs_conn_req_delete(struct pmrep_conn_req *base)
+{
+	struct verbs_conn_req *req = (struct verbs_conn_req *)base;
+	int ret = 0;
+
+	/* a refusal by the application: final for the initiator */
+	if (req->base.passive && rdma_reject(req->conn->id,
+			verbs_reject_marker, VERBS_REJECT_MARKER_SIZE))
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_reject");
+	int err = verbs_conn_destroy(req->conn);
+	if (err && ret == 0)
+		ret = err;
+	free(req);
+	return ret;
+}

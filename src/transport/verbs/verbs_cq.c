@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs_cq.c -- completion queues: creation on a channel of their own or a
+ * shared one, the wait (acknowledge on the CQ the event names, re-arm, so
+ * that destroying never blocks and no wakeup is lost), and turning work
+ * completions into pmrep completions.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs_internal.h"
+#include "transport/common.h"
+
+/* work completions taken from the device per ibv_poll_cq call */
+#define POLL_BATCH 16
+
+int
+verbs_cq_new(struct verbs_peer *peer, int size, struct ibv_comp_channel *shared,
+		struct verbs_comp_channel *ext, struct verbs_cq **cq_ptr)
+{
+	int ret;
+
+	struct verbs_cq *cq = calloc(1, sizeof(*cq));
+	if (cq == NULL) {
+		PMREP_LOG_ERR("out of memory for a CQ");
+		return PMREP_E_NOMEM;
+	}
+	if (shared != NULL) {
+		cq->channel = shared;
+	} else {
+		cq->channel = ibv_create_comp_channel(peer->ctx);
+		if (cq->channel == NULL) {
+			ret = PMREP_ERR_PROVIDER(errno, "ibv_create_comp_channel");
+			goto err_free;
+		}
+		cq->own_channel = true;
+		ret = verbs_fd_set_flags(cq->channel->fd,
+				"fcntl(completion channel)");
+		if (ret)
+			goto err_destroy_channel;
+	}
+	/* cq_context: the wait finds its verbs_cq from the event */
+	cq->cq = ibv_create_cq(peer->ctx, size, cq, cq->channel, 0);
+	if (cq->cq == NULL) {
+		ret = PMREP_ERR_PROVIDER(errno, "ibv_create_cq");
+		goto err_destroy_channel;
+	}
+	/* armed from the start: the first completion raises an event */
+	ret = ibv_req_notify_cq(cq->cq, 0);
+	if (ret) {
+		ret = PMREP_ERR_PROVIDER(ret, "ibv_req_notify_cq");
+		goto err_destroy_cq;
+	}
+	cq->ext = ext;
+	if (ext != NULL)
+		atomic_fetch_add(&ext->base.ncqs, 1);
+	cq->base.peer = &peer->base;
+	cq->base.conn = NULL;
+	cq->base.is_rcq = false;
+	cq->base.shared_channel = shared != NULL;
+	cq->base.fd = cq->channel->fd;
+	*cq_ptr = cq;
+	return 0;
+
+err_destroy_cq:
+	(void) ibv_destroy_cq(cq->cq);
+err_destroy_channel:
+	if (cq->own_channel)
+		(void) ibv_destroy_comp_channel(cq->channel);
+err_free:
+	free(cq);
+	return ret;
+}
+
+int
+verbs_cq_delete(struct verbs_cq *cq)
+{
+	int ret = 0, err;
+
+	/* a waiter on a shared channel must not hold an event of this CQ
+	 * (or be about to re-arm it) while it goes away */
+	if (cq->ext != NULL)
+		pthread_mutex_lock(&cq->ext->lock);
+	err = ibv_destroy_cq(cq->cq);
+	if (cq->ext != NULL) {
+		pthread_mutex_unlock(&cq->ext->lock);
+		atomic_fetch_sub(&cq->ext->base.ncqs, 1);
+	}
+	if (err)
+		ret = PMREP_ERR_PROVIDER(err, "ibv_destroy_cq");
+	/* the channel after its CQ: destroying it first would be EBUSY */
+	if (cq->own_channel) {
+		err = ibv_destroy_comp_channel(cq->channel);
+		if (err && ret == 0)
+			ret = PMREP_ERR_PROVIDER(err, "ibv_destroy_comp_channel");
+	}
+	free(cq);
+	return ret;
+}
+
+int
+verbs_channel_take_event(struct ibv_comp_channel *ch, pthread_mutex_t *lock,
+		struct verbs_cq **cq_ptr)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int ret = 0;
+
+	if (lock)
+		pthread_mutex_lock(lock);
+	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			ret = PMREP_E_NO_EVENT;
+		else
+			ret = PMREP_ERR_PROVIDER(errno, "ibv_get_cq_event");
+		goto out;
+	}
+	/* acknowledge on the CQ the event names, never on a guess (T01) */
+	ibv_ack_cq_events(ev_cq, 1);
+	/* re-arm before the caller polls: a completion that lands after
+	 * this raises a new event, one that landed before is polled */
+	int err = ibv_req_notify_cq(ev_cq, 0);
+	if (err) {
+		ret = PMREP_ERR_PROVIDER(err, "ibv_req_notify_cq");
+		goto out;
+	}
+	*cq_ptr = ev_ctx;
+out:
+	if (lock)
+		pthread_mutex_unlock(lock);
+	return ret;
+}
+
+struct take_args {
+	struct ibv_comp_channel *ch;
+	struct verbs_cq *got;
+};
+
+static int
+try_take(void *arg)
+{
+	struct take_args *a = arg;
+	return verbs_channel_take_event(a->ch, NULL, &a->got);
+}
+
+int
+verbs_cq_wait(struct pmrep_cq *base, int timeout_ms)
+{
+	struct verbs_cq *cq = (struct verbs_cq *)base;
+	struct take_args a = { cq->channel, NULL };
+
+	/* the CQ's own channel: any event on it is this CQ's */
+	return pmrep_wait_for(cq->channel->fd, timeout_ms, try_take, &a);
+}
+
+/* a work completion as a pmrep completion; false: not for the user */
+static bool
+convert(struct verbs_cq *cq, const struct ibv_wc *wc,
+		struct pmrep_completion *out)
+{
+	if (wc->wr_id & VERBS_WR_DRAIN)
+		return false;
+	if (cq->filter_qp && wc->qp_num != cq->qp_num) {
+		PMREP_LOG_DBG("dropping a completion of an earlier QP %u (now %u)",
+				wc->qp_num, cq->qp_num);
+		return false;
+	}
+	memset(out, 0, sizeof(*out));
+	out->status = wc->status;
+	if (wc->wr_id & VERBS_WR_RECV) {
+		const void *ctx = NULL;
+		if (cq->rq == NULL ||
+				!verbs_rq_table_complete(cq->rq, wc->wr_id, &ctx)) {
+			PMREP_LOG_ERR("a receive completion with unknown wr_id 0x%llx",
+					(unsigned long long)wc->wr_id);
+			return false;
+		}
+		out->op_context = (void *)ctx;
+		out->op = PMREP_OP_RECV;
+		if (wc->status != IBV_WC_SUCCESS)
+			return true;	/* only status and context are defined */
+		if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+			out->op = PMREP_OP_RECV_RDMA_WITH_IMM;
+	} else {
+		const void *ctx = NULL;
+		enum pmrep_op op = PMREP_OP_WRITE;
+		if (cq->sq == NULL ||
+				!verbs_sq_ring_complete(cq->sq, wc->wr_id, &ctx, &op)) {
+			PMREP_LOG_ERR("a send completion with unknown wr_id 0x%llx",
+					(unsigned long long)wc->wr_id);
+			return false;
+		}
+		out->op_context = (void *)ctx;
+		out->op = op;
+		if (wc->status != IBV_WC_SUCCESS)
+			return true;
+	}
+	out->byte_len = wc->byte_len;
+	if (wc->wc_flags & IBV_WC_WITH_IMM) {
+		out->has_imm = true;
+		out->imm = be32toh(wc->imm_data);
+	}
+	return true;
+}
+
+int
+verbs_cq_get_completions(struct pmrep_cq *base, struct pmrep_completion *out,
+		int max, int *n)
+{
+	struct verbs_cq *cq = (struct verbs_cq *)base;
+	struct ibv_wc wc[POLL_BATCH];
+	int got = 0;
+
+	while (got < max) {
+		int want = max - got < POLL_BATCH ? max - got : POLL_BATCH;
+		errno = 0;
+		int ret = ibv_poll_cq(cq->cq, want, wc);
+		if (ret < 0) {
+			*n = got;
+			/* ibv_poll_cq gives no errno; some providers set it */
+			return PMREP_ERR_PROVIDER(errno ? errno : EIO,
+					"ibv_poll_cq");
+		}
+		for (int i = 0; i < ret; i++) {
+			if (convert(cq, &wc[i], &out[got]))
+				got++;
+		}
+		if (ret < want)
+			break;	/* the CQ is empty */
+	}
+	*n = got;
+	return got ? 0 : PMREP_E_NO_COMPLETION;
+}

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs_ep.c -- the listening endpoint: one rdma_cm id and one event
+ * channel. A connection request event is copied (private data included)
+ * and acknowledged before its id moves to a channel of its own: the move
+ * blocks while an event of that id is unacknowledged (T05).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "verbs_internal.h"
+
+struct verbs_ep {
+	struct pmrep_ep base;
+	struct rdma_event_channel *evch;
+	struct rdma_cm_id *id;
+};
+
+int
+verbs_ep_listen(struct pmrep_peer *base, const char *addr, const char *port,
+		struct pmrep_ep **ep_ptr)
+{
+	struct verbs_peer *peer = verbs_peer(base);
+	struct addrinfo hints, *ai = NULL;
+	int ret;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	int gai = getaddrinfo(addr, port, &hints, &ai);
+	if (gai != 0) {
+		PMREP_LOG_ERR("getaddrinfo(%s, %s): %s", addr, port,
+				gai_strerror(gai));
+		return PMREP_E_INVAL;
+	}
+	struct verbs_ep *ep = calloc(1, sizeof(*ep));
+	if (ep == NULL) {
+		PMREP_LOG_ERR("out of memory for an endpoint");
+		ret = PMREP_E_NOMEM;
+		goto err_free_ai;
+	}
+	ep->evch = rdma_create_event_channel();
+	if (ep->evch == NULL) {
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_create_event_channel");
+		goto err_free_ep;
+	}
+	ret = verbs_fd_set_flags(ep->evch->fd, "fcntl(rdma_cm channel)");
+	if (ret)
+		goto err_destroy_channel;
+	if (rdma_create_id(ep->evch, &ep->id, ep, RDMA_PS_TCP)) {
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_create_id");
+		goto err_destroy_channel;
+	}
+	if (rdma_bind_addr(ep->id, ai->ai_addr)) {
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_bind_addr");
+		goto err_destroy_id;
+	}
+	/* a wildcard address binds no device; a specific one must be ours */
+	if (ep->id->verbs != NULL && ep->id->verbs != peer->ctx) {
+		PMREP_LOG_ERR("%s belongs to another RDMA device than the peer's",
+				addr);
+		ret = PMREP_E_INVAL;
+		goto err_destroy_id;
+	}
+	if (rdma_listen(ep->id, VERBS_LISTEN_BACKLOG)) {
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_listen");
+		goto err_destroy_id;
+	}
+	freeaddrinfo(ai);
+	ep->base.peer = base;
+	ep->base.fd = ep->evch->fd;
+	ep->base.port = ntohs(rdma_get_src_port(ep->id));
+	*ep_ptr = &ep->base;
+	return 0;
+
+err_destroy_id:
+	(void) rdma_destroy_id(ep->id);
+err_destroy_channel:
+	rdma_destroy_event_channel(ep->evch);
+err_free_ep:
+	free(ep);
+err_free_ai:
+	freeaddrinfo(ai);
+	return ret;
+}
+
+/* refuse a request whose event is already acknowledged, free its id */
+static void
+refuse(struct rdma_cm_id *id, bool final)
+{
+	if (rdma_reject(id, final ? verbs_reject_marker : NULL,
+			final ? VERBS_REJECT_MARKER_SIZE : 0))
+		PMREP_LOG_INFO("rdma_reject: %s", strerror(errno));
+	if (rdma_destroy_id(id))
+		PMREP_LOG_INFO("rdma_destroy_id: %s", strerror(errno));
+}
+
+int
+verbs_ep_shutdown(struct pmrep_ep *base)
+{
+	struct verbs_ep *ep = (struct verbs_ep *)base;
+	struct verbs_cm_event ev;
+	int ret = 0, err;
+
+	/* requests nobody took: refused as if nothing listened (the
+	 * initiator may retry against a restarted endpoint) */
+	while ((err = verbs_cm_event_take(ep->evch, &ev)) == 0) {
+		if (ev.type == RDMA_CM_EVENT_CONNECT_REQUEST)
+			refuse(ev.id, false);
+	}
+	if (err != PMREP_E_NO_EVENT)
+		ret = err;
+	if (rdma_destroy_id(ep->id) && ret == 0)
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_destroy_id");
+	rdma_destroy_event_channel(ep->evch);
+	free(ep);
+	return ret;
+}
+
+/* the request as a passive conn_req with its own channel, CQs and QP */
+static int
+req_build(struct verbs_ep *ep, const struct pmrep_conn_cfg *cfg,
+		const struct verbs_cm_event *ev, const uint8_t *pdata,
+		uint8_t pdata_len, struct pmrep_conn_req **req_ptr)
+{
+	struct verbs_peer *peer = verbs_peer(ep->base.peer);
+	int ret;
+
+	struct verbs_conn_req *req = calloc(1, sizeof(*req));
+	if (req == NULL) {
+		PMREP_LOG_ERR("out of memory for a connection request");
+		ret = PMREP_E_NOMEM;
+		goto err_refuse;
+	}
+	struct verbs_conn *conn = verbs_conn_alloc(peer, cfg, true);
+	if (conn == NULL) {
+		PMREP_LOG_ERR("out of memory for a connection");
+		ret = PMREP_E_NOMEM;
+		goto err_free_req;
+	}
+	conn->resp_res = ev->responder_resources;
+	conn->init_depth = ev->initiator_depth;
+	conn->evch = rdma_create_event_channel();
+	if (conn->evch == NULL) {
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_create_event_channel");
+		goto err_destroy_conn;
+	}
+	ret = verbs_fd_set_flags(conn->evch->fd, "fcntl(rdma_cm channel)");
+	if (ret)
+		goto err_destroy_conn;
+	/* the request event was acknowledged when it was taken: the move
+	 * cannot block */
+	if (rdma_migrate_id(ev->id, conn->evch)) {
+		ret = PMREP_ERR_PROVIDER(errno, "rdma_migrate_id");
+		goto err_destroy_conn;
+	}
+	conn->id = ev->id;
+	conn->id->context = conn;
+	ret = verbs_conn_queues_new(conn);
+	if (ret)
+		goto err_destroy_conn;
+	ret = verbs_conn_qp_new(conn);
+	if (ret)
+		goto err_destroy_conn;
+
+	req->conn = conn;
+	req->base.peer = &peer->base;
+	req->base.cfg = *cfg;
+	req->base.passive = true;
+	req->base.pdata_len = pdata_len;
+	memcpy(req->base.pdata, pdata, pdata_len);
+	*req_ptr = &req->base;
+	return 0;
+
+err_destroy_conn:
+	/* a local failure, not the application's no: no marker */
+	if (conn->id == NULL) {
+		refuse(ev->id, false);
+	} else if (rdma_reject(conn->id, NULL, 0)) {
+		PMREP_LOG_INFO("rdma_reject: %s", strerror(errno));
+	}
+	(void) verbs_conn_destroy(conn);
+	free(req);
+	return ret;
+err_free_req:
+	free(req);
+err_refuse:
+	refuse(ev->id, false);
+	return ret;
+}
+
+int
+verbs_ep_next_conn_req(struct pmrep_ep *base, const struct pmrep_conn_cfg *cfg,
+		struct pmrep_conn_req **req_ptr)
+{
+	struct verbs_ep *ep = (struct verbs_ep *)base;
+	struct verbs_peer *peer = verbs_peer(ep->base.peer);
+	struct verbs_cm_event ev;
+
+	for (;;) {
+		int ret = verbs_cm_event_take(ep->evch, &ev);
+		if (ret)
+			return ret;	/* PMREP_E_NO_EVENT or _PROVIDER */
+		if (ev.type != RDMA_CM_EVENT_CONNECT_REQUEST) {
+			if (ev.type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+				PMREP_LOG_ERR("the endpoint's RDMA device was removed");
+			else
+				PMREP_LOG_INFO("endpoint: ignoring %s (status %d)",
+						rdma_event_str(ev.type),
+						ev.status);
+			continue;
+		}
+		uint8_t pdata[PMREP_PDATA_ACCEPT_MAX];
+		uint8_t len = 0;
+		if (verbs_pdata_decode(ev.pdata_len ? ev.pdata : NULL,
+				ev.pdata_len, ev.flow_control,
+				PMREP_PDATA_CONNECT_MAX, pdata, &len)) {
+			/* not pmrep's framing: retrying cannot help */
+			refuse(ev.id, true);
+			return PMREP_E_MALFORMED;
+		}
+		if (ev.id->verbs != peer->ctx) {
+			PMREP_LOG_ERR("a connection request arrived on another RDMA device than the peer's: refused");
+			refuse(ev.id, false);
+			continue;
+		}
+		return req_build(ep, cfg, &ev, pdata, len, req_ptr);
+	}
+}

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs_internal.h -- the verbs provider's objects (each embeds its generic
+ * struct first) and the helpers its files share. Nothing here is visible
+ * outside src/transport/verbs.
+ */
+#ifndef PMREP_VERBS_INTERNAL_H
+#define PMREP_VERBS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "pmrep_config.h"
+#include "common/log.h"
+#include "transport/provider.h"
+
+/*
+ * device_cap_flags_ex bits that rdma-core 44 has no names for (the kernel
+ * reports them; newer rdma-core calls them IBV_DEVICE_FLUSH_GLOBAL,
+ * _FLUSH_PERSISTENT and _ATOMIC_WRITE).
+ */
+#define VERBS_DEV_CAP_FLUSH_GLOBAL	(1ULL << 38)
+#define VERBS_DEV_CAP_FLUSH_PERSISTENT	(1ULL << 39)
+#define VERBS_DEV_CAP_ATOMIC_WRITE	(1ULL << 40)
+
+/* connection parameters pmrep asks of rdma_cm (3-bit fields) */
+#define VERBS_RETRY_COUNT	7	/* transport retries on ack timeout */
+#define VERBS_RNR_RETRY_COUNT	6	/* bounded (7 would mean forever); ODP needs > 0 */
+#define VERBS_LISTEN_BACKLOG	16
+#define VERBS_BACKOFF_CAP_MS	2000
+/* bytes of inline data a QP must take: the fallback atomic write */
+#define VERBS_MAX_INLINE	8
+
+/* ------------------------------------------------------------------ peer */
+
+struct verbs_conn;
+
+struct verbs_peer {
+	struct pmrep_peer base;
+	struct ibv_context *ctx;	/* not owned */
+	struct ibv_pd *pd;
+	uint8_t max_rd_atom;		/* responder resources we can give */
+	uint8_t max_init_rd_atom;	/* reads we can have outstanding */
+	/* where flush reads land: 8 bytes of junk shared by every conn */
+	uint64_t *sink;
+	struct ibv_mr *sink_mr;
+	/* registry of conns, for async events (QP / CQ / device fatal) */
+	pthread_mutex_t lock;
+	struct verbs_conn *conns;
+};
+
+static inline struct verbs_peer *
+verbs_peer(struct pmrep_peer *peer)
+{
+	return (struct verbs_peer *)peer;
+}
+
+void verbs_peer_register_conn(struct verbs_peer *peer, struct verbs_conn *conn);
+void verbs_peer_unregister_conn(struct verbs_peer *peer, struct verbs_conn *conn);
+
+/* -------------------------------------------------------------------- MR */
+
+struct verbs_mr {
+	struct pmrep_mr_local base;
+	struct ibv_mr *mr;
+	bool odp;			/* registered on demand (fsdax & co.) */
+};
+
+static inline uint32_t
+verbs_mr_lkey(const struct pmrep_mr_local *mr)
+{
+	return ((const struct verbs_mr *)mr)->mr->lkey;
+}
+
+/* ---------------------------------------------- work request bookkeeping */
+
+/*
+ * wr_id layout: bit 63 -- a receive; bit 62 -- a drain marker posted by
+ * conn delete (never reported); bits 0..31 -- the slot that holds the
+ * request's op_context and op.
+ */
+#define VERBS_WR_RECV	(1ULL << 63)
+#define VERBS_WR_DRAIN	(1ULL << 62)
+#define VERBS_WR_SLOT(wr_id)	((uint32_t)((wr_id) & 0xffffffffu))
+
+struct verbs_slot {
+	const void *op_context;
+	uint8_t op;			/* enum pmrep_op */
+	uint32_t next_free;		/* receive tables only */
+};
+
+/*
+ * The send queue of an RC QP completes in order, and a completion of a
+ * request implies every earlier one (signalled or not) has completed. So a
+ * ring of sq_size slots mirrors the SQ: a completion for slot i frees every
+ * slot up to i. The ring is full exactly when the SQ is.
+ */
+struct verbs_sq_ring {
+	pthread_mutex_t lock;
+	struct verbs_slot *slots;
+	uint32_t size, head, count;
+};
+
+/*
+ * Receives (of a QP's RQ or an SRQ) always complete one by one, in any
+ * order across QPs of an SRQ: a table with a free list.
+ */
+struct verbs_rq_table {
+	pthread_mutex_t lock;
+	struct verbs_slot *slots;
+	uint32_t size, free_head, used;
+};
+
+int verbs_sq_ring_init(struct verbs_sq_ring *ring, uint32_t size);
+void verbs_sq_ring_fini(struct verbs_sq_ring *ring);
+/* take a slot; PMREP_E_AGAIN when the ring (the SQ) is full */
+int verbs_sq_ring_get(struct verbs_sq_ring *ring, enum pmrep_op op,
+		const void *op_context, uint64_t *wr_id);
+/* give back the slot just taken (the post failed) */
+void verbs_sq_ring_unget(struct verbs_sq_ring *ring);
+/* a completion for wr_id: its slot's context / op; false if not outstanding */
+bool verbs_sq_ring_complete(struct verbs_sq_ring *ring, uint64_t wr_id,
+		const void **op_context, enum pmrep_op *op);
+void verbs_sq_ring_reset(struct verbs_sq_ring *ring);
+uint32_t verbs_sq_ring_outstanding(struct verbs_sq_ring *ring);
+
+int verbs_rq_table_init(struct verbs_rq_table *t, uint32_t size);
+void verbs_rq_table_fini(struct verbs_rq_table *t);
+int verbs_rq_table_get(struct verbs_rq_table *t, const void *op_context,
+		uint64_t *wr_id);
+void verbs_rq_table_put(struct verbs_rq_table *t, uint64_t wr_id);
+bool verbs_rq_table_complete(struct verbs_rq_table *t, uint64_t wr_id,
+		const void **op_context);
+void verbs_rq_table_reset(struct verbs_rq_table *t);
+uint32_t verbs_rq_table_outstanding(struct verbs_rq_table *t);
+
+/* ---------------------------------------------------- completion channel */
+
+struct verbs_comp_channel {
+	struct pmrep_comp_channel base;
+	struct ibv_comp_channel *ch;
+	/* held from ibv_get_cq_event to the re-arm, and around destroying a
+	 * CQ attached to the channel: a CQ never goes away under a waiter */
+	pthread_mutex_t lock;
+};
+
+/*
+ * Take one event from `ch` without blocking: acknowledge it on the CQ it
+ * came from, re-arm that CQ and return it. PMREP_E_NO_EVENT when none is
+ * pending. `lock` (may be NULL) is held over the whole step.
+ */
+struct verbs_cq;
+int verbs_channel_take_event(struct ibv_comp_channel *ch,
+		pthread_mutex_t *lock, struct verbs_cq **cq);
+
+/* ------------------------------------------------------------------- CQ */
+
+struct verbs_cq {
+	struct pmrep_cq base;
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *channel;	/* the one it is attached to */
+	bool own_channel;			/* created for this CQ alone */
+	struct verbs_comp_channel *ext;		/* a pmrep_comp_channel, or NULL */
+	struct verbs_sq_ring *sq;		/* SQ completions land here */
+	struct verbs_rq_table *rq;		/* RQ completions land here */
+	/* conn CQs: completions of any other QP (an earlier connect
+	 * attempt's) are stale and dropped; 0 = no QP yet */
+	bool filter_qp;
+	uint32_t qp_num;
+};
+
+/*
+ * A CQ of `size` entries on `shared` (NULL: a channel of its own; ext:
+ * the pmrep_comp_channel behind `shared`, counted in its ncqs), armed.
+ */
+int verbs_cq_new(struct verbs_peer *peer, int size,
+		struct ibv_comp_channel *shared, struct verbs_comp_channel *ext,
+		struct verbs_cq **cq_ptr);
+/* destroy the CQ, then its own channel; frees it on every path */
+int verbs_cq_delete(struct verbs_cq *cq);
+
+/* ------------------------------------------------------------------ SRQ */
+
+struct verbs_srq {
+	struct pmrep_srq base;
+	struct ibv_srq *srq;
+	struct verbs_cq *rcq;
+	struct verbs_rq_table table;
+};
+
+int verbs_srq_post_recv(struct verbs_srq *srq, struct pmrep_mr_local *dst,
+		size_t offset, size_t len, const void *op_context);
+
+/* ---------------------------------------------------------- private data */
+
+/*
+ * On InfiniBand / RoCE the private data a CM event hands over is always
+ * the full message area (56 bytes on connect, 196 on accept), zero padded:
+ * the length that was sent is lost. pmrep frames it (verbs_pdata.c).
+ */
+struct verbs_pdata {
+	uint8_t buf[PMREP_PDATA_ACCEPT_MAX];
+	uint8_t len;			/* bytes of buf to send */
+	uint8_t flow_control;		/* rdma_conn_param.flow_control */
+};
+
+void verbs_pdata_encode(const struct pmrep_conn_private_data *pd,
+		unsigned max, struct verbs_pdata *out);
+int verbs_pdata_decode(const void *raw, size_t raw_len, uint8_t flow_control,
+		unsigned max, uint8_t *out, uint8_t *out_len);
+
+#define VERBS_REJECT_MARKER_SIZE 8
+extern const uint8_t verbs_reject_marker[VERBS_REJECT_MARKER_SIZE];
+bool verbs_reject_is_explicit(const void *raw, size_t raw_len);
+
+/* ----------------------------------------------------------------- conn */
+
+enum verbs_conn_state {
+	VERBS_ST_NEW = 0,		/* a request: nothing sent yet */
+	VERBS_ST_RESOLVING_ADDR,	/* retry: rdma_resolve_addr issued */
+	VERBS_ST_RESOLVING_ROUTE,	/* retry: rdma_resolve_route issued */
+	VERBS_ST_CONNECTING,		/* connect / accept issued */
+	VERBS_ST_BACKOFF,		/* waiting to retry (no id) */
+	VERBS_ST_ESTABLISHED,
+	VERBS_ST_DISCONNECTING,		/* our rdma_disconnect issued */
+	VERBS_ST_TERMINAL,		/* a terminal event was reported */
+};
+
+const char *verbs_conn_state_str(enum verbs_conn_state st);
+
+/* a receive posted before the connection is up (re-posted on retry) */
+struct verbs_prepost {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t lkey;
+	const void *op_context;
+};
+
+struct verbs_conn {
+	struct pmrep_conn base;
+	struct verbs_peer *peer;
+	bool passive;
+	enum verbs_conn_state state;
+
+	/* rdma_cm: the conn's own event channel, its id */
+	struct rdma_event_channel *evch;
+	struct rdma_cm_id *id;
+	struct sockaddr_storage dst;	/* active: where to (re)connect */
+
+	/* queues */
+	struct ibv_qp *qp;
+	struct ibv_qp_ex *qpx;		/* native atomic write / flush */
+	struct ibv_comp_channel *own_shared_ch; /* cfg.shared_comp_channel */
+	struct verbs_comp_channel *ext_ch;	/* cfg.comp_channel */
+	struct verbs_cq *cq, *rcq;
+	struct verbs_srq *srq;		/* cfg.srq, counted in its nconns */
+	struct verbs_sq_ring sq;
+	struct verbs_rq_table rq;
+	bool rings_ready;
+	struct verbs_prepost *prepost;	/* active side, until ESTABLISHED */
+	uint32_t nprepost;
+
+	/* event fd: an epoll set of {cm channel fd, timerfd, notify eventfd} */
+	int epfd, timerfd, notifyfd;
+	bool cm_fd_watched;
+
+	/* what the state machine needs */
+	unsigned retries_left;
+	int backoff_ms;
+	atomic_bool lost;		/* set by async events (any thread) */
+	bool local_close;		/* disconnect before ESTABLISHED */
+	struct verbs_pdata my_pdata;	/* what we send (again on retry) */
+	uint8_t resp_res, init_depth;	/* passive: from the request */
+
+	/* peer's registry */
+	struct verbs_conn *reg_next, *reg_prev;
+	bool registered;
+};
+
+struct verbs_conn_req {
+	struct pmrep_conn_req base;
+	struct verbs_conn *conn;	/* everything built so far */
+};
+
+/* a conn under construction: fields that need it set to "none" */
+struct verbs_conn *verbs_conn_alloc(struct verbs_peer *peer,
+		const struct pmrep_conn_cfg *cfg, bool passive);
+/* CQs, channels, rings and the QP on conn->id, per conn->base.cfg */
+int verbs_conn_queues_new(struct verbs_conn *conn);
+/* create the QP on conn->id (rings and CQs exist) */
+int verbs_conn_qp_new(struct verbs_conn *conn);
+/* the epoll set, timerfd and notify eventfd */
+int verbs_conn_fds_new(struct verbs_conn *conn);
+/* fds, then connect (active) / accept (passive), the attempt timer,
+ * registration with the peer: the conn is live */
+int verbs_conn_start(struct verbs_conn *conn);
+/* post one receive on the conn's RQ (or its SRQ) */
+int verbs_conn_post_recv(struct verbs_conn *conn, uint64_t addr, uint32_t len,
+		uint32_t lkey, const void *op_context);
+/*
+ * Tear down whatever exists, in order: QP (after moving it to error and a
+ * bounded drain when requests are in flight), CQs, channels, id, event
+ * channel, fds; then free. Returns the first error (everything freed).
+ */
+int verbs_conn_destroy(struct verbs_conn *conn);
+/* the rdma_conn_param pmrep uses for connect / accept */
+void verbs_conn_param(const struct verbs_conn *conn,
+		struct rdma_conn_param *param);
+/* mark lost from an async event (any thread) and wake the event fd */
+void verbs_conn_mark_lost(struct verbs_conn *conn, const char *why);
+
+/*
+ * Wait up to timeout_ms for the next CM event on `ch` (non-blocking fd),
+ * copy what is needed and acknowledge it. Used while resolving.
+ */
+struct verbs_cm_event {
+	enum rdma_cm_event_type type;
+	int status;
+	struct rdma_cm_id *id;
+	uint8_t flow_control;
+	uint8_t responder_resources, initiator_depth;
+	size_t pdata_len;		/* of the raw (padded) buffer */
+	uint8_t pdata[PMREP_PDATA_ACCEPT_MAX];
+};
+/* 0, PMREP_E_NO_EVENT (nothing pending), PMREP_E_PROVIDER */
+int verbs_cm_event_take(struct rdma_event_channel *ch,
+		struct verbs_cm_event *ev);
+/* wait for an event up to the deadline (ms, CLOCK_MONOTONIC):
+ * 0, PMREP_E_TIMEOUT, PMREP_E_PROVIDER */
+int verbs_cm_event_wait(struct rdma_event_channel *ch, long long deadline,
+		struct verbs_cm_event *ev);
+/* resolve conn->dst (address, then route) within the cfg timeout */
+int verbs_conn_resolve(struct verbs_conn *conn);
+
+/* ------------------------------------------------------------------ misc */
+
+/* set O_NONBLOCK | O_CLOEXEC on an fd that rdma-core opened */
+int verbs_fd_set_flags(int fd, const char *what);
+
+/* the provider's ops, one file each */
+int verbs_peer_delete(struct pmrep_peer *peer);
+int verbs_peer_handle_async_event(struct pmrep_peer *peer,
+		enum pmrep_async_event *event);
+int verbs_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size, int usage,
+		struct pmrep_mr_local **mr);
+int verbs_mr_dereg(struct pmrep_mr_local *mr);
+int verbs_comp_channel_new(struct pmrep_peer *peer,
+		struct pmrep_comp_channel **ch);
+int verbs_comp_channel_delete(struct pmrep_comp_channel *ch);
+int verbs_comp_channel_wait(struct pmrep_comp_channel *ch, int timeout_ms,
+		struct pmrep_cq **cq, struct pmrep_conn **conn);
+int verbs_srq_new(struct pmrep_peer *peer, uint32_t rq_size, uint32_t rcq_size,
+		struct pmrep_srq **srq);
+int verbs_srq_delete(struct pmrep_srq *srq);
+int verbs_srq_recv(struct pmrep_srq *srq, struct pmrep_mr_local *dst,
+		size_t offset, size_t len, const void *op_context);
+int verbs_ep_listen(struct pmrep_peer *peer, const char *addr,
+		const char *port, struct pmrep_ep **ep);
+int verbs_ep_shutdown(struct pmrep_ep *ep);
+int verbs_ep_next_conn_req(struct pmrep_ep *ep,
+		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req);
+int verbs_conn_req_new(struct pmrep_peer *peer, const char *addr,
+		const char *port, const struct pmrep_conn_cfg *cfg,
+		struct pmrep_conn_req **req);
+int verbs_conn_req_recv(struct pmrep_conn_req *req, struct pmrep_mr_local *dst,
+		size_t offset, size_t len, const void *op_context);
+int verbs_conn_req_connect(struct pmrep_conn_req *req,
+		const struct pmrep_conn_private_data *pdata,
+		struct pmrep_conn **conn);
+int verbs_conn_req_delete(struct pmrep_conn_req *req);
+int verbs_conn_next_event(struct pmrep_conn *conn,
+		enum pmrep_conn_event *event);
+int verbs_conn_wait(struct pmrep_conn *conn, int timeout_ms,
+		struct pmrep_cq **cq, bool *is_rcq);
+int verbs_conn_disconnect(struct pmrep_conn *conn);
+int verbs_conn_delete(struct pmrep_conn *conn);
+int verbs_cq_wait(struct pmrep_cq *cq, int timeout_ms);
+int verbs_cq_get_completions(struct pmrep_cq *cq, struct pmrep_completion *out,
+		int max, int *n);
+int verbs_post(const struct pmrep_op_args *args);
+
+#endif /* PMREP_VERBS_INTERNAL_H */

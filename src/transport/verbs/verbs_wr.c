@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * verbs_wr.c -- bookkeeping of posted work requests: what a completion's
+ * wr_id stands for (op_context and pmrep op). The verbs opcode of an error
+ * completion is undefined and a flush or a fallback atomic write is a
+ * READ / WRITE on the wire, so the op cannot come from the completion.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "verbs_internal.h"
+
+int
+verbs_sq_ring_init(struct verbs_sq_ring *ring, uint32_t size)
+{
+	ring->slots = calloc(size, sizeof(*ring->slots));
+	if (ring->slots == NULL) {
+		PMREP_LOG_ERR("out of memory for a send queue of %u", size);
+		return PMREP_E_NOMEM;
+	}
+	int ret = pthread_mutex_init(&ring->lock, NULL);
+	if (ret) {
+		free(ring->slots);
+		ring->slots = NULL;
+		return PMREP_ERR_PROVIDER(ret, "pthread_mutex_init");
+	}
+	ring->size = size;
+	ring->head = 0;
+	ring->count = 0;
+	return 0;
+}
+
+void
+verbs_sq_ring_fini(struct verbs_sq_ring *ring)
+{
+	if (ring->slots == NULL)
+		return;
+	(void) pthread_mutex_destroy(&ring->lock);
+	free(ring->slots);
+	ring->slots = NULL;
+}
+
+int
+verbs_sq_ring_get(struct verbs_sq_ring *ring, enum pmrep_op op,
+		const void *op_context, uint64_t *wr_id)
+{
+	pthread_mutex_lock(&ring->lock);
+	if (ring->count == ring->size) {
+		pthread_mutex_unlock(&ring->lock);
+		PMREP_LOG_ERR("send queue full (%u requests outstanding)",
+				ring->size);
+		return PMREP_E_AGAIN;
+	}
+	uint32_t i = ring->head;
+	ring->slots[i].op_context = op_context;
+	ring->slots[i].op = (uint8_t)op;
+	ring->head = (i + 1) % ring->size;
+	ring->count++;
+	pthread_mutex_unlock(&ring->lock);
+	*wr_id = i;
+	return 0;
+}
+
+void
+verbs_sq_ring_unget(struct verbs_sq_ring *ring)
+{
+	pthread_mutex_lock(&ring->lock);
+	ring->head = (ring->head + ring->size - 1) % ring->size;
+	ring->count--;
+	pthread_mutex_unlock(&ring->lock);
+}
+
+bool
+verbs_sq_ring_complete(struct verbs_sq_ring *ring, uint64_t wr_id,
+		const void **op_context, enum pmrep_op *op)
+{
+	uint32_t i = VERBS_WR_SLOT(wr_id);
+	bool ok = false;
+
+	pthread_mutex_lock(&ring->lock);
+	if (i < ring->size && ring->count > 0) {
+		uint32_t tail = (ring->head + ring->size - ring->count) %
+			ring->size;
+		/* slots tail..i are done (RC completes the SQ in order) */
+		uint32_t n = (i + ring->size - tail) % ring->size + 1;
+		if (n <= ring->count) {
+			ring->count -= n;
+			*op_context = ring->slots[i].op_context;
+			*op = (enum pmrep_op)ring->slots[i].op;
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&ring->lock);
+	return ok;
+}
+
+void
+verbs_sq_ring_reset(struct verbs_sq_ring *ring)
+{
+	pthread_mutex_lock(&ring->lock);
+	ring->head = 0;
+	ring->count = 0;
+	pthread_mutex_unlock(&ring->lock);
+}
+
+uint32_t
+verbs_sq_ring_outstanding(struct verbs_sq_ring *ring)
+{
+	pthread_mutex_lock(&ring->lock);
+	uint32_t n = ring->count;
+	pthread_mutex_unlock(&ring->lock);
+	return n;
+}
+
+/* -------------------------------------------------------- receive table */
+
+static void
+rq_table_link_all(struct verbs_rq_table *t)
+{
+	for (uint32_t i = 0; i < t->size; i++)
+		t->slots[i].next_free = i + 1;	/* size = end of list */
+	t->free_head = 0;
+	t->used = 0;
+}
+
+int
+verbs_rq_table_init(struct verbs_rq_table *t, uint32_t size)
+{
+	t->slots = calloc(size, sizeof(*t->slots));
+	if (t->slots == NULL) {
+		PMREP_LOG_ERR("out of memory for a receive queue of %u", size);
+		return PMREP_E_NOMEM;
+	}
+	int ret = pthread_mutex_init(&t->lock, NULL);
+	if (ret) {
+		free(t->slots);
+		t->slots = NULL;
+		return PMREP_ERR_PROVIDER(ret, "pthread_mutex_init");
+	}
+	t->size = size;
+	rq_table_link_all(t);
+	return 0;
+}
+
+void
+verbs_rq_table_fini(struct verbs_rq_table *t)
+{
+	if (t->slots == NULL)
+		return;
+	(void) pthread_mutex_destroy(&t->lock);
+	free(t->slots);
+	t->slots = NULL;
+}
+
+int
+verbs_rq_table_get(struct verbs_rq_table *t, const void *op_context,
+		uint64_t *wr_id)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->free_head >= t->size) {
+		pthread_mutex_unlock(&t->lock);
+		PMREP_LOG_ERR("receive queue full (%u receives posted)",
+				t->size);
+		return PMREP_E_AGAIN;
+	}
+	uint32_t i = t->free_head;
+	t->free_head = t->slots[i].next_free;
+	t->slots[i].op_context = op_context;
+	t->slots[i].op = PMREP_OP_RECV;
+	t->slots[i].next_free = UINT32_MAX;	/* in use */
+	t->used++;
+	pthread_mutex_unlock(&t->lock);
+	*wr_id = VERBS_WR_RECV | i;
+	return 0;
+}
+
+void
+verbs_rq_table_put(struct verbs_rq_table *t, uint64_t wr_id)
+{
+	uint32_t i = VERBS_WR_SLOT(wr_id);
+	pthread_mutex_lock(&t->lock);
+	if (i < t->size && t->slots[i].next_free == UINT32_MAX) {
+		t->slots[i].next_free = t->free_head;
+		t->free_head = i;
+		t->used--;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+bool
+verbs_rq_table_complete(struct verbs_rq_table *t, uint64_t wr_id,
+		const void **op_context)
+{
+	uint32_t i = VERBS_WR_SLOT(wr_id);
+	bool ok = false;
+
+	pthread_mutex_lock(&t->lock);
+	if (i < t->size && t->slots[i].next_free == UINT32_MAX) {
+		*op_context = t->slots[i].op_context;
+		t->slots[i].next_free = t->free_head;
+		t->free_head = i;
+		t->used--;
+		ok = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ok;
+}
+
+void
+verbs_rq_table_reset(struct verbs_rq_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	rq_table_link_all(t);
+	pthread_mutex_unlock(&t->lock);
+}
+
+uint32_t
+verbs_rq_table_outstanding(struct verbs_rq_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	uint32_t n = t->used;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
