@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * chan.c -- the message channel of a replication connection (see chan.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "chan.h"
+
+#define NSLOTS (CHAN_NRECV + CHAN_NSEND)
+
+long long
+repl_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long
+repl_deadline(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : repl_now_ms() + timeout_ms;
+}
+
+int
+repl_left_ms(long long deadline)
+{
+	if (deadline < 0)
+		return -1;
+	long long d = deadline - repl_now_ms();
+	return d <= 0 ? 0 : (d > 1000000000 ? 1000000000 : (int)d);
+}
+
+int
+repl_chan_init(struct repl_chan *ch, struct pmrep_peer *peer)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->buf = calloc(NSLOTS, REPL_MSG_SLOT);
+	if (ch->buf == NULL) {
+		PMREP_LOG_ERR("out of memory for message slots");
+		return PMREP_E_NOMEM;
+	}
+	int ret = pmrep_mr_reg(peer, ch->buf, NSLOTS * REPL_MSG_SLOT,
+			PMREP_MR_USAGE_SEND | PMREP_MR_USAGE_RECV, &ch->mr);
+	if (ret) {
+		free(ch->buf);
+		ch->buf = NULL;
+	}
+	return ret;
+}
+
+void
+repl_chan_fini(struct repl_chan *ch)
+{
+	(void) pmrep_mr_dereg(&ch->mr);
+	free(ch->buf);
+	ch->buf = NULL;
+}
+
+int
+repl_chan_post_recvs(struct repl_chan *ch, struct pmrep_conn_req *req)
+{
+	for (uintptr_t i = 0; i < CHAN_NRECV; i++) {
+		int ret = pmrep_conn_req_recv(req, ch->mr, i * REPL_MSG_SLOT,
+				REPL_MSG_SLOT, (void *)(CTX_RECV0 + i));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int
+repl_chan_attach(struct repl_chan *ch, struct pmrep_conn *conn)
+{
+	ch->conn = conn;
+	memset(ch->send_busy, 0, sizeof(ch->send_busy));
+	ch->sends_in_flight = 0;
+	ch->lost = false;
+	return pmrep_conn_get_cq(conn, &ch->cq);
+}
+
+void
+repl_chan_detach(struct repl_chan *ch)
+{
+	ch->conn = NULL;
+	ch->cq = NULL;
+	memset(ch->send_busy, 0, sizeof(ch->send_busy));
+	ch->sends_in_flight = 0;
+}
+
+int
+repl_chan_send(struct repl_chan *ch, const struct repl_msg *m)
+{
+	unsigned i;
+	for (i = 0; i < CHAN_NSEND; i++)
+		if (!ch->send_busy[i])
+			break;
+	if (i == CHAN_NSEND) {
+		PMREP_LOG_ERR("every message send slot is in flight");
+		return PMREP_E_AGAIN;
+	}
+	size_t off = (size_t)(CHAN_NRECV + i) * REPL_MSG_SLOT;
+	size_t len = repl_msg_encode(m, ch->buf + off);
+	int ret = pmrep_send(ch->conn, ch->mr, off, len,
+			PMREP_F_COMPLETION_ALWAYS, (void *)(CTX_SEND0 + i));
+	if (ret)
+		return ret;
+	ch->send_busy[i] = true;
+	ch->sends_in_flight++;
+	return 0;
+}
+
+int
+repl_chan_next(struct repl_chan *ch, enum repl_chan_ev *ev, struct repl_msg *msg)
+{
+	*ev = REPL_CHAN_NONE;
+	for (;;) {
+		struct pmrep_completion c;
+		int n = 0;
+		int ret = pmrep_cq_get_completions(ch->cq, &c, 1, &n);
+		if (ret == PMREP_E_NO_COMPLETION || (ret == 0 && n == 0))
+			return 0;
+		if (ret)
+			return ret;
+		uintptr_t ctx = (uintptr_t)c.op_context;
+		if (c.status != IBV_WC_SUCCESS) {
+			const char *what = ctx == CTX_WRITE ? "write" :
+				ctx == CTX_FLUSH ? "flush" :
+				ctx >= CTX_SEND0 ? "send" :
+				ctx >= CTX_RECV0 ? "receive" : "operation";
+			PMREP_LOG_ERR("%s completed with error status %d: the connection is unusable",
+					what, (int)c.status);
+			return PMREP_E_CONN_LOST;
+		}
+		if (ctx >= CTX_SEND0 && ctx < CTX_SEND0 + CHAN_NSEND) {
+			unsigned i = (unsigned)(ctx - CTX_SEND0);
+			if (ch->send_busy[i]) {
+				ch->send_busy[i] = false;
+				ch->sends_in_flight--;
+			}
+			continue;
+		}
+		if (ctx >= CTX_RECV0 && ctx < CTX_RECV0 + CHAN_NRECV) {
+			size_t off = (size_t)(ctx - CTX_RECV0) * REPL_MSG_SLOT;
+			ret = repl_msg_decode(ch->buf + off,
+					c.byte_len > REPL_MSG_SLOT ? REPL_MSG_SLOT : c.byte_len,
+					msg);
+			int r2 = pmrep_recv(ch->conn, ch->mr, off, REPL_MSG_SLOT,
+					(void *)ctx);
+			if (ret)
+				return ret;
+			if (r2)
+				return r2;
+			*ev = REPL_CHAN_MSG;
+			return 0;
+		}
+		if (ctx == CTX_FLUSH) {
+			*ev = REPL_CHAN_FLUSH;
+			return 0;
+		}
+		/* a signalled write: nothing to do */
+	}
+}
+
+int
+repl_chan_fds(const struct repl_chan *ch, int *cq_fd, int *event_fd)
+{
+	int ret = pmrep_cq_get_fd(ch->cq, cq_fd);
+	if (ret)
+		return ret;
+	return pmrep_conn_get_event_fd(ch->conn, event_fd);
+}
+
+void
+repl_chan_ack_cq(struct repl_chan *ch)
+{
+	/* 0 ms: consume the event the poll saw and re-arm; TIMEOUT (a
+	 * spurious wakeup) is fine */
+	(void) pmrep_cq_wait(ch->cq, 0);
+}
+
+int
+repl_chan_check_conn(struct repl_chan *ch)
+{
+	if (ch->lost)
+		return PMREP_E_CONN_LOST;
+	for (;;) {
+		enum pmrep_conn_event ev;
+		int ret = pmrep_conn_next_event(ch->conn, &ev);
+		if (ret == PMREP_E_NO_EVENT)
+			return 0;
+		if (ret)
+			return ret;
+		if (ev != PMREP_CONN_ESTABLISHED) {
+			PMREP_LOG_ERR("connection %s", pmrep_conn_event_str(ev));
+			ch->lost = true;
+			return PMREP_E_CONN_LOST;
+		}
+	}
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * chan.h -- the message channel both ends of a replication connection
+ * use: a registered buffer of receive and send slots, receives kept
+ * posted, sends tracked until they complete, and one function that turns
+ * the conn's completions into events (a message, a flush done, an error).
+ */
+#ifndef PMREP_REPL_CHAN_H
+#define PMREP_REPL_CHAN_H
+
+#include <pmrep/transport.h>
+
+#include "msg.h"
+
+#define CHAN_NRECV 4
+#define CHAN_NSEND 4
+
+/* op contexts of the conn's completions */
+#define CTX_WRITE	((uintptr_t)1)
+#define CTX_FLUSH	((uintptr_t)2)
+#define CTX_RECV0	((uintptr_t)0x100)
+#define CTX_SEND0	((uintptr_t)0x200)
+
+struct repl_chan {
+	struct pmrep_conn *conn;	/* not owned */
+	struct pmrep_cq *cq;
+	uint8_t *buf;			/* CHAN_NRECV + CHAN_NSEND slots */
+	struct pmrep_mr_local *mr;
+	bool send_busy[CHAN_NSEND];
+	unsigned sends_in_flight;
+	bool lost;			/* a terminal conn event was seen */
+};
+
+enum repl_chan_ev {
+	REPL_CHAN_NONE = 0,	/* nothing (more) now */
+	REPL_CHAN_MSG,		/* *msg holds a decoded message */
+	REPL_CHAN_FLUSH,	/* a signalled flush completed successfully */
+};
+
+/* allocate and register the slots on `peer`. PMREP_E_NOMEM, transport errors */
+int repl_chan_init(struct repl_chan *ch, struct pmrep_peer *peer);
+void repl_chan_fini(struct repl_chan *ch);
+/* post every receive slot on a connection request (before connect / accept) */
+int repl_chan_post_recvs(struct repl_chan *ch, struct pmrep_conn_req *req);
+/* bind to the conn the request became */
+int repl_chan_attach(struct repl_chan *ch, struct pmrep_conn *conn);
+/* forget the conn (after it was deleted) */
+void repl_chan_detach(struct repl_chan *ch);
+/* encode and send `m` (signalled). PMREP_E_AGAIN: every send slot busy */
+int repl_chan_send(struct repl_chan *ch, const struct repl_msg *m);
+/*
+ * take completions until one is an event for the caller: *ev is
+ * REPL_CHAN_NONE when the CQ is empty. Errors: PMREP_E_CONN_LOST (an error
+ * completion: the connection is unusable; logged with the op and status),
+ * PMREP_E_MALFORMED (a message failed to decode), transport errors.
+ */
+int repl_chan_next(struct repl_chan *ch, enum repl_chan_ev *ev,
+		struct repl_msg *msg);
+/* the fds to poll for this channel: its CQ's and its conn's event fd */
+int repl_chan_fds(const struct repl_chan *ch, int *cq_fd, int *event_fd);
+/* after poll said the CQ fd is readable: acknowledge and re-arm */
+void repl_chan_ack_cq(struct repl_chan *ch);
+/*
+ * after poll said the event fd is readable: read conn events;
+ * PMREP_E_CONN_LOST when a terminal one came, else 0.
+ */
+int repl_chan_check_conn(struct repl_chan *ch);
+
+/* CLOCK_MONOTONIC in ms, and the ms left until `deadline` (-1: none) */
+long long repl_now_ms(void);
+int repl_left_ms(long long deadline);
+long long repl_deadline(int timeout_ms);
+
+#endif /* PMREP_REPL_CHAN_H */
