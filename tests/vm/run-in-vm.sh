@@ -568,8 +568,14 @@ timeout -k 10 "$VM_TIMEOUT" "${QEMU[@]}" </dev/null >"$JOB/qemu.log" 2>&1 &
 QPID=$!
 # boot watchdog: a guest that is not set up in time is a rig failure, not a test timeout
 if [ "$VM_BOOT_TIMEOUT" -lt "$VM_TIMEOUT" ]; then
-  ( sleep "$VM_BOOT_TIMEOUT"
-    [ -e "$JOB/ready" ] || [ -e "$JOB/rc" ] || { : > "$JOB/boot-timeout"; kill "$QPID" 2>/dev/null; } ) &
+  # (short sleeps, no stdio: nothing of it may outlive us holding our caller's pipes open)
+  ( n=$((VM_BOOT_TIMEOUT * 4))
+    while [ $n -gt 0 ]; do
+      [ -e "$JOB/ready" ] || [ -e "$JOB/rc" ] && exit 0
+      kill -0 "$QPID" 2>/dev/null || exit 0
+      sleep 0.25; n=$((n - 1))
+    done
+    : > "$JOB/boot-timeout"; kill "$QPID" 2>/dev/null ) </dev/null >/dev/null 2>&1 &
   WATCH=$!
 fi
 wait "$QPID"; qrc=$?
