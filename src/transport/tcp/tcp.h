@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tcp.h -- the tcp provider's objects and the functions its files share.
+ *
+ * Threads: one progress thread per connection (tcp_progress.c). It owns
+ * the socket: it connects (active side, with retries), sends every frame,
+ * receives and applies every frame (the remote side's one-sided writes,
+ * reads, atomic writes and flushes land in our registered regions without
+ * the application), and produces every completion and connection event.
+ * The application thread only queues work (post, recv) under conn->lock
+ * and kicks the thread through conn->wake_fd; waits are on eventfds.
+ *
+ * Locks, always taken in this order, never held across a blocking call:
+ *   peer->mem_lock (rwlock) > srq->lock > conn->lock > cq->lock > chan->lock
+ * peer->mem_lock guards the MR table and every access to registered
+ * memory: the progress thread touches MR memory only while holding it for
+ * reading (non-blocking syscalls and memcpy only), so pmrep_mr_dereg,
+ * which takes it for writing, never races with a copy into freed memory.
+ */
+#ifndef PMREP_TCP_H
+#define PMREP_TCP_H
+
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "transport/provider.h"
+#include "tcp_wire.h"
+
+/* ------------------------------------------------------------ tunables */
+
+#define TCP_RX_BUF_SIZE		(256 * 1024)	/* one recv parses many frames */
+#define TCP_RX_DIRECT_MIN	(32 * 1024)	/* larger payload rest: recv in place */
+#define TCP_TX_FRAMES		64		/* frames in one sendmsg at most */
+#define TCP_TX_BATCH_BYTES	(4u << 20)	/* payload bytes in one batch at most */
+#define TCP_KA_IDLE_S		2		/* dead peer: keepalive after 2 s idle, */
+#define TCP_KA_INTVL_S		1		/* every 1 s, */
+#define TCP_KA_COUNT		3		/* 3 probes (~5 s) */
+#define TCP_UNACKED_MAX_MS	5000		/* unacknowledged data: 5 s */
+#define TCP_PENDING_MAX		64		/* accepted sockets awaiting HELLO */
+#define TCP_PENDING_EXPIRE_MS	10000		/* ... for at most this long */
+#define TCP_BACKOFF_CAP_MS	2000
+#define TCP_MR_BUCKETS		256
+#define TCP_CQE_BATCH		64		/* completions pushed at once */
+
+/* ---------------------------------------------------------------- peer */
+
+struct tcp_mr;
+struct tcp_conn;
+
+struct tcp_peer {
+	struct pmrep_peer base;
+	pthread_rwlock_t mem_lock;	/* see the file comment */
+	struct tcp_mr *mr_hash[TCP_MR_BUCKETS];
+	uint32_t next_key;
+	struct tcp_conn *conns;		/* every conn; changed under mem_lock (w) */
+};
+
+struct tcp_mr {
+	struct pmrep_mr_local base;	/* base.rkey: unique in the peer, also the lkey */
+	struct tcp_mr *hnext;
+};
+
+static inline struct tcp_peer *
+tcp_peer(struct pmrep_peer *p)
+{
+	return (struct tcp_peer *)p;
+}
+
+/* the MR registered with `key`, or NULL; caller holds mem_lock */
+struct tcp_mr *tcp_mr_find(struct tcp_peer *peer, uint32_t key);
+
+/*
+ * tcp_mr_check -- may a remote request touch [raddr, raddr + len) of `mr`
+ * with the access bits `usage` (PMREP_MR_USAGE_*)? IBV_WC_SUCCESS or
+ * IBV_WC_REM_ACCESS_ERR (a NULL mr, a missing bit or any byte outside).
+ */
+enum ibv_wc_status tcp_mr_check(const struct pmrep_mr_local *mr,
+		uint64_t raddr, uint64_t len, int usage);
+
+/* ------------------------------------------------ CQs and their channels */
+
+struct tcp_cq;
+
+/* A completion channel: an eventfd plus the CQs that fired, oldest first. */
+struct tcp_chan {
+	pthread_mutex_t lock;
+	int fd;
+	struct tcp_cq *fired, *fired_tail;
+};
+
+struct tcp_cq {
+	struct pmrep_cq base;
+	pthread_mutex_t lock;
+	struct pmrep_completion *ring;	/* grows: a completion is never dropped */
+	uint32_t cap, head, count;
+	struct tcp_chan *chan;		/* &own_chan, or a shared one */
+	struct tcp_chan own_chan;
+	bool armed, fired;		/* under chan->lock */
+	struct tcp_cq *fired_next;
+};
+
+struct tcp_comp_channel {
+	struct pmrep_comp_channel base;
+	struct tcp_chan chan;
+};
+
+int tcp_chan_init(struct tcp_chan *ch);
+void tcp_chan_fini(struct tcp_chan *ch);
+/* wait on a channel: the CQ whose event it took (re-armed) */
+int tcp_chan_wait(struct tcp_chan *ch, int timeout_ms, struct tcp_cq **cq);
+
+/* a CQ on `shared` (NULL: with its own channel) */
+int tcp_cq_new(struct pmrep_peer *peer, struct pmrep_conn *conn, bool is_rcq,
+		uint32_t size, struct tcp_chan *shared, struct tcp_cq **cq);
+void tcp_cq_delete(struct tcp_cq *cq);
+/* append completions (then one channel event if armed); false: no memory */
+bool tcp_cq_push(struct tcp_cq *cq, const struct pmrep_completion *c, int n);
+
+int tcp_cq_wait(struct pmrep_cq *cq, int timeout_ms);
+int tcp_cq_get_completions(struct pmrep_cq *cq, struct pmrep_completion *out,
+		int max, int *n);
+int tcp_comp_channel_new(struct pmrep_peer *peer, struct pmrep_comp_channel **ch);
+int tcp_comp_channel_delete(struct pmrep_comp_channel *ch);
+int tcp_comp_channel_wait(struct pmrep_comp_channel *ch, int timeout_ms,
+		struct pmrep_cq **cq, struct pmrep_conn **conn);
+int tcp_conn_wait(struct pmrep_conn *conn, int timeout_ms,
+		struct pmrep_cq **cq, bool *is_rcq);
+
+/* -------------------------------------------------------------- receives */
+
+/* A posted receive: the MR is named by key and looked up when used. */
+struct tcp_recv {
+	uint32_t key;
+	uint8_t *ptr;
+	uint64_t len;
+	const void *ctx;
+};
+
+/* a ring of posted receives; head / tail count up (mod 2^32) */
+struct tcp_rq {
+	struct tcp_recv *ring;
+	uint32_t size, head, tail;
+};
+
+int tcp_rq_init(struct tcp_rq *rq, uint32_t size);
+void tcp_rq_fini(struct tcp_rq *rq);
+/* PMREP_E_AGAIN when full */
+int tcp_rq_put(struct tcp_rq *rq, const struct pmrep_mr_local *mr,
+		size_t offset, size_t len, const void *ctx);
+bool tcp_rq_take(struct tcp_rq *rq, struct tcp_recv *out);
+
+struct tcp_srq {
+	struct pmrep_srq base;
+	pthread_mutex_t lock;
+	struct tcp_rq rq;
+	struct tcp_conn *conns;		/* attached conns (kicked on a new recv) */
+};
+
+int tcp_srq_new(struct pmrep_peer *peer, uint32_t rq_size, uint32_t rcq_size,
+		struct pmrep_srq **srq);
+int tcp_srq_delete(struct pmrep_srq *srq);
+int tcp_srq_recv(struct pmrep_srq *srq, struct pmrep_mr_local *dst,
+		size_t offset, size_t len, const void *op_context);
+void tcp_srq_attach(struct tcp_srq *srq, struct tcp_conn *conn);
+void tcp_srq_detach(struct tcp_srq *srq, struct tcp_conn *conn);
+bool tcp_srq_take(struct tcp_srq *srq, struct tcp_recv *out);
+
+/* ------------------------------------------------- endpoint, conn request */
+
+struct tcp_ep {
+	struct pmrep_ep base;		/* base.fd: an epoll set of lfd + pending */
+	int lfd;			/* the listening socket */
+	struct tcp_pending *pending;	/* accepted, HELLO not complete yet */
+	unsigned npending;
+};
+
+struct tcp_conn_req {
+	struct pmrep_conn_req base;
+	/* active: where to connect */
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	/* passive: the accepted socket and the initiator's receiver budget */
+	int sock;
+	uint32_t peer_rnr_ms;
+	struct tcp_rq rq;		/* receives posted before connect */
+};
+
+int tcp_ep_listen(struct pmrep_peer *peer, const char *addr, const char *port,
+		struct pmrep_ep **ep);
+int tcp_ep_shutdown(struct pmrep_ep *ep);
+int tcp_ep_next_conn_req(struct pmrep_ep *ep, const struct pmrep_conn_cfg *cfg,
+		struct pmrep_conn_req **req);
+int tcp_conn_req_new(struct pmrep_peer *peer, const char *addr,
+		const char *port, const struct pmrep_conn_cfg *cfg,
+		struct pmrep_conn_req **req);
+/* the common part of both sides' request; frees nothing on failure */
+int tcp_conn_req_init(struct tcp_conn_req *req, struct pmrep_peer *peer,
+		const struct pmrep_conn_cfg *cfg, bool passive);
+int tcp_conn_req_recv(struct pmrep_conn_req *req, struct pmrep_mr_local *dst,
+		size_t offset, size_t len, const void *op_context);
+int tcp_conn_req_delete(struct pmrep_conn_req *req);
+
+/* ----------------------------------------------------------- connection */
+
+/* A request posted to the send queue; slot seq % sq_size, seq = post count. */
+struct tcp_wr {
+	uint8_t type;			/* TCP_WIRE_WRITE … SEND */
+	bool signaled;
+	bool with_imm;
+	bool done;			/* READ: its data arrived */
+	enum pmrep_op op;
+	enum ibv_wc_status status;
+	uint32_t lkey;			/* local buffer (WRITE/SEND src, READ dst) */
+	uint8_t *lptr;
+	uint64_t len;
+	uint32_t rkey;
+	uint64_t raddr;
+	uint32_t imm;
+	uint8_t value[8];
+	uint8_t flush_type;
+	const void *ctx;
+};
+
+/* A frame in the transmit batch; payload points into an MR (key != 0) or
+ * into memory the conn owns. hoff / poff: bytes of each already sent. */
+struct tcp_txf {
+	uint8_t hdr[TCP_WIRE_HDR_MAX];
+	uint8_t hdr_len, hoff;
+	uint32_t key;
+	uint8_t *payload;
+	uint64_t payload_len, poff;
+	void *owned;
+};
+
+/* A response the target owes: READ_RESP (data from an MR) or NAK. */
+struct tcp_resp {
+	uint8_t type;
+	uint32_t seq;
+	uint32_t status;
+	uint32_t key;
+	uint8_t *ptr;
+	uint64_t len;
+};
+
+enum tcp_conn_state {
+	TCP_CONN_CONNECTING,	/* active: attempts; passive: ACCEPT not sent */
+	TCP_CONN_OPEN,
+	TCP_CONN_CLOSING,	/* we sent DISCONNECT, awaiting the peer's */
+	TCP_CONN_DEAD,		/* terminal event queued, socket closed */
+};
+
+#define TCP_EVENTS_MAX 4
+
+struct tcp_conn {
+	struct pmrep_conn base;
+	struct tcp_conn *peer_next;	/* tcp_peer.conns, under mem_lock */
+	struct tcp_conn *srq_next;	/* tcp_srq.conns, under srq->lock */
+	bool active;
+	struct sockaddr_storage addr;	/* active: the target */
+	socklen_t addrlen;
+	uint8_t my_pdata[TCP_WIRE_ACCEPT_PDATA_MAX];
+	uint8_t my_pdata_len;
+	uint32_t peer_rnr_ms;		/* the peer's receiver-not-ready budget */
+
+	struct tcp_cq *cq;
+	struct tcp_cq *rcq;		/* NULL: receives complete on cq */
+	struct tcp_chan *own_chan;	/* cfg.shared_comp_channel */
+	struct tcp_comp_channel *comp_channel;	/* cfg.comp_channel */
+	struct tcp_srq *srq;
+	struct tcp_cq *recv_cq;		/* where receives complete */
+
+	pthread_t thread;
+	bool thread_started;
+	int wake_fd;			/* eventfd: the thread's doorbell */
+
+	/* ---- shared with the application, under lock */
+	pthread_mutex_t lock;
+	bool kicked;			/* wake_fd written, not yet drained */
+	bool stop;			/* delete: the thread must return */
+	bool disconnect_req;
+	bool rnr_waiting;		/* the thread waits for a receive */
+	bool app_wake;			/* kick on recv too (error, terminal) */
+	struct tcp_wr *sq;
+	uint32_t sq_size, sq_head, sq_tail;
+	struct tcp_rq rq;
+	enum pmrep_conn_event events[TCP_EVENTS_MAX];
+	int nevents;
+
+	/* ---- the progress thread's own */
+	int sock;
+	enum tcp_conn_state state;
+	bool qp_error;			/* the conn failed: flush everything */
+	bool terminal_queued;
+	long long closing_deadline;
+	uint32_t sq_tx;			/* next request to transmit */
+	uint32_t sq_acked;		/* requests before it acknowledged */
+
+	/* transmit batch (MR references fixed up by dereg under mem_lock) */
+	struct tcp_txf tx[TCP_TX_FRAMES];
+	unsigned tx_first, tx_count;
+	bool tx_blocked;		/* the socket said EAGAIN */
+	bool ack_dirty;
+	uint32_t ack_seq;
+	bool disconnect_queued;
+	bool close_when_sent;		/* the peer disconnected: end once answered */
+	bool accept_queued;
+	bool mem_lost;			/* dereg could not save bytes in flight */
+	struct tcp_resp *resp;		/* ring of owed responses */
+	uint32_t resp_cap, resp_head, resp_count;
+
+	/* receive side */
+	uint8_t *rxbuf;
+	size_t rx_start, rx_end;
+	bool rx_in_payload;
+	bool rx_ignore;			/* the error state drops this frame */
+	struct tcp_frame rxf;
+	uint64_t rx_left;		/* payload bytes still to come */
+	uint8_t *rx_dst;		/* NULL: discard them */
+	uint32_t rx_key;		/* the MR rx_dst points into */
+	enum ibv_wc_status rx_status;
+	bool rx_has_recv;
+	struct tcp_recv rx_recv;	/* the receive a SEND / WRITE+IMM consumes */
+	uint32_t rx_expect;		/* seq of the next incoming request */
+	bool stalled;			/* a request waits for a receive */
+	long long stall_deadline;
+
+	/* completions gathered in one loop turn, pushed at once */
+	struct pmrep_completion scqe[TCP_CQE_BATCH];
+	struct pmrep_completion rcqe[TCP_CQE_BATCH];
+	int nscqe, nrcqe;
+};
+
+static inline struct tcp_conn *
+tcp_conn(struct pmrep_conn *c)
+{
+	return (struct tcp_conn *)c;
+}
+
+/* make the conn of a consumed request; frees the request on every path */
+int tcp_conn_from_req(struct tcp_conn_req *req,
+		const struct pmrep_conn_private_data *pdata,
+		struct pmrep_conn **conn);
+int tcp_conn_req_connect(struct pmrep_conn_req *req,
+		const struct pmrep_conn_private_data *pdata,
+		struct pmrep_conn **conn);
+int tcp_conn_next_event(struct pmrep_conn *conn, enum pmrep_conn_event *event);
+int tcp_conn_disconnect(struct pmrep_conn *conn);
+int tcp_conn_delete(struct pmrep_conn *conn);
+int tcp_post(const struct pmrep_op_args *args);
+
+/* wake the progress thread (caller holds conn->lock) */
+void tcp_conn_kick_locked(struct tcp_conn *c);
+/* queue a connection event (caller holds conn->lock) */
+void tcp_conn_push_event_locked(struct tcp_conn *c, enum pmrep_conn_event ev);
+
+/* the progress thread (tcp_progress.c) */
+void *tcp_progress_main(void *arg);
+/* dereg: the conns' in-flight references to `mr` (caller holds mem_lock, w) */
+void tcp_progress_forget_mr(struct tcp_conn *c, const struct tcp_mr *mr);
+
+/* --------------------------------------------------------------- sockets */
+
+/* resolve addr:port (numeric first) into *ss */
+int tcp_sock_resolve(const char *addr, const char *port, bool passive,
+		struct sockaddr_storage *ss, socklen_t *len);
+/* TCP_NODELAY, keepalive and the user timeout on a connected socket */
+void tcp_sock_tune(int fd);
+/* write all of buf to a non-blocking socket, waiting up to deadline_ms
+ * (pmrep_now_ms scale); 0 or -errno (-ETIMEDOUT) */
+int tcp_sock_write_all(int fd, const void *buf, size_t len,
+		long long deadline_ms);
+/* an eventfd (non-blocking, close-on-exec); -1 with errno */
+int tcp_eventfd(void);
+void tcp_eventfd_signal(int fd);
+void tcp_eventfd_drain(int fd);
+
+extern const struct pmrep_provider_ops pmrep_tcp_ops;
+
+#endif /* PMREP_TCP_H */

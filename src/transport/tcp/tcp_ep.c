@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tcp_ep.c -- the tcp endpoint: a listening socket plus the accepted
+ * sockets whose HELLO has not fully arrived. Its fd (pmrep_ep_get_fd) is
+ * an epoll set of all of them, so it is readable when a request may be
+ * complete, and pmrep_ep_next_conn_req never blocks: it accepts what is
+ * waiting, reads what has arrived and hands out the first complete HELLO.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "tcp.h"
+#include "transport/common.h"
+
+#define HELLO_HDR 24
+
+struct tcp_pending {
+	int fd;
+	size_t got;
+	long long since;
+	uint8_t buf[HELLO_HDR + TCP_WIRE_HELLO_PDATA_MAX];
+};
+
+static void
+send_reject(int fd, uint32_t reason)
+{
+	struct tcp_frame f;
+	memset(&f, 0, sizeof(f));
+	f.type = TCP_WIRE_REJECT;
+	f.status = reason;
+	uint8_t hdr[TCP_WIRE_HDR_MAX];
+	size_t n = tcp_wire_encode(&f, hdr);
+	/* best effort: a fresh socket always has room for 16 bytes */
+	ssize_t r = send(fd, hdr, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void) r;
+}
+
+int
+tcp_ep_listen(struct pmrep_peer *peer, const char *addr, const char *port,
+		struct pmrep_ep **ep_ptr)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	if (tcp_sock_resolve(addr, port, true, &ss, &sslen))
+		return PMREP_E_INVAL;
+
+	int ret = PMREP_E_NOMEM;
+	struct tcp_ep *ep = calloc(1, sizeof(*ep));
+	if (ep == NULL) {
+		PMREP_LOG_ERR("out of memory for an endpoint");
+		return ret;
+	}
+	ep->pending = calloc(TCP_PENDING_MAX, sizeof(*ep->pending));
+	if (ep->pending == NULL) {
+		PMREP_LOG_ERR("out of memory for an endpoint");
+		goto err_free_ep;
+	}
+
+	ep->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+			SOCK_CLOEXEC, 0);
+	if (ep->lfd < 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "socket");
+		goto err_free_pending;
+	}
+	int one = 1;
+	(void) setsockopt(ep->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ep->lfd, (struct sockaddr *)&ss, sslen) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "bind");
+		goto err_close_lfd;
+	}
+	if (listen(ep->lfd, 128) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "listen");
+		goto err_close_lfd;
+	}
+	sslen = sizeof(ss);
+	if (getsockname(ep->lfd, (struct sockaddr *)&ss, &sslen) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "getsockname");
+		goto err_close_lfd;
+	}
+	ep->base.port = ntohs(ss.ss_family == AF_INET6 ?
+			((struct sockaddr_in6 *)&ss)->sin6_port :
+			((struct sockaddr_in *)&ss)->sin_port);
+
+	ep->base.fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ep->base.fd < 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "epoll_create1");
+		goto err_close_lfd;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = ep->lfd };
+	if (fcntl(ep->base.fd, F_SETFL, O_NONBLOCK) != 0 ||
+			epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, ep->lfd, &ev) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "epoll_ctl");
+		goto err_close_epfd;
+	}
+	ep->base.peer = peer;
+	*ep_ptr = &ep->base;
+	return 0;
+
+err_close_epfd:
+	close(ep->base.fd);
+err_close_lfd:
+	close(ep->lfd);
+err_free_pending:
+	free(ep->pending);
+err_free_ep:
+	free(ep);
+	return ret;
+}
+
+static void
+pending_drop(struct tcp_ep *ep, unsigned i, uint32_t reject_reason)
+{
+	struct tcp_pending *p = &ep->pending[i];
+	if (reject_reason)
+		send_reject(p->fd, reject_reason);
+	(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
+	close(p->fd);
+	ep->pending[i] = ep->pending[--ep->npending];
+}
+
+int
+tcp_ep_shutdown(struct pmrep_ep *ep_base)
+{
+	struct tcp_ep *ep = (struct tcp_ep *)ep_base;
+	/* requests not taken yet: "not listening", so initiators that retry
+	 * find the next listener */
+	while (ep->npending > 0)
+		pending_drop(ep, ep->npending - 1, TCP_WIRE_REJ_NOT_LISTENING);
+	close(ep->base.fd);
+	close(ep->lfd);
+	free(ep->pending);
+	free(ep);
+	return 0;
+}
+
+static void
+accept_waiting(struct tcp_ep *ep)
+{
+	for (;;) {
+		int fd = accept4(ep->lfd, NULL, NULL,
+				SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				PMREP_LOG_WARN("accept4: %s", strerror(errno));
+			return;
+		}
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+		if (ep->npending == TCP_PENDING_MAX ||
+				epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, fd, &ev)) {
+			/* too many half-open requests: this one retries */
+			PMREP_LOG_WARN("endpoint: %u requests pending, refusing one",
+					ep->npending);
+			send_reject(fd, TCP_WIRE_REJ_NOT_LISTENING);
+			close(fd);
+			continue;
+		}
+		struct tcp_pending *p = &ep->pending[ep->npending++];
+		p->fd = fd;
+		p->got = 0;
+		p->since = pmrep_now_ms();
+	}
+}
+
+enum hello_state { HELLO_MORE, HELLO_GONE, HELLO_BAD, HELLO_VERSION, HELLO_OK };
+
+/* read what has arrived of p's HELLO, never past its end */
+static enum hello_state
+hello_read(struct tcp_pending *p, struct tcp_frame *f)
+{
+	for (;;) {
+		size_t want = HELLO_HDR;
+		int r = TCP_WIRE_NEED_MORE;
+		if (p->got >= HELLO_HDR) {
+			r = tcp_wire_decode(p->buf, p->got, f);
+			if (r < 0 || f->type != TCP_WIRE_HELLO)
+				return HELLO_BAD;
+			want = HELLO_HDR + f->payload_len;
+		} else if (p->got > 0 && p->buf[0] != TCP_WIRE_HELLO) {
+			return HELLO_BAD;
+		}
+		if (p->got == want)
+			return f->version == TCP_WIRE_VERSION ? HELLO_OK :
+				HELLO_VERSION;
+		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, 0);
+		if (n > 0) {
+			p->got += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return HELLO_MORE;
+		return HELLO_GONE;	/* EOF or error: the initiator left */
+	}
+}
+
+int
+tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
+		struct pmrep_conn_req **req_ptr)
+{
+	struct tcp_ep *ep = (struct tcp_ep *)ep_base;
+	accept_waiting(ep);
+
+	long long now = pmrep_now_ms();
+	for (unsigned i = 0; i < ep->npending; ) {
+		struct tcp_pending *p = &ep->pending[i];
+		struct tcp_frame f;
+		switch (hello_read(p, &f)) {
+		case HELLO_MORE:
+			if (now - p->since > TCP_PENDING_EXPIRE_MS)
+				pending_drop(ep, i, 0);
+			else
+				i++;
+			continue;
+		case HELLO_GONE:
+			pending_drop(ep, i, 0);
+			continue;
+		case HELLO_BAD:
+			PMREP_LOG_ERR("connection request with a malformed HELLO: rejected");
+			pending_drop(ep, i, TCP_WIRE_REJ_MALFORMED);
+			return PMREP_E_MALFORMED;
+		case HELLO_VERSION:
+			PMREP_LOG_ERR("connection request of protocol version %u (this is %u): rejected",
+					f.version, TCP_WIRE_VERSION);
+			pending_drop(ep, i, TCP_WIRE_REJ_VERSION);
+			return PMREP_E_MALFORMED;
+		case HELLO_OK:
+			break;
+		}
+
+		struct tcp_conn_req *req = calloc(1, sizeof(*req));
+		if (req == NULL) {
+			PMREP_LOG_ERR("out of memory for a connection request");
+			return PMREP_E_NOMEM;	/* the HELLO stays for a retry */
+		}
+		int ret = tcp_conn_req_init(req, ep->base.peer, cfg, true);
+		if (ret) {
+			free(req);
+			return ret;
+		}
+		req->base.pdata_len = (uint8_t)f.payload_len;
+		memcpy(req->base.pdata, p->buf + HELLO_HDR, f.payload_len);
+		req->peer_rnr_ms = f.rnr_ms;
+		req->sock = p->fd;
+		(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
+		ep->pending[i] = ep->pending[--ep->npending];
+		*req_ptr = &req->base;
+		return 0;
+	}
+	return PMREP_E_NO_EVENT;
+}

@@ -1,0 +1,1301 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tcp_progress.c -- the progress thread of a tcp connection: connecting
+ * (active side, with retries and backoff), sending frames in batches,
+ * receiving and applying frames (the target side of one-sided ops, the
+ * receiving side of sends), completing requests in posting order, and the
+ * connection's end (disconnect, peer death, delete).
+ *
+ * Protocol in one paragraph: each side numbers its requests 0, 1, 2 … (seq
+ * = the post count). The target applies requests strictly in order and
+ * answers with cumulative ACKs (one per batch of frames received), a
+ * READ_RESP per read and a NAK for a request that failed. A request that
+ * needs a receive (SEND, WRITE with immediate) when none is posted stalls
+ * the target's input for up to the initiator's receiver-not-ready budget
+ * (its cfg timeout), then fails with IBV_WC_RNR_RETRY_EXC_ERR. After a NAK
+ * both sides are in the error state, as a verbs QP: every request and
+ * receive not yet completed is flushed (IBV_WC_WR_FLUSH_ERR) and every
+ * later frame but DISCONNECT is ignored. Socket errors, EOF without
+ * DISCONNECT and protocol violations end the conn with LOST; the oldest
+ * request in flight then completes with IBV_WC_RETRY_EXC_ERR.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "tcp.h"
+#include "transport/common.h"
+
+#define RX_ITER_MAX 64		/* recv calls per loop turn */
+#define TX_ITER_MAX 16		/* sendmsg calls per loop turn */
+
+/* ------------------------------------------------------------ completions */
+
+static void
+cqes_flush(struct tcp_conn *c)
+{
+	if (c->nscqe && !tcp_cq_push(c->cq, c->scqe, c->nscqe))
+		PMREP_LOG_ERR("out of memory: %d completions lost", c->nscqe);
+	c->nscqe = 0;
+	if (c->nrcqe && !tcp_cq_push(c->recv_cq, c->rcqe, c->nrcqe))
+		PMREP_LOG_ERR("out of memory: %d completions lost", c->nrcqe);
+	c->nrcqe = 0;
+}
+
+static void
+cqe_send(struct tcp_conn *c, const struct tcp_wr *wr, enum ibv_wc_status st)
+{
+	if (st == IBV_WC_SUCCESS && !wr->signaled)
+		return;
+	if (c->nscqe == TCP_CQE_BATCH)
+		cqes_flush(c);
+	struct pmrep_completion *e = &c->scqe[c->nscqe++];
+	memset(e, 0, sizeof(*e));
+	e->op_context = (void *)wr->ctx;
+	e->op = wr->op;
+	e->status = st;
+	e->byte_len = (uint32_t)wr->len;
+}
+
+static void
+cqe_recv(struct tcp_conn *c, const struct tcp_recv *r, enum pmrep_op op,
+		enum ibv_wc_status st, uint32_t len, bool has_imm, uint32_t imm)
+{
+	if (c->nrcqe == TCP_CQE_BATCH)
+		cqes_flush(c);
+	struct pmrep_completion *e = &c->rcqe[c->nrcqe++];
+	memset(e, 0, sizeof(*e));
+	e->op_context = (void *)r->ctx;
+	e->op = op;
+	e->status = st;
+	e->byte_len = len;
+	e->has_imm = has_imm;
+	e->imm = imm;
+}
+
+static void
+push_event(struct tcp_conn *c, enum pmrep_conn_event ev)
+{
+	cqes_flush(c);	/* completions first, then the event */
+	pthread_mutex_lock(&c->lock);
+	tcp_conn_push_event_locked(c, ev);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* ------------------------------------------------------- send queue state */
+
+static uint32_t
+sq_tail(struct tcp_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint32_t t = c->sq_tail;
+	pthread_mutex_unlock(&c->lock);
+	return t;
+}
+
+static void
+sq_set_head(struct tcp_conn *c, uint32_t head)
+{
+	pthread_mutex_lock(&c->lock);
+	c->sq_head = head;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static struct tcp_wr *
+sq_wr(struct tcp_conn *c, uint32_t seq)
+{
+	return &c->sq[seq % c->sq_size];
+}
+
+/* is `seq` a request we sent that has not completed yet? */
+static bool
+sq_in_flight(const struct tcp_conn *c, uint32_t seq)
+{
+	return seq - c->sq_head < c->sq_tx - c->sq_head;
+}
+
+/* complete, in posting order, every request whose outcome is known */
+static void
+sq_complete(struct tcp_conn *c)
+{
+	uint32_t h = c->sq_head;
+	while (h != c->sq_tx) {
+		struct tcp_wr *wr = sq_wr(c, h);
+		if (wr->type == TCP_WIRE_READ ? !wr->done :
+				(int32_t)(h - c->sq_acked) >= 0)
+			break;
+		cqe_send(c, wr, wr->status);
+		h++;
+	}
+	if (h != c->sq_head)
+		sq_set_head(c, h);
+}
+
+static void
+acked_through(struct tcp_conn *c, uint32_t seq)
+{
+	/* every request before seq + 1 reached the target and was applied */
+	if ((int32_t)(seq + 1 - c->sq_acked) > 0)
+		c->sq_acked = seq + 1;
+}
+
+/*
+ * Complete every request and receive that has no outcome yet: known ones
+ * with theirs, the first unknown one (if it was sent) with `first`, the
+ * rest with IBV_WC_WR_FLUSH_ERR. Also what the app posts later: the loop
+ * calls this on every turn while the conn is in the error state.
+ */
+static void
+flush_all(struct tcp_conn *c, enum ibv_wc_status first)
+{
+	uint32_t tail = sq_tail(c);
+	uint32_t h = c->sq_head;
+	for (; h != tail; h++) {
+		struct tcp_wr *wr = sq_wr(c, h);
+		bool known = wr->type == TCP_WIRE_READ ? wr->done :
+			(int32_t)(h - c->sq_acked) < 0 &&
+			(int32_t)(h - c->sq_tx) < 0;
+		if (known) {
+			cqe_send(c, wr, wr->status);
+			continue;
+		}
+		bool sent = (int32_t)(h - c->sq_tx) < 0;
+		cqe_send(c, wr, sent && first != IBV_WC_WR_FLUSH_ERR ? first :
+				IBV_WC_WR_FLUSH_ERR);
+		if (sent)
+			first = IBV_WC_WR_FLUSH_ERR;
+	}
+	c->sq_tx = c->sq_acked = tail;
+	sq_set_head(c, tail);
+
+	if (c->rx_has_recv) {
+		cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, IBV_WC_WR_FLUSH_ERR, 0,
+				false, 0);
+		c->rx_has_recv = false;
+	}
+	if (c->srq == NULL) {	/* an SRQ's receives outlive the conn */
+		struct tcp_recv r;
+		pthread_mutex_lock(&c->lock);
+		while (tcp_rq_take(&c->rq, &r))
+			cqe_recv(c, &r, PMREP_OP_RECV, IBV_WC_WR_FLUSH_ERR, 0,
+					false, 0);
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+/* the conn failed (as a verbs QP moving to the error state) */
+static void
+enter_error(struct tcp_conn *c, enum ibv_wc_status first)
+{
+	if (c->qp_error)
+		return;
+	c->qp_error = true;
+	sq_complete(c);
+	flush_all(c, first);
+	if (c->rx_in_payload)
+		c->rx_dst = NULL;	/* the rest of this payload is dropped */
+	c->rx_ignore = true;
+	c->stalled = false;
+	c->resp_count = 0;
+	c->ack_dirty = false;
+	pthread_mutex_lock(&c->lock);
+	c->app_wake = true;	/* a receive posted now must be flushed */
+	c->rnr_waiting = false;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void
+close_socket(struct tcp_conn *c)
+{
+	if (c->sock < 0)
+		return;
+	close(c->sock);
+	c->sock = -1;
+}
+
+/* the end: the socket goes, everything is flushed, one terminal event */
+static void
+finish(struct tcp_conn *c, enum pmrep_conn_event ev)
+{
+	if (c->state == TCP_CONN_DEAD)
+		return;
+	close_socket(c);
+	c->state = TCP_CONN_DEAD;
+	enter_error(c, ev == PMREP_CONN_LOST ? IBV_WC_RETRY_EXC_ERR :
+			IBV_WC_WR_FLUSH_ERR);
+	flush_all(c, IBV_WC_WR_FLUSH_ERR);
+	if (!c->terminal_queued) {
+		c->terminal_queued = true;
+		push_event(c, ev);
+	}
+}
+
+/* the socket ended (EOF or an error): orderly if we were closing anyway */
+static void
+sock_ended(struct tcp_conn *c, int err)
+{
+	if (c->state == TCP_CONN_CLOSING) {
+		finish(c, PMREP_CONN_CLOSED);
+		return;
+	}
+	if (err)
+		PMREP_LOG_WARN("connection lost: %s", strerror(err));
+	else
+		PMREP_LOG_WARN("connection lost: the peer closed without disconnecting");
+	finish(c, PMREP_CONN_LOST);
+}
+
+static void
+protocol_error(struct tcp_conn *c, const char *what)
+{
+	PMREP_LOG_ERR("tcp protocol violation by the peer: %s", what);
+	finish(c, PMREP_CONN_LOST);
+}
+
+/* ---------------------------------------------------------- responses */
+
+static bool
+resp_push(struct tcp_conn *c, const struct tcp_resp *r)
+{
+	if (c->resp_count == c->resp_cap) {
+		uint32_t cap = c->resp_cap ? c->resp_cap * 2 : 16;
+		struct tcp_resp *n = malloc(cap * sizeof(*n));
+		if (n == NULL) {
+			PMREP_LOG_ERR("out of memory for a response");
+			finish(c, PMREP_CONN_LOST);
+			return false;
+		}
+		for (uint32_t i = 0; i < c->resp_count; i++)
+			n[i] = c->resp[(c->resp_head + i) % c->resp_cap];
+		free(c->resp);
+		c->resp = n;
+		c->resp_cap = cap;
+		c->resp_head = 0;
+	}
+	c->resp[(c->resp_head + c->resp_count++) % c->resp_cap] = *r;
+	return true;
+}
+
+/* the target refuses request `seq`: tell the initiator, then both fail */
+static void
+nak(struct tcp_conn *c, uint32_t seq, enum ibv_wc_status status)
+{
+	struct tcp_resp r = { .type = TCP_WIRE_NAK, .seq = seq,
+		.status = status };
+	if (!resp_push(c, &r))
+		return;
+	/* responses owed before the NAK still go out (the initiator takes
+	 * them in order); nothing after it */
+	uint32_t keep = c->resp_count;
+	bool ack = c->ack_dirty;
+	enter_error(c, IBV_WC_WR_FLUSH_ERR);
+	c->resp_count = keep;
+	c->ack_dirty = ack;
+}
+
+static void
+ack(struct tcp_conn *c, uint32_t seq)
+{
+	c->ack_seq = seq;
+	c->ack_dirty = true;
+}
+
+/* ------------------------------------------------------------- receive */
+
+static bool
+take_recv(struct tcp_conn *c, struct tcp_recv *r)
+{
+	if (c->srq != NULL)
+		return tcp_srq_take(c->srq, r);
+	pthread_mutex_lock(&c->lock);
+	bool ok = tcp_rq_take(&c->rq, r);
+	pthread_mutex_unlock(&c->lock);
+	return ok;
+}
+
+static void
+set_rnr_waiting(struct tcp_conn *c, bool waiting)
+{
+	pthread_mutex_lock(&c->lock);
+	c->rnr_waiting = waiting;
+	pthread_mutex_unlock(&c->lock);
+}
+
+enum hdr_result { HDR_GO, HDR_STALL, HDR_DEAD };
+
+/*
+ * A receive for the request at the head of the input: true with c->rx_recv
+ * set; false when the request must wait (stalled) or failed with
+ * RNR_RETRY_EXC (the budget ran out).
+ */
+static bool
+need_recv(struct tcp_conn *c, const struct tcp_frame *f)
+{
+	/* announce the wait before looking, so a receive posted in between
+	 * kicks us (see tcp_srq_recv / tcp_post) */
+	if (!c->stalled)
+		set_rnr_waiting(c, true);
+	if (take_recv(c, &c->rx_recv)) {
+		set_rnr_waiting(c, false);
+		c->stalled = false;
+		c->rx_has_recv = true;
+		return true;
+	}
+	long long now = pmrep_now_ms();
+	if (!c->stalled) {
+		c->stalled = true;
+		c->stall_deadline = now + c->peer_rnr_ms;
+		return false;
+	}
+	if (now < c->stall_deadline)
+		return false;
+	PMREP_LOG_ERR("no receive posted for %u ms: the peer's %s fails (RNR)",
+			c->peer_rnr_ms, f->type == TCP_WIRE_SEND ? "send" :
+			"write with immediate");
+	set_rnr_waiting(c, false);
+	c->stalled = false;
+	nak(c, f->seq, IBV_WC_RNR_RETRY_EXC_ERR);
+	return false;
+}
+
+static int
+persist_default(void *ptr, uint64_t len)
+{
+	static long page;
+	if (page == 0)
+		page = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)ptr & ~(uintptr_t)(page - 1);
+	uintptr_t end = (uintptr_t)ptr + len;
+	return msync((void *)start, end - start, MS_SYNC);
+}
+
+/* a request from the peer: validate it against our MRs and start it */
+static enum hdr_result
+on_request(struct tcp_conn *c, const struct tcp_frame *f)
+{
+	struct tcp_peer *p = tcp_peer(c->base.peer);
+	if (f->seq != c->rx_expect) {
+		protocol_error(c, "request out of sequence");
+		return HDR_DEAD;
+	}
+	struct tcp_mr *mr = NULL;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	uint8_t *addr = NULL;
+
+	switch (f->type) {
+	case TCP_WIRE_WRITE:
+		mr = tcp_mr_find(p, f->rkey);
+		st = tcp_mr_check(mr ? &mr->base : NULL, f->raddr,
+				f->payload_len, PMREP_MR_USAGE_WRITE_DST);
+		if (st != IBV_WC_SUCCESS)
+			break;
+		if ((f->flags & TCP_WIRE_F_IMM) && !c->rx_has_recv &&
+				!need_recv(c, f))
+			return c->qp_error ? HDR_GO : HDR_STALL;
+		c->rx_dst = (uint8_t *)mr->base.ptr + (f->raddr - mr->base.raddr);
+		c->rx_key = mr->base.rkey;
+		break;
+	case TCP_WIRE_READ:
+		mr = tcp_mr_find(p, f->rkey);
+		st = tcp_mr_check(mr ? &mr->base : NULL, f->raddr, f->len,
+				PMREP_MR_USAGE_READ_SRC);
+		if (st != IBV_WC_SUCCESS)
+			break;
+		struct tcp_resp r = { .type = TCP_WIRE_READ_RESP,
+			.seq = f->seq, .key = mr->base.rkey, .len = f->len,
+			.ptr = (uint8_t *)mr->base.ptr +
+				(f->raddr - mr->base.raddr) };
+		if (!resp_push(c, &r))
+			return HDR_DEAD;
+		break;
+	case TCP_WIRE_ATOMIC_WRITE:
+		mr = tcp_mr_find(p, f->rkey);
+		st = tcp_mr_check(mr ? &mr->base : NULL, f->raddr, 8,
+				PMREP_MR_USAGE_WRITE_DST);
+		if (st != IBV_WC_SUCCESS)
+			break;
+		if (f->raddr % 8 != 0) {
+			st = IBV_WC_REM_INV_REQ_ERR;
+			break;
+		}
+		addr = (uint8_t *)mr->base.ptr + (f->raddr - mr->base.raddr);
+		uint64_t v;
+		memcpy(&v, f->value, 8);
+		/* all 8 bytes at once: a reader sees the old or the new value */
+		__atomic_store_n((uint64_t *)(void *)addr, v, __ATOMIC_RELEASE);
+		ack(c, f->seq);
+		break;
+	case TCP_WIRE_FLUSH: {
+		int usage = f->flush_type == PMREP_FLUSH_TYPE_PERSISTENT ?
+			PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT :
+			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
+		mr = tcp_mr_find(p, f->rkey);
+		st = tcp_mr_check(mr ? &mr->base : NULL, f->raddr, f->len,
+				usage);
+		if (st != IBV_WC_SUCCESS)
+			break;
+		/* every earlier write of this conn is in memory already: they
+		 * were applied in order before this frame was read */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (f->flush_type == PMREP_FLUSH_TYPE_PERSISTENT) {
+			addr = (uint8_t *)mr->base.ptr +
+				(f->raddr - mr->base.raddr);
+			if (mr->base.persist != NULL) {
+				mr->base.persist(addr, f->len);
+			} else if (persist_default(addr, f->len) != 0) {
+				PMREP_LOG_ERR("flush: msync of %llu bytes failed: %s",
+						(unsigned long long)f->len,
+						strerror(errno));
+				st = IBV_WC_REM_OP_ERR;
+				break;
+			}
+		}
+		ack(c, f->seq);
+		break;
+	}
+	case TCP_WIRE_SEND:
+		if (!c->rx_has_recv && !need_recv(c, f))
+			return c->qp_error ? HDR_GO : HDR_STALL;
+		if (f->payload_len > c->rx_recv.len) {
+			PMREP_LOG_ERR("a %u-byte message for a %llu-byte receive",
+					f->payload_len,
+					(unsigned long long)c->rx_recv.len);
+			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
+					IBV_WC_LOC_LEN_ERR, 0, false, 0);
+			c->rx_has_recv = false;
+			st = IBV_WC_REM_INV_REQ_ERR;
+			break;
+		}
+		if (f->payload_len > 0 && tcp_mr_find(p, c->rx_recv.key) == NULL) {
+			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
+					IBV_WC_LOC_PROT_ERR, 0, false, 0);
+			c->rx_has_recv = false;
+			st = IBV_WC_REM_OP_ERR;
+			break;
+		}
+		c->rx_dst = c->rx_recv.ptr;
+		c->rx_key = c->rx_recv.key;
+		break;
+	}
+	if (c->qp_error)	/* an RNR failure above */
+		return HDR_GO;
+	if (st != IBV_WC_SUCCESS) {
+		c->rx_dst = NULL;
+		nak(c, f->seq, st);
+	}
+	return HDR_GO;
+}
+
+/* a response to one of our requests */
+static enum hdr_result
+on_response(struct tcp_conn *c, const struct tcp_frame *f)
+{
+	if (!sq_in_flight(c, f->seq)) {
+		if (f->type == TCP_WIRE_ACK && (int32_t)(f->seq - c->sq_head) < 0)
+			return HDR_GO;	/* about requests completed already */
+		protocol_error(c, "response to no request in flight");
+		return HDR_DEAD;
+	}
+	struct tcp_wr *wr = sq_wr(c, f->seq);
+	switch (f->type) {
+	case TCP_WIRE_ACK:
+		acked_through(c, f->seq);
+		break;
+	case TCP_WIRE_READ_RESP:
+		if (wr->type != TCP_WIRE_READ || wr->done ||
+				f->payload_len != wr->len) {
+			protocol_error(c, "read response does not match its read");
+			return HDR_DEAD;
+		}
+		acked_through(c, f->seq - 1);	/* applied in order */
+		if (tcp_mr_find(tcp_peer(c->base.peer), wr->lkey) == NULL) {
+			PMREP_LOG_ERR("read: the destination MR was deregistered with the read in flight");
+			finish(c, PMREP_CONN_LOST);
+			return HDR_DEAD;
+		}
+		c->rx_dst = wr->lptr;
+		c->rx_key = wr->lkey;
+		break;
+	case TCP_WIRE_NAK:
+		PMREP_LOG_ERR("the target failed request %u: %s", f->seq,
+				ibv_wc_status_str((enum ibv_wc_status)f->status));
+		wr->status = (enum ibv_wc_status)f->status;
+		wr->done = true;
+		acked_through(c, f->seq);
+		sq_complete(c);
+		enter_error(c, IBV_WC_WR_FLUSH_ERR);
+		break;
+	}
+	return HDR_GO;
+}
+
+static void
+on_disconnect(struct tcp_conn *c)
+{
+	if (c->state == TCP_CONN_CLOSING) {
+		finish(c, PMREP_CONN_CLOSED);
+		return;
+	}
+	/* the peer closes: answer in kind (best effort) and end */
+	enter_error(c, IBV_WC_WR_FLUSH_ERR);
+	c->state = TCP_CONN_CLOSING;
+	c->disconnect_queued = true;
+	c->closing_deadline = pmrep_now_ms() + c->base.cfg.timeout_ms;
+	c->close_when_sent = true;
+}
+
+static enum hdr_result
+on_header(struct tcp_conn *c, const struct tcp_frame *f)
+{
+	c->rx_dst = NULL;
+	c->rx_ignore = false;
+	c->rx_status = IBV_WC_SUCCESS;
+	if (f->type == TCP_WIRE_DISCONNECT) {
+		on_disconnect(c);
+		return c->state == TCP_CONN_DEAD ? HDR_DEAD : HDR_GO;
+	}
+	if (c->qp_error || c->state != TCP_CONN_OPEN) {
+		if (c->state == TCP_CONN_CONNECTING) {
+			protocol_error(c, "frame before the handshake finished");
+			return HDR_DEAD;
+		}
+		c->rx_ignore = true;	/* parsed and dropped */
+		return HDR_GO;
+	}
+	switch (f->type) {
+	case TCP_WIRE_WRITE:
+	case TCP_WIRE_READ:
+	case TCP_WIRE_ATOMIC_WRITE:
+	case TCP_WIRE_FLUSH:
+	case TCP_WIRE_SEND:
+		return on_request(c, f);
+	case TCP_WIRE_ACK:
+	case TCP_WIRE_READ_RESP:
+	case TCP_WIRE_NAK:
+		return on_response(c, f);
+	default:
+		protocol_error(c, "handshake frame on an open connection");
+		return HDR_DEAD;
+	}
+}
+
+/* the whole frame (header and payload) has arrived */
+static void
+on_frame_done(struct tcp_conn *c)
+{
+	const struct tcp_frame *f = &c->rxf;
+	bool request = f->type >= TCP_WIRE_WRITE && f->type <= TCP_WIRE_SEND;
+	if (request)
+		c->rx_expect++;
+	if (c->rx_ignore || c->qp_error)
+		return;
+
+	switch (f->type) {
+	case TCP_WIRE_WRITE:
+		if (c->rx_status != IBV_WC_SUCCESS) {
+			nak(c, f->seq, c->rx_status);	/* MR gone meanwhile */
+			return;
+		}
+		ack(c, f->seq);
+		if (f->flags & TCP_WIRE_F_IMM) {
+			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV_RDMA_WITH_IMM,
+					IBV_WC_SUCCESS, f->payload_len, true,
+					f->imm);
+			c->rx_has_recv = false;
+		}
+		break;
+	case TCP_WIRE_SEND:
+		if (c->rx_status != IBV_WC_SUCCESS) {
+			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
+					IBV_WC_LOC_PROT_ERR, 0, false, 0);
+			c->rx_has_recv = false;
+			nak(c, f->seq, IBV_WC_REM_OP_ERR);
+			return;
+		}
+		ack(c, f->seq);
+		cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, IBV_WC_SUCCESS,
+				f->payload_len, (f->flags & TCP_WIRE_F_IMM) != 0,
+				f->imm);
+		c->rx_has_recv = false;
+		break;
+	case TCP_WIRE_READ_RESP: {
+		if (c->rx_status != IBV_WC_SUCCESS) {
+			PMREP_LOG_ERR("read: the destination MR was deregistered with the read in flight");
+			finish(c, PMREP_CONN_LOST);
+			return;
+		}
+		struct tcp_wr *wr = sq_wr(c, f->seq);
+		wr->done = true;
+		wr->status = IBV_WC_SUCCESS;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* recv into buf; > 0 bytes, 0 would block, -1 the socket ended (handled) */
+static ssize_t
+rx_recv(struct tcp_conn *c, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = recv(c->sock, buf, len, 0);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		sock_ended(c, n < 0 ? errno : 0);
+		return -1;
+	}
+}
+
+/* fill the receive buffer; > 0 got bytes, 0 would block, -1 ended */
+static ssize_t
+rx_fill(struct tcp_conn *c)
+{
+	if (c->rx_start == c->rx_end) {
+		c->rx_start = c->rx_end = 0;
+	} else if (c->rx_start > 0) {
+		memmove(c->rxbuf, c->rxbuf + c->rx_start,
+				c->rx_end - c->rx_start);
+		c->rx_end -= c->rx_start;
+		c->rx_start = 0;
+	}
+	ssize_t n = rx_recv(c, c->rxbuf + c->rx_end, TCP_RX_BUF_SIZE - c->rx_end);
+	if (n > 0)
+		c->rx_end += (size_t)n;
+	return n;
+}
+
+/* take and apply everything that has arrived (caller holds mem_lock) */
+static void
+rx_progress(struct tcp_conn *c)
+{
+	int calls = 0;
+	while (c->sock >= 0 && calls < RX_ITER_MAX) {
+		if (c->rx_in_payload) {
+			size_t have = c->rx_end - c->rx_start;
+			if (have > 0) {
+				size_t k = have < c->rx_left ? have :
+					(size_t)c->rx_left;
+				if (c->rx_dst) {
+					memcpy(c->rx_dst, c->rxbuf + c->rx_start, k);
+					c->rx_dst += k;
+				}
+				c->rx_start += k;
+				c->rx_left -= k;
+			} else if (c->rx_dst && c->rx_left >= TCP_RX_DIRECT_MIN) {
+				/* a large rest goes straight to its place */
+				ssize_t n = rx_recv(c, c->rx_dst, c->rx_left);
+				calls++;
+				if (n <= 0)
+					return;
+				c->rx_dst += n;
+				c->rx_left -= (uint64_t)n;
+			} else {
+				ssize_t n = rx_fill(c);
+				calls++;
+				if (n <= 0)
+					return;
+			}
+			if (c->rx_left == 0) {
+				c->rx_in_payload = false;
+				on_frame_done(c);
+			}
+			continue;
+		}
+
+		int r = tcp_wire_decode(c->rxbuf + c->rx_start,
+				c->rx_end - c->rx_start, &c->rxf);
+		if (r == TCP_WIRE_MALFORMED) {
+			protocol_error(c, "malformed frame");
+			return;
+		}
+		if (r == TCP_WIRE_NEED_MORE) {
+			ssize_t n = rx_fill(c);
+			calls++;
+			if (n <= 0)
+				return;
+			continue;
+		}
+		enum hdr_result h = on_header(c, &c->rxf);
+		if (h == HDR_DEAD)
+			return;
+		if (h == HDR_STALL)
+			return;		/* header stays; retried later */
+		c->rx_start += (size_t)r;
+		if (c->rxf.payload_len > 0) {
+			c->rx_in_payload = true;
+			c->rx_left = c->rxf.payload_len;
+		} else {
+			on_frame_done(c);
+		}
+	}
+}
+
+/* ------------------------------------------------------------- transmit */
+
+static struct tcp_txf *
+tx_add(struct tcp_conn *c, const struct tcp_frame *f)
+{
+	struct tcp_txf *t = &c->tx[(c->tx_first + c->tx_count++) % TCP_TX_FRAMES];
+	memset(t, 0, sizeof(*t));
+	t->hdr_len = (uint8_t)tcp_wire_encode(f, t->hdr);
+	return t;
+}
+
+/* a request from the send queue as a frame; false: could not (conn ended) */
+static bool
+tx_request(struct tcp_conn *c, uint32_t seq, uint64_t *bytes)
+{
+	struct tcp_wr *wr = sq_wr(c, seq);
+	struct tcp_frame f;
+	memset(&f, 0, sizeof(f));
+	f.type = wr->type;
+	f.seq = seq;
+	f.rkey = wr->rkey;
+	f.raddr = wr->raddr;
+	bool payload = false;
+	switch (wr->type) {
+	case TCP_WIRE_WRITE:
+	case TCP_WIRE_SEND:
+		if (wr->with_imm) {
+			f.flags = TCP_WIRE_F_IMM;
+			f.imm = wr->imm;
+		}
+		f.payload_len = (uint32_t)wr->len;
+		payload = wr->len > 0;
+		break;
+	case TCP_WIRE_READ:
+		f.len = wr->len;
+		break;
+	case TCP_WIRE_ATOMIC_WRITE:
+		memcpy(f.value, wr->value, 8);
+		break;
+	case TCP_WIRE_FLUSH:
+		f.len = wr->len;
+		f.flush_type = wr->flush_type;
+		break;
+	}
+	if (payload && tcp_mr_find(tcp_peer(c->base.peer), wr->lkey) == NULL) {
+		PMREP_LOG_ERR("a source MR was deregistered with a request posted");
+		finish(c, PMREP_CONN_LOST);
+		return false;
+	}
+	struct tcp_txf *t = tx_add(c, &f);
+	if (payload) {
+		t->key = wr->lkey;
+		t->payload = wr->lptr;
+		t->payload_len = wr->len;
+		*bytes += wr->len;
+	}
+	return true;
+}
+
+/* queue frames into the transmit batch, in protocol order */
+static void
+tx_fill(struct tcp_conn *c)
+{
+	uint64_t bytes = 0;
+	uint32_t tail = sq_tail(c);
+	while (c->tx_count < TCP_TX_FRAMES && bytes < TCP_TX_BATCH_BYTES &&
+			c->sock >= 0) {
+		struct tcp_frame f;
+		memset(&f, 0, sizeof(f));
+		if (c->accept_queued) {
+			c->accept_queued = false;
+			f.type = TCP_WIRE_ACCEPT;
+			f.version = TCP_WIRE_VERSION;
+			f.rnr_ms = (uint32_t)c->base.cfg.timeout_ms;
+			f.payload_len = c->my_pdata_len;
+			struct tcp_txf *t = tx_add(c, &f);
+			t->payload = c->my_pdata;
+			t->payload_len = c->my_pdata_len;
+		} else if (c->ack_dirty) {
+			c->ack_dirty = false;
+			f.type = TCP_WIRE_ACK;
+			f.seq = c->ack_seq;
+			tx_add(c, &f);
+		} else if (c->resp_count > 0) {
+			struct tcp_resp *r = &c->resp[c->resp_head];
+			c->resp_head = (c->resp_head + 1) % c->resp_cap;
+			c->resp_count--;
+			f.type = r->type;
+			f.seq = r->seq;
+			f.status = r->status;
+			if (r->type == TCP_WIRE_READ_RESP &&
+					tcp_mr_find(tcp_peer(c->base.peer),
+						r->key) == NULL) {
+				/* deregistered before we got to send it */
+				f.type = TCP_WIRE_NAK;
+				f.status = IBV_WC_REM_ACCESS_ERR;
+				tx_add(c, &f);
+				enter_error(c, IBV_WC_WR_FLUSH_ERR);
+				continue;
+			}
+			if (r->type == TCP_WIRE_READ_RESP)
+				f.payload_len = (uint32_t)r->len;
+			struct tcp_txf *t = tx_add(c, &f);
+			if (r->type == TCP_WIRE_READ_RESP && r->len > 0) {
+				t->key = r->key;
+				t->payload = r->ptr;
+				t->payload_len = r->len;
+				bytes += r->len;
+			}
+		} else if (!c->qp_error && c->state == TCP_CONN_OPEN &&
+				c->sq_tx != tail) {
+			if (!tx_request(c, c->sq_tx, &bytes))
+				return;
+			c->sq_tx++;
+		} else if (c->disconnect_queued) {
+			c->disconnect_queued = false;
+			f.type = TCP_WIRE_DISCONNECT;
+			tx_add(c, &f);
+		} else {
+			break;
+		}
+	}
+}
+
+static void
+tx_frame_sent(struct tcp_conn *c, struct tcp_txf *t)
+{
+	if (t->hdr[0] == TCP_WIRE_ACCEPT && c->state == TCP_CONN_CONNECTING) {
+		c->state = TCP_CONN_OPEN;
+		push_event(c, PMREP_CONN_ESTABLISHED);
+	}
+	free(t->owned);
+	t->owned = NULL;
+	c->tx_first = (c->tx_first + 1) % TCP_TX_FRAMES;
+	c->tx_count--;
+}
+
+static void
+tx_advance(struct tcp_conn *c, size_t n)
+{
+	while (c->tx_count > 0) {
+		struct tcp_txf *t = &c->tx[c->tx_first];
+		size_t h = (size_t)(t->hdr_len - t->hoff);
+		size_t k = h < n ? h : n;
+		t->hoff = (uint8_t)(t->hoff + k);
+		n -= k;
+		uint64_t p = t->payload_len - t->poff;
+		k = p < n ? (size_t)p : n;
+		t->poff += k;
+		n -= k;
+		if (t->hoff < t->hdr_len || t->poff < t->payload_len)
+			return;
+		tx_frame_sent(c, t);
+	}
+}
+
+/* send what can be sent without blocking (caller holds mem_lock) */
+static void
+tx_progress(struct tcp_conn *c)
+{
+	for (int calls = 0; calls < TX_ITER_MAX && c->sock >= 0; calls++) {
+		if (c->mem_lost) {
+			PMREP_LOG_ERR("out of memory saving a deregistered MR's bytes in flight");
+			finish(c, PMREP_CONN_LOST);
+			return;
+		}
+		tx_fill(c);
+		if (c->tx_count == 0 || c->sock < 0) {
+			c->tx_blocked = false;
+			break;
+		}
+		struct iovec iov[2 * TCP_TX_FRAMES];
+		int k = 0;
+		for (unsigned i = 0; i < c->tx_count; i++) {
+			struct tcp_txf *t = &c->tx[(c->tx_first + i) % TCP_TX_FRAMES];
+			if (t->hoff < t->hdr_len) {
+				iov[k].iov_base = t->hdr + t->hoff;
+				iov[k++].iov_len = (size_t)(t->hdr_len - t->hoff);
+			}
+			if (t->poff < t->payload_len) {
+				iov[k].iov_base = t->payload + t->poff;
+				iov[k++].iov_len = (size_t)(t->payload_len - t->poff);
+			}
+		}
+		struct msghdr msg;
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = iov;
+		msg.msg_iovlen = (size_t)k;
+		ssize_t n = sendmsg(c->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				c->tx_blocked = true;
+				return;
+			}
+			sock_ended(c, errno);
+			return;
+		}
+		tx_advance(c, (size_t)n);
+		c->tx_blocked = c->tx_count > 0;
+	}
+	if (c->close_when_sent && c->tx_count == 0 &&
+			!c->disconnect_queued && c->sock >= 0)
+		finish(c, PMREP_CONN_CLOSED);	/* our DISCONNECT answer is out */
+}
+
+void
+tcp_progress_forget_mr(struct tcp_conn *c, const struct tcp_mr *mr)
+{
+	uint32_t key = mr->base.rkey;
+	for (unsigned i = 0; i < c->tx_count; i++) {
+		struct tcp_txf *t = &c->tx[(c->tx_first + i) % TCP_TX_FRAMES];
+		if (t->key != key)
+			continue;
+		/* the frame is committed to the stream: send a snapshot of
+		 * what is left, as if it had been read before the dereg */
+		uint64_t rest = t->payload_len - t->poff;
+		uint8_t *copy = rest ? malloc(rest) : NULL;
+		if (rest && copy == NULL) {
+			c->mem_lost = true;
+			t->payload = NULL;
+			t->payload_len = t->poff;
+			t->key = 0;
+			continue;
+		}
+		if (rest)
+			memcpy(copy, t->payload + t->poff, rest);
+		t->payload = copy;
+		t->payload_len = rest;
+		t->poff = 0;
+		t->owned = copy;
+		t->key = 0;
+	}
+	if (c->rx_in_payload && c->rx_dst != NULL && c->rx_key == key) {
+		c->rx_dst = NULL;
+		c->rx_status = IBV_WC_REM_ACCESS_ERR;
+	}
+}
+
+/* ------------------------------------------------------------- connect */
+
+/* drain the doorbell: true when delete asks us to return; *disconnect
+ * when the app asked for a disconnect since the last look */
+static bool
+doorbell(struct tcp_conn *c, bool *disconnect)
+{
+	tcp_eventfd_drain(c->wake_fd);
+	pthread_mutex_lock(&c->lock);
+	c->kicked = false;
+	bool stop = c->stop;
+	*disconnect = *disconnect || c->disconnect_req;
+	c->disconnect_req = false;
+	pthread_mutex_unlock(&c->lock);
+	return stop;
+}
+
+enum wait_result { WAIT_READY, WAIT_TIMEOUT, WAIT_STOP };
+
+/* wait for `events` on fd (fd < 0: only for the deadline) or a stop */
+static enum wait_result
+wait_fd(struct tcp_conn *c, int fd, short events, long long deadline,
+		bool *disconnect)
+{
+	for (;;) {
+		if (doorbell(c, disconnect) || *disconnect)
+			return WAIT_STOP;
+		long long left = deadline - pmrep_now_ms();
+		if (left <= 0)
+			return WAIT_TIMEOUT;
+		struct pollfd p[2] = {
+			{ .fd = c->wake_fd, .events = POLLIN },
+			{ .fd = fd, .events = events },
+		};
+		int r = poll(p, fd >= 0 ? 2 : 1, (int)left);
+		if (r > 0 && fd >= 0 && p[1].revents)
+			return WAIT_READY;
+	}
+}
+
+enum attempt { ATT_OK, ATT_RETRY, ATT_REJECTED, ATT_STOP };
+
+/* one TCP connect + HELLO / ACCEPT exchange, bounded by `end` */
+static enum attempt
+connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
+{
+	int s = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+			SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		*why = errno;
+		return ATT_RETRY;
+	}
+	enum attempt res = ATT_RETRY;
+	if (connect(s, (struct sockaddr *)&c->addr, c->addrlen) != 0) {
+		if (errno != EINPROGRESS) {
+			*why = errno;
+			goto out_close;
+		}
+		enum wait_result w = wait_fd(c, s, POLLOUT, end, disc);
+		if (w != WAIT_READY) {
+			*why = ETIMEDOUT;
+			res = w == WAIT_STOP ? ATT_STOP : ATT_RETRY;
+			goto out_close;
+		}
+		int err = 0;
+		socklen_t len = sizeof(err);
+		if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+			err = errno;
+		if (err) {
+			*why = err;
+			goto out_close;
+		}
+	}
+	tcp_sock_tune(s);
+
+	uint8_t hello[TCP_WIRE_HDR_MAX + TCP_WIRE_HELLO_PDATA_MAX];
+	struct tcp_frame f;
+	memset(&f, 0, sizeof(f));
+	f.type = TCP_WIRE_HELLO;
+	f.magic = TCP_WIRE_MAGIC;
+	f.version = TCP_WIRE_VERSION;
+	f.rnr_ms = (uint32_t)c->base.cfg.timeout_ms;
+	f.payload_len = c->my_pdata_len;
+	size_t n = tcp_wire_encode(&f, hello);
+	memcpy(hello + n, c->my_pdata, c->my_pdata_len);
+	int r = tcp_sock_write_all(s, hello, n + c->my_pdata_len, end);
+	if (r) {
+		*why = -r;
+		goto out_close;
+	}
+
+	/* the reply; frames the passive side sends right after ACCEPT stay
+	 * in the receive buffer for the main loop */
+	c->rx_start = c->rx_end = 0;
+	for (;;) {
+		int h = tcp_wire_decode(c->rxbuf, c->rx_end, &f);
+		if (h == TCP_WIRE_MALFORMED || (h > 0 &&
+				f.type != TCP_WIRE_ACCEPT &&
+				f.type != TCP_WIRE_REJECT)) {
+			PMREP_LOG_WARN("connect: the listener does not speak pmrep tcp");
+			*why = EPROTO;
+			goto out_close;
+		}
+		if (h > 0 && f.type == TCP_WIRE_REJECT) {
+			*why = ECONNREFUSED;
+			if (f.status == TCP_WIRE_REJ_NOT_LISTENING)
+				goto out_close;
+			PMREP_LOG_ERR("connect: rejected by the passive side (%s)",
+					f.status == TCP_WIRE_REJ_APP ?
+					"by the application" :
+					f.status == TCP_WIRE_REJ_VERSION ?
+					"protocol version" : "malformed HELLO");
+			res = ATT_REJECTED;
+			goto out_close;
+		}
+		if (h > 0 && c->rx_end >= (size_t)h + f.payload_len) {
+			if (f.version != TCP_WIRE_VERSION) {
+				PMREP_LOG_ERR("connect: accepted with protocol version %u",
+						f.version);
+				res = ATT_REJECTED;
+				goto out_close;
+			}
+			c->base.pdata_len = (uint8_t)f.payload_len;
+			memcpy(c->base.pdata, c->rxbuf + h, f.payload_len);
+			c->peer_rnr_ms = f.rnr_ms;
+			c->rx_start = (size_t)h + f.payload_len;
+			c->sock = s;
+			return ATT_OK;
+		}
+		ssize_t got = recv(s, c->rxbuf + c->rx_end,
+				TCP_RX_BUF_SIZE - c->rx_end, 0);
+		if (got > 0) {
+			c->rx_end += (size_t)got;
+			continue;
+		}
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+			*why = got == 0 ? ECONNRESET : errno;
+			goto out_close;
+		}
+		enum wait_result w = wait_fd(c, s, POLLIN, end, disc);
+		if (w != WAIT_READY) {
+			*why = ETIMEDOUT;
+			res = w == WAIT_STOP ? ATT_STOP : ATT_RETRY;
+			goto out_close;
+		}
+	}
+
+out_close:
+	close(s);
+	c->rx_start = c->rx_end = 0;
+	return res;
+}
+
+/*
+ * Connect with retries: refused, reset, unanswered attempts are retried
+ * up to cfg.connect_retries more times, waiting retry_backoff_ms doubled
+ * each time (capped at 2 s). The whole connect, retries included, takes at
+ * most timeout_ms * max(1, connect_retries); each attempt at most
+ * timeout_ms. Returns the event to report, or UNDEFINED when stopped.
+ */
+static enum pmrep_conn_event
+connect_phase(struct tcp_conn *c)
+{
+	const struct pmrep_conn_cfg *cfg = &c->base.cfg;
+	unsigned left = cfg->connect_retries;
+	long long start = pmrep_now_ms();
+	long long budget_end = start + (long long)cfg->timeout_ms *
+		(left > 1 ? left : 1);
+	long long backoff = cfg->retry_backoff_ms;
+	int why = 0;
+	bool disc = false;
+
+	for (;;) {
+		long long now = pmrep_now_ms();
+		long long end = now + cfg->timeout_ms;
+		if (end > budget_end)
+			end = budget_end;
+		switch (connect_attempt(c, end, &why, &disc)) {
+		case ATT_OK:
+			return PMREP_CONN_ESTABLISHED;
+		case ATT_REJECTED:
+			return PMREP_CONN_REJECTED;
+		case ATT_STOP:
+			return disc ? PMREP_CONN_CLOSED : PMREP_CONN_UNDEFINED;
+		case ATT_RETRY:
+			break;
+		}
+		now = pmrep_now_ms();
+		if (left == 0 || now >= budget_end)
+			break;
+		left--;
+		long long wake = now + backoff;
+		if (wake > budget_end)
+			wake = budget_end;
+		if (wait_fd(c, -1, 0, wake, &disc) == WAIT_STOP)
+			return disc ? PMREP_CONN_CLOSED : PMREP_CONN_UNDEFINED;
+		if (pmrep_now_ms() >= budget_end)
+			break;
+		backoff = backoff * 2 > TCP_BACKOFF_CAP_MS ? TCP_BACKOFF_CAP_MS :
+			backoff * 2;
+	}
+	PMREP_LOG_ERR("connect: unreachable after %u attempt(s) in %lld ms: %s",
+			cfg->connect_retries - left + 1, pmrep_now_ms() - start,
+			strerror(why));
+	return PMREP_CONN_UNREACHABLE;
+}
+
+/* ----------------------------------------------------------- main loop */
+
+static void
+begin_disconnect(struct tcp_conn *c)
+{
+	if (c->state == TCP_CONN_DEAD || c->state == TCP_CONN_CLOSING)
+		return;
+	enter_error(c, IBV_WC_WR_FLUSH_ERR);
+	c->resp_count = 0;
+	c->ack_dirty = false;
+	c->state = TCP_CONN_CLOSING;
+	c->disconnect_queued = true;
+	c->closing_deadline = pmrep_now_ms() + c->base.cfg.timeout_ms;
+}
+
+/* delete: say goodbye if the stream allows it, then let go of the socket */
+static void
+shutdown_socket(struct tcp_conn *c)
+{
+	if (c->sock < 0)
+		return;
+	bool mid_frame = c->tx_count > 0 && (c->tx[c->tx_first].hoff > 0);
+	if (c->state == TCP_CONN_OPEN && !mid_frame) {
+		struct tcp_frame f;
+		memset(&f, 0, sizeof(f));
+		f.type = TCP_WIRE_DISCONNECT;
+		uint8_t hdr[TCP_WIRE_HDR_MAX];
+		size_t n = tcp_wire_encode(&f, hdr);
+		ssize_t r = send(c->sock, hdr, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void) r;
+	}
+	/* unread input would turn our FIN into a RST */
+	uint8_t sink[4096];
+	for (int i = 0; i < 64; i++)
+		if (recv(c->sock, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+			break;
+	close_socket(c);
+}
+
+void *
+tcp_progress_main(void *arg)
+{
+	struct tcp_conn *c = arg;
+	struct tcp_peer *p = tcp_peer(c->base.peer);
+
+	if (c->active) {
+		enum pmrep_conn_event ev = connect_phase(c);
+		if (ev == PMREP_CONN_ESTABLISHED) {
+			c->state = TCP_CONN_OPEN;
+			push_event(c, ev);
+		} else if (ev != PMREP_CONN_UNDEFINED) {
+			finish(c, ev);
+		}
+	} else {
+		tcp_sock_tune(c->sock);
+		c->accept_queued = true;
+	}
+
+	for (;;) {
+		bool disc = false;
+		if (doorbell(c, &disc))
+			break;
+		if (disc)
+			begin_disconnect(c);
+		if (c->qp_error)
+			flush_all(c, IBV_WC_WR_FLUSH_ERR);	/* late posts */
+
+		pthread_rwlock_rdlock(&p->mem_lock);
+		if (c->sock >= 0)
+			rx_progress(c);
+		sq_complete(c);
+		if (c->sock >= 0)
+			tx_progress(c);
+		pthread_rwlock_unlock(&p->mem_lock);
+		cqes_flush(c);
+
+		long long now = pmrep_now_ms();
+		if (c->state == TCP_CONN_CLOSING && now >= c->closing_deadline)
+			finish(c, PMREP_CONN_CLOSED);
+
+		long long deadline = -1;
+		if (c->stalled)
+			deadline = c->stall_deadline;
+		if (c->state == TCP_CONN_CLOSING && (deadline < 0 ||
+				c->closing_deadline < deadline))
+			deadline = c->closing_deadline;
+		int timeout = -1;
+		if (deadline >= 0)
+			timeout = deadline > now ? (int)(deadline - now) : 0;
+
+		struct pollfd pfd[2] = {
+			{ .fd = c->wake_fd, .events = POLLIN },
+			{ .fd = c->sock, .events = 0 },
+		};
+		if (c->sock >= 0) {
+			if (!c->stalled)
+				pfd[1].events |= POLLIN;
+			if (c->tx_blocked)
+				pfd[1].events |= POLLOUT;
+		}
+		(void) poll(pfd, c->sock >= 0 ? 2 : 1, timeout);
+	}
+
+	shutdown_socket(c);
+	c->state = TCP_CONN_DEAD;
+	enter_error(c, IBV_WC_WR_FLUSH_ERR);
+	flush_all(c, IBV_WC_WR_FLUSH_ERR);
+	cqes_flush(c);
+	return NULL;
+}

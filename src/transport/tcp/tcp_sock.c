@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tcp_sock.c -- socket helpers of the tcp provider: address resolution,
+ * the options every connected socket gets, and a bounded write.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+
+#include "tcp.h"
+#include "transport/common.h"
+
+int
+tcp_sock_resolve(const char *addr, const char *port, bool passive,
+		struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct addrinfo hints;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV |
+		(passive ? AI_PASSIVE : 0);
+	struct addrinfo *res = NULL;
+	int r = getaddrinfo(addr, port, &hints, &res);
+	if (r == EAI_NONAME) {
+		/* a host name: the resolver's own limits apply */
+		hints.ai_flags &= ~AI_NUMERICHOST;
+		r = getaddrinfo(addr, port, &hints, &res);
+	}
+	if (r != 0) {
+		PMREP_LOG_ERR("cannot resolve %s:%s: %s", addr, port,
+				gai_strerror(r));
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static void
+set_int(int fd, int level, int name, int val, const char *what)
+{
+	if (setsockopt(fd, level, name, &val, sizeof(val)) != 0)
+		PMREP_LOG_WARN("setsockopt(%s): %s", what, strerror(errno));
+}
+
+void
+tcp_sock_tune(int fd)
+{
+	/* small frames go out at once; batching is done above the socket */
+	set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
+	/* a peer that vanished without RST / FIN is noticed in seconds */
+	set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE");
+	set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, TCP_KA_IDLE_S, "TCP_KEEPIDLE");
+	set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, TCP_KA_INTVL_S, "TCP_KEEPINTVL");
+	set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, TCP_KA_COUNT, "TCP_KEEPCNT");
+	/* ... and so is one that stopped acknowledging what we sent */
+	set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, TCP_UNACKED_MAX_MS,
+			"TCP_USER_TIMEOUT");
+}
+
+int
+tcp_sock_write_all(int fd, const void *buf, size_t len, long long deadline_ms)
+{
+	const uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		long long left = deadline_ms - pmrep_now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
