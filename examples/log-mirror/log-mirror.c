@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * log-mirror -- an append-only log of checksummed records in a pmem file,
+ * mirrored to a replica target. A record is acknowledged ("acked N") only
+ * after pmrep_mirror_persist returned success for it and for the log's
+ * tail pointer; on a replica failure the program keeps the record
+ * unacknowledged and reconnects (with resync) until the replica is back.
+ * On start it recovers: walks the records up to the tail and verifies each
+ * checksum.
+ *
+ * File layout (little-endian): 4096-byte log header, then records.
+ *   header: 0 "PMLOGMIR"  8 u32 version (1)  12 u32 reserved
+ *           16 uuid[16] (the replica set)  32 u64 generation
+ *           40 u64 tail (bytes of records committed after the header)
+ *           48 u64 checksum of bytes 0..47 (FNV-1a)
+ *   record: 0 u32 payload length  4 u32 reserved  8 u64 sequence number
+ *           16 u64 checksum (FNV-1a of length, sequence, payload)
+ *           24 payload, padded to 8 bytes
+ *
+ * usage:
+ *   log-mirror --file PATH --size BYTES --replica ADDR:PORT --key-file FILE
+ *              [--append N] [--payload BYTES] [--delay-ms MS] [--wait-s S]
+ *   log-mirror --file PATH --verify          (recover and verify, no mirror)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+
+#define HDR_SIZE 4096
+#define REC_HDR 24
+static const char magic[8] = { 'P', 'M', 'L', 'O', 'G', 'M', 'I', 'R' };
+
+struct log {
+	struct pmrep_pmem *pmem;
+	uint8_t *base;
+	size_t size;
+	pmrep_pmem_persist_fn *persist;
+	uint64_t tail;		/* bytes of records after the header */
+	uint64_t next_seq;
+};
+
+static uint64_t
+fnv(const void *p, size_t len, uint64_t h)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+#define FNV0 0xcbf29ce484222325ull
+
+static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static uint64_t get64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = (v << 8) | p[i]; return v; }
+static uint32_t get32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = (v << 8) | p[i]; return v; }
+
+static void
+hdr_seal(struct log *l)
+{
+	put64(l->base + 40, l->tail);
+	put64(l->base + 48, fnv(l->base, 48, FNV0));
+}
+
+/* open or create the log; recover and verify every committed record */
+static int
+log_open(struct log *l, const char *path, size_t size)
+{
+	int ret = pmrep_pmem_open(path, size ? PMREP_PMEM_CREATE : 0, size,
+			PMREP_PMEM_GRANULARITY_PAGE, &l->pmem);
+	if (ret) {
+		fprintf(stderr, "log-mirror: %s: %s (%s)\n", path,
+				pmrep_err_to_str(ret), pmrep_err_msg());
+		return -1;
+	}
+	l->base = pmrep_pmem_get_address(l->pmem);
+	l->size = pmrep_pmem_get_size(l->pmem);
+	l->persist = pmrep_pmem_get_persist_fn(l->pmem);
+	if (memcmp(l->base, magic, 8) != 0) {
+		/* a new log: its own replica-set UUID, generation 1 */
+		memset(l->base, 0, HDR_SIZE);
+		memcpy(l->base, magic, 8);
+		put32(l->base + 8, 1);
+		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || read(fd, l->base + 16, 16) != 16) {
+			fprintf(stderr, "log-mirror: cannot read /dev/urandom\n");
+			return -1;
+		}
+		close(fd);
+		l->base[16] |= 1;	/* never the nil UUID */
+		put64(l->base + 32, 1);
+		l->tail = 0;
+		hdr_seal(l);
+		l->persist(l->base, HDR_SIZE);
+		printf("created log %s (%zu bytes)\n", path, l->size);
+	}
+	if (get64(l->base + 48) != fnv(l->base, 48, FNV0) || get32(l->base + 8) != 1) {
+		fprintf(stderr, "log-mirror: %s: damaged log header\n", path);
+		return -1;
+	}
+	l->tail = get64(l->base + 40);
+	if (l->tail > l->size - HDR_SIZE) {
+		fprintf(stderr, "log-mirror: tail %llu beyond the file\n",
+				(unsigned long long)l->tail);
+		return -1;
+	}
+	/* walk and verify */
+	uint64_t off = 0, n = 0;
+	while (off < l->tail) {
+		const uint8_t *r = l->base + HDR_SIZE + off;
+		uint32_t len = get32(r);
+		uint64_t seq = get64(r + 8);
+		uint64_t rec = REC_HDR + (((uint64_t)len + 7) & ~7ull);
+		if (rec > l->tail - off) {
+			fprintf(stderr, "log-mirror: record at %llu runs past the tail\n",
+					(unsigned long long)off);
+			return -1;
+		}
+		uint64_t h = fnv(r, 4, FNV0);
+		h = fnv(r + 8, 8, h);
+		h = fnv(r + REC_HDR, len, h);
+		if (h != get64(r + 16) || seq != n + 1) {
+			fprintf(stderr, "log-mirror: record %llu at %llu fails its checksum or sequence\n",
+					(unsigned long long)(n + 1), (unsigned long long)off);
+			return -1;
+		}
+		n++;
+		off += rec;
+	}
+	l->next_seq = n + 1;
+	printf("recovered %llu records (%llu bytes), all checksums verified\n",
+			(unsigned long long)n, (unsigned long long)l->tail);
+	return 0;
+}
+
+/* persist through the mirror; on failure reconnect (with resync) and try
+ * again until `wait_s` passed. Returns 0 once durable everywhere. */
+static int
+mirror_persist(struct pmrep_mirror *m, size_t off, size_t len, int wait_s)
+{
+	time_t give_up = time(NULL) + wait_s;
+	int ret = pmrep_mirror_persist(m, off, len, 2000);
+	bool reported = false;
+	while (ret != 0) {
+		struct pmrep_replica_status st;
+		pmrep_mirror_get_replica_status(m, 0, &st);
+		if (!reported) {
+			printf("persist failed (%s): replica 0 %s, %llu bytes out of sync; not acknowledged, reconnecting\n",
+					pmrep_err_to_str(ret), pmrep_replica_state_str(st.state),
+					(unsigned long long)st.lag_bytes);
+			fflush(stdout);
+			reported = true;
+		}
+		if (time(NULL) >= give_up)
+			return ret;
+		int r = pmrep_mirror_reconnect(m, 2000);
+		if (r == 0) {
+			pmrep_mirror_get_replica_status(m, 0, &st);
+			printf("replica 0 back: %s, method %s, resync #%llu, %llu bytes copied in all resyncs\n",
+					pmrep_replica_state_str(st.state),
+					pmrep_mirror_method_str(st.method),
+					(unsigned long long)st.resyncs,
+					(unsigned long long)st.resync_bytes);
+			fflush(stdout);
+			ret = pmrep_mirror_persist(m, off, len, 2000);
+		} else {
+			usleep(100000);
+		}
+	}
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "file", required_argument, NULL, 'f' },
+		{ "size", required_argument, NULL, 's' },
+		{ "replica", required_argument, NULL, 'r' },
+		{ "key-file", required_argument, NULL, 'k' },
+		{ "append", required_argument, NULL, 'n' },
+		{ "payload", required_argument, NULL, 'p' },
+		{ "delay-ms", required_argument, NULL, 'd' },
+		{ "wait-s", required_argument, NULL, 'w' },
+		{ "verify", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *file = NULL, *replica = NULL, *key_file = NULL;
+	size_t size = 0, payload = 200;
+	long append = 0, delay_ms = 0, wait_s = 30;
+	bool verify = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "f:s:r:k:n:p:d:w:V", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': file = optarg; break;
+		case 's': size = strtoull(optarg, NULL, 0); break;
+		case 'r': replica = optarg; break;
+		case 'k': key_file = optarg; break;
+		case 'n': append = atol(optarg); break;
+		case 'p': payload = strtoull(optarg, NULL, 0); break;
+		case 'd': delay_ms = atol(optarg); break;
+		case 'w': wait_s = atol(optarg); break;
+		case 'V': verify = true; break;
+		default:
+			fprintf(stderr, "usage: see the comment at the top of log-mirror.c\n");
+			return 2;
+		}
+	}
+	if (file == NULL || (!verify && (replica == NULL || key_file == NULL)) ||
+			payload == 0 || payload > 65536) {
+		fprintf(stderr, "usage: log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE [--append N] | --verify\n");
+		return 2;
+	}
+	if (getenv("PMREP_LOG_LEVEL") == NULL)
+		pmrep_log_set_threshold(PMREP_LOG_NOTICE);
+	struct log l = { 0 };
+	if (log_open(&l, file, verify ? 0 : size) != 0)
+		return 1;
+	if (verify) {
+		pmrep_pmem_close(&l.pmem);
+		return 0;
+	}
+
+	char addr[256];
+	snprintf(addr, sizeof(addr), "%s", replica);
+	char *colon = strrchr(addr, ':');
+	if (colon == NULL) {
+		fprintf(stderr, "log-mirror: --replica ADDR:PORT\n");
+		return 2;
+	}
+	*colon = '\0';
+	uint8_t key[PMREP_KEY_MAX];
+	size_t key_len;
+	struct pmrep_mirror_cfg *cfg = NULL;
+	struct pmrep_mirror *m = NULL;
+	int ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
+	if (ret == 0) ret = pmrep_mirror_cfg_new(&cfg);
+	if (ret == 0) ret = pmrep_mirror_cfg_add_replica(cfg, addr, colon + 1);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_key(cfg, key, key_len);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_uuid(cfg, l.base + 16);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, get64(l.base + 32));
+	memset(key, 0, sizeof(key));
+	if (ret == 0) ret = pmrep_mirror_new(l.pmem, cfg, &m);
+	if (ret) {
+		fprintf(stderr, "log-mirror: cannot mirror to %s: %s (%s)\n", replica,
+				pmrep_err_to_str(ret), pmrep_err_msg());
+		pmrep_mirror_cfg_delete(&cfg);
+		pmrep_pmem_close(&l.pmem);
+		return 1;
+	}
+	struct pmrep_replica_status st;
+	pmrep_mirror_get_replica_status(m, 0, &st);
+	printf("mirroring %s to %s: replica %s, method %s, %llu bytes copied at attach\n",
+			file, replica, pmrep_replica_state_str(st.state),
+			pmrep_mirror_method_str(st.method),
+			(unsigned long long)st.resync_bytes);
+	fflush(stdout);
+
+	int rc = 0;
+	for (long i = 0; i < append; i++) {
+		uint64_t rec = REC_HDR + ((payload + 7) & ~(size_t)7);
+		if (HDR_SIZE + l.tail + rec > l.size) {
+			printf("log full after %llu records\n", (unsigned long long)(l.next_seq - 1));
+			break;
+		}
+		uint64_t off = HDR_SIZE + l.tail;
+		uint8_t *r = l.base + off;
+		put32(r, (uint32_t)payload);
+		put32(r + 4, 0);
+		put64(r + 8, l.next_seq);
+		for (size_t j = 0; j < payload; j++)
+			r[REC_HDR + j] = (uint8_t)(l.next_seq * 31 + j);
+		uint64_t h = fnv(r, 4, FNV0);
+		h = fnv(r + 8, 8, h);
+		h = fnv(r + REC_HDR, payload, h);
+		put64(r + 16, h);
+		/* the record, then the tail that commits it: each durable on
+		 * both sides before the next step */
+		if (mirror_persist(m, off, rec, (int)wait_s) != 0) {
+			rc = 1;
+			break;
+		}
+		l.tail += rec;
+		hdr_seal(&l);
+		if (mirror_persist(m, 40, 16, (int)wait_s) != 0) {
+			rc = 1;
+			break;
+		}
+		if (l.next_seq % 50 == 0 || i == append - 1) {
+			printf("acked %llu\n", (unsigned long long)l.next_seq);
+			fflush(stdout);
+		}
+		l.next_seq++;
+		if (delay_ms)
+			usleep((useconds_t)delay_ms * 1000);
+	}
+	if (rc)
+		fprintf(stderr, "log-mirror: the replica did not come back in %ld s; record %llu was NOT acknowledged\n",
+				wait_s, (unsigned long long)l.next_seq);
+	pmrep_mirror_get_replica_status(m, 0, &st);
+	printf("done: %llu records acked; replica %s, lag %llu bytes, %llu resyncs, %llu bytes resynced\n",
+			(unsigned long long)(l.next_seq - 1), pmrep_replica_state_str(st.state),
+			(unsigned long long)st.lag_bytes, (unsigned long long)st.resyncs,
+			(unsigned long long)st.resync_bytes);
+	pmrep_mirror_delete(&m);
+	pmrep_mirror_cfg_delete(&cfg);
+	pmrep_pmem_close(&l.pmem);
+	return rc;
+}

@@ -1,0 +1,714 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_repl_mirror.c -- the replication layer end to end over the tcp
+ * provider on loopback: a mirror on a local pmem file, replica targets in
+ * a thread of this process or in a child process (this binary re-executed
+ * with --target, so that it can be frozen and killed). Proves: a persisted
+ * range is byte-exact in the replica file (native, GPSPM, staging); wrong
+ * key / size / UUID / generation and malformed handshakes are refused with
+ * their error codes and nothing hangs; T20: a target that stops answering
+ * or dies during a persist makes the persist fail, never succeed, and the
+ * range is resynced after the target returns; quorum keeps going on a
+ * replica loss where "all" fails.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+#include <pmrep/transport.h>
+
+#define SIZE (1u << 20)
+#define REGION 4096u
+
+static const uint8_t key[32] = "test-key-0123456789-abcdefghijkl";
+static const uint8_t uuid_a[PMREP_UUID_SIZE] = { 0xaa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static const uint8_t uuid_b[PMREP_UUID_SIZE] = { 0xbb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static char dir[128];
+static const char *self_exe;
+
+/* ------------------------------------------------ target in a thread */
+
+struct tgt {
+	struct pmrep_target *t;
+	pthread_t th;
+	atomic_bool stop;
+	char port[8];
+};
+
+static void *
+tgt_loop(void *arg)
+{
+	struct tgt *g = arg;
+	while (!atomic_load(&g->stop))
+		(void) pmrep_target_process(g->t, 20);
+	return NULL;
+}
+
+static int
+tgt_start(struct tgt *g, const char *name, uint64_t size, bool staging,
+		int timeout_ms)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	struct pmrep_target_cfg *cfg;
+	memset(g, 0, sizeof(*g));
+	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
+	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, size, true), 0);
+	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_target_cfg_set_staging(cfg, staging), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, timeout_ms), 0);
+	int ret = pmrep_target_new(cfg, &g->t);
+	pmrep_target_cfg_delete(&cfg);
+	if (ret)
+		return ret;
+	uint16_t port;
+	assert_int_equal(pmrep_target_get_port(g->t, &port), 0);
+	snprintf(g->port, sizeof(g->port), "%u", port);
+	assert_int_equal(pthread_create(&g->th, NULL, tgt_loop, g), 0);
+	return 0;
+}
+
+static void
+tgt_stop(struct tgt *g)
+{
+	if (g->t == NULL)
+		return;
+	atomic_store(&g->stop, true);
+	pthread_join(g->th, NULL);
+	assert_int_equal(pmrep_target_delete(&g->t), 0);
+}
+
+/* --------------------------------------- target in a child process */
+
+static int
+child_target_main(int argc, char *argv[])
+{
+	/* --target PATH PORT STAGING */
+	if (argc != 5)
+		return 2;
+	struct pmrep_target_cfg *cfg;
+	struct pmrep_target *t;
+	if (pmrep_target_cfg_new(&cfg) ||
+			pmrep_target_cfg_set_path(cfg, argv[2]) ||
+			pmrep_target_cfg_set_data_size(cfg, SIZE, true) ||
+			pmrep_target_cfg_set_address(cfg, "127.0.0.1", argv[3]) ||
+			pmrep_target_cfg_set_key(cfg, key, sizeof(key)) ||
+			pmrep_target_cfg_set_staging(cfg, argv[4][0] == '1') ||
+			pmrep_target_new(cfg, &t))
+		return 1;
+	uint16_t port;
+	pmrep_target_get_port(t, &port);
+	printf("%u\n", port);
+	fflush(stdout);
+	for (;;)
+		(void) pmrep_target_process(t, 100);
+}
+
+struct child {
+	pid_t pid;
+	char port[16];
+};
+
+static void
+child_start(struct child *c, const char *name, const char *port, bool staging)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	c->pid = fork();
+	assert_true(c->pid >= 0);
+	if (c->pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(self_exe, self_exe, "--target", path, port,
+				staging ? "1" : "0", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	char buf[16] = { 0 };
+	ssize_t n = read(p[0], buf, sizeof(buf) - 1);	/* the port, once listening */
+	close(p[0]);
+	assert_true(n > 0);
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(c->port, sizeof(c->port), "%s", buf);
+}
+
+static void
+child_kill(struct child *c, int sig)
+{
+	if (c->pid <= 0)
+		return;
+	kill(c->pid, sig);
+	if (sig == SIGKILL || sig == SIGTERM) {
+		if (sig == SIGTERM)
+			kill(c->pid, SIGCONT);
+		waitpid(c->pid, NULL, 0);
+		c->pid = 0;
+	}
+}
+
+/* ----------------------------------------------------------- helpers */
+
+static struct pmrep_pmem *
+local_open(const char *name, size_t size)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	struct pmrep_pmem *p = NULL;
+	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE, size,
+			PMREP_PMEM_GRANULARITY_PAGE, &p), 0);
+	return p;
+}
+
+static struct pmrep_mirror_cfg *
+mcfg(const char *port, const uint8_t *uuid, uint64_t gen)
+{
+	struct pmrep_mirror_cfg *c;
+	assert_int_equal(pmrep_mirror_cfg_new(&c), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, "127.0.0.1", port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(c, gen), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_region_size(c, REGION), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(c, 3000), 0);
+	return c;
+}
+
+static void
+fill(struct pmrep_pmem *p, size_t off, size_t len, unsigned seed)
+{
+	uint8_t *b = (uint8_t *)pmrep_pmem_get_address(p) + off;
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
+}
+
+/* the replica file's data area equals the local mapping */
+static void
+assert_replica_equals(struct pmrep_pmem *local, const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	size_t size = pmrep_pmem_get_size(local);
+	uint8_t *buf = malloc(size);
+	assert_non_null(buf);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, size, PMREP_REPLICA_DATA_OFFSET), (ssize_t)size);
+	close(fd);
+	assert_memory_equal(buf, pmrep_pmem_get_address(local), size);
+	free(buf);
+}
+
+static enum pmrep_mirror_method
+method_of(struct pmrep_mirror *m, unsigned i)
+{
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, i, &st), 0);
+	return st.method;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-repl-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------- tests */
+
+static void
+persist_roundtrip(bool staging, bool force_gpspm, enum pmrep_mirror_method want)
+{
+	struct tgt g;
+	assert_int_equal(tgt_start(&g, "replica", SIZE, staging, 3000), 0);
+	enum pmrep_target_mode mode;
+	assert_int_equal(pmrep_target_get_mode(g.t, &mode), 0);
+	assert_int_equal(mode, staging ? PMREP_TARGET_MODE_STAGING : PMREP_TARGET_MODE_DIRECT);
+
+	struct pmrep_pmem *local = local_open("local", SIZE);
+	fill(local, 0, SIZE, 1);	/* written before the mirror: full resync */
+	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 1);
+	assert_int_equal(pmrep_mirror_cfg_set_force_gpspm(c, force_gpspm), 0);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	assert_int_equal(method_of(m, 0), want);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(st.lag_bytes, 0);
+	assert_int_equal(st.resync_bytes, SIZE);	/* a fresh replica: all of it */
+
+	for (unsigned i = 0; i < 50; i++) {
+		size_t off = (i * 12345u) % (SIZE - 3000);
+		fill(local, off, 3000, 100 + i);
+		assert_int_equal(pmrep_mirror_persist(m, off, 3000, 3000), 0);
+	}
+	assert_int_equal(pmrep_mirror_persist(m, SIZE - 1, 1, 3000), 0);
+	assert_int_equal(pmrep_mirror_persist(m, SIZE, 1, 3000), PMREP_E_RANGE);
+	assert_int_equal(pmrep_mirror_persist(m, 0, 0, 3000), 0);
+	/* the data is there before the mirror says goodbye */
+	assert_replica_equals(local, "replica");
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(ts.sessions_accepted, 1);
+	if (want == PMREP_MIRROR_METHOD_GPSPM)
+		assert_true(ts.persist_requests >= 51);
+	else
+		assert_int_equal(ts.persist_requests, 0);
+
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_null(m);
+	tgt_stop(&g);
+
+	char path[256];
+	snprintf(path, sizeof(path), "%s/replica", dir);
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(path, &info), 0);
+	assert_memory_equal(info.uuid, uuid_a, PMREP_UUID_SIZE);
+	assert_int_equal(info.data_size, SIZE);
+	assert_int_equal(info.generation, 1);
+	assert_int_equal(info.flags, PMREP_REPLICA_F_CONSISTENT);
+	assert_replica_equals(local, "replica");
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+}
+
+static void
+single_replica_persist_is_byte_exact_with_native_flush(void **state)
+{
+	(void)state;
+	persist_roundtrip(false, false, PMREP_MIRROR_METHOD_NATIVE);
+}
+
+static void
+staging_target_serves_gpspm_byte_exact(void **state)
+{
+	(void)state;
+	persist_roundtrip(true, false, PMREP_MIRROR_METHOD_GPSPM);
+}
+
+static void
+forced_gpspm_on_a_direct_target_is_byte_exact(void **state)
+{
+	(void)state;
+	persist_roundtrip(false, true, PMREP_MIRROR_METHOD_GPSPM);
+}
+
+static void
+consistent_replica_of_the_same_generation_needs_no_resync(void **state)
+{
+	(void)state;
+	struct tgt g;
+	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
+	struct pmrep_pmem *local = local_open("local", SIZE);
+	fill(local, 0, SIZE, 3);
+	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 4);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+
+	/* the same generation again: nothing to copy */
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(st.resync_bytes, 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+
+	/* a newer local generation: copied in full */
+	assert_int_equal(pmrep_mirror_cfg_set_generation(c, 5), 0);
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.resync_bytes, SIZE);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	tgt_stop(&g);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+}
+
+static void
+expect_refusal(const char *port, struct pmrep_pmem *local,
+		struct pmrep_mirror_cfg *c, int want)
+{
+	(void)port;
+	struct pmrep_mirror *m = NULL;
+	long long t0 = time(NULL);
+	assert_int_equal(pmrep_mirror_new(local, c, &m), want);
+	assert_null(m);
+	assert_true(time(NULL) - t0 < 10);
+}
+
+static void
+wrong_key_is_refused_with_auth(void **state)
+{
+	(void)state;
+	struct tgt g;
+	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
+	struct pmrep_pmem *local = local_open("local", SIZE);
+	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 1);
+	uint8_t bad[32];
+	memcpy(bad, key, sizeof(bad));
+	bad[0] ^= 1;
+	assert_int_equal(pmrep_mirror_cfg_set_key(c, bad, sizeof(bad)), 0);
+	expect_refusal(g.port, local, c, PMREP_E_AUTH);
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(ts.sessions_accepted, 0);
+	assert_int_equal(ts.sessions_refused, 1);
+	assert_int_equal(ts.last_refusal, PMREP_E_AUTH);
+	/* the refused initiator did not claim the replica */
+	tgt_stop(&g);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/replica", dir);
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(path, &info), 0);
+	uint8_t nil[PMREP_UUID_SIZE] = { 0 };
+	assert_memory_equal(info.uuid, nil, PMREP_UUID_SIZE);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+}
+
+static void
+wrong_size_is_refused_with_range(void **state)
+{
+	(void)state;
+	struct tgt g;
+	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
+	struct pmrep_pmem *local = local_open("local", SIZE / 2);
+	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 1);
+	expect_refusal(g.port, local, c, PMREP_E_RANGE);
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_RANGE);
+	tgt_stop(&g);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+}
+
+static void
+other_replica_set_and_newer_generation_are_refused(void **state)
+{
+	(void)state;
+	struct tgt g;
+	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
+	struct pmrep_pmem *local = local_open("local", SIZE);
+	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 3);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);	/* claims it */
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+
+	struct pmrep_mirror_cfg *cb = mcfg(g.port, uuid_b, 3);
+	expect_refusal(g.port, local, cb, PMREP_E_INVAL);
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_INVAL);
+
+	struct pmrep_mirror_cfg *old = mcfg(g.port, uuid_a, 2);
+	expect_refusal(g.port, local, old, PMREP_E_STATE);
+	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_STATE);
+	assert_int_equal(ts.sessions_accepted, 1);
+	assert_int_equal(ts.sessions_refused, 2);
+	tgt_stop(&g);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_mirror_cfg_delete(&cb);
+	pmrep_mirror_cfg_delete(&old);
+	pmrep_pmem_close(&local);
+}
+
+/* a raw transport connection to the target with `pdata` */
+static int
+raw_connect(const char *port, const void *pdata, uint8_t len,
+		struct pmrep_peer **peer, struct pmrep_conn **conn,
+		enum pmrep_conn_event *ev)
+{
+	struct pmrep_conn_req *req;
+	assert_int_equal(pmrep_peer_new_tcp(peer), 0);
+	assert_int_equal(pmrep_conn_req_new(*peer, "127.0.0.1", port, NULL, &req), 0);
+	struct pmrep_conn_private_data pd = { pdata, len };
+	assert_int_equal(pmrep_conn_req_connect(&req, &pd, conn), 0);
+	return pmrep_conn_wait_event(*conn, 3000, ev);
+}
+
+static void
+malformed_handshakes_are_refused_and_nothing_hangs(void **state)
+{
+	(void)state;
+	struct tgt g;
+	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 500), 0);
+	struct pmrep_peer *peer;
+	struct pmrep_conn *conn;
+	enum pmrep_conn_event ev;
+	struct pmrep_target_stats ts;
+
+	/* 1: private data that is no HELLO: rejected at connect */
+	uint8_t junk[24];
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(raw_connect(g.port, junk, sizeof(junk), &peer, &conn, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_REJECTED);
+	pmrep_conn_delete(&conn);
+	pmrep_peer_delete(&peer);
+	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_MALFORMED);
+	assert_int_equal(ts.sessions_refused, 1);
+
+	/* 2: no private data at all */
+	assert_int_equal(raw_connect(g.port, NULL, 0, &peer, &conn, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_REJECTED);
+	pmrep_conn_delete(&conn);
+	pmrep_peer_delete(&peer);
+
+	/* 3: a valid HELLO, then a garbage message instead of AUTH: the
+	 * target answers REFUSE(malformed) and closes */
+	uint8_t hello[24] = { 0x52, 0x50, 1, 1 };
+	assert_int_equal(raw_connect(g.port, hello, sizeof(hello), &peer, &conn, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
+	static uint8_t buf[256];
+	struct pmrep_mr_local *mr;
+	assert_int_equal(pmrep_mr_reg(peer, buf, sizeof(buf),
+			PMREP_MR_USAGE_SEND | PMREP_MR_USAGE_RECV, &mr), 0);
+	assert_int_equal(pmrep_recv(conn, mr, 128, 128, NULL), 0);
+	memset(buf, 0xee, 40);
+	assert_int_equal(pmrep_send(conn, mr, 0, 40, PMREP_F_COMPLETION_ALWAYS, NULL), 0);
+	struct pmrep_cq *cq;
+	assert_int_equal(pmrep_conn_get_cq(conn, &cq), 0);
+	bool got_refuse = false;
+	for (int i = 0; i < 100 && !got_refuse; i++) {
+		struct pmrep_completion cmp;
+		int n = 0;
+		if (pmrep_cq_get_completions(cq, &cmp, 1, &n) == 0 && n == 1 &&
+				cmp.op == PMREP_OP_RECV && cmp.status == IBV_WC_SUCCESS) {
+			/* REFUSE: type 3, status 2 (malformed) */
+			assert_int_equal(buf[128 + 3], 3);
+			assert_int_equal(buf[128 + 4], 2);
+			got_refuse = true;
+		} else {
+			(void) pmrep_cq_wait(cq, 20);
+		}
+	}
+	assert_true(got_refuse);
+	assert_int_equal(pmrep_conn_wait_event(conn, 3000, &ev), 0);
+	assert_true(ev == PMREP_CONN_CLOSED || ev == PMREP_CONN_LOST);
+	pmrep_conn_delete(&conn);
+	pmrep_mr_dereg(&mr);
+	pmrep_peer_delete(&peer);
+	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_MALFORMED);
+
+	/* 4: a valid HELLO and then silence: dropped after the timeout */
+	assert_int_equal(raw_connect(g.port, hello, sizeof(hello), &peer, &conn, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
+	assert_int_equal(pmrep_conn_wait_event(conn, 5000, &ev), 0);
+	assert_true(ev == PMREP_CONN_CLOSED || ev == PMREP_CONN_LOST);
+	pmrep_conn_delete(&conn);
+	pmrep_peer_delete(&peer);
+	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_TIMEOUT);
+	assert_int_equal(ts.sessions_accepted, 0);
+	tgt_stop(&g);
+}
+
+struct killer {
+	struct child *c;
+	int delay_ms;
+};
+
+static void *
+kill_later(void *arg)
+{
+	struct killer *k = arg;
+	struct timespec ts = { k->delay_ms / 1000, (k->delay_ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+	child_kill(k->c, SIGKILL);
+	return NULL;
+}
+
+/* T20: the flush step never confirms (target frozen, then killed during
+ * the persist): the persist fails, the range is out of sync, and after the
+ * target is back a reconnect copies exactly that */
+static void
+t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
+{
+	(void)state;
+	struct child c;
+	child_start(&c, "replica", "0", false);
+	struct pmrep_pmem *local = local_open("local", SIZE);
+	fill(local, 0, SIZE, 7);
+	struct pmrep_mirror_cfg *cf = mcfg(c.port, uuid_a, 1);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, cf, &m), 0);
+	for (unsigned i = 0; i < 10; i++) {
+		fill(local, i * 8192, 8192, 20 + i);
+		assert_int_equal(pmrep_mirror_persist(m, i * 8192, 8192, 3000), 0);
+	}
+
+	/* frozen target: the persist times out, never succeeds */
+	child_kill(&c, SIGSTOP);
+	fill(local, 100 * REGION, 2 * REGION, 40);
+	assert_int_equal(pmrep_mirror_persist(m, 100 * REGION, 2 * REGION, 300),
+			PMREP_E_TIMEOUT);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
+	assert_int_equal(st.last_error, PMREP_E_TIMEOUT);
+	assert_int_equal(st.lag_bytes, 2 * REGION);
+	child_kill(&c, SIGCONT);
+	child_kill(&c, SIGKILL);
+
+	/* a new target on the same file and port, killed while a persist
+	 * waits for its flush step */
+	char port[16];
+	snprintf(port, sizeof(port), "%s", c.port);
+	child_start(&c, "replica", port, false);
+	int ret = PMREP_E_AGAIN;
+	for (int i = 0; i < 100 && ret != 0; i++) {
+		ret = pmrep_mirror_reconnect(m, 3000);
+		if (ret)
+			usleep(50000);
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(st.resync_bytes, SIZE + 2 * REGION);	/* full, then exactly the lag */
+	assert_replica_equals(local, "replica");
+
+	child_kill(&c, SIGSTOP);
+	pthread_t th;
+	struct killer k = { &c, 200 };
+	assert_int_equal(pthread_create(&th, NULL, kill_later, &k), 0);
+	fill(local, 200 * REGION, REGION, 50);
+	ret = pmrep_mirror_persist(m, 200 * REGION, REGION, 5000);
+	pthread_join(th, NULL);
+	assert_true(ret == PMREP_E_CONN_LOST || ret == PMREP_E_TIMEOUT);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
+	assert_int_equal(st.lag_bytes, REGION);
+	/* while it is gone, every persist fails and adds to the lag */
+	fill(local, 300 * REGION, 10, 60);
+	assert_int_equal(pmrep_mirror_persist(m, 300 * REGION, 10, 1000), PMREP_E_CONN_LOST);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.lag_bytes, 2 * REGION);
+
+	child_start(&c, "replica", port, false);
+	ret = PMREP_E_AGAIN;
+	for (int i = 0; i < 100 && ret != 0; i++) {
+		ret = pmrep_mirror_reconnect(m, 3000);
+		if (ret)
+			usleep(50000);
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.lag_bytes, 0);
+	assert_int_equal(st.resyncs, 3);
+	assert_int_equal(st.resync_bytes, SIZE + 2 * REGION + 2 * REGION);
+	assert_replica_equals(local, "replica");
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	child_kill(&c, SIGTERM);
+	assert_replica_equals(local, "replica");
+	pmrep_mirror_cfg_delete(&cf);
+	pmrep_pmem_close(&local);
+}
+
+static void
+quorum_survives_a_replica_loss_where_all_fails(void **state)
+{
+	(void)state;
+	struct tgt g1, g2;
+	assert_int_equal(tgt_start(&g1, "r1", SIZE, false, 3000), 0);
+	assert_int_equal(tgt_start(&g2, "r2", SIZE, true, 3000), 0);
+	struct pmrep_pmem *local = local_open("local", SIZE);
+	struct pmrep_mirror_cfg *c = mcfg(g1.port, uuid_a, 1);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, "127.0.0.1", g2.port), 0);
+
+	/* all: a lost replica fails the persist */
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	assert_int_equal(method_of(m, 0), PMREP_MIRROR_METHOD_NATIVE);
+	assert_int_equal(method_of(m, 1), PMREP_MIRROR_METHOD_GPSPM);
+	fill(local, 0, 4096, 1);
+	assert_int_equal(pmrep_mirror_persist(m, 0, 4096, 3000), 0);
+	tgt_stop(&g2);
+	fill(local, 4096, 4096, 2);
+	assert_int_not_equal(pmrep_mirror_persist(m, 4096, 4096, 3000), 0);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
+	assert_int_equal(st.lag_bytes, 4096);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+
+	/* quorum 1 of 2: keeps going degraded */
+	assert_int_equal(pmrep_mirror_cfg_set_quorum(c, 1), 0);
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);	/* r2 is down */
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
+	for (unsigned i = 0; i < 5; i++) {
+		fill(local, i * 4096, 4096, 10 + i);
+		assert_int_equal(pmrep_mirror_persist(m, i * 4096, 4096, 3000), 0);
+	}
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	tgt_stop(&g1);
+	assert_replica_equals(local, "r1");
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+}
+
+int
+main(int argc, char *argv[])
+{
+	if (argc >= 2 && strcmp(argv[1], "--target") == 0)
+		return child_target_main(argc, argv);
+	self_exe = "/proc/self/exe";
+	char exe[512];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		self_exe = exe;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (getenv("PMREP_LOG_LEVEL") == NULL)
+		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(single_replica_persist_is_byte_exact_with_native_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(staging_target_serves_gpspm_byte_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(forced_gpspm_on_a_direct_target_is_byte_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(consistent_replica_of_the_same_generation_needs_no_resync, setup, teardown),
+		cmocka_unit_test_setup_teardown(wrong_key_is_refused_with_auth, setup, teardown),
+		cmocka_unit_test_setup_teardown(wrong_size_is_refused_with_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(other_replica_set_and_newer_generation_are_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(malformed_handshakes_are_refused_and_nothing_hangs, setup, teardown),
+		cmocka_unit_test_setup_teardown(t20_target_killed_mid_persist_fails_and_is_resynced, setup, teardown),
+		cmocka_unit_test_setup_teardown(quorum_survives_a_replica_loss_where_all_fails, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
