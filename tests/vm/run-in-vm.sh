@@ -442,7 +442,7 @@ build_initrd() {
   local dep="$KDIR/lib/modules/$KV/modules.dep" builtin="$KDIR/lib/modules/$KV/modules.builtin"
   sum=$( { echo "$GUEST_INIT"; echo "$KDIR $KV"; cat "$BUSYBOX"; } | md5sum | cut -c1-12)
   INITRD=$KDIR/initrd-$sum.gz
-  [ -f "$INITRD" ] && return 0
+  [ -f "$INITRD" ] && { touch "$INITRD"; return 0; }
   addmod() {   # dependency order (deps first), skipping built-ins
     local name=$1 path d
     case "$seen" in *" $name "*) return;; esac
@@ -456,7 +456,8 @@ build_initrd() {
     order+=("$name")
   }
   for m in $mods; do addmod "$m"; done
-  rm -f "$KDIR"/initrd-*.gz   # stale ones from other versions of this script
+  # initramfs of other versions of this script: drop them once unused for a day
+  find "$KDIR" -maxdepth 1 -name 'initrd-*.gz' -mmin +1440 -delete 2>/dev/null
   root=$(mktemp -d) || die "mktemp failed"
   mkdir -p "$root"/{bin,sbin,proc,sys,dev,host,lib/modules,bootmods,tmp}
   cp "$BUSYBOX" "$root/bin/busybox"
