@@ -613,8 +613,8 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
 	assert_int_equal(st.lag_bytes, REGION);
 	/* while it is gone, every persist fails and adds to the lag */
-	fill(local, 300 * REGION, 10, 60);
-	assert_int_equal(pmrep_mirror_persist(m, 300 * REGION, 10, 1000), PMREP_E_CONN_LOST);
+	fill(local, 250 * REGION, 10, 60);
+	assert_int_equal(pmrep_mirror_persist(m, 250 * REGION, 10, 1000), PMREP_E_CONN_LOST);
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
 	assert_int_equal(st.lag_bytes, 2 * REGION);
 
