@@ -149,7 +149,7 @@ host_uri() {
 }
 
 apt_view_setup() {   # $1 = flavour; sets AV (the view dir) and writes its config
-  local fl=$1 mirror sec key opts line
+  local fl=$1 mirror sec key opts
   AV=$VM_CACHE/apt-$fl
   mkdir -p "$AV"/{lists/partial,cache/archives/partial,state,empty,dl} || die "cannot create $AV"
   mirror=${VM_APT_MIRROR:-$(host_uri "$SUITE" | head -n1)}
@@ -192,7 +192,7 @@ av() { APT_CONFIG=$AV/apt.conf timeout -k 10 "$VM_FETCH_TIMEOUT" "$@"; }
 
 # Sets PKG: the kernel package of flavour VM_KERNEL (looked up at most every VM_KERNEL_MAX_AGE days)
 resolve_pkg() {
-  local pf=$VM_CACHE/$VM_KERNEL.pkg old= new
+  local pf=$VM_CACHE/$VM_KERNEL.pkg old='' new=''
   if [ -n "${VM_KERNEL_PKG:-}" ]; then PKG=$VM_KERNEL_PKG; return; fi
   [ -s "$pf" ] && old=$(cat "$pf")
   if [ -n "$old" ] && [ -f "$VM_CACHE/kernels/$old/.ready" ] &&
@@ -551,6 +551,7 @@ for ((n = 0; n < ${#RW[@]}; n++)); do
   RWOPTS+=(-virtfs "local,path=${RW[$n]},mount_tag=rw$n,security_model=none,multidevs=remap")
 done
 
+# shellcheck disable=SC2054  # (commas are QEMU option syntax)
 QEMU=(qemu-system-x86_64
   -machine pc,nvdimm=on -accel tcg -cpu "$VM_CPU" -smp "$VM_SMP" -m "$MEMOPT"
   -nodefaults -no-user-config -display none -no-reboot -nic none

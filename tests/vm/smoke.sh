@@ -132,7 +132,7 @@ col() {   # col HEADER-PREFIX: value of the first result row under the column wh
   awk -v h="$1" '
     /#bytes/ { for (i = 1; i <= NF; i++) if (index($i, h) == 1) c = i; getline; print $c; exit }' "$tmp/client"
 }
-LAT= BW=
+LAT='' BW=''
 read_lat() {
   pair "ib_read_lat -R -F -d $DEV -n $ITERS" "ib_read_lat -R -F -d $DEV -n $ITERS $IP" || return 1
   table
