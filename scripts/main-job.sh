@@ -37,7 +37,8 @@ chmod 600 "$W/key"
 PORT=$((20000 + RANDOM % 20000))
 
 start_target() { # extra args...
-	timeout -k 5 120 "$TARGET" --path "$W/replica" --size "$SIZE" --create \
+	# no `timeout` wrapper: $TPID must be the target itself, to kill it
+	"$TARGET" --path "$W/replica" --size "$SIZE" --create \
 		--address 127.0.0.1 --port "$PORT" --key-file "$W/key" "$@" \
 		>"$W/target.out" 2>>"$W/target.log" &
 	TPID=$!
