@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <string.h>
 
 #include "verbs_internal.h"
@@ -75,5 +76,32 @@ verbs_cm_event_wait(struct rdma_event_channel *ch, long long deadline,
 		ret = pmrep_fd_wait_readable(ch->fd, (int)left);
 		if (ret)
 			return ret;
+	}
+}
+
+int
+verbs_getaddrinfo(const char *addr, const char *port, bool passive,
+		struct addrinfo **ai)
+{
+	struct addrinfo hints;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	int gai = getaddrinfo(addr, port, &hints, ai);
+	switch (gai) {
+	case 0:
+		return 0;
+	case EAI_MEMORY:
+		PMREP_LOG_ERR("getaddrinfo(%s, %s): %s", addr, port,
+				gai_strerror(gai));
+		return PMREP_E_NOMEM;
+	case EAI_SYSTEM:
+		return PMREP_ERR_PROVIDER(errno, "getaddrinfo");
+	default:
+		PMREP_LOG_ERR("getaddrinfo(%s, %s): %s", addr, port,
+				gai_strerror(gai));
+		return PMREP_E_INVAL;
 	}
 }

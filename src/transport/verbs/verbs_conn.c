@@ -436,19 +436,31 @@ sleep_ns(long ns)
 	(void) nanosleep(&ts, NULL);
 }
 
-/* poll a CQ, dropping everything; returns which drain markers it saw */
+/*
+ * Poll a CQ dry, dropping every completion (the conn is going away, or it
+ * belongs to an earlier attempt's QP) but keeping the books: a request
+ * that completed is no longer outstanding. Notes the drain markers seen.
+ */
 static void
 drain_poll(struct verbs_cq *cq, bool *sq_seen, bool *rq_seen)
 {
 	struct ibv_wc wc[16];
+	const void *ctx;
+	enum pmrep_op op;
 	int n;
 
 	while ((n = ibv_poll_cq(cq->cq, 16, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
-			if (wc[i].wr_id == VERBS_WR_DRAIN)
+			uint64_t id = wc[i].wr_id;
+			if (id == VERBS_WR_DRAIN)
 				*sq_seen = true;
-			else if (wc[i].wr_id == (VERBS_WR_DRAIN | VERBS_WR_RECV))
+			else if (id == (VERBS_WR_DRAIN | VERBS_WR_RECV))
 				*rq_seen = true;
+			else if ((id & VERBS_WR_RECV) && cq->rq)
+				(void) verbs_rq_table_complete(cq->rq, id, &ctx);
+			else if (!(id & VERBS_WR_RECV) && cq->sq)
+				(void) verbs_sq_ring_complete(cq->sq, id, &ctx,
+						&op);
 		}
 	}
 }
@@ -458,6 +470,9 @@ drain_poll(struct verbs_cq *cq, bool *sq_seen, bool *rq_seen)
  * completes (in error) exactly once, and wait -- at most the cfg timeout --
  * for a marker posted behind them on each queue. The device may never
  * deliver the flushed completions: the wait is bounded regardless.
+ * The receive queue is also drained when every receive has completed:
+ * rxe (6.1) does not complete a receive posted to a QP that is already in
+ * error, e.g. after the peer disconnected.
  */
 static void
 qp_drain(struct verbs_conn *conn)
@@ -500,11 +515,15 @@ qp_drain(struct verbs_conn *conn)
 		drain_poll(conn->cq, &sq_seen, &rq_seen);
 		if (conn->rcq)
 			drain_poll(conn->rcq, &sq_seen, &rq_seen);
+		if (!rq_seen && verbs_rq_table_outstanding(&conn->rq) == 0)
+			rq_seen = true;
 		if (sq_seen && rq_seen)
 			return;
 		if (pmrep_now_ms() >= deadline) {
-			PMREP_LOG_WARN("the device delivered no flushed completions in %d ms; destroying the QP anyway",
-					conn->base.cfg.timeout_ms);
+			PMREP_LOG_WARN("the device delivered no flushed completions in %d ms (send queue %s, receive queue %s); destroying the QP anyway",
+					conn->base.cfg.timeout_ms,
+					sq_seen ? "drained" : "not drained",
+					rq_seen ? "drained" : "not drained");
 			return;
 		}
 		sleep_ns(DRAIN_POLL_SLEEP_NS);
@@ -907,12 +926,20 @@ on_cm_event(struct verbs_conn *conn, const struct verbs_cm_event *ev,
 		on_established(conn, ev, s);
 		return;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		if (up(conn))
+		if (conn->state == VERBS_ST_ESTABLISHED) {
+			/* the peer's DREQ: answer it, or its side waits for
+			 * the DREQ to time out before it sees DISCONNECTED */
+			if (rdma_disconnect(conn->id))
+				PMREP_LOG_INFO("rdma_disconnect: %s",
+						strerror(errno));
 			step_report(s, PMREP_CONN_CLOSED);
-		else if (conn->state == VERBS_ST_CONNECTING)
+		} else if (conn->state == VERBS_ST_DISCONNECTING) {
+			step_report(s, PMREP_CONN_CLOSED);
+		} else if (conn->state == VERBS_ST_CONNECTING) {
 			step_report(s, PMREP_CONN_LOST);
-		else
+		} else {
 			ignore(conn, ev);
+		}
 		return;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		PMREP_LOG_ERR("the RDMA device was removed");

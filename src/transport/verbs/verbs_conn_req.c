@@ -75,18 +75,12 @@ verbs_conn_req_new(struct pmrep_peer *base, const char *addr, const char *port,
 		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr)
 {
 	struct verbs_peer *peer = verbs_peer(base);
-	struct addrinfo hints, *ai = NULL;
+	struct addrinfo *ai = NULL;
 	int ret;
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	int gai = getaddrinfo(addr, port, &hints, &ai);
-	if (gai != 0) {
-		PMREP_LOG_ERR("getaddrinfo(%s, %s): %s", addr, port,
-				gai_strerror(gai));
-		return PMREP_E_INVAL;
-	}
+	ret = verbs_getaddrinfo(addr, port, false, &ai);
+	if (ret)
+		return ret;
 	struct verbs_conn_req *req = calloc(1, sizeof(*req));
 	if (req == NULL) {
 		PMREP_LOG_ERR("out of memory for a connection request");

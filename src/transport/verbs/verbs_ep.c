@@ -24,19 +24,12 @@ verbs_ep_listen(struct pmrep_peer *base, const char *addr, const char *port,
 		struct pmrep_ep **ep_ptr)
 {
 	struct verbs_peer *peer = verbs_peer(base);
-	struct addrinfo hints, *ai = NULL;
+	struct addrinfo *ai = NULL;
 	int ret;
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	int gai = getaddrinfo(addr, port, &hints, &ai);
-	if (gai != 0) {
-		PMREP_LOG_ERR("getaddrinfo(%s, %s): %s", addr, port,
-				gai_strerror(gai));
-		return PMREP_E_INVAL;
-	}
+	ret = verbs_getaddrinfo(addr, port, true, &ai);
+	if (ret)
+		return ret;
 	struct verbs_ep *ep = calloc(1, sizeof(*ep));
 	if (ep == NULL) {
 		PMREP_LOG_ERR("out of memory for an endpoint");

@@ -337,6 +337,12 @@ int verbs_conn_resolve(struct verbs_conn *conn);
 
 /* ------------------------------------------------------------------ misc */
 
+struct addrinfo;
+/* getaddrinfo for a stream address: 0, PMREP_E_INVAL (does not resolve),
+ * PMREP_E_NOMEM, PMREP_E_PROVIDER */
+int verbs_getaddrinfo(const char *addr, const char *port, bool passive,
+		struct addrinfo **ai);
+
 /* set O_NONBLOCK | O_CLOEXEC on an fd that rdma-core opened */
 int verbs_fd_set_flags(int fd, const char *what);
 
