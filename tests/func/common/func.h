@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * func.h -- helpers of the functional tests: the provider under test
+ * (PMREP_TEST_PROVIDER=tcp|verbs), a connected pair of conns in one
+ * process, registered buffers, and bounded waits for events and
+ * completions. Every helper asserts; a test never passes by timing out.
+ */
+#ifndef PMREP_FUNC_H
+#define PMREP_FUNC_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pmrep/transport.h>
+
+/* the sizes every op is tried at */
+#define FUNC_NSIZES 7
+extern const size_t func_sizes[FUNC_NSIZES];
+#define FUNC_SIZE_MAX (1u << 20)
+
+/* tcp (default) or verbs, from PMREP_TEST_PROVIDER */
+bool func_is_tcp(void);
+/* the address both sides use: 127.0.0.1, or RXE_IP (10.11.12.1) for verbs */
+const char *func_addr(void);
+/* multiply time limits by this (valgrind: PMREP_TEST_UNDER_VALGRIND) */
+int func_slow(void);
+/* skip the current test unless the provider is tcp */
+#define FUNC_TCP_ONLY() do { if (!func_is_tcp()) skip(); } while (0)
+
+/* a peer of the provider under test (server: is_local) */
+struct pmrep_peer *func_peer(bool is_local);
+
+/* page-aligned zeroed memory; free with free() */
+void *func_alloc(size_t size);
+/* the remote view of a local MR, through its descriptor */
+struct pmrep_mr_remote *func_remote(const struct pmrep_mr_local *mr);
+
+/* hooks run on each side's request before connect / accept */
+typedef void func_req_fn(struct pmrep_conn_req *req, void *arg);
+
+struct func_opts {
+	const struct pmrep_conn_cfg *ccfg;	/* client (active); NULL: defaults */
+	const struct pmrep_conn_cfg *scfg;	/* server (passive) */
+	const struct pmrep_conn_private_data *cpdata;
+	const struct pmrep_conn_private_data *spdata;
+	func_req_fn *creq, *sreq;
+	void *arg;
+};
+
+/* a client and a server, connected to each other in this process */
+struct func_pair {
+	struct pmrep_peer *cpeer, *speer;
+	struct pmrep_ep *ep;
+	struct pmrep_conn *cconn, *sconn;
+	char port[16];
+};
+
+/* listen, connect, accept, and see ESTABLISHED on both sides */
+void func_pair_open(struct func_pair *p, const struct func_opts *o);
+/* delete conns, endpoint, peers (whatever is set) */
+void func_pair_close(struct func_pair *p);
+
+/* the next event must be `ev` within timeout_ms */
+void func_expect_event(struct pmrep_conn *conn, enum pmrep_conn_event ev,
+		int timeout_ms);
+/* exactly one completion within timeout_ms (waits on the CQ's fd) */
+struct pmrep_completion func_wait_one(struct pmrep_cq *cq, int timeout_ms);
+/* up to n completions within timeout_ms; returns how many */
+int func_collect(struct pmrep_cq *cq, struct pmrep_completion *out, int n,
+		int timeout_ms);
+/* no completion arrives within ms */
+void func_expect_no_completion(struct pmrep_cq *cq, int ms);
+
+/* a client's CQ / server's CQ */
+struct pmrep_cq *func_cq(struct pmrep_conn *conn);
+struct pmrep_cq *func_rcq(struct pmrep_conn *conn);	/* rcq, else cq */
+
+/* fill with a pattern that differs per seed and per byte */
+void func_pattern(void *buf, size_t len, unsigned seed);
+
+long long func_now_ms(void);
+
+#endif /* PMREP_FUNC_H */

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_ops.c -- every operation at 1, 64, 1024, 1025, 4096, 64 KiB and
+ * 1 MiB, byte-exact and touching nothing beside its range; completions in
+ * posting order; unsignalled requests; a flush covers every earlier write;
+ * a PERSISTENT flush calls the region's persist function (tcp).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "func.h"
+
+#define REGION (2 * FUNC_SIZE_MAX + 8192)
+#define GUARD 0xa5
+#define T 10000		/* ms for one op, however large */
+
+struct fx {
+	struct func_pair p;
+	struct pmrep_conn_cfg *cfg;
+	uint8_t *cbuf, *sbuf;
+	struct pmrep_mr_local *cmr, *smr;
+	struct pmrep_mr_remote *srmt;
+};
+
+static int
+setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	assert_int_equal(pmrep_conn_cfg_new(&f->cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_sq_size(f->cfg, 1024), 0);
+	assert_int_equal(pmrep_conn_cfg_set_rq_size(f->cfg, 64), 0);
+	assert_int_equal(pmrep_conn_cfg_set_cq_size(f->cfg, 1024), 0);
+	struct func_opts o = { .ccfg = f->cfg, .scfg = f->cfg };
+	func_pair_open(&f->p, &o);
+	f->cbuf = func_alloc(REGION);
+	f->sbuf = func_alloc(REGION);
+	assert_int_equal(pmrep_mr_reg(f->p.cpeer, f->cbuf, REGION,
+			PMREP_MR_USAGE_ALL, &f->cmr), 0);
+	assert_int_equal(pmrep_mr_reg(f->p.speer, f->sbuf, REGION,
+			PMREP_MR_USAGE_ALL, &f->smr), 0);
+	f->srmt = func_remote(f->smr);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(pmrep_mr_remote_delete(&f->srmt), 0);
+	/* conns first: nothing is in flight into the regions after that */
+	assert_int_equal(pmrep_conn_delete(&f->p.cconn), 0);
+	assert_int_equal(pmrep_conn_delete(&f->p.sconn), 0);
+	assert_int_equal(pmrep_mr_dereg(&f->cmr), 0);
+	assert_int_equal(pmrep_mr_dereg(&f->smr), 0);
+	func_pair_close(&f->p);
+	free(f->cbuf);
+	free(f->sbuf);
+	pmrep_conn_cfg_delete(&f->cfg);
+	free(f);
+	return 0;
+}
+
+static void
+expect_ok(struct pmrep_cq *cq, enum pmrep_op op, uintptr_t ctx)
+{
+	struct pmrep_completion c = func_wait_one(cq, T);
+	if (c.status != IBV_WC_SUCCESS)
+		fail_msg("ctx %lu: %s", (unsigned long)(uintptr_t)c.op_context,
+				ibv_wc_status_str(c.status));
+	assert_int_equal((uintptr_t)c.op_context, ctx);
+	assert_int_equal(c.op, op);
+}
+
+/* the bytes around [off, off + len) still hold the guard pattern */
+static void
+expect_guards(const uint8_t *buf, size_t off, size_t len)
+{
+	assert_int_equal(buf[off - 1], GUARD);
+	assert_int_equal(buf[off + len], GUARD);
+}
+
+static size_t
+dst_off(int i)
+{
+	return 4096 + 7 + (size_t)i * 13;	/* odd, never page aligned */
+}
+
+static void
+write_is_byte_exact_at_every_size(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	for (int i = 0; i < FUNC_NSIZES; i++) {
+		size_t len = func_sizes[i], off = dst_off(i), src = 3;
+		memset(f->sbuf, GUARD, REGION);
+		func_pattern(f->cbuf + src, len, (unsigned)i + 1);
+		assert_int_equal(pmrep_write(f->p.cconn, f->srmt, off, f->cmr,
+				src, len, PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(i + 1)), 0);
+		assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, off, len,
+				PMREP_FLUSH_TYPE_VISIBILITY,
+				PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(100 + i)), 0);
+		expect_ok(cq, PMREP_OP_WRITE, (uintptr_t)i + 1);
+		expect_ok(cq, PMREP_OP_FLUSH, 100 + (uintptr_t)i);
+		assert_memory_equal(f->sbuf + off, f->cbuf + src, len);
+		expect_guards(f->sbuf, off, len);
+	}
+}
+
+static void
+read_is_byte_exact_at_every_size(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	for (int i = 0; i < FUNC_NSIZES; i++) {
+		size_t len = func_sizes[i], off = dst_off(i), src = 5 + (size_t)i;
+		memset(f->cbuf, GUARD, REGION);
+		func_pattern(f->sbuf + src, len, (unsigned)i + 50);
+		assert_int_equal(pmrep_read(f->p.cconn, f->cmr, off, f->srmt,
+				src, len, PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(i + 1)), 0);
+		expect_ok(cq, PMREP_OP_READ, (uintptr_t)i + 1);
+		assert_memory_equal(f->cbuf + off, f->sbuf + src, len);
+		expect_guards(f->cbuf, off, len);
+	}
+}
+
+static void
+send_and_recv(struct fx *f, bool imm)
+{
+	struct pmrep_cq *ccq = func_cq(f->p.cconn);
+	struct pmrep_cq *srcq = func_rcq(f->p.sconn);
+	for (int i = 0; i < FUNC_NSIZES; i++) {
+		size_t len = func_sizes[i], off = dst_off(i), src = 11;
+		memset(f->sbuf, GUARD, REGION);
+		func_pattern(f->cbuf + src, len, (unsigned)i + 7);
+		/* a receive of exactly the message's size */
+		assert_int_equal(pmrep_recv(f->p.sconn, f->smr, off, len,
+				(void *)(uintptr_t)(200 + i)), 0);
+		uint32_t value = 0xc0ffee00u + (uint32_t)i;
+		int ret = imm ? pmrep_send_with_imm(f->p.cconn, f->cmr, src,
+				len, value, PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(i + 1)) :
+			pmrep_send(f->p.cconn, f->cmr, src, len,
+				PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(i + 1));
+		assert_int_equal(ret, 0);
+		expect_ok(ccq, PMREP_OP_SEND, (uintptr_t)i + 1);
+		struct pmrep_completion r = func_wait_one(srcq, T);
+		assert_int_equal(r.status, IBV_WC_SUCCESS);
+		assert_int_equal(r.op, PMREP_OP_RECV);
+		assert_int_equal((uintptr_t)r.op_context, 200 + (uintptr_t)i);
+		assert_int_equal(r.byte_len, len);
+		assert_int_equal(r.has_imm, imm);
+		if (imm)
+			assert_int_equal(r.imm, value);
+		assert_memory_equal(f->sbuf + off, f->cbuf + src, len);
+		expect_guards(f->sbuf, off, len);
+	}
+}
+
+static void
+send_recv_is_byte_exact_at_every_size(void **state)
+{
+	send_and_recv(*state, false);
+}
+
+static void
+send_with_imm_delivers_imm_and_bytes_at_every_size(void **state)
+{
+	send_and_recv(*state, true);
+}
+
+static void
+write_with_imm_completes_a_recv_with_imm_at_every_size(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *ccq = func_cq(f->p.cconn);
+	struct pmrep_cq *srcq = func_rcq(f->p.sconn);
+	for (int i = 0; i < FUNC_NSIZES; i++) {
+		size_t len = func_sizes[i], off = dst_off(i), src = 1;
+		memset(f->sbuf, GUARD, REGION);
+		func_pattern(f->cbuf + src, len, (unsigned)i + 21);
+		/* the receive's own buffer is not written by a write+imm */
+		assert_int_equal(pmrep_recv(f->p.sconn, f->smr, 0, 16,
+				(void *)(uintptr_t)(300 + i)), 0);
+		uint32_t value = 0x5eed0000u + (uint32_t)i;
+		assert_int_equal(pmrep_write_with_imm(f->p.cconn, f->srmt, off,
+				f->cmr, src, len, value,
+				PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(i + 1)), 0);
+		expect_ok(ccq, PMREP_OP_WRITE, (uintptr_t)i + 1);
+		struct pmrep_completion r = func_wait_one(srcq, T);
+		assert_int_equal(r.status, IBV_WC_SUCCESS);
+		assert_int_equal(r.op, PMREP_OP_RECV_RDMA_WITH_IMM);
+		assert_int_equal((uintptr_t)r.op_context, 300 + (uintptr_t)i);
+		assert_int_equal(r.byte_len, len);
+		assert_true(r.has_imm);
+		assert_int_equal(r.imm, value);
+		assert_memory_equal(f->sbuf + off, f->cbuf + src, len);
+		expect_guards(f->sbuf, off, len);
+		assert_int_equal(f->sbuf[0], GUARD);
+	}
+}
+
+static void
+atomic_write_stores_exactly_8_bytes(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	const size_t offs[] = { 8, 4096, 65536 - 8, FUNC_SIZE_MAX + 64 };
+	memset(f->sbuf, GUARD, REGION);
+	for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		uint8_t v[8];
+		func_pattern(v, 8, i + 99);
+		assert_int_equal(pmrep_atomic_write(f->p.cconn, f->srmt,
+				offs[i], v, PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(i + 1)), 0);
+		expect_ok(cq, PMREP_OP_ATOMIC_WRITE, i + 1);
+		assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, offs[i], 8,
+				PMREP_FLUSH_TYPE_VISIBILITY,
+				PMREP_F_COMPLETION_ALWAYS, (void *)99), 0);
+		expect_ok(cq, PMREP_OP_FLUSH, 99);
+		assert_memory_equal(f->sbuf + offs[i], v, 8);
+		expect_guards(f->sbuf, offs[i], 8);
+	}
+	/* an unaligned atomic write is refused before anything is posted */
+	uint8_t v[8] = { 0 };
+	assert_int_equal(pmrep_atomic_write(f->p.cconn, f->srmt, 4, v,
+			PMREP_F_COMPLETION_ALWAYS, NULL), PMREP_E_INVAL);
+}
+
+/* ----------------------------------------------------------- flushes */
+
+static const void *persist_ptr;
+static size_t persist_len;
+static int persist_calls;
+
+static void
+record_persist(const void *ptr, size_t size)
+{
+	persist_ptr = ptr;
+	persist_len = size;
+	persist_calls++;
+}
+
+static bool
+persistent_flush_supported(struct fx *f)
+{
+	enum pmrep_flush_method m;
+	assert_int_equal(pmrep_conn_get_flush_method(f->p.cconn, &m), 0);
+	if (func_is_tcp())
+		assert_int_equal(m, PMREP_FLUSH_METHOD_NATIVE);
+	if (m != PMREP_FLUSH_METHOD_NONE)
+		return true;
+	/* T14: never a silent downgrade to VISIBILITY */
+	assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, 0, 64,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			NULL), PMREP_E_NOSUPP);
+	return false;
+}
+
+static void
+flush_visibility_and_persistent_complete_at_every_size(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	bool persistent = persistent_flush_supported(f);
+	for (int i = 0; i < FUNC_NSIZES; i++) {
+		size_t len = func_sizes[i], off = dst_off(i);
+		func_pattern(f->cbuf, len, (unsigned)i + 3);
+		assert_int_equal(pmrep_write(f->p.cconn, f->srmt, off, f->cmr,
+				0, len, PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
+		assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, off, len,
+				PMREP_FLUSH_TYPE_VISIBILITY,
+				PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+		expect_ok(cq, PMREP_OP_FLUSH, 1);
+		if (persistent) {
+			assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, off,
+					len, PMREP_FLUSH_TYPE_PERSISTENT,
+					PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+			expect_ok(cq, PMREP_OP_FLUSH, 2);
+		}
+		assert_memory_equal(f->sbuf + off, f->cbuf, len);
+	}
+}
+
+static void
+flush_persistent_calls_the_regions_persist_fn_on_its_range_tcp(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	assert_int_equal(pmrep_mr_set_persist_fn(f->smr, record_persist), 0);
+	for (int i = 0; i < FUNC_NSIZES; i++) {
+		size_t len = func_sizes[i], off = dst_off(i);
+		persist_calls = 0;
+		persist_ptr = NULL;
+		persist_len = 0;
+		func_pattern(f->cbuf, len, (unsigned)i + 8);
+		assert_int_equal(pmrep_write(f->p.cconn, f->srmt, off, f->cmr,
+				0, len, PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
+		/* VISIBILITY does not persist */
+		assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, off, len,
+				PMREP_FLUSH_TYPE_VISIBILITY,
+				PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+		expect_ok(cq, PMREP_OP_FLUSH, 1);
+		assert_int_equal(persist_calls, 0);
+		assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, off, len,
+				PMREP_FLUSH_TYPE_PERSISTENT,
+				PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+		expect_ok(cq, PMREP_OP_FLUSH, 2);
+		/* called before the completion, once, on exactly the range,
+		 * with the bytes already in place */
+		assert_int_equal(persist_calls, 1);
+		assert_ptr_equal(persist_ptr, f->sbuf + off);
+		assert_int_equal(persist_len, len);
+		assert_memory_equal(f->sbuf + off, f->cbuf, len);
+	}
+}
+
+static void
+flush_persistent_without_persist_fn_msyncs_a_file_mapping_tcp(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	char path[] = "/tmp/pmrep-func-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	const size_t size = 3 * 4096;
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	uint8_t *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			fd, 0);
+	assert_true(map != MAP_FAILED);
+	struct pmrep_mr_local *mr = NULL;
+	assert_int_equal(pmrep_mr_reg(f->p.speer, map, size,
+			PMREP_MR_USAGE_ALL, &mr), 0);
+	struct pmrep_mr_remote *rmt = func_remote(mr);
+
+	/* a range across a page boundary, not aligned at either end */
+	func_pattern(f->cbuf, 5000, 77);
+	assert_int_equal(pmrep_write(f->p.cconn, rmt, 100, f->cmr, 0, 5000,
+			PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
+	assert_int_equal(pmrep_flush(f->p.cconn, rmt, 100, 5000,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			(void *)3), 0);
+	expect_ok(cq, PMREP_OP_FLUSH, 3);
+	uint8_t back[5000];
+	assert_int_equal(pread(fd, back, sizeof(back), 100), (ssize_t)sizeof(back));
+	assert_memory_equal(back, f->cbuf, sizeof(back));
+
+	assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
+	assert_int_equal(pmrep_mr_dereg(&mr), 0);
+	munmap(map, size);
+	close(fd);
+}
+
+static void
+flush_after_many_writes_covers_them_all(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	const int n = 1000;
+	memset(f->sbuf, 0, REGION);
+	func_pattern(f->cbuf, (size_t)n * 64, 1234);
+	/* many small unsignalled writes, each its own request */
+	for (int i = 0; i < n; i++)
+		assert_int_equal(pmrep_write(f->p.cconn, f->srmt,
+				(size_t)i * 64, f->cmr, (size_t)i * 64, 64,
+				PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
+	assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, 0, (size_t)n * 64,
+			PMREP_FLUSH_TYPE_VISIBILITY, PMREP_F_COMPLETION_ALWAYS,
+			(void *)7), 0);
+	expect_ok(cq, PMREP_OP_FLUSH, 7);
+	/* the flush's completion alone, and every write in place */
+	func_expect_no_completion(cq, 50);
+	assert_memory_equal(f->sbuf, f->cbuf, (size_t)n * 64);
+}
+
+static void
+completions_arrive_in_posting_order(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *ccq = func_cq(f->p.cconn);
+	int flags = PMREP_F_COMPLETION_ALWAYS;
+	uint8_t v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	func_pattern(f->cbuf, 8192, 5);
+	func_pattern(f->sbuf + 65536, 4096, 6);
+	assert_int_equal(pmrep_recv(f->p.sconn, f->smr, 200000, 64, NULL), 0);
+	assert_int_equal(pmrep_write(f->p.cconn, f->srmt, 0, f->cmr, 0, 4096,
+			flags, (void *)1), 0);
+	assert_int_equal(pmrep_read(f->p.cconn, f->cmr, 100000, f->srmt,
+			65536, 4096, flags, (void *)2), 0);
+	assert_int_equal(pmrep_atomic_write(f->p.cconn, f->srmt, 8192, v,
+			flags, (void *)3), 0);
+	assert_int_equal(pmrep_write(f->p.cconn, f->srmt, 4096, f->cmr, 4096,
+			4096, flags, (void *)4), 0);
+	assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, 0, 8200,
+			PMREP_FLUSH_TYPE_VISIBILITY, flags, (void *)5), 0);
+	assert_int_equal(pmrep_send(f->p.cconn, f->cmr, 0, 64, flags,
+			(void *)6), 0);
+	struct pmrep_completion c[6];
+	assert_int_equal(func_collect(ccq, c, 6, T * func_slow()), 6);
+	const enum pmrep_op ops[] = { PMREP_OP_WRITE, PMREP_OP_READ,
+		PMREP_OP_ATOMIC_WRITE, PMREP_OP_WRITE, PMREP_OP_FLUSH,
+		PMREP_OP_SEND };
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(c[i].status, IBV_WC_SUCCESS);
+		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
+		assert_int_equal(c[i].op, ops[i]);
+	}
+	assert_memory_equal(f->sbuf, f->cbuf, 8192);
+	assert_memory_equal(f->cbuf + 100000, f->sbuf + 65536, 4096);
+	assert_memory_equal(f->sbuf + 8192, v, 8);
+	struct pmrep_completion r = func_wait_one(func_rcq(f->p.sconn), T);
+	assert_int_equal(r.status, IBV_WC_SUCCESS);
+	assert_int_equal(r.byte_len, 64);
+}
+
+static void
+unsignalled_success_gives_no_completion(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(pmrep_write(f->p.cconn, f->srmt, 0, f->cmr, 0,
+				64, PMREP_F_COMPLETION_ON_ERROR, (void *)9), 0);
+	assert_int_equal(pmrep_read(f->p.cconn, f->cmr, 64, f->srmt, 0, 64,
+			PMREP_F_COMPLETION_ALWAYS, (void *)10), 0);
+	expect_ok(cq, PMREP_OP_READ, 10);
+	func_expect_no_completion(cq, 100);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(write_is_byte_exact_at_every_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_is_byte_exact_at_every_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(send_recv_is_byte_exact_at_every_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(send_with_imm_delivers_imm_and_bytes_at_every_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(write_with_imm_completes_a_recv_with_imm_at_every_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(atomic_write_stores_exactly_8_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_visibility_and_persistent_complete_at_every_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_persistent_calls_the_regions_persist_fn_on_its_range_tcp, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_persistent_without_persist_fn_msyncs_a_file_mapping_tcp, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_after_many_writes_covers_them_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(completions_arrive_in_posting_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(unsignalled_success_gives_no_completion, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
