@@ -386,8 +386,9 @@ PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
  */
 PMREP_API int pmrep_mirror_get_replica_status(const struct pmrep_mirror *mirror,
 		unsigned index, struct pmrep_replica_status *status);
-/* pmrep_mirror_method_str / pmrep_replica_state_str -- static names. Thread-safe. */
+/* pmrep_mirror_method_str -- a static name ("native", "APM", "GPSPM", "none"). Thread-safe. */
 PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
+/* pmrep_replica_state_str -- a static name ("in sync", "failed", ...). Thread-safe. */
 PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
 
 #ifdef __cplusplus
