@@ -69,6 +69,9 @@ struct verbs_mr {
 	bool odp;			/* registered on demand (fsdax & co.) */
 };
 
+/* the ibv access flags a region registered for `usage` gets */
+int verbs_mr_access(const struct verbs_peer *peer, int usage);
+
 static inline uint32_t
 verbs_mr_lkey(const struct pmrep_mr_local *mr)
 {

@@ -16,8 +16,8 @@
 #define PREFETCH_CHUNK (1u << 30)
 
 /* what a region used for `usage` must allow */
-static int
-access_from_usage(const struct verbs_peer *peer, int usage)
+int
+verbs_mr_access(const struct verbs_peer *peer, int usage)
 {
 	int access = 0;
 
@@ -104,7 +104,7 @@ verbs_mr_reg(struct pmrep_peer *base, void *ptr, size_t size, int usage,
 		struct pmrep_mr_local **mr_ptr)
 {
 	struct verbs_peer *peer = verbs_peer(base);
-	int access = access_from_usage(peer, usage);
+	int access = verbs_mr_access(peer, usage);
 	bool odp = false;
 	int ret;
 
