@@ -8,5 +8,6 @@
 #include <pmrep/base.h>
 #include <pmrep/transport.h>
 #include <pmrep/pmem.h>
+#include <pmrep/repl.h>
 
 #endif /* PMREP_H */

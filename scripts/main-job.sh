@@ -11,6 +11,7 @@ ROOT=$PWD
 BUILD=${1:-$ROOT/build-main-job}
 export PMREP_PROVIDER=tcp
 
+"$ROOT/scripts/install-deps.sh" >/dev/null	# Debian packages, once
 if [ ! -x "$BUILD/tools/pmrep-target" ] || [ ! -x "$BUILD/examples/log-mirror" ]; then
 	echo "== building pmrep into $BUILD"
 	cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPMREP_BUILD_TESTS=OFF >/dev/null

@@ -29,7 +29,7 @@ stage() {
 configure_build() { # dir, cmake args...
 	local dir=$1; shift
 	cmake -S "$ROOT" -B "$dir" "$@" >"$dir.cmake.log" 2>&1 || { cat "$dir.cmake.log"; return 1; }
-	cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[ *[0-9]+%\] (Building|Linking)' ;
+	cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[ *[0-9]+%\] (Building|Linking|Built target)' ;
 	return "${PIPESTATUS[0]}"
 }
 
@@ -62,6 +62,7 @@ do_valgrind() {
 
 do_install() {
 	local prefix=$OUT/prefix
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
 	rm -rf "$prefix"
 	cmake --install "$OUT/release" --prefix "$prefix" >/dev/null || return 1
 	local d; d=$(mktemp -d)
