@@ -21,6 +21,8 @@
 struct fx {
 	struct func_pair p;
 	struct pmrep_conn_cfg *cfg;
+	struct func_mrs m;
+	/* shorthands for m's fields */
 	uint8_t *cbuf, *sbuf;
 	struct pmrep_mr_local *cmr, *smr;
 	struct pmrep_mr_remote *srmt;
@@ -37,13 +39,12 @@ setup(void **state)
 	assert_int_equal(pmrep_conn_cfg_set_cq_size(f->cfg, 1024), 0);
 	struct func_opts o = { .ccfg = f->cfg, .scfg = f->cfg };
 	func_pair_open(&f->p, &o);
-	f->cbuf = func_alloc(REGION);
-	f->sbuf = func_alloc(REGION);
-	assert_int_equal(pmrep_mr_reg(f->p.cpeer, f->cbuf, REGION,
-			PMREP_MR_USAGE_ALL, &f->cmr), 0);
-	assert_int_equal(pmrep_mr_reg(f->p.speer, f->sbuf, REGION,
-			PMREP_MR_USAGE_ALL, &f->smr), 0);
-	f->srmt = func_remote(f->smr);
+	func_mrs_reg(&f->m, &f->p, REGION, PMREP_MR_USAGE_ALL);
+	f->cbuf = f->m.cbuf;
+	f->sbuf = f->m.sbuf;
+	f->cmr = f->m.cmr;
+	f->smr = f->m.smr;
+	f->srmt = f->m.srmt;
 	*state = f;
 	return 0;
 }
@@ -52,15 +53,7 @@ static int
 teardown(void **state)
 {
 	struct fx *f = *state;
-	assert_int_equal(pmrep_mr_remote_delete(&f->srmt), 0);
-	/* conns first: nothing is in flight into the regions after that */
-	assert_int_equal(pmrep_conn_delete(&f->p.cconn), 0);
-	assert_int_equal(pmrep_conn_delete(&f->p.sconn), 0);
-	assert_int_equal(pmrep_mr_dereg(&f->cmr), 0);
-	assert_int_equal(pmrep_mr_dereg(&f->smr), 0);
-	func_pair_close(&f->p);
-	free(f->cbuf);
-	free(f->sbuf);
+	func_pair_close_all(&f->p, &f->m);
 	pmrep_conn_cfg_delete(&f->cfg);
 	free(f);
 	return 0;

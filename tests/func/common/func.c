@@ -131,6 +131,42 @@ func_pair_close(struct func_pair *p)
 }
 
 void
+func_mrs_reg(struct func_mrs *m, const struct func_pair *p, size_t size,
+		int server_usage)
+{
+	memset(m, 0, sizeof(*m));
+	m->size = size;
+	m->cbuf = func_alloc(size);
+	m->sbuf = func_alloc(size);
+	assert_int_equal(pmrep_mr_reg(p->cpeer, m->cbuf, size,
+			PMREP_MR_USAGE_ALL, &m->cmr), 0);
+	assert_int_equal(pmrep_mr_reg(p->speer, m->sbuf, size, server_usage,
+			&m->smr), 0);
+	m->srmt = func_remote(m->smr);
+}
+
+void
+func_mrs_dereg(struct func_mrs *m)
+{
+	assert_int_equal(pmrep_mr_remote_delete(&m->srmt), 0);
+	assert_int_equal(pmrep_mr_dereg(&m->cmr), 0);
+	assert_int_equal(pmrep_mr_dereg(&m->smr), 0);
+	free(m->cbuf);
+	free(m->sbuf);
+	m->cbuf = m->sbuf = NULL;
+}
+
+void
+func_pair_close_all(struct func_pair *p, struct func_mrs *m)
+{
+	assert_int_equal(pmrep_conn_delete(&p->cconn), 0);
+	assert_int_equal(pmrep_conn_delete(&p->sconn), 0);
+	if (m != NULL)
+		func_mrs_dereg(m);
+	func_pair_close(p);
+}
+
+void
 func_expect_event(struct pmrep_conn *conn, enum pmrep_conn_event ev,
 		int timeout_ms)
 {

@@ -75,6 +75,21 @@ int func_collect(struct pmrep_cq *cq, struct pmrep_completion *out, int n,
 /* no completion arrives within ms */
 void func_expect_no_completion(struct pmrep_cq *cq, int ms);
 
+/* a client buffer and a server buffer, registered, and the server's as
+ * the client sees it */
+struct func_mrs {
+	size_t size;
+	uint8_t *cbuf, *sbuf;
+	struct pmrep_mr_local *cmr, *smr;
+	struct pmrep_mr_remote *srmt;
+};
+void func_mrs_reg(struct func_mrs *m, const struct func_pair *p, size_t size,
+		int server_usage);
+void func_mrs_dereg(struct func_mrs *m);
+/* delete both conns (nothing in flight afterwards), then the MRs (may be
+ * NULL), then endpoint and peers */
+void func_pair_close_all(struct func_pair *p, struct func_mrs *m);
+
 /* a client's CQ / server's CQ */
 struct pmrep_cq *func_cq(struct pmrep_conn *conn);
 struct pmrep_cq *func_rcq(struct pmrep_conn *conn);	/* rcq, else cq */
@@ -83,5 +98,16 @@ struct pmrep_cq *func_rcq(struct pmrep_conn *conn);	/* rcq, else cq */
 void func_pattern(void *buf, size_t len, unsigned seed);
 
 long long func_now_ms(void);
+
+/* little-endian stores, for tests that craft wire bytes */
+static inline void
+func_put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+#define func_put_le16(p, v) func_put_le((p), (v), 2)
+#define func_put_le32(p, v) func_put_le((p), (v), 4)
+#define func_put_le64(p, v) func_put_le((p), (v), 8)
 
 #endif /* PMREP_FUNC_H */

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_send_recv.c -- message semantics: receives posted before connect,
+ * a send with no receive waits (bounded, like RNR retry) and then fails,
+ * a message longer than its receive fails on both sides, a shared receive
+ * queue serves several conns, a full send queue says AGAIN, and posted
+ * receives are flushed when the conn closes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "func.h"
+
+#define SIZE 65536
+#define T 5000
+
+static void
+expect_status(struct pmrep_cq *cq, uintptr_t ctx, enum ibv_wc_status st)
+{
+	struct pmrep_completion c = func_wait_one(cq, T);
+	if (c.status != st || (uintptr_t)c.op_context != ctx)
+		fail_msg("expected ctx %lu %s, got ctx %lu %s",
+				(unsigned long)ctx, ibv_wc_status_str(st),
+				(unsigned long)(uintptr_t)c.op_context,
+				ibv_wc_status_str(c.status));
+}
+
+/* ------------------------------------------ receives posted before connect */
+
+struct prepost {
+	struct pmrep_mr_local *mr;
+	size_t off;
+	uintptr_t ctx;
+};
+
+static void
+post_on_req(struct pmrep_conn_req *req, void *arg)
+{
+	struct prepost *pp = arg;
+	assert_int_equal(pmrep_conn_req_recv(req, pp->mr, pp->off, 128,
+			(void *)pp->ctx), 0);
+}
+
+static void
+recv_posted_before_accept_receives_the_first_message(void **state)
+{
+	(void) state;
+	/* the server's buffer must exist before the pair: its own peer */
+	struct pmrep_peer *speer = func_peer(true);
+	uint8_t *sbuf = func_alloc(4096);
+	struct pmrep_mr_local *smr = NULL;
+	assert_int_equal(pmrep_mr_reg(speer, sbuf, 4096, PMREP_MR_USAGE_ALL,
+			&smr), 0);
+	/* the pair helper makes its own peers; do its steps with ours */
+	struct pmrep_ep *ep = NULL;
+	assert_int_equal(pmrep_ep_listen(speer, func_addr(), "0", &ep), 0);
+	uint16_t port;
+	assert_int_equal(pmrep_ep_get_port(ep, &port), 0);
+	char ports[16];
+	snprintf(ports, sizeof(ports), "%u", port);
+	struct pmrep_peer *cpeer = func_peer(false);
+	uint8_t *cbuf = func_alloc(4096);
+	struct pmrep_mr_local *cmr = NULL;
+	assert_int_equal(pmrep_mr_reg(cpeer, cbuf, 4096, PMREP_MR_USAGE_ALL,
+			&cmr), 0);
+
+	/* receives complete on a separate receive CQ on both sides */
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_rcq_size(cfg, 4), 0);
+	struct pmrep_conn_req *creq = NULL, *sreq = NULL;
+	struct pmrep_conn *cconn = NULL, *sconn = NULL;
+	assert_int_equal(pmrep_conn_req_new(cpeer, func_addr(), ports, cfg,
+			&creq), 0);
+	/* the client pre-posts too: the server's first message lands */
+	struct prepost cpp = { cmr, 1024, 11 };
+	post_on_req(creq, &cpp);
+	assert_int_equal(pmrep_conn_req_connect(&creq, NULL, &cconn), 0);
+	assert_int_equal(pmrep_ep_wait_conn_req(ep, cfg, T * func_slow(),
+			&sreq), 0);
+	struct prepost spp = { smr, 512, 22 };
+	post_on_req(sreq, &spp);
+	assert_int_equal(pmrep_conn_req_connect(&sreq, NULL, &sconn), 0);
+	func_expect_event(cconn, PMREP_CONN_ESTABLISHED, T * func_slow());
+
+	/* the client sends the moment it is established */
+	func_pattern(cbuf, 100, 1);
+	assert_int_equal(pmrep_send(cconn, cmr, 0, 100,
+			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+	func_expect_event(sconn, PMREP_CONN_ESTABLISHED, T * func_slow());
+	func_pattern(sbuf, 120, 2);
+	assert_int_equal(pmrep_send(sconn, smr, 0, 120,
+			PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+
+	expect_status(func_cq(cconn), 1, IBV_WC_SUCCESS);
+	expect_status(func_cq(sconn), 2, IBV_WC_SUCCESS);
+	assert_true(func_rcq(sconn) != func_cq(sconn));
+	struct pmrep_completion r = func_wait_one(func_rcq(sconn), T);
+	assert_int_equal(r.status, IBV_WC_SUCCESS);
+	assert_int_equal((uintptr_t)r.op_context, 22);
+	assert_int_equal(r.byte_len, 100);
+	assert_memory_equal(sbuf + 512, cbuf, 100);
+	r = func_wait_one(func_rcq(cconn), T);
+	assert_int_equal(r.status, IBV_WC_SUCCESS);
+	assert_int_equal((uintptr_t)r.op_context, 11);
+	assert_int_equal(r.byte_len, 120);
+	assert_memory_equal(cbuf + 1024, sbuf, 120);
+
+	assert_int_equal(pmrep_conn_delete(&cconn), 0);
+	assert_int_equal(pmrep_conn_delete(&sconn), 0);
+	assert_int_equal(pmrep_mr_dereg(&cmr), 0);
+	assert_int_equal(pmrep_mr_dereg(&smr), 0);
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+	assert_int_equal(pmrep_peer_delete(&cpeer), 0);
+	assert_int_equal(pmrep_peer_delete(&speer), 0);
+	pmrep_conn_cfg_delete(&cfg);
+	free(cbuf);
+	free(sbuf);
+}
+
+/* ---------------------------------------------------- receiver not ready */
+
+static void
+send_without_a_posted_recv_fails_with_rnr_retry_exceeded(void **state)
+{
+	(void) state;
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	/* the tcp target waits the initiator's timeout for a receive */
+	const int budget = 300;
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, budget), 0);
+	struct func_opts o = { .ccfg = cfg };
+	struct func_pair p;
+	struct func_mrs m;
+	func_pair_open(&p, &o);
+	func_mrs_reg(&m, &p, SIZE, PMREP_MR_USAGE_ALL);
+
+	long long t0 = func_now_ms();
+	assert_int_equal(pmrep_send(p.cconn, m.cmr, 0, 64,
+			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+	assert_int_equal(pmrep_write_with_imm(p.cconn, m.srmt, 0, m.cmr, 0, 64,
+			7, PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+	expect_status(func_cq(p.cconn), 1, IBV_WC_RNR_RETRY_EXC_ERR);
+	long long took = func_now_ms() - t0;
+	/* the write with immediate behind it is flushed, never applied */
+	expect_status(func_cq(p.cconn), 2, IBV_WC_WR_FLUSH_ERR);
+	if (func_is_tcp()) {
+		assert_true(took >= budget - 10);
+		assert_true(took <= (budget + 2000) * func_slow());
+	}
+	func_pair_close_all(&p, &m);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
+static void
+write_with_imm_without_a_posted_recv_fails_with_rnr_retry_exceeded(void **state)
+{
+	(void) state;
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, 200), 0);
+	struct func_opts o = { .ccfg = cfg };
+	struct func_pair p;
+	struct func_mrs m;
+	func_pair_open(&p, &o);
+	func_mrs_reg(&m, &p, SIZE, PMREP_MR_USAGE_ALL);
+	memset(m.sbuf, 0x5a, 64);
+	assert_int_equal(pmrep_write_with_imm(p.cconn, m.srmt, 0, m.cmr, 0, 64,
+			7, PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+	expect_status(func_cq(p.cconn), 1, IBV_WC_RNR_RETRY_EXC_ERR);
+	func_pair_close_all(&p, &m);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
+static void
+send_waits_for_a_recv_posted_late_within_the_budget_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();	/* verbs' RNR budget is a few ms on rxe */
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, 5000), 0);
+	struct func_opts o = { .ccfg = cfg };
+	struct func_pair p;
+	struct func_mrs m;
+	func_pair_open(&p, &o);
+	func_mrs_reg(&m, &p, SIZE, PMREP_MR_USAGE_ALL);
+
+	func_pattern(m.cbuf, 300, 3);
+	assert_int_equal(pmrep_send(p.cconn, m.cmr, 0, 300,
+			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+	/* a write behind the send waits too: order is kept */
+	assert_int_equal(pmrep_write(p.cconn, m.srmt, 4096, m.cmr, 0, 300,
+			PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+	func_expect_no_completion(func_cq(p.cconn), 200);
+	assert_int_equal(m.sbuf[4096], 0);
+	assert_int_equal(pmrep_recv(p.sconn, m.smr, 0, 1000, (void *)3), 0);
+	expect_status(func_cq(p.cconn), 1, IBV_WC_SUCCESS);
+	expect_status(func_cq(p.cconn), 2, IBV_WC_SUCCESS);
+	struct pmrep_completion r = func_wait_one(func_rcq(p.sconn), T);
+	assert_int_equal(r.status, IBV_WC_SUCCESS);
+	assert_int_equal(r.byte_len, 300);
+	assert_memory_equal(m.sbuf, m.cbuf, 300);
+	assert_memory_equal(m.sbuf + 4096, m.cbuf, 300);
+	func_pair_close_all(&p, &m);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
+static void
+message_longer_than_its_recv_fails_on_both_sides(void **state)
+{
+	(void) state;
+	struct func_pair p;
+	struct func_mrs m;
+	func_pair_open(&p, NULL);
+	func_mrs_reg(&m, &p, SIZE, PMREP_MR_USAGE_ALL);
+	memset(m.sbuf, 0x77, 400);
+	assert_int_equal(pmrep_recv(p.sconn, m.smr, 0, 100, (void *)9), 0);
+	assert_int_equal(pmrep_send(p.cconn, m.cmr, 0, 200,
+			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+	expect_status(func_rcq(p.sconn), 9, IBV_WC_LOC_LEN_ERR);
+	expect_status(func_cq(p.cconn), 1, IBV_WC_REM_INV_REQ_ERR);
+	if (func_is_tcp())	/* nothing of it was stored */
+		assert_int_equal(m.sbuf[0], 0x77);
+	func_pair_close_all(&p, &m);
+}
+
+static void
+send_queue_full_says_again(void **state)
+{
+	(void) state;
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_sq_size(cfg, 2), 0);
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, 5000), 0);
+	struct func_opts o = { .ccfg = cfg };
+	struct func_pair p;
+	struct func_mrs m;
+	func_pair_open(&p, &o);
+	func_mrs_reg(&m, &p, SIZE, PMREP_MR_USAGE_ALL);
+	/* no receive on the server: neither send can complete yet */
+	assert_int_equal(pmrep_send(p.cconn, m.cmr, 0, 8,
+			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+	assert_int_equal(pmrep_send(p.cconn, m.cmr, 0, 8,
+			PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+	assert_int_equal(pmrep_send(p.cconn, m.cmr, 0, 8,
+			PMREP_F_COMPLETION_ALWAYS, (void *)3), PMREP_E_AGAIN);
+	if (func_is_tcp()) {
+		/* receives arrive: both complete and the queue has room */
+		assert_int_equal(pmrep_recv(p.sconn, m.smr, 0, 8, NULL), 0);
+		assert_int_equal(pmrep_recv(p.sconn, m.smr, 8, 8, NULL), 0);
+		expect_status(func_cq(p.cconn), 1, IBV_WC_SUCCESS);
+		expect_status(func_cq(p.cconn), 2, IBV_WC_SUCCESS);
+		assert_int_equal(pmrep_write(p.cconn, m.srmt, 0, m.cmr, 0, 8,
+				PMREP_F_COMPLETION_ALWAYS, (void *)4), 0);
+		expect_status(func_cq(p.cconn), 4, IBV_WC_SUCCESS);
+	}
+	func_pair_close_all(&p, &m);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
+static void
+posted_recvs_are_flushed_when_the_peer_disconnects(void **state)
+{
+	(void) state;
+	struct func_pair p;
+	struct func_mrs m;
+	func_pair_open(&p, NULL);
+	func_mrs_reg(&m, &p, SIZE, PMREP_MR_USAGE_ALL);
+	for (uintptr_t i = 1; i <= 3; i++)
+		assert_int_equal(pmrep_recv(p.sconn, m.smr, i * 64, 64,
+				(void *)i), 0);
+	assert_int_equal(pmrep_conn_disconnect(p.cconn), 0);
+	func_expect_event(p.sconn, PMREP_CONN_CLOSED, T * func_slow());
+	func_expect_event(p.cconn, PMREP_CONN_CLOSED, T * func_slow());
+	struct pmrep_completion c[3];
+	assert_int_equal(func_collect(func_rcq(p.sconn), c, 3, T), 3);
+	func_expect_no_completion(func_rcq(p.sconn), 50);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
+		assert_int_equal(c[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	func_pair_close_all(&p, &m);
+}
+
+/* --------------------------------------------------------------- SRQ */
+
+static void
+srq_serves_the_messages_of_two_conns(void **state)
+{
+	(void) state;
+	struct pmrep_peer *speer = func_peer(true);
+	struct pmrep_srq *srq = NULL;
+	assert_int_equal(pmrep_srq_new(speer, 8, 0, &srq), 0);
+	struct pmrep_conn_cfg *scfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&scfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_srq(scfg, srq), 0);
+	uint8_t *sbuf = func_alloc(4096);
+	struct pmrep_mr_local *smr = NULL;
+	assert_int_equal(pmrep_mr_reg(speer, sbuf, 4096, PMREP_MR_USAGE_ALL,
+			&smr), 0);
+	for (uintptr_t i = 0; i < 4; i++)
+		assert_int_equal(pmrep_srq_recv(srq, smr, i * 256, 256,
+				(void *)(100 + i)), 0);
+
+	struct pmrep_ep *ep = NULL;
+	assert_int_equal(pmrep_ep_listen(speer, func_addr(), "0", &ep), 0);
+	uint16_t port;
+	assert_int_equal(pmrep_ep_get_port(ep, &port), 0);
+	char ports[16];
+	snprintf(ports, sizeof(ports), "%u", port);
+
+	struct pmrep_peer *cpeer = func_peer(false);
+	uint8_t *cbuf = func_alloc(4096);
+	struct pmrep_mr_local *cmr = NULL;
+	assert_int_equal(pmrep_mr_reg(cpeer, cbuf, 4096, PMREP_MR_USAGE_ALL,
+			&cmr), 0);
+	func_pattern(cbuf, 4096, 9);
+	struct pmrep_conn *cc[2] = { NULL, NULL }, *sc[2] = { NULL, NULL };
+	for (int k = 0; k < 2; k++) {
+		struct pmrep_conn_req *req = NULL;
+		assert_int_equal(pmrep_conn_req_new(cpeer, func_addr(), ports,
+				NULL, &req), 0);
+		assert_int_equal(pmrep_conn_req_connect(&req, NULL, &cc[k]), 0);
+		assert_int_equal(pmrep_ep_wait_conn_req(ep, scfg,
+				T * func_slow(), &req), 0);
+		assert_int_equal(pmrep_conn_req_connect(&req, NULL, &sc[k]), 0);
+		func_expect_event(cc[k], PMREP_CONN_ESTABLISHED, T * func_slow());
+		func_expect_event(sc[k], PMREP_CONN_ESTABLISHED, T * func_slow());
+	}
+	/* the SRQ is in use: it cannot go */
+	struct pmrep_srq *keep = srq;
+	assert_int_equal(pmrep_srq_delete(&keep), PMREP_E_BUSY);
+
+	/* two messages on each conn; each lands in some SRQ receive */
+	for (int k = 0; k < 2; k++)
+		for (int j = 0; j < 2; j++)
+			assert_int_equal(pmrep_send(cc[k], cmr,
+					(size_t)(k * 2 + j) * 100, 50 + k * 2 + j,
+					PMREP_F_COMPLETION_ALWAYS, NULL), 0);
+	struct pmrep_cq *rcq = NULL;
+	assert_int_equal(pmrep_srq_get_rcq(srq, &rcq), 0);
+	struct pmrep_completion r[4];
+	assert_int_equal(func_collect(rcq, r, 4, T * func_slow()), 4);
+	func_expect_no_completion(rcq, 50);
+	bool seen[4] = { false };
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(r[i].status, IBV_WC_SUCCESS);
+		uintptr_t slot = (uintptr_t)r[i].op_context - 100;
+		assert_true(slot < 4);
+		/* byte_len names the message: 50 + its index */
+		int msg = (int)r[i].byte_len - 50;
+		assert_true(msg >= 0 && msg < 4);
+		assert_false(seen[msg]);
+		seen[msg] = true;
+		assert_memory_equal(sbuf + slot * 256, cbuf + msg * 100,
+				r[i].byte_len);
+	}
+	for (int k = 0; k < 2; k++) {
+		struct pmrep_completion c = func_wait_one(func_cq(cc[k]), T);
+		assert_int_equal(c.status, IBV_WC_SUCCESS);
+		c = func_wait_one(func_cq(cc[k]), T);
+		assert_int_equal(c.status, IBV_WC_SUCCESS);
+		assert_int_equal(pmrep_conn_delete(&cc[k]), 0);
+		assert_int_equal(pmrep_conn_delete(&sc[k]), 0);
+	}
+	assert_int_equal(pmrep_srq_delete(&srq), 0);
+	assert_int_equal(pmrep_mr_dereg(&cmr), 0);
+	assert_int_equal(pmrep_mr_dereg(&smr), 0);
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+	assert_int_equal(pmrep_peer_delete(&cpeer), 0);
+	assert_int_equal(pmrep_peer_delete(&speer), 0);
+	pmrep_conn_cfg_delete(&scfg);
+	free(cbuf);
+	free(sbuf);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(recv_posted_before_accept_receives_the_first_message),
+		cmocka_unit_test(send_without_a_posted_recv_fails_with_rnr_retry_exceeded),
+		cmocka_unit_test(write_with_imm_without_a_posted_recv_fails_with_rnr_retry_exceeded),
+		cmocka_unit_test(send_waits_for_a_recv_posted_late_within_the_budget_tcp),
+		cmocka_unit_test(message_longer_than_its_recv_fails_on_both_sides),
+		cmocka_unit_test(send_queue_full_says_again),
+		cmocka_unit_test(posted_recvs_are_flushed_when_the_peer_disconnects),
+		cmocka_unit_test(srq_serves_the_messages_of_two_conns),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
