@@ -1113,6 +1113,64 @@ test_cm_migrate_moves_pending_events(void **state)
 }
 
 static void
+test_cm_event_spec_param(void **state)
+{
+	(void)state;
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *id;
+
+	set_nonblock(ch->fd);
+	assert_int_equal(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), 0);
+	assert_int_equal(rdma_listen(l, 1), 0); /* binds a wildcard port */
+	assert_int_not_equal(rdma_get_src_port(l), 0);
+	uint8_t full[MOCK_PDATA_REQ];
+
+	memset(full, 0xab, sizeof(full));
+	struct mock_cm_event_spec spec = { .pdata = full, .len = sizeof(full),
+		.set_param = true,
+		.param = { .flow_control = 1, .initiator_depth = 3 } };
+
+	id = mock_cm_queue_conn_request_ex(l, &spec);
+	struct rdma_cm_event *ev = get_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+
+	assert_ptr_equal(ev->id, id);
+	assert_int_equal(ev->param.conn.flow_control, 1);
+	assert_int_equal(ev->param.conn.initiator_depth, 3);
+	assert_int_equal(ev->param.conn.private_data_len, MOCK_PDATA_REQ);
+	assert_memory_equal(ev->param.conn.private_data, full, sizeof(full));
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	/* more than a REQ carries: loud */
+	uint8_t big[MOCK_PDATA_REQ + 1] = { 0 };
+
+	spec.pdata = big;
+	spec.len = sizeof(big);
+	expect_assert_failure(mock_cm_queue_conn_request_ex(l, &spec));
+
+	/* a reaction with params: accept -> ESTABLISHED with flow_control */
+	struct mock_cm_event_spec est = { .type = RDMA_CM_EVENT_ESTABLISHED,
+		.set_param = true, .param = { .flow_control = 1 } };
+
+	mock_cm_react_ex("rdma_accept", &est);
+	struct rdma_conn_param cp = { .responder_resources = 1 };
+
+	/* no QP and no param: EINVAL; with a param: fine */
+	assert_int_equal(rdma_accept(id, NULL), -1);
+	assert_int_equal(rdma_accept(id, &cp), 0);
+	ev = get_event(ch, RDMA_CM_EVENT_ESTABLISHED);
+	assert_int_equal(ev->param.conn.flow_control, 1);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	/* padding off (iWARP-like): exact lengths */
+	mock_cm_set_pdata_padding(false);
+	mock_cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, "bye", 3);
+	ev = get_event(ch, RDMA_CM_EVENT_DISCONNECTED);
+	assert_int_equal(ev->param.conn.private_data_len, 3);
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(rdma_destroy_id(id), 0);
+	assert_int_equal(rdma_destroy_id(l), 0);
+	rdma_destroy_event_channel(ch);
+}
+
+static void
 test_getaddrinfo(void **state)
 {
 	(void)state;
@@ -1319,6 +1377,46 @@ test_run_each_failure_detects_swallowed_error(void **state)
 	Ignore_errors = false;
 }
 
+static void *Keep;
+
+static int
+leak_scenario(void *arg)
+{
+	(void)arg;
+	void *a = malloc(8);
+
+	if (a == NULL)
+		return -1;
+	void *b = malloc(8);
+
+	if (b == NULL) {
+		Keep = a;	/* "forgets" a on this error path */
+		return -1;
+	}
+	free(b);
+	free(a);
+	return 0;
+}
+
+static void
+leak_cleanup(void *arg, int ret)
+{
+	(void)arg;
+	(void)ret;
+}
+
+static void
+test_run_each_failure_detects_heap_leak(void **state)
+{
+	(void)state;
+	expect_assert_failure(mock_run_each_failure(leak_scenario, leak_cleanup,
+			NULL));
+	assert_non_null(Keep);
+	free(Keep);
+	Keep = NULL;
+	mock_reset();
+}
+
 int
 main(void)
 {
@@ -1343,11 +1441,13 @@ main(void)
 		T(test_cm_resolve_timeout_and_unreachable),
 		T(test_cm_passive_flow),
 		T(test_cm_migrate_moves_pending_events),
+		T(test_cm_event_spec_param),
 		T(test_getaddrinfo),
 		T(test_no_leaks_detects),
 		T(test_run_each_failure),
 		T(test_run_each_failure_detects_leaks),
 		T(test_run_each_failure_detects_swallowed_error),
+		T(test_run_each_failure_detects_heap_leak),
 #undef T
 	};
 

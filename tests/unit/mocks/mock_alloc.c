@@ -11,6 +11,7 @@
  * one atomic load. free() looks the pointer up in the tracking table only
  * while the table holds something.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,10 +88,20 @@ mock_alloc_tracked_live(char *buf, size_t bufsize)
 	if (bufsize)
 		buf[0] = '\0';
 	for (size_t i = 0; i < Tab_n && i < 8; i++) {
+		Dl_info dl;
+		const char *obj = "?";
+		uintptr_t rel = (uintptr_t)Tab[i].caller;
+
+		/* "file+offset": addr2line -f -e file offset names the caller */
+		if (dladdr(Tab[i].caller, &dl) && dl.dli_fname) {
+			const char *slash = strrchr(dl.dli_fname, '/');
+
+			obj = slash ? slash + 1 : dl.dli_fname;
+			rel -= (uintptr_t)dl.dli_fbase;
+		}
 		int n = snprintf(buf + off, bufsize - off,
-				"%s%zu bytes at %p from caller %p",
-				i ? "; " : "", Tab[i].size, Tab[i].p,
-				Tab[i].caller);
+				"%s%zu bytes allocated from %s+0x%zx",
+				i ? "; " : "", Tab[i].size, obj, (size_t)rel);
 		if (n > 0 && (size_t)n < bufsize - off)
 			off += (size_t)n;
 	}

@@ -105,6 +105,8 @@ struct reaction {
 	int status;
 	uint8_t len;
 	uint8_t pdata[256];
+	bool has_param;
+	struct rdma_conn_param param;
 };
 
 #define MAX_REACT 32
@@ -356,7 +358,8 @@ event_effects_queue(struct mock_cmid *m, enum rdma_cm_event_type type)
 static struct cmev *
 cm_queue(struct mock_cmid *target, struct mock_cmid *owner,
 		struct mock_cmid *listener, enum rdma_cm_event_type type,
-		int status, const void *pdata, uint8_t len)
+		int status, const void *pdata, uint8_t len,
+		const struct rdma_conn_param *param)
 {
 	struct mock_cmch *ch = owner->ch;
 	unsigned wire = wire_len(type, target, len);
@@ -391,6 +394,11 @@ cm_queue(struct mock_cmid *target, struct mock_cmid *owner,
 		e->ev.param.conn.retry_count = 7;
 		e->ev.param.conn.rnr_retry_count = 7;
 		e->ev.param.conn.qp_num = 0x99;
+	}
+	if (param) {
+		e->ev.param.conn = *param;
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = (uint8_t)wire;
 	}
 	event_effects_queue(target, type);
 	if (ch->tail)
@@ -436,17 +444,30 @@ ch_drop(struct mock_cmch *ch, struct mock_cmid *m)
 }
 
 void
-mock_cm_queue_event(struct rdma_cm_id *id, enum rdma_cm_event_type type,
-		int status, const void *pdata, uint8_t len)
+mock_cm_queue_event_ex(struct rdma_cm_id *id,
+		const struct mock_cm_event_spec *spec)
 {
 	MOCK_LOCK();
 	struct mock_cmid *m =
 		(struct mock_cmid *)(void *)mock_obj_get(MOCK_CM_ID, id,
 				"mock_cm_queue_event");
-	if (type == RDMA_CM_EVENT_CONNECT_REQUEST)
+	if (spec == NULL)
+		mock_die("mock_cm_queue_event_ex: NULL spec");
+	if (spec->type == RDMA_CM_EVENT_CONNECT_REQUEST)
 		mock_die("mock_cm_queue_event: use mock_cm_queue_conn_request");
-	cm_queue(m, m, NULL, type, status, pdata, len);
+	cm_queue(m, m, NULL, spec->type, spec->status, spec->pdata, spec->len,
+			spec->set_param ? &spec->param : NULL);
 	MOCK_UNLOCK();
+}
+
+void
+mock_cm_queue_event(struct rdma_cm_id *id, enum rdma_cm_event_type type,
+		int status, const void *pdata, uint8_t len)
+{
+	struct mock_cm_event_spec spec = { .type = type, .status = status,
+		.pdata = pdata, .len = len };
+
+	mock_cm_queue_event_ex(id, &spec);
 }
 
 static struct mock_cmid *
@@ -468,6 +489,21 @@ struct rdma_cm_id *
 mock_cm_queue_conn_request(struct rdma_cm_id *listen_id, const void *pdata,
 		uint8_t len)
 {
+	struct mock_cm_event_spec spec = {
+		.type = RDMA_CM_EVENT_CONNECT_REQUEST, .pdata = pdata, .len = len };
+
+	return mock_cm_queue_conn_request_ex(listen_id, &spec);
+}
+
+struct rdma_cm_id *
+mock_cm_queue_conn_request_ex(struct rdma_cm_id *listen_id,
+		const struct mock_cm_event_spec *spec)
+{
+	const void *pdata = spec->pdata;
+	uint8_t len = spec->len;
+	const struct rdma_conn_param *param = spec->set_param ?
+		&spec->param : NULL;
+
 	MOCK_LOCK();
 	struct mock_cmid *l = id_get(listen_id, "mock_cm_queue_conn_request");
 	if (l->state != ID_LISTEN)
@@ -497,7 +533,7 @@ mock_cm_queue_conn_request(struct rdma_cm_id *listen_id, const void *pdata,
 		c->id.route.addr.dst_sin6.sin6_addr.s6_addr[15] = 2;
 	else
 		c->id.route.addr.dst_sin.sin_addr.s_addr = htonl(0xc0000202);
-	cm_queue(c, l, l, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pdata, len);
+	cm_queue(c, l, l, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pdata, len, param);
 	MOCK_UNLOCK();
 	return &c->id;
 }
@@ -520,23 +556,37 @@ mock_cm_set_auto(const char *fn, enum rdma_cm_event_type type)
 }
 
 void
-mock_cm_react(const char *fn, enum rdma_cm_event_type type, int status,
-		const void *pdata, uint8_t len)
+mock_cm_react_ex(const char *fn, const struct mock_cm_event_spec *spec)
 {
 	MOCK_LOCK();
 	int f = react_index(fn);
 
 	if (Nreact == MAX_REACT)
 		mock_die("mock_cm_react: more than %d reactions queued", MAX_REACT);
+	if (spec->len && spec->pdata == NULL)
+		mock_die("mock_cm_react: NULL pdata with len %u", spec->len);
 	struct reaction *r = &React[Nreact++];
 
+	memset(r, 0, sizeof(*r));
 	r->fn = f;
-	r->type = type;
-	r->status = status;
-	r->len = len;
-	if (len)
-		memcpy(r->pdata, pdata, len);
+	r->type = spec->type;
+	r->status = spec->status;
+	r->len = spec->len;
+	if (spec->len)
+		memcpy(r->pdata, spec->pdata, spec->len);
+	r->has_param = spec->set_param;
+	r->param = spec->param;
 	MOCK_UNLOCK();
+}
+
+void
+mock_cm_react(const char *fn, enum rdma_cm_event_type type, int status,
+		const void *pdata, uint8_t len)
+{
+	struct mock_cm_event_spec spec = { .type = type, .status = status,
+		.pdata = pdata, .len = len };
+
+	mock_cm_react_ex(fn, &spec);
 }
 
 static void
@@ -551,16 +601,18 @@ react(enum react_fn f, struct mock_cmid *m)
 				(size_t)(Nreact - i - 1) * sizeof(React[0]));
 		Nreact--;
 		if (r.type != MOCK_CM_NO_EVENT)
-			cm_queue(m, m, NULL, r.type, r.status, r.pdata, r.len);
+			cm_queue(m, m, NULL, r.type, r.status, r.pdata, r.len,
+					r.has_param ? &r.param : NULL);
 		return;
 	}
 	if (f == R_RESOLVE_ADDR && !Reachable &&
 			Auto[f] == RDMA_CM_EVENT_ADDR_RESOLVED) {
-		cm_queue(m, m, NULL, RDMA_CM_EVENT_ADDR_ERROR, -ENODEV, NULL, 0);
+		cm_queue(m, m, NULL, RDMA_CM_EVENT_ADDR_ERROR, -ENODEV, NULL, 0,
+				NULL);
 		return;
 	}
 	if (Auto[f] != MOCK_CM_NO_EVENT)
-		cm_queue(m, m, NULL, Auto[f], 0, NULL, 0);
+		cm_queue(m, m, NULL, Auto[f], 0, NULL, 0, NULL);
 }
 
 void

@@ -203,7 +203,9 @@ int mock_fail_pending(void);
  * failed function, if: the scenario returned 0 although a call failed
  * (unless tolerated, see opts), a mock object created in the run is still
  * live, an event got in the run is unacknowledged, or memory allocated
- * during the scenario was not freed by the end of cleanup.
+ * during the scenario was not freed by the end of cleanup (reported as
+ * "N bytes allocated from <file>+0xOFF": `addr2line -f -e <file> 0xOFF`
+ * names the allocating function and line).
  * Between runs, events still queued (scripted input the run did not
  * consume) and one-shot reactions / failures are dropped.
  * The cleanup must release whatever the scenario made (on success AND on
@@ -412,6 +414,26 @@ struct ibv_context *mock_cm_context(void);
 void mock_cm_queue_event(struct rdma_cm_id *id, enum rdma_cm_event_type type,
 		int status, const void *pdata, uint8_t len);
 /*
+ * The full form: `param` (when set_param) becomes the event's
+ * param.conn -- its private_data / private_data_len are ignored (taken from
+ * pdata / len as above). E.g. pmrep frames private data with the
+ * flow_control bit, so a test sets param.flow_control as the peer would.
+ * Without set_param: responder_resources = initiator_depth = 16,
+ * retry_count = rnr_retry_count = 7, flow_control 0 (for CONNECT_REQUEST,
+ * ESTABLISHED, CONNECT_RESPONSE; all 0 otherwise).
+ */
+struct mock_cm_event_spec {
+	enum rdma_cm_event_type type;
+	int status;
+	const void *pdata;
+	uint8_t len;
+	bool set_param;
+	struct rdma_conn_param param;
+};
+void mock_cm_queue_event_ex(struct rdma_cm_id *id,
+		const struct mock_cm_event_spec *spec);
+
+/*
  * mock_cm_queue_conn_request -- an initiator connects to the listening
  * `listen_id`: a CONNECT_REQUEST event carrying a new id (returned) is
  * queued on the listener's channel. The new id becomes a live object (to be
@@ -420,6 +442,9 @@ void mock_cm_queue_event(struct rdma_cm_id *id, enum rdma_cm_event_type type,
  */
 struct rdma_cm_id *mock_cm_queue_conn_request(struct rdma_cm_id *listen_id,
 		const void *pdata, uint8_t len);
+/* the same with a full spec (its type is ignored) */
+struct rdma_cm_id *mock_cm_queue_conn_request_ex(struct rdma_cm_id *listen_id,
+		const struct mock_cm_event_spec *spec);
 /*
  * Reactions: what event a successful call queues on the id's channel.
  * Automatic ones (persistent): rdma_resolve_addr -> ADDR_RESOLVED,
@@ -435,6 +460,7 @@ struct rdma_cm_id *mock_cm_queue_conn_request(struct rdma_cm_id *listen_id,
 void mock_cm_set_auto(const char *fn, enum rdma_cm_event_type type);
 void mock_cm_react(const char *fn, enum rdma_cm_event_type type, int status,
 		const void *pdata, uint8_t len);
+void mock_cm_react_ex(const char *fn, const struct mock_cm_event_spec *spec);
 /* private-data padding, see mock_cm_queue_event (default on) */
 void mock_cm_set_pdata_padding(bool on);
 /*
