@@ -575,12 +575,17 @@ verbs_conn_destroy(struct verbs_conn *conn)
 	if (err && ret == 0)
 		ret = err;
 	/* no event is ever held unacknowledged: this does not block (T04) */
+	bool id_gone = !conn->evch_pinned;
 	if (conn->id) {
-		if (rdma_destroy_id(conn->id) && ret == 0)
-			ret = PMREP_ERR_PROVIDER(errno, "rdma_destroy_id");
+		if (rdma_destroy_id(conn->id)) {
+			if (ret == 0)
+				ret = PMREP_ERR_PROVIDER(errno, "rdma_destroy_id");
+			id_gone = false;
+		}
 		conn->id = NULL;
 	}
-	if (conn->evch) {
+	/* an id that would not go still uses its channel: leave both */
+	if (conn->evch && id_gone) {
 		rdma_destroy_event_channel(conn->evch);
 		conn->evch = NULL;
 	}
@@ -707,8 +712,10 @@ attempt_teardown(struct verbs_conn *conn)
 		verbs_rq_table_reset(&conn->rq);
 	}
 	if (conn->id) {
-		if (rdma_destroy_id(conn->id))
+		if (rdma_destroy_id(conn->id)) {
 			PMREP_LOG_WARN("rdma_destroy_id: %s", strerror(errno));
+			conn->evch_pinned = true;
+		}
 		conn->id = NULL;
 	}
 }

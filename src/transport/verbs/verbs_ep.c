@@ -107,9 +107,13 @@ verbs_ep_shutdown(struct pmrep_ep *base)
 	}
 	if (err != PMREP_E_NO_EVENT)
 		ret = err;
-	if (rdma_destroy_id(ep->id) && ret == 0)
-		ret = PMREP_ERR_PROVIDER(errno, "rdma_destroy_id");
-	rdma_destroy_event_channel(ep->evch);
+	if (rdma_destroy_id(ep->id)) {
+		if (ret == 0)
+			ret = PMREP_ERR_PROVIDER(errno, "rdma_destroy_id");
+		/* the id still uses the channel: leave both */
+	} else {
+		rdma_destroy_event_channel(ep->evch);
+	}
 	free(ep);
 	return ret;
 }

@@ -251,6 +251,7 @@ struct verbs_conn {
 	/* rdma_cm: the conn's own event channel, its id */
 	struct rdma_event_channel *evch;
 	struct rdma_cm_id *id;
+	bool evch_pinned;		/* an id that would not go still uses it */
 	struct sockaddr_storage dst;	/* active: where to (re)connect */
 
 	/* queues */
