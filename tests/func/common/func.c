@@ -84,13 +84,15 @@ func_remote(const struct pmrep_mr_local *mr)
 	return r;
 }
 
+static void func_connect_with(struct func_pair *p, const struct func_opts *o,
+		struct pmrep_conn **cconn, struct pmrep_conn **sconn);
+
 void
 func_pair_open(struct func_pair *p, const struct func_opts *o)
 {
 	static const struct func_opts none;
 	if (o == NULL)
 		o = &none;
-	int slow = func_slow();
 	memset(p, 0, sizeof(*p));
 	p->speer = func_peer(true);
 	p->cpeer = func_peer(false);
@@ -100,12 +102,29 @@ func_pair_open(struct func_pair *p, const struct func_opts *o)
 	assert_true(port != 0);
 	snprintf(p->port, sizeof(p->port), "%u", port);
 
+	func_connect_with(p, o, &p->cconn, &p->sconn);
+}
+
+void
+func_connect(struct func_pair *p, const struct pmrep_conn_cfg *ccfg,
+		const struct pmrep_conn_cfg *scfg, struct pmrep_conn **cconn,
+		struct pmrep_conn **sconn)
+{
+	struct func_opts o = { .ccfg = ccfg, .scfg = scfg };
+	func_connect_with(p, &o, cconn, sconn);
+}
+
+static void
+func_connect_with(struct func_pair *p, const struct func_opts *o,
+		struct pmrep_conn **cconn, struct pmrep_conn **sconn)
+{
+	int slow = func_slow();
 	struct pmrep_conn_req *creq = NULL;
 	assert_int_equal(pmrep_conn_req_new(p->cpeer, func_addr(), p->port,
 			o->ccfg, &creq), 0);
 	if (o->creq)
 		o->creq(creq, o->arg);
-	assert_int_equal(pmrep_conn_req_connect(&creq, o->cpdata, &p->cconn), 0);
+	assert_int_equal(pmrep_conn_req_connect(&creq, o->cpdata, cconn), 0);
 	assert_null(creq);
 
 	struct pmrep_conn_req *sreq = NULL;
@@ -113,11 +132,11 @@ func_pair_open(struct func_pair *p, const struct func_opts *o)
 			&sreq), 0);
 	if (o->sreq)
 		o->sreq(sreq, o->arg);
-	assert_int_equal(pmrep_conn_req_connect(&sreq, o->spdata, &p->sconn), 0);
+	assert_int_equal(pmrep_conn_req_connect(&sreq, o->spdata, sconn), 0);
 	assert_null(sreq);
 
-	func_expect_event(p->cconn, PMREP_CONN_ESTABLISHED, 5000 * slow);
-	func_expect_event(p->sconn, PMREP_CONN_ESTABLISHED, 5000 * slow);
+	func_expect_event(*cconn, PMREP_CONN_ESTABLISHED, 5000 * slow);
+	func_expect_event(*sconn, PMREP_CONN_ESTABLISHED, 5000 * slow);
 }
 
 void

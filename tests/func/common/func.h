@@ -61,6 +61,10 @@ struct func_pair {
 
 /* listen, connect, accept, and see ESTABLISHED on both sides */
 void func_pair_open(struct func_pair *p, const struct func_opts *o);
+/* one more client conn to p's endpoint (from p's client peer) */
+void func_connect(struct func_pair *p, const struct pmrep_conn_cfg *ccfg,
+		const struct pmrep_conn_cfg *scfg, struct pmrep_conn **cconn,
+		struct pmrep_conn **sconn);
 /* delete conns, endpoint, peers (whatever is set) */
 void func_pair_close(struct func_pair *p);
 
