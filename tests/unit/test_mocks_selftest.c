@@ -740,6 +740,17 @@ test_reg_mr_paths(void **state)
 	assert_int_equal(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
 			0, &sge, 1), EINVAL);
 
+	/* flush access needs the device's flush capability */
+	Access_var = IBV_ACCESS_LOCAL_WRITE | MOCK_ACCESS_FLUSH_PERSISTENT;
+	assert_null(ibv_reg_mr(pd, mem, 64, Access_var));
+	assert_int_equal(errno, EOPNOTSUPP);
+	mock_dev_set_flush(false, true);
+	struct ibv_mr *d = ibv_reg_mr(pd, mem, 64, Access_var);
+
+	assert_non_null(d);
+	assert_int_equal(ibv_dereg_mr(d), 0);
+	Access_var = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND;
+
 	/* the PD is in use */
 	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);
 	assert_int_equal(ibv_dereg_mr(a), 0);

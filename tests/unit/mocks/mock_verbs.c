@@ -1612,6 +1612,8 @@ ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
 		memcpy(gid->raw, g, sizeof(g));
 	}
 	MOCK_UNLOCK();
+	if (err)
+		errno = err;
 	return err ? -1 : 0;
 }
 
@@ -1704,6 +1706,14 @@ reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 		err = EINVAL;
 	if (!err && (access & IBV_ACCESS_ON_DEMAND) &&
 			!(Dev_attr.odp_caps.general_caps & IBV_ODP_SUPPORT))
+		err = EOPNOTSUPP;
+	/* rdma-core >= 45 IBV_ACCESS_FLUSH_GLOBAL / _PERSISTENT need the
+	 * device capability (the kernel checks) */
+	if (!err && (access & MOCK_ACCESS_FLUSH_GLOBAL) &&
+			!(Dev_attr.device_cap_flags_ex & MOCK_DEVICE_FLUSH_GLOBAL))
+		err = EOPNOTSUPP;
+	if (!err && (access & MOCK_ACCESS_FLUSH_PERSISTENT) &&
+			!(Dev_attr.device_cap_flags_ex & MOCK_DEVICE_FLUSH_PERSISTENT))
 		err = EOPNOTSUPP;
 	if (!err && !(access & IBV_ACCESS_ON_DEMAND)) {
 		uintptr_t s = (uintptr_t)addr, e = s + length;

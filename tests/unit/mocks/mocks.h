@@ -120,6 +120,10 @@ struct rdma_cm_id *mock_cm_id_last(void);
 #define MOCK_DEVICE_FLUSH_GLOBAL	(1ULL << 38)	/* IB_UVERBS_DEVICE_FLUSH_GLOBAL */
 #define MOCK_DEVICE_FLUSH_PERSISTENT	(1ULL << 39)	/* IB_UVERBS_DEVICE_FLUSH_PERSISTENT */
 #define MOCK_DEVICE_ATOMIC_WRITE	(1ULL << 40)	/* IB_UVERBS_DEVICE_ATOMIC_WRITE */
+/* MR access bits of rdma-core >= 45 (IBV_ACCESS_FLUSH_*): registering
+ * with one fails with EOPNOTSUPP unless the device has that flush cap */
+#define MOCK_ACCESS_FLUSH_GLOBAL	(1 << 8)
+#define MOCK_ACCESS_FLUSH_PERSISTENT	(1 << 9)
 
 /*
  * Device knobs (defaults: 1 device "mock_rxe0", no ODP, no atomic write,
