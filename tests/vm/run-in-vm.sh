@@ -496,6 +496,7 @@ trap 'say "interrupted"; exit 130' INT TERM HUP
 shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 
 RXE_IP=10.11.12.1
+RW=()
 {
   echo "PMEM_MODE=$VM_PMEM_MODE NVDIMMS=$NVDIMMS RXE_IP=$RXE_IP"
   i=0
@@ -519,7 +520,7 @@ RXE_IP=10.11.12.1
   echo "export VM_KERNEL=$VM_KERNEL"
   echo ". /run/vmjob/vmenv"
   echo 'if [ -n "${TMPDIR:-}" ] && [ ! -d "$TMPDIR" ]; then mkdir -p "$TMPDIR" 2>/dev/null || export TMPDIR=/tmp; fi'
-  echo "cd $(shq "$PWD") || exit 125"
+  echo "cd $(shq "$PWD") || { echo '$prog: the working directory is missing in the guest: tmpfs /tmp /run /var/tmp /mnt hide host paths not shared by VM_RW_DIRS' >&2; exit 125; }"
   printf 'exec'; for a in "$@"; do printf ' %s' "$(shq "$a")"; done; echo
 } > "$JOB/job.sh"
 
