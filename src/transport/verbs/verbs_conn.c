@@ -676,6 +676,16 @@ go_terminal(struct verbs_conn *conn)
 	conn->state = VERBS_ST_TERMINAL;
 	timer_disarm(conn);
 	notify_clear(conn);
+	/* nothing moves on this QP any more: whatever is posted completes
+	 * now (flushed), not after the transport's retries run out (T08) */
+	if (conn->qp) {
+		struct ibv_qp_attr attr;
+		memset(&attr, 0, sizeof(attr));
+		attr.qp_state = IBV_QPS_ERR;
+		int err = ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
+		if (err)
+			PMREP_LOG_INFO("ibv_modify_qp(ERR): %s", strerror(err));
+	}
 	if (conn->cm_fd_watched) {
 		(void) epoll_ctl(conn->epfd, EPOLL_CTL_DEL, conn->evch->fd, NULL);
 		conn->cm_fd_watched = false;
@@ -693,6 +703,19 @@ step_report(struct step *s, enum pmrep_conn_event ev)
 {
 	s->report = true;
 	s->event = ev;
+}
+
+/*
+ * Each attempt (resolution, connect) is limited by the cfg timeout, and
+ * all of them with their backoffs by timeout x (retries + 1): a peer that
+ * never answers is reported UNREACHABLE within that (T17).
+ */
+static int
+attempt_limit(const struct verbs_conn *conn)
+{
+	long long left = conn->deadline_ms - pmrep_now_ms();
+	int t = conn->base.cfg.timeout_ms;
+	return left < t ? (left > 0 ? (int)left : 0) : t;
 }
 
 /* give up the current attempt's id and QP */
@@ -725,16 +748,19 @@ static void
 attempt_failed(struct verbs_conn *conn, const char *why, struct step *s)
 {
 	attempt_teardown(conn);
-	if (conn->retries_left == 0) {
-		PMREP_LOG_ERR("connection attempt failed (%s) and no retry is left: unreachable",
-				why);
+	long long left = conn->deadline_ms - pmrep_now_ms();
+	if (conn->retries_left == 0 || left <= 0) {
+		PMREP_LOG_ERR("connection attempt failed (%s) and %s: unreachable",
+				why, conn->retries_left ? "the time is up" :
+				"no retry is left");
 		step_report(s, PMREP_CONN_UNREACHABLE);
 		return;
 	}
 	conn->retries_left--;
+	int wait = conn->backoff_ms < left ? conn->backoff_ms : (int)left;
 	PMREP_LOG_INFO("connection attempt failed (%s): retrying in %d ms (%u more)",
-			why, conn->backoff_ms, conn->retries_left);
-	if (timer_arm(conn, conn->backoff_ms)) {
+			why, wait, conn->retries_left);
+	if (timer_arm(conn, wait)) {
 		step_report(s, PMREP_CONN_LOST);
 		return;
 	}
@@ -759,7 +785,7 @@ attempt_start(struct verbs_conn *conn, struct step *s)
 		attempt_failed(conn, "rdma_resolve_addr", s);
 		return;
 	}
-	if (timer_arm(conn, conn->base.cfg.timeout_ms)) {
+	if (timer_arm(conn, attempt_limit(conn))) {
 		step_report(s, PMREP_CONN_LOST);
 		return;
 	}
@@ -798,7 +824,7 @@ attempt_connect(struct verbs_conn *conn, struct step *s)
 		attempt_failed(conn, "rdma_connect", s);
 		return;
 	}
-	if (timer_arm(conn, conn->base.cfg.timeout_ms)) {
+	if (timer_arm(conn, attempt_limit(conn))) {
 		step_report(s, PMREP_CONN_LOST);
 		return;
 	}
@@ -1001,6 +1027,9 @@ verbs_conn_start(struct verbs_conn *conn)
 		conn->retries_left = conn->base.cfg.connect_retries;
 		conn->backoff_ms = conn->base.cfg.retry_backoff_ms > 0 ?
 			conn->base.cfg.retry_backoff_ms : 1;
+		conn->deadline_ms = pmrep_now_ms() +
+			(long long)conn->base.cfg.timeout_ms *
+			((long long)conn->retries_left + 1);
 		if (rdma_connect(conn->id, &param))
 			return PMREP_ERR_PROVIDER(errno, "rdma_connect");
 	}

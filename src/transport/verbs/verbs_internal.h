@@ -274,6 +274,7 @@ struct verbs_conn {
 	/* what the state machine needs */
 	unsigned retries_left;
 	int backoff_ms;
+	long long deadline_ms;		/* all attempts end by then */
 	atomic_bool lost;		/* set by async events (any thread) */
 	bool local_close;		/* disconnect before ESTABLISHED */
 	struct verbs_pdata my_pdata;	/* what we send (again on retry) */
