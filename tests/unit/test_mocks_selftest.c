@@ -789,6 +789,18 @@ test_injection_conventions(void **state)
 	mock_fail("ibv_dealloc_pd", 1, EIO);
 	assert_int_equal(ibv_dealloc_pd(pd), EIO);
 	assert_int_equal(ibv_dealloc_pd(pd), 0);
+	/* a failed destroy leaves the object (not counted as a leak) and its
+	 * parent busy, until released */
+	pd = ibv_alloc_pd(ctx);
+	static char m[64];
+	struct ibv_mr *mr = ibv_reg_mr(pd, m, sizeof(m), IBV_ACCESS_LOCAL_WRITE);
+
+	mock_fail("ibv_dereg_mr", 1, EIO);
+	assert_int_equal(ibv_dereg_mr(mr), EIO);
+	assert_int_equal(mock_live(MOCK_MR), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), EBUSY);
+	mock_release_failed_destroys();
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
 	/* -1 + errno */
 	struct rdma_cm_id *id = NULL;
 

@@ -1562,6 +1562,23 @@ rdma_free_devices(struct ibv_context **list)
 /* ---------------------------------------------------------- reset etc. */
 
 void
+mock_cm_release_failed(void)
+{
+	for (;;) {
+		struct mock_obj *o = mock_obj_head(MOCK_CM_ID);
+
+		while (o && !o->destroy_failed)
+			o = o->next;
+		if (o == NULL)
+			break;
+		struct mock_cmid *m = (struct mock_cmid *)o;
+
+		ch_drop(m->ch, m);
+		id_free(m);
+	}
+}
+
+void
 mock_cm_discard_pending(void)
 {
 	for (struct mock_obj *o = mock_obj_head(MOCK_CM_CHANNEL); o; o = o->next)

@@ -580,6 +580,15 @@ mock_reset(void)
 	MOCK_UNLOCK();
 }
 
+void
+mock_release_failed_destroys(void)
+{
+	MOCK_LOCK();
+	mock_cm_release_failed();
+	mock_verbs_release_failed();
+	MOCK_UNLOCK();
+}
+
 struct snapshot {
 	int live[MOCK_KIND_COUNT];
 	int unacked_cm, unacked_cq, unacked_async;

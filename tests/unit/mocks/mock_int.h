@@ -208,6 +208,8 @@ void mock_verbs_reset(void);
 void mock_cm_reset(void);
 void mock_alloc_reset(void);
 void mock_verbs_discard_pending(void);
+void mock_verbs_release_failed(void);
+void mock_cm_release_failed(void);
 void mock_cm_discard_pending(void);
 int mock_verbs_unacked_cq(void);
 int mock_verbs_unacked_async(void);

@@ -2176,6 +2176,19 @@ ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 	return err;
 }
 
+static void
+srq_free(struct mock_srq *s)
+{
+	async_drop_for(mock_container_of(s->srq.context, struct mock_ctx,
+				vctx.context), &s->o);
+	s->pd->users--;
+	pthread_mutex_destroy(&s->srq.mutex);
+	pthread_cond_destroy(&s->srq.cond);
+	mock_obj_del(&s->o);
+	mock_free(s->rq.v);
+	mock_free(s);
+}
+
 int
 ibv_destroy_srq(struct ibv_srq *srq)
 {
@@ -2190,14 +2203,7 @@ ibv_destroy_srq(struct ibv_srq *srq)
 	} else if (s->users > 0) {
 		err = EBUSY;
 	} else {
-		async_drop_for(mock_container_of(srq->context, struct mock_ctx,
-					vctx.context), &s->o);
-		s->pd->users--;
-		pthread_mutex_destroy(&s->srq.mutex);
-		pthread_cond_destroy(&s->srq.cond);
-		mock_obj_del(&s->o);
-		mock_free(s->rq.v);
-		mock_free(s);
+		srq_free(s);
 	}
 	MOCK_UNLOCK();
 	return err;
@@ -3121,6 +3127,60 @@ struct rdma_event_channel *mock_cm_channel_last(void) { return last_of(MOCK_CM_C
 struct rdma_cm_id *mock_cm_id_last(void) { return last_of(MOCK_CM_ID); }
 
 /* ---------------------------------------------------------- reset etc. */
+
+static struct mock_obj *
+first_failed(enum mock_kind kind)
+{
+	for (struct mock_obj *o = mock_obj_head(kind); o; o = o->next)
+		if (o->destroy_failed)
+			return o;
+	return NULL;
+}
+
+void
+mock_verbs_release_failed(void)
+{
+	struct mock_obj *o;
+
+	while ((o = first_failed(MOCK_QP)) != NULL) {
+		((struct mock_qp *)o)->async_unacked = 0;
+		qp_free((struct mock_qp *)o);
+	}
+	while ((o = first_failed(MOCK_SRQ)) != NULL)
+		srq_free((struct mock_srq *)o);
+	while ((o = first_failed(MOCK_CQ)) != NULL) {
+		struct mock_cq *c = (struct mock_cq *)o;
+
+		/* what used it is gone or failed too */
+		c->users = 0;
+		c->acked = c->got;
+		c->async_unacked = 0;
+		cq_free(c);
+	}
+	while ((o = first_failed(MOCK_COMP_CHANNEL)) != NULL) {
+		struct mock_cc *cc = (struct mock_cc *)o;
+
+		if (cc->ch.refcnt == 0)
+			cc_free(cc);
+		else
+			o->destroy_failed = false; /* a live CQ still holds it */
+	}
+	while ((o = first_failed(MOCK_MR)) != NULL) {
+		((struct mock_mr *)o)->pd->users--;
+		mock_obj_del(o);
+		mock_free(o);
+	}
+	while ((o = first_failed(MOCK_PD)) != NULL) {
+		if (((struct mock_pd *)o)->users == 0) {
+			mock_obj_del(o);
+			mock_free(o);
+		} else {
+			o->destroy_failed = false;
+		}
+	}
+	while ((o = first_failed(MOCK_CONTEXT)) != NULL)
+		ctx_free((struct mock_ctx *)o);
+}
 
 void
 mock_verbs_discard_pending(void)

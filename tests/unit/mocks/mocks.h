@@ -168,7 +168,9 @@ void mock_mr_set_unpinnable(const void *addr, size_t len);
  *                             ibv_req_notify_cq, ibv_advise_mr,
  *                             ibv_wr_complete, ibv_fork_init)
  *   -err                      (ibv_poll_cq: a negative value)
- * A failing destroy leaves the object live (as the real ones do).
+ * A failing destroy leaves the object live (as the real ones do) but no
+ * longer counted by mock_live / the leak checks (see also
+ * mock_release_failed_destroys).
  * Schedules for one function stack (mock_fail(f,1,..) + mock_fail(f,3,..)
  * fail the 1st and 3rd next calls). Allocation wrappers take the names
  * "malloc", "calloc", "realloc", "reallocarray", "strdup", "strndup",
@@ -186,6 +188,15 @@ void mock_fail_always(const char *fn, int err);
  * not resolve.
  */
 void mock_fail_rc(const char *fn, unsigned nth, int rc, int err);
+/*
+ * mock_release_failed_destroys -- finish every destroy that an injected
+ * failure left undone (as if the retry succeeded): the objects go away and
+ * their parents (PD, channel, context) become destroyable again, so the
+ * test can then delete what it still holds (e.g. pmrep_peer_delete after
+ * a conn whose ibv_destroy_qp was made to fail). A PD / comp channel still
+ * used by a live object stays, with its failure forgotten.
+ */
+void mock_release_failed_destroys(void);
 /* mock_fail_clear -- drop every scheduled failure */
 void mock_fail_clear(void);
 /* mock_fail_pending -- scheduled one-shot failures not triggered yet */
