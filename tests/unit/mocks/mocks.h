@@ -143,7 +143,8 @@ void mock_dev_set_flush(bool global, bool persistent);
 /* the templates themselves, for any other field (edit freely) */
 struct ibv_device_attr_ex *mock_dev_attr(void);
 struct ibv_port_attr *mock_port_attr(void);
-/* how many devices ibv_get_device_list / rdma_get_devices report (0..4, default 1) */
+/* how many devices ibv_get_device_list reports (0..4, default 1);
+ * rdma_get_devices lists only librdmacm's context of device 0 (none if 0) */
 void mock_dev_set_count(int n);
 /* largest cap.max_inline_data a QP may ask for (default 256) */
 void mock_dev_set_max_inline(uint32_t max_inline);
@@ -299,8 +300,10 @@ int mock_qp_complete_sends(struct ibv_qp *qp, int n, enum ibv_wc_status status);
 /*
  * mock_qp_recv -- a SEND of `len` bytes arrives: take the oldest posted
  * receive (of the QP's SRQ when it has one), copy `data` into its SGEs and
- * push IBV_WC_RECV with byte_len to the QP's receive CQ. Fails the test if
- * no receive is posted or the data does not fit.
+ * push IBV_WC_RECV with byte_len to the QP's receive CQ. No receive posted:
+ * the test fails (a real sender would see RNR retries). Data larger than
+ * the receive: IBV_WC_LOC_LEN_ERR; an SGE outside its MR (or an MR without
+ * local write): IBV_WC_LOC_PROT_ERR; either moves the QP to ERR.
  * mock_qp_recv_imm -- the same with immediate data (`imm` in host order):
  * IBV_WC_RECV (send with imm) or, for rdma_write, IBV_WC_RECV_RDMA_WITH_IMM
  * (no data copied, byte_len = len).
