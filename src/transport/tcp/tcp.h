@@ -370,6 +370,9 @@ void tcp_sock_tune(int fd);
  * (pmrep_now_ms scale); 0 or -errno (-ETIMEDOUT) */
 int tcp_sock_write_all(int fd, const void *buf, size_t len,
 		long long deadline_ms);
+/* close a socket whose unread input we do not want: read it away first
+ * (bounded), so the peer sees our last bytes and a FIN, not a RST */
+void tcp_sock_close_gently(int fd);
 /* an eventfd (non-blocking, close-on-exec); -1 with errno */
 int tcp_eventfd(void);
 void tcp_eventfd_signal(int fd);

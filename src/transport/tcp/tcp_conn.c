@@ -181,6 +181,9 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 		memcpy(c->my_pdata, pdata->ptr, pdata->len);
 		c->my_pdata_len = pdata->len;
 	}
+	/* passive: the initiator's private data, already our copy */
+	c->base.pdata_len = req->base.pdata_len;
+	memcpy(c->base.pdata, req->base.pdata, req->base.pdata_len);
 	pthread_mutex_init(&c->lock, NULL);
 	/* the receives posted on the request move over */
 	c->rq = req->rq;

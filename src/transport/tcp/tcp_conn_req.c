@@ -70,7 +70,7 @@ tcp_conn_req_delete(struct pmrep_conn_req *req_base)
 		size_t n = tcp_wire_encode(&f, hdr);
 		ssize_t r = send(req->sock, hdr, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		(void) r;
-		close(req->sock);
+		tcp_sock_close_gently(req->sock);
 	}
 	tcp_rq_fini(&req->rq);
 	free(req);

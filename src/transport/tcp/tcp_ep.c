@@ -119,7 +119,7 @@ pending_drop(struct tcp_ep *ep, unsigned i, uint32_t reject_reason)
 	if (reject_reason)
 		send_reject(p->fd, reject_reason);
 	(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
-	close(p->fd);
+	tcp_sock_close_gently(p->fd);
 	ep->pending[i] = ep->pending[--ep->npending];
 }
 
@@ -158,7 +158,7 @@ accept_waiting(struct tcp_ep *ep)
 			PMREP_LOG_WARN("endpoint: %u requests pending, refusing one",
 					ep->npending);
 			send_reject(fd, TCP_WIRE_REJ_NOT_LISTENING);
-			close(fd);
+			tcp_sock_close_gently(fd);
 			continue;
 		}
 		struct tcp_pending *p = &ep->pending[ep->npending++];

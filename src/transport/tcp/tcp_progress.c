@@ -1220,12 +1220,8 @@ shutdown_socket(struct tcp_conn *c)
 		ssize_t r = send(c->sock, hdr, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		(void) r;
 	}
-	/* unread input would turn our FIN into a RST */
-	uint8_t sink[4096];
-	for (int i = 0; i < 64; i++)
-		if (recv(c->sock, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
-			break;
-	close_socket(c);
+	tcp_sock_close_gently(c->sock);
+	c->sock = -1;
 }
 
 void *

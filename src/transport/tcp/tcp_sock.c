@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tcp.h"
 #include "transport/common.h"
@@ -61,6 +62,16 @@ tcp_sock_tune(int fd)
 	/* ... and so is one that stopped acknowledging what we sent */
 	set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, TCP_UNACKED_MAX_MS,
 			"TCP_USER_TIMEOUT");
+}
+
+void
+tcp_sock_close_gently(int fd)
+{
+	uint8_t sink[4096];
+	for (int i = 0; i < 64; i++)
+		if (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+			break;
+	close(fd);
 }
 
 int

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_connect.c -- establishing and ending connections: a client that
+ * starts before the server listens gets through bounded retries (T17); an
+ * address that never answers fails with UNREACHABLE within timeout x
+ * retries (+10 %) (T17); a refused connect without retries is
+ * UNREACHABLE; an explicit reject is REJECTED and final; disconnect and
+ * delete report CLOSED exactly once on both sides; requests left at an
+ * endpoint that shuts down are refused.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "func.h"
+
+#define T 5000
+
+/* a port nothing listens on (now), from a listener opened and closed */
+static void
+free_port(struct pmrep_peer *peer, char *buf, size_t len)
+{
+	struct pmrep_ep *ep = NULL;
+	assert_int_equal(pmrep_ep_listen(peer, func_addr(), "0", &ep), 0);
+	uint16_t port;
+	assert_int_equal(pmrep_ep_get_port(ep, &port), 0);
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+	snprintf(buf, len, "%u", port);
+}
+
+static struct pmrep_conn_cfg *
+cfg_retries(int timeout_ms, unsigned retries, int backoff_ms)
+{
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, timeout_ms), 0);
+	assert_int_equal(pmrep_conn_cfg_set_connect_retries(cfg, retries,
+			backoff_ms), 0);
+	return cfg;
+}
+
+static void
+T17_client_started_500ms_before_the_listener_gets_through_with_retries(
+		void **state)
+{
+	(void) state;
+	struct pmrep_peer *speer = func_peer(true), *cpeer = func_peer(false);
+	char port[16];
+	free_port(speer, port, sizeof(port));
+	struct pmrep_conn_cfg *cfg = cfg_retries(1000, 10, 100);
+
+	long long t0 = func_now_ms();
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_conn_req_new(cpeer, func_addr(), port, cfg,
+			&req), 0);
+	struct pmrep_conn *cc = NULL, *sc = NULL;
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &cc), 0);
+	/* nothing listens yet: no event for 500 ms (the client retries) */
+	enum pmrep_conn_event ev = PMREP_CONN_UNDEFINED;
+	assert_int_equal(pmrep_conn_wait_event(cc, 500, &ev), PMREP_E_TIMEOUT);
+
+	struct pmrep_ep *ep = NULL;
+	assert_int_equal(pmrep_ep_listen(speer, func_addr(), port, &ep), 0);
+	bool c_up = false, s_up = false;
+	long long end = func_now_ms() + 10000 * func_slow();
+	while (!(c_up && s_up) && func_now_ms() < end) {
+		if (sc == NULL) {
+			int ret = pmrep_ep_wait_conn_req(ep, NULL, 20, &req);
+			if (ret == 0)
+				assert_int_equal(pmrep_conn_req_connect(&req,
+						NULL, &sc), 0);
+			else
+				assert_int_equal(ret, PMREP_E_TIMEOUT);
+		}
+		if (!c_up && pmrep_conn_wait_event(cc, 20, &ev) == 0) {
+			assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
+			c_up = true;
+		}
+		if (sc != NULL && !s_up && pmrep_conn_wait_event(sc, 20, &ev) == 0) {
+			assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
+			s_up = true;
+		}
+	}
+	assert_true(c_up && s_up);
+	assert_true(func_now_ms() - t0 >= 500);
+
+	assert_int_equal(pmrep_conn_delete(&cc), 0);
+	assert_int_equal(pmrep_conn_delete(&sc), 0);
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+	assert_int_equal(pmrep_peer_delete(&cpeer), 0);
+	assert_int_equal(pmrep_peer_delete(&speer), 0);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
+/* tcp: a plain listener that completes TCP handshakes and never answers */
+static int
+silent_listener(char *port, size_t len)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s, 16), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &al), 0);
+	snprintf(port, len, "%u", ntohs(a.sin_port));
+	return s;
+}
+
+static void
+T17_never_answering_address_is_unreachable_within_timeout_times_retries(
+		void **state)
+{
+	(void) state;
+	const int timeout = 300;
+	const unsigned retries = 3;
+	struct pmrep_peer *cpeer = func_peer(false);
+	struct pmrep_conn_cfg *cfg = cfg_retries(timeout, retries, 50);
+	char port[16] = "7204";
+	const char *addr;
+	int silent = -1;
+	if (func_is_tcp()) {
+		silent = silent_listener(port, sizeof(port));
+		addr = func_addr();
+	} else {
+		/* an address in the rxe subnet where nobody lives */
+		addr = getenv("RXE_DEAD_IP") ? getenv("RXE_DEAD_IP") :
+			"10.11.12.99";
+	}
+	long long bound = (long long)timeout * retries * 11 / 10 * func_slow();
+
+	long long t0 = func_now_ms();
+	struct pmrep_conn_req *req = NULL;
+	int ret = pmrep_conn_req_new(cpeer, addr, port, cfg, &req);
+	if (ret == 0) {
+		struct pmrep_conn *cc = NULL;
+		assert_int_equal(pmrep_conn_req_connect(&req, NULL, &cc), 0);
+		func_expect_event(cc, PMREP_CONN_UNREACHABLE, (int)bound + 1000);
+		long long took = func_now_ms() - t0;
+		if (took > bound)
+			fail_msg("UNREACHABLE after %lld ms, bound %lld ms", took,
+					bound);
+		if (func_is_tcp())	/* it did wait for answers */
+			assert_true(took >= (long long)timeout * retries * 9 / 10);
+		enum pmrep_conn_event ev;
+		assert_int_equal(pmrep_conn_next_event(cc, &ev),
+				PMREP_E_NO_EVENT);
+		assert_int_equal(pmrep_conn_delete(&cc), 0);
+	} else {
+		/* verbs may already fail resolving the address: same code */
+		assert_int_equal(ret, PMREP_E_UNREACHABLE);
+		assert_true(func_now_ms() - t0 <= bound);
+	}
+	if (silent >= 0)
+		close(silent);
+	assert_int_equal(pmrep_peer_delete(&cpeer), 0);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
+static void
+refused_connect_without_retries_is_unreachable_at_once(void **state)
+{
+	(void) state;
+	struct pmrep_peer *cpeer = func_peer(false);
+	char port[16];
+	free_port(cpeer, port, sizeof(port));
+	long long t0 = func_now_ms();
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_conn_req_new(cpeer, func_addr(), port, NULL,
+			&req), 0);
+	struct pmrep_conn *cc = NULL;
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &cc), 0);
+	func_expect_event(cc, PMREP_CONN_UNREACHABLE, T * func_slow());
+	/* refused is an answer: no waiting for the 1 s timeout */
+	assert_true(func_now_ms() - t0 < 1000 * func_slow());
+	/* posting on a conn that reported its end */
+	uint8_t buf[64];
+	struct pmrep_mr_local *mr = NULL;
+	assert_int_equal(pmrep_mr_reg(cpeer, buf, sizeof(buf),
+			PMREP_MR_USAGE_ALL, &mr), 0);
+	assert_int_equal(pmrep_send(cc, mr, 0, 8, PMREP_F_COMPLETION_ALWAYS,
+			NULL), PMREP_E_CONN_LOST);
+	assert_int_equal(pmrep_mr_dereg(&mr), 0);
+	assert_int_equal(pmrep_conn_delete(&cc), 0);
+	assert_int_equal(pmrep_peer_delete(&cpeer), 0);
+}
+
+static void
+explicit_reject_is_rejected_and_final_with_retries_left(void **state)
+{
+	(void) state;
+	struct func_pair p;
+	memset(&p, 0, sizeof(p));
+	p.speer = func_peer(true);
+	p.cpeer = func_peer(false);
+	assert_int_equal(pmrep_ep_listen(p.speer, func_addr(), "0", &p.ep), 0);
+	uint16_t port;
+	assert_int_equal(pmrep_ep_get_port(p.ep, &port), 0);
+	snprintf(p.port, sizeof(p.port), "%u", port);
+	struct pmrep_conn_cfg *cfg = cfg_retries(1000, 5, 50);
+
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, func_addr(), p.port, cfg,
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &p.cconn), 0);
+	assert_int_equal(pmrep_ep_wait_conn_req(p.ep, NULL, T * func_slow(),
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_delete(&req), 0);	/* reject */
+	assert_null(req);
+	func_expect_event(p.cconn, PMREP_CONN_REJECTED, T * func_slow());
+	/* final: the client does not come back */
+	assert_int_equal(pmrep_ep_wait_conn_req(p.ep, NULL, 500, &req),
+			PMREP_E_TIMEOUT);
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_next_event(p.cconn, &ev), PMREP_E_NO_EVENT);
+	func_pair_close(&p);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
+static void
+disconnect_reports_closed_exactly_once_on_both_sides(void **state)
+{
+	(void) state;
+	struct func_pair p;
+	struct func_mrs m;
+	func_pair_open(&p, NULL);
+	func_mrs_reg(&m, &p, 4096, PMREP_MR_USAGE_ALL);
+	assert_int_equal(pmrep_conn_disconnect(p.cconn), 0);
+	func_expect_event(p.cconn, PMREP_CONN_CLOSED, T * func_slow());
+	func_expect_event(p.sconn, PMREP_CONN_CLOSED, T * func_slow());
+	enum pmrep_conn_event ev;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(pmrep_conn_next_event(p.cconn, &ev),
+				PMREP_E_NO_EVENT);
+		assert_int_equal(pmrep_conn_next_event(p.sconn, &ev),
+				PMREP_E_NO_EVENT);
+	}
+	assert_int_equal(pmrep_conn_wait_event(p.cconn, 100, &ev),
+			PMREP_E_NO_EVENT);
+	assert_int_equal(pmrep_write(p.cconn, m.srmt, 0, m.cmr, 0, 8,
+			PMREP_F_COMPLETION_ALWAYS, NULL), PMREP_E_CONN_LOST);
+	func_pair_close_all(&p, &m);
+}
+
+static void
+delete_without_disconnect_reports_closed_to_the_peer(void **state)
+{
+	(void) state;
+	struct func_pair p;
+	func_pair_open(&p, NULL);
+	assert_int_equal(pmrep_conn_delete(&p.cconn), 0);
+	func_expect_event(p.sconn, PMREP_CONN_CLOSED, T * func_slow());
+	func_pair_close(&p);
+}
+
+static void
+request_left_at_a_shut_down_endpoint_is_refused(void **state)
+{
+	(void) state;
+	struct func_pair p;
+	memset(&p, 0, sizeof(p));
+	p.speer = func_peer(true);
+	p.cpeer = func_peer(false);
+	assert_int_equal(pmrep_ep_listen(p.speer, func_addr(), "0", &p.ep), 0);
+	uint16_t port;
+	assert_int_equal(pmrep_ep_get_port(p.ep, &port), 0);
+	snprintf(p.port, sizeof(p.port), "%u", port);
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, func_addr(), p.port, NULL,
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &p.cconn), 0);
+	/* let the request reach the endpoint, which never takes it */
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_wait_event(p.cconn, 200, &ev),
+			PMREP_E_TIMEOUT);
+	assert_int_equal(pmrep_ep_shutdown(&p.ep), 0);
+	/* "not listening": with no retry left, unreachable */
+	func_expect_event(p.cconn, PMREP_CONN_UNREACHABLE, T * func_slow());
+	func_pair_close(&p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(T17_client_started_500ms_before_the_listener_gets_through_with_retries),
+		cmocka_unit_test(T17_never_answering_address_is_unreachable_within_timeout_times_retries),
+		cmocka_unit_test(refused_connect_without_retries_is_unreachable_at_once),
+		cmocka_unit_test(explicit_reject_is_rejected_and_final_with_retries_left),
+		cmocka_unit_test(disconnect_reports_closed_exactly_once_on_both_sides),
+		cmocka_unit_test(delete_without_disconnect_reports_closed_to_the_peer),
+		cmocka_unit_test(request_left_at_a_shut_down_endpoint_is_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
