@@ -114,8 +114,9 @@ for k in $KERNELS; do
   r=$?
   SECS[$k]=$((SECONDS - t0))
   s=$(cat "$RES/$k.smoke" 2>/dev/null); c=$(cat "$RES/$k.cmd" 2>/dev/null)
-  st="smoke $([ "$s" = 0 ] && echo PASS || echo "FAIL${s:+ ($s)}")"
-  [ ${#CMD[@]} -gt 0 ] && st="$st, command $([ "$c" = 0 ] && echo PASS || echo "FAIL${c:+ ($c)}")"
+  verdict() { case $1 in 0) echo PASS ;; '') echo UNFINISHED ;; *) echo "FAIL ($1)" ;; esac; }
+  st="smoke $(verdict "$s")"
+  [ ${#CMD[@]} -gt 0 ] && st="$st, command $(verdict "$c")"
   case $r in
     0|1) bump "$r" ;;
     124) st="TIMEOUT after ${SECS[$k]}s: $st"; bump 124 ;;
