@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_peer_death.c -- every posted request ends with exactly one outcome
+ * when the peer dies or the conn ends (T08): the target process is
+ * stopped, 32 signalled 4 KiB writes go out, it is killed (kill -9), 32
+ * more writes and a flush are posted: 65 outcomes, none lost, none
+ * duplicated, only errors after the first error, never success for the
+ * flush; the conn reports its end once; deleting is bounded. The same
+ * accounting for a local disconnect with requests in flight, and for a
+ * delete while the target is frozen.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "func.h"
+
+#define NWRITES 64
+#define WSIZE 4096
+#define T 5000
+
+/* ------------------------------------------------ the target process */
+
+/* no cmocka in the child: a failed check exits with the line number */
+#define CHILD_CHECK(x) do { if (!(x)) _exit(100 + (__LINE__ % 100)); } while (0)
+
+struct hello_msg {
+	char port[16];
+	uint8_t desc[PMREP_MR_DESC_SIZE];
+};
+
+static void
+target_main(int wfd)
+{
+	struct pmrep_peer *peer = NULL;
+	if (func_is_tcp()) {
+		CHILD_CHECK(pmrep_peer_new_tcp(&peer) == 0);
+	} else {
+		struct ibv_context *ctx = NULL;
+		CHILD_CHECK(pmrep_utils_get_ibv_context(func_addr(), true,
+				&ctx) == 0);
+		CHILD_CHECK(pmrep_peer_new(ctx, &peer) == 0);
+	}
+	size_t size = NWRITES * WSIZE;
+	void *buf = NULL;
+	CHILD_CHECK(posix_memalign(&buf, 4096, size) == 0);
+	struct pmrep_mr_local *mr = NULL;
+	CHILD_CHECK(pmrep_mr_reg(peer, buf, size, PMREP_MR_USAGE_ALL, &mr) == 0);
+	struct pmrep_ep *ep = NULL;
+	CHILD_CHECK(pmrep_ep_listen(peer, func_addr(), "0", &ep) == 0);
+	uint16_t port;
+	CHILD_CHECK(pmrep_ep_get_port(ep, &port) == 0);
+	struct hello_msg h;
+	memset(&h, 0, sizeof(h));
+	snprintf(h.port, sizeof(h.port), "%u", port);
+	CHILD_CHECK(pmrep_mr_get_descriptor(mr, h.desc) == 0);
+	CHILD_CHECK(write(wfd, &h, sizeof(h)) == (ssize_t)sizeof(h));
+
+	struct pmrep_conn_req *req = NULL;
+	CHILD_CHECK(pmrep_ep_wait_conn_req(ep, NULL, 10000, &req) == 0);
+	struct pmrep_conn *conn = NULL;
+	CHILD_CHECK(pmrep_conn_req_connect(&req, NULL, &conn) == 0);
+	enum pmrep_conn_event ev;
+	CHILD_CHECK(pmrep_conn_wait_event(conn, 10000, &ev) == 0);
+	CHILD_CHECK(ev == PMREP_CONN_ESTABLISHED);
+	CHILD_CHECK(write(wfd, "E", 1) == 1);
+	for (;;)
+		pause();	/* until killed */
+}
+
+struct victim {
+	pid_t pid;
+	struct pmrep_peer *peer;
+	struct pmrep_conn *conn;
+	struct pmrep_mr_remote *rmt;
+	struct pmrep_mr_local *mr;
+	uint8_t *buf;
+};
+
+static void
+read_exactly(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	while (len > 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		assert_int_equal(poll(&pfd, 1, 10000 * func_slow()), 1);
+		ssize_t n = read(fd, p, len);
+		if (n <= 0)
+			fail_msg("the target process died early");
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* a target process and a connection to it */
+static void
+victim_start(struct victim *v)
+{
+	memset(v, 0, sizeof(*v));
+	int pfd[2];
+	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+	fflush(NULL);
+	v->pid = fork();
+	assert_true(v->pid >= 0);
+	if (v->pid == 0) {
+		close(pfd[0]);
+		target_main(pfd[1]);
+		_exit(0);
+	}
+	close(pfd[1]);
+	struct hello_msg h;
+	read_exactly(pfd[0], &h, sizeof(h));
+
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_sq_size(cfg, 2 * NWRITES), 0);
+	assert_int_equal(pmrep_conn_cfg_set_cq_size(cfg, 2 * NWRITES), 0);
+	v->peer = func_peer(false);
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_conn_req_new(v->peer, func_addr(), h.port, cfg,
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &v->conn), 0);
+	func_expect_event(v->conn, PMREP_CONN_ESTABLISHED, T * func_slow());
+	char e;
+	read_exactly(pfd[0], &e, 1);
+	close(pfd[0]);
+	pmrep_conn_cfg_delete(&cfg);
+
+	assert_int_equal(pmrep_mr_remote_from_descriptor(h.desc, sizeof(h.desc),
+			&v->rmt), 0);
+	v->buf = func_alloc(NWRITES * WSIZE);
+	func_pattern(v->buf, NWRITES * WSIZE, 8);
+	assert_int_equal(pmrep_mr_reg(v->peer, v->buf, NWRITES * WSIZE,
+			PMREP_MR_USAGE_ALL, &v->mr), 0);
+}
+
+static void
+victim_kill(struct victim *v)
+{
+	if (v->pid <= 0)
+		return;
+	kill(v->pid, SIGKILL);
+	int st;
+	assert_int_equal(waitpid(v->pid, &st, 0), v->pid);
+	/* it died of our signal, not of a failed check of its own */
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	v->pid = 0;
+}
+
+static void
+victim_end(struct victim *v)
+{
+	victim_kill(v);
+	assert_int_equal(pmrep_conn_delete(&v->conn), 0);
+	assert_int_equal(pmrep_mr_dereg(&v->mr), 0);
+	assert_int_equal(pmrep_mr_remote_delete(&v->rmt), 0);
+	assert_int_equal(pmrep_peer_delete(&v->peer), 0);
+	free(v->buf);
+}
+
+static void
+post_writes(struct pmrep_conn *conn, const struct pmrep_mr_remote *rmt,
+		struct pmrep_mr_local *mr, int first, int n)
+{
+	for (int i = first; i < first + n; i++)
+		assert_int_equal(pmrep_write(conn, rmt, (size_t)i * WSIZE, mr,
+				(size_t)i * WSIZE, WSIZE,
+				PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(i + 1)), 0);
+}
+
+static void
+post_flush(struct pmrep_conn *conn, const struct pmrep_mr_remote *rmt,
+		uintptr_t ctx)
+{
+	enum pmrep_flush_method m;
+	assert_int_equal(pmrep_conn_get_flush_method(conn, &m), 0);
+	assert_int_equal(pmrep_flush(conn, rmt, 0, NWRITES * WSIZE,
+			m == PMREP_FLUSH_METHOD_NONE ? PMREP_FLUSH_TYPE_VISIBILITY :
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			(void *)ctx), 0);
+}
+
+/*
+ * Take the n outcomes of contexts 1..n: each exactly once, none after,
+ * success only before the first error. Returns how many succeeded.
+ */
+static int
+expect_one_outcome_each(struct pmrep_cq *cq, int n)
+{
+	struct pmrep_completion c[NWRITES + 2];
+	int got = func_collect(cq, c, n, 20000 * func_slow());
+	if (got != n)
+		fail_msg("%d outcomes of %d requests", got, n);
+	func_expect_no_completion(cq, 200);
+	bool seen[NWRITES + 2] = { false };
+	int ok = 0;
+	bool failed = false;
+	for (int i = 0; i < n; i++) {
+		uintptr_t ctx = (uintptr_t)c[i].op_context;
+		assert_true(ctx >= 1 && ctx <= (uintptr_t)n);
+		if (seen[ctx])
+			fail_msg("request %lu completed twice", (unsigned long)ctx);
+		seen[ctx] = true;
+		if (c[i].status == IBV_WC_SUCCESS) {
+			if (failed)
+				fail_msg("request %lu succeeded after an error",
+						(unsigned long)ctx);
+			ok++;
+		} else {
+			failed = true;
+		}
+	}
+	return ok;
+}
+
+static void
+expect_end_once(struct pmrep_conn *conn, bool tcp_lost)
+{
+	enum pmrep_conn_event ev = PMREP_CONN_UNDEFINED;
+	assert_int_equal(pmrep_conn_wait_event(conn, 10000 * func_slow(), &ev), 0);
+	if (tcp_lost && func_is_tcp())
+		assert_int_equal(ev, PMREP_CONN_LOST);
+	else
+		assert_true(ev == PMREP_CONN_LOST || ev == PMREP_CONN_CLOSED);
+	assert_int_equal(pmrep_conn_next_event(conn, &ev), PMREP_E_NO_EVENT);
+}
+
+static void
+T08_peer_killed_mid_stream_every_request_has_exactly_one_outcome(void **state)
+{
+	(void) state;
+	struct victim v;
+	victim_start(&v);
+	struct pmrep_cq *cq = func_cq(v.conn);
+
+	kill(v.pid, SIGSTOP);	/* its progress stops: writes stay in flight */
+	post_writes(v.conn, v.rmt, v.mr, 0, NWRITES / 2);
+	victim_kill(&v);
+	post_writes(v.conn, v.rmt, v.mr, NWRITES / 2, NWRITES / 2);
+	post_flush(v.conn, v.rmt, NWRITES + 1);
+
+	int ok = expect_one_outcome_each(cq, NWRITES + 1);
+	assert_true(ok <= NWRITES);	/* the flush never succeeded */
+	if (func_is_tcp())
+		assert_int_equal(ok, 0);	/* the target never ran again */
+	expect_end_once(v.conn, true);
+
+	long long t0 = func_now_ms();
+	victim_end(&v);
+	assert_true(func_now_ms() - t0 < 2000 * func_slow());
+}
+
+static void
+T08_delete_with_requests_in_flight_to_a_frozen_peer_is_bounded(void **state)
+{
+	(void) state;
+	struct victim v;
+	victim_start(&v);
+	kill(v.pid, SIGSTOP);
+	post_writes(v.conn, v.rmt, v.mr, 0, NWRITES);
+	post_flush(v.conn, v.rmt, NWRITES + 1);
+	long long t0 = func_now_ms();
+	/* bounded by the cfg timeout (1 s), never by the frozen peer */
+	assert_int_equal(pmrep_conn_delete(&v.conn), 0);
+	assert_true(func_now_ms() - t0 < 2000 * func_slow());
+	victim_end(&v);
+}
+
+static void
+T08_disconnect_with_writes_and_a_flush_in_flight_gives_each_one_outcome(
+		void **state)
+{
+	(void) state;
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_sq_size(cfg, 2 * NWRITES), 0);
+	assert_int_equal(pmrep_conn_cfg_set_cq_size(cfg, 2 * NWRITES), 0);
+	struct func_opts o = { .ccfg = cfg };
+	struct func_pair p;
+	struct func_mrs m;
+	func_pair_open(&p, &o);
+	func_mrs_reg(&m, &p, NWRITES * WSIZE, PMREP_MR_USAGE_ALL);
+	post_writes(p.cconn, m.srmt, m.cmr, 0, NWRITES);
+	post_flush(p.cconn, m.srmt, NWRITES + 1);
+	assert_int_equal(pmrep_conn_disconnect(p.cconn), 0);
+	(void) expect_one_outcome_each(func_cq(p.cconn), NWRITES + 1);
+	func_expect_event(p.cconn, PMREP_CONN_CLOSED, T * func_slow());
+	func_expect_event(p.sconn, PMREP_CONN_CLOSED, T * func_slow());
+	func_pair_close_all(&p, &m);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
+int
+main(void)
+{
+	/* a broken pipe to a dead child must not kill the test */
+	signal(SIGPIPE, SIG_IGN);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(T08_peer_killed_mid_stream_every_request_has_exactly_one_outcome),
+		cmocka_unit_test(T08_delete_with_requests_in_flight_to_a_frozen_peer_is_bounded),
+		cmocka_unit_test(T08_disconnect_with_writes_and_a_flush_in_flight_gives_each_one_outcome),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
