@@ -1,0 +1,1615 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pmrep-bench.c -- latency and throughput of pmrep, each held against the
+ * floor of the same link measured in the same run.
+ *
+ * Two processes: this one (the initiator) and a server forked at start
+ * (the replica side: a raw pmrep endpoint, pmrep targets, the tcp floor's
+ * echo thread), driven over a socketpair with one-line commands. Levels:
+ *   raw    -- pmrep_write + pmrep_flush(PERSISTENT) per op, `qd` in flight;
+ *   mirror -- pmrep_mirror_persist (one at a time, as the API is), to 1..3
+ *             replica targets.
+ * Floors (alternated with the measured side in every round, and the ratio
+ * taken within the round, since absolute times on a shared machine or in
+ * an emulated guest swing; the median ratio of the rounds is reported):
+ *   tcp    -- a raw TCP ping-pong (S bytes there, 8 back) and stream between
+ *             the same two processes on the same address (floor_tcp.c);
+ *   verbs  -- perftest's ib_read_lat / ib_write_bw on the same device
+ *             (floor_perftest.c).
+ * Exit status: 0 whenever the run completed, whatever the ratios; 1 when
+ * something could not be measured; 2 for a usage error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pmrep.h>
+#include <pmrep/repl.h>
+
+#include "bench.h"
+
+#define MAX_LIST 16
+#define MAX_QD 64
+#define MAX_TARGETS 8
+#define RAW_REMOTE_SIZE (8u << 20)	/* bytes the raw level writes into */
+#define MIRROR_SIZE (4u << 20)		/* the mirrored mapping (latency sweep) */
+#define MIRROR_REP_SIZE (1u << 20)	/* ... (replica sweep) */
+#define WARMUP_MS 20
+#define SAMPLES_CAP (1u << 21)
+#define OP_TIMEOUT_MS 10000
+
+static const uint8_t Key[32] = "pmrep-bench-key-0123456789abcdef";
+
+/* --------------------------------------------------------------- options */
+
+struct opts {
+	enum pmrep_provider prov;
+	const char *addr;
+	const char *dev;		/* verbs: perftest's -d */
+	bool raw, mirror;
+	bool sweep_lat, sweep_bw, sweep_rep;
+	size_t sizes[MAX_LIST];
+	unsigned nsizes;
+	size_t bw_sizes[MAX_LIST];
+	unsigned nbw_sizes;
+	unsigned qds[MAX_LIST];
+	unsigned nqds;
+	unsigned reps[MAX_LIST];
+	unsigned nreps;
+	size_t rep_size;
+	int ms;				/* per measurement */
+	int rounds;
+	bool poll;			/* busy-poll the CQ (else wait on its fd) */
+	bool floor;
+	const char *json;		/* NULL: none; "-": stdout */
+	const char *librpma;		/* the comparison program, or NULL */
+	bool quick;
+};
+
+static struct opts O;
+static FILE *Json;
+static FILE *Tab;		/* the human table */
+static char Run_id[32];
+static int Failures;
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: pmrep-bench [options]\n"
+"  --provider tcp|verbs   transport provider (default tcp)\n"
+"  --addr IP              address of both sides (tcp 127.0.0.1; verbs $RXE_IP or 10.11.12.1)\n"
+"  --dev NAME             RDMA device for perftest (verbs; default $RXE_DEV or rxe0)\n"
+"  --level raw|mirror|all what to measure (default all)\n"
+"  --sweep lat,bw,rep     latency vs size, throughput vs queue depth, replicas (default all)\n"
+"  --sizes LIST           latency sweep record sizes (default 64,512,4096,65536,1048576)\n"
+"  --bw-sizes LIST        throughput sweep record sizes (default 4096)\n"
+"  --qd LIST              queue depths of the throughput sweep (default 1,4,16,64)\n"
+"  --replicas LIST        replica counts (default 1,2,3) at --rep-size bytes (default 64)\n"
+"  --ms N                 time per measurement in ms (default 250)\n"
+"  --rounds N             floor/pmrep alternations per point (default 3)\n"
+"  --wait poll|block      busy-poll the CQ or wait on its fd (default: block on tcp, poll on verbs)\n"
+"  --no-floor             skip the floors (no ratios)\n"
+"  --json FILE|-|none     JSON lines (default pmrep-bench.jsonl; -: stdout, table to stderr)\n"
+"  --librpma PATH|none    the librpma comparison (verbs; default: pmrep-bench-librpma beside us)\n"
+"  --quick                a short run for CI (64 B and 4 KiB, qd 1 and 16, 1 and 3 replicas, 1 round)\n");
+}
+
+static unsigned
+parse_list(const char *s, size_t *out, unsigned max)
+{
+	unsigned n = 0;
+	char *dup = strdup(s), *save = NULL;
+	for (char *t = strtok_r(dup, ",", &save); t && n < max;
+			t = strtok_r(NULL, ",", &save)) {
+		char *e;
+		unsigned long long v = strtoull(t, &e, 0);
+		if (*e == 'k' || *e == 'K')
+			v <<= 10, e++;
+		else if (*e == 'm' || *e == 'M')
+			v <<= 20, e++;
+		if (*e != '\0' || v == 0) {
+			fprintf(stderr, "pmrep-bench: bad list item '%s'\n", t);
+			exit(2);
+		}
+		out[n++] = (size_t)v;
+	}
+	free(dup);
+	return n;
+}
+
+static unsigned
+parse_ulist(const char *s, unsigned *out, unsigned max)
+{
+	size_t tmp[MAX_LIST];
+	unsigned n = parse_list(s, tmp, max);
+	for (unsigned i = 0; i < n; i++)
+		out[i] = (unsigned)tmp[i];
+	return n;
+}
+
+static void
+parse_opts(int argc, char *argv[])
+{
+	static const struct option lo[] = {
+		{ "provider", required_argument, NULL, 'p' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "dev", required_argument, NULL, 'd' },
+		{ "level", required_argument, NULL, 'l' },
+		{ "sweep", required_argument, NULL, 'w' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "bw-sizes", required_argument, NULL, 'b' },
+		{ "qd", required_argument, NULL, 'q' },
+		{ "replicas", required_argument, NULL, 'r' },
+		{ "rep-size", required_argument, NULL, 'z' },
+		{ "ms", required_argument, NULL, 'm' },
+		{ "rounds", required_argument, NULL, 'R' },
+		{ "wait", required_argument, NULL, 'W' },
+		{ "no-floor", no_argument, NULL, 'F' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "librpma", required_argument, NULL, 'L' },
+		{ "quick", no_argument, NULL, 'Q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *sizes = NULL, *bw = NULL, *qd = NULL, *reps = NULL;
+	const char *wait = NULL, *level = "all", *sweep = "lat,bw,rep";
+	int ms = -1, rounds = -1;
+	O.prov = PMREP_PROVIDER_TCP;
+	O.floor = true;
+	O.json = "pmrep-bench.jsonl";
+	O.librpma = "";
+	O.rep_size = 64;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (strcmp(optarg, "tcp") == 0)
+				O.prov = PMREP_PROVIDER_TCP;
+			else if (strcmp(optarg, "verbs") == 0)
+				O.prov = PMREP_PROVIDER_VERBS;
+			else {
+				usage(stderr);
+				exit(2);
+			}
+			break;
+		case 'a': O.addr = optarg; break;
+		case 'd': O.dev = optarg; break;
+		case 'l': level = optarg; break;
+		case 'w': sweep = optarg; break;
+		case 's': sizes = optarg; break;
+		case 'b': bw = optarg; break;
+		case 'q': qd = optarg; break;
+		case 'r': reps = optarg; break;
+		case 'z': O.rep_size = (size_t)strtoull(optarg, NULL, 0); break;
+		case 'm': ms = atoi(optarg); break;
+		case 'R': rounds = atoi(optarg); break;
+		case 'W': wait = optarg; break;
+		case 'F': O.floor = false; break;
+		case 'j': O.json = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
+		case 'L': O.librpma = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
+		case 'Q': O.quick = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind != argc || (ms != -1 && ms <= 0) || (rounds != -1 && rounds <= 0)) {
+		usage(stderr);
+		exit(2);
+	}
+	O.raw = strcmp(level, "raw") == 0 || strcmp(level, "all") == 0;
+	O.mirror = strcmp(level, "mirror") == 0 || strcmp(level, "all") == 0;
+	if (!O.raw && !O.mirror) {
+		usage(stderr);
+		exit(2);
+	}
+	O.sweep_lat = strstr(sweep, "lat") != NULL;
+	O.sweep_bw = strstr(sweep, "bw") != NULL;
+	O.sweep_rep = strstr(sweep, "rep") != NULL;
+	if (O.addr == NULL) {
+		const char *ip = getenv("RXE_IP");
+		O.addr = O.prov == PMREP_PROVIDER_TCP ? "127.0.0.1" :
+			(ip && *ip ? ip : "10.11.12.1");
+	}
+	if (O.dev == NULL) {
+		const char *d = getenv("RXE_DEV");
+		O.dev = d && *d ? d : "rxe0";
+	}
+	O.nsizes = parse_list(sizes ? sizes : O.quick ? "64,4096" :
+			"64,512,4096,65536,1048576", O.sizes, MAX_LIST);
+	O.nbw_sizes = parse_list(bw ? bw : "4096", O.bw_sizes, MAX_LIST);
+	O.nqds = parse_ulist(qd ? qd : O.quick ? "1,16" : "1,4,16,64", O.qds,
+			MAX_LIST);
+	O.nreps = parse_ulist(reps ? reps : O.quick ? "1,3" : "1,2,3", O.reps,
+			MAX_LIST);
+	for (unsigned i = 0; i < O.nqds; i++)
+		if (O.qds[i] > MAX_QD) {
+			fprintf(stderr, "pmrep-bench: queue depth %u above %d\n",
+					O.qds[i], MAX_QD);
+			exit(2);
+		}
+	for (unsigned i = 0; i < O.nreps; i++)
+		if (O.reps[i] > 3) {
+			fprintf(stderr, "pmrep-bench: at most 3 replicas\n");
+			exit(2);
+		}
+	for (unsigned i = 0; i < O.nsizes; i++)
+		if (O.sizes[i] > (1u << 20)) {
+			fprintf(stderr, "pmrep-bench: sizes up to 1 MiB\n");
+			exit(2);
+		}
+	for (unsigned i = 0; i < O.nbw_sizes; i++)
+		if (O.bw_sizes[i] * MAX_QD > RAW_REMOTE_SIZE * 8u ||
+				O.bw_sizes[i] > (1u << 20)) {
+			fprintf(stderr, "pmrep-bench: bw sizes up to 1 MiB\n");
+			exit(2);
+		}
+	O.ms = ms > 0 ? ms : O.quick ? 120 : 250;
+	O.rounds = rounds > 0 ? rounds : O.quick ? 1 : 3;
+	O.poll = wait ? strcmp(wait, "poll") == 0 : O.prov == PMREP_PROVIDER_VERBS;
+	if (O.librpma && O.librpma[0] == '\0') {
+		/* beside this program, when it was built */
+		static char path[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 32);
+		O.librpma = NULL;
+		if (n > 0) {
+			path[n] = '\0';
+			char *slash = strrchr(path, '/');
+			if (slash) {
+				strcpy(slash + 1, "pmrep-bench-librpma");
+				if (access(path, X_OK) == 0)
+					O.librpma = path;
+			}
+		}
+	}
+	if (O.prov == PMREP_PROVIDER_TCP)
+		O.librpma = NULL;	/* librpma needs an RDMA device */
+}
+
+static const char *
+prov_str(void)
+{
+	return O.prov == PMREP_PROVIDER_TCP ? "tcp" : "verbs";
+}
+
+/* ---------------------------------------------------------------- stats */
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int
+bench_samples_init(struct bench_samples *s, size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->ns = malloc(cap * sizeof(*s->ns));
+	if (s->ns == NULL)
+		return -1;
+	s->cap = cap;
+	return 0;
+}
+
+void
+bench_samples_fini(struct bench_samples *s)
+{
+	free(s->ns);
+	s->ns = NULL;
+}
+
+static double
+pct(const uint64_t *v, size_t n, double p)
+{
+	size_t i = (size_t)ceil(p * (double)n) - 1;
+	if (i >= n)
+		i = n - 1;
+	return (double)v[i] / 1000.0;
+}
+
+void
+bench_summarize(struct bench_samples *s, struct bench_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (s->n == 0 || s->elapsed_ns == 0)
+		return;
+	qsort(s->ns, s->n, sizeof(*s->ns), cmp_u64);
+	double sum = 0;
+	for (size_t i = 0; i < s->n; i++)
+		sum += (double)s->ns[i];
+	r->ops = s->ops;
+	r->secs = (double)s->elapsed_ns / 1e9;
+	r->p50_us = pct(s->ns, s->n, 0.50);
+	r->p99_us = pct(s->ns, s->n, 0.99);
+	r->p999_us = pct(s->ns, s->n, 0.999);
+	r->mean_us = sum / (double)s->n / 1000.0;
+	r->ops_per_s = (double)s->ops / r->secs;
+	r->mib_per_s = (double)s->bytes / r->secs / (1 << 20);
+	r->valid = true;
+}
+
+/* append s's samples to the pool of a point's rounds */
+static void
+pool_add(struct bench_samples *pool, const struct bench_samples *s)
+{
+	size_t k = s->n;
+	if (k > pool->cap - pool->n)
+		k = pool->cap - pool->n;
+	memcpy(pool->ns + pool->n, s->ns, k * sizeof(*s->ns));
+	pool->n += k;
+	pool->ops += s->ops;
+	pool->bytes += s->bytes;
+	pool->elapsed_ns += s->elapsed_ns;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, int n)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* --------------------------------------------------------------- control */
+
+static int Ctrl = -1;
+static pid_t Server_pid;
+
+static int
+ctrl_send(int fd, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	line[n++] = '\n';
+	return write(fd, line, (size_t)n) == n ? 0 : -1;
+}
+
+/* one line (without '\n') within timeout_ms; -1 on EOF / error / timeout */
+static int
+ctrl_recv(int fd, char *line, size_t size, int timeout_ms)
+{
+	size_t n = 0;
+	while (n + 1 < size) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		if (poll(&p, 1, timeout_ms) <= 0)
+			return -1;
+		ssize_t k = read(fd, line + n, 1);
+		if (k <= 0)
+			return -1;
+		if (line[n] == '\n') {
+			line[n] = '\0';
+			return 0;
+		}
+		n++;
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- server */
+
+struct server {
+	/* raw level */
+	struct pmrep_peer *peer;
+	struct pmrep_pmem *raw_pmem;
+	struct pmrep_mr_local *raw_mr;
+	struct pmrep_ep *ep;
+	struct pmrep_conn *conn;
+	/* mirror level */
+	struct pmrep_target *t[MAX_TARGETS];
+	unsigned nt;
+	int floor_lfd;
+};
+
+static void
+shm_path(char *buf, size_t size, pid_t pid, const char *what, unsigned i)
+{
+	snprintf(buf, size, "/dev/shm/pmrep-bench-%ld-%s%u", (long)pid, what, i);
+}
+
+static int
+server_peer(struct server *sv)
+{
+	if (sv->peer)
+		return 0;
+	if (O.prov == PMREP_PROVIDER_TCP)
+		return pmrep_peer_new_tcp(&sv->peer);
+	struct ibv_context *ctx;
+	int ret = pmrep_utils_get_ibv_context(O.addr, true, &ctx);
+	if (ret == 0)
+		ret = pmrep_peer_new(ctx, &sv->peer);
+	return ret;
+}
+
+static void
+server_end(struct server *sv)
+{
+	char path[128];
+	(void) pmrep_conn_delete(&sv->conn);
+	(void) pmrep_ep_shutdown(&sv->ep);
+	(void) pmrep_mr_dereg(&sv->raw_mr);
+	if (sv->raw_pmem) {
+		(void) pmrep_pmem_close(&sv->raw_pmem);
+		shm_path(path, sizeof(path), getppid(), "raw", 0);
+		unlink(path);
+	}
+	(void) pmrep_peer_delete(&sv->peer);
+	for (unsigned i = 0; i < sv->nt; i++) {
+		(void) pmrep_target_delete(&sv->t[i]);
+		shm_path(path, sizeof(path), getppid(), "t", i);
+		unlink(path);
+	}
+	sv->nt = 0;
+}
+
+/* RAW <remote size>: a registered region, listen, accept one conn */
+static int
+server_raw(struct server *sv, size_t size)
+{
+	char path[128];
+	int ret = server_peer(sv);
+	if (ret)
+		return ret;
+	shm_path(path, sizeof(path), getppid(), "raw", 0);
+	unlink(path);
+	ret = pmrep_pmem_open(path, PMREP_PMEM_CREATE, size,
+			PMREP_PMEM_GRANULARITY_PAGE, &sv->raw_pmem);
+	if (ret)
+		return ret;
+	ret = pmrep_mr_reg(sv->peer, pmrep_pmem_get_address(sv->raw_pmem), size,
+			PMREP_MR_USAGE_WRITE_DST | PMREP_MR_USAGE_READ_SRC |
+			PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT |
+			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY, &sv->raw_mr);
+	if (ret)
+		return ret;
+	(void) pmrep_mr_set_persist_fn(sv->raw_mr,
+			pmrep_pmem_get_persist_fn(sv->raw_pmem));
+	ret = pmrep_ep_listen(sv->peer, O.addr, "0", &sv->ep);
+	if (ret)
+		return ret;
+	uint16_t port;
+	(void) pmrep_ep_get_port(sv->ep, &port);
+	ctrl_send(Ctrl, "OK %u", port);
+
+	struct pmrep_conn_req *req = NULL;
+	ret = pmrep_ep_wait_conn_req(sv->ep, NULL, OP_TIMEOUT_MS, &req);
+	if (ret)
+		return ret;
+	uint8_t pd_buf[PMREP_MR_DESC_SIZE + PMREP_PEER_CFG_DESC_SIZE];
+	struct pmrep_peer_cfg *pcfg = NULL;
+	(void) pmrep_mr_get_descriptor(sv->raw_mr, pd_buf);
+	ret = pmrep_peer_cfg_new(&pcfg);
+	if (ret) {
+		(void) pmrep_conn_req_delete(&req);
+		return ret;
+	}
+	/* the bench declares it so that verbs without RDMA FLUSH can use APM */
+	(void) pmrep_peer_cfg_set_direct_write_to_pmem(pcfg, true);
+	(void) pmrep_peer_cfg_get_descriptor(pcfg, pd_buf + PMREP_MR_DESC_SIZE);
+	(void) pmrep_peer_cfg_delete(&pcfg);
+	struct pmrep_conn_private_data pd = { pd_buf, sizeof(pd_buf) };
+	ret = pmrep_conn_req_connect(&req, &pd, &sv->conn);
+	if (ret)
+		return ret;
+	enum pmrep_conn_event ev;
+	ret = pmrep_conn_wait_event(sv->conn, OP_TIMEOUT_MS, &ev);
+	if (ret == 0 && ev != PMREP_CONN_ESTABLISHED)
+		ret = PMREP_E_CONN_LOST;
+	return ret;
+}
+
+/* TGT <n> <data size>: n targets on fresh files */
+static int
+server_targets(struct server *sv, unsigned n, uint64_t size, char *reply,
+		size_t rsize)
+{
+	size_t off = (size_t)snprintf(reply, rsize, "OK");
+	for (unsigned i = 0; i < n && sv->nt < MAX_TARGETS; i++) {
+		char path[128];
+		struct pmrep_target_cfg *cfg = NULL;
+		unsigned idx = sv->nt;
+		shm_path(path, sizeof(path), getppid(), "t", idx);
+		unlink(path);
+		int ret = pmrep_target_cfg_new(&cfg);
+		if (ret == 0)
+			ret = pmrep_target_cfg_set_path(cfg, path);
+		if (ret == 0)
+			ret = pmrep_target_cfg_set_data_size(cfg, size, true);
+		if (ret == 0)
+			ret = pmrep_target_cfg_set_address(cfg, O.addr, "0");
+		if (ret == 0)
+			ret = pmrep_target_cfg_set_key(cfg, Key, sizeof(Key));
+		if (ret == 0)
+			ret = pmrep_target_cfg_set_direct_write_to_pmem(cfg, true);
+		if (ret == 0)
+			ret = pmrep_target_cfg_set_timeout(cfg, OP_TIMEOUT_MS);
+		if (ret == 0)
+			ret = pmrep_target_new(cfg, &sv->t[idx]);
+		(void) pmrep_target_cfg_delete(&cfg);
+		if (ret)
+			return ret;
+		sv->nt++;
+		uint16_t port;
+		(void) pmrep_target_get_port(sv->t[idx], &port);
+		off += (size_t)snprintf(reply + off, rsize - off, " %u", port);
+	}
+	return 0;
+}
+
+static int
+server_main(int ctrl)
+{
+	struct server sv;
+	memset(&sv, 0, sizeof(sv));
+	Ctrl = ctrl;
+	pmrep_log_set_threshold(PMREP_LOG_ERROR);
+
+	/* the tcp floor's socket, on the same address as pmrep's */
+	int floor_port = 0;
+	if (O.prov == PMREP_PROVIDER_TCP && O.floor) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		inet_pton(AF_INET, O.addr, &sa.sin_addr);
+		sv.floor_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		socklen_t sl = sizeof(sa);
+		if (sv.floor_lfd < 0 || bind(sv.floor_lfd, (void *)&sa, sizeof(sa)) ||
+				listen(sv.floor_lfd, 1) ||
+				getsockname(sv.floor_lfd, (void *)&sa, &sl)) {
+			perror("pmrep-bench server: floor socket");
+			return 1;
+		}
+		floor_port = ntohs(sa.sin_port);
+	}
+	ctrl_send(ctrl, "HELLO %d", floor_port);
+	if (floor_port) {
+		int fd = accept(sv.floor_lfd, NULL, NULL);
+		if (fd < 0) {
+			perror("pmrep-bench server: accept");
+			return 1;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		close(sv.floor_lfd);
+		if (floor_tcp_serve_start(fd))
+			return 1;
+	}
+
+	for (;;) {
+		struct pollfd p[1 + MAX_TARGETS];
+		p[0] = (struct pollfd){ ctrl, POLLIN, 0 };
+		for (unsigned i = 0; i < sv.nt; i++) {
+			int fd = -1;
+			(void) pmrep_target_get_fd(sv.t[i], &fd);
+			p[1 + i] = (struct pollfd){ fd, POLLIN, 0 };
+		}
+		int k = poll(p, 1 + sv.nt, 100);
+		if (k < 0 && errno != EINTR)
+			break;
+		for (unsigned i = 0; i < sv.nt; i++)
+			if (p[1 + i].revents)
+				(void) pmrep_target_process(sv.t[i], 0);
+		if (!(p[0].revents & (POLLIN | POLLHUP)))
+			continue;
+		char line[256], reply[256];
+		if (ctrl_recv(ctrl, line, sizeof(line), 1000))
+			break;
+		int ret = 0;
+		unsigned n;
+		unsigned long long sz;
+		if (sscanf(line, "RAW %llu", &sz) == 1) {
+			ret = server_raw(&sv, (size_t)sz);
+			if (ret == 0)
+				ctrl_send(ctrl, "OK");
+		} else if (sscanf(line, "TGT %u %llu", &n, &sz) == 2) {
+			ret = server_targets(&sv, n, sz, reply, sizeof(reply));
+			if (ret == 0)
+				ctrl_send(ctrl, "%s", reply);
+		} else if (strcmp(line, "END") == 0) {
+			server_end(&sv);
+			ctrl_send(ctrl, "OK");
+		} else if (strcmp(line, "QUIT") == 0) {
+			break;
+		} else {
+			ctrl_send(ctrl, "ERR unknown command");
+			continue;
+		}
+		if (ret) {
+			ctrl_send(ctrl, "ERR %s: %s", pmrep_err_to_str(ret),
+					pmrep_err_msg());
+			server_end(&sv);
+		}
+	}
+	server_end(&sv);
+	floor_tcp_serve_join();
+	return 0;
+}
+
+/* a command and its reply; -1 unless it starts with "OK" */
+static int
+ask(char *reply, size_t size, int timeout_ms, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (ctrl_send(Ctrl, "%s", line) || ctrl_recv(Ctrl, reply, size, timeout_ms)) {
+		fprintf(stderr, "pmrep-bench: the server did not answer '%s'\n", line);
+		return -1;
+	}
+	if (strncmp(reply, "OK", 2) != 0) {
+		fprintf(stderr, "pmrep-bench: server: '%s': %s\n", line, reply);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ raw level */
+
+struct raw {
+	struct pmrep_peer *peer;
+	void *src;
+	struct pmrep_mr_local *src_mr;
+	struct pmrep_conn *conn;
+	struct pmrep_cq *cq;
+	struct pmrep_mr_remote *rmr;
+	size_t rsize;
+	uint64_t t_post[MAX_QD];
+	enum pmrep_flush_method method;
+};
+
+static int
+client_peer(struct pmrep_peer **peer)
+{
+	if (O.prov == PMREP_PROVIDER_TCP)
+		return pmrep_peer_new_tcp(peer);
+	struct ibv_context *ctx;
+	int ret = pmrep_utils_get_ibv_context(O.addr, false, &ctx);
+	if (ret == 0)
+		ret = pmrep_peer_new(ctx, peer);
+	return ret;
+}
+
+static void
+raw_close(struct raw *r)
+{
+	char reply[64];
+	if (r->conn) {
+		(void) pmrep_conn_disconnect(r->conn);
+		(void) pmrep_conn_delete(&r->conn);
+	}
+	(void) pmrep_mr_remote_delete(&r->rmr);
+	(void) pmrep_mr_dereg(&r->src_mr);
+	(void) pmrep_peer_delete(&r->peer);
+	free(r->src);
+	r->src = NULL;
+	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+}
+
+static int
+raw_open(struct raw *r, size_t max_size)
+{
+	char reply[128];
+	struct pmrep_conn_cfg *ccfg = NULL;
+	struct pmrep_conn_req *req = NULL;
+	struct pmrep_peer_cfg *pcfg = NULL;
+	unsigned port;
+	memset(r, 0, sizeof(*r));
+	r->rsize = RAW_REMOTE_SIZE;
+	if (ctrl_send(Ctrl, "RAW %zu", r->rsize) ||
+			ctrl_recv(Ctrl, reply, sizeof(reply), OP_TIMEOUT_MS) ||
+			sscanf(reply, "OK %u", &port) != 1) {
+		fprintf(stderr, "pmrep-bench: raw server: %s\n", reply);
+		return -1;
+	}
+	char sport[16];
+	snprintf(sport, sizeof(sport), "%u", port);
+	int ret = client_peer(&r->peer);
+	if (ret)
+		goto err;
+	if (posix_memalign(&r->src, 4096, max_size)) {
+		ret = PMREP_E_NOMEM;
+		goto err;
+	}
+	memset(r->src, 0xa5, max_size);
+	ret = pmrep_mr_reg(r->peer, r->src, max_size,
+			PMREP_MR_USAGE_WRITE_SRC | PMREP_MR_USAGE_READ_DST, &r->src_mr);
+	if (ret)
+		goto err;
+	ret = pmrep_conn_cfg_new(&ccfg);
+	if (ret)
+		goto err;
+	(void) pmrep_conn_cfg_set_timeout(ccfg, OP_TIMEOUT_MS);
+	(void) pmrep_conn_cfg_set_sq_size(ccfg, 2 * MAX_QD + 4);
+	(void) pmrep_conn_cfg_set_cq_size(ccfg, 2 * MAX_QD + 4);
+	ret = pmrep_conn_req_new(r->peer, O.addr, sport, ccfg, &req);
+	if (ret)
+		goto err;
+	ret = pmrep_conn_req_connect(&req, NULL, &r->conn);
+	if (ret)
+		goto err;
+	enum pmrep_conn_event ev;
+	ret = pmrep_conn_wait_event(r->conn, OP_TIMEOUT_MS, &ev);
+	if (ret == 0 && ev != PMREP_CONN_ESTABLISHED)
+		ret = PMREP_E_CONN_LOST;
+	if (ret)
+		goto err;
+	struct pmrep_conn_private_data pd;
+	(void) pmrep_conn_get_private_data(r->conn, &pd);
+	if (pd.len < PMREP_MR_DESC_SIZE + PMREP_PEER_CFG_DESC_SIZE) {
+		ret = PMREP_E_MALFORMED;
+		goto err;
+	}
+	ret = pmrep_mr_remote_from_descriptor(pd.ptr, PMREP_MR_DESC_SIZE, &r->rmr);
+	if (ret == 0)
+		ret = pmrep_peer_cfg_from_descriptor(
+				(const uint8_t *)pd.ptr + PMREP_MR_DESC_SIZE,
+				PMREP_PEER_CFG_DESC_SIZE, &pcfg);
+	if (ret == 0)
+		ret = pmrep_conn_apply_remote_peer_cfg(r->conn, pcfg);
+	if (ret)
+		goto err;
+	(void) pmrep_conn_get_flush_method(r->conn, &r->method);
+	(void) pmrep_conn_get_cq(r->conn, &r->cq);
+	if (ctrl_recv(Ctrl, reply, sizeof(reply), OP_TIMEOUT_MS) ||
+			strcmp(reply, "OK") != 0) {
+		fprintf(stderr, "pmrep-bench: raw server: %s\n", reply);
+		ret = PMREP_E_UNKNOWN;
+		goto err;
+	}
+	(void) pmrep_peer_cfg_delete(&pcfg);
+	(void) pmrep_conn_cfg_delete(&ccfg);
+	return 0;
+err:
+	fprintf(stderr, "pmrep-bench: raw connection: %s (%s)\n",
+			pmrep_err_to_str(ret), pmrep_err_msg());
+	(void) pmrep_peer_cfg_delete(&pcfg);
+	(void) pmrep_conn_req_delete(&req);
+	(void) pmrep_conn_cfg_delete(&ccfg);
+	raw_close(r);
+	return -1;
+}
+
+static int
+raw_post(struct raw *r, unsigned slot, size_t size, uint64_t seq)
+{
+	size_t nslots = r->rsize / size;
+	size_t off = (size_t)(seq % nslots) * size;
+	int ret = pmrep_write(r->conn, r->rmr, off, r->src_mr, 0, size,
+			PMREP_F_COMPLETION_ON_ERROR, NULL);
+	if (ret == 0)
+		ret = pmrep_flush(r->conn, r->rmr, off, size,
+				PMREP_FLUSH_TYPE_PERSISTENT,
+				PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(slot + 1));
+	r->t_post[slot] = bench_now_ns();
+	return ret;
+}
+
+/* wait for completions (busy-poll or on the CQ's fd) */
+static int
+take(struct pmrep_cq *cq, struct pmrep_completion *c, int max, int *n)
+{
+	uint64_t give_up = 0;
+	for (;;) {
+		int ret = pmrep_cq_get_completions(cq, c, max, n);
+		if (ret != PMREP_E_NO_COMPLETION)
+			return ret;
+		if (!O.poll) {
+			ret = pmrep_cq_wait(cq, 1000);
+			if (ret && ret != PMREP_E_TIMEOUT)
+				return ret;
+		}
+		uint64_t now = bench_now_ns();
+		if (give_up == 0)
+			give_up = now + (uint64_t)OP_TIMEOUT_MS * 1000000u;
+		else if (now > give_up)
+			return PMREP_E_TIMEOUT;
+	}
+}
+
+/* `qd` write+flush pairs in flight for about `ms` */
+static int
+raw_run(struct raw *r, size_t size, unsigned qd, int ms, struct bench_samples *s)
+{
+	struct pmrep_completion c[MAX_QD];
+	uint64_t seq = 0;
+	unsigned inflight = 0;
+	int ret = 0;
+	uint64_t t0 = bench_now_ns();
+	uint64_t warm_end = t0 + (uint64_t)WARMUP_MS * 1000000u;
+	uint64_t end = warm_end + (uint64_t)ms * 1000000u;
+	uint64_t begin = 0;
+
+	for (unsigned i = 0; i < qd; i++) {
+		ret = raw_post(r, i, size, seq++);
+		if (ret)
+			goto fail;
+		inflight++;
+	}
+	while (inflight > 0) {
+		int n = 0;
+		ret = take(r->cq, c, MAX_QD, &n);
+		if (ret)
+			goto fail;
+		uint64_t now = bench_now_ns();
+		bool more = now < end;
+		for (int i = 0; i < n; i++) {
+			if (c[i].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "pmrep-bench: completion error: %s\n",
+						ibv_wc_status_str(c[i].status));
+				return -1;
+			}
+			unsigned slot = (unsigned)((uintptr_t)c[i].op_context - 1);
+			if (r->t_post[slot] >= warm_end && more) {
+				if (begin == 0)
+					begin = r->t_post[slot];
+				bench_samples_add(s, now - r->t_post[slot], size);
+				s->elapsed_ns = now - begin;
+			}
+			inflight--;
+			if (more) {
+				ret = raw_post(r, slot, size, seq++);
+				if (ret)
+					goto fail;
+				inflight++;
+			}
+		}
+	}
+	return 0;
+fail:
+	fprintf(stderr, "pmrep-bench: raw %zu B qd %u: %s (%s)\n", size, qd,
+			pmrep_err_to_str(ret), pmrep_err_msg());
+	return -1;
+}
+
+/* --------------------------------------------------------- mirror level */
+
+struct mirror {
+	unsigned nrep;
+	size_t size;
+	char path[128];
+	struct pmrep_pmem *pmem;
+	struct pmrep_mirror *m;
+	pmrep_pmem_persist_fn *persist;
+	const char *method;
+};
+
+static int
+mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
+{
+	char reply[256];
+	memset(mi, 0, sizeof(*mi));
+	mi->nrep = nrep;
+	mi->size = size;
+	if (ask(reply, sizeof(reply), OP_TIMEOUT_MS, "TGT %u %zu", nrep, size))
+		return -1;
+	struct pmrep_mirror_cfg *cfg = NULL;
+	int ret = pmrep_mirror_cfg_new(&cfg);
+	char *p = reply + 2;
+	for (unsigned i = 0; ret == 0 && i < nrep; i++) {
+		char port[16];
+		int used = 0;
+		if (sscanf(p, " %15s%n", port, &used) != 1) {
+			ret = PMREP_E_MALFORMED;
+			break;
+		}
+		p += used;
+		ret = pmrep_mirror_cfg_add_replica(cfg, O.addr, port);
+	}
+	uint8_t uuid[PMREP_UUID_SIZE];
+	if (getrandom(uuid, sizeof(uuid), 0) != sizeof(uuid))
+		memset(uuid, 0x5a, sizeof(uuid));
+	uuid[0] |= 1;
+	if (ret == 0)
+		ret = pmrep_mirror_cfg_set_key(cfg, Key, sizeof(Key));
+	if (ret == 0)
+		ret = pmrep_mirror_cfg_set_uuid(cfg, uuid);
+	if (ret == 0)
+		ret = pmrep_mirror_cfg_set_timeout(cfg, OP_TIMEOUT_MS);
+	snprintf(mi->path, sizeof(mi->path), "/dev/shm/pmrep-bench-%ld-local%u",
+			(long)getpid(), tag);
+	unlink(mi->path);
+	if (ret == 0)
+		ret = pmrep_pmem_open(mi->path, PMREP_PMEM_CREATE, size,
+				PMREP_PMEM_GRANULARITY_PAGE, &mi->pmem);
+	if (ret == 0)
+		ret = pmrep_mirror_new(mi->pmem, cfg, &mi->m);
+	(void) pmrep_mirror_cfg_delete(&cfg);
+	if (ret) {
+		fprintf(stderr, "pmrep-bench: mirror of %u replicas: %s (%s)\n",
+				nrep, pmrep_err_to_str(ret), pmrep_err_msg());
+		(void) pmrep_pmem_close(&mi->pmem);
+		unlink(mi->path);
+		return -1;
+	}
+	mi->persist = pmrep_pmem_get_persist_fn(mi->pmem);
+	struct pmrep_replica_status st;
+	mi->method = "?";
+	if (pmrep_mirror_get_replica_status(mi->m, 0, &st) == 0)
+		mi->method = pmrep_mirror_method_str(st.method);
+	return 0;
+}
+
+static void
+mirror_close(struct mirror *mi)
+{
+	(void) pmrep_mirror_delete(&mi->m);
+	(void) pmrep_pmem_close(&mi->pmem);
+	if (mi->path[0])
+		unlink(mi->path);
+	mi->path[0] = '\0';
+}
+
+static int
+mirror_run(struct mirror *mi, size_t size, int ms, bool local_only,
+		struct bench_samples *s)
+{
+	uint8_t *base = pmrep_pmem_get_address(mi->pmem);
+	size_t nslots = mi->size / size;
+	uint64_t t0 = bench_now_ns();
+	uint64_t warm_end = t0 + (uint64_t)WARMUP_MS * 1000000u;
+	uint64_t end = warm_end + (uint64_t)ms * 1000000u;
+	uint64_t begin = 0;
+	for (uint64_t seq = 0;; seq++) {
+		size_t off = (size_t)(seq % nslots) * size;
+		base[off] = (uint8_t)seq;	/* something to persist */
+		uint64_t a = bench_now_ns();
+		if (a >= end)
+			break;
+		if (local_only) {
+			mi->persist(base + off, size);
+		} else {
+			int ret = pmrep_mirror_persist(mi->m, off, size, OP_TIMEOUT_MS);
+			if (ret) {
+				fprintf(stderr, "pmrep-bench: persist: %s (%s)\n",
+						pmrep_err_to_str(ret), pmrep_err_msg());
+				return -1;
+			}
+		}
+		uint64_t b = bench_now_ns();
+		if (a >= warm_end) {
+			if (begin == 0)
+				begin = a;
+			bench_samples_add(s, b - a, size);
+			s->elapsed_ns = b - begin;
+		}
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------- librpma peer */
+
+/* the comparison program, kept running: "size ms" in, one result line out */
+static FILE *Rpma_in, *Rpma_out;
+static pid_t Rpma_pid;
+
+static bool
+librpma_start(void)
+{
+	int in[2], out[2];
+	if (O.librpma == NULL || pipe(in) || pipe(out))
+		return false;
+	Rpma_pid = fork();
+	if (Rpma_pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(O.librpma, O.librpma, "--addr", O.addr, "--wait",
+				O.poll ? "poll" : "block", "--stdin", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	Rpma_in = fdopen(in[1], "w");
+	Rpma_out = fdopen(out[0], "r");
+	char line[256];
+	if (fgets(line, sizeof(line), Rpma_out) == NULL ||
+			strncmp(line, "READY", 5) != 0) {
+		fprintf(stderr, "pmrep-bench: %s did not start; no librpma comparison\n",
+				O.librpma);
+		fclose(Rpma_in);
+		fclose(Rpma_out);
+		Rpma_in = Rpma_out = NULL;
+		waitpid(Rpma_pid, NULL, 0);
+		return false;
+	}
+	return true;
+}
+
+static bool
+librpma_run(size_t size, int ms, struct bench_result *r)
+{
+	char line[256];
+	memset(r, 0, sizeof(*r));
+	if (Rpma_in == NULL)
+		return false;
+	fprintf(Rpma_in, "%zu %d\n", size, ms);
+	fflush(Rpma_in);
+	if (fgets(line, sizeof(line), Rpma_out) == NULL)
+		return false;
+	unsigned long long ops;
+	if (sscanf(line, "OK %llu %lf %lf %lf %lf %lf", &ops, &r->secs,
+			&r->p50_us, &r->p99_us, &r->p999_us, &r->mean_us) != 6) {
+		fprintf(stderr, "pmrep-bench: librpma: %s", line);
+		return false;
+	}
+	r->ops = ops;
+	r->ops_per_s = r->secs > 0 ? (double)ops / r->secs : 0;
+	r->mib_per_s = r->ops_per_s * (double)size / (1 << 20);
+	r->valid = true;
+	return true;
+}
+
+static void
+librpma_stop(void)
+{
+	if (Rpma_in == NULL)
+		return;
+	fclose(Rpma_in);
+	fclose(Rpma_out);
+	Rpma_in = Rpma_out = NULL;
+	waitpid(Rpma_pid, NULL, 0);
+}
+
+/* -------------------------------------------------------------- output */
+
+static char Host[128], Kernel[128], Cpu[128], Date[40];
+
+static void
+meta_init(void)
+{
+	struct utsname u;
+	if (uname(&u) == 0) {
+		snprintf(Host, sizeof(Host), "%s", u.nodename);
+		snprintf(Kernel, sizeof(Kernel), "%s", u.release);
+	}
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "model name", 10) == 0) {
+			char *c = strchr(line, ':');
+			if (c) {
+				c += 2;
+				c[strcspn(c, "\n")] = '\0';
+				snprintf(Cpu, sizeof(Cpu), "%s", c);
+			}
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(Date, sizeof(Date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	strftime(Run_id, sizeof(Run_id), "%Y%m%d%H%M%S", &tm);
+}
+
+/* one measured point: pmrep's pooled result, its floor, the ratio */
+struct point {
+	const char *sweep;	/* lat, bw, rep */
+	const char *level;	/* raw, mirror, local, librpma */
+	const char *method;
+	size_t size;
+	unsigned qd, replicas;
+	struct bench_result r;
+	const char *floor_name;
+	struct bench_result f;
+	double ratio, ratio_min, ratio_max;	/* NAN: none */
+	const char *ratio_kind;	/* "p50" (lower is better) or "bw" */
+	double vs1;		/* replicas: p50 / p50 of 1 replica (NAN: none) */
+	double vs_librpma;	/* p50 / librpma's p50 (NAN: none) */
+};
+
+static void
+json_num(FILE *f, const char *k, double v)
+{
+	if (isnan(v) || isinf(v))
+		fprintf(f, ",\"%s\":null", k);
+	else
+		fprintf(f, ",\"%s\":%.3f", k, v);
+}
+
+static void
+emit(const struct point *p)
+{
+	if (Json) {
+		fprintf(Json, "{\"run\":\"%s\",\"date\":\"%s\",\"host\":\"%s\","
+				"\"in_vm\":%s,\"provider\":\"%s\",\"wait\":\"%s\","
+				"\"sweep\":\"%s\",\"level\":\"%s\",\"method\":\"%s\","
+				"\"size\":%zu,\"qd\":%u,\"replicas\":%u,\"ops\":%llu",
+				Run_id, Date, Host,
+				getenv("IN_VM") ? "true" : "false", prov_str(),
+				O.poll ? "poll" : "block", p->sweep, p->level,
+				p->method ? p->method : "", p->size, p->qd,
+				p->replicas, (unsigned long long)p->r.ops);
+		json_num(Json, "secs", p->r.secs);
+		json_num(Json, "p50_us", p->r.p50_us);
+		json_num(Json, "p99_us", p->r.p99_us);
+		json_num(Json, "p999_us", p->r.p999_us);
+		json_num(Json, "mean_us", p->r.mean_us);
+		json_num(Json, "ops_per_s", p->r.ops_per_s);
+		json_num(Json, "mib_per_s", p->r.mib_per_s);
+		fprintf(Json, ",\"floor\":\"%s\"", p->floor_name ? p->floor_name : "");
+		json_num(Json, "floor_p50_us", p->f.valid ? p->f.p50_us : NAN);
+		json_num(Json, "floor_p99_us", p->f.valid ? p->f.p99_us : NAN);
+		json_num(Json, "floor_mib_per_s", p->f.valid ? p->f.mib_per_s : NAN);
+		fprintf(Json, ",\"ratio_of\":\"%s\"", p->ratio_kind ? p->ratio_kind : "");
+		json_num(Json, "ratio", p->ratio);
+		json_num(Json, "ratio_min", p->ratio_min);
+		json_num(Json, "ratio_max", p->ratio_max);
+		json_num(Json, "vs_1_replica", p->vs1);
+		json_num(Json, "vs_librpma", p->vs_librpma);
+		fprintf(Json, ",\"rounds\":%d}\n", O.rounds);
+		fflush(Json);
+	}
+	char ratio[64] = "-", extra[64] = "";
+	if (!isnan(p->ratio))
+		snprintf(ratio, sizeof(ratio), "%.2f [%.2f-%.2f]", p->ratio,
+				p->ratio_min, p->ratio_max);
+	if (!isnan(p->vs1))
+		snprintf(extra, sizeof(extra), "x1rep %.2f", p->vs1);
+	else if (!isnan(p->vs_librpma))
+		snprintf(extra, sizeof(extra), "xrpma %.2f", p->vs_librpma);
+	char sz[32];
+	if (p->size >= (1u << 20) && p->size % (1u << 20) == 0)
+		snprintf(sz, sizeof(sz), "%zuM", p->size >> 20);
+	else if (p->size >= 1024 && p->size % 1024 == 0)
+		snprintf(sz, sizeof(sz), "%zuK", p->size >> 10);
+	else
+		snprintf(sz, sizeof(sz), "%zu", p->size);
+	fprintf(Tab, "%-4s %-8s %-7s %5s %3u %3u %9.1f %9.1f %9.1f %10.0f %9.1f  %-13s %9.1f %9.1f  %-22s %s\n",
+			p->sweep, p->level, p->method ? p->method : "", sz, p->qd,
+			p->replicas, p->r.p50_us, p->r.p99_us, p->r.p999_us,
+			p->r.ops_per_s, p->r.mib_per_s,
+			p->floor_name ? p->floor_name : "-",
+			p->f.valid ? p->f.p50_us : NAN,
+			p->f.valid ? p->f.mib_per_s : NAN, ratio, extra);
+	fflush(Tab);
+}
+
+static void
+table_header(void)
+{
+	fprintf(Tab, "pmrep-bench  provider %s  addr %s  wait %s  rounds %d x %d ms  host %s  kernel %s%s  %s\n",
+			prov_str(), O.addr, O.poll ? "busy-poll" : "fd-wait",
+			O.rounds, O.ms, Host, Kernel,
+			getenv("IN_VM") ? " (soft-RoCE guest)" : "", Date);
+	fprintf(Tab, "cpu %s\n", Cpu);
+	fprintf(Tab, "ratio: lat/rep sweeps p50 / floor p50 (1.00 = the floor; lower is better); bw sweep MiB/s / floor MiB/s (higher is better); median [min-max] of the rounds\n");
+	fprintf(Tab, "%-4s %-8s %-7s %5s %3s %3s %9s %9s %9s %10s %9s  %-13s %9s %9s  %-22s %s\n",
+			"swp", "level", "method", "size", "qd", "rep", "p50us",
+			"p99us", "p99.9us", "ops/s", "MiB/s", "floor", "fl.p50us",
+			"fl.MiB/s", "ratio", "");
+}
+
+/* ---------------------------------------------------------------- floors */
+
+static struct floor_tcp Floor = { .fd = -1 };
+static bool Have_floor;
+
+static bool
+floor_lat(size_t size, struct bench_samples *s, struct bench_result *r)
+{
+	if (!Have_floor)
+		return false;
+	if (O.prov == PMREP_PROVIDER_TCP) {
+		bench_samples_reset(s);
+		if (floor_tcp_pingpong(&Floor, size, O.ms, s))
+			return false;
+		bench_summarize(s, r);
+		return r->valid;
+	}
+	return floor_perftest("ib_read_lat", O.dev, O.addr, size,
+			O.quick ? 300 : 1000, 0, 18515, r);
+}
+
+static bool
+floor_bw(size_t size, struct bench_samples *s, struct bench_result *r)
+{
+	if (!Have_floor)
+		return false;
+	if (O.prov == PMREP_PROVIDER_TCP) {
+		bench_samples_reset(s);
+		if (floor_tcp_stream(&Floor, size, 256, O.ms, s))
+			return false;
+		bench_summarize(s, r);
+		return r->valid;
+	}
+	return floor_perftest("ib_write_bw", O.dev, O.addr, size,
+			O.quick ? 1000 : 5000, 0, 18516, r);
+}
+
+static const char *
+floor_name(bool bw)
+{
+	if (O.prov == PMREP_PROVIDER_TCP)
+		return bw ? "tcp-stream" : "tcp-pingpong";
+	return bw ? "ib_write_bw" : "ib_read_lat";
+}
+
+/* ------------------------------------------------------------- sweeps */
+
+static struct bench_samples S_round, S_pool, S_floor;
+
+typedef int measure_fn(void *arg, size_t size, unsigned qd,
+		struct bench_samples *s);
+
+/*
+ * measure one point in O.rounds rounds, each "floor, then pmrep"; the
+ * ratio is taken within each round. bw: throughput ratio (pmrep / floor),
+ * else p50 ratio (pmrep / floor).
+ */
+static int
+point_measure(struct point *p, measure_fn *fn, void *arg, bool bw, bool floor)
+{
+	double ratios[64];
+	int nr = 0;
+	double fp50[64], fmib[64], fp99[64];
+	int nf = 0;
+	bench_samples_reset(&S_pool);
+	p->ratio = p->ratio_min = p->ratio_max = NAN;
+	p->vs1 = p->vs_librpma = NAN;
+	p->floor_name = floor && Have_floor ? floor_name(bw) : NULL;
+	p->ratio_kind = p->floor_name ? (bw ? "bw" : "p50") : NULL;
+	memset(&p->f, 0, sizeof(p->f));
+	for (int round = 0; round < O.rounds && round < 64; round++) {
+		struct bench_result f = { 0 }, r;
+		bool have_f = false;
+		if (p->floor_name)
+			have_f = bw ? floor_bw(p->size, &S_floor, &f) :
+				floor_lat(p->size, &S_floor, &f);
+		bench_samples_reset(&S_round);
+		if (fn(arg, p->size, p->qd, &S_round)) {
+			Failures++;
+			return -1;
+		}
+		pool_add(&S_pool, &S_round);
+		bench_summarize(&S_round, &r);
+		if (have_f && r.valid) {
+			fp50[nf] = f.p50_us;
+			fp99[nf] = f.p99_us;
+			fmib[nf++] = f.mib_per_s;
+			ratios[nr++] = bw ? r.mib_per_s / f.mib_per_s :
+				r.p50_us / f.p50_us;
+		}
+	}
+	bench_summarize(&S_pool, &p->r);
+	if (nr > 0) {
+		p->f.valid = true;
+		p->f.p50_us = median(fp50, nf);
+		p->f.p99_us = median(fp99, nf);
+		p->f.mib_per_s = median(fmib, nf);
+		p->ratio = median(ratios, nr);
+		p->ratio_min = ratios[0];
+		p->ratio_max = ratios[nr - 1];
+	} else if (p->floor_name) {
+		fprintf(stderr, "pmrep-bench: no floor for %s %zu B\n",
+				p->sweep, p->size);
+		p->floor_name = NULL;
+	}
+	return 0;
+}
+
+static int
+m_raw(void *arg, size_t size, unsigned qd, struct bench_samples *s)
+{
+	return raw_run(arg, size, qd, O.ms, s);
+}
+
+static int
+m_mirror(void *arg, size_t size, unsigned qd, struct bench_samples *s)
+{
+	(void) qd;
+	return mirror_run(arg, size, O.ms, false, s);
+}
+
+static int
+m_local(void *arg, size_t size, unsigned qd, struct bench_samples *s)
+{
+	(void) qd;
+	return mirror_run(arg, size, O.ms, true, s);
+}
+
+static const char *
+raw_method(const struct raw *r)
+{
+	switch (r->method) {
+	case PMREP_FLUSH_METHOD_NATIVE: return "native";
+	case PMREP_FLUSH_METHOD_APM: return "APM";
+	default: return "none";
+	}
+}
+
+static void
+sweep_raw(void)
+{
+	size_t max = 64;
+	for (unsigned i = 0; i < O.nsizes; i++)
+		if (O.sizes[i] > max)
+			max = O.sizes[i];
+	for (unsigned i = 0; i < O.nbw_sizes; i++)
+		if (O.bw_sizes[i] > max)
+			max = O.bw_sizes[i];
+	struct raw r;
+	if (raw_open(&r, max)) {
+		Failures++;
+		return;
+	}
+	bool rpma = false;
+	if (O.sweep_lat) {
+		rpma = librpma_start();
+		for (unsigned i = 0; i < O.nsizes; i++) {
+			struct point p = { .sweep = "lat", .level = "raw",
+				.method = raw_method(&r), .size = O.sizes[i],
+				.qd = 1, .replicas = 1 };
+			if (point_measure(&p, m_raw, &r, false, O.floor))
+				continue;
+			struct bench_result lr;
+			if (rpma && librpma_run(p.size, O.ms, &lr)) {
+				p.vs_librpma = p.r.p50_us / lr.p50_us;
+				emit(&p);
+				struct point q = p;
+				q.level = "librpma";
+				q.r = lr;
+				q.floor_name = NULL;
+				q.ratio = q.vs_librpma = NAN;
+				if (p.f.valid) {
+					q.floor_name = p.floor_name;
+					q.ratio = q.ratio_min = q.ratio_max =
+						lr.p50_us / p.f.p50_us;
+				}
+				emit(&q);
+			} else {
+				emit(&p);
+			}
+		}
+		librpma_stop();
+	}
+	if (O.sweep_bw) {
+		for (unsigned j = 0; j < O.nbw_sizes; j++)
+			for (unsigned i = 0; i < O.nqds; i++) {
+				struct point p = { .sweep = "bw", .level = "raw",
+					.method = raw_method(&r),
+					.size = O.bw_sizes[j], .qd = O.qds[i],
+					.replicas = 1 };
+				if (point_measure(&p, m_raw, &r, true, O.floor) == 0)
+					emit(&p);
+			}
+	}
+	raw_close(&r);
+}
+
+static void
+sweep_mirror_lat(void)
+{
+	struct mirror mi;
+	size_t msize = MIRROR_SIZE;
+	for (unsigned i = 0; i < O.nsizes; i++)
+		while (O.sizes[i] * 2 > msize)
+			msize *= 2;
+	if (mirror_open(&mi, 1, msize, 0)) {
+		Failures++;
+		return;
+	}
+	for (unsigned i = 0; i < O.nsizes; i++) {
+		struct point p = { .sweep = "lat", .level = "mirror",
+			.method = mi.method, .size = O.sizes[i], .qd = 1,
+			.replicas = 1 };
+		if (point_measure(&p, m_mirror, &mi, false, O.floor) == 0)
+			emit(&p);
+		/* the local part of a persist on its own (no floor) */
+		struct point l = { .sweep = "lat", .level = "local",
+			.method = "msync", .size = O.sizes[i], .qd = 1,
+			.replicas = 0 };
+		if (pmrep_pmem_get_granularity(mi.pmem) != PMREP_PMEM_GRANULARITY_PAGE)
+			l.method = "cpu";
+		if (point_measure(&l, m_local, &mi, false, false) == 0)
+			emit(&l);
+	}
+	mirror_close(&mi);
+	char reply[64];
+	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+}
+
+struct rep_round {
+	struct mirror *mi;
+	unsigned n;
+};
+
+static void
+sweep_replicas(void)
+{
+	struct mirror mi[MAX_LIST];
+	unsigned n = 0;
+	bool ok = true;
+	for (unsigned i = 0; i < O.nreps && ok; i++) {
+		if (mirror_open(&mi[n], O.reps[i], MIRROR_REP_SIZE, 1 + i)) {
+			ok = false;
+			Failures++;
+		} else {
+			n++;
+		}
+	}
+	if (ok) {
+		/* rounds alternate the replica counts too: the ratio to one
+		 * replica is taken within a round */
+		double p50s[MAX_LIST][64];
+		struct point pts[MAX_LIST];
+		for (unsigned i = 0; i < n; i++) {
+			pts[i] = (struct point){ .sweep = "rep", .level = "mirror",
+				.method = mi[i].method, .size = O.rep_size,
+				.qd = 1, .replicas = mi[i].nrep };
+		}
+		int rounds = O.rounds;
+		O.rounds = 1;
+		struct bench_samples pools[MAX_LIST];
+		bool mem = true;
+		for (unsigned i = 0; i < n; i++)
+			mem = mem && bench_samples_init(&pools[i], SAMPLES_CAP / 4) == 0;
+		double fr[MAX_LIST][64];
+		for (int round = 0; mem && round < rounds; round++) {
+			for (unsigned i = 0; i < n; i++) {
+				if (point_measure(&pts[i], m_mirror, &mi[i], false,
+						O.floor)) {
+					ok = false;
+					break;
+				}
+				p50s[i][round] = pts[i].r.p50_us;
+				fr[i][round] = pts[i].ratio;
+				pool_add(&pools[i], &S_pool);
+			}
+			if (!ok)
+				break;
+		}
+		O.rounds = rounds;
+		for (unsigned i = 0; ok && mem && i < n; i++) {
+			struct point *p = &pts[i];
+			bench_summarize(&pools[i], &p->r);
+			double v[64], f[64];
+			int k = 0;
+			for (int r = 0; r < rounds; r++) {
+				v[k] = p50s[i][r] / p50s[0][r];
+				f[k++] = fr[i][r];
+			}
+			p->vs1 = pts[0].replicas == 1 ? median(v, k) : NAN;
+			if (!isnan(f[0])) {
+				p->ratio = median(f, k);
+				p->ratio_min = f[0];
+				p->ratio_max = f[k - 1];
+			}
+			emit(p);
+		}
+		for (unsigned i = 0; i < n; i++)
+			bench_samples_fini(&pools[i]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		mirror_close(&mi[i]);
+	char reply[64];
+	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+}
+
+/* ------------------------------------------------------------------ main */
+
+int
+main(int argc, char *argv[])
+{
+	parse_opts(argc, argv);
+	signal(SIGPIPE, SIG_IGN);
+	setenv("PMREP_PROVIDER", prov_str(), 1);	/* targets and mirrors too */
+	meta_init();
+
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp)) {
+		perror("socketpair");
+		return 1;
+	}
+	fflush(NULL);
+	Server_pid = fork();
+	if (Server_pid < 0) {
+		perror("fork");
+		return 1;
+	}
+	if (Server_pid == 0) {
+		close(sp[0]);
+		_exit(server_main(sp[1]));
+	}
+	close(sp[1]);
+	Ctrl = sp[0];
+	pmrep_log_set_threshold(PMREP_LOG_ERROR);
+
+	Tab = stdout;
+	if (O.json && strcmp(O.json, "-") == 0) {
+		Json = stdout;
+		Tab = stderr;
+	} else if (O.json) {
+		Json = fopen(O.json, "a");
+		if (Json == NULL)
+			perror(O.json);
+	}
+
+	char line[128];
+	int floor_port = 0;
+	if (ctrl_recv(Ctrl, line, sizeof(line), OP_TIMEOUT_MS) ||
+			sscanf(line, "HELLO %d", &floor_port) != 1) {
+		fprintf(stderr, "pmrep-bench: the server did not start\n");
+		return 1;
+	}
+	size_t max_payload = 1u << 20;
+	if (floor_port > 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+			.sin_port = htons((uint16_t)floor_port) };
+		inet_pton(AF_INET, O.addr, &sa.sin_addr);
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int one = 1;
+		if (fd < 0 || connect(fd, (void *)&sa, sizeof(sa)) ||
+				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+				floor_tcp_init(&Floor, fd, max_payload)) {
+			perror("pmrep-bench: floor socket");
+			return 1;
+		}
+		Have_floor = true;
+	} else if (O.floor && O.prov == PMREP_PROVIDER_VERBS) {
+		Have_floor = floor_perftest_available("ib_read_lat") &&
+			floor_perftest_available("ib_write_bw");
+		if (!Have_floor)
+			fprintf(stderr, "pmrep-bench: perftest not found: no verbs floor\n");
+	}
+	if (bench_samples_init(&S_round, SAMPLES_CAP) ||
+			bench_samples_init(&S_pool, SAMPLES_CAP) ||
+			bench_samples_init(&S_floor, SAMPLES_CAP)) {
+		fprintf(stderr, "pmrep-bench: out of memory\n");
+		return 1;
+	}
+
+	table_header();
+	uint64_t t0 = bench_now_ns();
+	if (O.raw && (O.sweep_lat || O.sweep_bw))
+		sweep_raw();
+	if (O.mirror && O.sweep_lat)
+		sweep_mirror_lat();
+	if (O.mirror && O.sweep_rep)
+		sweep_replicas();
+	fprintf(Tab, "done in %.1f s%s\n", (double)(bench_now_ns() - t0) / 1e9,
+			Failures ? " (with failures)" : "");
+
+	ctrl_send(Ctrl, "QUIT");
+	floor_tcp_fini(&Floor);
+	int st = 0;
+	waitpid(Server_pid, &st, 0);
+	bench_samples_fini(&S_round);
+	bench_samples_fini(&S_pool);
+	bench_samples_fini(&S_floor);
+	if (Json && Json != stdout)
+		fclose(Json);
+	return Failures ? 1 : 0;
+}
