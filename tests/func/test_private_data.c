@@ -254,6 +254,13 @@ T06_malformed_hello_is_rejected_and_the_endpoint_survives_tcp(void **state)
 	assert_int_equal(send(s, b, 32, 0), 32);
 	expect_refused(p.ep, s, 2);
 
+	/* a frame type with a longer header than HELLO's (a FLUSH) */
+	s = raw_connect(p.port);
+	memset(b, 0, 40);
+	b[0] = 19;
+	assert_int_equal(send(s, b, 24, 0), 24);
+	expect_refused(p.ep, s, 2);
+
 	/* a version this side does not speak */
 	s = raw_connect(p.port);
 	n = hello(b, 1, 0x54524d50, 2, 0);

@@ -262,6 +262,7 @@ struct tcp_conn {
 	uint8_t my_pdata[TCP_WIRE_ACCEPT_PDATA_MAX];
 	uint8_t my_pdata_len;
 	uint32_t peer_rnr_ms;		/* the peer's receiver-not-ready budget */
+	long long connect_start;	/* when the app called connect (ms) */
 
 	struct tcp_cq *cq;
 	struct tcp_cq *rcq;		/* NULL: receives complete on cq */

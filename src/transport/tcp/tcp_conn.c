@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tcp.h"
+#include "transport/common.h"
 
 void
 tcp_conn_kick_locked(struct tcp_conn *c)
@@ -177,6 +178,7 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 	c->addrlen = req->addrlen;
 	c->peer_rnr_ms = req->peer_rnr_ms;
 	c->state = TCP_CONN_CONNECTING;
+	c->connect_start = pmrep_now_ms();	/* the retry budget starts now */
 	if (pdata != NULL && pdata->len > 0) {
 		memcpy(c->my_pdata, pdata->ptr, pdata->len);
 		c->my_pdata_len = pdata->len;

@@ -176,14 +176,14 @@ hello_read(struct tcp_pending *p, struct tcp_frame *f)
 {
 	for (;;) {
 		size_t want = HELLO_HDR;
-		int r = TCP_WIRE_NEED_MORE;
+		/* the first frame must be a HELLO: decided on its first byte,
+		 * before a longer header of another type is waited for */
+		if (p->got > 0 && p->buf[0] != TCP_WIRE_HELLO)
+			return HELLO_BAD;
 		if (p->got >= HELLO_HDR) {
-			r = tcp_wire_decode(p->buf, p->got, f);
-			if (r < 0 || f->type != TCP_WIRE_HELLO)
+			if (tcp_wire_decode(p->buf, p->got, f) != HELLO_HDR)
 				return HELLO_BAD;
 			want = HELLO_HDR + f->payload_len;
-		} else if (p->got > 0 && p->buf[0] != TCP_WIRE_HELLO) {
-			return HELLO_BAD;
 		}
 		if (p->got == want)
 			return f->version == TCP_WIRE_VERSION ? HELLO_OK :

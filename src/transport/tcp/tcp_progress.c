@@ -1147,7 +1147,7 @@ connect_phase(struct tcp_conn *c)
 {
 	const struct pmrep_conn_cfg *cfg = &c->base.cfg;
 	unsigned left = cfg->connect_retries;
-	long long start = pmrep_now_ms();
+	long long start = c->connect_start;
 	long long budget_end = start + (long long)cfg->timeout_ms *
 		(left > 1 ? left : 1);
 	long long backoff = cfg->retry_backoff_ms;
