@@ -6,6 +6,7 @@
  * mapped (T04), exactly one terminal event, connect retries with backoff
  * (T17), disconnect, and deletion with requests in flight (T08).
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <time.h>
 #include <sys/epoll.h>
@@ -1025,6 +1026,67 @@ delete_idle_conn_does_not_wait(void **state)
 	assert_int_equal(pmrep_peer_delete(&peer), 0);
 }
 
+static int
+count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
+static void
+conn_fd_failures_consume_the_request_and_leak_no_fd(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	static const struct {
+		const char *fn;
+		unsigned nth;
+	} cases[] = {
+		{ "epoll_create1", 1 }, { "timerfd_create", 1 },
+		{ "eventfd", 1 }, { "epoll_ctl", 1 }, { "epoll_ctl", 2 },
+		{ "epoll_ctl", 3 }, { "timerfd_settime", 1 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int before = count_fds();
+		struct pmrep_conn_req *req = tv_req(peer, NULL);
+		struct pmrep_conn *conn = NULL;
+		mock_extra_fail(cases[i].fn, cases[i].nth, EMFILE);
+		assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn),
+				PMREP_E_PROVIDER);
+		assert_int_equal(pmrep_err_errno(), EMFILE);
+		assert_true(tv_logged(cases[i].fn));
+		assert_null(req);
+		assert_null(conn);
+		assert_int_equal(mock_live(MOCK_QP), 0);
+		assert_int_equal(mock_live(MOCK_CM_ID), 0);
+		assert_int_equal(count_fds(), before);
+		mock_extra_clear();
+	}
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+static void
+t17_timer_failure_while_retrying_is_lost_not_a_hang(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn_cfg *cfg = tv_cfg();
+	assert_int_equal(pmrep_conn_cfg_set_connect_retries(cfg, 3, 10), 0);
+	struct pmrep_conn *conn = connecting(peer, cfg);
+	mock_cm_queue_event(cm_id(conn), RDMA_CM_EVENT_REJECTED,
+			MOCK_REJ_INVALID_SERVICE_ID, NULL, 0);
+	mock_extra_fail("timerfd_settime", 1, EINVAL);
+	expect_event(conn, PMREP_CONN_LOST);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
 int
 main(void)
 {
@@ -1070,6 +1132,8 @@ main(void)
 		T(t08_delete_with_requests_in_flight_flushes_then_destroys),
 		T(t08_delete_is_bounded_even_if_the_device_never_delivers_flushes),
 		T(delete_idle_conn_does_not_wait),
+		T(conn_fd_failures_consume_the_request_and_leak_no_fd),
+		T(t17_timer_failure_while_retrying_is_lost_not_a_hang),
 #undef T
 	};
 	return cmocka_run_group_tests_name("verbs conn", tests, NULL, NULL);

@@ -23,6 +23,10 @@
 #include "transport/provider.h"
 #include "transport/verbs/verbs_internal.h"
 
+/* tests/unit/mocks/mock_verbs_extra.c: the libc fd calls, failable */
+void mock_extra_fail(const char *fn, unsigned nth, int err);
+void mock_extra_clear(void);
+
 #define TV_ADDR "192.0.2.2"
 #define TV_PORT "7204"
 #define TV_LISTEN "192.0.2.1"
@@ -64,6 +68,7 @@ tv_logged(const char *what)
 static inline int
 tv_setup(void **state)
 {
+	mock_extra_clear();
 	tv_log_capture();
 	return mock_test_setup(state);
 }
