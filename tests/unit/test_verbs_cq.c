@@ -244,7 +244,9 @@ t02_injected_destroy_failure_in_teardown_leaks_and_double_frees_nothing(void **s
 	/* what a failed destroy left behind stays with the device, as with
 	 * real verbs; the test's teardown does not count those */
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
-	(void) peer;	/* its PD is held by the leftovers */
+	/* the PD is held by the leftovers: it stays too, the peer goes */
+	assert_int_equal(pmrep_peer_delete(&peer), PMREP_E_PROVIDER);
+	assert_null(peer);
 }
 
 static void

@@ -103,7 +103,8 @@ ep_shutdown_destroy_failure_is_provider_error(void **state)
 	mock_fail("rdma_destroy_id", 1, EIO);
 	assert_int_equal(pmrep_ep_shutdown(&ep), PMREP_E_PROVIDER);
 	assert_null(ep);
-	(void) peer;	/* the id and its channel stay with the device */
+	/* the id and its channel stay with the device; the peer goes */
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
 }
 
 /* ------------------------------------------------------------ T05 */

@@ -139,7 +139,9 @@ srq_delete_failure_is_provider_error(void **state)
 	assert_int_equal(pmrep_err_errno(), EIO);
 	/* its CQ went regardless */
 	assert_int_equal(mock_live(MOCK_CQ), 0);
-	(void) peer;	/* the SRQ stays with the device, and holds the PD */
+	/* the SRQ stays with the device and holds the PD; the peer goes */
+	assert_int_equal(pmrep_peer_delete(&peer), PMREP_E_PROVIDER);
+	assert_null(peer);
 }
 
 int
