@@ -334,6 +334,25 @@ async_event_of_a_deleted_conn_is_acknowledged_and_harmless(void **state)
 	assert_int_equal(pmrep_peer_delete(&peer), 0);
 }
 
+static void
+async_event_read_by_one_peer_reaches_conns_of_every_peer_on_the_device(void **state)
+{
+	(void) state;
+	struct pmrep_peer *reader = tv_peer();
+	struct pmrep_peer *owner = tv_peer();	/* same ibv_context */
+	struct pmrep_conn *conn = tv_active(owner, NULL, NULL, 0);
+	mock_async_qp(tv_vconn(conn)->qp, IBV_EVENT_QP_FATAL);
+	enum pmrep_async_event aev;
+	assert_int_equal(pmrep_peer_handle_async_event(reader, &aev), 0);
+	assert_int_equal(aev, PMREP_ASYNC_QP_FATAL);
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_next_event(conn, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_LOST);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_peer_delete(&owner), 0);
+	assert_int_equal(pmrep_peer_delete(&reader), 0);
+}
+
 int
 main(void)
 {
@@ -358,6 +377,7 @@ main(void)
 		T(async_cq_error_makes_the_conns_on_that_cq_report_lost),
 		T(async_device_fatal_makes_every_conn_report_lost),
 		T(async_event_of_a_deleted_conn_is_acknowledged_and_harmless),
+		T(async_event_read_by_one_peer_reaches_conns_of_every_peer_on_the_device),
 #undef T
 	};
 	return cmocka_run_group_tests_name("verbs peer", tests, NULL, NULL);

@@ -50,6 +50,7 @@ struct verbs_peer {
 	/* registry of conns, for async events (QP / CQ / device fatal) */
 	pthread_mutex_t lock;
 	struct verbs_conn *conns;
+	struct verbs_peer *next;	/* the process's list of verbs peers */
 };
 
 static inline struct verbs_peer *

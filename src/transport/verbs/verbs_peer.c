@@ -38,6 +38,37 @@ const struct pmrep_provider_ops pmrep_verbs_ops = {
 	.post = verbs_post,
 };
 
+/*
+ * Every verbs peer of the process: an async event is read by whichever peer
+ * its owner asks, but concerns the conns of every peer on that device
+ * (peers may share an ibv_context -- librdmacm hands out one per device).
+ * Lock order: Peers_lock, then a peer's lock.
+ */
+static pthread_mutex_t Peers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct verbs_peer *Peers;
+
+static void
+peers_add(struct verbs_peer *peer)
+{
+	pthread_mutex_lock(&Peers_lock);
+	peer->next = Peers;
+	Peers = peer;
+	pthread_mutex_unlock(&Peers_lock);
+}
+
+static void
+peers_remove(struct verbs_peer *peer)
+{
+	pthread_mutex_lock(&Peers_lock);
+	for (struct verbs_peer **pp = &Peers; *pp; pp = &(*pp)->next) {
+		if (*pp == peer) {
+			*pp = peer->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&Peers_lock);
+}
+
 static uint8_t
 clamp_u8(int v)
 {
@@ -122,6 +153,7 @@ pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
 	peer->base.caps = caps_from_attr(&attr);
 	peer->base.async_fd = ibv_ctx->async_fd;
 	atomic_init(&peer->base.nobjects, 0);
+	peers_add(peer);
 	PMREP_LOG_INFO("verbs peer on %s: caps%s%s%s",
 			ibv_ctx->device ? ibv_get_device_name(ibv_ctx->device) : "?",
 			(peer->base.caps & PMREP_CAP_ODP) ? " odp" : "",
@@ -148,6 +180,7 @@ verbs_peer_delete(struct pmrep_peer *base)
 	struct verbs_peer *peer = verbs_peer(base);
 	int ret = 0, err;
 
+	peers_remove(peer);
 	err = ibv_dereg_mr(peer->sink_mr);
 	if (err)
 		ret = PMREP_ERR_PROVIDER(err, "ibv_dereg_mr(flush sink)");
@@ -211,18 +244,29 @@ conn_affected(const struct verbs_conn *conn, const struct ibv_async_event *ev)
 	}
 }
 
-/* mark every conn the event concerns as lost; the registry is locked
- * while the event is still unacknowledged, so none of them can destroy
- * its QP / CQ under us (their delete unregisters first) */
+/*
+ * Mark every conn the event concerns as lost, on every peer of the device.
+ * The registries are locked while the event is still unacknowledged: a conn
+ * unregisters before it destroys its QP / CQs, and destroying an object
+ * with an unacknowledged event waits for the acknowledgement, so nothing
+ * found here goes away under us.
+ */
 static void
 mark_affected(struct verbs_peer *peer, const struct ibv_async_event *ev)
 {
-	pthread_mutex_lock(&peer->lock);
-	for (struct verbs_conn *c = peer->conns; c != NULL; c = c->reg_next) {
-		if (conn_affected(c, ev))
-			verbs_conn_mark_lost(c, ibv_event_type_str(ev->event_type));
+	pthread_mutex_lock(&Peers_lock);
+	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
+		if (p->ctx != peer->ctx)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		for (struct verbs_conn *c = p->conns; c; c = c->reg_next) {
+			if (conn_affected(c, ev))
+				verbs_conn_mark_lost(c,
+					ibv_event_type_str(ev->event_type));
+		}
+		pthread_mutex_unlock(&p->lock);
 	}
-	pthread_mutex_unlock(&peer->lock);
+	pthread_mutex_unlock(&Peers_lock);
 }
 
 int
