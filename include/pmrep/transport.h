@@ -267,7 +267,9 @@ PMREP_API int pmrep_conn_cfg_set_comp_channel(struct pmrep_conn_cfg *cfg, struct
  * pmrep_conn_cfg_set_connect_retries -- when nothing listens yet, the
  * active side retries up to `retries` (0..1000) more times, waiting
  * `backoff_ms` (> 0) before the first retry, doubled each time up to
- * 2000 ms; then the conn reports PMREP_CONN_UNREACHABLE.
+ * 2000 ms; then the conn reports PMREP_CONN_UNREACHABLE. Each attempt is
+ * limited by the cfg timeout, and all of them with their backoffs by
+ * timeout_ms * (retries + 1).
  * Errors: PMREP_E_INVAL (NULL, out of range; old values stay).
  */
 PMREP_API int pmrep_conn_cfg_set_connect_retries(struct pmrep_conn_cfg *cfg, unsigned retries, int backoff_ms);
@@ -412,6 +414,8 @@ PMREP_API int pmrep_conn_get_rcq(const struct pmrep_conn *conn, struct pmrep_cq 
  * timeout_ms for a CQ event, acknowledge it on the CQ it came from, re-arm
  * it and return that CQ (and whether it is the RCQ). A wakeup whose CQ turns
  * out empty is not an error. Errors: PMREP_E_INVAL, PMREP_E_NOT_SHARED_CHNL,
+ * PMREP_E_SHARED_CHANNEL (the CQs are on a pmrep_comp_channel, which
+ * carries other conns' events too: use pmrep_comp_channel_wait),
  * PMREP_E_TIMEOUT, PMREP_E_NO_COMPLETION (nothing pending on a non-blocking
  * check, timeout_ms == 0), PMREP_E_PROVIDER.
  */
@@ -635,8 +639,10 @@ enum pmrep_flush_type {
  * Common errors: PMREP_E_INVAL (NULL, flags not exactly one of the two,
  * len 0, a region without the needed usage, a remote MR of another
  * provider), PMREP_E_RANGE (offset + len outside a region),
- * PMREP_E_CONN_LOST (the conn reported a terminal event), PMREP_E_AGAIN
- * (send queue full), PMREP_E_PROVIDER (the post failed: pmrep_err_errno()).
+ * PMREP_E_CONN_LOST (the conn reported a terminal event or is being
+ * disconnected), PMREP_E_STATE (not ESTABLISHED yet; receives may be
+ * posted before), PMREP_E_AGAIN (send / receive queue full),
+ * PMREP_E_PROVIDER (the post failed: pmrep_err_errno()).
  * Thread-safety: one thread per conn at a time.
  */
 
