@@ -25,14 +25,18 @@
  * REJECTED          retry                 act: marker ? REJECTED LOST         LOST          ignore
  *                                         : retry; pas: LOST
  * ESTABLISHED       ignore                ESTABLISHED            ignore (dup) ignore        ignore
- * DISCONNECTED      ignore                LOST                   CLOSED       CLOSED        ignore
+ * DISCONNECTED      ignore                LOST                   CLOSED (DREP CLOSED        ignore
+ *                                                                  answered)
  * DEVICE_REMOVAL    LOST                  LOST                   LOST         LOST          LOST
  * CONNECT_REQUEST, CONNECT_RESPONSE, MULTICAST_*, ADDR_CHANGE,
  * TIMEWAIT_EXIT, unknown                  ignore everywhere
  * timer             retry                 act: retry, pas: LOST  ignore       ignore        new id,
  *                                                                                           resolve addr
- * After a terminal event (TERMINAL) nothing is reported again and the
- * rdma_cm fd leaves the epoll set; everything is still acknowledged.
+ * (ESTABLISHED, active side: the acceptor's private data is decoded; if it
+ * is malformed: disconnect, LOST.) A terminal event moves the QP to error,
+ * so that every posted request completes now. After it (TERMINAL) nothing
+ * is reported again and the rdma_cm fd leaves the epoll set; every event
+ * read is acknowledged before next_event returns, on every path.
  */
 #include <errno.h>
 #include <stdlib.h>
