@@ -296,6 +296,11 @@ comp_channel_shared_by_two_conns_names_each_conn(void **state)
 	assert_true(seen[0] && seen[1]);
 	assert_int_equal(epoll_ready(ep, 100), 0);
 
+	/* the channel carries both conns' events: a conn cannot wait on it */
+	struct pmrep_cq *any = NULL;
+	assert_int_equal(pmrep_conn_wait(cc[0], 0, &any, NULL),
+			PMREP_E_SHARED_CHANNEL);
+
 	/* attached CQs keep the channel; it stays valid and usable */
 	struct pmrep_comp_channel *keep = ch;
 	assert_int_equal(pmrep_comp_channel_delete(&keep), PMREP_E_BUSY);

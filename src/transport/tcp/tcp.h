@@ -282,6 +282,8 @@ struct tcp_conn {
 	bool disconnect_req;
 	bool rnr_waiting;		/* the thread waits for a receive */
 	bool app_wake;			/* kick on recv too (error, terminal) */
+	bool established;		/* ESTABLISHED queued: requests may go */
+	bool disconnecting;		/* pmrep_conn_disconnect was called */
 	struct tcp_wr *sq;
 	uint32_t sq_size, sq_head, sq_tail;
 	struct tcp_rq rq;

@@ -36,7 +36,9 @@ tcp_conn_push_event_locked(struct tcp_conn *c, enum pmrep_conn_event ev)
 		return;
 	}
 	c->events[c->nevents++] = ev;
-	if (ev != PMREP_CONN_ESTABLISHED)
+	if (ev == PMREP_CONN_ESTABLISHED)
+		c->established = true;
+	else
 		c->app_wake = true;	/* later receives must be flushed */
 	tcp_eventfd_signal(c->base.event_fd);
 }
@@ -67,6 +69,7 @@ tcp_conn_disconnect(struct pmrep_conn *conn)
 	struct tcp_conn *c = tcp_conn(conn);
 	pthread_mutex_lock(&c->lock);
 	c->disconnect_req = true;
+	c->disconnecting = true;
 	tcp_conn_kick_locked(c);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
@@ -296,6 +299,14 @@ tcp_post(const struct pmrep_op_args *a)
 	}
 
 	pthread_mutex_lock(&c->lock);
+	if (c->disconnecting || !c->established) {
+		bool lost = c->disconnecting || c->app_wake;
+		pthread_mutex_unlock(&c->lock);
+		PMREP_LOG_ERR("the connection is %s", lost ?
+				"being disconnected or has ended" :
+				"not established yet (receives may be posted)");
+		return lost ? PMREP_E_CONN_LOST : PMREP_E_STATE;
+	}
 	if (c->sq_tail - c->sq_head >= c->sq_size) {
 		pthread_mutex_unlock(&c->lock);
 		PMREP_LOG_ERR("send queue full (%u requests in flight)",

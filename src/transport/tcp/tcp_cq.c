@@ -291,9 +291,13 @@ tcp_conn_wait(struct pmrep_conn *conn_base, int timeout_ms,
 		struct pmrep_cq **cq, bool *is_rcq)
 {
 	struct tcp_conn *c = tcp_conn(conn_base);
-	struct tcp_chan *ch = c->own_chan ? c->own_chan : &c->comp_channel->chan;
+	if (c->own_chan == NULL) {
+		/* a pmrep_comp_channel carries other conns' events too */
+		PMREP_LOG_ERR("the conn's CQs are on a pmrep_comp_channel: use pmrep_comp_channel_wait");
+		return PMREP_E_SHARED_CHANNEL;
+	}
 	struct tcp_cq *q;
-	int ret = tcp_chan_wait(ch, timeout_ms, &q);
+	int ret = tcp_chan_wait(c->own_chan, timeout_ms, &q);
 	if (ret)
 		return ret;
 	*cq = &q->base;

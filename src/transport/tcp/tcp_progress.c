@@ -1138,9 +1138,10 @@ out_close:
 /*
  * Connect with retries: refused, reset, unanswered attempts are retried
  * up to cfg.connect_retries more times, waiting retry_backoff_ms doubled
- * each time (capped at 2 s). The whole connect, retries included, takes at
- * most timeout_ms * max(1, connect_retries); each attempt at most
- * timeout_ms. Returns the event to report, or UNDEFINED when stopped.
+ * each time (capped at 2 s). Each attempt takes at most timeout_ms, and
+ * all of them with their backoffs at most timeout_ms * (retries + 1),
+ * counted from pmrep_conn_req_connect. Returns the event to report, or
+ * UNDEFINED when stopped.
  */
 static enum pmrep_conn_event
 connect_phase(struct tcp_conn *c)
@@ -1149,7 +1150,7 @@ connect_phase(struct tcp_conn *c)
 	unsigned left = cfg->connect_retries;
 	long long start = c->connect_start;
 	long long budget_end = start + (long long)cfg->timeout_ms *
-		(left > 1 ? left : 1);
+		((long long)left + 1);
 	long long backoff = cfg->retry_backoff_ms;
 	int why = 0;
 	bool disc = false;
