@@ -325,6 +325,8 @@ struct tcp_conn {
 	bool rx_has_recv;
 	struct tcp_recv rx_recv;	/* the receive a SEND / WRITE+IMM consumes */
 	uint32_t rx_expect;		/* seq of the next incoming request */
+	bool rx_drained;		/* the last recv came back short */
+	bool rx_more;			/* rx stopped with work left */
 	bool stalled;			/* a request waits for a receive */
 	long long stall_deadline;
 

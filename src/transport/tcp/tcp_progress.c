@@ -639,18 +639,24 @@ on_frame_done(struct tcp_conn *c)
 	}
 }
 
-/* recv into buf; > 0 bytes, 0 would block, -1 the socket ended (handled) */
+/* recv into buf; > 0 bytes, 0 would block, -1 the socket ended (handled).
+ * A short read means the socket is empty for now: c->rx_drained, so the
+ * next look waits for poll instead of costing a recv that says EAGAIN. */
 static ssize_t
 rx_recv(struct tcp_conn *c, void *buf, size_t len)
 {
 	for (;;) {
 		ssize_t n = recv(c->sock, buf, len, 0);
-		if (n > 0)
+		if (n > 0) {
+			c->rx_drained = (size_t)n < len;
 			return n;
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->rx_drained = true;
 			return 0;
+		}
 		sock_ended(c, n < 0 ? errno : 0);
 		return -1;
 	}
@@ -674,12 +680,19 @@ rx_fill(struct tcp_conn *c)
 	return n;
 }
 
-/* take and apply everything that has arrived (caller holds mem_lock) */
+/* take and apply everything that has arrived (caller holds mem_lock);
+ * c->rx_more: stopped with work left (a cap, a stall), look again soon */
 static void
 rx_progress(struct tcp_conn *c)
 {
 	int calls = 0;
-	while (c->sock >= 0 && calls < RX_ITER_MAX) {
+	c->rx_drained = false;	/* poll said readable, or work was left */
+	c->rx_more = false;
+	while (c->sock >= 0) {
+		if (calls == RX_ITER_MAX) {
+			c->rx_more = true;	/* let the transmit side run */
+			return;
+		}
 		if (c->rx_in_payload) {
 			size_t have = c->rx_end - c->rx_start;
 			if (have > 0) {
@@ -691,6 +704,8 @@ rx_progress(struct tcp_conn *c)
 				}
 				c->rx_start += k;
 				c->rx_left -= k;
+			} else if (c->rx_drained) {
+				return;
 			} else if (c->rx_dst && c->rx_left >= TCP_RX_DIRECT_MIN) {
 				/* a large rest goes straight to its place */
 				ssize_t n = rx_recv(c, c->rx_dst, c->rx_left);
@@ -719,6 +734,8 @@ rx_progress(struct tcp_conn *c)
 			return;
 		}
 		if (r == TCP_WIRE_NEED_MORE) {
+			if (c->rx_drained)
+				return;
 			ssize_t n = rx_fill(c);
 			calls++;
 			if (n <= 0)
@@ -728,8 +745,10 @@ rx_progress(struct tcp_conn *c)
 		enum hdr_result h = on_header(c, &c->rxf);
 		if (h == HDR_DEAD)
 			return;
-		if (h == HDR_STALL)
-			return;		/* header stays; retried later */
+		if (h == HDR_STALL) {
+			c->rx_more = true;	/* header stays; retried later */
+			return;
+		}
 		c->rx_start += (size_t)r;
 		if (c->rxf.payload_len > 0) {
 			c->rx_in_payload = true;
@@ -1244,9 +1263,12 @@ tcp_progress_main(void *arg)
 		c->accept_queued = true;
 	}
 
+	/* the first turn looks at everything: the handshake may have left
+	 * frames in the receive buffer */
+	bool rang = true, readable = true;
 	for (;;) {
 		bool disc = false;
-		if (doorbell(c, &disc))
+		if (rang && doorbell(c, &disc))
 			break;
 		if (disc)
 			begin_disconnect(c);
@@ -1254,7 +1276,7 @@ tcp_progress_main(void *arg)
 			flush_all(c, IBV_WC_WR_FLUSH_ERR);	/* late posts */
 
 		pthread_rwlock_rdlock(&p->mem_lock);
-		if (c->sock >= 0)
+		if (c->sock >= 0 && (readable || c->rx_more))
 			rx_progress(c);
 		sq_complete(c);
 		if (c->sock >= 0)
@@ -1286,7 +1308,12 @@ tcp_progress_main(void *arg)
 			if (c->tx_blocked)
 				pfd[1].events |= POLLOUT;
 		}
-		(void) poll(pfd, c->sock >= 0 ? 2 : 1, timeout);
+		if (c->rx_more && !c->stalled)
+			timeout = 0;
+		int n = poll(pfd, c->sock >= 0 ? 2 : 1, timeout);
+		rang = n > 0 && pfd[0].revents != 0;
+		readable = n > 0 && c->sock >= 0 && (pfd[1].revents &
+				(POLLIN | POLLERR | POLLHUP));
 	}
 
 	shutdown_socket(c);
