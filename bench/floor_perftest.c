@@ -24,9 +24,10 @@ floor_perftest_available(const char *tool)
 	return system(cmd) == 0;
 }
 
-/* the numbers of the first result line (the one after "#bytes") */
+/* the numbers of the first result line (the one after "#bytes"); the
+ * line itself in `got` */
 static int
-parse(FILE *in, double *v, int max)
+parse(FILE *in, double *v, int max, char *got, size_t gotsz)
 {
 	char line[1024];
 	bool header = false;
@@ -42,6 +43,8 @@ parse(FILE *in, double *v, int max)
 			p++;
 		if (*p < '0' || *p > '9')
 			continue;
+		snprintf(got, gotsz, "%.200s", p);
+		got[strcspn(got, "\n")] = '\0';
 		int n = 0;
 		while (n < max) {
 			char *e;
@@ -90,7 +93,8 @@ floor_perftest(const char *tool, const char *dev, const char *addr,
 				tool, opts, addr);
 		FILE *p = popen(cmd, "r");
 		double v[12];
-		int n = p ? parse(p, v, 12) : 0;
+		char got[256] = "";
+		int n = p ? parse(p, v, 12, got, sizeof(got)) : 0;
 		int st = p ? pclose(p) : -1;
 		int sst = 0;
 		/* the server ends with its client; one that did not is killed */
@@ -122,8 +126,8 @@ floor_perftest(const char *tool, const char *dev, const char *addr,
 			r->valid = true;
 			return true;
 		}
-		fprintf(stderr, "pmrep-bench: %s %s %s: no result (exit %d, %d fields); %s\n",
-				tool, opts, addr, st, n,
+		fprintf(stderr, "pmrep-bench: %s %s %s: no result (exit %d, '%s'); %s\n",
+				tool, opts, addr, st, got,
 				attempt < 2 ? "retrying" : "giving up");
 	}
 	return false;

@@ -570,7 +570,8 @@ server_main(int ctrl)
 	struct server sv;
 	memset(&sv, 0, sizeof(sv));
 	Ctrl = ctrl;
-	pmrep_log_set_threshold(PMREP_LOG_ERROR);
+	if (getenv("PMREP_LOG_LEVEL") == NULL)
+		pmrep_log_set_threshold(PMREP_LOG_ERROR);
 
 	/* the tcp floor's socket, on the same address as pmrep's */
 	int floor_port = 0;
@@ -802,6 +803,8 @@ raw_post(struct raw *r, unsigned slot, size_t size, uint64_t seq)
 {
 	size_t nslots = r->rsize / size;
 	size_t off = (size_t)(seq % nslots) * size;
+	/* before posting: on rxe the post itself may run the whole op */
+	r->t_post[slot] = bench_now_ns();
 	int ret = pmrep_write(r->conn, r->rmr, off, r->src_mr, 0, size,
 			PMREP_F_COMPLETION_ON_ERROR, NULL);
 	if (ret == 0)
@@ -809,7 +812,6 @@ raw_post(struct raw *r, unsigned slot, size_t size, uint64_t seq)
 				PMREP_FLUSH_TYPE_PERSISTENT,
 				PMREP_F_COMPLETION_ALWAYS,
 				(void *)(uintptr_t)(slot + 1));
-	r->t_post[slot] = bench_now_ns();
 	return ret;
 }
 
@@ -940,8 +942,22 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 	if (ret == 0)
 		ret = pmrep_pmem_open(mi->path, PMREP_PMEM_CREATE, size,
 				PMREP_PMEM_GRANULARITY_PAGE, &mi->pmem);
-	if (ret == 0)
+	/*
+	 * retried: on verbs the target may see the AUTH message before its
+	 * own ESTABLISHED event and fail to answer it (the target handles
+	 * messages before connection events; the verbs provider refuses to
+	 * post until it has read ESTABLISHED), which ends that handshake
+	 */
+	for (int attempt = 0; ret == 0 && attempt < 5; attempt++) {
 		ret = pmrep_mirror_new(mi->pmem, cfg, &mi->m);
+		if (ret == 0 || (ret != PMREP_E_CONN_LOST && ret != PMREP_E_TIMEOUT))
+			break;
+		fprintf(stderr, "pmrep-bench: mirror of %u replicas: %s; retrying\n",
+				nrep, pmrep_err_to_str(ret));
+		usleep(200000);
+		if (attempt < 4)
+			ret = 0;
+	}
 	(void) pmrep_mirror_cfg_delete(&cfg);
 	if (ret) {
 		fprintf(stderr, "pmrep-bench: mirror of %u replicas: %s (%s)\n",
