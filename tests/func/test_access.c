@@ -9,6 +9,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "func.h"
 
@@ -232,6 +234,87 @@ access_error_flushes_the_targets_posted_receives_tcp(void **state)
 	expect_error_state_then_close(&p, &m);
 }
 
+static bool
+status_in(enum ibv_wc_status st, const enum ibv_wc_status *set, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (st == set[i])
+			return true;
+	return false;
+}
+
+/*
+ * The application deregisters and unmaps a region while 1 MiB goes into
+ * it and out of it (target side), or out of its source (initiator side):
+ * once pmrep_mr_dereg returns, pmrep never touches the region again (an
+ * unmapped page would fault), and every request still ends once.
+ */
+static void
+dereg_with_traffic_in_flight_never_touches_the_region_after_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();	/* on verbs this is the application's bug */
+	const size_t big = 1u << 20;
+	for (int i = 0; i < 12; i++) {
+		bool target_side = i % 2 == 0;
+		struct func_pair p;
+		func_pair_open(&p, NULL);
+		uint8_t *cbuf = mmap(NULL, big, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *sbuf = mmap(NULL, big, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		assert_true(cbuf != MAP_FAILED && sbuf != MAP_FAILED);
+		struct pmrep_mr_local *cmr = NULL, *smr = NULL;
+		assert_int_equal(pmrep_mr_reg(p.cpeer, cbuf, big,
+				PMREP_MR_USAGE_ALL, &cmr), 0);
+		assert_int_equal(pmrep_mr_reg(p.speer, sbuf, big,
+				PMREP_MR_USAGE_ALL, &smr), 0);
+		struct pmrep_mr_remote *rmt = func_remote(smr);
+
+		assert_int_equal(pmrep_write(p.cconn, rmt, 0, cmr, 0, big,
+				PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+		assert_int_equal(pmrep_read(p.cconn, cmr, 0, rmt, 0, big,
+				PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+		usleep((useconds_t)(i / 2) * 300);
+		if (target_side) {
+			assert_int_equal(pmrep_mr_dereg(&smr), 0);
+			assert_int_equal(munmap(sbuf, big), 0);
+			sbuf = NULL;
+		} else {
+			/* the read's destination too: both directions */
+			assert_int_equal(pmrep_mr_dereg(&cmr), 0);
+			assert_int_equal(munmap(cbuf, big), 0);
+			cbuf = NULL;
+		}
+		const enum ibv_wc_status ok[] = { IBV_WC_SUCCESS,
+			IBV_WC_REM_ACCESS_ERR, IBV_WC_WR_FLUSH_ERR,
+			IBV_WC_RETRY_EXC_ERR };
+		struct pmrep_completion c[2];
+		assert_int_equal(func_collect(func_cq(p.cconn), c, 2,
+				T * func_slow()), 2);
+		for (int k = 0; k < 2; k++) {
+			assert_int_equal((uintptr_t)c[k].op_context,
+					(uintptr_t)k + 1);
+			if (getenv("FUNC_VERBOSE"))
+				print_message("round %d req %d: %s\n", i, k + 1,
+						ibv_wc_status_str(c[k].status));
+			if (!status_in(c[k].status, ok, 4))
+				fail_msg("round %d: %s", i,
+						ibv_wc_status_str(c[k].status));
+		}
+		assert_int_equal(pmrep_conn_delete(&p.cconn), 0);
+		assert_int_equal(pmrep_conn_delete(&p.sconn), 0);
+		assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
+		assert_int_equal(pmrep_mr_dereg(&cmr), 0);
+		assert_int_equal(pmrep_mr_dereg(&smr), 0);
+		if (cbuf)
+			munmap(cbuf, big);
+		if (sbuf)
+			munmap(sbuf, big);
+		func_pair_close(&p);
+	}
+}
+
 int
 main(void)
 {
@@ -242,6 +325,7 @@ main(void)
 		cmocka_unit_test(read_without_read_access_is_a_remote_access_error),
 		cmocka_unit_test(T14_persistent_flush_into_a_region_without_persistent_usage_never_succeeds),
 		cmocka_unit_test(access_error_flushes_the_targets_posted_receives_tcp),
+		cmocka_unit_test(dereg_with_traffic_in_flight_never_touches_the_region_after_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -98,9 +98,9 @@ read_exactly(int fd, void *buf, size_t len)
 	}
 }
 
-/* a target process and a connection to it */
+/* a target process and a connection to it (cfg timeout_ms) */
 static void
-victim_start(struct victim *v)
+victim_start_with(struct victim *v, int timeout_ms)
 {
 	memset(v, 0, sizeof(*v));
 	int pfd[2];
@@ -121,6 +121,7 @@ victim_start(struct victim *v)
 	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
 	assert_int_equal(pmrep_conn_cfg_set_sq_size(cfg, 2 * NWRITES), 0);
 	assert_int_equal(pmrep_conn_cfg_set_cq_size(cfg, 2 * NWRITES), 0);
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, timeout_ms), 0);
 	v->peer = func_peer(false);
 	struct pmrep_conn_req *req = NULL;
 	assert_int_equal(pmrep_conn_req_new(v->peer, func_addr(), h.port, cfg,
@@ -138,6 +139,12 @@ victim_start(struct victim *v)
 	func_pattern(v->buf, NWRITES * WSIZE, 8);
 	assert_int_equal(pmrep_mr_reg(v->peer, v->buf, NWRITES * WSIZE,
 			PMREP_MR_USAGE_ALL, &v->mr), 0);
+}
+
+static void
+victim_start(struct victim *v)
+{
+	victim_start_with(v, 1000);
 }
 
 static void
@@ -297,6 +304,34 @@ T08_disconnect_with_writes_and_a_flush_in_flight_gives_each_one_outcome(
 	pmrep_conn_cfg_delete(&cfg);
 }
 
+static void
+T08_frozen_peer_is_lost_after_the_request_timeout_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();	/* a frozen verbs target still answers RDMA */
+	struct victim v;
+	victim_start_with(&v, 250);	/* request timeout: 8 x 250, >= 2 s */
+	kill(v.pid, SIGSTOP);
+	long long t0 = func_now_ms();
+	post_writes(v.conn, v.rmt, v.mr, 0, 2);
+	post_flush(v.conn, v.rmt, 3);
+	struct pmrep_cq *cq = func_cq(v.conn);
+	struct pmrep_completion c[3];
+	assert_int_equal(func_collect(cq, c, 3, 10000 * func_slow()), 3);
+	long long took = func_now_ms() - t0;
+	assert_true(took >= 1900);
+	assert_true(took < 4000 * func_slow());
+	/* the oldest ran out of retries, as on verbs; the rest are flushed */
+	assert_int_equal((uintptr_t)c[0].op_context, 1);
+	assert_int_equal(c[0].status, IBV_WC_RETRY_EXC_ERR);
+	for (int i = 1; i < 3; i++) {
+		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
+		assert_int_equal(c[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	expect_end_once(v.conn, true);
+	victim_end(&v);
+}
+
 int
 main(void)
 {
@@ -306,6 +341,7 @@ main(void)
 		cmocka_unit_test(T08_peer_killed_mid_stream_every_request_has_exactly_one_outcome),
 		cmocka_unit_test(T08_delete_with_requests_in_flight_to_a_frozen_peer_is_bounded),
 		cmocka_unit_test(T08_disconnect_with_writes_and_a_flush_in_flight_gives_each_one_outcome),
+		cmocka_unit_test(T08_frozen_peer_is_lost_after_the_request_timeout_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,7 @@
 #define TCP_PENDING_MAX		64		/* accepted sockets awaiting HELLO */
 #define TCP_PENDING_EXPIRE_MS	10000		/* ... for at most this long */
 #define TCP_BACKOFF_CAP_MS	2000
+#define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* silent peer with requests in flight */
 #define TCP_MR_BUCKETS		256
 #define TCP_CQE_BATCH		64		/* completions pushed at once */
 
@@ -296,6 +297,7 @@ struct tcp_conn {
 	bool qp_error;			/* the conn failed: flush everything */
 	bool terminal_queued;
 	long long closing_deadline;
+	long long last_rx_ms;		/* bytes last arrived (request timeout) */
 	uint32_t sq_tx;			/* next request to transmit */
 	uint32_t sq_acked;		/* requests before it acknowledged */
 

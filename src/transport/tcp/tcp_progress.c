@@ -649,6 +649,7 @@ rx_recv(struct tcp_conn *c, void *buf, size_t len)
 		ssize_t n = recv(c->sock, buf, len, 0);
 		if (n > 0) {
 			c->rx_drained = (size_t)n < len;
+			c->last_rx_ms = pmrep_now_ms();
 			return n;
 		}
 		if (n < 0 && errno == EINTR)
@@ -872,6 +873,8 @@ tx_fill(struct tcp_conn *c)
 				c->sq_tx != tail) {
 			if (!tx_request(c, c->sq_tx, &bytes))
 				return;
+			if (c->sq_head == c->sq_tx)	/* the clock starts */
+				c->last_rx_ms = pmrep_now_ms();
 			c->sq_tx++;
 		} else if (c->disconnect_queued) {
 			c->disconnect_queued = false;
@@ -1211,6 +1214,23 @@ connect_phase(struct tcp_conn *c)
 
 /* ----------------------------------------------------------- main loop */
 
+/*
+ * A peer whose kernel still acknowledges but whose pmrep no longer answers
+ * (frozen, wedged) is lost when requests are in flight and nothing arrived
+ * for 8 x the cfg timeout (at least TCP_REQUEST_TIMEOUT_MIN_MS). Returns
+ * that deadline, or -1 when nothing is in flight.
+ */
+static long long
+request_deadline(const struct tcp_conn *c)
+{
+	if (c->state != TCP_CONN_OPEN || c->qp_error || c->sq_head == c->sq_tx)
+		return -1;
+	long long t = 8LL * c->base.cfg.timeout_ms;
+	if (t < TCP_REQUEST_TIMEOUT_MIN_MS)
+		t = TCP_REQUEST_TIMEOUT_MIN_MS;
+	return c->last_rx_ms + t;
+}
+
 static void
 begin_disconnect(struct tcp_conn *c)
 {
@@ -1287,9 +1307,16 @@ tcp_progress_main(void *arg)
 		long long now = pmrep_now_ms();
 		if (c->state == TCP_CONN_CLOSING && now >= c->closing_deadline)
 			finish(c, PMREP_CONN_CLOSED);
+		long long silent = request_deadline(c);
+		if (silent >= 0 && now >= silent) {
+			PMREP_LOG_ERR("no answer from the peer for %lld ms with requests in flight",
+					now - c->last_rx_ms);
+			finish(c, PMREP_CONN_LOST);
+			silent = -1;
+		}
 
-		long long deadline = -1;
-		if (c->stalled)
+		long long deadline = silent;
+		if (c->stalled && (deadline < 0 || c->stall_deadline < deadline))
 			deadline = c->stall_deadline;
 		if (c->state == TCP_CONN_CLOSING && (deadline < 0 ||
 				c->closing_deadline < deadline))
