@@ -138,11 +138,22 @@ struct tcp_recv {
 	const void *ctx;
 };
 
-/* a ring of posted receives; head / tail count up (mod 2^32) */
+/* a ring of posted receives; head / tail count up (mod 2^32), slots
+ * counter & mask (a power of two), at most `size` in use */
 struct tcp_rq {
 	struct tcp_recv *ring;
-	uint32_t size, head, tail;
+	uint32_t size, mask, head, tail;
 };
+
+/* the smallest power of two >= n (n <= 2^31) */
+static inline uint32_t
+tcp_pow2(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
 
 int tcp_rq_init(struct tcp_rq *rq, uint32_t size);
 void tcp_rq_fini(struct tcp_rq *rq);
@@ -204,7 +215,12 @@ int tcp_conn_req_delete(struct pmrep_conn_req *req);
 
 /* ----------------------------------------------------------- connection */
 
-/* A request posted to the send queue; slot seq % sq_size, seq = post count. */
+/*
+ * A request posted to the send queue; seq = the post count (mod 2^32),
+ * slot seq & sq_mask. Rings indexed by free-running u32 counters are a
+ * power of two long, so the slot of a counter survives its wrap; the
+ * configured size is the limit of what is in use.
+ */
 struct tcp_wr {
 	uint8_t type;			/* TCP_WIRE_WRITE … SEND */
 	bool signaled;
@@ -286,7 +302,7 @@ struct tcp_conn {
 	bool established;		/* ESTABLISHED queued: requests may go */
 	bool disconnecting;		/* pmrep_conn_disconnect was called */
 	struct tcp_wr *sq;
-	uint32_t sq_size, sq_head, sq_tail;
+	uint32_t sq_size, sq_mask, sq_head, sq_tail;
 	struct tcp_rq rq;
 	enum pmrep_conn_event events[TCP_EVENTS_MAX];
 	int nevents;

@@ -201,7 +201,8 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 		goto err;
 	}
 	c->sq_size = c->base.cfg.sq_size;
-	c->sq = calloc(c->sq_size, sizeof(*c->sq));
+	c->sq_mask = tcp_pow2(c->sq_size) - 1;
+	c->sq = calloc((size_t)c->sq_mask + 1, sizeof(*c->sq));
 	c->rxbuf = malloc(TCP_RX_BUF_SIZE);
 	if (c->sq == NULL || c->rxbuf == NULL) {
 		PMREP_LOG_ERR("out of memory for a connection's queues");
@@ -313,7 +314,7 @@ tcp_post(const struct pmrep_op_args *a)
 				c->sq_size);
 		return PMREP_E_AGAIN;
 	}
-	struct tcp_wr *wr = &c->sq[c->sq_tail % c->sq_size];
+	struct tcp_wr *wr = &c->sq[c->sq_tail & c->sq_mask];
 	memset(wr, 0, sizeof(*wr));
 	wr->type = wire_type[a->op];
 	wr->op = a->op;

@@ -109,7 +109,7 @@ sq_set_head(struct tcp_conn *c, uint32_t head)
 static struct tcp_wr *
 sq_wr(struct tcp_conn *c, uint32_t seq)
 {
-	return &c->sq[seq % c->sq_size];
+	return &c->sq[seq & c->sq_mask];
 }
 
 /* is `seq` a request we sent that has not completed yet? */

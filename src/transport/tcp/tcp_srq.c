@@ -11,8 +11,10 @@
 int
 tcp_rq_init(struct tcp_rq *rq, uint32_t size)
 {
-	rq->ring = calloc(size ? size : 1, sizeof(*rq->ring));
+	uint32_t slots = tcp_pow2(size ? size : 1);
+	rq->ring = calloc(slots, sizeof(*rq->ring));
 	rq->size = size;
+	rq->mask = slots - 1;
 	rq->head = rq->tail = 0;
 	if (rq->ring == NULL) {
 		PMREP_LOG_ERR("out of memory for a receive queue of %u", size);
@@ -36,7 +38,7 @@ tcp_rq_put(struct tcp_rq *rq, const struct pmrep_mr_local *mr, size_t offset,
 		PMREP_LOG_ERR("receive queue full (%u receives posted)", rq->size);
 		return PMREP_E_AGAIN;
 	}
-	struct tcp_recv *r = &rq->ring[rq->tail % rq->size];
+	struct tcp_recv *r = &rq->ring[rq->tail & rq->mask];
 	r->key = mr->rkey;
 	r->ptr = (uint8_t *)mr->ptr + offset;
 	r->len = len;
@@ -50,7 +52,7 @@ tcp_rq_take(struct tcp_rq *rq, struct tcp_recv *out)
 {
 	if (rq->tail == rq->head)
 		return false;
-	*out = rq->ring[rq->head % rq->size];
+	*out = rq->ring[rq->head & rq->mask];
 	rq->head++;
 	return true;
 }
