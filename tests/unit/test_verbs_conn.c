@@ -1087,6 +1087,112 @@ t17_timer_failure_while_retrying_is_lost_not_a_hang(void **state)
 	assert_int_equal(pmrep_peer_delete(&peer), 0);
 }
 
+static void
+t08_cq_wait_sees_the_peers_disconnect_and_flushes_what_is_posted(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn *conn = tv_active(peer, NULL, NULL, 0);
+	struct pmrep_mr_local *mr = tv_mr(peer, 4096, PMREP_MR_USAGE_ALL);
+	struct pmrep_mr_remote *r = tv_remote(mr);
+	for (uintptr_t i = 1; i <= 3; i++)
+		assert_int_equal(pmrep_write(conn, r, 0, mr, 0, 64,
+				PMREP_F_COMPLETION_ALWAYS, (void *)i), 0);
+	/* the peer process dies: its kernel sends a DREQ; the application
+	 * waits on its CQ only, nobody reads conn events yet */
+	mock_cm_queue_event(cm_id(conn), RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	struct pmrep_cq *cq = conn->cq;
+	assert_int_equal(pmrep_cq_wait(cq, 1000), 0);
+	struct pmrep_completion c[4];
+	int n = 0;
+	assert_int_equal(pmrep_cq_get_completions(cq, c, 4, &n), 0);
+	assert_int_equal(n, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_ptr_equal(c[i].op_context, (void *)(uintptr_t)(i + 1));
+		assert_int_equal(c[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	/* the event was kept for its owner: reported once, fd then quiet */
+	int fd;
+	assert_int_equal(pmrep_conn_get_event_fd(conn, &fd), 0);
+	assert_true(tv_readable(fd, 0));
+	expect_event(conn, PMREP_CONN_CLOSED);
+	expect_no_event(conn);
+	assert_false(tv_readable(fd, 0));
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_mr_remote_delete(&r), 0);
+	tv_mr_free(mr);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+static void
+events_decided_during_a_cq_wait_are_reported_in_order_once(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_mr_local *mr = tv_mr(peer, 64, PMREP_MR_USAGE_RECV);
+	struct pmrep_conn_req *req = tv_req(peer, NULL);
+	assert_int_equal(pmrep_conn_req_recv(req, mr, 0, 64, (void *)7), 0);
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	mock_cm_queue_event(cm_id(conn), RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	mock_cm_queue_event(cm_id(conn), RDMA_CM_EVENT_DEVICE_REMOVAL, 0,
+			NULL, 0);
+	/* the flushed receive wakes the CQ wait */
+	assert_int_equal(pmrep_cq_wait(conn->cq, 1000), 0);
+	struct pmrep_completion c;
+	int n;
+	assert_int_equal(pmrep_cq_get_completions(conn->cq, &c, 1, &n), 0);
+	assert_ptr_equal(c.op_context, (void *)7);
+	assert_int_equal(c.status, IBV_WC_WR_FLUSH_ERR);
+	expect_event(conn, PMREP_CONN_ESTABLISHED);
+	expect_event(conn, PMREP_CONN_LOST);
+	expect_no_event(conn);
+	/* a later wait does not spin on the conn's fd */
+	long long t0 = now_ms();
+	assert_int_equal(pmrep_cq_wait(conn->cq, 50), PMREP_E_TIMEOUT);
+	assert_true(now_ms() - t0 >= 50);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	tv_mr_free(mr);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+static void
+cq_wait_times_out_and_keeps_conn_events_for_next_event(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn *conn = connecting(peer, NULL);
+	/* nothing on the CQ, nothing on the conn */
+	assert_int_equal(pmrep_cq_wait(conn->cq, 0), PMREP_E_TIMEOUT);
+	assert_int_equal(pmrep_cq_wait(conn->cq, 20), PMREP_E_TIMEOUT);
+	mock_cm_queue_event(cm_id(conn), RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	assert_int_equal(pmrep_cq_wait(conn->cq, 20), PMREP_E_TIMEOUT);
+	expect_event(conn, PMREP_CONN_ESTABLISHED);
+	expect_no_event(conn);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+static void
+local_disconnect_reports_closed_without_waiting_for_the_peer(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn *conn = tv_active(peer, NULL, NULL, 0);
+	int fd;
+	assert_int_equal(pmrep_conn_get_event_fd(conn, &fd), 0);
+	/* the peer never answers the DREQ */
+	assert_int_equal(pmrep_conn_disconnect(conn), 0);
+	assert_true(tv_readable(fd, 0));
+	expect_event(conn, PMREP_CONN_CLOSED);
+	/* its late DISCONNECTED changes nothing */
+	mock_cm_queue_event(cm_id(conn), RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	expect_no_event(conn);
+	assert_false(tv_readable(fd, 0));
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
 int
 main(void)
 {
@@ -1134,6 +1240,10 @@ main(void)
 		T(delete_idle_conn_does_not_wait),
 		T(conn_fd_failures_consume_the_request_and_leak_no_fd),
 		T(t17_timer_failure_while_retrying_is_lost_not_a_hang),
+		T(t08_cq_wait_sees_the_peers_disconnect_and_flushes_what_is_posted),
+		T(events_decided_during_a_cq_wait_are_reported_in_order_once),
+		T(cq_wait_times_out_and_keeps_conn_events_for_next_event),
+		T(local_disconnect_reports_closed_without_waiting_for_the_peer),
 #undef T
 	};
 	return cmocka_run_group_tests_name("verbs conn", tests, NULL, NULL);

@@ -14,7 +14,15 @@
  * id + QP, arm the backoff, or report UNREACHABLE when no retry is left;
  * "ignore" = acknowledged, logged, nothing else). Events of an id other than
  * the current one are ignored. Before any CM event: an async lost mark ->
- * LOST; a local disconnect before ESTABLISHED -> CLOSED.
+ * LOST; a local disconnect (pmrep_conn_disconnect, in any state) -> CLOSED
+ * at once, without waiting for the peer's DREP, which only comes when the
+ * remote application looks at its own events.
+ *
+ * The machine runs in next_event and also in a CQ wait that sees input on
+ * the conn's fd (verbs_conn_pump): what it decides there is kept, in
+ * order, for next_event. So a peer that disconnects (or dies: its kernel
+ * sends the DREQ) moves our QP to error and flushes what is posted even
+ * while the application only waits for completions (T08).
  *
  * event \ state     RESOLVING_ADDR/ROUTE  CONNECTING             ESTABLISHED  DISCONNECTING BACKOFF
  * ADDR_RESOLVED     (addr) resolve route  ignore                 ignore       ignore        ignore
@@ -80,6 +88,11 @@ verbs_conn_alloc(struct verbs_peer *peer, const struct pmrep_conn_cfg *cfg,
 	struct verbs_conn *conn = calloc(1, sizeof(*conn));
 	if (conn == NULL)
 		return NULL;
+	/* (cannot fail on Linux with default attributes) */
+	if (pthread_mutex_init(&conn->sm_lock, NULL)) {
+		free(conn);
+		return NULL;
+	}
 	conn->peer = peer;
 	conn->passive = passive;
 	conn->state = VERBS_ST_NEW;
@@ -599,6 +612,7 @@ verbs_conn_destroy(struct verbs_conn *conn)
 		(void) close(conn->timerfd);
 	if (conn->epfd >= 0)
 		(void) close(conn->epfd);
+	(void) pthread_mutex_destroy(&conn->sm_lock);
 	free(conn);
 	return ret;
 }
@@ -1047,64 +1061,135 @@ verbs_conn_start(struct verbs_conn *conn)
 	return 0;
 }
 
+/*
+ * One step of the machine (sm_lock held): what the state machine makes of
+ * its input -- the async lost mark, a local close, CM events, the timer --
+ * up to the first event to report. 0 with s->report set, or
+ * PMREP_E_NO_EVENT, or PMREP_E_PROVIDER (reading the CM channel failed).
+ */
+static int
+sm_step(struct verbs_conn *conn, struct step *s)
+{
+	notify_clear(conn);
+	if (atomic_load(&conn->lost)) {
+		step_report(s, PMREP_CONN_LOST);
+		return 0;
+	}
+	if (conn->local_close) {
+		step_report(s, PMREP_CONN_CLOSED);
+		return 0;
+	}
+	/* CM events first: an ESTABLISHED that is there beats a timeout */
+	for (;;) {
+		struct verbs_cm_event ev;
+		int ret = verbs_cm_event_take(conn->evch, &ev);
+		if (ret == PMREP_E_NO_EVENT)
+			break;
+		if (ret)
+			return ret;
+		on_cm_event(conn, &ev, s);
+		if (s->report)
+			return 0;
+	}
+	if (timer_expired(conn)) {
+		on_timer(conn, s);
+		if (s->report)
+			return 0;
+	}
+	return PMREP_E_NO_EVENT;
+}
+
+/* an event is decided: a terminal one ends the machine at once */
+static void
+sm_decided(struct verbs_conn *conn, enum pmrep_conn_event ev)
+{
+	if (ev != PMREP_CONN_ESTABLISHED)
+		go_terminal(conn);
+}
+
+bool
+verbs_conn_pump(struct verbs_conn *conn)
+{
+	if (pthread_mutex_trylock(&conn->sm_lock))
+		return false;	/* its owner is at it right now */
+	while (conn->npending < VERBS_PENDING_MAX &&
+			conn->state != VERBS_ST_TERMINAL) {
+		struct step s = { false, PMREP_CONN_UNDEFINED };
+		if (sm_step(conn, &s) || !s.report)
+			break;
+		conn->pending[conn->npending++] = s.event;
+		sm_decided(conn, s.event);
+	}
+	/* the event fd stays readable until next_event reports them */
+	if (conn->npending)
+		notify_raise(conn);
+	pthread_mutex_unlock(&conn->sm_lock);
+	return true;
+}
+
+bool
+verbs_conn_watchable(const struct verbs_conn *conn)
+{
+	return conn->state != VERBS_ST_TERMINAL && conn->npending == 0;
+}
+
 int
 verbs_conn_next_event(struct pmrep_conn *base, enum pmrep_conn_event *event)
 {
 	struct verbs_conn *conn = (struct verbs_conn *)base;
 	struct step s = { false, PMREP_CONN_UNDEFINED };
-	int ret;
+	int ret = 0;
 
-	if (conn->state == VERBS_ST_TERMINAL)
-		return PMREP_E_NO_EVENT;
-	notify_clear(conn);
-	if (atomic_load(&conn->lost)) {
-		step_report(&s, PMREP_CONN_LOST);
-		goto report;
+	pthread_mutex_lock(&conn->sm_lock);
+	if (conn->npending) {
+		/* decided while a CQ wait pumped the machine */
+		*event = conn->pending[0];
+		conn->npending--;
+		memmove(conn->pending, conn->pending + 1,
+				sizeof(conn->pending[0]) * conn->npending);
+		if (conn->npending)
+			notify_raise(conn);
+		else
+			notify_clear(conn);
+		goto out;
 	}
-	if (conn->local_close) {
-		step_report(&s, PMREP_CONN_CLOSED);
-		goto report;
+	if (conn->state == VERBS_ST_TERMINAL) {
+		ret = PMREP_E_NO_EVENT;
+		goto out;
 	}
-	/* CM events first: an ESTABLISHED that is there beats a timeout */
-	for (;;) {
-		struct verbs_cm_event ev;
-		ret = verbs_cm_event_take(conn->evch, &ev);
-		if (ret == PMREP_E_NO_EVENT)
-			break;
-		if (ret)
-			return ret;
-		on_cm_event(conn, &ev, &s);
-		if (s.report)
-			goto report;
+	ret = sm_step(conn, &s);
+	if (ret == 0) {
+		*event = s.event;
+		sm_decided(conn, s.event);
 	}
-	if (timer_expired(conn)) {
-		on_timer(conn, &s);
-		if (s.report)
-			goto report;
-	}
-	return PMREP_E_NO_EVENT;
-
-report:
-	*event = s.event;
-	if (s.event != PMREP_CONN_ESTABLISHED)
-		go_terminal(conn);
-	return 0;
+out:
+	pthread_mutex_unlock(&conn->sm_lock);
+	return ret;
 }
 
 int
 verbs_conn_disconnect(struct pmrep_conn *base)
 {
 	struct verbs_conn *conn = (struct verbs_conn *)base;
+	int ret = 0;
 
+	pthread_mutex_lock(&conn->sm_lock);
 	switch (conn->state) {
 	case VERBS_ST_ESTABLISHED:
-		if (rdma_disconnect(conn->id))
-			return PMREP_ERR_PROVIDER(errno, "rdma_disconnect");
+		/* moves the QP to error and sends the DREQ. CLOSED is reported
+		 * now: waiting for the peer's DREP would tie our event to the
+		 * remote application's next look at its own events */
+		if (rdma_disconnect(conn->id)) {
+			ret = PMREP_ERR_PROVIDER(errno, "rdma_disconnect");
+			break;
+		}
 		conn->state = VERBS_ST_DISCONNECTING;
-		return 0;
+		conn->local_close = true;
+		notify_raise(conn);
+		break;
 	case VERBS_ST_DISCONNECTING:
 	case VERBS_ST_TERMINAL:
-		return 0;
+		break;
 	default:
 		/* not up yet: stop trying and report CLOSED */
 		if (conn->state == VERBS_ST_CONNECTING && conn->id &&
@@ -1114,20 +1199,10 @@ verbs_conn_disconnect(struct pmrep_conn *base)
 		timer_disarm(conn);
 		conn->local_close = true;
 		notify_raise(conn);
-		return 0;
+		break;
 	}
-}
-
-struct take_args {
-	struct ibv_comp_channel *ch;
-	struct verbs_cq *got;
-};
-
-static int
-try_take(void *arg)
-{
-	struct take_args *a = arg;
-	return verbs_channel_take_event(a->ch, NULL, &a->got);
+	pthread_mutex_unlock(&conn->sm_lock);
+	return ret;
 }
 
 int
@@ -1141,14 +1216,14 @@ verbs_conn_wait(struct pmrep_conn *base, int timeout_ms, struct pmrep_cq **cq,
 		PMREP_LOG_ERR("the conn's CQs are on a pmrep_comp_channel: use pmrep_comp_channel_wait");
 		return PMREP_E_SHARED_CHANNEL;
 	}
-	struct take_args a = { conn->own_shared_ch, NULL };
-	int ret = pmrep_wait_for(conn->own_shared_ch->fd, timeout_ms, try_take,
-			&a);
+	struct verbs_cq *got = NULL;
+	int ret = verbs_wait_cq_event(conn->own_shared_ch, conn, timeout_ms,
+			&got);
 	if (ret == PMREP_E_TIMEOUT && timeout_ms == 0)
 		return PMREP_E_NO_COMPLETION;
 	if (ret)
 		return ret;
-	*cq = &a.got->base;
-	*is_rcq = a.got->base.is_rcq;
+	*cq = &got->base;
+	*is_rcq = got->base.is_rcq;
 	return 0;
 }

@@ -7,6 +7,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,26 +134,54 @@ out:
 	return ret;
 }
 
-struct take_args {
-	struct ibv_comp_channel *ch;
-	struct verbs_cq *got;
-};
-
-static int
-try_take(void *arg)
+int
+verbs_wait_cq_event(struct ibv_comp_channel *ch, struct verbs_conn *conn,
+		int timeout_ms, struct verbs_cq **got)
 {
-	struct take_args *a = arg;
-	return verbs_channel_take_event(a->ch, NULL, &a->got);
+	long long deadline = timeout_ms < 0 ? -1 : pmrep_now_ms() + timeout_ms;
+
+	for (;;) {
+		int ret = verbs_channel_take_event(ch, NULL, got);
+		if (ret != PMREP_E_NO_EVENT)
+			return ret;
+		int left = -1;
+		if (deadline >= 0) {
+			long long d = deadline - pmrep_now_ms();
+			left = d > 0 ? (int)d : 0;
+		}
+		/* the conn's fd too: a peer's disconnect flushes the QP */
+		struct pollfd fds[2] = {
+			{ .fd = ch->fd, .events = POLLIN },
+			{ .fd = conn ? conn->epfd : -1, .events = POLLIN },
+		};
+		nfds_t n = conn != NULL && verbs_conn_watchable(conn) ? 2 : 1;
+		ret = poll(fds, n, left);
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			return PMREP_ERR_PROVIDER(errno, "poll");
+		}
+		if (ret == 0)
+			return PMREP_E_TIMEOUT;
+		if (n == 2 && (fds[1].revents & POLLIN))
+			(void) verbs_conn_pump(conn);
+		if (!(fds[0].revents & POLLIN) && deadline >= 0 &&
+				pmrep_now_ms() >= deadline) {
+			ret = verbs_channel_take_event(ch, NULL, got);
+			return ret == PMREP_E_NO_EVENT ? PMREP_E_TIMEOUT : ret;
+		}
+	}
 }
 
 int
 verbs_cq_wait(struct pmrep_cq *base, int timeout_ms)
 {
 	struct verbs_cq *cq = (struct verbs_cq *)base;
-	struct take_args a = { cq->channel, NULL };
+	struct verbs_cq *got = NULL;
 
 	/* the CQ's own channel: any event on it is this CQ's */
-	return pmrep_wait_for(cq->channel->fd, timeout_ms, try_take, &a);
+	return verbs_wait_cq_event(cq->channel,
+			(struct verbs_conn *)cq->base.conn, timeout_ms, &got);
 }
 
 /* a work completion as a pmrep completion; false: not for the user */

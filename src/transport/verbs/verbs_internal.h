@@ -159,6 +159,15 @@ struct verbs_comp_channel {
 struct verbs_cq;
 int verbs_channel_take_event(struct ibv_comp_channel *ch,
 		pthread_mutex_t *lock, struct verbs_cq **cq);
+/*
+ * Wait up to timeout_ms for a CQ event on `ch` (a channel only this conn's
+ * CQs use), taking it as above. Meanwhile input on the conn's event fd
+ * pumps its state machine (verbs_conn_pump). 0, PMREP_E_TIMEOUT,
+ * PMREP_E_PROVIDER.
+ */
+struct verbs_conn;
+int verbs_wait_cq_event(struct ibv_comp_channel *ch, struct verbs_conn *conn,
+		int timeout_ms, struct verbs_cq **got);
 
 /* ------------------------------------------------------------------- CQ */
 
@@ -272,6 +281,13 @@ struct verbs_conn {
 	int epfd, timerfd, notifyfd;
 	bool cm_fd_watched;
 
+	/* the state machine: its owner's next_event and a pumping CQ wait
+	 * (another thread, maybe) take turns under sm_lock */
+	pthread_mutex_t sm_lock;
+#define VERBS_PENDING_MAX 2	/* ESTABLISHED, then a terminal event */
+	enum pmrep_conn_event pending[VERBS_PENDING_MAX];
+	unsigned npending;
+
 	/* what the state machine needs */
 	unsigned retries_left;
 	int backoff_ms;
@@ -315,6 +331,15 @@ int verbs_conn_destroy(struct verbs_conn *conn);
 /* the rdma_conn_param pmrep uses for connect / accept */
 void verbs_conn_param(const struct verbs_conn *conn,
 		struct rdma_conn_param *param);
+/*
+ * Run the state machine on whatever input the conn has, keeping what it
+ * decides for next_event (a CQ wait does this, so that a peer's disconnect
+ * moves the QP to error -- flushing what is posted -- even while nobody
+ * reads conn events). False when another thread holds the machine.
+ */
+bool verbs_conn_pump(struct verbs_conn *conn);
+/* may the conn's event fd wake a CQ wait (nothing decided and unread)? */
+bool verbs_conn_watchable(const struct verbs_conn *conn);
 /* mark lost from an async event (any thread) and wake the event fd */
 void verbs_conn_mark_lost(struct verbs_conn *conn, const char *why);
 
