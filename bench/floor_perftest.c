@@ -32,6 +32,11 @@ parse(FILE *in, double *v, int max, char *got, size_t gotsz)
 	char line[1024];
 	bool header = false;
 	while (fgets(line, sizeof(line), in) != NULL) {
+		if (line[0] != '\n' && strspn(line, " -\t\n") != strlen(line)) {
+			/* the last line said, for a failure's report */
+			snprintf(got, gotsz, "%.200s", line);
+			got[strcspn(got, "\n")] = '\0';
+		}
 		if (strstr(line, "#bytes") != NULL) {
 			header = true;
 			continue;
@@ -70,27 +75,32 @@ floor_perftest(const char *tool, const char *dev, const char *addr,
 	bool lat = strstr(tool, "_lat") != NULL;
 	char opts[256], cmd[512];
 	memset(r, 0, sizeof(*r));
-	snprintf(opts, sizeof(opts), "%s%s -R -F -s %zu -n %u -p %d",
-			dev ? "-d " : "", dev ? dev : "", size, iters, port);
+	snprintf(opts, sizeof(opts), "%s%s -R -F -s %zu -n %u",
+			dev ? "-d " : "", dev ? dev : "", size, iters);
 	if (!lat && qd > 0) {
 		size_t l = strlen(opts);
 		snprintf(opts + l, sizeof(opts) - l, " -t %u", qd);
 	}
 
 	for (int attempt = 0; attempt < 3; attempt++) {
+		/* a fresh port each attempt: a server of a failed one may linger */
+		char popts[300];
+		snprintf(popts, sizeof(popts), "%s -p %d", opts, port + 10 * attempt);
 		pid_t srv = fork();
 		if (srv < 0)
 			return false;
 		if (srv == 0) {
 			snprintf(cmd, sizeof(cmd),
 					"exec timeout -k 2 60 %s %s >/dev/null 2>&1",
-					tool, opts);
+					tool, popts);
 			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 			_exit(127);
 		}
-		usleep(300000 + 300000 * (useconds_t)attempt);
+		/* the server must listen first: starting perftest takes a
+		 * while in an emulated guest */
+		usleep(800000 + 700000 * (useconds_t)attempt);
 		snprintf(cmd, sizeof(cmd), "timeout -k 2 60 %s %s %s 2>&1",
-				tool, opts, addr);
+				tool, popts, addr);
 		FILE *p = popen(cmd, "r");
 		double v[12];
 		char got[256] = "";
@@ -127,7 +137,7 @@ floor_perftest(const char *tool, const char *dev, const char *addr,
 			return true;
 		}
 		fprintf(stderr, "pmrep-bench: %s %s %s: no result (exit %d, '%s'); %s\n",
-				tool, opts, addr, st, got,
+				tool, popts, addr, st, got,
 				attempt < 2 ? "retrying" : "giving up");
 	}
 	return false;
