@@ -420,6 +420,37 @@ completions_arrive_in_posting_order(void **state)
 }
 
 static void
+read_sees_the_writes_posted_before_it_and_none_after_tcp(void **state)
+{
+	FUNC_TCP_ONLY();	/* verbs promises this only with a fence */
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	const size_t len = 65536, x = 8192;
+	func_pattern(f->sbuf + x, len, 1000);
+	for (unsigned i = 0; i < 30; i++) {
+		uint8_t *before = f->cbuf + FUNC_SIZE_MAX;
+		uint8_t *after = before + len;
+		uint8_t *src = f->cbuf;
+		uint8_t expect_before[65536];
+		memcpy(expect_before, f->sbuf + x, len);
+		func_pattern(src, len, 2000 + i);
+		int fl = PMREP_F_COMPLETION_ALWAYS;
+		assert_int_equal(pmrep_read(f->p.cconn, f->cmr, FUNC_SIZE_MAX,
+				f->srmt, x, len, fl, (void *)1), 0);
+		assert_int_equal(pmrep_write(f->p.cconn, f->srmt, x, f->cmr, 0,
+				len, fl, (void *)2), 0);
+		assert_int_equal(pmrep_read(f->p.cconn, f->cmr,
+				FUNC_SIZE_MAX + len, f->srmt, x, len, fl,
+				(void *)3), 0);
+		expect_ok(cq, PMREP_OP_READ, 1);
+		expect_ok(cq, PMREP_OP_WRITE, 2);
+		expect_ok(cq, PMREP_OP_READ, 3);
+		assert_memory_equal(before, expect_before, len);
+		assert_memory_equal(after, src, len);
+	}
+}
+
+static void
 unsignalled_success_gives_no_completion(void **state)
 {
 	struct fx *f = *state;
@@ -448,6 +479,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(flush_persistent_without_persist_fn_msyncs_a_file_mapping_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_after_many_writes_covers_them_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(completions_arrive_in_posting_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_sees_the_writes_posted_before_it_and_none_after_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(unsignalled_success_gives_no_completion, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

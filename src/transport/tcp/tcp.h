@@ -346,6 +346,8 @@ struct tcp_conn {
 	bool rx_drained;		/* the last recv came back short */
 	bool rx_more;			/* rx stopped with work left */
 	bool stalled;			/* a request waits for a receive */
+	bool read_gate;			/* a READ_RESP may be unsent */
+	bool rx_gated;			/* a request waits for reads to go out */
 	long long stall_deadline;
 
 	/* completions gathered in one loop turn, pushed at once */

@@ -326,7 +326,30 @@ set_rnr_waiting(struct tcp_conn *c, bool waiting)
 	pthread_mutex_unlock(&c->lock);
 }
 
-enum hdr_result { HDR_GO, HDR_STALL, HDR_DEAD };
+enum hdr_result { HDR_GO, HDR_STALL, HDR_GATED, HDR_DEAD };
+
+/*
+ * A READ's data is copied when its response is handed to the kernel. A
+ * later request that may change memory (anything but another READ) waits
+ * for that, so a read never sees a write posted after it: the order of
+ * posting is the order of effect.
+ */
+static bool
+reads_unsent(struct tcp_conn *c)
+{
+	if (!c->read_gate)
+		return false;
+	for (uint32_t i = 0; i < c->resp_count; i++)
+		if (c->resp[(c->resp_head + i) % c->resp_cap].type ==
+				TCP_WIRE_READ_RESP)
+			return true;
+	for (unsigned i = 0; i < c->tx_count; i++)
+		if (c->tx[(c->tx_first + i) % TCP_TX_FRAMES].hdr[0] ==
+				TCP_WIRE_READ_RESP)
+			return true;
+	c->read_gate = false;
+	return false;
+}
 
 /*
  * A receive for the request at the head of the input: true with c->rx_recv
@@ -383,6 +406,8 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 		protocol_error(c, "request out of sequence");
 		return HDR_DEAD;
 	}
+	if (f->type != TCP_WIRE_READ && reads_unsent(c))
+		return HDR_GATED;
 	struct tcp_mr *mr = NULL;
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	uint8_t *addr = NULL;
@@ -412,6 +437,7 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 				(f->raddr - mr->base.raddr) };
 		if (!resp_push(c, &r))
 			return HDR_DEAD;
+		c->read_gate = true;
 		break;
 	case TCP_WIRE_ATOMIC_WRITE:
 		mr = tcp_mr_find(p, f->rkey);
@@ -748,6 +774,10 @@ rx_progress(struct tcp_conn *c)
 			return;
 		if (h == HDR_STALL) {
 			c->rx_more = true;	/* header stays; retried later */
+			return;
+		}
+		if (h == HDR_GATED) {
+			c->rx_gated = true;	/* until the reads are out */
 			return;
 		}
 		c->rx_start += (size_t)r;
@@ -1296,11 +1326,15 @@ tcp_progress_main(void *arg)
 			flush_all(c, IBV_WC_WR_FLUSH_ERR);	/* late posts */
 
 		pthread_rwlock_rdlock(&p->mem_lock);
-		if (c->sock >= 0 && (readable || c->rx_more))
+		if (c->sock >= 0 && !c->rx_gated && (readable || c->rx_more))
 			rx_progress(c);
 		sq_complete(c);
 		if (c->sock >= 0)
 			tx_progress(c);
+		if (c->rx_gated && !reads_unsent(c)) {
+			c->rx_gated = false;
+			c->rx_more = true;	/* the waiting request goes on */
+		}
 		pthread_rwlock_unlock(&p->mem_lock);
 		cqes_flush(c);
 
@@ -1329,13 +1363,14 @@ tcp_progress_main(void *arg)
 			{ .fd = c->wake_fd, .events = POLLIN },
 			{ .fd = c->sock, .events = 0 },
 		};
+		bool paused = c->stalled || c->rx_gated;
 		if (c->sock >= 0) {
-			if (!c->stalled)
+			if (!paused)
 				pfd[1].events |= POLLIN;
 			if (c->tx_blocked)
 				pfd[1].events |= POLLOUT;
 		}
-		if (c->rx_more && !c->stalled)
+		if (c->rx_more && !paused)
 			timeout = 0;
 		int n = poll(pfd, c->sock >= 0 ? 2 : 1, timeout);
 		rang = n > 0 && pfd[0].revents != 0;
