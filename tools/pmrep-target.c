@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +41,9 @@ static int
 parse_size(const char *s, uint64_t *out)
 {
 	char *end;
+	/* strtoull takes "-1" (and " -1") as ULLONG_MAX: digits only */
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 0);
 	if (errno || end == s)
@@ -54,6 +58,22 @@ parse_size(const char *s, uint64_t *out)
 	if (*end != '\0' || (shift && v > (~0ull >> shift)))
 		return -1;
 	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* a time limit in ms: 1 .. INT_MAX, digits only (atoi takes "abc" as 0
+ * and overflows silently) */
+static int
+parse_ms(const char *s, int *out)
+{
+	char *end;
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end != '\0' || v <= 0 || v > INT_MAX)
+		return -1;
+	*out = (int)v;
 	return 0;
 }
 
@@ -94,7 +114,13 @@ main(int argc, char *argv[])
 		case 'k': key_file = optarg; break;
 		case 'd': direct = true; break;
 		case 'S': staging = true; break;
-		case 't': timeout = atoi(optarg); break;
+		case 't':
+			if (parse_ms(optarg, &timeout)) {
+				fprintf(stderr, "pmrep-target: bad timeout '%s' (ms, 1..%d)\n",
+						optarg, INT_MAX);
+				return 2;
+			}
+			break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -11,6 +11,35 @@
 
 #define NSLOTS (CHAN_NRECV + CHAN_NSEND)
 
+int
+repl_port_check(const char *port, bool allow_zero)
+{
+	unsigned long v = 0;
+	size_t n = 0;
+	if (port != NULL) {
+		for (; port[n] >= '0' && port[n] <= '9' && n < 6; n++)
+			v = v * 10 + (unsigned long)(port[n] - '0');
+	}
+	if (port == NULL || n == 0 || port[n] != '\0' || v > 65535 ||
+			(v == 0 && !allow_zero)) {
+		PMREP_LOG_ERR("invalid port \"%s\": must be a decimal number %s..65535",
+				port ? port : "(null)", allow_zero ? "0" : "1");
+		return PMREP_E_INVAL;
+	}
+	return 0;
+}
+
+int
+repl_timeout_check(int timeout_ms, const char *what)
+{
+	if (timeout_ms < -1) {
+		PMREP_LOG_ERR("%s: timeout %d ms: must be -1 (no limit) or >= 0",
+				what, timeout_ms);
+		return PMREP_E_INVAL;
+	}
+	return 0;
+}
+
 long long
 repl_now_ms(void)
 {

@@ -66,6 +66,16 @@ void repl_chan_ack_cq(struct repl_chan *ch);
  */
 int repl_chan_check_conn(struct repl_chan *ch);
 
+/*
+ * a port given as text: decimal digits only, 0..65535, and not 0 unless
+ * `allow_zero` (a listener's "any free port"). PMREP_E_INVAL (logged)
+ * otherwise, so that "70000" does not silently become port 4464.
+ */
+int repl_port_check(const char *port, bool allow_zero);
+
+/* a wait limit: -1 (none) or >= 0 ms; PMREP_E_INVAL (logged) otherwise */
+int repl_timeout_check(int timeout_ms, const char *what);
+
 /* CLOCK_MONOTONIC in ms, and the ms left until `deadline` (-1: none) */
 long long repl_now_ms(void);
 int repl_left_ms(long long deadline);

@@ -152,6 +152,13 @@ pmrep_mirror_cfg_add_replica(struct pmrep_mirror_cfg *cfg, const char *addr,
 	CHECK_ARG(cfg);
 	CHECK_ARG(addr);
 	CHECK_ARG(port);
+	if (addr[0] == '\0') {
+		PMREP_LOG_ERR("invalid argument: the replica address is empty");
+		return PMREP_E_INVAL;
+	}
+	int ret = repl_port_check(port, false);
+	if (ret)
+		return ret;
 	if (cfg->n == PMREP_MIRROR_MAX_REPLICAS) {
 		PMREP_LOG_ERR("at most %d replicas per mirror",
 				PMREP_MIRROR_MAX_REPLICAS);

@@ -162,6 +162,16 @@ pmrep_target_cfg_set_data_size(struct pmrep_target_cfg *cfg,
 		PMREP_LOG_ERR("creating a replica needs a data size > 0");
 		return PMREP_E_INVAL;
 	}
+	/* header + data area must be a file size (an off_t): a larger value
+	 * would wrap data_size + PMREP_REPLICA_DATA_OFFSET and register far
+	 * more memory than the file maps */
+	if (data_size > (uint64_t)INT64_MAX - PMREP_REPLICA_DATA_OFFSET) {
+		PMREP_LOG_ERR("data size %llu: at most %llu bytes",
+				(unsigned long long)data_size,
+				(unsigned long long)((uint64_t)INT64_MAX -
+					PMREP_REPLICA_DATA_OFFSET));
+		return PMREP_E_INVAL;
+	}
 	cfg->data_size = data_size;
 	cfg->create = create;
 	return 0;
@@ -176,7 +186,14 @@ pmrep_target_cfg_set_address(struct pmrep_target_cfg *cfg, const char *addr,
 		PMREP_LOG_ERR("invalid argument: addr or port is NULL");
 		return PMREP_E_INVAL;
 	}
-	int ret = set_str(&cfg->addr, addr, "addr");
+	if (addr[0] == '\0') {
+		PMREP_LOG_ERR("invalid argument: addr is empty");
+		return PMREP_E_INVAL;
+	}
+	int ret = repl_port_check(port, true);
+	if (ret)
+		return ret;
+	ret = set_str(&cfg->addr, addr, "addr");
 	return ret ? ret : set_str(&cfg->port, port, "port");
 }
 
