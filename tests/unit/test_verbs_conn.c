@@ -150,6 +150,29 @@ conn_req_new_unexpected_events_while_resolving_are_acked_and_skipped(void **stat
 }
 
 static void
+conn_req_new_resolve_call_failures_map_by_cause(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn_req *req = NULL;
+	/* no device / route: unreachable, like a later ROUTE_ERROR */
+	mock_fail("rdma_resolve_route", 1, ENODEV);
+	assert_int_equal(pmrep_conn_req_new(peer, TV_ADDR, TV_PORT, NULL, &req),
+			PMREP_E_UNREACHABLE);
+	assert_int_equal(pmrep_err_errno(), ENODEV);
+	mock_fail("rdma_resolve_addr", 1, EHOSTUNREACH);
+	assert_int_equal(pmrep_conn_req_new(peer, TV_ADDR, TV_PORT, NULL, &req),
+			PMREP_E_UNREACHABLE);
+	/* anything else is the provider's */
+	mock_fail("rdma_resolve_addr", 1, ENOMEM);
+	assert_int_equal(pmrep_conn_req_new(peer, TV_ADDR, TV_PORT, NULL, &req),
+			PMREP_E_PROVIDER);
+	assert_int_equal(pmrep_err_errno(), ENOMEM);
+	assert_int_equal(mock_live(MOCK_CM_ID), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+static void
 conn_req_new_bad_service_is_inval(void **state)
 {
 	(void) state;
@@ -1203,6 +1226,7 @@ main(void)
 		T(conn_req_new_route_error_is_unreachable),
 		T(conn_req_new_silent_resolution_times_out_as_unreachable),
 		T(conn_req_new_unexpected_events_while_resolving_are_acked_and_skipped),
+		T(conn_req_new_resolve_call_failures_map_by_cause),
 		T(conn_req_new_bad_service_is_inval),
 		T(conn_req_new_each_failure_returns_error_and_leaks_nothing),
 		T(conn_req_connect_each_failure_consumes_req_and_leaks_nothing),

@@ -45,6 +45,29 @@ resolve_step(struct verbs_conn *conn, enum rdma_cm_event_type want,
 	}
 }
 
+/*
+ * A resolve call failing at once: no device or route for the address is
+ * "unreachable" like a failure reported later by an event; anything else
+ * (no memory, a bad id) is the provider's.
+ */
+static int
+resolve_failed(const char *what)
+{
+	int err = errno;
+	switch (err) {
+	case ENODEV:
+	case ENETUNREACH:
+	case EHOSTUNREACH:
+	case EADDRNOTAVAIL:
+	case ETIMEDOUT:
+		pmrep_err_set_errno(err);
+		PMREP_LOG_ERR("%s: %s", what, strerror(err));
+		return PMREP_E_UNREACHABLE;
+	default:
+		return PMREP_ERR_PROVIDER(err, what);
+	}
+}
+
 int
 verbs_conn_resolve(struct verbs_conn *conn)
 {
@@ -54,7 +77,7 @@ verbs_conn_resolve(struct verbs_conn *conn)
 
 	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)&conn->dst,
 			timeout))
-		return PMREP_ERR_PROVIDER(errno, "rdma_resolve_addr");
+		return resolve_failed("rdma_resolve_addr");
 	ret = resolve_step(conn, RDMA_CM_EVENT_ADDR_RESOLVED,
 			RDMA_CM_EVENT_ADDR_ERROR, deadline);
 	if (ret)
@@ -65,7 +88,7 @@ verbs_conn_resolve(struct verbs_conn *conn)
 	}
 	long long left = deadline - pmrep_now_ms();
 	if (rdma_resolve_route(conn->id, left > 0 ? (int)left : 1))
-		return PMREP_ERR_PROVIDER(errno, "rdma_resolve_route");
+		return resolve_failed("rdma_resolve_route");
 	return resolve_step(conn, RDMA_CM_EVENT_ROUTE_RESOLVED,
 			RDMA_CM_EVENT_ROUTE_ERROR, deadline);
 }
