@@ -6,7 +6,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +114,8 @@ repl_wipe(void *ptr, size_t len)
 	OPENSSL_cleanse(ptr, len);
 }
 
+#define KEY_FILE_WAIT_MS 2000
+
 int
 pmrep_key_read_file(const char *path, uint8_t *key, size_t key_size,
 		size_t *key_len)
@@ -121,23 +125,52 @@ pmrep_key_read_file(const char *path, uint8_t *key, size_t key_size,
 		return PMREP_E_INVAL;
 	}
 	pmrep_err_clear();
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO nobody writes to must not hang */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return PMREP_ERR_PROVIDER(errno, path);
 
 	int ret = 0;
 	struct stat st;
-	if (fstat(fd, &st) == 0 && (st.st_mode & 077) != 0)
+	if (fstat(fd, &st) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, path);
+		close(fd);
+		return ret;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		PMREP_LOG_ERR("key file %s is a directory", path);
+		close(fd);
+		return PMREP_E_INVAL;
+	}
+	if ((st.st_mode & 077) != 0)
 		PMREP_LOG_WARN("key file %s is readable by others than its owner (mode %03o)",
 				path, (unsigned)(st.st_mode & 0777));
 
 	/* one byte more than a key may have, to see a key that is too long */
 	uint8_t buf[PMREP_KEY_MAX + 2];
 	size_t len = 0;
+	/* a pipe (`--key-file <(...)`) or a device may make us wait: at most
+	 * this long, so a writer that never writes cannot hang the caller */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	long long deadline = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+		KEY_FILE_WAIT_MS;
 	for (;;) {
 		ssize_t n = read(fd, buf + len, sizeof(buf) - len);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			long long left = deadline - ((long long)ts.tv_sec * 1000 +
+					ts.tv_nsec / 1000000);
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			if (left > 0 && (poll(&p, 1, (int)left) >= 0 || errno == EINTR))
+				continue;
+			PMREP_LOG_ERR("key file %s: nothing to read within %d ms",
+					path, KEY_FILE_WAIT_MS);
+			ret = PMREP_E_INVAL;
+			goto out;
+		}
 		if (n < 0) {
 			ret = PMREP_ERR_PROVIDER(errno, "read key file");
 			goto out;

@@ -159,9 +159,15 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 				pmrep_pmem_get_size(pmem), pmrep_pmem_get_size(pmem),
 				&h);
 		(void) pmrep_pmem_close(&pmem);
+	} else if (!S_ISREG(st.st_mode)) {
+		/* a FIFO would block the open / read forever; a directory or
+		 * a socket holds no header */
+		PMREP_LOG_ERR("%s: neither a regular file nor a device DAX",
+				path);
+		return PMREP_E_INVAL;
 	} else {
 		uint8_t buf[REPLICA_HDR_ENC_SIZE];
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0)
 			return PMREP_ERR_PROVIDER(errno, path);
 		ssize_t n = pread(fd, buf, sizeof(buf), 0);

@@ -250,6 +250,23 @@ hdr_store(struct pmrep_target *t)
 	t->persist(t->base, sizeof(enc));
 }
 
+/*
+ * close the replica's mapping on an error path. pmrep_pmem_close starts by
+ * clearing this thread's error record, which would leave the caller of
+ * pmrep_target_new with an empty pmrep_err_msg(): keep the reason.
+ */
+static void
+close_pmem_keep_error(struct pmrep_target *t)
+{
+	char why[256];
+	int err = pmrep_err_errno();
+	snprintf(why, sizeof(why), "%s", pmrep_err_msg());
+	(void) pmrep_pmem_close(&t->pmem);
+	if (why[0] != '\0' && pmrep_err_msg()[0] == '\0')
+		PMREP_LOG_ERR("cannot serve %s: %s", t->cfg.path, why);
+	pmrep_err_set_errno(err);
+}
+
 /* open (create + format) the replica and check its header */
 static int
 open_replica(struct pmrep_target *t)
@@ -293,7 +310,7 @@ open_replica(struct pmrep_target *t)
 	}
 	return 0;
 err:
-	(void) pmrep_pmem_close(&t->pmem);
+	close_pmem_keep_error(t);
 	return ret;
 }
 
@@ -686,7 +703,7 @@ err_pcfg:
 err_peer:
 	(void) pmrep_peer_delete(&t->peer);
 err_pmem:
-	(void) pmrep_pmem_close(&t->pmem);
+	close_pmem_keep_error(t);
 err_cfg:
 	free(t->cfg.path);
 	free(t->cfg.addr);

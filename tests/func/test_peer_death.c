@@ -147,6 +147,17 @@ victim_start(struct victim *v)
 	victim_start_with(v, 1000);
 }
 
+/* SIGSTOP, and wait until it took effect: kill() alone returns before
+ * the target's threads have stopped */
+static void
+victim_freeze(struct victim *v)
+{
+	kill(v->pid, SIGSTOP);
+	int st;
+	assert_int_equal(waitpid(v->pid, &st, WUNTRACED), v->pid);
+	assert_true(WIFSTOPPED(st));
+}
+
 static void
 victim_kill(struct victim *v)
 {
@@ -247,7 +258,7 @@ T08_peer_killed_mid_stream_every_request_has_exactly_one_outcome(void **state)
 	victim_start(&v);
 	struct pmrep_cq *cq = func_cq(v.conn);
 
-	kill(v.pid, SIGSTOP);	/* its progress stops: writes stay in flight */
+	victim_freeze(&v);	/* its progress stops: writes stay in flight */
 	post_writes(v.conn, v.rmt, v.mr, 0, NWRITES / 2);
 	victim_kill(&v);
 	post_writes(v.conn, v.rmt, v.mr, NWRITES / 2, NWRITES / 2);
@@ -270,7 +281,7 @@ T08_delete_with_requests_in_flight_to_a_frozen_peer_is_bounded(void **state)
 	(void) state;
 	struct victim v;
 	victim_start(&v);
-	kill(v.pid, SIGSTOP);
+	victim_freeze(&v);
 	post_writes(v.conn, v.rmt, v.mr, 0, NWRITES);
 	post_flush(v.conn, v.rmt, NWRITES + 1);
 	long long t0 = func_now_ms();
@@ -311,7 +322,7 @@ T08_frozen_peer_is_lost_after_the_request_timeout_tcp(void **state)
 	FUNC_TCP_ONLY();	/* a frozen verbs target still answers RDMA */
 	struct victim v;
 	victim_start_with(&v, 250);	/* request timeout: 8 x 250, >= 2 s */
-	kill(v.pid, SIGSTOP);
+	victim_freeze(&v);
 	long long t0 = func_now_ms();
 	post_writes(v.conn, v.rmt, v.mr, 0, 2);
 	post_flush(v.conn, v.rmt, 3);
