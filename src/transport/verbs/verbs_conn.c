@@ -403,8 +403,27 @@ verbs_conn_param(const struct verbs_conn *conn, struct rdma_conn_param *param)
 	}
 }
 
+static int
+post_recv_locked(struct verbs_conn *conn, uint64_t addr, uint32_t len,
+		uint32_t lkey, const void *op_context);
+
 int
 verbs_conn_post_recv(struct verbs_conn *conn, uint64_t addr, uint32_t len,
+		uint32_t lkey, const void *op_context)
+{
+	if (conn->state == VERBS_ST_ESTABLISHED)
+		return post_recv_locked(conn, addr, len, lkey, op_context);
+	/* before ESTABLISHED a retry (maybe in a CQ wait's pump, on another
+	 * thread) replaces the QP and re-posts the kept receives */
+	pthread_mutex_lock(&conn->sm_lock);
+	int ret = post_recv_locked(conn, addr, len, lkey, op_context);
+	pthread_mutex_unlock(&conn->sm_lock);
+	return ret;
+}
+
+/* post one receive (sm_lock held, or the conn is ESTABLISHED) */
+static int
+post_recv_locked(struct verbs_conn *conn, uint64_t addr, uint32_t len,
 		uint32_t lkey, const void *op_context)
 {
 	/* before ESTABLISHED the active side keeps a copy: a retry re-posts */
@@ -830,7 +849,7 @@ attempt_connect(struct verbs_conn *conn, struct step *s)
 	conn->nprepost = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct verbs_prepost p = conn->prepost[i];
-		if (verbs_conn_post_recv(conn, p.addr, p.len, p.lkey,
+		if (post_recv_locked(conn, p.addr, p.len, p.lkey,
 				p.op_context)) {
 			attempt_failed(conn, "ibv_post_recv", s);
 			return;
