@@ -115,6 +115,22 @@ fix_up(uint8_t *b, size_t size)
 	}
 }
 
+/* libFuzzer's -timeout alarm (SIGALRM) interrupts blocking calls */
+static void
+connect_eintr(int s, const struct sockaddr_in *a)
+{
+	if (connect(s, (const struct sockaddr *)a, sizeof(*a)) == 0)
+		return;
+	CHECK(errno == EINTR);
+	/* the connect goes on: wait for it to finish */
+	struct pollfd p = { .fd = s, .events = POLLOUT };
+	while (poll(&p, 1, END_MS) < 0)
+		CHECK(errno == EINTR);
+	int err = -1;
+	socklen_t len = sizeof(err);
+	CHECK(getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0);
+}
+
 static void
 drain(int s)
 {
@@ -129,7 +145,10 @@ send_all(int s, const uint8_t *buf, size_t len)
 {
 	while (len > 0) {
 		struct pollfd p = { .fd = s, .events = POLLOUT | POLLIN };
-		CHECK(poll(&p, 1, END_MS) == 1);
+		int r = poll(&p, 1, END_MS);
+		if (r < 0 && errno == EINTR)
+			continue;
+		CHECK(r == 1);
 		if (p.revents & POLLIN)
 			drain(s);
 		if (p.revents & (POLLERR | POLLHUP))
@@ -137,6 +156,8 @@ send_all(int s, const uint8_t *buf, size_t len)
 		if (!(p.revents & POLLOUT))
 			continue;
 		ssize_t n = send(s, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n < 0)
 			return;
 		buf += n;
@@ -175,7 +196,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	a.sin_port = htons((uint16_t)atoi(port));
-	CHECK(connect(s, (struct sockaddr *)&a, sizeof(a)) == 0);
+	connect_eintr(s, &a);
 	struct tcp_frame h;
 	memset(&h, 0, sizeof(h));
 	h.type = TCP_WIRE_HELLO;
@@ -184,7 +205,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	h.rnr_ms = 0;		/* a send without a receive fails at once */
 	uint8_t hb[TCP_WIRE_HDR_MAX];
 	size_t hn = tcp_wire_encode(&h, hb);
-	CHECK(send(s, hb, hn, MSG_NOSIGNAL) == (ssize_t)hn);
+	send_all(s, hb, hn);
 
 	struct pmrep_conn_req *req = NULL;
 	CHECK(pmrep_ep_wait_conn_req(ep, cfg, END_MS, &req) == 0);

@@ -8,6 +8,7 @@
 #   tests/fuzz/run.sh                 30 s per target (two targets)
 #   PMREP_FUZZ_SECONDS=300 tests/fuzz/run.sh
 #   PMREP_FUZZ_OUT=/tmp/fz tests/fuzz/run.sh   build directory
+#   PMREP_FUZZ_TARGETS=tcp_conn tests/fuzz/run.sh   only some targets
 # Exit status: 0, or non-zero on a build failure or any finding (the
 # crashing input is left as <out>/crash-* / leak-* / timeout-*).
 set -eu
@@ -36,7 +37,7 @@ $CC $FLAGS -o "$OUT/fuzz_tcp_conn" "$ROOT/tests/fuzz/fuzz_tcp_conn.c" \
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-for t in tcp_wire tcp_conn; do
+for t in ${PMREP_FUZZ_TARGETS:-tcp_wire tcp_conn}; do
 	corpus=$ROOT/tests/fuzz/corpus/$t
 	work=$OUT/corpus-$t
 	mkdir -p "$work"
