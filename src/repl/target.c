@@ -401,6 +401,42 @@ refuse(struct pmrep_target *t, struct session *s, enum repl_status st,
 	s->deadline = repl_deadline(t->cfg.timeout_ms);
 }
 
+/*
+ * a free session slot for a new connection request. When every slot is
+ * taken, the oldest session that has not authenticated (one being refused
+ * first, then one still waiting for AUTH) makes room: otherwise a few
+ * connections that send a HELLO (whose format is public) and then nothing
+ * would lock every initiator out, again and again. An authenticated
+ * session is never evicted. NULL when every slot is authenticated.
+ */
+static struct session *
+free_session(struct pmrep_target *t)
+{
+	struct session *victim = NULL;
+	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
+		struct session *s = &t->s[i];
+		if (s->state == S_FREE)
+			return s;
+		if (s->state == S_ACTIVE)
+			continue;
+		if (victim == NULL ||
+				(s->state == S_CLOSING && victim->state != S_CLOSING) ||
+				(s->state == victim->state &&
+				 s->deadline < victim->deadline))
+			victim = s;
+	}
+	if (victim == NULL)
+		return NULL;
+	if (victim->state == S_WAIT_AUTH) {
+		t->stats.sessions_refused++;
+		t->stats.last_refusal = PMREP_E_TIMEOUT;
+		PMREP_LOG_ERR("initiator refused: every session slot is taken and it has not authenticated yet (session %d evicted for a new connection request)",
+				(int)(victim - t->s));
+	}
+	session_close(t, victim, "evicted for a new connection request");
+	return victim;
+}
+
 /* a connection request on the endpoint */
 static void
 accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
@@ -415,13 +451,7 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 		(void) pmrep_conn_req_delete(&req);
 		return;
 	}
-	struct session *s = NULL;
-	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
-		if (t->s[i].state == S_FREE) {
-			s = &t->s[i];
-			break;
-		}
-	}
+	struct session *s = free_session(t);
 	if (s == NULL) {
 		PMREP_LOG_ERR("connection request refused: %d sessions already open",
 				TARGET_MAX_SESSIONS);

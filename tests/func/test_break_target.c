@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_break_target.c -- a replica target under attack from raw sockets
+ * on loopback (tcp provider only), and the limits of the waits:
+ *  - connections that send a valid HELLO (its format is public) and then
+ *    nothing used to take every session slot, so that a real initiator was
+ *    rejected (final) until they timed out; now the oldest unauthenticated
+ *    session makes room, and the mirror gets in;
+ *  - garbage, truncated and oversized frames, bad fields and disconnects
+ *    at every step of the handshake leave the target serving.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <cmocka.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+
+#include "func.h"
+
+#define SIZE (256u << 10)
+
+static const uint8_t key[32] = "break-key-0123456789-abcdefghijk";
+static const uint8_t uuid[PMREP_UUID_SIZE] = { 0xbe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+
+struct tgt {
+	struct pmrep_target *t;
+	pthread_t th;
+	bool running;
+	atomic_bool stop;
+	uint16_t port;
+	char sport[8];
+};
+
+struct ctx {
+	char dir[64];
+	struct tgt g;
+	struct pmrep_pmem *src;
+};
+
+static void *
+tgt_loop(void *arg)
+{
+	struct tgt *g = arg;
+	while (!atomic_load(&g->stop))
+		(void) pmrep_target_process(g->t, 20);
+	return NULL;
+}
+
+static void
+tgt_new(struct ctx *c, int timeout_ms)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/replica", c->dir);
+	struct pmrep_target_cfg *cfg;
+	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
+	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
+	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, timeout_ms), 0);
+	assert_int_equal(pmrep_target_new(cfg, &c->g.t), 0);
+	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_target_get_port(c->g.t, &c->g.port), 0);
+	snprintf(c->g.sport, sizeof(c->g.sport), "%u", c->g.port);
+}
+
+static void
+tgt_run(struct ctx *c)
+{
+	atomic_store(&c->g.stop, false);
+	assert_int_equal(pthread_create(&c->g.th, NULL, tgt_loop, &c->g), 0);
+	c->g.running = true;
+}
+
+static void
+tgt_halt(struct ctx *c)
+{
+	if (!c->g.running)
+		return;
+	atomic_store(&c->g.stop, true);
+	pthread_join(c->g.th, NULL);
+	c->g.running = false;
+}
+
+static int
+setup(void **state)
+{
+	if (!func_is_tcp())
+		return 0;
+	struct ctx *c = calloc(1, sizeof(*c));
+	assert_non_null(c);
+	snprintf(c->dir, sizeof(c->dir), "/dev/shm/pmrep-test-break-XXXXXX");
+	assert_non_null(mkdtemp(c->dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/source", c->dir);
+	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &c->src), 0);
+	func_pattern(pmrep_pmem_get_address(c->src), SIZE, 7);
+	*state = c;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct ctx *c = *state;
+	if (c == NULL)
+		return 0;
+	tgt_halt(c);
+	(void) pmrep_target_delete(&c->g.t);
+	(void) pmrep_pmem_close(&c->src);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/source", c->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/replica", c->dir);
+	unlink(path);
+	rmdir(c->dir);
+	free(c);
+	return 0;
+}
+
+static struct pmrep_mirror_cfg *
+mcfg(const char *port)
+{
+	struct pmrep_mirror_cfg *m;
+	assert_int_equal(pmrep_mirror_cfg_new(&m), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(m, "127.0.0.1", port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(m, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(m, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(m, 3000 * func_slow()), 0);
+	return m;
+}
+
+/* a mirror attaches, persists everything and is deleted cleanly */
+static void
+mirror_works(struct ctx *c)
+{
+	struct pmrep_mirror_cfg *cfg = mcfg(c->g.sport);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(c->src, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 3000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+}
+
+/* ---------------------------------------------------------- raw sockets */
+
+static int
+raw_connect(uint16_t port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	return s;
+}
+
+static void
+raw_send(int s, const void *buf, size_t len)
+{
+	assert_int_equal(send(s, buf, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+/* read exactly len bytes within timeout_ms; the count read */
+static size_t
+raw_recv(int s, uint8_t *buf, size_t len, int timeout_ms)
+{
+	size_t got = 0;
+	long long end = func_now_ms() + timeout_ms;
+	while (got < len) {
+		long long left = end - func_now_ms();
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			break;
+		ssize_t n = recv(s, buf + got, len - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+/* tcp HELLO frame (24 bytes) carrying `pdata` */
+static size_t
+tcp_hello(uint8_t *out, const uint8_t *pdata, uint32_t plen, uint32_t plen_field)
+{
+	memset(out, 0, 24);
+	out[0] = 1;				/* HELLO */
+	func_put_le32(out + 4, plen_field);
+	func_put_le32(out + 8, 0x54524d50);	/* "PMRT" */
+	func_put_le16(out + 12, 1);		/* version */
+	func_put_le32(out + 16, 5000);		/* rnr ms */
+	memcpy(out + 24, pdata, plen);
+	return 24 + plen;
+}
+
+/* the replication layer's HELLO private data (24 bytes) */
+static void
+repl_hello(uint8_t *out)
+{
+	memset(out, 0, 24);
+	func_put_le16(out, 0x5052);
+	out[2] = 1;
+	out[3] = 1;	/* HELLO */
+	for (int i = 0; i < 16; i++)
+		out[8 + i] = (uint8_t)(i * 37 + 1);
+}
+
+/* connect and send a valid HELLO; true when the target accepted it (an
+ * ACCEPT frame, type 2, came back): a session now waits for our AUTH */
+static bool
+silent_session(uint16_t port, int *sock)
+{
+	uint8_t pd[24], f[24 + 24], r[16 + 24];
+	repl_hello(pd);
+	size_t n = tcp_hello(f, pd, sizeof(pd), sizeof(pd));
+	*sock = raw_connect(port);
+	raw_send(*sock, f, n);
+	return raw_recv(*sock, r, sizeof(r), 3000 * func_slow()) == sizeof(r) &&
+		r[0] == 2;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void
+silent_unauthenticated_sessions_cannot_lock_out_a_mirror(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	/* a long handshake limit: the silent sessions would hold their
+	 * slots for all of this test */
+	tgt_new(c, 30000);
+	tgt_run(c);
+	/* more than the target has slots (4), each one accepted: the later
+	 * ones evict the earlier ones */
+	int socks[6];
+	for (int i = 0; i < 6; i++)
+		assert_true(silent_session(c->g.port, &socks[i]));
+
+	long long t0 = func_now_ms();
+	mirror_works(c);
+	/* in, at once: not after the silent sessions' 30 s */
+	assert_true(func_now_ms() - t0 < 10000 * func_slow());
+
+	tgt_halt(c);
+	struct pmrep_target_stats st;
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &st), 0);
+	assert_int_equal(st.sessions_accepted, 1);
+	/* 2 evicted by silent newcomers, 1 by the mirror */
+	assert_true(st.sessions_refused >= 3);
+	for (int i = 0; i < 6; i++)
+		close(socks[i]);
+}
+
+static void
+garbage_and_broken_handshakes_leave_the_target_serving(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	tgt_new(c, 1000);
+	tgt_run(c);
+	uint8_t pd[24], f[24 + 64], junk[512];
+	repl_hello(pd);
+	func_pattern(junk, sizeof(junk), 3);
+
+	/* not a pmrep frame at all */
+	int s = raw_connect(c->g.port);
+	raw_send(s, junk, sizeof(junk));
+	close(s);
+	/* a HELLO claiming a 4 GiB payload */
+	size_t n = tcp_hello(f, pd, sizeof(pd), UINT32_MAX);
+	s = raw_connect(c->g.port);
+	raw_send(s, f, n);
+	close(s);
+	/* HELLO with a bad magic, a bad version, reserved bits */
+	for (int k = 0; k < 3; k++) {
+		n = tcp_hello(f, pd, sizeof(pd), sizeof(pd));
+		if (k == 0)
+			f[8] ^= 0xff;
+		else if (k == 1)
+			func_put_le16(f + 12, 2);
+		else
+			f[2] = 1;
+		s = raw_connect(c->g.port);
+		raw_send(s, f, n);
+		close(s);
+	}
+	/* a valid tcp HELLO whose private data is not the replication's */
+	uint8_t bad[24];
+	memcpy(bad, pd, sizeof(bad));
+	bad[3] = 2;
+	n = tcp_hello(f, bad, sizeof(bad), sizeof(bad));
+	s = raw_connect(c->g.port);
+	raw_send(s, f, n);
+	close(s);
+	/* a too short private data */
+	n = tcp_hello(f, pd, 10, 10);
+	s = raw_connect(c->g.port);
+	raw_send(s, f, n);
+	close(s);
+	/* every prefix of a valid HELLO, then the connection goes */
+	n = tcp_hello(f, pd, sizeof(pd), sizeof(pd));
+	for (size_t cut = 0; cut < n; cut++) {
+		s = raw_connect(c->g.port);
+		if (cut)
+			raw_send(s, f, cut);
+		close(s);
+	}
+	/* accepted, then garbage instead of AUTH, then gone */
+	assert_true(silent_session(c->g.port, &s));
+	raw_send(s, junk, 100);
+	close(s);
+	/* accepted, then a SEND frame with a 2 GiB payload claim */
+	assert_true(silent_session(c->g.port, &s));
+	uint8_t send[16] = { 20 };
+	func_put_le32(send + 4, 1u << 31);
+	raw_send(s, send, sizeof(send));
+	close(s);
+
+	mirror_works(c);
+	tgt_halt(c);
+	struct pmrep_target_stats st;
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &st), 0);
+	assert_int_equal(st.sessions_accepted, 1);
+	assert_true(st.sessions_refused >= 6);
+}
+
+int
+main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (getenv("PMREP_LOG_LEVEL") == NULL)
+		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(silent_unauthenticated_sessions_cannot_lock_out_a_mirror, setup, teardown),
+		cmocka_unit_test_setup_teardown(garbage_and_broken_handshakes_leave_the_target_serving, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
