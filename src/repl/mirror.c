@@ -859,6 +859,9 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 		int timeout_ms)
 {
 	CHECK_ARG(m);
+	int ret = repl_timeout_check(timeout_ms, "pmrep_mirror_persist");
+	if (ret)
+		return ret;
 	if (offset > m->size || length > m->size - offset) {
 		PMREP_LOG_ERR("persist of %zu bytes at %zu is outside the %zu-byte mapping",
 				length, offset, m->size);
@@ -874,7 +877,7 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 			repl_bitmap_mark(&r->oos, offset, length);
 			continue;
 		}
-		int ret = post_range(r, offset, length);
+		ret = post_range(r, offset, length);
 		if (ret)
 			replica_fail(r, ret, offset, length);
 	}
@@ -901,12 +904,15 @@ int
 pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 {
 	CHECK_ARG(m);
+	int ret = repl_timeout_check(timeout_ms, "pmrep_mirror_reconnect");
+	if (ret)
+		return ret;
 	long long deadline = repl_deadline(timeout_ms);
 	int first_err = 0;
 	bool waiting = false;
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
-		int ret = 0;
+		ret = 0;
 		if (r->state == PMREP_REPLICA_IN_SYNC)
 			continue;
 		if (r->state == PMREP_REPLICA_FAILED) {

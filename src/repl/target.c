@@ -843,6 +843,9 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 		PMREP_LOG_ERR("invalid argument: target is NULL");
 		return PMREP_E_INVAL;
 	}
+	int ret = repl_timeout_check(timeout_ms, "pmrep_target_process");
+	if (ret)
+		return ret;
 	struct epoll_event evs[2 * TARGET_MAX_SESSIONS + 1];
 	int n;
 	do {

@@ -7,7 +7,8 @@
  *    rejected (final) until they timed out; now the oldest unauthenticated
  *    session makes room, and the mirror gets in;
  *  - garbage, truncated and oversized frames, bad fields and disconnects
- *    at every step of the handshake leave the target serving.
+ *    at every step of the handshake leave the target serving;
+ *  - a wait below -1 ms is refused at once (it used to mean "forever").
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -341,6 +342,36 @@ garbage_and_broken_handshakes_leave_the_target_serving(void **state)
 	assert_true(st.sessions_refused >= 6);
 }
 
+static void
+waits_below_minus_1_ms_are_refused_at_once(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	tgt_new(c, 3000);
+	long long t0 = func_now_ms();
+	/* -5 used to reach epoll_wait as "forever" */
+	assert_int_equal(pmrep_target_process(c->g.t, -5), PMREP_E_INVAL);
+	assert_int_equal(pmrep_target_process(c->g.t, INT32_MIN), PMREP_E_INVAL);
+	assert_true(func_now_ms() - t0 < 1000);
+	assert_int_equal(pmrep_target_process(c->g.t, 0), PMREP_E_TIMEOUT);
+
+	tgt_run(c);
+	struct pmrep_mirror_cfg *cfg = mcfg(c->g.sport);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(c->src, cfg, &m), 0);
+	t0 = func_now_ms();
+	assert_int_equal(pmrep_mirror_persist(m, 0, 4096, -2), PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_reconnect(m, -100), PMREP_E_INVAL);
+	assert_true(func_now_ms() - t0 < 1000);
+	/* the refused calls changed nothing: the replica is still in sync */
+	struct pmrep_replica_status rs;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &rs), 0);
+	assert_int_equal(rs.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(pmrep_mirror_persist(m, 0, 4096, -1), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+}
+
 int
 main(void)
 {
@@ -350,6 +381,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(silent_unauthenticated_sessions_cannot_lock_out_a_mirror, setup, teardown),
 		cmocka_unit_test_setup_teardown(garbage_and_broken_handshakes_leave_the_target_serving, setup, teardown),
+		cmocka_unit_test_setup_teardown(waits_below_minus_1_ms_are_refused_at_once, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
