@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,12 @@ log_open(struct log *l, const char *path, size_t size)
 	l->base = pmrep_pmem_get_address(l->pmem);
 	l->size = pmrep_pmem_get_size(l->pmem);
 	l->persist = pmrep_pmem_get_persist_fn(l->pmem);
+	if (l->size < HDR_SIZE + REC_HDR) {
+		/* the header alone is 4 KiB: never write past the mapping */
+		fprintf(stderr, "log-mirror: %s: %zu bytes, a log needs at least %d\n",
+				path, l->size, HDR_SIZE + REC_HDR);
+		return -1;
+	}
 	if (memcmp(l->base, magic, 8) != 0) {
 		/* a new log: its own replica-set UUID, generation 1 */
 		memset(l->base, 0, HDR_SIZE);
@@ -179,6 +186,36 @@ mirror_persist(struct pmrep_mirror *m, size_t off, size_t len, int wait_s)
 	return 0;
 }
 
+/* a decimal (or 0x) number with an optional K / M / G suffix, min..max;
+ * strtoull alone takes "-1" as 2^64 - 1 and "1M" as 1 */
+static int
+parse_num(const char *opt, const char *s, unsigned long long min,
+		unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = (s[0] >= '0' && s[0] <= '9') ?
+		strtoull(s, &end, 0) : 0;
+	int shift = 0;
+	if (s[0] >= '0' && s[0] <= '9' && errno == 0) {
+		switch (*end) {
+		case 'k': case 'K': shift = 10; end++; break;
+		case 'm': case 'M': shift = 20; end++; break;
+		case 'g': case 'G': shift = 30; end++; break;
+		default: break;
+		}
+	}
+	if (s[0] < '0' || s[0] > '9' || errno || *end != '\0' ||
+			(shift && v > (~0ull >> shift)) ||
+			(v << shift) < min || (v << shift) > max) {
+		fprintf(stderr, "log-mirror: bad %s '%s' (%llu..%llu)\n", opt, s,
+				min, max);
+		return -1;
+	}
+	*out = v << shift;
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -195,26 +232,30 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *replica = NULL, *key_file = NULL;
-	size_t size = 0, payload = 200;
-	long append = 0, delay_ms = 0, wait_s = 30;
+	unsigned long long size = 0, payload = 200;
+	unsigned long long append = 0, delay_ms = 0, wait_s = 30;
 	bool verify = false;
-	int c;
+	int c, bad = 0;
 	while ((c = getopt_long(argc, argv, "f:s:r:k:n:p:d:w:V", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
-		case 's': size = strtoull(optarg, NULL, 0); break;
+		case 's': bad |= parse_num("--size", optarg, HDR_SIZE + REC_HDR,
+				(unsigned long long)INT64_MAX, &size); break;
 		case 'r': replica = optarg; break;
 		case 'k': key_file = optarg; break;
-		case 'n': append = atol(optarg); break;
-		case 'p': payload = strtoull(optarg, NULL, 0); break;
-		case 'd': delay_ms = atol(optarg); break;
-		case 'w': wait_s = atol(optarg); break;
+		case 'n': bad |= parse_num("--append", optarg, 0, LONG_MAX, &append); break;
+		case 'p': bad |= parse_num("--payload", optarg, 1, 65536, &payload); break;
+		/* bounded: a bad value must not turn into a sleep of hours */
+		case 'd': bad |= parse_num("--delay-ms", optarg, 0, 60000, &delay_ms); break;
+		case 'w': bad |= parse_num("--wait-s", optarg, 0, 86400, &wait_s); break;
 		case 'V': verify = true; break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of log-mirror.c\n");
 			return 2;
 		}
 	}
+	if (bad)
+		return 2;
 	if (file == NULL || (!verify && (replica == NULL || key_file == NULL)) ||
 			payload == 0 || payload > 65536) {
 		fprintf(stderr, "usage: log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE [--append N] | --verify\n");
@@ -223,8 +264,10 @@ main(int argc, char *argv[])
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_NOTICE);
 	struct log l = { 0 };
-	if (log_open(&l, file, verify ? 0 : size) != 0)
+	if (log_open(&l, file, verify ? 0 : (size_t)size) != 0) {
+		pmrep_pmem_close(&l.pmem);
 		return 1;
+	}
 	if (verify) {
 		pmrep_pmem_close(&l.pmem);
 		return 0;
@@ -266,7 +309,7 @@ main(int argc, char *argv[])
 	fflush(stdout);
 
 	int rc = 0;
-	for (long i = 0; i < append; i++) {
+	for (unsigned long long i = 0; i < append; i++) {
 		uint64_t rec = REC_HDR + ((payload + 7) & ~(size_t)7);
 		if (HDR_SIZE + l.tail + rec > l.size) {
 			printf("log full after %llu records\n", (unsigned long long)(l.next_seq - 1));
@@ -304,7 +347,7 @@ main(int argc, char *argv[])
 			usleep((useconds_t)delay_ms * 1000);
 	}
 	if (rc)
-		fprintf(stderr, "log-mirror: the replica did not come back in %ld s; record %llu was NOT acknowledged\n",
+		fprintf(stderr, "log-mirror: the replica did not come back in %llu s; record %llu was NOT acknowledged\n",
 				wait_s, (unsigned long long)l.next_seq);
 	pmrep_mirror_get_replica_status(m, 0, &st);
 	printf("done: %llu records acked; replica %s, lag %llu bytes, %llu resyncs, %llu bytes resynced\n",

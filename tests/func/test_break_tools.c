@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_break_tools.c -- bad command lines for pmrep-target and the
+ * log-mirror example, run as child processes (each killed after 10 s, so a
+ * hang fails the test instead of hanging it). Each bad option is a usage
+ * error at once; nothing is created or served from it:
+ *  - pmrep-target --size -1 used to create a 4095-byte replica and serve
+ *    it as 2^64 - 1 bytes; --port 70000 listened on 4464; --timeout abc
+ *    went through atoi; a FIFO as --key-file hung forever;
+ *  - log-mirror --size 1M made a 1-byte log ("1M" read as 1), --size 100
+ *    wrote its 4 KiB header past the mapping, --delay-ms -1 slept ~71 min
+ *    per record.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "func.h"
+
+static char bindir[PATH_MAX - 64];	/* the build tree's root */
+static char dir[64];
+static char keyfile[128];
+
+static int
+setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-tools-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+	int fd = open(keyfile, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "tools-key-0123456789abcdef\n", 27), 27);
+	close(fd);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+/* the path of a built program, or NULL when it was not built */
+static const char *
+program(const char *rel, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", bindir, rel);
+	return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+/* run argv (stdout / stderr to /dev/null) and return its exit status;
+ * -1 when it had to be killed after 10 s */
+static int
+run(char *const argv[], long long *took_ms)
+{
+	long long t0 = func_now_ms();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int n = open("/dev/null", O_WRONLY);
+		dup2(n, 1);
+		dup2(n, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st = 0;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		assert_true(r >= 0);
+		if (r == pid)
+			break;
+		if (func_now_ms() - t0 > 10000 * func_slow()) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			if (took_ms)
+				*took_ms = func_now_ms() - t0;
+			return -1;
+		}
+		usleep(10000);
+	}
+	if (took_ms)
+		*took_ms = func_now_ms() - t0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void
+target_bad_options_are_usage_errors_and_create_nothing(void **state)
+{
+	(void)state;
+	char exe[PATH_MAX];
+	if (program("tools/pmrep-target", exe, sizeof(exe)) == NULL)
+		skip();
+	char path[128];
+	snprintf(path, sizeof(path), "%s/replica", dir);
+	static const char *const size_bad[] = { "-1", " -1", "16E", "1X", "" };
+	for (size_t i = 0; i < sizeof(size_bad) / sizeof(size_bad[0]); i++) {
+		char *argv[] = { exe, "--path", path, "--key-file", keyfile,
+			"--create", "--size", (char *)size_bad[i], "--port", "0",
+			NULL };
+		assert_int_equal(run(argv, NULL), 2);
+	}
+	static const char *const tmo_bad[] = { "abc", "0", "-5", "99999999999" };
+	for (size_t i = 0; i < sizeof(tmo_bad) / sizeof(tmo_bad[0]); i++) {
+		char *argv[] = { exe, "--path", path, "--key-file", keyfile,
+			"--create", "--size", "1M", "--port", "0",
+			"--timeout", (char *)tmo_bad[i], NULL };
+		assert_int_equal(run(argv, NULL), 2);
+	}
+	/* a port that does not fit 16 bits: a bad configuration */
+	char *argv_port[] = { exe, "--path", path, "--key-file", keyfile,
+		"--create", "--size", "1M", "--port", "70000", NULL };
+	assert_int_equal(run(argv_port, NULL), 1);
+	/* none of these made a replica */
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* a FIFO as the key file: an error within the key file's 2 s wait,
+	 * not a hang */
+	char fifo[128];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	char *argv_fifo[] = { exe, "--path", path, "--key-file", fifo,
+		"--create", "--size", "1M", "--port", "0", NULL };
+	long long took = 0;
+	assert_int_equal(run(argv_fifo, &took), 1);
+	assert_true(took < 5000 * func_slow());
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+static void
+log_mirror_bad_options_are_usage_errors(void **state)
+{
+	(void)state;
+	char exe[PATH_MAX];
+	if (program("examples/log-mirror", exe, sizeof(exe)) == NULL)
+		skip();
+	char log[128];
+	snprintf(log, sizeof(log), "%s/log", dir);
+	/* an unreachable replica: the log is created first, then the
+	 * mirror fails (exit 1) */
+	static const char *const bad[][2] = {
+		{ "--size", "100" },		/* smaller than the 4 KiB header */
+		{ "--size", "-1" },
+		{ "--size", "1Q" },
+		{ "--delay-ms", "-1" },		/* was a sleep of ~71 min */
+		{ "--delay-ms", "99999999" },
+		{ "--append", "-3" },
+		{ "--payload", "0" },
+		{ "--payload", "65537" },
+		{ "--wait-s", "-1" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { exe, "--file", log, "--size", "64K",
+			"--replica", "127.0.0.1:1", "--key-file", keyfile,
+			(char *)bad[i][0], (char *)bad[i][1], NULL };
+		assert_int_equal(run(argv, NULL), 2);
+		assert_int_equal(access(log, F_OK), -1);
+	}
+	/* K / M suffixes are sizes: "1M" is 1 MiB, not 1 byte */
+	char *argv[] = { exe, "--file", log, "--size", "1M", "--replica",
+		"127.0.0.1:1", "--key-file", keyfile, NULL };
+	assert_int_equal(run(argv, NULL), 1);
+	struct stat st;
+	assert_int_equal(stat(log, &st), 0);
+	assert_int_equal(st.st_size, 1 << 20);
+	/* a log file too small for its header is refused, not written past */
+	assert_int_equal(truncate(log, 100), 0);
+	char *argv_v[] = { exe, "--file", log, "--verify", NULL };
+	assert_int_equal(run(argv_v, NULL), 1);
+	assert_int_equal(stat(log, &st), 0);
+	assert_int_equal(st.st_size, 100);
+}
+
+int
+main(int argc, char *argv[])
+{
+	(void)argc;
+	/* tests/<this> -> the build tree's root */
+	ssize_t n = readlink("/proc/self/exe", bindir, sizeof(bindir) - 1);
+	if (n <= 0)
+		snprintf(bindir, sizeof(bindir), "%s", argv[0]);
+	else
+		bindir[n] = '\0';
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(bindir, '/');
+		if (slash)
+			*slash = '\0';
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(target_bad_options_are_usage_errors_and_create_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(log_mirror_bad_options_are_usage_errors, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
