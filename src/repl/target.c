@@ -9,11 +9,13 @@
  * pmrep_target_process, driven by one epoll fd.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <pmrep/transport.h>
@@ -267,6 +269,39 @@ close_pmem_keep_error(struct pmrep_target *t)
 	pmrep_err_set_errno(err);
 }
 
+/*
+ * give every block of an existing replica file its storage now. A sparse
+ * replica (made with truncate, copied with cp --sparse, holes punched)
+ * maps fine, but the first remote write into a hole on a full file system
+ * raises SIGBUS in a progress thread and the whole target dies. Refuse to
+ * serve it instead, with the reason. Device DAX: nothing to do.
+ */
+static int
+allocate_blocks(const char *path, uint64_t size)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return PMREP_ERR_PROVIDER(errno, path);
+	struct stat st;
+	int ret = 0;
+	if (fstat(fd, &st) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, path);
+	} else if (S_ISREG(st.st_mode)) {
+		int err = posix_fallocate(fd, 0, (off_t)size);
+		if (err == EOPNOTSUPP || err == EINVAL) {
+			PMREP_LOG_WARN("replica %s: the file system cannot preallocate (%s); a sparse replica on a full file system would crash the target",
+					path, strerror(err));
+		} else if (err != 0) {
+			pmrep_err_set_errno(err);
+			PMREP_LOG_ERR("replica %s: cannot give its %llu bytes their storage (%s); refusing to serve it (a write into a hole would crash the target)",
+					path, (unsigned long long)size, strerror(err));
+			ret = PMREP_E_PROVIDER;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
 /* open (create + format) the replica and check its header */
 static int
 open_replica(struct pmrep_target *t)
@@ -308,6 +343,9 @@ open_replica(struct pmrep_target *t)
 		ret = PMREP_E_RANGE;
 		goto err;
 	}
+	ret = allocate_blocks(c->path, size);
+	if (ret)
+		goto err;
 	return 0;
 err:
 	close_pmem_keep_error(t);

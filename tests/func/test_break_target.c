@@ -8,9 +8,14 @@
  *    session makes room, and the mirror gets in;
  *  - garbage, truncated and oversized frames, bad fields and disconnects
  *    at every step of the handshake leave the target serving;
- *  - a wait below -1 ms is refused at once (it used to mean "forever").
+ *  - a wait below -1 ms is refused at once (it used to mean "forever");
+ *  - a sparse replica on a full file system is refused at start: it used
+ *    to be served, and the first write into a hole killed the target with
+ *    SIGBUS.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,7 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -372,6 +380,99 @@ waits_below_minus_1_ms_are_refused_at_once(void **state)
 	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
 }
 
+/* the child of the test below: 0 when the target refused the replica
+ * with ENOSPC, 77 when it cannot mount (no CAP_SYS_ADMIN), else a step */
+static int
+sparse_child(const char *good)
+{
+	if (unshare(CLONE_NEWNS) != 0 ||
+			mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		return 77;
+	char mnt[] = "/tmp/pmrep-test-break-fs-XXXXXX";
+	if (mkdtemp(mnt) == NULL)
+		return 2;
+	int ret = 3;
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m") != 0) {
+		rmdir(mnt);
+		return 77;
+	}
+	/* a valid header (from a replica made by the target), then a hole
+	 * of SIZE bytes: more than the file system has */
+	char path[128], fill[128];
+	snprintf(path, sizeof(path), "%s/replica", mnt);
+	snprintf(fill, sizeof(fill), "%s/fill", mnt);
+	uint8_t hdr[4096];
+	int in = open(good, O_RDONLY);
+	int out = open(path, O_CREAT | O_RDWR, 0600);
+	if (in < 0 || out < 0 || read(in, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) ||
+			write(out, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr) ||
+			ftruncate(out, PMREP_REPLICA_DATA_OFFSET + 4 * SIZE) != 0)
+		goto out;
+	close(in);
+	close(out);
+	/* fill the file system */
+	int f = open(fill, O_CREAT | O_WRONLY, 0600);
+	static uint8_t zero[65536];
+	while (f >= 0 && write(f, zero, sizeof(zero)) > 0)
+		;
+	if (f >= 0)
+		close(f);
+
+	ret = 4;
+	struct pmrep_target_cfg *cfg;
+	struct pmrep_target *t = NULL;
+	if (pmrep_target_cfg_new(&cfg) ||
+			pmrep_target_cfg_set_path(cfg, path) ||
+			pmrep_target_cfg_set_key(cfg, key, sizeof(key)))
+		goto out;
+	int r = pmrep_target_new(cfg, &t);
+	pmrep_target_cfg_delete(&cfg);
+	if (r == 0) {
+		/* served: a write into a hole would now raise SIGBUS */
+		pmrep_target_delete(&t);
+		ret = 5;
+	} else if (r == PMREP_E_PROVIDER && pmrep_err_errno() == ENOSPC &&
+			strstr(pmrep_err_msg(), "replica") != NULL) {
+		ret = 0;
+	} else {
+		ret = 6;
+	}
+out:
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
+	return ret;
+}
+
+static void
+sparse_replica_on_a_full_file_system_is_refused_at_start(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	/* a good replica of 4 * SIZE data bytes, for its header */
+	char path[128];
+	snprintf(path, sizeof(path), "%s/replica", c->dir);
+	struct pmrep_target_cfg *cfg;
+	struct pmrep_target *t = NULL;
+	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
+	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, 4 * SIZE, true), 0);
+	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_target_new(cfg, &t), 0);
+	assert_int_equal(pmrep_target_delete(&t), 0);
+	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);
+
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(sparse_child(path));
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		skip();	/* cannot mount a small file system here */
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int
 main(void)
 {
@@ -382,6 +483,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(silent_unauthenticated_sessions_cannot_lock_out_a_mirror, setup, teardown),
 		cmocka_unit_test_setup_teardown(garbage_and_broken_handshakes_leave_the_target_serving, setup, teardown),
 		cmocka_unit_test_setup_teardown(waits_below_minus_1_ms_are_refused_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(sparse_replica_on_a_full_file_system_is_refused_at_start, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
