@@ -133,8 +133,7 @@ verbs_mr_reg(struct pmrep_peer *base, void *ptr, size_t size, int usage,
 		}
 		PMREP_LOG_INFO("ibv_reg_mr: %s: registering on demand (ODP)",
 				strerror(err));
-		/* IBV_ACCESS_ON_DEMAND is an enum constant (in every rdma-core
-		 * pmrep supports), so PMREP_HAVE_ODP's symbol probe misses it */
+		/* IBV_ACCESS_ON_DEMAND is in every rdma-core pmrep supports */
 		mr->mr = ibv_reg_mr(peer->pd, ptr, size,
 				access | IBV_ACCESS_ON_DEMAND);
 		if (mr->mr == NULL) {
