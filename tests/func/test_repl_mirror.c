@@ -34,6 +34,8 @@
 #include <pmrep/repl.h>
 #include <pmrep/transport.h>
 
+#include "func.h"
+
 #define SIZE (1u << 20)
 #define REGION 4096u
 
@@ -109,7 +111,7 @@ child_target_main(int argc, char *argv[])
 	if (pmrep_target_cfg_new(&cfg) ||
 			pmrep_target_cfg_set_path(cfg, argv[2]) ||
 			pmrep_target_cfg_set_data_size(cfg, SIZE, true) ||
-			pmrep_target_cfg_set_address(cfg, "127.0.0.1", argv[3]) ||
+			pmrep_target_cfg_set_address(cfg, func_addr(), argv[3]) ||
 			pmrep_target_cfg_set_key(cfg, key, sizeof(key)) ||
 			pmrep_target_cfg_set_staging(cfg, argv[4][0] == '1') ||
 			pmrep_target_new(cfg, &t))
@@ -184,7 +186,7 @@ mcfg(const char *port, const uint8_t *uuid, uint64_t gen)
 {
 	struct pmrep_mirror_cfg *c;
 	assert_int_equal(pmrep_mirror_cfg_new(&c), 0);
-	assert_int_equal(pmrep_mirror_cfg_add_replica(c, "127.0.0.1", port), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(), port), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, sizeof(key)), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_generation(c, gen), 0);
@@ -453,7 +455,7 @@ raw_connect(const char *port, const void *pdata, uint8_t len,
 {
 	struct pmrep_conn_req *req;
 	assert_int_equal(pmrep_peer_new_tcp(peer), 0);
-	assert_int_equal(pmrep_conn_req_new(*peer, "127.0.0.1", port, NULL, &req), 0);
+	assert_int_equal(pmrep_conn_req_new(*peer, func_addr(), port, NULL, &req), 0);
 	struct pmrep_conn_private_data pd = { pdata, len };
 	assert_int_equal(pmrep_conn_req_connect(&req, &pd, conn), 0);
 	return pmrep_conn_wait_event(*conn, 3000, ev);
@@ -647,7 +649,7 @@ quorum_survives_a_replica_loss_where_all_fails(void **state)
 	assert_int_equal(tgt_start(&g2, "r2", SIZE, true, 3000), 0);
 	struct pmrep_pmem *local = local_open("local", SIZE);
 	struct pmrep_mirror_cfg *c = mcfg(g1.port, uuid_a, 1);
-	assert_int_equal(pmrep_mirror_cfg_add_replica(c, "127.0.0.1", g2.port), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(), g2.port), 0);
 
 	/* all: a lost replica fails the persist */
 	struct pmrep_mirror *m = NULL;
