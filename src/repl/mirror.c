@@ -164,6 +164,16 @@ pmrep_mirror_cfg_add_replica(struct pmrep_mirror_cfg *cfg, const char *addr,
 				PMREP_MIRROR_MAX_REPLICAS);
 		return PMREP_E_INVAL;
 	}
+	/* a target serves one initiator at a time: the same one twice would
+	 * take the replica from itself on every (re)connect */
+	for (unsigned i = 0; i < cfg->n; i++) {
+		if (strcmp(cfg->r[i].addr, addr) == 0 &&
+				strcmp(cfg->r[i].port, port) == 0) {
+			PMREP_LOG_ERR("replica %s:%s is already replica %u of this mirror",
+					addr, port, i);
+			return PMREP_E_INVAL;
+		}
+	}
 	char *a = strdup(addr), *p = strdup(port);
 	if (a == NULL || p == NULL) {
 		free(a);

@@ -7,7 +7,9 @@
  *    --size -1 used to serve a 4095-byte file as 2^64 - 1 data bytes,
  *    registering the whole address space above the mapping);
  *  - ports outside 0..65535 or not decimal ("70000" used to listen on
- *    4464), and port 0 for a replica to connect to.
+ *    4464), and port 0 for a replica to connect to;
+ *  - the same replica twice in a mirror (each attach took the target from
+ *    the other: every persist failed).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -83,11 +85,32 @@ mirror_replica_port_must_be_1_to_65535(void **state)
 	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "", "7204"),
 			PMREP_E_INVAL);
 	/* none of the refused ones took a slot */
-	for (int i = 0; i < PMREP_MIRROR_MAX_REPLICAS; i++)
+	char port[8];
+	for (int i = 0; i < PMREP_MIRROR_MAX_REPLICAS; i++) {
+		snprintf(port, sizeof(port), "%d", 7204 + i);
 		assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1",
-				"7204"), 0);
+				port), 0);
+	}
+	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", "7300"),
+			PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+}
+
+static void
+mirror_same_replica_twice_is_refused(void **state)
+{
+	(void)state;
+	/* the second attach took the target from the first on every
+	 * (re)connect: mirror_new succeeded, every persist failed */
+	struct pmrep_mirror_cfg *cfg = NULL;
+	assert_int_equal(pmrep_mirror_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", "7204"), 0);
 	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", "7204"),
 			PMREP_E_INVAL);
+	assert_non_null(strstr(pmrep_err_msg(), "already"));
+	/* another port or host is another replica */
+	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", "7205"), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.2", "7204"), 0);
 	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
 }
 
@@ -98,6 +121,7 @@ main(void)
 		cmocka_unit_test(target_data_size_that_would_wrap_the_file_size_is_refused),
 		cmocka_unit_test(target_port_outside_0_to_65535_or_not_decimal_is_refused),
 		cmocka_unit_test(mirror_replica_port_must_be_1_to_65535),
+		cmocka_unit_test(mirror_same_replica_twice_is_refused),
 	};
 	pmrep_log_set_threshold(PMREP_LOG_DISABLED);
 	return cmocka_run_group_tests(tests, NULL, NULL);
