@@ -422,13 +422,21 @@ ctrl_recv(int fd, char *line, size_t size, int timeout_ms)
 
 /* ---------------------------------------------------------------- server */
 
-struct server {
-	/* raw level */
-	struct pmrep_peer *peer;
-	struct pmrep_pmem *raw_pmem;
-	struct pmrep_mr_local *raw_mr;
+#define MAX_RAW 3
+
+/* one raw endpoint of the server: a registered region and its conn */
+struct raw_srv {
+	struct pmrep_pmem *pmem;
+	struct pmrep_mr_local *mr;
 	struct pmrep_ep *ep;
 	struct pmrep_conn *conn;
+};
+
+struct server {
+	struct pmrep_peer *peer;
+	/* raw level: one endpoint per replica of the fan-out */
+	struct raw_srv raw[MAX_RAW];
+	unsigned nraw;
 	/* mirror level */
 	struct pmrep_target *t[MAX_TARGETS];
 	unsigned nt;
@@ -459,59 +467,66 @@ static void
 server_end(struct server *sv)
 {
 	char path[128];
-	(void) pmrep_conn_delete(&sv->conn);
-	(void) pmrep_ep_shutdown(&sv->ep);
-	(void) pmrep_mr_dereg(&sv->raw_mr);
-	if (sv->raw_pmem) {
-		(void) pmrep_pmem_close(&sv->raw_pmem);
-		shm_path(path, sizeof(path), getppid(), "raw", 0);
-		unlink(path);
+	for (unsigned i = 0; i < MAX_RAW; i++) {
+		struct raw_srv *w = &sv->raw[i];
+		(void) pmrep_conn_delete(&w->conn);
+		(void) pmrep_ep_shutdown(&w->ep);
+		(void) pmrep_mr_dereg(&w->mr);
+		if (w->pmem) {
+			(void) pmrep_pmem_close(&w->pmem);
+			shm_path(path, sizeof(path), getppid(), "raw", i);
+			unlink(path);
+		}
 	}
-	(void) pmrep_peer_delete(&sv->peer);
+	sv->nraw = 0;
 	for (unsigned i = 0; i < sv->nt; i++) {
 		(void) pmrep_target_delete(&sv->t[i]);
 		shm_path(path, sizeof(path), getppid(), "t", i);
 		unlink(path);
 	}
 	sv->nt = 0;
+	(void) pmrep_peer_delete(&sv->peer);
 }
 
-/* RAW <remote size>: a registered region, listen, accept one conn */
+/* RAW <remote size>: one more registered region, listen, accept one conn */
 static int
 server_raw(struct server *sv, size_t size)
 {
 	char path[128];
+	if (sv->nraw == MAX_RAW)
+		return PMREP_E_INVAL;
 	int ret = server_peer(sv);
 	if (ret)
 		return ret;
-	shm_path(path, sizeof(path), getppid(), "raw", 0);
+	struct raw_srv *w = &sv->raw[sv->nraw];
+	shm_path(path, sizeof(path), getppid(), "raw", sv->nraw);
+	sv->nraw++;
 	unlink(path);
 	ret = pmrep_pmem_open(path, PMREP_PMEM_CREATE, size,
-			PMREP_PMEM_GRANULARITY_PAGE, &sv->raw_pmem);
+			PMREP_PMEM_GRANULARITY_PAGE, &w->pmem);
 	if (ret)
 		return ret;
-	ret = pmrep_mr_reg(sv->peer, pmrep_pmem_get_address(sv->raw_pmem), size,
+	ret = pmrep_mr_reg(sv->peer, pmrep_pmem_get_address(w->pmem), size,
 			PMREP_MR_USAGE_WRITE_DST | PMREP_MR_USAGE_READ_SRC |
 			PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT |
-			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY, &sv->raw_mr);
+			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY, &w->mr);
 	if (ret)
 		return ret;
-	(void) pmrep_mr_set_persist_fn(sv->raw_mr,
-			pmrep_pmem_get_persist_fn(sv->raw_pmem));
-	ret = pmrep_ep_listen(sv->peer, O.addr, "0", &sv->ep);
+	(void) pmrep_mr_set_persist_fn(w->mr, pmrep_pmem_get_persist_fn(w->pmem));
+	ret = pmrep_ep_listen(sv->peer, O.addr, "0", &w->ep);
 	if (ret)
 		return ret;
 	uint16_t port;
-	(void) pmrep_ep_get_port(sv->ep, &port);
+	(void) pmrep_ep_get_port(w->ep, &port);
 	ctrl_send(Ctrl, "OK %u", port);
 
 	struct pmrep_conn_req *req = NULL;
-	ret = pmrep_ep_wait_conn_req(sv->ep, NULL, OP_TIMEOUT_MS, &req);
+	ret = pmrep_ep_wait_conn_req(w->ep, NULL, OP_TIMEOUT_MS, &req);
 	if (ret)
 		return ret;
 	uint8_t pd_buf[PMREP_MR_DESC_SIZE + PMREP_PEER_CFG_DESC_SIZE];
 	struct pmrep_peer_cfg *pcfg = NULL;
-	(void) pmrep_mr_get_descriptor(sv->raw_mr, pd_buf);
+	(void) pmrep_mr_get_descriptor(w->mr, pd_buf);
 	ret = pmrep_peer_cfg_new(&pcfg);
 	if (ret) {
 		(void) pmrep_conn_req_delete(&req);
@@ -522,11 +537,11 @@ server_raw(struct server *sv, size_t size)
 	(void) pmrep_peer_cfg_get_descriptor(pcfg, pd_buf + PMREP_MR_DESC_SIZE);
 	(void) pmrep_peer_cfg_delete(&pcfg);
 	struct pmrep_conn_private_data pd = { pd_buf, sizeof(pd_buf) };
-	ret = pmrep_conn_req_connect(&req, &pd, &sv->conn);
+	ret = pmrep_conn_req_connect(&req, &pd, &w->conn);
 	if (ret)
 		return ret;
 	enum pmrep_conn_event ev;
-	ret = pmrep_conn_wait_event(sv->conn, OP_TIMEOUT_MS, &ev);
+	ret = pmrep_conn_wait_event(w->conn, OP_TIMEOUT_MS, &ev);
 	if (ret == 0 && ev != PMREP_CONN_ESTABLISHED)
 		ret = PMREP_E_CONN_LOST;
 	return ret;
@@ -712,10 +727,10 @@ client_peer(struct pmrep_peer **peer)
 	return ret;
 }
 
+/* the server's side goes with the next END */
 static void
 raw_close(struct raw *r)
 {
-	char reply[64];
 	if (r->conn) {
 		(void) pmrep_conn_disconnect(r->conn);
 		(void) pmrep_conn_delete(&r->conn);
@@ -725,7 +740,6 @@ raw_close(struct raw *r)
 	(void) pmrep_peer_delete(&r->peer);
 	free(r->src);
 	r->src = NULL;
-	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
 }
 
 static int
@@ -904,6 +918,56 @@ fail:
 	fprintf(stderr, "pmrep-bench: raw %zu B qd %u: %s (%s)\n", size, qd,
 			pmrep_err_to_str(ret), pmrep_err_msg());
 	return -1;
+}
+
+/* one write+flush to each of `k` connections at once; done when all are */
+struct fan {
+	struct raw *r;
+	unsigned k;
+};
+
+static int
+fan_run(struct fan *fa, size_t size, int ms, struct bench_samples *s)
+{
+	struct pmrep_completion c[4];
+	uint64_t t0 = bench_now_ns();
+	uint64_t warm_end = t0 + (uint64_t)WARMUP_MS * 1000000u;
+	uint64_t end = warm_end + (uint64_t)ms * 1000000u;
+	uint64_t begin = 0;
+	for (uint64_t seq = 0;; seq++) {
+		uint64_t a = bench_now_ns();
+		if (a >= end)
+			break;
+		int ret = 0;
+		for (unsigned i = 0; ret == 0 && i < fa->k; i++)
+			ret = raw_post(&fa->r[i], 0, size, seq);
+		for (unsigned i = 0; ret == 0 && i < fa->k; i++) {
+			int n = 0;
+			ret = take(fa->r[i].cq, c, 1, &n);
+			if (ret == 0 && c[0].status != IBV_WC_SUCCESS)
+				ret = PMREP_E_CONN_LOST;
+		}
+		if (ret) {
+			fprintf(stderr, "pmrep-bench: fan-out to %u: %s (%s)\n",
+					fa->k, pmrep_err_to_str(ret), pmrep_err_msg());
+			return -1;
+		}
+		uint64_t b = bench_now_ns();
+		if (a >= warm_end) {
+			if (begin == 0)
+				begin = a;
+			bench_samples_add(s, b - a, size);
+			s->elapsed_ns = b - begin;
+		}
+	}
+	return 0;
+}
+
+static int
+m_fan(void *arg, size_t size, unsigned qd, struct bench_samples *s)
+{
+	(void) qd;
+	return fan_run(arg, size, O.ms, s);
 }
 
 /* --------------------------------------------------------- mirror level */
@@ -1463,6 +1527,8 @@ sweep_raw(void)
 			}
 	}
 	raw_close(&r);
+	char reply[64];
+	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
 }
 
 static void
@@ -1497,10 +1563,105 @@ sweep_mirror_lat(void)
 	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
 }
 
-struct rep_round {
-	struct mirror *mi;
-	unsigned n;
+/* one replica count of the replica sweep */
+struct rep_item {
+	measure_fn *fn;
+	void *arg;
+	const char *method;
+	unsigned nrep;
 };
+
+/*
+ * rounds alternate the replica counts too: each round measures every
+ * count (each against its floor), and the ratio to one replica is taken
+ * within the round
+ */
+static void
+rep_rounds(const char *level, struct rep_item *it, unsigned n)
+{
+	double p50s[MAX_LIST][64], fr[MAX_LIST][64];
+	struct point pts[MAX_LIST];
+	struct bench_samples pools[MAX_LIST];
+	unsigned ninit = 0;
+	bool ok = true;
+	for (unsigned i = 0; i < n; i++) {
+		pts[i] = (struct point){ .sweep = "rep", .level = level,
+			.method = it[i].method, .size = O.rep_size, .qd = 1,
+			.replicas = it[i].nrep };
+		if (bench_samples_init(&pools[i], SAMPLES_CAP / 4) == 0)
+			ninit++;
+		else
+			ok = false;
+	}
+	int rounds = O.rounds < 64 ? O.rounds : 64;
+	O.rounds = 1;
+	for (int round = 0; ok && round < rounds; round++) {
+		for (unsigned i = 0; ok && i < n; i++) {
+			if (point_measure(&pts[i], it[i].fn, it[i].arg, false,
+					O.floor)) {
+				ok = false;
+				break;
+			}
+			p50s[i][round] = pts[i].r.p50_us;
+			fr[i][round] = pts[i].ratio;
+			pool_add(&pools[i], &S_pool);
+		}
+	}
+	O.rounds = rounds;
+	for (unsigned i = 0; ok && i < n; i++) {
+		struct point *p = &pts[i];
+		bench_summarize(&pools[i], &p->r);
+		double v[64], f[64];
+		int k = 0, kf = 0;
+		for (int r = 0; r < rounds; r++) {
+			v[k++] = p50s[i][r] / p50s[0][r];
+			if (!isnan(fr[i][r]))
+				f[kf++] = fr[i][r];
+		}
+		p->vs1 = pts[0].replicas == 1 ? median(v, k) : NAN;
+		p->ratio = p->ratio_min = p->ratio_max = NAN;
+		if (kf > 0) {
+			p->ratio = median(f, kf);
+			p->ratio_min = f[0];
+			p->ratio_max = f[kf - 1];
+		}
+		emit(p);
+	}
+	for (unsigned i = 0; i < ninit; i++)
+		bench_samples_fini(&pools[i]);
+}
+
+/* the raw level fanned out: write+flush to k connections at once */
+static void
+sweep_replicas_raw(void)
+{
+	struct raw r[MAX_RAW];
+	unsigned max = 0, nr = 0;
+	for (unsigned i = 0; i < O.nreps; i++)
+		if (O.reps[i] > max)
+			max = O.reps[i];
+	bool ok = true;
+	for (; nr < max && ok; nr++)
+		if (raw_open(&r[nr], O.rep_size))
+			ok = false;
+	if (!ok) {
+		nr--;
+		Failures++;
+	} else {
+		struct fan fans[MAX_LIST];
+		struct rep_item it[MAX_LIST];
+		for (unsigned i = 0; i < O.nreps; i++) {
+			fans[i] = (struct fan){ r, O.reps[i] };
+			it[i] = (struct rep_item){ m_fan, &fans[i],
+				raw_method(&r[0]), O.reps[i] };
+		}
+		rep_rounds("raw", it, O.nreps);
+	}
+	for (unsigned i = 0; i < nr; i++)
+		raw_close(&r[i]);
+	char reply[64];
+	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+}
 
 static void
 sweep_replicas(void)
@@ -1517,56 +1678,11 @@ sweep_replicas(void)
 		}
 	}
 	if (ok) {
-		/* rounds alternate the replica counts too: the ratio to one
-		 * replica is taken within a round */
-		double p50s[MAX_LIST][64];
-		struct point pts[MAX_LIST];
-		for (unsigned i = 0; i < n; i++) {
-			pts[i] = (struct point){ .sweep = "rep", .level = "mirror",
-				.method = mi[i].method, .size = O.rep_size,
-				.qd = 1, .replicas = mi[i].nrep };
-		}
-		int rounds = O.rounds;
-		O.rounds = 1;
-		struct bench_samples pools[MAX_LIST];
-		bool mem = true;
+		struct rep_item it[MAX_LIST];
 		for (unsigned i = 0; i < n; i++)
-			mem = mem && bench_samples_init(&pools[i], SAMPLES_CAP / 4) == 0;
-		double fr[MAX_LIST][64];
-		for (int round = 0; mem && round < rounds; round++) {
-			for (unsigned i = 0; i < n; i++) {
-				if (point_measure(&pts[i], m_mirror, &mi[i], false,
-						O.floor)) {
-					ok = false;
-					break;
-				}
-				p50s[i][round] = pts[i].r.p50_us;
-				fr[i][round] = pts[i].ratio;
-				pool_add(&pools[i], &S_pool);
-			}
-			if (!ok)
-				break;
-		}
-		O.rounds = rounds;
-		for (unsigned i = 0; ok && mem && i < n; i++) {
-			struct point *p = &pts[i];
-			bench_summarize(&pools[i], &p->r);
-			double v[64], f[64];
-			int k = 0;
-			for (int r = 0; r < rounds; r++) {
-				v[k] = p50s[i][r] / p50s[0][r];
-				f[k++] = fr[i][r];
-			}
-			p->vs1 = pts[0].replicas == 1 ? median(v, k) : NAN;
-			if (!isnan(f[0])) {
-				p->ratio = median(f, k);
-				p->ratio_min = f[0];
-				p->ratio_max = f[k - 1];
-			}
-			emit(p);
-		}
-		for (unsigned i = 0; i < n; i++)
-			bench_samples_fini(&pools[i]);
+			it[i] = (struct rep_item){ m_mirror, &mi[i], mi[i].method,
+				mi[i].nrep };
+		rep_rounds("mirror", it, n);
 	}
 	for (unsigned i = 0; i < n; i++)
 		mirror_close(&mi[i]);
@@ -1653,6 +1769,8 @@ main(int argc, char *argv[])
 		sweep_raw();
 	if (O.mirror && O.sweep_lat)
 		sweep_mirror_lat();
+	if (O.raw && O.sweep_rep)
+		sweep_replicas_raw();
 	if (O.mirror && O.sweep_rep)
 		sweep_replicas();
 	fprintf(Tab, "done in %.1f s%s\n", (double)(bench_now_ns() - t0) / 1e9,
