@@ -4,68 +4,72 @@
 #
 # Usage: bench/plot.sh [RESULTS.jsonl [OUTDIR]]
 #   (defaults: pmrep-bench.jsonl, the current directory)
-# Writes, per provider found in the file (the latest run of each):
+# Writes, per provider found in the file (of each sweep, its latest run):
 #   pmrep-<provider>-latency.png     p50 and p99 latency vs record size
 #                                    (raw, mirror, librpma, and the floor)
 #   pmrep-<provider>-throughput.png  MiB/s vs queue depth (raw) and the floor
-# Needs gnuplot (Debian: gnuplot-nox) and python3 (to read the JSON).
+# Needs gnuplot (Debian: gnuplot-nox); the JSON is read with awk.
 set -eu
 
 in=${1:-pmrep-bench.jsonl}
 out=${2:-.}
 command -v gnuplot >/dev/null 2>&1 || { echo "plot.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 1; }
-command -v python3 >/dev/null 2>&1 || { echo "plot.sh: python3 not found" >&2; exit 1; }
 [ -r "$in" ] || { echo "plot.sh: cannot read $in" >&2; exit 1; }
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# split the latest run of each provider into gnuplot data files
-python3 - "$in" "$tmp" <<'EOF'
-import json, sys, os
-src, tmp = sys.argv[1], sys.argv[2]
-rows = []
-for line in open(src):
-    line = line.strip()
-    if not line.startswith('{'):
-        continue
-    try:
-        rows.append(json.loads(line))
-    except ValueError:
-        pass
-latest = {}
-for r in rows:
-    p = r.get('provider')
-    if p and r.get('run', '') >= latest.get(p, ''):
-        latest[p] = r.get('run', '')
-def num(v):
-    return 'NaN' if v is None else repr(v)
-for prov, run in latest.items():
-    sel = [r for r in rows if r.get('provider') == prov and r.get('run') == run]
-    meta = sel[0]
-    with open(os.path.join(tmp, prov + '.title'), 'w') as f:
-        f.write('%s, %s%s, %s, wait %s' % (prov, meta.get('host', ''),
-                ' (soft-RoCE guest)' if meta.get('in_vm') else '',
-                meta.get('date', ''), meta.get('wait', '')))
-    for level in ('raw', 'mirror', 'librpma'):
-        pts = sorted((r for r in sel if r['sweep'] == 'lat' and r['level'] == level),
-                     key=lambda r: r['size'])
-        with open(os.path.join(tmp, '%s-lat-%s.dat' % (prov, level)), 'w') as f:
-            for r in pts:
-                f.write('%d %s %s %s %s\n' % (r['size'], num(r['p50_us']),
-                        num(r['p99_us']), num(r.get('floor_p50_us')),
-                        num(r.get('floor_p99_us'))))
-    pts = sorted((r for r in sel if r['sweep'] == 'bw' and r['level'] == 'raw'),
-                 key=lambda r: (r['size'], r['qd']))
-    with open(os.path.join(tmp, '%s-bw.dat' % prov), 'w') as f:
-        last = None
-        for r in pts:
-            if last is not None and r['size'] != last:
-                f.write('\n\n')
-            last = r['size']
-            f.write('%d %s %s %d\n' % (r['qd'], num(r['mib_per_s']),
-                    num(r.get('floor_mib_per_s')), r['size']))
-EOF
+# split the latest run of each provider into gnuplot data files (the JSON
+# lines are flat objects, one per line, as pmrep-bench writes them)
+awk -v tmp="$tmp" '
+function get(k,    m) {
+	if (match($0, "\"" k "\":(\"[^\"]*\"|[^,}]*)")) {
+		m = substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3)
+		gsub(/"/, "", m)
+		return m == "null" ? "NaN" : m
+	}
+	return ""
+}
+/^\{/ {
+	n++
+	line[n] = $0
+	k = get("provider") SUBSEP get("sweep"); r = get("run")
+	if (get("provider") != "" && r >= latest[k]) latest[k] = r
+}
+END {
+	for (i = 1; i <= n; i++) {
+		$0 = line[i]
+		p = get("provider")
+		if (p == "" || get("run") != latest[p SUBSEP get("sweep")])
+			continue
+		if (!(p in titled)) {
+			titled[p] = 1
+			f = tmp "/" p ".title"
+			printf "%s, %s%s, %s, wait %s", p, get("host"),
+				get("in_vm") == "true" ? " (soft-RoCE guest)" : "",
+				get("date"), get("wait") > f
+			close(f)
+		}
+		sw = get("sweep"); lv = get("level")
+		if (sw == "lat" && (lv == "raw" || lv == "mirror" || lv == "librpma"))
+			print get("size"), get("p50_us"), get("p99_us"),
+				get("floor_p50_us"), get("floor_p99_us") > (tmp "/" p "-lat-" lv ".dat")
+		if (sw == "bw" && lv == "raw")
+			print get("size"), get("qd"), get("mib_per_s"),
+				get("floor_mib_per_s") > (tmp "/" p "-bw.raw")
+	}
+}' "$in"
+
+# sizes ascending; throughput: one block per record size, qd ascending
+for f in "$tmp"/*-lat-*.dat; do
+	[ -e "$f" ] && sort -n -k1,1 "$f" -o "$f"
+done
+for f in "$tmp"/*-bw.raw; do
+	[ -e "$f" ] || continue
+	sort -n -k1,1 -k2,2 "$f" | awk '
+		NR > 1 && $1 != last { printf "\n\n" }
+		{ print $2, $3, $4, $1; last = $1 }' > "${f%.raw}.dat"
+done
 
 for t in "$tmp"/*.title; do
 	[ -e "$t" ] || { echo "plot.sh: no pmrep-bench results in $in" >&2; exit 1; }
