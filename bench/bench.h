@@ -82,6 +82,10 @@ void floor_tcp_fini(struct floor_tcp *f);
 /* ping-pong: `size` bytes there, 8 back, for about `ms` (warm-up excluded) */
 int floor_tcp_pingpong(struct floor_tcp *f, size_t size, int ms,
 		struct bench_samples *s);
+/* the ping-pong through an I/O thread woken by an eventfd, which wakes
+ * the caller back by another (a progress-thread design's least cost) */
+int floor_tcp_handoff(struct floor_tcp *f, size_t size, int ms,
+		struct bench_samples *s);
 /* stream: `size`-byte messages back to back, one acknowledgement at the
  * end of each burst of `burst` messages; for about `ms` */
 int floor_tcp_stream(struct floor_tcp *f, size_t size, unsigned burst, int ms,

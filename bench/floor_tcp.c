@@ -12,6 +12,9 @@
  * at a time (one sendmsg), the most a sender can get out of the socket.
  */
 #include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,4 +289,106 @@ floor_tcp_stream(struct floor_tcp *f, size_t size, unsigned burst, int ms,
 		}
 	}
 	return 0;
+}
+
+/*
+ * The same ping-pong with one hand-off each way, the way a design with a
+ * progress thread per connection must do it: the caller wakes an I/O
+ * thread through an eventfd, the thread sends and waits for the reply,
+ * then wakes the caller through another eventfd (which it polls, then
+ * reads). No pmrep code: what such a design costs at the least.
+ */
+struct handoff {
+	struct floor_tcp *f;
+	size_t size;
+	int to_io, to_app;
+	atomic_bool stop;
+	int err;
+};
+
+static void *
+handoff_io(void *arg)
+{
+	struct handoff *h = arg;
+	uint8_t reply[8];
+	uint64_t v;
+	for (;;) {
+		if (read(h->to_io, &v, sizeof(v)) != sizeof(v)) {
+			if (errno == EINTR)
+				continue;
+			h->err = -1;
+			break;
+		}
+		if (atomic_load(&h->stop))
+			break;
+		if (send_all(h->f->fd, h->f->buf, h->size + 8) ||
+				recv_all(h->f->fd, reply, sizeof(reply))) {
+			h->err = -1;
+			v = 1;
+			(void) !write(h->to_app, &v, sizeof(v));
+			break;
+		}
+		v = 1;
+		if (write(h->to_app, &v, sizeof(v)) != sizeof(v)) {
+			h->err = -1;
+			break;
+		}
+	}
+	return NULL;
+}
+
+int
+floor_tcp_handoff(struct floor_tcp *f, size_t size, int ms,
+		struct bench_samples *s)
+{
+	if (size + 8 > f->cap)
+		return -1;
+	struct handoff h = { .f = f, .size = size };
+	h.to_io = eventfd(0, EFD_CLOEXEC);
+	h.to_app = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (h.to_io < 0 || h.to_app < 0)
+		return -1;
+	set_header(f, size, FLOOR_F_ACK);
+	pthread_t th;
+	if (pthread_create(&th, NULL, handoff_io, &h)) {
+		close(h.to_io);
+		close(h.to_app);
+		return -1;
+	}
+	uint64_t t0 = bench_now_ns();
+	uint64_t warm_end = t0 + (uint64_t)WARMUP_MS * 1000000u;
+	uint64_t end = warm_end + (uint64_t)ms * 1000000u;
+	uint64_t begin = 0, v = 1;
+	int ret = 0;
+	for (;;) {
+		uint64_t a = bench_now_ns();
+		if (a >= end)
+			break;
+		v = 1;
+		if (write(h.to_io, &v, sizeof(v)) != sizeof(v)) {
+			ret = -1;
+			break;
+		}
+		struct pollfd p = { h.to_app, POLLIN, 0 };
+		while (read(h.to_app, &v, sizeof(v)) != sizeof(v))
+			(void) poll(&p, 1, -1);
+		if (h.err) {
+			ret = -1;
+			break;
+		}
+		uint64_t b = bench_now_ns();
+		if (a >= warm_end) {
+			if (begin == 0)
+				begin = a;
+			bench_samples_add(s, b - a, size);
+			s->elapsed_ns = b - begin;
+		}
+	}
+	atomic_store(&h.stop, true);
+	v = 1;
+	(void) !write(h.to_io, &v, sizeof(v));
+	pthread_join(th, NULL);
+	close(h.to_io);
+	close(h.to_app);
+	return ret;
 }

@@ -84,6 +84,7 @@ struct opts {
 	const char *librpma;		/* the comparison program, or NULL */
 	bool quick;
 	bool strict;			/* exit 1 when a point failed */
+	bool handoff;			/* tcp: also the ping-pong through a thread */
 };
 
 static struct opts O;
@@ -113,7 +114,9 @@ usage(FILE *f)
 "  --json FILE|-|none     JSON lines (default pmrep-bench.jsonl; -: stdout, table to stderr)\n"
 "  --librpma PATH|none    the librpma comparison (verbs; default: pmrep-bench-librpma beside us)\n"
 "  --quick                a short run for CI (64 B and 4 KiB, qd 1 and 16, 1 and 3 replicas, 1 round)\n"
-"  --strict               exit 1 when a point could not be measured (default: report it, exit 0)\n");
+"  --strict               exit 1 when a point could not be measured (default: report it, exit 0)\n"
+"  --handoff              tcp latency sweep: also the ping-pong through an I/O thread woken by\n"
+"                         eventfds (what a progress-thread design costs at the least)\n");
 }
 
 static unsigned
@@ -171,6 +174,7 @@ parse_opts(int argc, char *argv[])
 		{ "librpma", required_argument, NULL, 'L' },
 		{ "quick", no_argument, NULL, 'Q' },
 		{ "strict", no_argument, NULL, 'S' },
+		{ "handoff", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -212,6 +216,7 @@ parse_opts(int argc, char *argv[])
 		case 'L': O.librpma = strcmp(optarg, "none") == 0 ? NULL : optarg; break;
 		case 'Q': O.quick = true; break;
 		case 'S': O.strict = true; break;
+		case 'H': O.handoff = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -1458,6 +1463,14 @@ m_local(void *arg, size_t size, unsigned qd, struct bench_samples *s)
 	return mirror_run(arg, size, O.ms, true, s);
 }
 
+static int
+m_handoff(void *arg, size_t size, unsigned qd, struct bench_samples *s)
+{
+	(void) arg;
+	(void) qd;
+	return floor_tcp_handoff(&Floor, size, O.ms, s);
+}
+
 static const char *
 raw_method(const struct raw *r)
 {
@@ -1497,6 +1510,13 @@ sweep_raw(void)
 			}
 			Cmp_librpma = false;
 			emit(&p);
+			if (O.handoff && Have_floor && O.prov == PMREP_PROVIDER_TCP) {
+				struct point h = { .sweep = "lat", .level = "handoff",
+					.method = "thread", .size = O.sizes[i],
+					.qd = 1, .replicas = 0 };
+				if (point_measure(&h, m_handoff, NULL, false, true) == 0)
+					emit(&h);
+			}
 			if (rpma && Cmp_result.valid) {
 				/* librpma: its best round's latency; its ratio
 				 * to the floor: the median of its rounds */
