@@ -406,7 +406,7 @@ pmrep_pmem_close(struct pmrep_pmem **pmem_ptr)
 {
 	int ret = 0;
 
-	pmrep_err_clear();
+	/* no pmrep_err_clear(): close runs on error paths, keep their cause */
 	if (pmem_ptr == NULL)
 		return err_inval("pmem_ptr is NULL");
 

@@ -714,8 +714,10 @@ close_null_and_double_close(void **state)
 
 	assert_int_equal(pmrep_pmem_close(NULL), PMREP_E_INVAL);
 	assert_non_null(strstr(pmrep_err_msg(), "pmem_ptr"));
+	/* a successful close keeps the cause of the error before it: close
+	 * runs on error paths, which must not lose their reason */
 	assert_int_equal(pmrep_pmem_close(&p), 0);
-	assert_string_equal(pmrep_err_msg(), "");
+	assert_non_null(strstr(pmrep_err_msg(), "pmem_ptr"));
 
 	assert_int_equal(pmrep_pmem_open(tp_path("c"), PMREP_PMEM_CREATE, SZ,
 			PMREP_PMEM_GRANULARITY_PAGE, &p), 0);
