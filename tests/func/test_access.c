@@ -167,8 +167,12 @@ read_without_read_access_is_a_remote_access_error(void **state)
 	struct func_pair p;
 	struct func_mrs m;
 	func_pair_open(&p, NULL);
+	/* no flush usage either: verbs grants remote read for flushes (APM
+	 * reads) */
 	func_mrs_reg(&m, &p, SIZE, PMREP_MR_USAGE_ALL &
-			~PMREP_MR_USAGE_READ_SRC);
+			~(PMREP_MR_USAGE_READ_SRC |
+			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+			PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT));
 	memset(m.cbuf, 0x44, SIZE);
 	func_pattern(m.sbuf, SIZE, 4);
 	assert_int_equal(pmrep_read(p.cconn, m.cmr, 0, m.srmt, 0, 64,

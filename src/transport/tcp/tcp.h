@@ -289,7 +289,6 @@ struct tcp_conn {
 	struct tcp_cq *recv_cq;		/* where receives complete */
 
 	pthread_t thread;
-	bool thread_started;
 	int wake_fd;			/* eventfd: the thread's doorbell */
 
 	/* ---- shared with the application, under lock */

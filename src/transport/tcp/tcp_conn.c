@@ -240,7 +240,6 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 		c->sock = -1;
 		goto err;
 	}
-	c->thread_started = true;
 	tcp_conn_req_delete(&req->base);
 	*conn_ptr = &c->base;
 	return 0;
