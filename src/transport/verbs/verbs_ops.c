@@ -184,7 +184,16 @@ verbs_post(const struct pmrep_op_args *a)
 				(uint32_t)a->len, verbs_mr_lkey(a->local),
 				a->op_context);
 	}
-	if (conn->state != VERBS_ST_ESTABLISHED || conn->qp == NULL) {
+	/* a message may arrive before this side read its ESTABLISHED event:
+	 * let the state machine catch up with what the CM already said */
+	if (conn->state == VERBS_ST_CONNECTING)
+		(void) verbs_conn_pump(conn);
+	/* the passive side's QP is in RTS once rdma_accept returned (the
+	 * initiator's RTU, i.e. ESTABLISHED here, may still be in flight):
+	 * it may answer what it received */
+	bool ready = conn->state == VERBS_ST_ESTABLISHED ||
+		(conn->passive && conn->state == VERBS_ST_CONNECTING);
+	if (!ready || conn->qp == NULL) {
 		PMREP_LOG_ERR("the connection is not established (%s)",
 				verbs_conn_state_str(conn->state));
 		return conn->state == VERBS_ST_TERMINAL ||
