@@ -198,13 +198,7 @@ explicit_reject_is_rejected_and_final_with_retries_left(void **state)
 {
 	(void) state;
 	struct func_pair p;
-	memset(&p, 0, sizeof(p));
-	p.speer = func_peer(true);
-	p.cpeer = func_peer(false);
-	assert_int_equal(pmrep_ep_listen(p.speer, func_addr(), "0", &p.ep), 0);
-	uint16_t port;
-	assert_int_equal(pmrep_ep_get_port(p.ep, &port), 0);
-	snprintf(p.port, sizeof(p.port), "%u", port);
+	func_pair_listen(&p);
 	struct pmrep_conn_cfg *cfg = cfg_retries(1000, 5, 50);
 
 	struct pmrep_conn_req *req = NULL;
@@ -256,13 +250,7 @@ posting_before_established_is_state_and_after_disconnect_is_conn_lost(
 {
 	(void) state;
 	struct func_pair p;
-	memset(&p, 0, sizeof(p));
-	p.speer = func_peer(true);
-	p.cpeer = func_peer(false);
-	assert_int_equal(pmrep_ep_listen(p.speer, func_addr(), "0", &p.ep), 0);
-	uint16_t port;
-	assert_int_equal(pmrep_ep_get_port(p.ep, &port), 0);
-	snprintf(p.port, sizeof(p.port), "%u", port);
+	func_pair_listen(&p);
 	struct func_mrs m;
 	func_mrs_reg(&m, &p, 4096, PMREP_MR_USAGE_ALL);
 
@@ -314,13 +302,7 @@ request_left_at_a_shut_down_endpoint_is_refused(void **state)
 {
 	(void) state;
 	struct func_pair p;
-	memset(&p, 0, sizeof(p));
-	p.speer = func_peer(true);
-	p.cpeer = func_peer(false);
-	assert_int_equal(pmrep_ep_listen(p.speer, func_addr(), "0", &p.ep), 0);
-	uint16_t port;
-	assert_int_equal(pmrep_ep_get_port(p.ep, &port), 0);
-	snprintf(p.port, sizeof(p.port), "%u", port);
+	func_pair_listen(&p);
 	struct pmrep_conn_req *req = NULL;
 	assert_int_equal(pmrep_conn_req_new(p.cpeer, func_addr(), p.port, NULL,
 			&req), 0);

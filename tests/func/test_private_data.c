@@ -20,18 +20,6 @@
 #define T 5000
 
 static void
-listen_pair(struct func_pair *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->speer = func_peer(true);
-	p->cpeer = func_peer(false);
-	assert_int_equal(pmrep_ep_listen(p->speer, func_addr(), "0", &p->ep), 0);
-	uint16_t port;
-	assert_int_equal(pmrep_ep_get_port(p->ep, &port), 0);
-	snprintf(p->port, sizeof(p->port), "%u", port);
-}
-
-static void
 expect_pdata(const struct pmrep_conn_private_data *pd, const void *sent,
 		uint8_t len)
 {
@@ -50,7 +38,7 @@ T06_connect_with_57_bytes_is_invalid_and_the_request_survives(void **state)
 {
 	(void) state;
 	struct func_pair p;
-	listen_pair(&p);
+	func_pair_listen(&p);
 	uint8_t data[57];
 	func_pattern(data, sizeof(data), 57);
 	struct pmrep_conn_req *req = NULL;
@@ -90,7 +78,7 @@ T06_accept_with_197_bytes_is_invalid_and_the_request_survives(void **state)
 {
 	(void) state;
 	struct func_pair p;
-	listen_pair(&p);
+	func_pair_listen(&p);
 	uint8_t *data = malloc(197);
 	assert_non_null(data);
 	func_pattern(data, 197, 197);
@@ -225,7 +213,7 @@ T06_malformed_hello_is_rejected_and_the_endpoint_survives_tcp(void **state)
 	(void) state;
 	FUNC_TCP_ONLY();
 	struct func_pair p;
-	listen_pair(&p);
+	func_pair_listen(&p);
 	uint8_t b[64 + 300];
 
 	/* wrong magic */

@@ -54,6 +54,14 @@ struct tgt {
 	char port[8];
 };
 
+/*
+ * Targets live here, not on a test's stack: cmocka leaves a failed test
+ * by longjmp, and the teardown must still find (and stop) the thread that
+ * serves it -- else it goes on with a dead stack frame's pointers.
+ */
+#define NTGT 3
+static struct tgt tgts[NTGT];
+
 static void *
 tgt_loop(void *arg)
 {
@@ -63,20 +71,35 @@ tgt_loop(void *arg)
 	return NULL;
 }
 
+struct tgt_opts {
+	bool staging;		/* force the staging buffer */
+	bool direct_write;	/* declare direct write to pmem */
+	int timeout_ms;		/* 0: 3000 */
+};
+
+/* a target on `path` (created with `size` data bytes unless it holds a
+ * replica), served from a thread of this process on the test address */
 static int
-tgt_start(struct tgt *g, const char *name, uint64_t size, bool staging,
-		int timeout_ms)
+tgt_start_path(struct tgt **gp, const char *path, uint64_t size,
+		const struct tgt_opts *o)
 {
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	struct tgt *g = NULL;
+	for (int i = 0; i < NTGT && g == NULL; i++)
+		if (tgts[i].t == NULL)
+			g = &tgts[i];
+	assert_non_null(g);
 	struct pmrep_target_cfg *cfg;
 	memset(g, 0, sizeof(*g));
 	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
 	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
 	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, size, true), 0);
+	assert_int_equal(pmrep_target_cfg_set_address(cfg, func_addr(), "0"), 0);
 	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
-	assert_int_equal(pmrep_target_cfg_set_staging(cfg, staging), 0);
-	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, timeout_ms), 0);
+	assert_int_equal(pmrep_target_cfg_set_staging(cfg, o->staging), 0);
+	assert_int_equal(pmrep_target_cfg_set_direct_write_to_pmem(cfg,
+			o->direct_write), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(cfg,
+			o->timeout_ms ? o->timeout_ms : 3000), 0);
 	int ret = pmrep_target_new(cfg, &g->t);
 	pmrep_target_cfg_delete(&cfg);
 	if (ret)
@@ -85,13 +108,25 @@ tgt_start(struct tgt *g, const char *name, uint64_t size, bool staging,
 	assert_int_equal(pmrep_target_get_port(g->t, &port), 0);
 	snprintf(g->port, sizeof(g->port), "%u", port);
 	assert_int_equal(pthread_create(&g->th, NULL, tgt_loop, g), 0);
+	*gp = g;
 	return 0;
+}
+
+/* a target on the file `name` in the test directory */
+static int
+tgt_start(struct tgt **gp, const char *name, uint64_t size, bool staging,
+		int timeout_ms)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	struct tgt_opts o = { .staging = staging, .timeout_ms = timeout_ms };
+	return tgt_start_path(gp, path, size, &o);
 }
 
 static void
 tgt_stop(struct tgt *g)
 {
-	if (g->t == NULL)
+	if (g == NULL || g->t == NULL)
 		return;
 	atomic_store(&g->stop, true);
 	pthread_join(g->th, NULL);
@@ -129,6 +164,21 @@ struct child {
 	char port[16];
 };
 
+/* children alive, for the teardown after a failed test */
+#define NCHILD 4
+static pid_t live_children[NCHILD];
+
+static void
+child_track(pid_t pid, pid_t replace)
+{
+	for (int i = 0; i < NCHILD; i++) {
+		if (live_children[i] == replace) {
+			live_children[i] = pid;
+			return;
+		}
+	}
+}
+
 static void
 child_start(struct child *c, const char *name, const char *port, bool staging)
 {
@@ -145,6 +195,7 @@ child_start(struct child *c, const char *name, const char *port, bool staging)
 				staging ? "1" : "0", (char *)NULL);
 		_exit(127);
 	}
+	child_track(c->pid, 0);
 	close(p[1]);
 	char buf[16] = { 0 };
 	ssize_t n = read(p[0], buf, sizeof(buf) - 1);	/* the port, once listening */
@@ -164,6 +215,7 @@ child_kill(struct child *c, int sig)
 		if (sig == SIGTERM)
 			kill(c->pid, SIGCONT);
 		waitpid(c->pid, NULL, 0);
+		child_track(0, c->pid);
 		c->pid = 0;
 	}
 }
@@ -203,21 +255,63 @@ fill(struct pmrep_pmem *p, size_t off, size_t len, unsigned seed)
 		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
 }
 
-/* the replica file's data area equals the local mapping */
+/* the data area of the replica at `path` equals the local mapping */
 static void
-assert_replica_equals(struct pmrep_pmem *local, const char *name)
+assert_replica_path_equals(struct pmrep_pmem *local, const char *path)
 {
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	size_t size = pmrep_pmem_get_size(local);
 	uint8_t *buf = malloc(size);
 	assert_non_null(buf);
 	int fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, buf, size, PMREP_REPLICA_DATA_OFFSET), (ssize_t)size);
+	/* a device DAX cannot be read(2): map it */
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
 	close(fd);
+	if (S_ISCHR(st.st_mode)) {
+		struct pmrep_pmem *r = NULL;
+		assert_int_equal(pmrep_pmem_open(path, 0, 0,
+				PMREP_PMEM_GRANULARITY_PAGE, &r), 0);
+		assert_true(pmrep_pmem_get_size(r) >= PMREP_REPLICA_DATA_OFFSET + size);
+		memcpy(buf, (uint8_t *)pmrep_pmem_get_address(r) +
+				PMREP_REPLICA_DATA_OFFSET, size);
+		pmrep_pmem_close(&r);
+	} else {
+		fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, buf, size, PMREP_REPLICA_DATA_OFFSET),
+				(ssize_t)size);
+		close(fd);
+	}
 	assert_memory_equal(buf, pmrep_pmem_get_address(local), size);
 	free(buf);
+}
+
+/* the replica file `name` (in the test directory) equals the local mapping */
+static void
+assert_replica_equals(struct pmrep_pmem *local, const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_replica_path_equals(local, path);
+}
+
+/*
+ * The method a mirror gets for a target that registered its mapping
+ * itself: native flush where the initiator's peer has it (tcp; verbs with
+ * RDMA FLUSH), else APM where the target declares direct write to pmem,
+ * else GPSPM.
+ */
+static enum pmrep_mirror_method
+direct_method(bool direct_write)
+{
+	struct pmrep_peer *peer = func_peer(false);
+	uint32_t caps = 0;
+	assert_int_equal(pmrep_peer_get_caps(peer, &caps), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+	if (caps & PMREP_CAP_NATIVE_FLUSH)
+		return PMREP_MIRROR_METHOD_NATIVE;
+	return direct_write ? PMREP_MIRROR_METHOD_APM : PMREP_MIRROR_METHOD_GPSPM;
 }
 
 static enum pmrep_mirror_method
@@ -240,6 +334,17 @@ static int
 teardown(void **state)
 {
 	(void)state;
+	/* what a failed test left running */
+	for (int i = 0; i < NTGT; i++)
+		if (tgts[i].t != NULL)
+			tgt_stop(&tgts[i]);
+	for (int i = 0; i < NCHILD; i++) {
+		if (live_children[i] > 0) {
+			kill(live_children[i], SIGKILL);
+			waitpid(live_children[i], NULL, 0);
+			live_children[i] = 0;
+		}
+	}
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
@@ -247,18 +352,25 @@ teardown(void **state)
 
 /* ------------------------------------------------------------- tests */
 
+/*
+ * a mirror of a fresh local mapping of `size` bytes to a target on `rpath`:
+ * the full resync, 50 scattered persists and the last byte are byte-exact
+ * in the replica before the mirror ends, and it is marked consistent after
+ */
 static void
-persist_roundtrip(bool staging, bool force_gpspm, enum pmrep_mirror_method want)
+persist_roundtrip_at(const char *rpath, uint64_t size, const struct tgt_opts *o,
+		bool force_gpspm, enum pmrep_target_mode want_mode,
+		enum pmrep_mirror_method want)
 {
-	struct tgt g;
-	assert_int_equal(tgt_start(&g, "replica", SIZE, staging, 3000), 0);
+	struct tgt *g;
+	assert_int_equal(tgt_start_path(&g, rpath, size, o), 0);
 	enum pmrep_target_mode mode;
-	assert_int_equal(pmrep_target_get_mode(g.t, &mode), 0);
-	assert_int_equal(mode, staging ? PMREP_TARGET_MODE_STAGING : PMREP_TARGET_MODE_DIRECT);
+	assert_int_equal(pmrep_target_get_mode(g->t, &mode), 0);
+	assert_int_equal(mode, want_mode);
 
-	struct pmrep_pmem *local = local_open("local", SIZE);
-	fill(local, 0, SIZE, 1);	/* written before the mirror: full resync */
-	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 1);
+	struct pmrep_pmem *local = local_open("local", size);
+	fill(local, 0, size, 1);	/* written before the mirror: full resync */
+	struct pmrep_mirror_cfg *c = mcfg(g->port, uuid_a, 1);
 	assert_int_equal(pmrep_mirror_cfg_set_force_gpspm(c, force_gpspm), 0);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
@@ -267,20 +379,22 @@ persist_roundtrip(bool staging, bool force_gpspm, enum pmrep_mirror_method want)
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
 	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
 	assert_int_equal(st.lag_bytes, 0);
-	assert_int_equal(st.resync_bytes, SIZE);	/* a fresh replica: all of it */
+	assert_int_equal(st.resync_bytes, size);	/* a fresh replica: all of it */
 
 	for (unsigned i = 0; i < 50; i++) {
 		size_t off = (i * 12345u) % (SIZE - 3000);
+		off += (size_t)(size - SIZE) / 50 * i;	/* spread over all of it */
 		fill(local, off, 3000, 100 + i);
 		assert_int_equal(pmrep_mirror_persist(m, off, 3000, 3000), 0);
 	}
-	assert_int_equal(pmrep_mirror_persist(m, SIZE - 1, 1, 3000), 0);
-	assert_int_equal(pmrep_mirror_persist(m, SIZE, 1, 3000), PMREP_E_RANGE);
+	fill(local, size - 1, 1, 99);
+	assert_int_equal(pmrep_mirror_persist(m, size - 1, 1, 3000), 0);
+	assert_int_equal(pmrep_mirror_persist(m, size, 1, 3000), PMREP_E_RANGE);
 	assert_int_equal(pmrep_mirror_persist(m, 0, 0, 3000), 0);
 	/* the data is there before the mirror says goodbye */
-	assert_replica_equals(local, "replica");
+	assert_replica_path_equals(local, rpath);
 	struct pmrep_target_stats ts;
-	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.sessions_accepted, 1);
 	if (want == PMREP_MIRROR_METHOD_GPSPM)
 		assert_true(ts.persist_requests >= 51);
@@ -289,51 +403,170 @@ persist_roundtrip(bool staging, bool force_gpspm, enum pmrep_mirror_method want)
 
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 	assert_null(m);
-	tgt_stop(&g);
+	tgt_stop(g);
 
-	char path[256];
-	snprintf(path, sizeof(path), "%s/replica", dir);
 	struct pmrep_replica_info info;
-	assert_int_equal(pmrep_replica_read_info(path, &info), 0);
+	assert_int_equal(pmrep_replica_read_info(rpath, &info), 0);
 	assert_memory_equal(info.uuid, uuid_a, PMREP_UUID_SIZE);
-	assert_int_equal(info.data_size, SIZE);
+	assert_int_equal(info.data_size, size);
 	assert_int_equal(info.generation, 1);
 	assert_int_equal(info.flags, PMREP_REPLICA_F_CONSISTENT);
-	assert_replica_equals(local, "replica");
+	assert_replica_path_equals(local, rpath);
 	pmrep_mirror_cfg_delete(&c);
 	pmrep_pmem_close(&local);
 }
 
+/* the same on the file "replica" in the test directory (tmpfs) */
 static void
-single_replica_persist_is_byte_exact_with_native_flush(void **state)
+persist_roundtrip(const struct tgt_opts *o, bool force_gpspm,
+		enum pmrep_mirror_method want)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/replica", dir);
+	persist_roundtrip_at(path, SIZE, o, force_gpspm, o->staging ?
+			PMREP_TARGET_MODE_STAGING : PMREP_TARGET_MODE_DIRECT,
+			want);
+}
+
+/* tcp: native flush; verbs: GPSPM, since the target declares no direct
+ * write to pmem (and rdma-core 44 has no RDMA FLUSH) */
+static void
+direct_target_persist_is_byte_exact(void **state)
 {
 	(void)state;
-	persist_roundtrip(false, false, PMREP_MIRROR_METHOD_NATIVE);
+	struct tgt_opts o = { 0 };
+	persist_roundtrip(&o, false, direct_method(false));
+}
+
+/* verbs: APM (a read after the writes); tcp: native all the same */
+static void
+direct_write_target_persist_is_byte_exact_with_apm(void **state)
+{
+	(void)state;
+	struct tgt_opts o = { .direct_write = true };
+	persist_roundtrip(&o, false, direct_method(true));
 }
 
 static void
 staging_target_serves_gpspm_byte_exact(void **state)
 {
 	(void)state;
-	persist_roundtrip(true, false, PMREP_MIRROR_METHOD_GPSPM);
+	struct tgt_opts o = { .staging = true, .direct_write = true };
+	persist_roundtrip(&o, false, PMREP_MIRROR_METHOD_GPSPM);
 }
 
 static void
 forced_gpspm_on_a_direct_target_is_byte_exact(void **state)
 {
 	(void)state;
-	persist_roundtrip(false, true, PMREP_MIRROR_METHOD_GPSPM);
+	struct tgt_opts o = { .direct_write = true };
+	persist_roundtrip(&o, true, PMREP_MIRROR_METHOD_GPSPM);
+}
+
+/* ------------------------------------------ verbs: where the replica lives */
+
+/* a directory the guest provides for a case (PMEM_MOUNT ...), else skip */
+static const char *
+verbs_env_or_skip(const char *var)
+{
+	if (func_is_tcp())
+		skip();
+	const char *v = getenv(var);
+	if (v == NULL || v[0] == '\0') {
+		print_message("%s is not set (not in the soft-RoCE guest?): skipped\n", var);
+		skip();
+	}
+	return v;
+}
+
+/*
+ * verbs: a replica on device DAX. Its mapping is registered as it is
+ * (the kernel pins device-DAX pages), so the target serves it directly;
+ * it declares direct write to pmem, so the mirror confirms by APM. The
+ * device's header block is wiped first: "create" formats a device DAX only
+ * when it was never formatted. The whole device is the replica: the full
+ * resync copies all of it.
+ */
+static void
+devdax_replica_is_served_direct_and_byte_exact(void **state)
+{
+	(void)state;
+	const char *dev = verbs_env_or_skip("PMEM_DEVDAX");
+	struct pmrep_pmem *d = NULL;
+	assert_int_equal(pmrep_pmem_open(dev, 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&d), 0);
+	assert_true(pmrep_pmem_is_devdax(d));
+	size_t devsize = pmrep_pmem_get_size(d);
+	assert_true(devsize > PMREP_REPLICA_DATA_OFFSET + SIZE);
+	pmrep_pmem_get_memset_fn(d)(pmrep_pmem_get_address(d), 0,
+			PMREP_REPLICA_DATA_OFFSET, 0);
+	assert_int_equal(pmrep_pmem_close(&d), 0);
+
+	struct tgt_opts o = { .direct_write = true };
+	persist_roundtrip_at(dev, devsize - PMREP_REPLICA_DATA_OFFSET, &o,
+			false, PMREP_TARGET_MODE_DIRECT, direct_method(true));
+}
+
+/*
+ * T10, verbs: a replica file on file-system DAX (ext4 -o dax). rxe has no
+ * ODP, so the kernel refuses to register the mapping (EOPNOTSUPP); the
+ * target falls back to its staging buffer, and the mirror uses GPSPM even
+ * though the target declares direct write to pmem. Byte-exact all the same.
+ */
+static void
+t10_fsdax_replica_falls_back_to_staging_gpspm(void **state)
+{
+	(void)state;
+	const char *mnt = verbs_env_or_skip("PMEM_MOUNT");
+	char path[256];
+	snprintf(path, sizeof(path), "%s/pmrep-test-repl-t10.%d", mnt, (int)getpid());
+	unlink(path);
+	struct tgt_opts o = { .direct_write = true };
+	persist_roundtrip_at(path, SIZE, &o, false, PMREP_TARGET_MODE_STAGING,
+			PMREP_MIRROR_METHOD_GPSPM);
+	assert_int_equal(unlink(path), 0);
+}
+
+/*
+ * T11, verbs: a replica file on a page-cache file system (here the build
+ * directory, which the guest shares over 9p with cache=mmap). Kernels from
+ * 6.5 on refuse to pin a writable page-cache mapping for RDMA (EFAULT):
+ * the target falls back to staging and GPSPM; older ones (Debian 12's
+ * 6.1) pin it, and it is served directly. Either way byte-exact, and the
+ * method follows the mode.
+ */
+static void
+t11_page_cache_replica_is_served_either_way(void **state)
+{
+	(void)state;
+	(void) verbs_env_or_skip("IN_VM");
+	char cwd[200], path[256];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	snprintf(path, sizeof(path), "%s/pmrep-test-repl-t11.%d", cwd, (int)getpid());
+	unlink(path);
+	struct tgt *g;
+	struct tgt_opts o = { .direct_write = true };
+	assert_int_equal(tgt_start_path(&g, path, SIZE, &o), 0);
+	enum pmrep_target_mode mode;
+	assert_int_equal(pmrep_target_get_mode(g->t, &mode), 0);
+	tgt_stop(g);
+	print_message("page-cache replica: %s mode\n",
+			mode == PMREP_TARGET_MODE_STAGING ? "staging" : "direct");
+	persist_roundtrip_at(path, SIZE, &o, false, mode,
+			mode == PMREP_TARGET_MODE_STAGING ?
+			PMREP_MIRROR_METHOD_GPSPM : direct_method(true));
+	assert_int_equal(unlink(path), 0);
 }
 
 static void
 consistent_replica_of_the_same_generation_needs_no_resync(void **state)
 {
 	(void)state;
-	struct tgt g;
+	struct tgt *g;
 	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
 	struct pmrep_pmem *local = local_open("local", SIZE);
 	fill(local, 0, SIZE, 3);
-	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 4);
+	struct pmrep_mirror_cfg *c = mcfg(g->port, uuid_a, 4);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
@@ -352,7 +585,7 @@ consistent_replica_of_the_same_generation_needs_no_resync(void **state)
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
 	assert_int_equal(st.resync_bytes, SIZE);
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	tgt_stop(&g);
+	tgt_stop(g);
 	pmrep_mirror_cfg_delete(&c);
 	pmrep_pmem_close(&local);
 }
@@ -373,22 +606,22 @@ static void
 wrong_key_is_refused_with_auth(void **state)
 {
 	(void)state;
-	struct tgt g;
+	struct tgt *g;
 	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
 	struct pmrep_pmem *local = local_open("local", SIZE);
-	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 1);
+	struct pmrep_mirror_cfg *c = mcfg(g->port, uuid_a, 1);
 	uint8_t bad[32];
 	memcpy(bad, key, sizeof(bad));
 	bad[0] ^= 1;
 	assert_int_equal(pmrep_mirror_cfg_set_key(c, bad, sizeof(bad)), 0);
-	expect_refusal(g.port, local, c, PMREP_E_AUTH);
+	expect_refusal(g->port, local, c, PMREP_E_AUTH);
 	struct pmrep_target_stats ts;
-	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.sessions_accepted, 0);
 	assert_int_equal(ts.sessions_refused, 1);
 	assert_int_equal(ts.last_refusal, PMREP_E_AUTH);
 	/* the refused initiator did not claim the replica */
-	tgt_stop(&g);
+	tgt_stop(g);
 	char path[256];
 	snprintf(path, sizeof(path), "%s/replica", dir);
 	struct pmrep_replica_info info;
@@ -403,15 +636,15 @@ static void
 wrong_size_is_refused_with_range(void **state)
 {
 	(void)state;
-	struct tgt g;
+	struct tgt *g;
 	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
 	struct pmrep_pmem *local = local_open("local", SIZE / 2);
-	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 1);
-	expect_refusal(g.port, local, c, PMREP_E_RANGE);
+	struct pmrep_mirror_cfg *c = mcfg(g->port, uuid_a, 1);
+	expect_refusal(g->port, local, c, PMREP_E_RANGE);
 	struct pmrep_target_stats ts;
-	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_RANGE);
-	tgt_stop(&g);
+	tgt_stop(g);
 	pmrep_mirror_cfg_delete(&c);
 	pmrep_pmem_close(&local);
 }
@@ -420,27 +653,27 @@ static void
 other_replica_set_and_newer_generation_are_refused(void **state)
 {
 	(void)state;
-	struct tgt g;
+	struct tgt *g;
 	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
 	struct pmrep_pmem *local = local_open("local", SIZE);
-	struct pmrep_mirror_cfg *c = mcfg(g.port, uuid_a, 3);
+	struct pmrep_mirror_cfg *c = mcfg(g->port, uuid_a, 3);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);	/* claims it */
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 
-	struct pmrep_mirror_cfg *cb = mcfg(g.port, uuid_b, 3);
-	expect_refusal(g.port, local, cb, PMREP_E_INVAL);
+	struct pmrep_mirror_cfg *cb = mcfg(g->port, uuid_b, 3);
+	expect_refusal(g->port, local, cb, PMREP_E_INVAL);
 	struct pmrep_target_stats ts;
-	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_INVAL);
 
-	struct pmrep_mirror_cfg *old = mcfg(g.port, uuid_a, 2);
-	expect_refusal(g.port, local, old, PMREP_E_STATE);
-	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	struct pmrep_mirror_cfg *old = mcfg(g->port, uuid_a, 2);
+	expect_refusal(g->port, local, old, PMREP_E_STATE);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_STATE);
 	assert_int_equal(ts.sessions_accepted, 1);
 	assert_int_equal(ts.sessions_refused, 2);
-	tgt_stop(&g);
+	tgt_stop(g);
 	pmrep_mirror_cfg_delete(&c);
 	pmrep_mirror_cfg_delete(&cb);
 	pmrep_mirror_cfg_delete(&old);
@@ -454,7 +687,7 @@ raw_connect(const char *port, const void *pdata, uint8_t len,
 		enum pmrep_conn_event *ev)
 {
 	struct pmrep_conn_req *req;
-	assert_int_equal(pmrep_peer_new_tcp(peer), 0);
+	*peer = func_peer(false);
 	assert_int_equal(pmrep_conn_req_new(*peer, func_addr(), port, NULL, &req), 0);
 	struct pmrep_conn_private_data pd = { pdata, len };
 	assert_int_equal(pmrep_conn_req_connect(&req, &pd, conn), 0);
@@ -465,7 +698,7 @@ static void
 malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 {
 	(void)state;
-	struct tgt g;
+	struct tgt *g;
 	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 500), 0);
 	struct pmrep_peer *peer;
 	struct pmrep_conn *conn;
@@ -475,16 +708,16 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 	/* 1: private data that is no HELLO: rejected at connect */
 	uint8_t junk[24];
 	memset(junk, 0x5a, sizeof(junk));
-	assert_int_equal(raw_connect(g.port, junk, sizeof(junk), &peer, &conn, &ev), 0);
+	assert_int_equal(raw_connect(g->port, junk, sizeof(junk), &peer, &conn, &ev), 0);
 	assert_int_equal(ev, PMREP_CONN_REJECTED);
 	pmrep_conn_delete(&conn);
 	pmrep_peer_delete(&peer);
-	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_MALFORMED);
 	assert_int_equal(ts.sessions_refused, 1);
 
 	/* 2: no private data at all */
-	assert_int_equal(raw_connect(g.port, NULL, 0, &peer, &conn, &ev), 0);
+	assert_int_equal(raw_connect(g->port, NULL, 0, &peer, &conn, &ev), 0);
 	assert_int_equal(ev, PMREP_CONN_REJECTED);
 	pmrep_conn_delete(&conn);
 	pmrep_peer_delete(&peer);
@@ -492,7 +725,7 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 	/* 3: a valid HELLO, then a garbage message instead of AUTH: the
 	 * target answers REFUSE(malformed) and closes */
 	uint8_t hello[24] = { 0x52, 0x50, 1, 1 };
-	assert_int_equal(raw_connect(g.port, hello, sizeof(hello), &peer, &conn, &ev), 0);
+	assert_int_equal(raw_connect(g->port, hello, sizeof(hello), &peer, &conn, &ev), 0);
 	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
 	static uint8_t buf[256];
 	struct pmrep_mr_local *mr;
@@ -523,20 +756,20 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 	pmrep_conn_delete(&conn);
 	pmrep_mr_dereg(&mr);
 	pmrep_peer_delete(&peer);
-	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_MALFORMED);
 
 	/* 4: a valid HELLO and then silence: dropped after the timeout */
-	assert_int_equal(raw_connect(g.port, hello, sizeof(hello), &peer, &conn, &ev), 0);
+	assert_int_equal(raw_connect(g->port, hello, sizeof(hello), &peer, &conn, &ev), 0);
 	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
 	assert_int_equal(pmrep_conn_wait_event(conn, 5000, &ev), 0);
 	assert_true(ev == PMREP_CONN_CLOSED || ev == PMREP_CONN_LOST);
 	pmrep_conn_delete(&conn);
 	pmrep_peer_delete(&peer);
-	assert_int_equal(pmrep_target_get_stats(g.t, &ts), 0);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_TIMEOUT);
 	assert_int_equal(ts.sessions_accepted, 0);
-	tgt_stop(&g);
+	tgt_stop(g);
 }
 
 struct killer {
@@ -644,21 +877,21 @@ static void
 quorum_survives_a_replica_loss_where_all_fails(void **state)
 {
 	(void)state;
-	struct tgt g1, g2;
+	struct tgt *g1, *g2;
 	assert_int_equal(tgt_start(&g1, "r1", SIZE, false, 3000), 0);
 	assert_int_equal(tgt_start(&g2, "r2", SIZE, true, 3000), 0);
 	struct pmrep_pmem *local = local_open("local", SIZE);
-	struct pmrep_mirror_cfg *c = mcfg(g1.port, uuid_a, 1);
-	assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(), g2.port), 0);
+	struct pmrep_mirror_cfg *c = mcfg(g1->port, uuid_a, 1);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(), g2->port), 0);
 
 	/* all: a lost replica fails the persist */
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
-	assert_int_equal(method_of(m, 0), PMREP_MIRROR_METHOD_NATIVE);
+	assert_int_equal(method_of(m, 0), direct_method(false));
 	assert_int_equal(method_of(m, 1), PMREP_MIRROR_METHOD_GPSPM);
 	fill(local, 0, 4096, 1);
 	assert_int_equal(pmrep_mirror_persist(m, 0, 4096, 3000), 0);
-	tgt_stop(&g2);
+	tgt_stop(g2);
 	fill(local, 4096, 4096, 2);
 	assert_int_not_equal(pmrep_mirror_persist(m, 4096, 4096, 3000), 0);
 	struct pmrep_replica_status st;
@@ -679,7 +912,7 @@ quorum_survives_a_replica_loss_where_all_fails(void **state)
 		assert_int_equal(pmrep_mirror_persist(m, i * 4096, 4096, 3000), 0);
 	}
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	tgt_stop(&g1);
+	tgt_stop(g1);
 	assert_replica_equals(local, "r1");
 	pmrep_mirror_cfg_delete(&c);
 	pmrep_pmem_close(&local);
@@ -701,9 +934,13 @@ main(int argc, char *argv[])
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(single_replica_persist_is_byte_exact_with_native_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(direct_target_persist_is_byte_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(direct_write_target_persist_is_byte_exact_with_apm, setup, teardown),
 		cmocka_unit_test_setup_teardown(staging_target_serves_gpspm_byte_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(forced_gpspm_on_a_direct_target_is_byte_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(devdax_replica_is_served_direct_and_byte_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(t10_fsdax_replica_falls_back_to_staging_gpspm, setup, teardown),
+		cmocka_unit_test_setup_teardown(t11_page_cache_replica_is_served_either_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(consistent_replica_of_the_same_generation_needs_no_resync, setup, teardown),
 		cmocka_unit_test_setup_teardown(wrong_key_is_refused_with_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(wrong_size_is_refused_with_range, setup, teardown),

@@ -60,77 +60,57 @@ static void
 recv_posted_before_accept_receives_the_first_message(void **state)
 {
 	(void) state;
-	/* the server's buffer must exist before the pair: its own peer */
-	struct pmrep_peer *speer = func_peer(true);
-	uint8_t *sbuf = func_alloc(4096);
-	struct pmrep_mr_local *smr = NULL;
-	assert_int_equal(pmrep_mr_reg(speer, sbuf, 4096, PMREP_MR_USAGE_ALL,
-			&smr), 0);
-	/* the pair helper makes its own peers; do its steps with ours */
-	struct pmrep_ep *ep = NULL;
-	assert_int_equal(pmrep_ep_listen(speer, func_addr(), "0", &ep), 0);
-	uint16_t port;
-	assert_int_equal(pmrep_ep_get_port(ep, &port), 0);
-	char ports[16];
-	snprintf(ports, sizeof(ports), "%u", port);
-	struct pmrep_peer *cpeer = func_peer(false);
-	uint8_t *cbuf = func_alloc(4096);
-	struct pmrep_mr_local *cmr = NULL;
-	assert_int_equal(pmrep_mr_reg(cpeer, cbuf, 4096, PMREP_MR_USAGE_ALL,
-			&cmr), 0);
+	/* the buffers exist before the conns */
+	struct func_pair p;
+	func_pair_listen(&p);
+	struct func_mrs m;
+	func_mrs_reg(&m, &p, 4096, PMREP_MR_USAGE_ALL);
+	uint8_t *sbuf = m.sbuf, *cbuf = m.cbuf;
+	struct pmrep_mr_local *smr = m.smr, *cmr = m.cmr;
 
 	/* receives complete on a separate receive CQ on both sides */
 	struct pmrep_conn_cfg *cfg = NULL;
 	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
 	assert_int_equal(pmrep_conn_cfg_set_rcq_size(cfg, 4), 0);
 	struct pmrep_conn_req *creq = NULL, *sreq = NULL;
-	struct pmrep_conn *cconn = NULL, *sconn = NULL;
-	assert_int_equal(pmrep_conn_req_new(cpeer, func_addr(), ports, cfg,
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, func_addr(), p.port, cfg,
 			&creq), 0);
 	/* the client pre-posts too: the server's first message lands */
 	struct prepost cpp = { cmr, 1024, 11 };
 	post_on_req(creq, &cpp);
-	assert_int_equal(pmrep_conn_req_connect(&creq, NULL, &cconn), 0);
-	assert_int_equal(pmrep_ep_wait_conn_req(ep, cfg, T * func_slow(),
+	assert_int_equal(pmrep_conn_req_connect(&creq, NULL, &p.cconn), 0);
+	assert_int_equal(pmrep_ep_wait_conn_req(p.ep, cfg, T * func_slow(),
 			&sreq), 0);
 	struct prepost spp = { smr, 512, 22 };
 	post_on_req(sreq, &spp);
-	assert_int_equal(pmrep_conn_req_connect(&sreq, NULL, &sconn), 0);
-	func_expect_event(cconn, PMREP_CONN_ESTABLISHED, T * func_slow());
+	assert_int_equal(pmrep_conn_req_connect(&sreq, NULL, &p.sconn), 0);
+	func_expect_event(p.cconn, PMREP_CONN_ESTABLISHED, T * func_slow());
 
 	/* the client sends the moment it is established */
 	func_pattern(cbuf, 100, 1);
-	assert_int_equal(pmrep_send(cconn, cmr, 0, 100,
+	assert_int_equal(pmrep_send(p.cconn, cmr, 0, 100,
 			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
-	func_expect_event(sconn, PMREP_CONN_ESTABLISHED, T * func_slow());
+	func_expect_event(p.sconn, PMREP_CONN_ESTABLISHED, T * func_slow());
 	func_pattern(sbuf, 120, 2);
-	assert_int_equal(pmrep_send(sconn, smr, 0, 120,
+	assert_int_equal(pmrep_send(p.sconn, smr, 0, 120,
 			PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
 
-	expect_status(func_cq(cconn), 1, IBV_WC_SUCCESS);
-	expect_status(func_cq(sconn), 2, IBV_WC_SUCCESS);
-	assert_true(func_rcq(sconn) != func_cq(sconn));
-	struct pmrep_completion r = func_wait_one(func_rcq(sconn), T);
+	expect_status(func_cq(p.cconn), 1, IBV_WC_SUCCESS);
+	expect_status(func_cq(p.sconn), 2, IBV_WC_SUCCESS);
+	assert_true(func_rcq(p.sconn) != func_cq(p.sconn));
+	struct pmrep_completion r = func_wait_one(func_rcq(p.sconn), T);
 	assert_int_equal(r.status, IBV_WC_SUCCESS);
 	assert_int_equal((uintptr_t)r.op_context, 22);
 	assert_int_equal(r.byte_len, 100);
 	assert_memory_equal(sbuf + 512, cbuf, 100);
-	r = func_wait_one(func_rcq(cconn), T);
+	r = func_wait_one(func_rcq(p.cconn), T);
 	assert_int_equal(r.status, IBV_WC_SUCCESS);
 	assert_int_equal((uintptr_t)r.op_context, 11);
 	assert_int_equal(r.byte_len, 120);
 	assert_memory_equal(cbuf + 1024, sbuf, 120);
 
-	assert_int_equal(pmrep_conn_delete(&cconn), 0);
-	assert_int_equal(pmrep_conn_delete(&sconn), 0);
-	assert_int_equal(pmrep_mr_dereg(&cmr), 0);
-	assert_int_equal(pmrep_mr_dereg(&smr), 0);
-	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
-	assert_int_equal(pmrep_peer_delete(&cpeer), 0);
-	assert_int_equal(pmrep_peer_delete(&speer), 0);
+	func_pair_close_all(&p, &m);
 	pmrep_conn_cfg_delete(&cfg);
-	free(cbuf);
-	free(sbuf);
 }
 
 /* ---------------------------------------------------- receiver not ready */
@@ -304,45 +284,22 @@ static void
 srq_serves_the_messages_of_two_conns(void **state)
 {
 	(void) state;
-	struct pmrep_peer *speer = func_peer(true);
+	struct func_pair p;
+	func_pair_listen(&p);
+	struct func_mrs m;
+	func_mrs_reg(&m, &p, 4096, PMREP_MR_USAGE_ALL);
 	struct pmrep_srq *srq = NULL;
-	assert_int_equal(pmrep_srq_new(speer, 8, 0, &srq), 0);
+	assert_int_equal(pmrep_srq_new(p.speer, 8, 0, &srq), 0);
 	struct pmrep_conn_cfg *scfg = NULL;
 	assert_int_equal(pmrep_conn_cfg_new(&scfg), 0);
 	assert_int_equal(pmrep_conn_cfg_set_srq(scfg, srq), 0);
-	uint8_t *sbuf = func_alloc(4096);
-	struct pmrep_mr_local *smr = NULL;
-	assert_int_equal(pmrep_mr_reg(speer, sbuf, 4096, PMREP_MR_USAGE_ALL,
-			&smr), 0);
 	for (uintptr_t i = 0; i < 4; i++)
-		assert_int_equal(pmrep_srq_recv(srq, smr, i * 256, 256,
+		assert_int_equal(pmrep_srq_recv(srq, m.smr, i * 256, 256,
 				(void *)(100 + i)), 0);
-
-	struct pmrep_ep *ep = NULL;
-	assert_int_equal(pmrep_ep_listen(speer, func_addr(), "0", &ep), 0);
-	uint16_t port;
-	assert_int_equal(pmrep_ep_get_port(ep, &port), 0);
-	char ports[16];
-	snprintf(ports, sizeof(ports), "%u", port);
-
-	struct pmrep_peer *cpeer = func_peer(false);
-	uint8_t *cbuf = func_alloc(4096);
-	struct pmrep_mr_local *cmr = NULL;
-	assert_int_equal(pmrep_mr_reg(cpeer, cbuf, 4096, PMREP_MR_USAGE_ALL,
-			&cmr), 0);
-	func_pattern(cbuf, 4096, 9);
-	struct pmrep_conn *cc[2] = { NULL, NULL }, *sc[2] = { NULL, NULL };
-	for (int k = 0; k < 2; k++) {
-		struct pmrep_conn_req *req = NULL;
-		assert_int_equal(pmrep_conn_req_new(cpeer, func_addr(), ports,
-				NULL, &req), 0);
-		assert_int_equal(pmrep_conn_req_connect(&req, NULL, &cc[k]), 0);
-		assert_int_equal(pmrep_ep_wait_conn_req(ep, scfg,
-				T * func_slow(), &req), 0);
-		assert_int_equal(pmrep_conn_req_connect(&req, NULL, &sc[k]), 0);
-		func_expect_event(cc[k], PMREP_CONN_ESTABLISHED, T * func_slow());
-		func_expect_event(sc[k], PMREP_CONN_ESTABLISHED, T * func_slow());
-	}
+	func_pattern(m.cbuf, 4096, 9);
+	struct pmrep_conn *cc[2], *sc[2];
+	for (int k = 0; k < 2; k++)
+		func_connect(&p, NULL, scfg, &cc[k], &sc[k]);
 	/* the SRQ is in use: it cannot go */
 	struct pmrep_srq *keep = srq;
 	assert_int_equal(pmrep_srq_delete(&keep), PMREP_E_BUSY);
@@ -350,7 +307,7 @@ srq_serves_the_messages_of_two_conns(void **state)
 	/* two messages on each conn; each lands in some SRQ receive */
 	for (int k = 0; k < 2; k++)
 		for (int j = 0; j < 2; j++)
-			assert_int_equal(pmrep_send(cc[k], cmr,
+			assert_int_equal(pmrep_send(cc[k], m.cmr,
 					(size_t)(k * 2 + j) * 100, 50 + k * 2 + j,
 					PMREP_F_COMPLETION_ALWAYS, NULL), 0);
 	struct pmrep_cq *rcq = NULL;
@@ -368,7 +325,7 @@ srq_serves_the_messages_of_two_conns(void **state)
 		assert_true(msg >= 0 && msg < 4);
 		assert_false(seen[msg]);
 		seen[msg] = true;
-		assert_memory_equal(sbuf + slot * 256, cbuf + msg * 100,
+		assert_memory_equal(m.sbuf + slot * 256, m.cbuf + msg * 100,
 				r[i].byte_len);
 	}
 	for (int k = 0; k < 2; k++) {
@@ -380,14 +337,8 @@ srq_serves_the_messages_of_two_conns(void **state)
 		assert_int_equal(pmrep_conn_delete(&sc[k]), 0);
 	}
 	assert_int_equal(pmrep_srq_delete(&srq), 0);
-	assert_int_equal(pmrep_mr_dereg(&cmr), 0);
-	assert_int_equal(pmrep_mr_dereg(&smr), 0);
-	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
-	assert_int_equal(pmrep_peer_delete(&cpeer), 0);
-	assert_int_equal(pmrep_peer_delete(&speer), 0);
+	func_pair_close_all(&p, &m);
 	pmrep_conn_cfg_delete(&scfg);
-	free(cbuf);
-	free(sbuf);
 }
 
 int

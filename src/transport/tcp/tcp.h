@@ -394,6 +394,9 @@ void tcp_sock_tune(int fd);
  * (pmrep_now_ms scale); 0 or -errno (-ETIMEDOUT) */
 int tcp_sock_write_all(int fd, const void *buf, size_t len,
 		long long deadline_ms);
+/* send a header-only frame (REJECT with `status`, DISCONNECT) without
+ * waiting, best effort: for a socket about to be closed */
+void tcp_sock_send_now(int fd, uint8_t type, uint32_t status);
 /* close a socket whose unread input we do not want: read it away first
  * (bounded), so the peer sees our last bytes and a FIN, not a RST */
 void tcp_sock_close_gently(int fd);

@@ -62,14 +62,7 @@ tcp_conn_req_delete(struct pmrep_conn_req *req_base)
 	struct tcp_conn_req *req = (struct tcp_conn_req *)req_base;
 	if (req->sock >= 0) {
 		/* an explicit reject: the initiator reports REJECTED, no retry */
-		struct tcp_frame f;
-		memset(&f, 0, sizeof(f));
-		f.type = TCP_WIRE_REJECT;
-		f.status = TCP_WIRE_REJ_APP;
-		uint8_t hdr[TCP_WIRE_HDR_MAX];
-		size_t n = tcp_wire_encode(&f, hdr);
-		ssize_t r = send(req->sock, hdr, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		(void) r;
+		tcp_sock_send_now(req->sock, TCP_WIRE_REJECT, TCP_WIRE_REJ_APP);
 		tcp_sock_close_gently(req->sock);
 	}
 	tcp_rq_fini(&req->rq);

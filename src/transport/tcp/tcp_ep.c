@@ -26,20 +26,6 @@ struct tcp_pending {
 	uint8_t buf[HELLO_HDR + TCP_WIRE_HELLO_PDATA_MAX];
 };
 
-static void
-send_reject(int fd, uint32_t reason)
-{
-	struct tcp_frame f;
-	memset(&f, 0, sizeof(f));
-	f.type = TCP_WIRE_REJECT;
-	f.status = reason;
-	uint8_t hdr[TCP_WIRE_HDR_MAX];
-	size_t n = tcp_wire_encode(&f, hdr);
-	/* best effort: a fresh socket always has room for 16 bytes */
-	ssize_t r = send(fd, hdr, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	(void) r;
-}
-
 int
 tcp_ep_listen(struct pmrep_peer *peer, const char *addr, const char *port,
 		struct pmrep_ep **ep_ptr)
@@ -117,7 +103,7 @@ pending_drop(struct tcp_ep *ep, unsigned i, uint32_t reject_reason)
 {
 	struct tcp_pending *p = &ep->pending[i];
 	if (reject_reason)
-		send_reject(p->fd, reject_reason);
+		tcp_sock_send_now(p->fd, TCP_WIRE_REJECT, reject_reason);
 	(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
 	tcp_sock_close_gently(p->fd);
 	ep->pending[i] = ep->pending[--ep->npending];
@@ -157,7 +143,8 @@ accept_waiting(struct tcp_ep *ep)
 			/* too many half-open requests: this one retries */
 			PMREP_LOG_WARN("endpoint: %u requests pending, refusing one",
 					ep->npending);
-			send_reject(fd, TCP_WIRE_REJ_NOT_LISTENING);
+			tcp_sock_send_now(fd, TCP_WIRE_REJECT,
+					TCP_WIRE_REJ_NOT_LISTENING);
 			tcp_sock_close_gently(fd);
 			continue;
 		}

@@ -560,19 +560,28 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 	return HDR_GO;
 }
 
+/*
+ * An orderly close: flush what is in flight, send DISCONNECT, and end
+ * (CLOSED) when the peer's DISCONNECT or EOF arrives -- or, answering the
+ * peer's, once ours is out -- or after the cfg timeout at the latest.
+ */
 static void
-on_disconnect(struct tcp_conn *c)
+start_closing(struct tcp_conn *c, bool answering)
 {
-	if (c->state == TCP_CONN_CLOSING) {
-		finish(c, PMREP_CONN_CLOSED);
-		return;
-	}
-	/* the peer closes: answer in kind (best effort) and end */
 	enter_error(c, IBV_WC_WR_FLUSH_ERR);
 	c->state = TCP_CONN_CLOSING;
 	c->disconnect_queued = true;
+	c->close_when_sent = answering;
 	c->closing_deadline = pmrep_now_ms() + c->base.cfg.timeout_ms;
-	c->close_when_sent = true;
+}
+
+static void
+on_disconnect(struct tcp_conn *c)
+{
+	if (c->state == TCP_CONN_CLOSING)
+		finish(c, PMREP_CONN_CLOSED);	/* the answer to ours */
+	else
+		start_closing(c, true);
 }
 
 static enum hdr_result
@@ -1264,14 +1273,8 @@ request_deadline(const struct tcp_conn *c)
 static void
 begin_disconnect(struct tcp_conn *c)
 {
-	if (c->state == TCP_CONN_DEAD || c->state == TCP_CONN_CLOSING)
-		return;
-	enter_error(c, IBV_WC_WR_FLUSH_ERR);
-	c->resp_count = 0;
-	c->ack_dirty = false;
-	c->state = TCP_CONN_CLOSING;
-	c->disconnect_queued = true;
-	c->closing_deadline = pmrep_now_ms() + c->base.cfg.timeout_ms;
+	if (c->state != TCP_CONN_DEAD && c->state != TCP_CONN_CLOSING)
+		start_closing(c, false);
 }
 
 /* delete: say goodbye if the stream allows it, then let go of the socket */
@@ -1281,15 +1284,8 @@ shutdown_socket(struct tcp_conn *c)
 	if (c->sock < 0)
 		return;
 	bool mid_frame = c->tx_count > 0 && (c->tx[c->tx_first].hoff > 0);
-	if (c->state == TCP_CONN_OPEN && !mid_frame) {
-		struct tcp_frame f;
-		memset(&f, 0, sizeof(f));
-		f.type = TCP_WIRE_DISCONNECT;
-		uint8_t hdr[TCP_WIRE_HDR_MAX];
-		size_t n = tcp_wire_encode(&f, hdr);
-		ssize_t r = send(c->sock, hdr, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		(void) r;
-	}
+	if (c->state == TCP_CONN_OPEN && !mid_frame)
+		tcp_sock_send_now(c->sock, TCP_WIRE_DISCONNECT, 0);
 	tcp_sock_close_gently(c->sock);
 	c->sock = -1;
 }

@@ -65,6 +65,21 @@ tcp_sock_tune(int fd)
 }
 
 void
+tcp_sock_send_now(int fd, uint8_t type, uint32_t status)
+{
+	struct tcp_frame f;
+	memset(&f, 0, sizeof(f));
+	f.type = type;
+	f.status = status;
+	uint8_t hdr[TCP_WIRE_HDR_MAX];
+	size_t n = tcp_wire_encode(&f, hdr);
+	/* 16 bytes at most: they fit unless the peer stopped reading long
+	 * ago, and then it does not matter */
+	ssize_t r = send(fd, hdr, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void) r;
+}
+
+void
 tcp_sock_close_gently(int fd)
 {
 	uint8_t sink[4096];

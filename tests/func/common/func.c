@@ -88,11 +88,8 @@ static void func_connect_with(struct func_pair *p, const struct func_opts *o,
 		struct pmrep_conn **cconn, struct pmrep_conn **sconn);
 
 void
-func_pair_open(struct func_pair *p, const struct func_opts *o)
+func_pair_listen(struct func_pair *p)
 {
-	static const struct func_opts none;
-	if (o == NULL)
-		o = &none;
 	memset(p, 0, sizeof(*p));
 	p->speer = func_peer(true);
 	p->cpeer = func_peer(false);
@@ -101,8 +98,14 @@ func_pair_open(struct func_pair *p, const struct func_opts *o)
 	assert_int_equal(pmrep_ep_get_port(p->ep, &port), 0);
 	assert_true(port != 0);
 	snprintf(p->port, sizeof(p->port), "%u", port);
+}
 
-	func_connect_with(p, o, &p->cconn, &p->sconn);
+void
+func_pair_open(struct func_pair *p, const struct func_opts *o)
+{
+	static const struct func_opts none;
+	func_pair_listen(p);
+	func_connect_with(p, o ? o : &none, &p->cconn, &p->sconn);
 }
 
 void

@@ -59,6 +59,8 @@ struct func_pair {
 	char port[16];
 };
 
+/* the two peers and the server's listening endpoint (p->port); no conns */
+void func_pair_listen(struct func_pair *p);
 /* listen, connect, accept, and see ESTABLISHED on both sides */
 void func_pair_open(struct func_pair *p, const struct func_opts *o);
 /* one more client conn to p's endpoint (from p's client peer) */
