@@ -387,6 +387,21 @@ median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* wait up to `ms` for child `pid`, then kill it: nothing may hang the bench */
+static void
+reap(pid_t pid, int ms)
+{
+	int st;
+	for (int i = 0; i < ms / 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) != 0)
+			return;
+		usleep(10000);
+	}
+	fprintf(stderr, "pmrep-bench: child %ld did not end; killing it\n", (long)pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+}
+
 /* --------------------------------------------------------------- control */
 
 static int Ctrl = -1;
@@ -1141,7 +1156,7 @@ librpma_start(void)
 		fclose(Rpma_in);
 		fclose(Rpma_out);
 		Rpma_in = Rpma_out = NULL;
-		waitpid(Rpma_pid, NULL, 0);
+		reap(Rpma_pid, 5000);
 		return false;
 	}
 	return true;
@@ -1179,7 +1194,7 @@ librpma_stop(void)
 	fclose(Rpma_in);
 	fclose(Rpma_out);
 	Rpma_in = Rpma_out = NULL;
-	waitpid(Rpma_pid, NULL, 0);
+	reap(Rpma_pid, 5000);
 }
 
 /* -------------------------------------------------------------- output */
@@ -1798,8 +1813,7 @@ main(int argc, char *argv[])
 
 	ctrl_send(Ctrl, "QUIT");
 	floor_tcp_fini(&Floor);
-	int st = 0;
-	waitpid(Server_pid, &st, 0);
+	reap(Server_pid, OP_TIMEOUT_MS + 5000);
 	bench_samples_fini(&S_round);
 	bench_samples_fini(&S_pool);
 	bench_samples_fini(&S_floor);
