@@ -72,49 +72,40 @@ check_conn(const struct pmrep_conn *conn, const char *what)
 	return 0;
 }
 
+/* the last checks every op shares (flags, conn state), then the post */
 static int
-post_rw(struct pmrep_conn *conn, enum pmrep_op op,
-		struct pmrep_mr_local *local, size_t local_offset,
-		const struct pmrep_mr_remote *remote, size_t remote_offset,
-		size_t len, bool with_imm, uint32_t imm, int flags,
-		const void *op_context)
+submit(struct pmrep_op_args *a, int flags, const char *what)
 {
-	const char *what = op == PMREP_OP_READ ? "read" : "write";
-	struct pmrep_op_args a;
-	memset(&a, 0, sizeof(a));
-
-	PMREP_CHECK_ARG(conn);
-	PMREP_CHECK_ARG(local);
-	PMREP_CHECK_ARG(remote);
-	int ret = check_flags(flags, &a.signaled);
+	int ret = a->op == PMREP_OP_RECV ? 0 : check_flags(flags, &a->signaled);
 	if (ret)
 		return ret;
-	if (len == 0) {
+	ret = check_conn(a->conn, what);
+	if (ret)
+		return ret;
+	return a->conn->peer->ops->post(a);
+}
+
+static int
+post_rw(struct pmrep_op_args *a, int flags)
+{
+	const char *what = a->op == PMREP_OP_READ ? "read" : "write";
+
+	PMREP_CHECK_ARG(a->conn);
+	PMREP_CHECK_ARG(a->local);
+	PMREP_CHECK_ARG(a->remote);
+	if (a->len == 0) {
 		PMREP_LOG_ERR("%s: length 0", what);
 		return PMREP_E_INVAL;
 	}
-	ret = check_local(conn, local, local_offset, len,
-			op == PMREP_OP_READ ? PMREP_MR_USAGE_READ_DST :
+	int ret = check_local(a->conn, a->local, a->local_offset, a->len,
+			a->op == PMREP_OP_READ ? PMREP_MR_USAGE_READ_DST :
 			PMREP_MR_USAGE_WRITE_SRC, what);
 	if (ret)
 		return ret;
-	ret = check_remote(conn, remote, remote_offset, len, what);
+	ret = check_remote(a->conn, a->remote, a->remote_offset, a->len, what);
 	if (ret)
 		return ret;
-	ret = check_conn(conn, what);
-	if (ret)
-		return ret;
-	a.conn = conn;
-	a.op = op;
-	a.local = local;
-	a.local_offset = local_offset;
-	a.remote = remote;
-	a.remote_offset = remote_offset;
-	a.len = len;
-	a.with_imm = with_imm;
-	a.imm = imm;
-	a.op_context = op_context;
-	return conn->peer->ops->post(&a);
+	return submit(a, flags, what);
 }
 
 int
@@ -122,8 +113,11 @@ pmrep_read(struct pmrep_conn *conn, struct pmrep_mr_local *dst,
 		size_t dst_offset, const struct pmrep_mr_remote *src,
 		size_t src_offset, size_t len, int flags, const void *op_context)
 {
-	return post_rw(conn, PMREP_OP_READ, dst, dst_offset, src, src_offset,
-			len, false, 0, flags, op_context);
+	struct pmrep_op_args a = { .conn = conn, .op = PMREP_OP_READ,
+		.local = dst, .local_offset = dst_offset, .remote = src,
+		.remote_offset = src_offset, .len = len,
+		.op_context = op_context };
+	return post_rw(&a, flags);
 }
 
 int
@@ -131,9 +125,11 @@ pmrep_write(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
 		size_t dst_offset, const struct pmrep_mr_local *src,
 		size_t src_offset, size_t len, int flags, const void *op_context)
 {
-	return post_rw(conn, PMREP_OP_WRITE, (struct pmrep_mr_local *)src,
-			src_offset, dst, dst_offset, len, false, 0, flags,
-			op_context);
+	struct pmrep_op_args a = { .conn = conn, .op = PMREP_OP_WRITE,
+		.local = (struct pmrep_mr_local *)src, .local_offset = src_offset,
+		.remote = dst, .remote_offset = dst_offset, .len = len,
+		.op_context = op_context };
+	return post_rw(&a, flags);
 }
 
 int
@@ -142,9 +138,11 @@ pmrep_write_with_imm(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
 		size_t src_offset, size_t len, uint32_t imm, int flags,
 		const void *op_context)
 {
-	return post_rw(conn, PMREP_OP_WRITE, (struct pmrep_mr_local *)src,
-			src_offset, dst, dst_offset, len, true, imm, flags,
-			op_context);
+	struct pmrep_op_args a = { .conn = conn, .op = PMREP_OP_WRITE,
+		.local = (struct pmrep_mr_local *)src, .local_offset = src_offset,
+		.remote = dst, .remote_offset = dst_offset, .len = len,
+		.with_imm = true, .imm = imm, .op_context = op_context };
+	return post_rw(&a, flags);
 }
 
 int
@@ -152,16 +150,10 @@ pmrep_atomic_write(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
 		size_t dst_offset, const uint8_t src[8], int flags,
 		const void *op_context)
 {
-	struct pmrep_op_args a;
-	memset(&a, 0, sizeof(a));
-
 	PMREP_CHECK_ARG(conn);
 	PMREP_CHECK_ARG(dst);
 	PMREP_CHECK_ARG(src);
-	int ret = check_flags(flags, &a.signaled);
-	if (ret)
-		return ret;
-	ret = check_remote(conn, dst, dst_offset, 8, "atomic write");
+	int ret = check_remote(conn, dst, dst_offset, 8, "atomic write");
 	if (ret)
 		return ret;
 	if ((dst->raddr + dst_offset) % 8 != 0) {
@@ -169,17 +161,11 @@ pmrep_atomic_write(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
 				(unsigned long long)(dst->raddr + dst_offset));
 		return PMREP_E_INVAL;
 	}
-	ret = check_conn(conn, "atomic write");
-	if (ret)
-		return ret;
-	a.conn = conn;
-	a.op = PMREP_OP_ATOMIC_WRITE;
-	a.remote = dst;
-	a.remote_offset = dst_offset;
-	a.len = 8;
+	struct pmrep_op_args a = { .conn = conn, .op = PMREP_OP_ATOMIC_WRITE,
+		.remote = dst, .remote_offset = dst_offset, .len = 8,
+		.op_context = op_context };
 	memcpy(a.atomic_value, src, 8);
-	a.op_context = op_context;
-	return conn->peer->ops->post(&a);
+	return submit(&a, flags, "atomic write");
 }
 
 int
@@ -187,14 +173,8 @@ pmrep_flush(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
 		size_t dst_offset, size_t len, enum pmrep_flush_type type,
 		int flags, const void *op_context)
 {
-	struct pmrep_op_args a;
-	memset(&a, 0, sizeof(a));
-
 	PMREP_CHECK_ARG(conn);
 	PMREP_CHECK_ARG(dst);
-	int ret = check_flags(flags, &a.signaled);
-	if (ret)
-		return ret;
 	if (type != PMREP_FLUSH_TYPE_VISIBILITY &&
 			type != PMREP_FLUSH_TYPE_PERSISTENT) {
 		PMREP_LOG_ERR("flush: unknown type %d", (int)type);
@@ -204,7 +184,7 @@ pmrep_flush(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
 		PMREP_LOG_ERR("flush: length 0");
 		return PMREP_E_INVAL;
 	}
-	ret = check_remote(conn, dst, dst_offset, len, "flush");
+	int ret = check_remote(conn, dst, dst_offset, len, "flush");
 	if (ret)
 		return ret;
 	if (type == PMREP_FLUSH_TYPE_PERSISTENT) {
@@ -225,71 +205,47 @@ pmrep_flush(struct pmrep_conn *conn, const struct pmrep_mr_remote *dst,
 			return PMREP_E_NOSUPP;
 		}
 	}
-	ret = check_conn(conn, "flush");
-	if (ret)
-		return ret;
-	a.conn = conn;
-	a.op = PMREP_OP_FLUSH;
-	a.remote = dst;
-	a.remote_offset = dst_offset;
-	a.len = len;
-	a.flush_type = type;
-	a.op_context = op_context;
-	return conn->peer->ops->post(&a);
+	struct pmrep_op_args a = { .conn = conn, .op = PMREP_OP_FLUSH,
+		.remote = dst, .remote_offset = dst_offset, .len = len,
+		.flush_type = type, .op_context = op_context };
+	return submit(&a, flags, "flush");
 }
 
 static int
-post_msg(struct pmrep_conn *conn, enum pmrep_op op, struct pmrep_mr_local *mr,
-		size_t offset, size_t len, bool with_imm, uint32_t imm,
-		int flags, const void *op_context)
+post_msg(struct pmrep_op_args *a, int flags)
 {
-	const char *what = op == PMREP_OP_RECV ? "recv" : "send";
-	struct pmrep_op_args a;
-	memset(&a, 0, sizeof(a));
+	const char *what = a->op == PMREP_OP_RECV ? "recv" : "send";
 
-	PMREP_CHECK_ARG(conn);
-	if (op == PMREP_OP_RECV) {
-		a.signaled = true;
-		if (mr == NULL) {
+	PMREP_CHECK_ARG(a->conn);
+	if (a->op == PMREP_OP_RECV) {
+		a->signaled = true;
+		if (a->local == NULL) {
 			PMREP_LOG_ERR("recv: dst is NULL");
 			return PMREP_E_INVAL;
 		}
-	} else {
-		int ret = check_flags(flags, &a.signaled);
-		if (ret)
-			return ret;
 	}
 	/* a send may carry no payload (e.g. only an immediate) */
-	if (mr != NULL) {
-		int ret = check_local(conn, mr, offset, len,
-				op == PMREP_OP_RECV ? PMREP_MR_USAGE_RECV :
+	if (a->local != NULL) {
+		int ret = check_local(a->conn, a->local, a->local_offset, a->len,
+				a->op == PMREP_OP_RECV ? PMREP_MR_USAGE_RECV :
 				PMREP_MR_USAGE_SEND, what);
 		if (ret)
 			return ret;
-	} else if (len != 0) {
-		PMREP_LOG_ERR("%s: %zu bytes with no MR", what, len);
+	} else if (a->len != 0) {
+		PMREP_LOG_ERR("%s: %zu bytes with no MR", what, a->len);
 		return PMREP_E_INVAL;
 	}
-	int ret = check_conn(conn, what);
-	if (ret)
-		return ret;
-	a.conn = conn;
-	a.op = op;
-	a.local = mr;
-	a.local_offset = offset;
-	a.len = len;
-	a.with_imm = with_imm;
-	a.imm = imm;
-	a.op_context = op_context;
-	return conn->peer->ops->post(&a);
+	return submit(a, flags, what);
 }
 
 int
 pmrep_send(struct pmrep_conn *conn, const struct pmrep_mr_local *src,
 		size_t offset, size_t len, int flags, const void *op_context)
 {
-	return post_msg(conn, PMREP_OP_SEND, (struct pmrep_mr_local *)src,
-			offset, len, false, 0, flags, op_context);
+	struct pmrep_op_args a = { .conn = conn, .op = PMREP_OP_SEND,
+		.local = (struct pmrep_mr_local *)src, .local_offset = offset,
+		.len = len, .op_context = op_context };
+	return post_msg(&a, flags);
 }
 
 int
@@ -297,14 +253,19 @@ pmrep_send_with_imm(struct pmrep_conn *conn, const struct pmrep_mr_local *src,
 		size_t offset, size_t len, uint32_t imm, int flags,
 		const void *op_context)
 {
-	return post_msg(conn, PMREP_OP_SEND, (struct pmrep_mr_local *)src,
-			offset, len, true, imm, flags, op_context);
+	struct pmrep_op_args a = { .conn = conn, .op = PMREP_OP_SEND,
+		.local = (struct pmrep_mr_local *)src, .local_offset = offset,
+		.len = len, .with_imm = true, .imm = imm,
+		.op_context = op_context };
+	return post_msg(&a, flags);
 }
 
 int
 pmrep_recv(struct pmrep_conn *conn, struct pmrep_mr_local *dst, size_t offset,
 		size_t len, const void *op_context)
 {
-	return post_msg(conn, PMREP_OP_RECV, dst, offset, len, false, 0,
-			PMREP_F_COMPLETION_ALWAYS, op_context);
+	struct pmrep_op_args a = { .conn = conn, .op = PMREP_OP_RECV,
+		.local = dst, .local_offset = offset, .len = len,
+		.op_context = op_context };
+	return post_msg(&a, PMREP_F_COMPLETION_ALWAYS);
 }
