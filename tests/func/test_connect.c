@@ -6,9 +6,12 @@
  * timeout x (retries + 1), +10 % (T17); a refused connect without retries is
  * UNREACHABLE; an explicit reject is REJECTED and final; disconnect and
  * delete report CLOSED exactly once on both sides; requests left at an
- * endpoint that shuts down are refused.
+ * endpoint that shuts down are refused; sockets that connect and never
+ * send a HELLO neither lock a real client out of an endpoint (tcp) nor
+ * stay longer than the handshake timeout.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,6 +320,115 @@ request_left_at_a_shut_down_endpoint_is_refused(void **state)
 	func_pair_close(&p);
 }
 
+/* ------------------------------------- idle sockets at an endpoint (tcp) */
+
+#define NIDLE (64 + 16)	/* more than the endpoint's pending table (64) */
+
+static void
+open_idle(int *fds, int n, const char *port)
+{
+	for (int i = 0; i < n; i++)
+		fds[i] = func_raw_connect(port);
+}
+
+static void
+close_idle(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* the endpoint takes in what is waiting; none of it is a request */
+static void
+ep_take_in(struct pmrep_ep *ep, const struct pmrep_conn_cfg *cfg)
+{
+	struct pmrep_conn_req *req = NULL;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pmrep_ep_next_conn_req(ep, cfg, &req),
+				PMREP_E_NO_EVENT);
+	assert_null(req);
+}
+
+static void
+idle_sockets_do_not_lock_a_real_client_out_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();
+	struct func_pair p;
+	func_pair_listen(&p);
+	int idle[NIDLE], late[NIDLE];
+
+	/* more silent connections than the endpoint holds, already taken
+	 * in when the real client comes: it still gets in, with no retry
+	 * (the default cfg), well within its 1 s handshake timeout */
+	open_idle(idle, NIDLE, p.port);
+	ep_take_in(p.ep, NULL);
+	long long t0 = func_now_ms();
+	func_connect(&p, NULL, NULL, &p.cconn, &p.sconn);
+	long long took = func_now_ms() - t0;
+	if (took > 1000 * func_slow())
+		fail_msg("ESTABLISHED after %lld ms", took);
+	assert_int_equal(pmrep_conn_delete(&p.cconn), 0);
+	assert_int_equal(pmrep_conn_delete(&p.sconn), 0);
+
+	/* a real client whose HELLO is in, then a flood of silent ones
+	 * before the application looks: the flood does not push the real
+	 * request out */
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, func_addr(), p.port, NULL,
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &p.cconn), 0);
+	usleep(200000 * (useconds_t)func_slow());	/* its HELLO arrives */
+	open_idle(late, NIDLE, p.port);
+	assert_int_equal(pmrep_ep_wait_conn_req(p.ep, NULL, T * func_slow(),
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &p.sconn), 0);
+	func_expect_event(p.cconn, PMREP_CONN_ESTABLISHED, T * func_slow());
+	func_expect_event(p.sconn, PMREP_CONN_ESTABLISHED, T * func_slow());
+
+	close_idle(idle, NIDLE);
+	close_idle(late, NIDLE);
+	func_pair_close(&p);
+}
+
+static void
+idle_socket_is_dropped_at_the_handshake_timeout_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();
+	const int timeout = 200;
+	struct func_pair p;
+	func_pair_listen(&p);
+	struct pmrep_conn_cfg *scfg = cfg_retries(timeout, 0, 100);
+	int s = func_raw_connect(p.port);
+	long long t0 = func_now_ms();
+	ep_take_in(p.ep, scfg);
+
+	/* the application keeps looking; the silent socket is closed
+	 * (EOF for it) once the handshake timeout has passed */
+	long long end = t0 + 3000LL * func_slow();
+	bool gone = false;
+	while (!gone && func_now_ms() < end) {
+		struct pmrep_conn_req *req = NULL;
+		assert_int_equal(pmrep_ep_next_conn_req(p.ep, scfg, &req),
+				PMREP_E_NO_EVENT);
+		uint8_t b;
+		ssize_t n = recv(s, &b, 1, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			gone = true;
+		else
+			usleep(10000);
+	}
+	long long took = func_now_ms() - t0;
+	if (!gone)
+		fail_msg("a silent socket still held after %lld ms (timeout %d ms)",
+				took, timeout);
+	assert_true(took >= timeout - 10);
+	close(s);
+	pmrep_conn_cfg_delete(&scfg);
+	func_pair_close(&p);
+}
+
 int
 main(void)
 {
@@ -329,6 +441,8 @@ main(void)
 		cmocka_unit_test(posting_before_established_is_state_and_after_disconnect_is_conn_lost),
 		cmocka_unit_test(delete_without_disconnect_reports_closed_to_the_peer),
 		cmocka_unit_test(request_left_at_a_shut_down_endpoint_is_refused),
+		cmocka_unit_test(idle_sockets_do_not_lock_a_real_client_out_tcp),
+		cmocka_unit_test(idle_socket_is_dropped_at_the_handshake_timeout_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,18 +153,6 @@ T06_private_data_of_every_length_arrives_with_its_true_length(void **state)
 
 /* ------------------------------------------------- malformed HELLO (tcp) */
 
-static int
-raw_connect(const char *port)
-{
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(s >= 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons((uint16_t)atoi(port));
-	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	return s;
-}
-
 /* a HELLO as tcp_wire.h lays it out, with fields to spoil */
 static size_t
 hello(uint8_t *b, uint8_t type, uint32_t magic, uint16_t version,
@@ -217,53 +205,53 @@ T06_malformed_hello_is_rejected_and_the_endpoint_survives_tcp(void **state)
 	uint8_t b[64 + 300];
 
 	/* wrong magic */
-	int s = raw_connect(p.port);
+	int s = func_raw_connect(p.port);
 	size_t n = hello(b, 1, 0x12345678, 1, 0);
 	assert_int_equal(send(s, b, n, 0), (ssize_t)n);
 	expect_refused(p.ep, s, 2);
 
 	/* a private data length far beyond 56 */
-	s = raw_connect(p.port);
+	s = func_raw_connect(p.port);
 	n = hello(b, 1, 0x54524d50, 1, 1000000);
 	assert_int_equal(send(s, b, n, 0), (ssize_t)n);
 	expect_refused(p.ep, s, 2);
 
 	/* 57 bytes: one too many, even with all of them sent */
-	s = raw_connect(p.port);
+	s = func_raw_connect(p.port);
 	n = hello(b, 1, 0x54524d50, 1, 57);
 	memset(b + n, 0xee, 57);
 	assert_int_equal(send(s, b, n + 57, 0), (ssize_t)(n + 57));
 	expect_refused(p.ep, s, 2);
 
 	/* not a HELLO at all (a WRITE frame first) */
-	s = raw_connect(p.port);
+	s = func_raw_connect(p.port);
 	memset(b, 0, 32);
 	b[0] = 16;
 	assert_int_equal(send(s, b, 32, 0), 32);
 	expect_refused(p.ep, s, 2);
 
 	/* a frame type with a longer header than HELLO's (a FLUSH) */
-	s = raw_connect(p.port);
+	s = func_raw_connect(p.port);
 	memset(b, 0, 40);
 	b[0] = 19;
 	assert_int_equal(send(s, b, 24, 0), 24);
 	expect_refused(p.ep, s, 2);
 
 	/* a version this side does not speak */
-	s = raw_connect(p.port);
+	s = func_raw_connect(p.port);
 	n = hello(b, 1, 0x54524d50, 2, 0);
 	assert_int_equal(send(s, b, n, 0), (ssize_t)n);
 	expect_refused(p.ep, s, 4);
 
 	/* reserved bits set */
-	s = raw_connect(p.port);
+	s = func_raw_connect(p.port);
 	n = hello(b, 1, 0x54524d50, 1, 0);
 	b[2] = 1;
 	assert_int_equal(send(s, b, n, 0), (ssize_t)n);
 	expect_refused(p.ep, s, 2);
 
 	/* a well-formed HELLO sent byte by byte is still a request */
-	s = raw_connect(p.port);
+	s = func_raw_connect(p.port);
 	n = hello(b, 1, 0x54524d50, 1, 3);
 	memcpy(b + n, "abc", 3);
 	struct pmrep_conn_req *req = NULL;

@@ -37,8 +37,8 @@
 #define TCP_KA_INTVL_S		1		/* every 1 s, */
 #define TCP_KA_COUNT		3		/* 3 probes (~5 s) */
 #define TCP_UNACKED_MAX_MS	5000		/* unacknowledged data: 5 s */
-#define TCP_PENDING_MAX		64		/* accepted sockets awaiting HELLO */
-#define TCP_PENDING_EXPIRE_MS	10000		/* ... for at most this long */
+#define TCP_PENDING_MAX		64		/* accepted sockets awaiting HELLO; full: the oldest silent one goes */
+#define TCP_PENDING_EXPIRE_MS	10000		/* ... for the cfg timeout, at most this long */
 #define TCP_BACKOFF_CAP_MS	2000
 #define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* silent peer with requests in flight */
 #define TCP_MR_BUCKETS		256

@@ -5,6 +5,15 @@
  * an epoll set of all of them, so it is readable when a request may be
  * complete, and pmrep_ep_next_conn_req never blocks: it accepts what is
  * waiting, reads what has arrived and hands out the first complete HELLO.
+ *
+ * Sockets that connect and say nothing must not lock real initiators
+ * out: a pending socket whose HELLO has not arrived is dropped at the
+ * handshake timeout (the cfg timeout, at most TCP_PENDING_EXPIRE_MS),
+ * expired ones are dropped before anything new is accepted, and with
+ * the table full the oldest socket still waiting for its HELLO makes
+ * room for the newcomer (REJECT(not listening): a real initiator
+ * retries). A socket whose first frame is in (a request, or one to
+ * refuse) waits for the application and is never evicted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +30,7 @@
 
 struct tcp_pending {
 	int fd;
+	bool settled;		/* the first frame is decided: for the app */
 	size_t got;
 	long long since;
 	uint8_t buf[HELLO_HDR + TCP_WIRE_HELLO_PDATA_MAX];
@@ -124,37 +134,6 @@ tcp_ep_shutdown(struct pmrep_ep *ep_base)
 	return 0;
 }
 
-static void
-accept_waiting(struct tcp_ep *ep)
-{
-	for (;;) {
-		int fd = accept4(ep->lfd, NULL, NULL,
-				SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				PMREP_LOG_WARN("accept4: %s", strerror(errno));
-			return;
-		}
-		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-		if (ep->npending == TCP_PENDING_MAX ||
-				epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, fd, &ev)) {
-			/* too many half-open requests: this one retries */
-			PMREP_LOG_WARN("endpoint: %u requests pending, refusing one",
-					ep->npending);
-			tcp_sock_send_now(fd, TCP_WIRE_REJECT,
-					TCP_WIRE_REJ_NOT_LISTENING);
-			tcp_sock_close_gently(fd);
-			continue;
-		}
-		struct tcp_pending *p = &ep->pending[ep->npending++];
-		p->fd = fd;
-		p->got = 0;
-		p->since = pmrep_now_ms();
-	}
-}
-
 enum hello_state { HELLO_MORE, HELLO_GONE, HELLO_BAD, HELLO_VERSION, HELLO_OK };
 
 /* read what has arrived of p's HELLO, never past its end */
@@ -166,15 +145,17 @@ hello_read(struct tcp_pending *p, struct tcp_frame *f)
 		/* the first frame must be a HELLO: decided on its first byte,
 		 * before a longer header of another type is waited for */
 		if (p->got > 0 && p->buf[0] != TCP_WIRE_HELLO)
-			return HELLO_BAD;
+			goto bad;
 		if (p->got >= HELLO_HDR) {
 			if (tcp_wire_decode(p->buf, p->got, f) != HELLO_HDR)
-				return HELLO_BAD;
+				goto bad;
 			want = HELLO_HDR + f->payload_len;
 		}
-		if (p->got == want)
+		if (p->got == want) {
+			p->settled = true;
 			return f->version == TCP_WIRE_VERSION ? HELLO_OK :
 				HELLO_VERSION;
+		}
 		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, 0);
 		if (n > 0) {
 			p->got += (size_t)n;
@@ -186,6 +167,102 @@ hello_read(struct tcp_pending *p, struct tcp_frame *f)
 			return HELLO_MORE;
 		return HELLO_GONE;	/* EOF or error: the initiator left */
 	}
+bad:
+	p->settled = true;
+	return HELLO_BAD;
+}
+
+/* how long a socket may wait for its HELLO: the handshake timeout */
+static long long
+pending_limit_ms(const struct pmrep_conn_cfg *cfg)
+{
+	return cfg->timeout_ms < TCP_PENDING_EXPIRE_MS ? cfg->timeout_ms :
+		TCP_PENDING_EXPIRE_MS;
+}
+
+/* drop every socket whose HELLO did not arrive in time */
+static void
+pending_expire(struct tcp_ep *ep, long long now, long long limit)
+{
+	for (unsigned i = 0; i < ep->npending; ) {
+		struct tcp_pending *p = &ep->pending[i];
+		if (!p->settled && now - p->since >= limit)
+			pending_drop(ep, i, 0);
+		else
+			i++;
+	}
+}
+
+/*
+ * The table is full: make room for a newcomer by dropping the oldest
+ * socket still waiting for its HELLO (read once more first: one that
+ * has its HELLO in now stays). False when every socket waits for the
+ * application.
+ */
+static bool
+pending_evict(struct tcp_ep *ep)
+{
+	for (;;) {
+		unsigned oldest = ep->npending;
+		for (unsigned i = 0; i < ep->npending; i++) {
+			const struct tcp_pending *p = &ep->pending[i];
+			if (!p->settled && (oldest == ep->npending ||
+					p->since < ep->pending[oldest].since))
+				oldest = i;
+		}
+		if (oldest == ep->npending)
+			return false;
+		struct tcp_frame f;
+		switch (hello_read(&ep->pending[oldest], &f)) {
+		case HELLO_MORE:
+			pending_drop(ep, oldest, TCP_WIRE_REJ_NOT_LISTENING);
+			return true;
+		case HELLO_GONE:
+			pending_drop(ep, oldest, 0);
+			return true;
+		default:
+			continue;	/* settled now: the next oldest */
+		}
+	}
+}
+
+/* accept what is waiting; returns how many idle sockets made room */
+static unsigned
+accept_waiting(struct tcp_ep *ep)
+{
+	unsigned evicted = 0;
+	for (;;) {
+		int fd = accept4(ep->lfd, NULL, NULL,
+				SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				PMREP_LOG_WARN("accept4: %s", strerror(errno));
+			return evicted;
+		}
+		if (ep->npending == TCP_PENDING_MAX) {
+			if (pending_evict(ep))
+				evicted++;
+		}
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+		if (ep->npending == TCP_PENDING_MAX ||
+				epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, fd, &ev)) {
+			/* every slot holds a request for the application (or
+			 * no epoll entry): this one retries */
+			PMREP_LOG_WARN("endpoint: %u requests pending, refusing one",
+					ep->npending);
+			tcp_sock_send_now(fd, TCP_WIRE_REJECT,
+					TCP_WIRE_REJ_NOT_LISTENING);
+			tcp_sock_close_gently(fd);
+			continue;
+		}
+		struct tcp_pending *p = &ep->pending[ep->npending++];
+		p->fd = fd;
+		p->settled = false;
+		p->got = 0;
+		p->since = pmrep_now_ms();
+	}
 }
 
 int
@@ -193,18 +270,20 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 		struct pmrep_conn_req **req_ptr)
 {
 	struct tcp_ep *ep = (struct tcp_ep *)ep_base;
-	accept_waiting(ep);
+	long long limit = pending_limit_ms(cfg);
+	/* expired sockets go before newcomers are looked at */
+	pending_expire(ep, pmrep_now_ms(), limit);
+	unsigned evicted = accept_waiting(ep);
+	if (evicted > 0)
+		PMREP_LOG_WARN("endpoint: pending table full (%u): dropped %u connection(s) that sent no HELLO",
+				TCP_PENDING_MAX, evicted);
 
-	long long now = pmrep_now_ms();
 	for (unsigned i = 0; i < ep->npending; ) {
 		struct tcp_pending *p = &ep->pending[i];
 		struct tcp_frame f;
 		switch (hello_read(p, &f)) {
 		case HELLO_MORE:
-			if (now - p->since > TCP_PENDING_EXPIRE_MS)
-				pending_drop(ep, i, 0);
-			else
-				i++;
+			i++;
 			continue;
 		case HELLO_GONE:
 			pending_drop(ep, i, 0);

@@ -105,6 +105,10 @@ void func_pattern(void *buf, size_t len, unsigned seed);
 
 long long func_now_ms(void);
 
+/* tcp: a plain blocking TCP socket connected to 127.0.0.1:port, for tests
+ * that speak (or withhold) the wire protocol themselves */
+int func_raw_connect(const char *port);
+
 /* little-endian stores, for tests that craft wire bytes */
 static inline void
 func_put_le(uint8_t *p, uint64_t v, int n)
