@@ -12,13 +12,14 @@ BUILD=${1:-$ROOT/build-main-job}
 export PMREP_PROVIDER=tcp
 
 "$ROOT/scripts/install-deps.sh" >/dev/null	# Debian packages, once
-if [ ! -x "$BUILD/tools/pmrep-target" ] || [ ! -x "$BUILD/examples/log-mirror" ]; then
+if [ ! -x "$BUILD/tools/pmrep-target" ] || [ ! -x "$BUILD/tools/pmrep" ] ||
+		[ ! -x "$BUILD/examples/log-mirror" ]; then
 	echo "== building pmrep into $BUILD"
 	cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPMREP_BUILD_TESTS=OFF >/dev/null
-	cmake --build "$BUILD" -j"$(nproc)" --target pmrep-target pmrep-verify log-mirror >/dev/null
+	cmake --build "$BUILD" -j"$(nproc)" --target pmrep-target pmrep-cli log-mirror >/dev/null
 fi
 TARGET=$BUILD/tools/pmrep-target
-VERIFY=$BUILD/tools/pmrep-verify
+PMREP=$BUILD/tools/pmrep
 LOGM=$BUILD/examples/log-mirror
 
 W=$(mktemp -d /dev/shm/pmrep-main-job.XXXXXX)
@@ -85,5 +86,5 @@ echo "== 6. recover the source log and verify every record"
 "$LOGM" --file "$W/source" --verify
 
 echo "== 7. verify: source and replica, checksums range by range"
-"$VERIFY" "$W/source" "$W/replica" --range 65536
+"$PMREP" verify "$W/source" "$W/replica" --range 65536
 echo "main job: OK"

@@ -391,6 +391,63 @@ PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
 /* pmrep_replica_state_str -- a static name ("in sync", "failed", ...). Thread-safe. */
 PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
 
+/* ---------------------------------------------------------------- recover */
+
+/* Flag of pmrep_mirror_recover: also take a replica whose header is not
+ * marked consistent (see below). */
+#define PMREP_RECOVER_ALLOW_INCONSISTENT (1u << 0)
+
+/*
+ * pmrep_mirror_recover -- rebuild the local mapping `pmem` (all of it) from
+ * the replica target at `addr`:`port`: connect and authenticate with `key`
+ * (`key_len` bytes) like a mirror, claiming replica set `uuid` at
+ * `generation`, check what the replica held, then RDMA-read its whole data
+ * area into the mapping and persist the mapping. The replica's data is
+ * never written. *info (may be NULL) receives the replica's header as it
+ * was before this call (uuid, data offset and size in bytes, generation,
+ * flags).
+ *
+ * A replica is taken as a source only when it belongs to `uuid`, holds
+ * exactly `generation` (an older one is refused: it lacks the changes that
+ * made the newer generation; a newer one is refused by the target), was
+ * claimed by a mirror (not fresh), has the mapping's size, serves its
+ * mapping directly (not through a staging buffer, whose memory is not the
+ * replica), and is marked consistent (left so by a clean mirror shutdown)
+ * -- or `flags` has PMREP_RECOVER_ALLOW_INCONSISTENT: then the replica
+ * holds every persist it confirmed, which under the "all" policy is every
+ * persist the mirror acknowledged, but under a quorum it may have been
+ * behind; the caller's own checks (checksums) must decide.
+ * A replica left consistent is marked consistent again at the end.
+ *
+ * What the handshake costs (the target's protocol has no read-only
+ * attach): a target that accepts an initiator clears the replica's
+ * consistent mark and records the initiator's generation in its header.
+ * So the replica is first asked for generation - 1: its refusal proves
+ * it holds `generation` or newer and changes nothing; its acceptance
+ * means it is older, and one of exactly generation - 1 is left as it was
+ * (consistent mark restored). An older one still (or a fresh one) is left
+ * "generation - 1, not consistent": the next mirror resyncs it in full.
+ * A running mirror's session with that target is taken over: recover
+ * only from a replica no mirror is using.
+ *
+ * `timeout_ms` bounds the whole call (-1: no limit). Refusals happen
+ * before any byte of the mapping is written; after a failure during the
+ * copy the mapping holds part of the replica's data.
+ * Errors: PMREP_E_INVAL (NULL argument, bad key length, nil UUID,
+ * generation 0, unknown flags, bad port or timeout; or the replica belongs
+ * to another replica set), PMREP_E_STATE (the replica holds an older or a
+ * newer generation, is fresh, or is not marked consistent without the
+ * flag), PMREP_E_RANGE (its data size differs from the mapping's),
+ * PMREP_E_NOSUPP (it serves through a staging buffer), PMREP_E_AUTH,
+ * PMREP_E_MALFORMED, PMREP_E_UNREACHABLE / PMREP_E_REJECTED /
+ * PMREP_E_TIMEOUT / PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM.
+ * Thread-safe for different mappings.
+ */
+PMREP_API int pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
+		const char *port, const uint8_t *key, size_t key_len,
+		const uint8_t uuid[PMREP_UUID_SIZE], uint64_t generation,
+		unsigned flags, int timeout_ms, struct pmrep_replica_info *info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * recover.c -- pmrep_mirror_recover: rebuild a local mapping from one
+ * replica. The initiator's side of the handshake (as in mirror.c, whose
+ * helpers are private to it), the checks that decide whether the replica
+ * may be a source, RDMA reads of its data area into the mapping, a local
+ * persist, and, for a replica that was marked consistent, the closing
+ * mark again.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pmrep/transport.h>
+
+#include "common/log.h"
+#include "chan.h"
+#include "replica_hdr.h"
+
+#define RECOVER_CHUNK (4u << 20)	/* bytes per read */
+#define RECOVER_SLICE_MS 100		/* re-check the conn at least this often */
+#define CTX_READ ((uintptr_t)3)
+
+struct recover {
+	struct pmrep_peer *peer;
+	struct pmrep_mr_local *dst;
+	struct repl_chan ch;
+	bool chan_ready;
+	struct pmrep_conn *conn;
+	struct pmrep_mr_remote *rmr;
+	long long deadline;
+};
+
+static int
+left_or_one(long long deadline)
+{
+	int left = repl_left_ms(deadline);
+	return left < 0 ? -1 : (left ? left : 1);
+}
+
+/* wait for readability of the channel's fds until the deadline, at most
+ * one slice; PMREP_E_TIMEOUT once the deadline passed */
+static int
+wait_chan(struct recover *rc)
+{
+	int left = repl_left_ms(rc->deadline);
+	if (left == 0)
+		return PMREP_E_TIMEOUT;
+	int cq_fd, ev_fd;
+	int ret = repl_chan_fds(&rc->ch, &cq_fd, &ev_fd);
+	if (ret)
+		return ret;
+	struct pollfd p[2] = { { cq_fd, POLLIN, 0 }, { ev_fd, POLLIN, 0 } };
+	if (left < 0 || left > RECOVER_SLICE_MS)
+		left = RECOVER_SLICE_MS;
+	if (poll(p, 2, left) > 0 && (p[0].revents & POLLIN))
+		repl_chan_ack_cq(&rc->ch);
+	return 0;
+}
+
+static int
+wait_msg(struct recover *rc, struct repl_msg *msg)
+{
+	for (;;) {
+		enum repl_chan_ev ev;
+		int ret = repl_chan_next(&rc->ch, &ev, msg);
+		if (ret)
+			return ret;
+		if (ev == REPL_CHAN_MSG)
+			return 0;
+		ret = repl_chan_check_conn(&rc->ch);
+		if (ret)
+			return ret;
+		ret = wait_chan(rc);
+		if (ret)
+			return ret;
+	}
+}
+
+/*
+ * wait for the completion of the one signalled read in flight. The
+ * channel's own function ignores successful reads, so the CQ is read here;
+ * nothing else is in flight then (no message is expected during the copy).
+ */
+static int
+wait_read(struct recover *rc)
+{
+	for (;;) {
+		struct pmrep_completion c;
+		int n = 0;
+		int ret = pmrep_cq_get_completions(rc->ch.cq, &c, 1, &n);
+		if (ret && ret != PMREP_E_NO_COMPLETION)
+			return ret;
+		if (ret == 0 && n == 1) {
+			uintptr_t ctx = (uintptr_t)c.op_context;
+			if (c.status != IBV_WC_SUCCESS) {
+				PMREP_LOG_ERR("recover: %s completed with error status %d",
+						ctx == CTX_READ ? "a read" : "an operation",
+						(int)c.status);
+				return PMREP_E_CONN_LOST;
+			}
+			if (ctx == CTX_READ)
+				return 0;
+			if (ctx >= CTX_SEND0 && ctx < CTX_SEND0 + CHAN_NSEND) {
+				unsigned i = (unsigned)(ctx - CTX_SEND0);
+				if (rc->ch.send_busy[i]) {
+					rc->ch.send_busy[i] = false;
+					rc->ch.sends_in_flight--;
+				}
+				continue;
+			}
+			PMREP_LOG_ERR("recover: unexpected completion during the copy");
+			return PMREP_E_MALFORMED;
+		}
+		ret = repl_chan_check_conn(&rc->ch);
+		if (ret)
+			return ret;
+		ret = wait_chan(rc);
+		if (ret)
+			return ret;
+	}
+}
+
+/* connect and authenticate; on success *acc holds the target's ACCEPT */
+static int
+handshake(struct recover *rc, const char *addr, const char *port,
+		const uint8_t *key, size_t key_len,
+		const uint8_t uuid[PMREP_UUID_SIZE], uint64_t generation,
+		size_t size, struct repl_accept *acc)
+{
+	struct pmrep_conn_cfg *ccfg = NULL;
+	struct pmrep_conn_req *req = NULL;
+	int ret = pmrep_conn_cfg_new(&ccfg);
+	if (ret)
+		return ret;
+	int left = repl_left_ms(rc->deadline);
+	(void) pmrep_conn_cfg_set_timeout(ccfg, left < 0 ? 5000 : (left ? left : 1));
+	(void) pmrep_conn_cfg_set_sq_size(ccfg, 16);
+	(void) pmrep_conn_cfg_set_rq_size(ccfg, CHAN_NRECV);
+	(void) pmrep_conn_cfg_set_cq_size(ccfg, 32);
+
+	ret = pmrep_conn_req_new(rc->peer, addr, port, ccfg, &req);
+	if (ret)
+		goto out;
+	ret = repl_chan_post_recvs(&rc->ch, req);
+	if (ret)
+		goto out;
+	uint8_t nonce_i[REPL_NONCE_SIZE];
+	ret = repl_random(nonce_i, sizeof(nonce_i));
+	if (ret)
+		goto out;
+	struct repl_pdata hello = { .type = REPL_PDATA_HELLO };
+	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
+	uint8_t enc[REPL_PDATA_SIZE];
+	repl_pdata_encode(&hello, enc);
+	struct pmrep_conn_private_data pd = { enc, sizeof(enc) };
+	ret = pmrep_conn_req_connect(&req, &pd, &rc->conn);
+	if (ret)
+		goto out;
+	(void) repl_chan_attach(&rc->ch, rc->conn);
+
+	enum pmrep_conn_event ev;
+	ret = pmrep_conn_wait_event(rc->conn, left_or_one(rc->deadline), &ev);
+	if (ret)
+		goto out;
+	if (ev != PMREP_CONN_ESTABLISHED) {
+		rc->ch.lost = true;
+		ret = ev == PMREP_CONN_REJECTED ? PMREP_E_REJECTED :
+			ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
+			PMREP_E_CONN_LOST;
+		PMREP_LOG_ERR("recover: replica %s:%s: connection %s", addr, port,
+				pmrep_conn_event_str(ev));
+		goto out;
+	}
+	struct pmrep_conn_private_data in;
+	struct repl_pdata chal;
+	(void) pmrep_conn_get_private_data(rc->conn, &in);
+	ret = repl_pdata_decode(in.ptr, in.len, REPL_PDATA_CHALLENGE, &chal);
+	if (ret)
+		goto out;
+
+	uint64_t session_id;
+	ret = repl_random(&session_id, sizeof(session_id));
+	if (ret)
+		goto out;
+	struct repl_msg msg = { .type = REPL_MSG_AUTH, .seq = 1 };
+	memcpy(msg.u.auth.uuid, uuid, PMREP_UUID_SIZE);
+	msg.u.auth.data_size = size;
+	msg.u.auth.generation = generation;
+	msg.u.auth.session_id = session_id;
+	ret = repl_auth_mac(key, key_len, nonce_i, chal.nonce, &msg.u.auth,
+			msg.u.auth.mac);
+	if (ret)
+		goto out;
+	ret = repl_chan_send(&rc->ch, &msg);
+	if (ret)
+		goto out;
+	struct repl_msg reply;
+	ret = wait_msg(rc, &reply);
+	if (ret)
+		goto out;
+	if (reply.type == REPL_MSG_REFUSE) {
+		ret = repl_status_to_err(reply.status);
+		PMREP_LOG_ERR("recover: replica %s:%s refused us: %s%s", addr, port,
+				repl_status_str(reply.status),
+				reply.status == REPL_ST_GENERATION ?
+				" (it holds a newer generation than the one asked for)" : "");
+		goto out;
+	}
+	if (reply.type != REPL_MSG_ACCEPT) {
+		PMREP_LOG_ERR("recover: expected ACCEPT, got message type %d",
+				(int)reply.type);
+		ret = PMREP_E_MALFORMED;
+		goto out;
+	}
+	uint8_t mac[REPL_MAC_SIZE];
+	ret = repl_accept_mac(key, key_len, nonce_i, chal.nonce, &reply.u.accept,
+			mac);
+	if (ret)
+		goto out;
+	if (!repl_mac_equal(mac, reply.u.accept.mac)) {
+		PMREP_LOG_ERR("recover: replica %s:%s failed to prove it holds the key",
+				addr, port);
+		ret = PMREP_E_AUTH;
+		goto out;
+	}
+	*acc = reply.u.accept;
+out:
+	if (req)
+		(void) pmrep_conn_req_delete(&req);
+	(void) pmrep_conn_cfg_delete(&ccfg);
+	return ret;
+}
+
+/* may this replica be the source of generation `generation`? */
+static int
+check_source(struct recover *rc, const struct repl_accept *acc,
+		uint64_t generation, size_t size, unsigned flags)
+{
+	if (acc->target_flags & REPL_TF_FRESH) {
+		PMREP_LOG_ERR("recover: the replica was never claimed by a mirror: it holds no data of this replica set");
+		return PMREP_E_STATE;
+	}
+	if (acc->prev_generation != generation) {
+		/* a newer one is refused by the target already */
+		PMREP_LOG_ERR("recover: the replica holds generation %llu, older than %llu: it lacks changes made since; refusing it as a source",
+				(unsigned long long)acc->prev_generation,
+				(unsigned long long)generation);
+		return PMREP_E_STATE;
+	}
+	if (!(acc->prev_flags & PMREP_REPLICA_F_CONSISTENT) &&
+			!(flags & PMREP_RECOVER_ALLOW_INCONSISTENT)) {
+		PMREP_LOG_ERR("recover: the replica is not marked consistent (its mirror did not shut down cleanly, or an earlier attach was refused); allow an inconsistent source to take it anyway");
+		return PMREP_E_STATE;
+	}
+	if (acc->target_flags & REPL_TF_STAGING) {
+		PMREP_LOG_ERR("recover: the target serves through a staging buffer; its registered memory is not the replica's data");
+		return PMREP_E_NOSUPP;
+	}
+	int ret = pmrep_mr_remote_from_descriptor(acc->mr_desc,
+			PMREP_MR_DESC_SIZE, &rc->rmr);
+	if (ret)
+		return ret;
+	size_t rsize = 0;
+	(void) pmrep_mr_remote_get_size(rc->rmr, &rsize);
+	if (rsize != size) {
+		PMREP_LOG_ERR("recover: the replica offers %zu bytes, the mapping has %zu",
+				rsize, size);
+		return PMREP_E_RANGE;
+	}
+	return 0;
+}
+
+/* tear the connection down; the channel's buffers stay for another one */
+static void
+drop_conn(struct recover *rc)
+{
+	if (rc->conn) {
+		(void) pmrep_conn_disconnect(rc->conn);
+		(void) pmrep_conn_delete(&rc->conn);
+	}
+	repl_chan_detach(&rc->ch);
+	(void) pmrep_mr_remote_delete(&rc->rmr);
+}
+
+/* the closing mark: the replica's header says consistent again */
+static void
+mark_consistent(struct recover *rc)
+{
+	struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = 2 };
+	struct repl_msg reply;
+	int r = repl_chan_send(&rc->ch, &msg);
+	if (r == 0)
+		r = wait_msg(rc, &reply);
+	if (r == 0 && (reply.type != REPL_MSG_CLOSE_REPLY ||
+			reply.seq != msg.seq || reply.status != REPL_ST_OK))
+		r = PMREP_E_MALFORMED;
+	if (r)
+		PMREP_LOG_WARN("recover: could not mark the replica consistent again (%s); the next mirror resyncs it in full",
+				pmrep_err_to_str(r));
+}
+
+static void
+fill_info(struct pmrep_replica_info *info, const uint8_t *uuid, size_t size,
+		const struct repl_accept *acc)
+{
+	if (info == NULL)
+		return;
+	memcpy(info->uuid, uuid, PMREP_UUID_SIZE);
+	info->data_offset = PMREP_REPLICA_DATA_OFFSET;
+	info->data_size = size;
+	info->generation = acc->target_flags & REPL_TF_FRESH ? 0 :
+		acc->prev_generation;
+	info->flags = acc->prev_flags;
+}
+
+int
+pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
+		const char *port, const uint8_t *key, size_t key_len,
+		const uint8_t uuid[PMREP_UUID_SIZE], uint64_t generation,
+		unsigned flags, int timeout_ms, struct pmrep_replica_info *info)
+{
+	if (pmem == NULL || addr == NULL || port == NULL || key == NULL ||
+			uuid == NULL) {
+		PMREP_LOG_ERR("invalid argument: pmem, addr, port, key or uuid is NULL");
+		return PMREP_E_INVAL;
+	}
+	int ret = repl_key_check(key, key_len);
+	if (ret)
+		return ret;
+	if ((ret = repl_port_check(port, false)) != 0 ||
+			(ret = repl_timeout_check(timeout_ms, "pmrep_mirror_recover")) != 0)
+		return ret;
+	if (addr[0] == '\0' || replica_uuid_is_nil(uuid) || generation == 0 ||
+			(flags & ~PMREP_RECOVER_ALLOW_INCONSISTENT) != 0) {
+		PMREP_LOG_ERR("invalid argument: empty address, nil UUID, generation 0 or unknown flags 0x%x",
+				flags);
+		return PMREP_E_INVAL;
+	}
+	uint8_t *base = pmrep_pmem_get_address(pmem);
+	size_t size = pmrep_pmem_get_size(pmem);
+	pmrep_pmem_persist_fn *persist = pmrep_pmem_get_persist_fn(pmem);
+
+	struct recover rc = { .deadline = repl_deadline(timeout_ms) };
+	ret = pmrep_peer_open(addr, false, &rc.peer);
+	if (ret)
+		return ret;
+	ret = pmrep_mr_reg(rc.peer, base, size, PMREP_MR_USAGE_READ_DST, &rc.dst);
+	if (ret)
+		goto out;
+	ret = repl_chan_init(&rc.ch, rc.peer);
+	if (ret)
+		goto out;
+	rc.chan_ready = true;
+
+	struct repl_accept acc;
+	/*
+	 * Accepting an initiator makes the target record the initiator's
+	 * generation in the replica's header. Ask for generation - 1 first:
+	 * a refusal ("newer") proves the replica holds at least `generation`
+	 * and changes nothing; an acceptance means it is older, and when it
+	 * held exactly generation - 1 (the usual mistake) its header is left
+	 * as it was. Only then is the replica asked for `generation`.
+	 */
+	if (generation > 1) {
+		ret = handshake(&rc, addr, port, key, key_len, uuid,
+				generation - 1, size, &acc);
+		if (ret == 0) {
+			fill_info(info, uuid, size, &acc);
+			bool fresh = acc.target_flags & REPL_TF_FRESH;
+			PMREP_LOG_ERR("recover: the replica holds %s%llu, older than %llu: it lacks changes made since; refusing it as a source",
+					fresh ? "no data (fresh), generation " : "generation ",
+					(unsigned long long)acc.prev_generation,
+					(unsigned long long)generation);
+			if (!fresh && acc.prev_generation == generation - 1 &&
+					(acc.prev_flags & PMREP_REPLICA_F_CONSISTENT))
+				mark_consistent(&rc);
+			ret = PMREP_E_STATE;
+			goto out;
+		}
+		if (ret != PMREP_E_STATE)
+			goto out;
+		drop_conn(&rc);
+	}
+	ret = handshake(&rc, addr, port, key, key_len, uuid, generation, size,
+			&acc);
+	if (ret)
+		goto out;
+	fill_info(info, uuid, size, &acc);
+	ret = check_source(&rc, &acc, generation, size, flags);
+	if (ret)
+		goto out;
+
+	/* the copy: one signalled read at a time, each bounded by the
+	 * call's deadline */
+	for (size_t off = 0; off < size; off += RECOVER_CHUNK) {
+		size_t len = size - off < RECOVER_CHUNK ? size - off : RECOVER_CHUNK;
+		ret = pmrep_read(rc.conn, rc.dst, off, rc.rmr, off, len,
+				PMREP_F_COMPLETION_ALWAYS, (void *)CTX_READ);
+		if (ret == 0)
+			ret = wait_read(&rc);
+		if (ret) {
+			PMREP_LOG_ERR("recover: reading %zu bytes at %zu failed (%s); the mapping holds part of the replica's data",
+					len, off, pmrep_err_to_str(ret));
+			goto out;
+		}
+	}
+	persist(base, size);
+	PMREP_LOG(PMREP_LOG_NOTICE, "recovered %zu bytes of generation %llu from replica %s:%s",
+			size, (unsigned long long)generation, addr, port);
+
+	/* our attach cleared the consistent mark: put it back where it was
+	 * (nothing was written, so what was a complete copy still is) */
+	if (acc.prev_flags & PMREP_REPLICA_F_CONSISTENT)
+		mark_consistent(&rc);
+out:
+	drop_conn(&rc);
+	if (rc.chan_ready)
+		repl_chan_fini(&rc.ch);
+	(void) pmrep_mr_dereg(&rc.dst);
+	(void) pmrep_peer_delete(&rc.peer);
+	return ret;
+}

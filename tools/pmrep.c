@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pmrep -- the command line of pmrep's replication layer:
+ *   pmrep verify SOURCE REPLICA [--range BYTES]
+ *   pmrep status REPLICA_FILE
+ *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
+ *                 --uuid HEX --generation N [--allow-inconsistent]
+ * Exit codes (every command): 0 success (verify: identical), 1 a negative
+ * answer (verify: source and replica differ; status: the file is not a
+ * valid replica; recover: the replica was refused as a source), 2 usage
+ * error or failure (I/O, connection, authentication).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+
+#define EX_OK 0
+#define EX_NO 1
+#define EX_ERR 2
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pmrep COMMAND [options]\n"
+		"\n"
+		"  pmrep verify SOURCE REPLICA [--range BYTES]\n"
+		"      compare a mirror's source file with a replica file (on this host),\n"
+		"      checksums range by range (default range 1M; K/M/G suffixes).\n"
+		"      Prints the first differing range and how many differ.\n"
+		"\n"
+		"  pmrep status REPLICA_FILE\n"
+		"      print a replica file's header: replica set UUID, generation, data\n"
+		"      size, consistent mark. Run it on the replica's host: asking a target\n"
+		"      over the network would attach to it, which clears its consistent\n"
+		"      mark and takes it from a running mirror.\n"
+		"\n"
+		"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
+		"                --uuid HEX --generation N [--allow-inconsistent]\n"
+		"                [--timeout MS]\n"
+		"      rebuild LOCAL (an existing file of the replica's data size) from the\n"
+		"      replica: read all its data, then persist. The replica must belong to\n"
+		"      replica set UUID (32 hex digits, see pmrep status) and hold exactly\n"
+		"      generation N (older or newer: refused), and be marked consistent\n"
+		"      unless --allow-inconsistent. Default timeout 60000 ms.\n"
+		"\n"
+		"exit codes: 0 success (verify: identical); 1 verify: different, status:\n"
+		"not a valid replica, recover: the replica was refused as a source;\n"
+		"2 usage error or failure (I/O, connection, authentication).\n");
+}
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pmrep: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n(pmrep --help for usage)\n");
+	return EX_ERR;
+}
+
+/* digits with an optional K / M / G suffix, 1 .. max */
+static int
+parse_size(const char *s, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -1;
+	int shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end != '\0' || (shift && v > (~0ull >> shift)))
+		return -1;
+	v <<= shift;
+	if (v == 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void
+uuid_str(const uint8_t *uuid, char out[2 * PMREP_UUID_SIZE + 1])
+{
+	for (int i = 0; i < PMREP_UUID_SIZE; i++)
+		snprintf(out + 2 * i, 3, "%02x", uuid[i]);
+}
+
+static int
+uuid_parse(const char *s, uint8_t *uuid)
+{
+	size_t j = 0;
+	for (size_t i = 0; s[i] != '\0'; i++) {
+		if (s[i] == '-')
+			continue;
+		int v;
+		char c = s[i];
+		if (c >= '0' && c <= '9') v = c - '0';
+		else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
+		else return -1;
+		if (j >= 2 * PMREP_UUID_SIZE)
+			return -1;
+		if (j % 2 == 0)
+			uuid[j / 2] = (uint8_t)(v << 4);
+		else
+			uuid[j / 2] |= (uint8_t)v;
+		j++;
+	}
+	return j == 2 * PMREP_UUID_SIZE ? 0 : -1;
+}
+
+/* ------------------------------------------------------------- verify */
+
+/* FNV-1a, 64 bit */
+static uint64_t
+fnv1a(const uint8_t *p, size_t len, uint64_t h)
+{
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+#define FNV0 0xcbf29ce484222325ull
+
+static int
+read_full(int fd, uint8_t *buf, size_t len, off_t off)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+static int
+cmd_verify(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "range", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long long range = 1 << 20;
+	int c;
+	while ((c = getopt_long(argc, argv, "r:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (parse_size(optarg, 1ull << 30, &range))
+				return usage_error("verify: bad --range '%s' (1 .. 1G bytes)", optarg);
+			break;
+		case 'h': usage(stdout); return EX_OK;
+		default: return usage_error("verify: %s", "unknown option");
+		}
+	}
+	if (argc - optind != 2)
+		return usage_error("verify: %s", "expected SOURCE REPLICA");
+	const char *source = argv[optind], *replica = argv[optind + 1];
+
+	struct pmrep_replica_info info;
+	int ret = pmrep_replica_read_info(replica, &info);
+	if (ret) {
+		fprintf(stderr, "pmrep verify: %s: %s (%s)\n", replica,
+				pmrep_err_to_str(ret), pmrep_err_msg());
+		return EX_ERR;
+	}
+	int rc = EX_ERR;
+	uint8_t *a = NULL, *b = NULL;
+	int src = open(source, O_RDONLY | O_CLOEXEC);
+	int rep = open(replica, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (src < 0 || rep < 0 || fstat(src, &st) != 0) {
+		fprintf(stderr, "pmrep verify: %s: %s\n", src < 0 ? source : replica,
+				strerror(errno));
+		goto out;
+	}
+	if ((uint64_t)st.st_size != info.data_size) {
+		printf("DIFFERENT: source has %lld bytes, replica data area %llu\n",
+				(long long)st.st_size, (unsigned long long)info.data_size);
+		rc = EX_NO;
+		goto out;
+	}
+	a = malloc(range);
+	b = malloc(range);
+	if (a == NULL || b == NULL) {
+		fprintf(stderr, "pmrep verify: out of memory\n");
+		goto out;
+	}
+	uint64_t total = FNV0;
+	unsigned long long ranges = 0, bad = 0;
+	for (uint64_t off = 0; off < info.data_size; off += range) {
+		size_t len = info.data_size - off < range ?
+			(size_t)(info.data_size - off) : (size_t)range;
+		if (read_full(src, a, len, (off_t)off) ||
+				read_full(rep, b, len, (off_t)(info.data_offset + off))) {
+			fprintf(stderr, "pmrep verify: read failed at %llu\n",
+					(unsigned long long)off);
+			goto out;
+		}
+		uint64_t ha = fnv1a(a, len, FNV0);
+		uint64_t hb = fnv1a(b, len, FNV0);
+		total = fnv1a(a, len, total);
+		ranges++;
+		if (ha != hb || memcmp(a, b, len) != 0) {
+			if (bad++ == 0)
+				printf("first differing range: %llu (bytes %llu..%llu): source %016llx replica %016llx\n",
+						ranges - 1, (unsigned long long)off,
+						(unsigned long long)(off + len - 1),
+						(unsigned long long)ha, (unsigned long long)hb);
+		}
+	}
+	char u[2 * PMREP_UUID_SIZE + 1];
+	uuid_str(info.uuid, u);
+	printf("replica set %s, generation %llu, %s\n", u,
+			(unsigned long long)info.generation,
+			info.flags & PMREP_REPLICA_F_CONSISTENT ?
+				"marked consistent" : "not marked consistent");
+	if (bad) {
+		printf("DIFFERENT: %llu of %llu ranges of %llu bytes differ\n",
+				bad, ranges, range);
+		rc = EX_NO;
+	} else {
+		printf("IDENTICAL: %llu ranges of %llu bytes, %llu bytes, checksum %016llx on both\n",
+				ranges, range, (unsigned long long)info.data_size,
+				(unsigned long long)total);
+		rc = EX_OK;
+	}
+out:
+	free(a);
+	free(b);
+	if (src >= 0)
+		close(src);
+	if (rep >= 0)
+		close(rep);
+	return rc;
+}
+
+/* ------------------------------------------------------------- status */
+
+static int
+cmd_status(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "replica", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "r:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			return usage_error("status: --replica %s: asking a target over the network would attach to it (clearing its consistent mark, taking it from a running mirror); run 'pmrep status REPLICA_FILE' on the replica's host",
+					optarg);
+		case 'h': usage(stdout); return EX_OK;
+		default: return usage_error("status: %s", "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return usage_error("status: %s", "expected REPLICA_FILE");
+	const char *path = argv[optind];
+	struct pmrep_replica_info info;
+	int ret = pmrep_replica_read_info(path, &info);
+	if (ret == PMREP_E_MALFORMED || ret == PMREP_E_RANGE) {
+		printf("%s: not a valid replica: %s (%s)\n", path,
+				pmrep_err_to_str(ret), pmrep_err_msg());
+		return EX_NO;
+	}
+	if (ret) {
+		fprintf(stderr, "pmrep status: %s: %s (%s)\n", path,
+				pmrep_err_to_str(ret), pmrep_err_msg());
+		return EX_ERR;
+	}
+	bool claimed = false;
+	for (int i = 0; i < PMREP_UUID_SIZE; i++)
+		claimed |= info.uuid[i] != 0;
+	char u[2 * PMREP_UUID_SIZE + 1];
+	uuid_str(info.uuid, u);
+	printf("replica:     %s\n", path);
+	printf("uuid:        %s%s\n", u, claimed ? "" : " (unclaimed: no mirror attached yet)");
+	printf("generation:  %llu\n", (unsigned long long)info.generation);
+	printf("data size:   %llu bytes (at offset %llu)\n",
+			(unsigned long long)info.data_size,
+			(unsigned long long)info.data_offset);
+	printf("consistent:  %s\n", info.flags & PMREP_REPLICA_F_CONSISTENT ?
+			"yes (left by a clean mirror shutdown)" :
+			"no (a mirror is attached, or did not shut down cleanly)");
+	return EX_OK;
+}
+
+/* ------------------------------------------------------------ recover */
+
+static int
+cmd_recover(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "file", required_argument, NULL, 'f' },
+		{ "replica", required_argument, NULL, 'r' },
+		{ "key-file", required_argument, NULL, 'k' },
+		{ "uuid", required_argument, NULL, 'u' },
+		{ "generation", required_argument, NULL, 'g' },
+		{ "allow-inconsistent", no_argument, NULL, 'I' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *file = NULL, *replica = NULL, *key_file = NULL;
+	uint8_t uuid[PMREP_UUID_SIZE];
+	bool have_uuid = false;
+	unsigned long long gen = 0, timeout = 60000;
+	unsigned flags = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "f:r:k:u:g:It:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': file = optarg; break;
+		case 'r': replica = optarg; break;
+		case 'k': key_file = optarg; break;
+		case 'u':
+			if (uuid_parse(optarg, uuid))
+				return usage_error("recover: bad --uuid '%s' (32 hex digits)", optarg);
+			have_uuid = true;
+			break;
+		case 'g':
+			if (parse_size(optarg, UINT64_MAX, &gen) || strpbrk(optarg, "kKmMgG"))
+				return usage_error("recover: bad --generation '%s' (>= 1)", optarg);
+			break;
+		case 'I': flags |= PMREP_RECOVER_ALLOW_INCONSISTENT; break;
+		case 't':
+			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+				return usage_error("recover: bad --timeout '%s' (ms, >= 1)", optarg);
+			break;
+		case 'h': usage(stdout); return EX_OK;
+		default: return usage_error("recover: %s", "unknown option");
+		}
+	}
+	if (optind != argc)
+		return usage_error("recover: unexpected argument '%s'", argv[optind]);
+	if (file == NULL || replica == NULL || key_file == NULL || !have_uuid ||
+			gen == 0)
+		return usage_error("recover: %s", "--file, --replica, --key-file, --uuid and --generation are required");
+	char addr[256];
+	snprintf(addr, sizeof(addr), "%s", replica);
+	char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || colon[1] == '\0')
+		return usage_error("recover: bad --replica '%s' (ADDR:PORT)", replica);
+	*colon = '\0';
+
+	uint8_t key[PMREP_KEY_MAX];
+	size_t key_len = 0;
+	int ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
+	if (ret) {
+		fprintf(stderr, "pmrep recover: %s: %s\n", key_file, pmrep_err_msg());
+		return EX_ERR;
+	}
+	/* an existing file only: its size is the replica's data size */
+	struct pmrep_pmem *pmem = NULL;
+	ret = pmrep_pmem_open(file, 0, 0, PMREP_PMEM_GRANULARITY_PAGE, &pmem);
+	if (ret) {
+		fprintf(stderr, "pmrep recover: %s: %s (%s)\n", file,
+				pmrep_err_to_str(ret), pmrep_err_msg());
+		memset(key, 0, sizeof(key));
+		return EX_ERR;
+	}
+	struct pmrep_replica_info info;
+	memset(&info, 0, sizeof(info));
+	ret = pmrep_mirror_recover(pmem, addr, colon + 1, key, key_len, uuid,
+			gen, flags, (int)timeout, &info);
+	memset(key, 0, sizeof(key));
+	int rc;
+	if (ret == 0) {
+		printf("recovered %s: %zu bytes of generation %llu from %s (replica was %s)\n",
+				file, pmrep_pmem_get_size(pmem), gen, replica,
+				info.flags & PMREP_REPLICA_F_CONSISTENT ?
+				"marked consistent" : "NOT marked consistent");
+		rc = EX_OK;
+	} else {
+		/* refusals of the replica as a source vs. failures; the
+		 * arguments were checked here, so PMREP_E_INVAL is the
+		 * target's "another replica set" */
+		bool refused = ret == PMREP_E_STATE || ret == PMREP_E_RANGE ||
+			ret == PMREP_E_NOSUPP || ret == PMREP_E_INVAL;
+		fprintf(stderr, "pmrep recover: %s %s from %s: %s\n",
+				refused ? "refused to recover" : "could not recover",
+				file, replica, pmrep_err_to_str(ret));
+		rc = refused ? EX_NO : EX_ERR;
+	}
+	(void) pmrep_pmem_close(&pmem);
+	return rc;
+}
+
+int
+main(int argc, char *argv[])
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EX_ERR;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+			strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return EX_OK;
+	}
+	if (getenv("PMREP_LOG_LEVEL") == NULL)
+		pmrep_log_set_threshold(PMREP_LOG_NOTICE);
+	/* the command's options: getopt starts after the command name */
+	argc--;
+	argv++;
+	if (strcmp(cmd, "verify") == 0)
+		return cmd_verify(argc, argv);
+	if (strcmp(cmd, "status") == 0)
+		return cmd_status(argc, argv);
+	if (strcmp(cmd, "recover") == 0)
+		return cmd_recover(argc, argv);
+	return usage_error("unknown command '%s'", cmd);
+}
