@@ -243,6 +243,13 @@ T06_malformed_hello_is_rejected_and_the_endpoint_survives_tcp(void **state)
 	assert_int_equal(send(s, b, n, 0), (ssize_t)n);
 	expect_refused(p.ep, s, 4);
 
+	/* a receiver-not-ready budget no cfg timeout can be (> INT32_MAX ms) */
+	s = func_raw_connect(p.port);
+	n = hello(b, 1, 0x54524d50, 1, 0);
+	func_put_le32(b + 16, 0x80000000u);
+	assert_int_equal(send(s, b, n, 0), (ssize_t)n);
+	expect_refused(p.ep, s, 2);
+
 	/* reserved bits set */
 	s = func_raw_connect(p.port);
 	n = hello(b, 1, 0x54524d50, 1, 0);

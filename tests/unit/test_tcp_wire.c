@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <limits.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -267,10 +268,14 @@ decode_with(struct tcp_frame f)
 			b[8 + i] = (uint8_t)(f.magic >> (8 * i));
 		b[12] = (uint8_t)f.version;
 		b[13] = (uint8_t)(f.version >> 8);
+		for (int i = 0; i < 4; i++)
+			b[16 + i] = (uint8_t)(f.rnr_ms >> (8 * i));
 		break;
 	case TCP_WIRE_ACCEPT:
 		b[8] = (uint8_t)f.version;
 		b[9] = (uint8_t)(f.version >> 8);
+		for (int i = 0; i < 4; i++)
+			b[12 + i] = (uint8_t)(f.rnr_ms >> (8 * i));
 		break;
 	case TCP_WIRE_REJECT:
 	case TCP_WIRE_NAK:
@@ -360,6 +365,55 @@ fields_are_range_checked(void **state)
 	assert_int_equal(decode_with(f), TCP_WIRE_MALFORMED);
 }
 
+/* a receiver-not-ready budget is a cfg timeout, at most INT32_MAX ms (0:
+ * none), so now + it never overflows and a wait on it fits poll's int */
+static void
+rnr_budget_is_range_checked(void **state)
+{
+	(void) state;
+	const uint8_t types[] = { TCP_WIRE_HELLO, TCP_WIRE_ACCEPT };
+	const struct { uint32_t v; bool ok; } cases[] = {
+		{ 0, true }, { 1, true }, { 1000, true },
+		{ TCP_WIRE_RNR_MS_MAX, true }, { 0x7fffffffu, true },
+		{ 0x80000000u, false }, { 0xfffffffeu, false },
+		{ UINT32_MAX, false },
+	};
+	uint8_t b[TCP_WIRE_HDR_MAX];
+	for (unsigned t = 0; t < sizeof(types); t++) {
+		for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			struct tcp_frame f = sample(types[t]);
+			f.rnr_ms = cases[i].v;
+			int n = (int)tcp_wire_hdr_size(types[t]);
+			assert_int_equal(decode_with(f), cases[i].ok ? n :
+					TCP_WIRE_MALFORMED);
+			/* the encoder refuses what the decoder would */
+			assert_int_equal(tcp_wire_encode(&f, b),
+					cases[i].ok ? (size_t)n : 0);
+		}
+	}
+}
+
+/* a wait far away is capped, never wrapped into "forever" (-1 and below)
+ * or a spin (0): a conn timeout above ~1.07e9 ms puts the request deadline
+ * (8 x it) 2^33 ms away, where (int) of the difference is 0 */
+static void
+poll_timeout_is_clamped_not_wrapped(void **state)
+{
+	(void) state;
+	const long long now = 123456789;
+	assert_int_equal(tcp_poll_ms(-1, now), -1);
+	assert_int_equal(tcp_poll_ms(now - 5, now), 0);
+	assert_int_equal(tcp_poll_ms(now, now), 0);
+	assert_int_equal(tcp_poll_ms(now + 1, now), 1);
+	assert_int_equal(tcp_poll_ms(now + INT_MAX, now), INT_MAX);
+	assert_int_equal(tcp_poll_ms(now + INT_MAX + 1LL, now), INT_MAX);
+	assert_int_equal(tcp_poll_ms(now + (1LL << 32) + 7, now), INT_MAX);
+	assert_int_equal(tcp_poll_ms(now + 8LL * 1073741824, now), INT_MAX);
+	assert_int_equal(tcp_poll_ms(now + 8LL * INT_MAX, now), INT_MAX);
+	assert_int_equal(tcp_poll_ms(now + (long long)UINT32_MAX, now),
+			INT_MAX);
+}
+
 static void
 the_encoder_refuses_what_the_decoder_would(void **state)
 {
@@ -422,6 +476,8 @@ main(void)
 		cmocka_unit_test(flags_only_as_documented),
 		cmocka_unit_test(payload_lengths_are_limited_per_type),
 		cmocka_unit_test(fields_are_range_checked),
+		cmocka_unit_test(rnr_budget_is_range_checked),
+		cmocka_unit_test(poll_timeout_is_clamped_not_wrapped),
 		cmocka_unit_test(the_encoder_refuses_what_the_decoder_would),
 		cmocka_unit_test(access_check_bounds_edges_and_overflow),
 	};

@@ -20,6 +20,7 @@
 #ifndef PMREP_TCP_H
 #define PMREP_TCP_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <sys/socket.h>
 
@@ -43,6 +44,25 @@
 #define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* silent peer with requests in flight */
 #define TCP_MR_BUCKETS		256
 #define TCP_CQE_BATCH		64		/* completions pushed at once */
+
+/*
+ * tcp_poll_ms -- the poll(2) timeout that waits until `deadline` (the
+ * pmrep_now_ms scale; < 0: no deadline, -1) seen at `now`: 0 when it has
+ * passed, else the time left, capped at INT_MAX (the caller looks again
+ * when it wakes). Never a bare (int) of a time difference: a deadline
+ * more than INT_MAX ms away would wrap to a negative (wait forever) or a
+ * tiny one (spin).
+ */
+static inline int
+tcp_poll_ms(long long deadline, long long now)
+{
+	if (deadline < 0)
+		return -1;
+	if (deadline <= now)
+		return 0;
+	long long left = deadline - now;
+	return left > INT_MAX ? INT_MAX : (int)left;
+}
 
 /* ---------------------------------------------------------------- peer */
 

@@ -90,13 +90,9 @@ tcp_chan_wait(struct tcp_chan *ch, int timeout_ms, struct tcp_cq **cq)
 		}
 		if (timeout_ms == 0)
 			return PMREP_E_NO_COMPLETION;
-		int left = -1;
-		if (deadline >= 0) {
-			long long d = deadline - pmrep_now_ms();
-			if (d <= 0)
-				return PMREP_E_TIMEOUT;
-			left = (int)d;
-		}
+		int left = tcp_poll_ms(deadline, pmrep_now_ms());
+		if (left == 0)
+			return PMREP_E_TIMEOUT;
 		int ret = pmrep_fd_wait_readable(ch->fd, left);
 		if (ret)
 			return ret;

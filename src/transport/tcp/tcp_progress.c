@@ -1068,14 +1068,14 @@ wait_fd(struct tcp_conn *c, int fd, short events, long long deadline,
 	for (;;) {
 		if (doorbell(c, disconnect) || *disconnect)
 			return WAIT_STOP;
-		long long left = deadline - pmrep_now_ms();
-		if (left <= 0)
+		int left = tcp_poll_ms(deadline, pmrep_now_ms());
+		if (left == 0)
 			return WAIT_TIMEOUT;
 		struct pollfd p[2] = {
 			{ .fd = c->wake_fd, .events = POLLIN },
 			{ .fd = fd, .events = events },
 		};
-		int r = poll(p, fd >= 0 ? 2 : 1, (int)left);
+		int r = poll(p, fd >= 0 ? 2 : 1, left);
 		if (r > 0 && fd >= 0 && p[1].revents)
 			return WAIT_READY;
 	}
@@ -1351,9 +1351,7 @@ tcp_progress_main(void *arg)
 		if (c->state == TCP_CONN_CLOSING && (deadline < 0 ||
 				c->closing_deadline < deadline))
 			deadline = c->closing_deadline;
-		int timeout = -1;
-		if (deadline >= 0)
-			timeout = deadline > now ? (int)(deadline - now) : 0;
+		int timeout = tcp_poll_ms(deadline, now);
 
 		struct pollfd pfd[2] = {
 			{ .fd = c->wake_fd, .events = POLLIN },

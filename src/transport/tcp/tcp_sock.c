@@ -104,11 +104,11 @@ tcp_sock_write_all(int fd, const void *buf, size_t len, long long deadline_ms)
 			continue;
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			return -errno;
-		long long left = deadline_ms - pmrep_now_ms();
-		if (left <= 0)
+		int left = tcp_poll_ms(deadline_ms, pmrep_now_ms());
+		if (left == 0)
 			return -ETIMEDOUT;
 		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+		if (poll(&pfd, 1, left) < 0 && errno != EINTR)
 			return -errno;
 	}
 	return 0;

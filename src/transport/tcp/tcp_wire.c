@@ -80,9 +80,10 @@ fields_ok(const struct tcp_frame *f)
 		return 0;
 	switch (f->type) {
 	case TCP_WIRE_HELLO:
-		return f->magic == TCP_WIRE_MAGIC && f->version != 0;
+		return f->magic == TCP_WIRE_MAGIC && f->version != 0 &&
+			f->rnr_ms <= TCP_WIRE_RNR_MS_MAX;
 	case TCP_WIRE_ACCEPT:
-		return f->version != 0;
+		return f->version != 0 && f->rnr_ms <= TCP_WIRE_RNR_MS_MAX;
 	case TCP_WIRE_REJECT:
 		return f->status >= TCP_WIRE_REJ_APP &&
 			f->status <= TCP_WIRE_REJ_VERSION;

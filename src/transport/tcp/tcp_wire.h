@@ -27,6 +27,7 @@
  *
  * flags: bit 0 (TCP_WIRE_F_IMM) only on WRITE and SEND; every other bit,
  * and every reserved field, must be 0 (a frame has one encoding).
+ * rnr_ms is 0 .. TCP_WIRE_RNR_MS_MAX (a cfg timeout; 0: fail at once).
  * Data payloads are at most TCP_WIRE_DATA_MAX bytes (verbs' 2 GiB message).
  */
 #ifndef PMREP_TCP_WIRE_H
@@ -42,6 +43,9 @@
 #define TCP_WIRE_DATA_MAX	(1u << 31)
 #define TCP_WIRE_HELLO_PDATA_MAX	56	/* PMREP_PDATA_CONNECT_MAX */
 #define TCP_WIRE_ACCEPT_PDATA_MAX	196	/* PMREP_PDATA_ACCEPT_MAX */
+/* HELLO / ACCEPT rnr_ms: the sender's cfg timeout (0: no waiting at all),
+ * at most INT32_MAX ms, so a deadline on it neither overflows nor wraps */
+#define TCP_WIRE_RNR_MS_MAX	0x7fffffffu
 
 #define TCP_WIRE_F_IMM		0x01
 
