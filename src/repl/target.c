@@ -302,6 +302,15 @@ allocate_blocks(const char *path, uint64_t size)
 	return ret;
 }
 
+static bool
+all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
+
 /* open (create + format) the replica and check its header */
 static int
 open_replica(struct pmrep_target *t)
@@ -328,6 +337,22 @@ open_replica(struct pmrep_target *t)
 		hdr_store(t);
 		PMREP_LOG(PMREP_LOG_NOTICE, "created replica %s: %llu data bytes",
 				c->path, (unsigned long long)c->data_size);
+		return 0;
+	}
+	/*
+	 * a device DAX always exists: "create" formats one that was never
+	 * formatted -- its header block all zero (a new namespace reads as
+	 * zeros) -- and nothing else. Its size is the device's own, which
+	 * pmrep_pmem_open checked against the configured one.
+	 */
+	if (c->create && pmrep_pmem_is_devdax(t->pmem) &&
+			size > PMREP_REPLICA_DATA_OFFSET &&
+			all_zero(t->base, PMREP_REPLICA_DATA_OFFSET)) {
+		memset(&t->hdr, 0, sizeof(t->hdr));	/* unclaimed */
+		t->hdr.data_size = size - PMREP_REPLICA_DATA_OFFSET;
+		hdr_store(t);
+		PMREP_LOG(PMREP_LOG_NOTICE, "formatted device DAX %s as a replica (its header block was all zero): %llu data bytes",
+				c->path, (unsigned long long)t->hdr.data_size);
 		return 0;
 	}
 	ret = replica_hdr_decode(t->base, size, size, &t->hdr);
