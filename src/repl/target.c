@@ -16,6 +16,8 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include <pmrep/transport.h>
@@ -377,6 +379,43 @@ err:
 	return ret;
 }
 
+/*
+ * verbs: may the device write straight into the mapping? Not when the
+ * replica is a regular file in a page cache (ext4, xfs, 9p, nfs ... without
+ * DAX): the device writes into pages pinned at registration, which nothing
+ * marks dirty, so the mapping's persist (msync) does not write them back
+ * and the file does not hold what the mirror was told is durable. Kernels
+ * from 6.5 on refuse such a registration (EFAULT); older ones (Debian 12's
+ * 6.1) accept it, so pmrep must not try (T11). Fine: device DAX, a DAX
+ * file (finer than page granularity: no page cache), and memory file
+ * systems, whose pages are the file. The tcp provider's target stores
+ * with the CPU, which dirties the pages: no restriction there.
+ * NULL when registering is fine, else why not.
+ */
+static const char *
+unregistrable_why(struct pmrep_target *t)
+{
+	enum pmrep_provider prov = PMREP_PROVIDER_TCP;
+	(void) pmrep_peer_get_provider(t->peer, &prov);
+	if (prov != PMREP_PROVIDER_VERBS || pmrep_pmem_is_devdax(t->pmem) ||
+			pmrep_pmem_get_granularity(t->pmem) !=
+			PMREP_PMEM_GRANULARITY_PAGE)
+		return NULL;
+	struct statfs sf;
+	if (statfs(t->cfg.path, &sf) != 0) {
+		PMREP_LOG_WARN("statfs(%s): %s", t->cfg.path, strerror(errno));
+		return "its file system is unknown (statfs failed)";
+	}
+	switch ((unsigned long)sf.f_type) {
+	case TMPFS_MAGIC:
+	case HUGETLBFS_MAGIC:
+	case RAMFS_MAGIC:
+		return NULL;
+	default:
+		return "it is a file in a page cache (no DAX): the device's writes into its pinned pages would never be written back by persist";
+	}
+}
+
 /* register the data area; staging buffer when the mapping cannot be */
 static int
 register_data(struct pmrep_target *t)
@@ -385,8 +424,12 @@ register_data(struct pmrep_target *t)
 		PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
 	size_t len = (size_t)t->hdr.data_size;
 	int ret;
+	const char *why = t->cfg.staging ? NULL : unregistrable_why(t);
 
-	if (!t->cfg.staging) {
+	if (why != NULL)
+		PMREP_LOG_WARN("the mapping of %s is not registered for RDMA: %s; serving through a staging buffer with GPSPM",
+				t->cfg.path, why);
+	if (!t->cfg.staging && why == NULL) {
 		ret = pmrep_mr_reg(t->peer, t->data, len,
 				usage | PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT,
 				&t->data_mr);
