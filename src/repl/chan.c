@@ -160,8 +160,16 @@ repl_chan_next(struct repl_chan *ch, enum repl_chan_ev *ev, struct repl_msg *msg
 				ctx == CTX_FLUSH ? "flush" :
 				ctx >= CTX_SEND0 ? "send" :
 				ctx >= CTX_RECV0 ? "receive" : "operation";
-			PMREP_LOG_ERR("%s completed with error status %d: the connection is unusable",
-					what, (int)c.status);
+			/* flushed: the QP went to error because the
+			 * connection ended (the peer's disconnect, ours):
+			 * the conn event says why, this is no news */
+			if (c.status == IBV_WC_WR_FLUSH_ERR)
+				PMREP_LOG_INFO("%s flushed: the connection is going down",
+						what);
+			else
+				PMREP_LOG_ERR("%s completed with error status %d (%s): the connection is unusable",
+						what, (int)c.status,
+						ibv_wc_status_str(c.status));
 			return PMREP_E_CONN_LOST;
 		}
 		if (ctx >= CTX_SEND0 && ctx < CTX_SEND0 + CHAN_NSEND) {
@@ -224,7 +232,14 @@ repl_chan_check_conn(struct repl_chan *ch)
 		if (ret)
 			return ret;
 		if (ev != PMREP_CONN_ESTABLISHED) {
-			PMREP_LOG_ERR("connection %s", pmrep_conn_event_str(ev));
+			/* an orderly end is the caller's news to judge (a
+			 * mirror failing a replica says so itself) */
+			if (ev == PMREP_CONN_CLOSED)
+				PMREP_LOG_INFO("connection %s",
+						pmrep_conn_event_str(ev));
+			else
+				PMREP_LOG_ERR("connection %s",
+						pmrep_conn_event_str(ev));
 			ch->lost = true;
 			return PMREP_E_CONN_LOST;
 		}
