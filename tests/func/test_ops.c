@@ -3,13 +3,18 @@
  * test_ops.c -- every operation at 1, 64, 1024, 1025, 4096, 64 KiB and
  * 1 MiB, byte-exact and touching nothing beside its range; completions in
  * posting order; unsignalled requests; a flush covers every earlier write;
- * a PERSISTENT flush calls the region's persist function (tcp).
+ * a PERSISTENT flush calls the region's persist function (tcp); a peer
+ * that floods READs and never takes the responses is pushed back on by
+ * TCP flow control instead of growing the target's memory (tcp).
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "func.h"
@@ -464,6 +469,111 @@ unsignalled_success_gives_no_completion(void **state)
 	func_expect_no_completion(cq, 100);
 }
 
+/* --------------------------------------- a READ flood from a raw peer (tcp) */
+
+#define FLOOD_LIMIT (160ull << 20)	/* bytes of READ frames the peer may push */
+
+static uint32_t
+get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+		(uint32_t)p[3] << 24;
+}
+
+static void
+read_exactly(int s, uint8_t *b, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = recv(s, b + got, len - got, 0);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+}
+
+static void
+read_flood_is_pushed_back_not_queued_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();
+	struct func_pair p;
+	func_pair_listen(&p);
+	uint8_t *sbuf = func_alloc(4096);
+	struct pmrep_mr_local *smr = NULL;
+	assert_int_equal(pmrep_mr_reg(p.speer, sbuf, 4096,
+			PMREP_MR_USAGE_READ_SRC, &smr), 0);
+	uint8_t desc[PMREP_MR_DESC_SIZE];
+	assert_int_equal(pmrep_mr_get_descriptor(smr, desc), 0);
+	uint32_t rkey = get_le32(desc + 4);	/* docs/DESIGN.md */
+	uint64_t raddr = get_le32(desc + 8) | (uint64_t)get_le32(desc + 12) << 32;
+
+	/* a peer that has the rkey: HELLO (tcp_wire.h), then ACCEPT back */
+	int s = func_raw_connect(p.port);
+	uint8_t b[64 * 1024];
+	memset(b, 0, 24);
+	b[0] = 1;
+	func_put_le32(b + 8, 0x54524d50);
+	func_put_le16(b + 12, 1);
+	func_put_le32(b + 16, 1000);
+	assert_int_equal(send(s, b, 24, 0), 24);
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_ep_wait_conn_req(p.ep, NULL, T * func_slow(),
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &p.sconn), 0);
+	read_exactly(s, b, 16);
+	assert_int_equal(b[0], 2);	/* ACCEPT */
+	func_expect_event(p.sconn, PMREP_CONN_ESTABLISHED, T * func_slow());
+
+	/* READs of 8 bytes, 32 bytes each, as fast as the socket takes them,
+	 * never reading a response: the target stops reading once it owes
+	 * too many, so the kernel buffers fill and the flood blocks. Before,
+	 * it queued every response: unbounded memory. */
+	assert_int_equal(fcntl(s, F_SETFL, O_NONBLOCK), 0);
+	uint64_t sent = 0;
+	uint32_t seq = 0;
+	size_t off = sizeof(b), end = sizeof(b);
+	bool blocked = false;
+	while (!blocked && sent < FLOOD_LIMIT) {
+		if (off == end) {
+			for (size_t i = 0; i < sizeof(b); i += 32) {
+				memset(b + i, 0, 32);
+				b[i] = 17;	/* READ */
+				func_put_le32(b + i + 8, seq++);
+				func_put_le32(b + i + 12, rkey);
+				func_put_le64(b + i + 16, raddr);
+				func_put_le64(b + i + 24, 8);
+			}
+			off = 0;
+		}
+		ssize_t n = send(s, b + off, end - off, MSG_NOSIGNAL);
+		if (n > 0) {
+			off += (size_t)n;
+			sent += (uint64_t)n;
+			continue;
+		}
+		assert_true(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+				errno == EINTR));
+		struct pollfd pfd = { .fd = s, .events = POLLOUT };
+		if (poll(&pfd, 1, 1000 * func_slow()) == 0)
+			blocked = true;	/* nobody reads any more */
+	}
+	if (!blocked)
+		fail_msg("the target took %llu MiB of READs without pushing back",
+				(unsigned long long)(sent >> 20));
+	printf("pushed back after %llu KiB (%u READs)\n",
+			(unsigned long long)(sent >> 10), seq);
+
+	/* the peer goes away: the target's conn ends, once */
+	close(s);
+	enum pmrep_conn_event ev = PMREP_CONN_UNDEFINED;
+	assert_int_equal(pmrep_conn_wait_event(p.sconn, T * func_slow(), &ev), 0);
+	assert_true(ev == PMREP_CONN_LOST || ev == PMREP_CONN_CLOSED);
+	assert_int_equal(pmrep_conn_delete(&p.sconn), 0);
+	assert_int_equal(pmrep_mr_dereg(&smr), 0);
+	free(sbuf);
+	func_pair_close(&p);
+}
+
 int
 main(void)
 {
@@ -481,6 +591,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(completions_arrive_in_posting_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_sees_the_writes_posted_before_it_and_none_after_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(unsignalled_success_gives_no_completion, setup, teardown),
+		cmocka_unit_test(read_flood_is_pushed_back_not_queued_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

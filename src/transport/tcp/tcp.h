@@ -44,6 +44,10 @@
 #define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* silent peer with requests in flight */
 #define TCP_MR_BUCKETS		256
 #define TCP_CQE_BATCH		64		/* completions pushed at once */
+/* READ responses owed before the conn stops reading (TCP flow control
+ * then holds the peer back): the largest send queue, so a peer that keeps
+ * to its queue never meets it; reading resumes below half */
+#define TCP_RESP_MAX		65536
 
 /*
  * tcp_poll_ms -- the poll(2) timeout that waits until `deadline` (the
@@ -346,7 +350,7 @@ struct tcp_conn {
 	bool close_when_sent;		/* the peer disconnected: end once answered */
 	bool accept_queued;
 	bool mem_lost;			/* dereg could not save bytes in flight */
-	struct tcp_resp *resp;		/* ring of owed responses */
+	struct tcp_resp *resp;		/* ring of owed responses (<= TCP_RESP_MAX + a NAK) */
 	uint32_t resp_cap, resp_head, resp_count;
 
 	/* receive side */
@@ -367,6 +371,7 @@ struct tcp_conn {
 	bool stalled;			/* a request waits for a receive */
 	bool read_gate;			/* a READ_RESP may be unsent */
 	bool rx_gated;			/* a request waits for reads to go out */
+	bool rx_full;			/* a READ waits: TCP_RESP_MAX owed */
 	long long stall_deadline;
 
 	/* completions gathered in one loop turn, pushed at once */

@@ -263,7 +263,15 @@ static bool
 resp_push(struct tcp_conn *c, const struct tcp_resp *r)
 {
 	if (c->resp_count == c->resp_cap) {
+		/* READs stop at TCP_RESP_MAX (HDR_FULL); one NAK may follow */
 		uint32_t cap = c->resp_cap ? c->resp_cap * 2 : 16;
+		if (cap > TCP_RESP_MAX + 1)
+			cap = TCP_RESP_MAX + 1;
+		if (cap <= c->resp_count) {
+			PMREP_LOG_ERR("%u responses owed: a bug", c->resp_count);
+			finish(c, PMREP_CONN_LOST);
+			return false;
+		}
 		struct tcp_resp *n = malloc(cap * sizeof(*n));
 		if (n == NULL) {
 			PMREP_LOG_ERR("out of memory for a response");
@@ -326,7 +334,7 @@ set_rnr_waiting(struct tcp_conn *c, bool waiting)
 	pthread_mutex_unlock(&c->lock);
 }
 
-enum hdr_result { HDR_GO, HDR_STALL, HDR_GATED, HDR_DEAD };
+enum hdr_result { HDR_GO, HDR_STALL, HDR_GATED, HDR_FULL, HDR_DEAD };
 
 /*
  * A READ's data is copied when its response is handed to the kernel. A
@@ -431,6 +439,10 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 				PMREP_MR_USAGE_READ_SRC);
 		if (st != IBV_WC_SUCCESS)
 			break;
+		/* a peer that floods READs and does not take the responses
+		 * is held back by not reading, not by queueing without end */
+		if (c->resp_count >= TCP_RESP_MAX)
+			return HDR_FULL;
 		struct tcp_resp r = { .type = TCP_WIRE_READ_RESP,
 			.seq = f->seq, .key = mr->base.rkey, .len = f->len,
 			.ptr = (uint8_t *)mr->base.ptr +
@@ -787,6 +799,10 @@ rx_progress(struct tcp_conn *c)
 		}
 		if (h == HDR_GATED) {
 			c->rx_gated = true;	/* until the reads are out */
+			return;
+		}
+		if (h == HDR_FULL) {
+			c->rx_full = true;	/* until responses went out */
 			return;
 		}
 		c->rx_start += (size_t)r;
@@ -1322,7 +1338,8 @@ tcp_progress_main(void *arg)
 			flush_all(c, IBV_WC_WR_FLUSH_ERR);	/* late posts */
 
 		pthread_rwlock_rdlock(&p->mem_lock);
-		if (c->sock >= 0 && !c->rx_gated && (readable || c->rx_more))
+		if (c->sock >= 0 && !c->rx_gated && !c->rx_full &&
+				(readable || c->rx_more))
 			rx_progress(c);
 		sq_complete(c);
 		if (c->sock >= 0)
@@ -1330,6 +1347,10 @@ tcp_progress_main(void *arg)
 		if (c->rx_gated && !reads_unsent(c)) {
 			c->rx_gated = false;
 			c->rx_more = true;	/* the waiting request goes on */
+		}
+		if (c->rx_full && c->resp_count <= TCP_RESP_MAX / 2) {
+			c->rx_full = false;
+			c->rx_more = true;	/* the waiting READ goes on */
 		}
 		pthread_rwlock_unlock(&p->mem_lock);
 		cqes_flush(c);
@@ -1357,7 +1378,7 @@ tcp_progress_main(void *arg)
 			{ .fd = c->wake_fd, .events = POLLIN },
 			{ .fd = c->sock, .events = 0 },
 		};
-		bool paused = c->stalled || c->rx_gated;
+		bool paused = c->stalled || c->rx_gated || c->rx_full;
 		if (c->sock >= 0) {
 			if (!paused)
 				pfd[1].events |= POLLIN;
