@@ -469,6 +469,53 @@ unsignalled_success_gives_no_completion(void **state)
 	func_expect_no_completion(cq, 100);
 }
 
+/* more responses owed at once than one turn of the target's progress
+ * thread sends (16 sendmsg x 64 frames): the rest goes out too, without
+ * waiting for more input (which never comes: the initiator waits). The
+ * target is held on a SEND without a receive while 4000 READs arrive
+ * behind it, then given the receive: it owes them all at once. */
+static void
+many_small_reads_owed_at_once_all_complete_tcp(void **state)
+{
+	FUNC_TCP_ONLY();	/* the stall is how tcp waits for a receive */
+	struct fx *f = *state;
+	const int n = 4000;
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_sq_size(cfg, (uint32_t)n + 1), 0);
+	assert_int_equal(pmrep_conn_cfg_set_cq_size(cfg, 64), 0);
+	/* the initiator's receiver-not-ready budget: ample */
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, 20000), 0);
+	struct pmrep_conn *cc = NULL, *sc = NULL;
+	func_connect(&f->p, cfg, cfg, &cc, &sc);
+	func_pattern(f->sbuf, (size_t)n * 8, 99);
+	memset(f->cbuf + 65536, 0, (size_t)n * 8);
+
+	assert_int_equal(pmrep_send(cc, f->cmr, 0, 8, PMREP_F_COMPLETION_ALWAYS,
+			(void *)8), 0);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(pmrep_read(cc, f->cmr, 65536 + (size_t)i * 8,
+				f->srmt, (size_t)i * 8, 8, i == n - 1 ?
+				PMREP_F_COMPLETION_ALWAYS :
+				PMREP_F_COMPLETION_ON_ERROR, (void *)9), 0);
+		if (i % 500 == 499)	/* batches: each one kicks the thread */
+			usleep(20000);
+	}
+	usleep(100000);
+	assert_int_equal(pmrep_recv(sc, f->smr, REGION - 64, 64, NULL), 0);
+	/* far less than the initiator's request timeout (8 x 20 s) */
+	struct pmrep_completion c[2];
+	assert_int_equal(func_collect(func_cq(cc), c, 2, 3000 * func_slow()), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(c[i].status, IBV_WC_SUCCESS);
+		assert_int_equal((uintptr_t)c[i].op_context, 8 + i);
+	}
+	assert_memory_equal(f->cbuf + 65536, f->sbuf, (size_t)n * 8);
+	assert_int_equal(pmrep_conn_delete(&cc), 0);
+	assert_int_equal(pmrep_conn_delete(&sc), 0);
+	pmrep_conn_cfg_delete(&cfg);
+}
+
 /* --------------------------------------- a READ flood from a raw peer (tcp) */
 
 #define FLOOD_LIMIT (160ull << 20)	/* bytes of READ frames the peer may push */
@@ -591,6 +638,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(completions_arrive_in_posting_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_sees_the_writes_posted_before_it_and_none_after_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(unsignalled_success_gives_no_completion, setup, teardown),
+		cmocka_unit_test_setup_teardown(many_small_reads_owed_at_once_all_complete_tcp, setup, teardown),
 		cmocka_unit_test(read_flood_is_pushed_back_not_queued_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -344,6 +344,7 @@ struct tcp_conn {
 	struct tcp_txf tx[TCP_TX_FRAMES];
 	unsigned tx_first, tx_count;
 	bool tx_blocked;		/* the socket said EAGAIN */
+	bool tx_more;			/* stopped at TX_ITER_MAX: look again soon */
 	bool ack_dirty;
 	uint32_t ack_seq;
 	bool disconnect_queued;

@@ -973,11 +973,15 @@ tx_advance(struct tcp_conn *c, size_t n)
 	}
 }
 
-/* send what can be sent without blocking (caller holds mem_lock) */
+/* send what can be sent without blocking (caller holds mem_lock);
+ * c->tx_more: stopped at the cap with the socket still taking bytes, so
+ * there may be more to send and nothing else would wake the loop for it */
 static void
 tx_progress(struct tcp_conn *c)
 {
-	for (int calls = 0; calls < TX_ITER_MAX && c->sock >= 0; calls++) {
+	int calls;
+	c->tx_more = false;
+	for (calls = 0; calls < TX_ITER_MAX && c->sock >= 0; calls++) {
 		if (c->mem_lost) {
 			PMREP_LOG_ERR("out of memory saving a deregistered MR's bytes in flight");
 			finish(c, PMREP_CONN_LOST);
@@ -1019,6 +1023,8 @@ tx_progress(struct tcp_conn *c)
 		tx_advance(c, (size_t)n);
 		c->tx_blocked = c->tx_count > 0;
 	}
+	if (calls == TX_ITER_MAX && !c->tx_blocked && c->sock >= 0)
+		c->tx_more = true;
 	if (c->close_when_sent && c->tx_count == 0 &&
 			!c->disconnect_queued && c->sock >= 0)
 		finish(c, PMREP_CONN_CLOSED);	/* our DISCONNECT answer is out */
@@ -1342,6 +1348,7 @@ tcp_progress_main(void *arg)
 				(readable || c->rx_more))
 			rx_progress(c);
 		sq_complete(c);
+		c->tx_more = false;
 		if (c->sock >= 0)
 			tx_progress(c);
 		if (c->rx_gated && !reads_unsent(c)) {
@@ -1385,7 +1392,7 @@ tcp_progress_main(void *arg)
 			if (c->tx_blocked)
 				pfd[1].events |= POLLOUT;
 		}
-		if (c->rx_more && !paused)
+		if ((c->rx_more && !paused) || (c->tx_more && c->sock >= 0))
 			timeout = 0;
 		int n = poll(pfd, c->sock >= 0 ? 2 : 1, timeout);
 		rang = n > 0 && pfd[0].revents != 0;
