@@ -1,0 +1,579 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_repl_cli.c -- the pmrep command line and the kv-mirror example, run
+ * as child processes against pmrep-target children on 127.0.0.1 (tcp
+ * only; every child is killed after a bound, so a hang fails the test):
+ *  - pmrep verify: identical (0), one flipped byte (1, the first differing
+ *    range printed), a missing file and usage errors (2); pmrep status;
+ *  - pmrep recover: byte-exact data back from a replica after the local
+ *    file was wiped; a replica of an older generation is refused (1) and
+ *    the local file and the replica's header are left as they were;
+ *  - kv-mirror with two targets, one killed mid-session: quorum=1 keeps
+ *    acknowledging puts, "all" fails the put (not acknowledged).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+
+#include "func.h"
+
+#define DATA_SIZE (1u << 20)
+#define CHILD_LIMIT_MS 20000
+
+static char bindir[PATH_MAX - 64];
+static char dir[64];
+static char keyfile[128];
+static const uint8_t key[] = "cli-test-key-0123456789abcdef";
+static const uint8_t uuid[PMREP_UUID_SIZE] = { 0xc1, 0x1e, 2, 3, 4, 5, 6, 7,
+	8, 9, 10, 11, 12, 13, 14, 15 };
+static const char uuid_hex[] = "c11e02030405060708090a0b0c0d0e0f";
+
+struct target { pid_t pid; char port[8]; char path[160]; };
+static struct target tg[2];
+
+static int
+setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-cli-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+	int fd = open(keyfile, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, key, sizeof(key) - 1), (ssize_t)sizeof(key) - 1);
+	close(fd);
+	memset(tg, 0, sizeof(tg));
+	return 0;
+}
+
+static void
+target_stop(struct target *t, int sig)
+{
+	if (t->pid > 0) {
+		kill(t->pid, sig);
+		waitpid(t->pid, NULL, 0);
+		t->pid = 0;
+	}
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	target_stop(&tg[0], SIGKILL);
+	target_stop(&tg[1], SIGKILL);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+static void
+program(const char *rel, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", bindir, rel);
+	if (access(buf, X_OK) != 0)
+		skip();
+}
+
+/* start pmrep-target on a new replica `name` (DATA_SIZE or `size`
+ * bytes), port 0; wait for its "listening on" line */
+static void
+target_start(struct target *t, const char *name, const char *size)
+{
+	char exe[PATH_MAX], log[200];
+	program("tools/pmrep-target", exe, sizeof(exe));
+	snprintf(t->path, sizeof(t->path), "%s/%s", dir, name);
+	snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	t->pid = fork();
+	assert_true(t->pid >= 0);
+	if (t->pid == 0) {
+		dup2(p[1], 1);
+		int l = open(log, O_CREAT | O_WRONLY | O_APPEND, 0600);
+		dup2(l, 2);
+		close(p[0]);
+		execl(exe, exe, "--path", t->path, "--size", size, "--create",
+				"--address", "127.0.0.1", "--port", "0",
+				"--key-file", keyfile, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	char buf[256] = "";
+	size_t n = 0;
+	long long t0 = func_now_ms();
+	while (strchr(buf, '\n') == NULL) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		assert_true(func_now_ms() - t0 < 10000 * func_slow());
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
+		assert_true(r > 0);
+		n += (size_t)r;
+		buf[n] = '\0';
+	}
+	close(p[0]);
+	/* "listening on 127.0.0.1:PORT (direct mode)" */
+	char *at = strstr(buf, "127.0.0.1:");
+	assert_non_null(at);
+	assert_int_equal(sscanf(at, "127.0.0.1:%7[0-9]", t->port), 1);
+}
+
+/* run argv with stdout into `out` (may be NULL); its exit status, -1 if
+ * it had to be killed */
+static int
+run(char *const argv[], char *out, size_t out_len)
+{
+	char outpath[128];
+	snprintf(outpath, sizeof(outpath), "%s/run.out", dir);
+	long long t0 = func_now_ms();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int o = open(outpath, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+		int n = open("/dev/null", O_WRONLY);
+		dup2(o, 1);
+		dup2(n, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st = 0;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		assert_true(r >= 0);
+		if (r == pid)
+			break;
+		if (func_now_ms() - t0 > CHILD_LIMIT_MS * func_slow()) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		usleep(10000);
+	}
+	if (out) {
+		int fd = open(outpath, O_RDONLY);
+		assert_true(fd >= 0);
+		ssize_t n = read(fd, out, out_len - 1);
+		out[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static uint8_t
+pattern(size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 12) + 1);
+}
+
+/* a source file of DATA_SIZE pattern bytes mirrored to tg[0] at
+ * `generation` and closed cleanly (the replica is marked consistent) */
+static void
+make_replica(const char *src, uint64_t generation)
+{
+	struct pmrep_pmem *pmem = NULL;
+	assert_int_equal(pmrep_pmem_open(src, PMREP_PMEM_CREATE, DATA_SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &pmem), 0);
+	uint8_t *p = pmrep_pmem_get_address(pmem);
+	for (size_t i = 0; i < DATA_SIZE; i++)
+		p[i] = pattern(i);
+	struct pmrep_mirror_cfg *cfg = NULL;
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", tg[0].port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(cfg, key, sizeof(key) - 1), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(cfg, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(cfg, generation), 0);
+	assert_int_equal(pmrep_mirror_new(pmem, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_persist(m, 0, DATA_SIZE, 5000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_pmem_close(&pmem), 0);
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &info), 0);
+	assert_int_equal(info.generation, generation);
+	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
+}
+
+static void
+wipe(const char *path)
+{
+	int fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	static uint8_t zero[DATA_SIZE];
+	assert_int_equal(pwrite(fd, zero, DATA_SIZE, 0), DATA_SIZE);
+	close(fd);
+}
+
+/* 0: the file holds the pattern; else 1 + the first differing offset */
+static size_t
+check_pattern(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	static uint8_t buf[DATA_SIZE];
+	assert_int_equal(pread(fd, buf, DATA_SIZE, 0), DATA_SIZE);
+	close(fd);
+	for (size_t i = 0; i < DATA_SIZE; i++)
+		if (buf[i] != pattern(i))
+			return i + 1;
+	return 0;
+}
+
+static void
+verify_identical_differing_missing(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], src[128], missing[128], out[4096];
+	program("tools/pmrep", exe, sizeof(exe));
+	target_start(&tg[0], "replica", "1M");
+	snprintf(src, sizeof(src), "%s/source", dir);
+	snprintf(missing, sizeof(missing), "%s/nothing", dir);
+	make_replica(src, 1);
+
+	char *identical[] = { exe, "verify", src, tg[0].path, "--range", "64K", NULL };
+	assert_int_equal(run(identical, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "IDENTICAL: 16 ranges of 65536 bytes"));
+
+	/* one byte flipped in range 3 (bytes 196608..262143) */
+	int fd = open(src, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t b = (uint8_t)~pattern(200000);
+	assert_int_equal(pwrite(fd, &b, 1, 200000), 1);
+	close(fd);
+	assert_int_equal(run(identical, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "first differing range: 3 (bytes 196608..262143)"));
+	assert_non_null(strstr(out, "DIFFERENT: 1 of 16 ranges"));
+
+	char *miss1[] = { exe, "verify", missing, tg[0].path, NULL };
+	char *miss2[] = { exe, "verify", src, missing, NULL };
+	assert_int_equal(run(miss1, NULL, 0), 2);
+	assert_int_equal(run(miss2, NULL, 0), 2);
+	char *use1[] = { exe, "verify", src, NULL };
+	char *use2[] = { exe, "verify", src, tg[0].path, "--range", "0", NULL };
+	char *use3[] = { exe, "frobnicate", NULL };
+	char *use4[] = { exe, NULL };
+	assert_int_equal(run(use1, NULL, 0), 2);
+	assert_int_equal(run(use2, NULL, 0), 2);
+	assert_int_equal(run(use3, NULL, 0), 2);
+	assert_int_equal(run(use4, NULL, 0), 2);
+	char *help[] = { exe, "--help", NULL };
+	assert_int_equal(run(help, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "exit codes"));
+
+	/* status: the replica's header; a file that is no replica: 1 */
+	char *st[] = { exe, "status", tg[0].path, NULL };
+	assert_int_equal(run(st, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, uuid_hex));
+	assert_non_null(strstr(out, "generation:  1\n"));
+	assert_non_null(strstr(out, "consistent:  yes"));
+	char *st_bad[] = { exe, "status", src, NULL };
+	assert_int_equal(run(st_bad, NULL, 0), 1);
+	char *st_net[] = { exe, "status", "--replica", "127.0.0.1:7204", NULL };
+	assert_int_equal(run(st_net, NULL, 0), 2);
+}
+
+static void
+recover_brings_back_byte_exact_data(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], src[128], rep[64], out[4096];
+	program("tools/pmrep", exe, sizeof(exe));
+	target_start(&tg[0], "replica", "1M");
+	snprintf(src, sizeof(src), "%s/source", dir);
+	make_replica(src, 1);
+	wipe(src);
+	assert_int_equal(check_pattern(src), 1);
+
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+	char *rec[] = { exe, "recover", "--file", src, "--replica", rep,
+		"--key-file", keyfile, "--uuid", (char *)uuid_hex,
+		"--generation", "1", NULL };
+	assert_int_equal(run(rec, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "recovered"));
+	assert_int_equal(check_pattern(src), 0);
+	/* the replica is as it was: consistent, generation 1, same data */
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &info), 0);
+	assert_int_equal(info.generation, 1);
+	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
+	char *ver[] = { exe, "verify", src, tg[0].path, NULL };
+	assert_int_equal(run(ver, NULL, 0), 0);
+
+	/* usage errors: no generation, bad uuid, bad replica address */
+	char *u1[] = { exe, "recover", "--file", src, "--replica", rep,
+		"--key-file", keyfile, "--uuid", (char *)uuid_hex, NULL };
+	char *u2[] = { exe, "recover", "--file", src, "--replica", rep,
+		"--key-file", keyfile, "--uuid", "xyz", "--generation", "1", NULL };
+	char *u3[] = { exe, "recover", "--file", src, "--replica", "nocolon",
+		"--key-file", keyfile, "--uuid", (char *)uuid_hex,
+		"--generation", "1", NULL };
+	assert_int_equal(run(u1, NULL, 0), 2);
+	assert_int_equal(run(u2, NULL, 0), 2);
+	assert_int_equal(run(u3, NULL, 0), 2);
+	/* another replica set: refused */
+	char *other[] = { exe, "recover", "--file", src, "--replica", rep,
+		"--key-file", keyfile, "--uuid", "0123456789abcdef0123456789abcdef",
+		"--generation", "1", NULL };
+	assert_int_equal(run(other, NULL, 0), 1);
+
+	/* the library's argument checks */
+	struct pmrep_pmem *pmem = NULL;
+	assert_int_equal(pmrep_pmem_open(src, 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&pmem), 0);
+	static const uint8_t nil[PMREP_UUID_SIZE];
+	assert_int_equal(pmrep_mirror_recover(pmem, "127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, nil, 1, 0, 1000, NULL), PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_recover(pmem, "127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, uuid, 0, 0, 1000, NULL), PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_recover(pmem, "127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, uuid, 1, 0x80, 1000, NULL), PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_recover(pmem, "127.0.0.1", "0", key,
+			sizeof(key) - 1, uuid, 1, 0, 1000, NULL), PMREP_E_INVAL);
+	assert_int_equal(pmrep_pmem_close(&pmem), 0);
+}
+
+static void
+recover_refuses_an_older_generation(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], src[128], rep[64];
+	program("tools/pmrep", exe, sizeof(exe));
+	target_start(&tg[0], "replica", "1M");
+	snprintf(src, sizeof(src), "%s/source", dir);
+	make_replica(src, 1);	/* the replica holds generation 1 ... */
+	wipe(src);		/* ... the source went on to 2 and was lost */
+
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+	/* generation 2, one above the replica's: refused, and the probe of
+	 * generation 1 left the replica's header as it was */
+	char *rec2[] = { exe, "recover", "--file", src, "--replica", rep,
+		"--key-file", keyfile, "--uuid", (char *)uuid_hex,
+		"--generation", "2", NULL };
+	assert_int_equal(run(rec2, NULL, 0), 1);
+	assert_int_equal(check_pattern(src), 1);	/* nothing copied */
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &info), 0);
+	assert_int_equal(info.generation, 1);
+	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
+
+	/* generation 5, even with --allow-inconsistent: refused; the probe
+	 * of generation 4 was accepted and is recorded, not consistent */
+	char *rec5[] = { exe, "recover", "--file", src, "--replica", rep,
+		"--key-file", keyfile, "--uuid", (char *)uuid_hex,
+		"--generation", "5", "--allow-inconsistent", NULL };
+	assert_int_equal(run(rec5, NULL, 0), 1);
+	assert_int_equal(check_pattern(src), 1);
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &info), 0);
+	assert_int_equal(info.generation, 4);
+	assert_false(info.flags & PMREP_REPLICA_F_CONSISTENT);
+
+	/* the library call says why: PMREP_E_STATE, with the replica's
+	 * generation in *info */
+	struct pmrep_pmem *pmem = NULL;
+	assert_int_equal(pmrep_pmem_open(src, 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&pmem), 0);
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(pmrep_mirror_recover(pmem, "127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, uuid, 9, PMREP_RECOVER_ALLOW_INCONSISTENT,
+			5000 * func_slow(), &info), PMREP_E_STATE);
+	assert_int_equal(info.generation, 4);
+	/* and a newer replica (now 8 > 3) is refused too */
+	assert_int_equal(pmrep_mirror_recover(pmem, "127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, uuid, 3, PMREP_RECOVER_ALLOW_INCONSISTENT,
+			5000 * func_slow(), NULL), PMREP_E_STATE);
+	assert_int_equal(pmrep_pmem_close(&pmem), 0);
+	assert_int_equal(check_pattern(src), 1);
+}
+
+static void
+recover_off_by_one_leaves_the_replica_usable(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], src[128], rep[64];
+	program("tools/pmrep", exe, sizeof(exe));
+	target_start(&tg[0], "replica", "1M");
+	snprintf(src, sizeof(src), "%s/source", dir);
+	make_replica(src, 3);
+	wipe(src);
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+	char *wrong[] = { exe, "recover", "--file", src, "--replica", rep,
+		"--key-file", keyfile, "--uuid", (char *)uuid_hex,
+		"--generation", "4", NULL };
+	assert_int_equal(run(wrong, NULL, 0), 1);
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &info), 0);
+	assert_int_equal(info.generation, 3);
+	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
+	char *right[] = { exe, "recover", "--file", src, "--replica", rep,
+		"--key-file", keyfile, "--uuid", (char *)uuid_hex,
+		"--generation", "3", NULL };
+	assert_int_equal(run(right, NULL, 0), 0);
+	assert_int_equal(check_pattern(src), 0);
+}
+
+/* read from fd until a line starting with one of `a` / `b` arrived;
+ * returns 'a' or 'b' */
+static int
+expect_line(int fd, const char *a, const char *b)
+{
+	static char buf[8192];
+	static size_t n;
+	long long t0 = func_now_ms();
+	for (;;) {
+		char *line = buf;
+		char *nl;
+		while ((nl = memchr(line, '\n', n - (size_t)(line - buf))) != NULL) {
+			*nl = '\0';
+			int hit = strncmp(line, a, strlen(a)) == 0 ? 'a' :
+				(b && strncmp(line, b, strlen(b)) == 0) ? 'b' : 0;
+			line = nl + 1;
+			if (hit) {
+				n -= (size_t)(line - buf);
+				memmove(buf, line, n);
+				return hit;
+			}
+		}
+		n -= (size_t)(line - buf);
+		memmove(buf, line, n);
+		assert_true(func_now_ms() - t0 < CHILD_LIMIT_MS * func_slow());
+		struct pollfd pf = { fd, POLLIN, 0 };
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		assert_true(r > 0);
+		n += (size_t)r;
+	}
+}
+
+static void
+kv_two_targets_one_killed(const char *policy, bool put_acked)
+{
+	char exe[PATH_MAX], kvf[128], r0[64], r1[64];
+	program("examples/kv-mirror", exe, sizeof(exe));
+	target_start(&tg[0], "rep0", "256K");
+	target_start(&tg[1], "rep1", "256K");
+	snprintf(kvf, sizeof(kvf), "%s/kv", dir);
+	snprintf(r0, sizeof(r0), "127.0.0.1:%s", tg[0].port);
+	snprintf(r1, sizeof(r1), "127.0.0.1:%s", tg[1].port);
+	int in[2], out[2];
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(nul, 2);
+		close(in[1]);
+		close(out[0]);
+		/* 1008 buckets: 4096 + 1008 * 256 bytes = the replicas'
+		 * 256K data area */
+		execl(exe, exe, "--file", kvf, "--entries", "1008",
+				"--replica", r0, "--replica", r1, "--key-file", keyfile,
+				"--policy", policy, "--timeout", "2000", "script", "-",
+				(char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	FILE *w = fdopen(in[1], "w");
+	assert_non_null(w);
+	fprintf(w, "put a 1\n");
+	fflush(w);
+	assert_int_equal(expect_line(out[0], "ok put a", "FAILED"), 'a');
+	target_stop(&tg[1], SIGKILL);
+	fprintf(w, "put b 2\nget a\nstatus\n");
+	fflush(w);
+	int got = expect_line(out[0], "ok put b", "FAILED put b");
+	assert_int_equal(got, put_acked ? 'a' : 'b');
+	assert_int_equal(expect_line(out[0], "value a 1", NULL), 'a');
+	assert_int_equal(expect_line(out[0], "status: replica 1 failed", NULL), 'a');
+	fclose(w);
+	int st = 0;
+	long long t0 = func_now_ms();
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (func_now_ms() - t0 > CHILD_LIMIT_MS * func_slow()) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("kv-mirror did not exit");
+		}
+		usleep(10000);
+	}
+	close(out[0]);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), put_acked ? 0 : 1);
+
+	/* the acknowledged puts are on the surviving replica: the source
+	 * and replica 0 are identical after the clean shutdown */
+	char pm[PATH_MAX];
+	program("tools/pmrep", pm, sizeof(pm));
+	char *ver[] = { pm, "verify", kvf, tg[0].path, NULL };
+	assert_int_equal(run(ver, NULL, 0), 0);
+}
+
+static void
+kv_quorum_1_of_2_keeps_acknowledging(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	kv_two_targets_one_killed("quorum=1", true);
+}
+
+static void
+kv_all_fails_the_put(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	kv_two_targets_one_killed("all", false);
+}
+
+int
+main(int argc, char *argv[])
+{
+	(void)argc;
+	ssize_t n = readlink("/proc/self/exe", bindir, sizeof(bindir) - 1);
+	if (n <= 0)
+		snprintf(bindir, sizeof(bindir), "%s", argv[0]);
+	else
+		bindir[n] = '\0';
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(bindir, '/');
+		if (slash)
+			*slash = '\0';
+	}
+	signal(SIGPIPE, SIG_IGN);
+	pmrep_log_set_threshold(PMREP_LOG_WARNING);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(verify_identical_differing_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(recover_brings_back_byte_exact_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(recover_refuses_an_older_generation, setup, teardown),
+		cmocka_unit_test_setup_teardown(recover_off_by_one_leaves_the_replica_usable, setup, teardown),
+		cmocka_unit_test_setup_teardown(kv_quorum_1_of_2_keeps_acknowledging, setup, teardown),
+		cmocka_unit_test_setup_teardown(kv_all_fails_the_put, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
