@@ -1,15 +1,22 @@
 #!/bin/bash
 # The main job on a machine without RDMA (tcp provider, files under /dev/shm):
-# starts pmrep-target on 127.0.0.1, runs the log-mirror example against it,
+# starts pmrep-target on 127.0.0.1 (see below), runs the log-mirror example against it,
 # kills the target (SIGKILL) in the middle and restarts it, shows the
 # resync, and ends by verifying, range by range, that the source log and the
 # replica are identical. Bounded in time; cleans up its processes and files.
 #   scripts/main-job.sh [BUILD_DIR]      (default: build-main-job, built if needed)
+# Environment: PMREP_MAIN_JOB_ADDR (default 127.0.0.1) is the address both
+# sides use; PMREP_PROVIDER (default tcp) the provider. Over verbs in the
+# soft-RoCE guest (tests/vm), with a build in the repository tree:
+#   tests/vm/run-in-vm.sh -- sh -c 'PMREP_MAIN_JOB_ADDR=$RXE_IP \
+#       PMREP_PROVIDER=verbs scripts/main-job.sh build-test/release'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${1:-$ROOT/build-main-job}
-export PMREP_PROVIDER=tcp
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+ADDR=${PMREP_MAIN_JOB_ADDR:-127.0.0.1}
+export PMREP_PROVIDER=${PMREP_PROVIDER:-tcp}
 
 "$ROOT/scripts/install-deps.sh" >/dev/null	# Debian packages, once
 if [ ! -x "$BUILD/tools/pmrep-target" ] || [ ! -x "$BUILD/tools/pmrep" ] ||
@@ -41,7 +48,7 @@ PORT=$((20000 + RANDOM % 20000))
 start_target() { # extra args...
 	# no `timeout` wrapper: $TPID must be the target itself, to kill it
 	"$TARGET" --path "$W/replica" --size "$SIZE" --create \
-		--address 127.0.0.1 --port "$PORT" --key-file "$W/key" "$@" \
+		--address "$ADDR" --port "$PORT" --key-file "$W/key" "$@" \
 		>"$W/target.out" 2>>"$W/target.log" &
 	TPID=$!
 	for _ in $(seq 100); do
@@ -52,11 +59,11 @@ start_target() { # extra args...
 	echo "pmrep-target did not start:"; cat "$W/target.log"; return 1
 }
 
-echo "== 1. replica target on 127.0.0.1:$PORT ($W/replica, $SIZE data bytes)"
+echo "== 1. replica target on $ADDR:$PORT ($PMREP_PROVIDER) ($W/replica, $SIZE data bytes)"
 start_target
 
 echo "== 2. log-mirror appends 400 records, each acknowledged only once durable on both sides"
-timeout -k 5 120 "$LOGM" --file "$W/source" --size "$SIZE" --replica "127.0.0.1:$PORT" \
+timeout -k 5 120 "$LOGM" --file "$W/source" --size "$SIZE" --replica "$ADDR:$PORT" \
 	--key-file "$W/key" --append 400 --delay-ms 5 --wait-s 60 >"$W/logm.out" 2>"$W/logm.err" &
 LPID=$!
 # let it run, then kill the target hard in the middle of the appends
