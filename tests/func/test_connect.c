@@ -374,8 +374,9 @@ idle_sockets_do_not_lock_a_real_client_out_tcp(void **state)
 	/* a real client whose HELLO is in, then a flood of silent ones
 	 * before the application looks: the flood does not push the real
 	 * request out */
+	struct pmrep_conn_cfg *ccfg = cfg_retries(T * func_slow(), 0, 100);
 	struct pmrep_conn_req *req = NULL;
-	assert_int_equal(pmrep_conn_req_new(p.cpeer, func_addr(), p.port, NULL,
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, func_addr(), p.port, ccfg,
 			&req), 0);
 	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &p.cconn), 0);
 	usleep(200000 * (useconds_t)func_slow());	/* its HELLO arrives */
@@ -388,6 +389,7 @@ idle_sockets_do_not_lock_a_real_client_out_tcp(void **state)
 
 	close_idle(idle, NIDLE);
 	close_idle(late, NIDLE);
+	pmrep_conn_cfg_delete(&ccfg);
 	func_pair_close(&p);
 }
 

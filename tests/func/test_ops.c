@@ -574,13 +574,15 @@ read_flood_is_pushed_back_not_queued_tcp(void **state)
 	/* READs of 8 bytes, 32 bytes each, as fast as the socket takes them,
 	 * never reading a response: the target stops reading once it owes
 	 * too many, so the kernel buffers fill and the flood blocks. Before,
-	 * it queued every response: unbounded memory. */
+	 * it queued every response: unbounded memory. (A slow run, under
+	 * valgrind, may instead meet the target's TCP_USER_TIMEOUT: 5 s of
+	 * a peer that reads nothing ends the conn, also a stop.) */
 	assert_int_equal(fcntl(s, F_SETFL, O_NONBLOCK), 0);
 	uint64_t sent = 0;
 	uint32_t seq = 0;
 	size_t off = sizeof(b), end = sizeof(b);
-	bool blocked = false;
-	while (!blocked && sent < FLOOD_LIMIT) {
+	bool blocked = false, reset = false;
+	while (!blocked && !reset && sent < FLOOD_LIMIT) {
 		if (off == end) {
 			for (size_t i = 0; i < sizeof(b); i += 32) {
 				memset(b + i, 0, 32);
@@ -598,17 +600,22 @@ read_flood_is_pushed_back_not_queued_tcp(void **state)
 			sent += (uint64_t)n;
 			continue;
 		}
-		assert_true(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-				errno == EINTR));
+		assert_true(n < 0);
+		if (errno == ECONNRESET || errno == EPIPE) {
+			reset = true;
+			break;
+		}
+		assert_true(errno == EAGAIN || errno == EWOULDBLOCK ||
+				errno == EINTR);
 		struct pollfd pfd = { .fd = s, .events = POLLOUT };
 		if (poll(&pfd, 1, 1000 * func_slow()) == 0)
 			blocked = true;	/* nobody reads any more */
 	}
-	if (!blocked)
+	if (sent >= FLOOD_LIMIT)
 		fail_msg("the target took %llu MiB of READs without pushing back",
 				(unsigned long long)(sent >> 20));
-	printf("pushed back after %llu KiB (%u READs)\n",
-			(unsigned long long)(sent >> 10), seq);
+	printf("%s after %llu KiB (%u READs)\n", blocked ? "pushed back" :
+			"reset", (unsigned long long)(sent >> 10), seq);
 
 	/* the peer goes away: the target's conn ends, once */
 	close(s);
