@@ -595,8 +595,10 @@ server_targets(struct server *sv, unsigned n, uint64_t size, char *reply,
 		if (ret == 0)
 			ret = pmrep_target_new(cfg, &sv->t[idx]);
 		(void) pmrep_target_cfg_delete(&cfg);
-		if (ret)
+		if (ret) {
+			unlink(path);	/* it may have been created */
 			return ret;
+		}
 		sv->nt++;
 		uint16_t port;
 		(void) pmrep_target_get_port(sv->t[idx], &port);
