@@ -2,13 +2,13 @@
 # Runs every pmrep test stage, as CI does. Usage (root, Debian 12):
 #   scripts/test.sh                 all stages
 #   PMREP_TEST_STAGES="build asan" scripts/test.sh     only some
-# Stages: deps build asan valgrind install fuzz vm
+# Stages: deps build asan valgrind install fuzz bench vm
 # Each stage streams its output; the last line counts the stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${PMREP_TEST_OUT:-$ROOT/build-test}
-STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz vm}
+STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz bench vm}
 JOBS=$(nproc)
 passed=0; failed=0; failed_names=""
 
@@ -97,6 +97,13 @@ do_fuzz() {
 	"$ROOT/tests/fuzz/run.sh"
 }
 
+do_bench() {
+	# prints ratios against floors measured in the same run; never a
+	# pass/fail on numbers (shared, noisy machines): exit 0 whenever it ran
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+	(cd "$OUT" && timeout -k 5 120 "$OUT/release/bench/pmrep-bench" --quick)
+}
+
 do_vm() {
 	[ -x "$ROOT/tests/vm/ci.sh" ] || { echo "no VM rig yet"; return 0; }
 	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
@@ -112,6 +119,7 @@ stage asan do_asan
 stage valgrind do_valgrind
 stage install do_install
 stage fuzz do_fuzz
+stage bench do_bench
 stage vm do_vm
 
 [ -n "$failed_names" ] && echo "failed stages:$failed_names"
