@@ -141,7 +141,7 @@ tgt_stop(struct tgt *g)
 static int
 child_target_main(int argc, char *argv[])
 {
-	/* --target PATH PORT STAGING */
+	/* --target PATH PORT FLAGS: "s" staging, "d" direct write to pmem */
 	if (argc != 5)
 		return 2;
 	struct pmrep_target_cfg *cfg;
@@ -151,7 +151,9 @@ child_target_main(int argc, char *argv[])
 			pmrep_target_cfg_set_data_size(cfg, SIZE, true) ||
 			pmrep_target_cfg_set_address(cfg, func_addr(), argv[3]) ||
 			pmrep_target_cfg_set_key(cfg, key, sizeof(key)) ||
-			pmrep_target_cfg_set_staging(cfg, argv[4][0] == '1') ||
+			pmrep_target_cfg_set_staging(cfg, strchr(argv[4], 's') != NULL) ||
+			pmrep_target_cfg_set_direct_write_to_pmem(cfg,
+				strchr(argv[4], 'd') != NULL) ||
 			pmrep_target_new(cfg, &t))
 		return 1;
 	uint16_t port;
@@ -183,7 +185,8 @@ child_track(pid_t pid, pid_t replace)
 }
 
 static void
-child_start(struct child *c, const char *name, const char *port, bool staging)
+child_start(struct child *c, const char *name, const char *port,
+		const char *flags)
 {
 	char path[256];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -194,8 +197,8 @@ child_start(struct child *c, const char *name, const char *port, bool staging)
 	if (c->pid == 0) {
 		dup2(p[1], 1);
 		close(p[0]);
-		execl(self_exe, self_exe, "--target", path, port,
-				staging ? "1" : "0", (char *)NULL);
+		execl(self_exe, self_exe, "--target", path, port, flags,
+				(char *)NULL);
 		_exit(127);
 	}
 	child_track(c->pid, 0);
@@ -807,7 +810,7 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 {
 	(void)state;
 	struct child c;
-	child_start(&c, "replica", "0", false);
+	child_start(&c, "replica", "0", "-");
 	struct pmrep_pmem *local = local_open("local", SIZE);
 	fill(local, 0, SIZE, 7);
 	struct pmrep_mirror_cfg *cf = mcfg(c.port, uuid_a, 1);
@@ -835,7 +838,7 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	 * waits for its flush step */
 	char port[16];
 	snprintf(port, sizeof(port), "%s", c.port);
-	child_start(&c, "replica", port, false);
+	child_start(&c, "replica", port, "-");
 	int ret = PMREP_E_AGAIN;
 	for (int i = 0; i < 100 && ret != 0; i++) {
 		ret = pmrep_mirror_reconnect(m, 3000);
@@ -865,7 +868,7 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
 	assert_int_equal(st.lag_bytes, 2 * REGION);
 
-	child_start(&c, "replica", port, false);
+	child_start(&c, "replica", port, "-");
 	ret = PMREP_E_AGAIN;
 	for (int i = 0; i < 100 && ret != 0; i++) {
 		ret = pmrep_mirror_reconnect(m, 3000);
@@ -877,6 +880,61 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	assert_int_equal(st.lag_bytes, 0);
 	assert_int_equal(st.resyncs, 3);
 	assert_int_equal(st.resync_bytes, SIZE + 2 * REGION + 2 * REGION);
+	assert_replica_equals(local, "replica");
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	child_kill(&c, SIGTERM);
+	assert_replica_equals(local, "replica");
+	pmrep_mirror_cfg_delete(&cf);
+	pmrep_pmem_close(&local);
+}
+
+/*
+ * T20 with a target that declares direct write to pmem: verbs confirms by
+ * APM, a read the device answers without the target process (a frozen
+ * target still confirms, rightly: the bytes are in its memory), tcp by
+ * native flush. Once the target is dead a persist fails, never succeeds,
+ * and the range is all a reconnect copies.
+ */
+static void
+t20_direct_write_target_killed_fails_the_persist_and_is_resynced(void **state)
+{
+	(void)state;
+	struct child c;
+	child_start(&c, "replica", "0", "d");
+	struct pmrep_pmem *local = local_open("local", SIZE);
+	fill(local, 0, SIZE, 8);
+	struct pmrep_mirror_cfg *cf = mcfg(c.port, uuid_a, 1);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, cf, &m), 0);
+	assert_int_equal(method_of(m, 0), direct_method(true));
+	for (unsigned i = 0; i < 10; i++) {
+		fill(local, i * 8192, 8192, 30 + i);
+		assert_int_equal(pmrep_mirror_persist(m, i * 8192, 8192, 3000), 0);
+	}
+	char port[16];
+	snprintf(port, sizeof(port), "%s", c.port);
+	child_kill(&c, SIGKILL);
+	fill(local, 150 * REGION, REGION, 80);
+	int ret = pmrep_mirror_persist(m, 150 * REGION, REGION, 5000);
+	assert_true(ret == PMREP_E_CONN_LOST || ret == PMREP_E_TIMEOUT);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
+	assert_int_equal(st.lag_bytes, REGION);
+
+	child_start(&c, "replica", port, "d");
+	ret = PMREP_E_AGAIN;
+	for (int i = 0; i < 100 && ret != 0; i++) {
+		ret = pmrep_mirror_reconnect(m, 3000);
+		if (ret)
+			usleep(50000);
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(st.method, direct_method(true));
+	assert_int_equal(st.lag_bytes, 0);
+	assert_int_equal(st.resync_bytes, SIZE + REGION);	/* full, then the lost range */
 	assert_replica_equals(local, "replica");
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 	child_kill(&c, SIGTERM);
@@ -959,6 +1017,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(other_replica_set_and_newer_generation_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(malformed_handshakes_are_refused_and_nothing_hangs, setup, teardown),
 		cmocka_unit_test_setup_teardown(t20_target_killed_mid_persist_fails_and_is_resynced, setup, teardown),
+		cmocka_unit_test_setup_teardown(t20_direct_write_target_killed_fails_the_persist_and_is_resynced, setup, teardown),
 		cmocka_unit_test_setup_teardown(quorum_survives_a_replica_loss_where_all_fails, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
