@@ -83,6 +83,8 @@ target_link_libraries(cm pmrep::pmrep)
 C
 	cmake -S "$d" -B "$d/b" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$d/b" >/dev/null &&
 		LD_LIBRARY_PATH=$prefix/lib:$prefix/lib/x86_64-linux-gnu "$d/b/cm" | grep -q "invalid argument" || return 1
+	# installed tools run without LD_LIBRARY_PATH (RUNPATH relative to them)
+	"$prefix/bin/pmrep" --help >/dev/null || { echo "installed pmrep does not run"; return 1; }
 	# only the public API is exported
 	local lib; lib=$(find "$prefix" -name 'libpmrep.so.*.*' | head -1)
 	if nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^pmrep_' | grep -v '^PMREP_' | grep -q .; then
