@@ -521,6 +521,68 @@ posting_before_established_is_state_error_after_terminal_conn_lost(void **state)
 	assert_int_equal(pmrep_peer_delete(&peer), 0);
 }
 
+/*
+ * The acceptor's QP is in RTS once rdma_accept returned; the initiator may
+ * send as soon as it saw ESTABLISHED, i.e. before the acceptor read its
+ * own ESTABLISHED event (the replica target answers an AUTH that came that
+ * fast). So a passive conn may post while CONNECTING; doing so lets the
+ * state machine catch up, and the ESTABLISHED it read is still reported,
+ * exactly once. An active conn in CONNECTING still may not post, and a
+ * passive one whose accept failed reports CONN_LOST.
+ */
+static void
+passive_conn_may_answer_before_it_read_established(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_mr_local *mr = tv_mr(peer, 64, PMREP_MR_USAGE_ALL);
+	struct pmrep_ep *ep = tv_listen(peer);
+	struct pmrep_conn_req *req = tv_passive_req(ep, NULL, NULL, 0);
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_recv(req, mr, 0, 8, (void *)1), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	assert_int_equal(tv_vconn(conn)->state, VERBS_ST_CONNECTING);
+
+	/* the initiator's message arrived; our ESTABLISHED not read yet */
+	mock_qp_recv(tv_vconn(conn)->qp, "AUTH", 4);
+	struct pmrep_completion c;
+	int n = 0;
+	assert_int_equal(pmrep_cq_get_completions(conn->cq, &c, 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(c.op, PMREP_OP_RECV);
+	assert_int_equal(c.byte_len, 4);
+	mock_cm_queue_event(tv_vconn(conn)->id, RDMA_CM_EVENT_ESTABLISHED, 0,
+			NULL, 0);
+	mock_wr_log_clear();
+	assert_int_equal(pmrep_send(conn, mr, 0, 8, PMREP_F_COMPLETION_ALWAYS,
+			(void *)2), 0);
+	assert_int_equal(mock_send_last()->opcode, IBV_WR_SEND);
+	/* the post let the machine read the event: kept for next_event */
+	assert_int_equal(tv_vconn(conn)->state, VERBS_ST_ESTABLISHED);
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_next_event(conn, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
+	assert_int_equal(pmrep_conn_next_event(conn, &ev), PMREP_E_NO_EVENT);
+	assert_int_equal(pmrep_send(conn, mr, 0, 8, PMREP_F_COMPLETION_ALWAYS,
+			(void *)3), 0);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+
+	/* the accept never completes: the post finds the conn lost */
+	req = tv_passive_req(ep, NULL, NULL, 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	mock_cm_queue_event(tv_vconn(conn)->id, RDMA_CM_EVENT_CONNECT_ERROR,
+			-ETIMEDOUT, NULL, 0);
+	assert_int_equal(pmrep_send(conn, mr, 0, 8, PMREP_F_COMPLETION_ALWAYS,
+			NULL), PMREP_E_CONN_LOST);
+	assert_int_equal(pmrep_conn_next_event(conn, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_LOST);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+	tv_mr_free(mr);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
 int
 main(void)
 {
@@ -543,6 +605,7 @@ main(void)
 		T(full_receive_queue_is_again),
 		T(post_failures_are_provider_errors_and_free_their_slot),
 		T(posting_before_established_is_state_error_after_terminal_conn_lost),
+		T(passive_conn_may_answer_before_it_read_established),
 #undef T
 	};
 	return cmocka_run_group_tests_name("verbs ops", tests, NULL, NULL);
