@@ -146,6 +146,73 @@ PMREP_API int pmrep_peer_get_async_fd(const struct pmrep_peer *peer, int *fd);
 PMREP_API int pmrep_peer_handle_async_event(struct pmrep_peer *peer,
 		enum pmrep_async_event *event);
 
+/*
+ * Device events over a DEVX event channel (mlx5 devices only).
+ *
+ * An mlx5 device also delivers device events (numbered by the device
+ * specification, 0..255) to a DEVX event channel the application subscribes
+ * on. A verbs peer has at most one such channel: it is created at the first
+ * pmrep_peer_devx_subscribe and destroyed by pmrep_peer_delete. The kernel
+ * accepts subscriptions only on a context opened with DEVX
+ * (mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX, passed to
+ * pmrep_peer_new); the contexts librdmacm hands out are not.
+ * These three functions may be called from any thread, concurrently with
+ * each other and with calls on the peer's other objects, but not
+ * concurrently with pmrep_peer_delete.
+ */
+#define PMREP_DEVX_SUBSCRIBE_MAX 16	/* event types per subscribe call */
+
+/*
+ * pmrep_peer_devx_subscribe -- subscribe to the unaffiliated device events
+ * `event_types[0..n-1]` (device event numbers, each <= 255); each one that
+ * occurs is reported by pmrep_peer_handle_devx_event with `cookie`.
+ * Creates the peer's DEVX event channel at the first call (events carry
+ * their data); a later call adds subscriptions to the same channel.
+ * Errors: PMREP_E_INVAL (NULL peer / event_types, n == 0,
+ * n > PMREP_DEVX_SUBSCRIBE_MAX, an event number > 255);
+ * PMREP_E_NOSUPP (tcp peer; a device that is not mlx5 -- mlx5dv_is_supported
+ * false; or a device without DEVX -- the channel creation failed with
+ * EOPNOTSUPP / EPROTONOSUPPORT; logged, nothing created);
+ * PMREP_E_PROVIDER (mlx5dv_devx_create_event_channel or
+ * mlx5dv_devx_subscribe_devx_event failed -- EINVAL from the latter: the
+ * context was not opened with DEVX, or the device does not offer one of
+ * the event types -- or setting the fd's flags failed: pmrep_err_errno()).
+ * On an error, a channel this call created is destroyed again; an earlier
+ * channel and its subscriptions stay.
+ */
+PMREP_API int pmrep_peer_devx_subscribe(struct pmrep_peer *peer,
+		const uint16_t *event_types, size_t n, uint64_t cookie);
+
+/*
+ * pmrep_peer_get_devx_fd -- the DEVX event channel's fd: readable while an
+ * event (or an events-lost notice) is pending. O_NONBLOCK | O_CLOEXEC,
+ * owned by the peer and closed by pmrep_peer_delete (remove it from your
+ * epoll set first; never close it yourself).
+ * Errors: PMREP_E_INVAL (NULL argument), PMREP_E_NOSUPP (tcp peer, or not
+ * an mlx5 device), PMREP_E_STATE (no successful pmrep_peer_devx_subscribe
+ * yet: there is no channel).
+ */
+PMREP_API int pmrep_peer_get_devx_fd(const struct pmrep_peer *peer, int *fd);
+
+/*
+ * pmrep_peer_handle_devx_event -- read one event from the DEVX channel
+ * without blocking (mlx5dv_devx_get_event). *event is:
+ * - PMREP_ASYNC_NONE: nothing pending (*cookie = 0);
+ * - PMREP_ASYNC_OTHER: a subscribed event occurred; *cookie is the cookie
+ *   of its subscription. pmrep does not act on it;
+ * - PMREP_ASYNC_EVENTS_LOST: the kernel dropped events (EOVERFLOW; *cookie
+ *   = 0). pmrep re-queries every port of the device (ibv_query_port): if
+ *   one is neither ACTIVE nor ACTIVE_DEFER, every connection on the device
+ *   reports PMREP_CONN_LOST. Re-query anything else you track yourself.
+ * Errors: PMREP_E_INVAL (NULL argument), PMREP_E_NOSUPP (tcp peer, or not
+ * an mlx5 device), PMREP_E_STATE (no channel yet), PMREP_E_PROVIDER
+ * (mlx5dv_devx_get_event failed otherwise, errno kept; or, with *event =
+ * PMREP_ASYNC_EVENTS_LOST, ibv_query_port failed: the port state is
+ * unknown, so the connections were marked lost as for a port that is down).
+ */
+PMREP_API int pmrep_peer_handle_devx_event(struct pmrep_peer *peer,
+		enum pmrep_async_event *event, uint64_t *cookie);
+
 /* ------------------------------------------------------- peer configuration */
 
 /*

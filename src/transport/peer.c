@@ -108,3 +108,59 @@ pmrep_peer_handle_async_event(struct pmrep_peer *peer,
 	*event = PMREP_ASYNC_NONE;
 	return peer->ops->peer_handle_async_event(peer, event);
 }
+
+/* the provider has no DEVX events (its op is NULL) */
+static int
+devx_nosupp(void)
+{
+	PMREP_LOG_ERR("DEVX device events: this peer's provider has none "
+			"(mlx5 devices of the verbs provider only)");
+	return PMREP_E_NOSUPP;
+}
+
+int
+pmrep_peer_devx_subscribe(struct pmrep_peer *peer, const uint16_t *event_types,
+		size_t n, uint64_t cookie)
+{
+	PMREP_CHECK_ARG(peer);
+	PMREP_CHECK_ARG(event_types);
+	if (n == 0 || n > PMREP_DEVX_SUBSCRIBE_MAX) {
+		PMREP_LOG_ERR("DEVX subscribe: %zu event types (1..%d)", n,
+				PMREP_DEVX_SUBSCRIBE_MAX);
+		return PMREP_E_INVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (event_types[i] > 255) {
+			PMREP_LOG_ERR("DEVX subscribe: event number %u > 255",
+					(unsigned)event_types[i]);
+			return PMREP_E_INVAL;
+		}
+	}
+	if (peer->ops->peer_devx_subscribe == NULL)
+		return devx_nosupp();
+	return peer->ops->peer_devx_subscribe(peer, event_types, n, cookie);
+}
+
+int
+pmrep_peer_get_devx_fd(const struct pmrep_peer *peer, int *fd)
+{
+	PMREP_CHECK_ARG(peer);
+	PMREP_CHECK_ARG(fd);
+	if (peer->ops->peer_get_devx_fd == NULL)
+		return devx_nosupp();
+	return peer->ops->peer_get_devx_fd(peer, fd);
+}
+
+int
+pmrep_peer_handle_devx_event(struct pmrep_peer *peer,
+		enum pmrep_async_event *event, uint64_t *cookie)
+{
+	PMREP_CHECK_ARG(peer);
+	PMREP_CHECK_ARG(event);
+	PMREP_CHECK_ARG(cookie);
+	*event = PMREP_ASYNC_NONE;
+	*cookie = 0;
+	if (peer->ops->peer_handle_devx_event == NULL)
+		return devx_nosupp();
+	return peer->ops->peer_handle_devx_event(peer, event, cookie);
+}

@@ -127,6 +127,13 @@ struct pmrep_provider_ops {
 	int (*peer_delete)(struct pmrep_peer *peer);
 	int (*peer_handle_async_event)(struct pmrep_peer *peer,
 			enum pmrep_async_event *event);
+	/* DEVX device events (pmrep_peer_devx_*): optional -- NULL means the
+	 * provider has none and the generic layer returns PMREP_E_NOSUPP */
+	int (*peer_devx_subscribe)(struct pmrep_peer *peer,
+			const uint16_t *event_types, size_t n, uint64_t cookie);
+	int (*peer_get_devx_fd)(const struct pmrep_peer *peer, int *fd);
+	int (*peer_handle_devx_event)(struct pmrep_peer *peer,
+			enum pmrep_async_event *event, uint64_t *cookie);
 
 	int (*mr_reg)(struct pmrep_peer *peer, void *ptr, size_t size,
 			int usage, struct pmrep_mr_local **mr);

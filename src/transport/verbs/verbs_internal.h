@@ -51,6 +51,9 @@ struct verbs_peer {
 	pthread_mutex_t lock;
 	struct verbs_conn *conns;
 	struct verbs_peer *next;	/* the process's list of verbs peers */
+	uint8_t nports;			/* phys_port_cnt */
+	/* DEVX event channel (verbs_devx.c), made at the first subscribe */
+	struct mlx5dv_devx_event_channel *devx_ch;
 };
 
 static inline struct verbs_peer *
@@ -61,6 +64,10 @@ verbs_peer(struct pmrep_peer *peer)
 
 void verbs_peer_register_conn(struct verbs_peer *peer, struct verbs_conn *conn);
 void verbs_peer_unregister_conn(struct verbs_peer *peer, struct verbs_conn *conn);
+/* mark every conn of every peer on this peer's device lost (any thread) */
+void verbs_peer_mark_device_lost(struct verbs_peer *peer, const char *why);
+/* destroy the DEVX event channel, if any (peer delete) */
+void verbs_devx_destroy(struct verbs_peer *peer);
 
 /* -------------------------------------------------------------------- MR */
 
@@ -381,6 +388,11 @@ int verbs_fd_set_flags(int fd, const char *what);
 int verbs_peer_delete(struct pmrep_peer *peer);
 int verbs_peer_handle_async_event(struct pmrep_peer *peer,
 		enum pmrep_async_event *event);
+int verbs_devx_subscribe(struct pmrep_peer *peer, const uint16_t *event_types,
+		size_t n, uint64_t cookie);
+int verbs_devx_get_fd(const struct pmrep_peer *peer, int *fd);
+int verbs_devx_handle_event(struct pmrep_peer *peer,
+		enum pmrep_async_event *event, uint64_t *cookie);
 int verbs_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size, int usage,
 		struct pmrep_mr_local **mr);
 int verbs_mr_dereg(struct pmrep_mr_local *mr);

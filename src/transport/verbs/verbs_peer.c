@@ -14,6 +14,9 @@
 const struct pmrep_provider_ops pmrep_verbs_ops = {
 	.peer_delete = verbs_peer_delete,
 	.peer_handle_async_event = verbs_peer_handle_async_event,
+	.peer_devx_subscribe = verbs_devx_subscribe,
+	.peer_get_devx_fd = verbs_devx_get_fd,
+	.peer_handle_devx_event = verbs_devx_handle_event,
 	.mr_reg = verbs_mr_reg,
 	.mr_dereg = verbs_mr_dereg,
 	.comp_channel_new = verbs_comp_channel_new,
@@ -148,6 +151,7 @@ pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
 	peer->ctx = ibv_ctx;
 	peer->max_rd_atom = clamp_u8(attr.orig_attr.max_qp_rd_atom);
 	peer->max_init_rd_atom = clamp_u8(attr.orig_attr.max_qp_init_rd_atom);
+	peer->nports = attr.orig_attr.phys_port_cnt;
 	peer->base.ops = &pmrep_verbs_ops;
 	peer->base.provider = PMREP_PROVIDER_VERBS;
 	peer->base.caps = caps_from_attr(&attr);
@@ -181,6 +185,7 @@ verbs_peer_delete(struct pmrep_peer *base)
 	int ret = 0, err;
 
 	peers_remove(peer);
+	verbs_devx_destroy(peer);
 	err = ibv_dereg_mr(peer->sink_mr);
 	if (err)
 		ret = PMREP_ERR_PROVIDER(err, "ibv_dereg_mr(flush sink)");
@@ -264,6 +269,21 @@ mark_affected(struct verbs_peer *peer, const struct ibv_async_event *ev)
 				verbs_conn_mark_lost(c,
 					ibv_event_type_str(ev->event_type));
 		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_mutex_unlock(&Peers_lock);
+}
+
+void
+verbs_peer_mark_device_lost(struct verbs_peer *peer, const char *why)
+{
+	pthread_mutex_lock(&Peers_lock);
+	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
+		if (p->ctx != peer->ctx)
+			continue;
+		pthread_mutex_lock(&p->lock);
+		for (struct verbs_conn *c = p->conns; c; c = c->reg_next)
+			verbs_conn_mark_lost(c, why);
 		pthread_mutex_unlock(&p->lock);
 	}
 	pthread_mutex_unlock(&Peers_lock);

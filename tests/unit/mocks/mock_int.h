@@ -103,6 +103,11 @@
 	X(RDMA_FREE_DEVICES, "rdma_free_devices", 0, 0) \
 	X(RDMA_SET_OPTION, "rdma_set_option", EIO, 1) \
 	X(RDMA_INIT_QP_ATTR, "rdma_init_qp_attr", EIO, 1) \
+	X(MLX5DV_IS_SUPPORTED, "mlx5dv_is_supported", 0, 0) \
+	X(MLX5DV_DEVX_CREATE_EVENT_CHANNEL, "mlx5dv_devx_create_event_channel", ENOMEM, 1) \
+	X(MLX5DV_DEVX_DESTROY_EVENT_CHANNEL, "mlx5dv_devx_destroy_event_channel", 0, 0) \
+	X(MLX5DV_DEVX_SUBSCRIBE_DEVX_EVENT, "mlx5dv_devx_subscribe_devx_event", EIO, 1) \
+	X(MLX5DV_DEVX_GET_EVENT, "mlx5dv_devx_get_event", EIO, 1) \
 	X(ALLOC_MALLOC, "malloc", ENOMEM, 3) \
 	X(ALLOC_CALLOC, "calloc", ENOMEM, 3) \
 	X(ALLOC_REALLOC, "realloc", ENOMEM, 3) \
