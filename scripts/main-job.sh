@@ -33,7 +33,10 @@ W=$(mktemp -d /dev/shm/pmrep-main-job.XXXXXX)
 TPID=""
 LPID=""
 cleanup() {
-	[ -n "$LPID" ] && kill -9 "$LPID" 2>/dev/null || true
+	# $LPID is `timeout`: SIGTERM, which it passes on to log-mirror (a
+	# SIGKILL would leave log-mirror running). The stream of its output
+	# (tail --pid) ends with it.
+	[ -n "$LPID" ] && kill -TERM "$LPID" 2>/dev/null || true
 	[ -n "$TPID" ] && kill -9 "$TPID" 2>/dev/null || true
 	wait 2>/dev/null || true
 	rm -rf "$W"
@@ -63,25 +66,32 @@ echo "== 1. replica target on $ADDR:$PORT ($PMREP_PROVIDER) ($W/replica, $SIZE d
 start_target
 
 echo "== 2. log-mirror appends 400 records, each acknowledged only once durable on both sides"
+: >"$W/logm.out"
 timeout -k 5 120 "$LOGM" --file "$W/source" --size "$SIZE" --replica "$ADDR:$PORT" \
 	--key-file "$W/key" --append 400 --delay-ms 5 --wait-s 60 >"$W/logm.out" 2>"$W/logm.err" &
 LPID=$!
+# log-mirror's output as it happens, so that each line shows under its
+# step: tail stops once log-mirror is gone; logm.shown is what was printed
+tail -n +1 -s 0.1 --pid="$LPID" -f "$W/logm.out" | sed -u 's/^/   log-mirror: /' |
+	tee "$W/logm.shown" &
+SPID=$!
 # let it run, then kill the target hard in the middle of the appends
 for _ in $(seq 100); do
-	grep -q "acked 100" "$W/logm.out" 2>/dev/null && break
+	grep -q "acked 100" "$W/logm.shown" 2>/dev/null && break
 	sleep 0.05
 done
 echo "== 3. SIGKILL the target while log-mirror is appending"
 kill -9 "$TPID"; wait "$TPID" 2>/dev/null || true; TPID=""
+# log-mirror's "persist failed" shows here
 sleep 1
 echo "== 4. restart the target on the same replica file"
 start_target
 if ! wait "$LPID"; then
-	LPID=""
-	cat "$W/logm.out" "$W/logm.err"; echo "log-mirror failed"; exit 1
+	LPID=""; wait "$SPID" || true
+	cat "$W/logm.err"; echo "log-mirror failed"; exit 1
 fi
 LPID=""
-cat "$W/logm.out"
+wait "$SPID" || true	# the rest of log-mirror's output
 grep -q "persist failed" "$W/logm.out" || echo "(the kill landed between two appends: no persist saw it)"
 grep -E "resync|attached|in sync" "$W/target.log" "$W/logm.err" 2>/dev/null | sed 's/^/   log: /' | tail -n 8 || true
 

@@ -2,8 +2,9 @@
 /*
  * pmrep-target -- the replica target daemon: serves one replica file or
  * device DAX to a pmrep mirror. Runs in the foreground, logs to stderr,
- * prints "listening on ADDR:PORT" on stdout once ready, and shuts down
- * cleanly on SIGINT / SIGTERM (a signalfd in its poll loop).
+ * prints "listening on ADDR:PORT (MODE mode)" on stdout once ready, and
+ * shuts down cleanly on SIGINT / SIGTERM (a signalfd in its poll loop).
+ * Exit: 0 clean shutdown, 1 failure, 2 usage error (see usage()).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,18 +24,47 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pmrep-target --path PATH --key-file FILE [options]\n"
-		"  -p, --path PATH          replica file or device DAX\n"
-		"  -s, --size BYTES         data size (K/M/G suffixes); with --create the\n"
-		"                           size of a new replica, else checked\n"
+		"Serves one replica file (or device DAX) to a pmrep mirror, in the\n"
+		"foreground, logging to stderr.\n"
+		"\n"
+		"  -p, --path PATH          replica file or device DAX; a replica file is\n"
+		"                           the data size plus 4096 bytes (the replica\n"
+		"                           header in front of the data)\n"
+		"  -s, --size BYTES         data size in bytes (K/M/G suffixes: KiB, MiB,\n"
+		"                           GiB); with --create the data size of a new\n"
+		"                           replica, else checked against the header\n"
+		"                           (omitted: whatever the header says)\n"
 		"  -c, --create             create and format PATH if it does not exist\n"
+		"                           (needs --size)\n"
 		"  -a, --address ADDR       IP address to listen on (default 127.0.0.1)\n"
-		"  -P, --port PORT          port (default 7204; 0: any free port)\n"
-		"  -k, --key-file FILE      pre-shared key (16..64 bytes)\n"
+		"  -P, --port PORT          TCP / RDMA CM port (default 7204; 0: any free\n"
+		"                           port, see the \"listening on\" line)\n"
+		"  -k, --key-file FILE      pre-shared key: the file's bytes without one\n"
+		"                           trailing newline, 16..64 bytes (keep it mode\n"
+		"                           0600: others' read access is warned about)\n"
 		"  -d, --direct-write-to-pmem  declare RDMA writes land in the persistence\n"
 		"                           domain on this node (default: not declared)\n"
 		"  -S, --staging            serve through a staging buffer (GPSPM)\n"
-		"  -t, --timeout MS         handshake / connection timeout (default 5000)\n"
-		"  -v, --verbose            log at INFO (PMREP_LOG_LEVEL overrides)\n");
+		"  -t, --timeout MS         handshake / connection timeout in milliseconds\n"
+		"                           (default 5000)\n"
+		"  -v, --verbose            log at INFO (PMREP_LOG_LEVEL overrides)\n"
+		"  -h, --help               this help\n"
+		"\n"
+		"Once ready it prints one line on stdout:\n"
+		"    listening on ADDR:PORT (direct mode)      (or: staging mode)\n"
+		"which is how to learn the port chosen with --port 0. SIGINT or SIGTERM\n"
+		"shuts it down cleanly: any session is closed, the replica file unmapped,\n"
+		"and a line of statistics logged.\n"
+		"\n"
+		"environment:\n"
+		"  PMREP_PROVIDER=tcp|verbs  force a provider (default: verbs when an RDMA\n"
+		"                           device owns ADDR, tcp otherwise)\n"
+		"  PMREP_LOG_LEVEL=0..5     log verbosity on stderr (0 fatal, 1 error,\n"
+		"                           2 warning, 3 notice (default), 4 info, 5 debug)\n"
+		"\n"
+		"exit codes: 0 clean shutdown (SIGINT / SIGTERM) or --help; 1 failure\n"
+		"(bad configuration, key file, replica file, listening, or a fatal error\n"
+		"while serving); 2 usage error.\n");
 }
 
 static int

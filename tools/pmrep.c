@@ -5,10 +5,14 @@
  *   pmrep status REPLICA_FILE
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]
+ *   pmrep [COMMAND] --help | pmrep --version
+ * Errors are reported as one line each; -v (any command) also shows the
+ * library's log lines (PMREP_LOG_LEVEL, when set, decides instead).
  * Exit codes (every command): 0 success (verify: identical), 1 a negative
- * answer (verify: source and replica differ; status: the file is not a
- * valid replica; recover: the replica was refused as a source), 2 usage
- * error or failure (I/O, connection, authentication).
+ * answer (verify: source and replica differ, or REPLICA is not a valid
+ * replica; status: the file is not a valid replica; recover: the replica
+ * was refused as a source), 2 usage error or failure (I/O, connection,
+ * authentication).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,35 +31,87 @@
 #define EX_NO 1
 #define EX_ERR 2
 
+#ifndef PMREP_VERSION_STRING
+#define PMREP_VERSION_STRING "unknown"
+#endif
+
+static bool verbose;
+
+static const char help_verify[] =
+	"  pmrep verify SOURCE REPLICA [--range BYTES] [-v]\n"
+	"      compare a mirror's source file with a replica file (on this host),\n"
+	"      checksums range by range (--range: bytes per range, 1 .. 1G, K/M/G\n"
+	"      suffixes; default 1M). Prints the first differing range and how\n"
+	"      many differ. Exit 0 identical, 1 different or REPLICA is not a\n"
+	"      valid replica, 2 usage error or failure (e.g. a missing file).\n";
+static const char help_status[] =
+	"  pmrep status REPLICA_FILE [-v]\n"
+	"      print a replica file's header: replica set UUID, generation, data\n"
+	"      size, consistent mark. Run it on the replica's host: asking a target\n"
+	"      over the network would attach to it, which clears its consistent\n"
+	"      mark and takes it from a running mirror. Exit 0 a valid replica\n"
+	"      (whatever its mark), 1 not a valid replica, 2 usage error or\n"
+	"      failure (e.g. a missing file).\n";
+static const char help_recover[] =
+	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
+	"                --uuid HEX --generation N [--allow-inconsistent]\n"
+	"                [--timeout MS] [-v]\n"
+	"      rebuild LOCAL (an existing file of the replica's data size) from the\n"
+	"      replica: read all its data, then persist. The replica must belong to\n"
+	"      replica set UUID (32 hex digits, see pmrep status) and hold exactly\n"
+	"      generation N (older or newer: refused), and be marked consistent\n"
+	"      unless --allow-inconsistent. --timeout: milliseconds for the whole\n"
+	"      recovery (default 60000). Exit 0 recovered, 1 the replica was\n"
+	"      refused as a source, 2 usage error or failure (I/O, connection,\n"
+	"      authentication).\n";
+
 static void
 usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pmrep COMMAND [options]\n"
+		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"  pmrep verify SOURCE REPLICA [--range BYTES]\n"
-		"      compare a mirror's source file with a replica file (on this host),\n"
-		"      checksums range by range (default range 1M; K/M/G suffixes).\n"
-		"      Prints the first differing range and how many differ.\n"
+		"%s\n%s\n%s\n"
+		"  -v, --verbose (any command): also print the library's log lines\n"
+		"  (by default each error is one line from pmrep; PMREP_LOG_LEVEL=0..5,\n"
+		"  when set, decides instead). PMREP_PROVIDER=tcp|verbs forces a provider.\n"
 		"\n"
-		"  pmrep status REPLICA_FILE\n"
-		"      print a replica file's header: replica set UUID, generation, data\n"
-		"      size, consistent mark. Run it on the replica's host: asking a target\n"
-		"      over the network would attach to it, which clears its consistent\n"
-		"      mark and takes it from a running mirror.\n"
-		"\n"
-		"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
-		"                --uuid HEX --generation N [--allow-inconsistent]\n"
-		"                [--timeout MS]\n"
-		"      rebuild LOCAL (an existing file of the replica's data size) from the\n"
-		"      replica: read all its data, then persist. The replica must belong to\n"
-		"      replica set UUID (32 hex digits, see pmrep status) and hold exactly\n"
-		"      generation N (older or newer: refused), and be marked consistent\n"
-		"      unless --allow-inconsistent. Default timeout 60000 ms.\n"
-		"\n"
-		"exit codes: 0 success (verify: identical); 1 verify: different, status:\n"
-		"not a valid replica, recover: the replica was refused as a source;\n"
-		"2 usage error or failure (I/O, connection, authentication).\n");
+		"exit codes: 0 success (verify: identical); 1 a negative answer (verify:\n"
+		"different, or REPLICA is not a valid replica; status: not a valid\n"
+		"replica; recover: the replica was refused as a source); 2 usage error or\n"
+		"failure (I/O, connection, authentication).\n",
+		help_verify, help_status, help_recover);
+}
+
+/* one command's help */
+static int
+cmd_help(const char *help)
+{
+	printf("usage:\n%s", help);
+	return 0;
+}
+
+/* the library's log threshold: errors are reported by pmrep itself, one
+ * line each; -v adds the library's lines; PMREP_LOG_LEVEL overrides both */
+static void
+log_setup(void)
+{
+	if (getenv("PMREP_LOG_LEVEL") == NULL)
+		pmrep_log_set_threshold(verbose ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
+}
+
+/* a failed library call on `path`, one line: "No such file or directory:
+ * PATH" for an OS error, else pmrep's error and its message */
+static void
+report(const char *cmd, const char *path, int ret)
+{
+	int err = pmrep_err_errno();
+	if (ret == PMREP_E_PROVIDER && err != 0)
+		fprintf(stderr, "pmrep %s: %s: %s\n", cmd, strerror(err), path);
+	else
+		fprintf(stderr, "pmrep %s: %s: %s (%s)\n", cmd, path,
+				pmrep_err_to_str(ret), pmrep_err_msg());
 }
 
 static int
@@ -160,30 +216,38 @@ cmd_verify(int argc, char *argv[])
 {
 	static const struct option opts[] = {
 		{ "range", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long long range = 1 << 20;
 	int c;
-	while ((c = getopt_long(argc, argv, "r:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (parse_size(optarg, 1ull << 30, &range))
 				return usage_error("verify: bad --range '%s' (1 .. 1G bytes)", optarg);
 			break;
-		case 'h': usage(stdout); return EX_OK;
+		case 'v': verbose = true; break;
+		case 'h': return cmd_help(help_verify);
 		default: return usage_error("verify: %s", "unknown option");
 		}
 	}
 	if (argc - optind != 2)
 		return usage_error("verify: %s", "expected SOURCE REPLICA");
 	const char *source = argv[optind], *replica = argv[optind + 1];
+	log_setup();
 
 	struct pmrep_replica_info info;
 	int ret = pmrep_replica_read_info(replica, &info);
-	if (ret) {
-		fprintf(stderr, "pmrep verify: %s: %s (%s)\n", replica,
+	if (ret == PMREP_E_MALFORMED || ret == PMREP_E_RANGE) {
+		/* a negative answer, as pmrep status gives it */
+		printf("%s: not a valid replica: %s (%s)\n", replica,
 				pmrep_err_to_str(ret), pmrep_err_msg());
+		return EX_NO;
+	}
+	if (ret) {
+		report("verify", replica, ret);
 		return EX_ERR;
 	}
 	int rc = EX_ERR;
@@ -192,8 +256,8 @@ cmd_verify(int argc, char *argv[])
 	int rep = open(replica, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (src < 0 || rep < 0 || fstat(src, &st) != 0) {
-		fprintf(stderr, "pmrep verify: %s: %s\n", src < 0 ? source : replica,
-				strerror(errno));
+		fprintf(stderr, "pmrep verify: %s: %s\n", strerror(errno),
+				src < 0 ? source : replica);
 		goto out;
 	}
 	if ((uint64_t)st.st_size != info.data_size) {
@@ -264,22 +328,25 @@ cmd_status(int argc, char *argv[])
 {
 	static const struct option opts[] = {
 		{ "replica", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	while ((c = getopt_long(argc, argv, "r:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			return usage_error("status: --replica %s: asking a target over the network would attach to it (clearing its consistent mark, taking it from a running mirror); run 'pmrep status REPLICA_FILE' on the replica's host",
 					optarg);
-		case 'h': usage(stdout); return EX_OK;
+		case 'v': verbose = true; break;
+		case 'h': return cmd_help(help_status);
 		default: return usage_error("status: %s", "unknown option");
 		}
 	}
 	if (argc - optind != 1)
 		return usage_error("status: %s", "expected REPLICA_FILE");
 	const char *path = argv[optind];
+	log_setup();
 	struct pmrep_replica_info info;
 	int ret = pmrep_replica_read_info(path, &info);
 	if (ret == PMREP_E_MALFORMED || ret == PMREP_E_RANGE) {
@@ -288,8 +355,7 @@ cmd_status(int argc, char *argv[])
 		return EX_NO;
 	}
 	if (ret) {
-		fprintf(stderr, "pmrep status: %s: %s (%s)\n", path,
-				pmrep_err_to_str(ret), pmrep_err_msg());
+		report("status", path, ret);
 		return EX_ERR;
 	}
 	bool claimed = false;
@@ -303,7 +369,9 @@ cmd_status(int argc, char *argv[])
 	printf("data size:   %llu bytes (at offset %llu)\n",
 			(unsigned long long)info.data_size,
 			(unsigned long long)info.data_offset);
-	printf("consistent:  %s\n", info.flags & PMREP_REPLICA_F_CONSISTENT ?
+	printf("consistent:  %s\n", !claimed ?
+			"no (unclaimed: it holds no mirror's data yet)" :
+			info.flags & PMREP_REPLICA_F_CONSISTENT ?
 			"yes (left by a clean mirror shutdown)" :
 			"no (a mirror is attached, or did not shut down cleanly)");
 	return EX_OK;
@@ -322,6 +390,7 @@ cmd_recover(int argc, char *argv[])
 		{ "generation", required_argument, NULL, 'g' },
 		{ "allow-inconsistent", no_argument, NULL, 'I' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -331,7 +400,7 @@ cmd_recover(int argc, char *argv[])
 	unsigned long long gen = 0, timeout = 60000;
 	unsigned flags = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "f:r:k:u:g:It:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:r:k:u:g:It:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 'r': replica = optarg; break;
@@ -350,7 +419,8 @@ cmd_recover(int argc, char *argv[])
 			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
 				return usage_error("recover: bad --timeout '%s' (ms, >= 1)", optarg);
 			break;
-		case 'h': usage(stdout); return EX_OK;
+		case 'v': verbose = true; break;
+		case 'h': return cmd_help(help_recover);
 		default: return usage_error("recover: %s", "unknown option");
 		}
 	}
@@ -365,20 +435,20 @@ cmd_recover(int argc, char *argv[])
 	if (colon == NULL || colon == addr || colon[1] == '\0')
 		return usage_error("recover: bad --replica '%s' (ADDR:PORT)", replica);
 	*colon = '\0';
+	log_setup();
 
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len = 0;
 	int ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
 	if (ret) {
-		fprintf(stderr, "pmrep recover: %s: %s\n", key_file, pmrep_err_msg());
+		report("recover", key_file, ret);
 		return EX_ERR;
 	}
 	/* an existing file only: its size is the replica's data size */
 	struct pmrep_pmem *pmem = NULL;
 	ret = pmrep_pmem_open(file, 0, 0, PMREP_PMEM_GRANULARITY_PAGE, &pmem);
 	if (ret) {
-		fprintf(stderr, "pmrep recover: %s: %s (%s)\n", file,
-				pmrep_err_to_str(ret), pmrep_err_msg());
+		report("recover", file, ret);
 		memset(key, 0, sizeof(key));
 		return EX_ERR;
 	}
@@ -400,9 +470,11 @@ cmd_recover(int argc, char *argv[])
 		 * target's "another replica set" */
 		bool refused = ret == PMREP_E_STATE || ret == PMREP_E_RANGE ||
 			ret == PMREP_E_NOSUPP || ret == PMREP_E_INVAL;
-		fprintf(stderr, "pmrep recover: %s %s from %s: %s\n",
+		const char *msg = pmrep_err_msg();
+		fprintf(stderr, "pmrep recover: %s %s from %s: %s%s%s%s\n",
 				refused ? "refused to recover" : "could not recover",
-				file, replica, pmrep_err_to_str(ret));
+				file, replica, pmrep_err_to_str(ret),
+				msg[0] ? " (" : "", msg, msg[0] ? ")" : "");
 		rc = refused ? EX_NO : EX_ERR;
 	}
 	(void) pmrep_pmem_close(&pmem);
@@ -416,14 +488,34 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return EX_ERR;
 	}
+	/* options before the command: -v, --help, --version */
+	while (argc >= 2 && (strcmp(argv[1], "-v") == 0 ||
+			strcmp(argv[1], "--verbose") == 0)) {
+		verbose = true;
+		argc--;
+		argv++;
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return EX_ERR;
+	}
 	const char *cmd = argv[1];
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+		printf("pmrep %s\n", PMREP_VERSION_STRING);
+		return EX_OK;
+	}
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
 			strcmp(cmd, "help") == 0) {
+		/* pmrep help COMMAND: that command's help */
+		if (argc >= 3 && strcmp(argv[2], "verify") == 0)
+			return cmd_help(help_verify);
+		if (argc >= 3 && strcmp(argv[2], "status") == 0)
+			return cmd_help(help_status);
+		if (argc >= 3 && strcmp(argv[2], "recover") == 0)
+			return cmd_help(help_recover);
 		usage(stdout);
 		return EX_OK;
 	}
-	if (getenv("PMREP_LOG_LEVEL") == NULL)
-		pmrep_log_set_threshold(PMREP_LOG_NOTICE);
 	/* the command's options: getopt starts after the command name */
 	argc--;
 	argv++;

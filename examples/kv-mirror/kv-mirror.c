@@ -23,7 +23,7 @@
  * Without --replica the table is changed locally only, and its generation
  * is raised once per run that changes it (pmrep_mirror_cfg_set_generation).
  *
- * usage:
+ * usage (kv-mirror --help explains every option):
  *   kv-mirror --file PATH [--entries N] [--replica ADDR:PORT]...
  *             [--key-file F] [--policy all|quorum=K] [--timeout MS]
  *             [--wait-s S] COMMAND
@@ -493,13 +493,54 @@ parse_u(const char *s, unsigned long long min, unsigned long long max,
 }
 
 static void
-usage(void)
+usage(FILE *f, bool full)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: kv-mirror --file PATH [--entries N] [--replica ADDR:PORT]...\n"
 		"                 [--key-file F] [--policy all|quorum=K] [--timeout MS]\n"
 		"                 [--wait-s S] put KEY VALUE | get KEY | del KEY | list |\n"
 		"                 script FILE|-\n");
+	if (!full) {
+		fprintf(f, "(kv-mirror --help for details)\n");
+		return;
+	}
+	fprintf(f,
+		"A persistent hash table in a pmem file, mirrored to 1..%d pmrep-targets\n"
+		"(none: local only). A put / del prints \"ok ...\" only once durable on\n"
+		"the replicas the policy needs, else \"FAILED ... (not acknowledged)\".\n"
+		"On start the table is recovered and every entry's checksum verified.\n"
+		"Options come before the command.\n"
+		"\n"
+		"  -f, --file PATH          the table file (a regular file or device DAX);\n"
+		"                           created if missing\n"
+		"  -n, --entries N          buckets of a new table, 1..16777216 (default\n"
+		"                           1024); the file is 4096 + 256 * N bytes, which\n"
+		"                           must be the replicas' data size (pmrep-target\n"
+		"                           --size). An existing table keeps its size.\n"
+		"  -r, --replica ADDR:PORT  a pmrep-target to mirror to; repeat for more\n"
+		"                           (at most %d)\n"
+		"  -k, --key-file FILE      the targets' pre-shared key file (required with\n"
+		"                           --replica)\n"
+		"  -p, --policy all|quorum=K  all (default): every replica must confirm each\n"
+		"                           persist; quorum=K: K of them (1..replicas)\n"
+		"  -t, --timeout MS         limit in milliseconds for connecting to a\n"
+		"                           replica and for each persist, 1..600000\n"
+		"                           (default 2000)\n"
+		"  -w, --wait-s S           seconds to keep reconnecting after a failed\n"
+		"                           persist before the put / del is not\n"
+		"                           acknowledged, 0..3600 (default 0: no retry)\n"
+		"  -h, --help               this help\n"
+		"\n"
+		"commands: put KEY VALUE (KEY 1..%d bytes, VALUE up to %d bytes),\n"
+		"get KEY, del KEY, list, or script FILE (- for stdin): one command per\n"
+		"line, also status, reconnect, sleep MS (0..60000); # starts a comment.\n"
+		"\n"
+		"environment: PMREP_PROVIDER=tcp|verbs forces a provider; PMREP_LOG_LEVEL\n"
+		"(0..5) sets the library's log verbosity on stderr (default 3, notice).\n"
+		"exit codes: 0 every command succeeded; 1 a command failed, a put / del\n"
+		"was not acknowledged, or the table / mirror could not be opened;\n"
+		"2 usage error (also an unknown command in a script).\n",
+		PMREP_MIRROR_MAX_REPLICAS, PMREP_MIRROR_MAX_REPLICAS, KEY_MAX, VAL_MAX);
 }
 
 int
@@ -513,6 +554,7 @@ main(int argc, char *argv[])
 		{ "policy", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "wait-s", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *key_file = NULL;
@@ -520,7 +562,7 @@ main(int argc, char *argv[])
 	unsigned nrep = 0;
 	unsigned long long entries = 1024, quorum = 0, timeout = 2000, wait_s = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+f:n:r:k:p:t:w:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+f:n:r:k:p:t:w:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 'n':
@@ -559,19 +601,20 @@ main(int argc, char *argv[])
 				return 2;
 			}
 			break;
-		default: usage(); return 2;
+		case 'h': usage(stdout, true); return 0;
+		default: usage(stderr, false); return 2;
 		}
 	}
 	int nargs = argc - optind;
 	char **args = argv + optind;
 	if (file == NULL || nargs < 1 || (nrep > 0 && key_file == NULL) ||
 			(nrep == 0 && quorum != 0) || quorum > nrep) {
-		usage();
+		usage(stderr, false);
 		return 2;
 	}
 	bool script = strcmp(args[0], "script") == 0;
 	if (script && nargs != 2) {
-		usage();
+		usage(stderr, false);
 		return 2;
 	}
 	if (getenv("PMREP_LOG_LEVEL") == NULL)

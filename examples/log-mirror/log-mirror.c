@@ -17,10 +17,14 @@
  *           16 u64 checksum (FNV-1a of length, sequence, payload)
  *           24 payload, padded to 8 bytes
  *
- * usage:
- *   log-mirror --file PATH --size BYTES --replica ADDR:PORT --key-file FILE
+ * usage (log-mirror --help explains every option):
+ *   log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE
  *              [--append N] [--payload BYTES] [--delay-ms MS] [--wait-s S]
  *   log-mirror --file PATH --verify          (recover and verify, no mirror)
+ * --size is needed to create a new log; an existing log is opened with its
+ * own size (a --size given must equal it).
+ * Exit: 0 success, 1 failure (the log, the mirror, or a record not
+ * acknowledged within --wait-s), 2 usage error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -216,6 +220,48 @@ parse_num(const char *opt, const char *s, unsigned long long min,
 	return 0;
 }
 
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE\n"
+		"                  [--append N] [--payload BYTES] [--delay-ms MS] [--wait-s S]\n"
+		"       log-mirror --file PATH --verify\n"
+		"An append-only log of checksummed records in a pmem file, mirrored to one\n"
+		"pmrep-target. A record is acknowledged (\"acked N\", printed every 50\n"
+		"records and for the last) only once it and the log's tail are durable\n"
+		"on both sides. On start the log is recovered and every record verified.\n"
+		"\n"
+		"  -f, --file PATH          the log file (a regular file or device DAX)\n"
+		"  -s, --size BYTES         size of a new log file in bytes (K/M/G suffixes:\n"
+		"                           KiB, MiB, GiB; at least %d: a 4096-byte header,\n"
+		"                           then records). Needed to create PATH; an\n"
+		"                           existing log keeps its size (if given, --size\n"
+		"                           must equal it). The replica's data size\n"
+		"                           (pmrep-target --size) must be the same.\n"
+		"  -r, --replica ADDR:PORT  the pmrep-target to mirror to\n"
+		"  -k, --key-file FILE      the target's pre-shared key file\n"
+		"  -n, --append N           records to append (default 0: recover, attach\n"
+		"                           the replica (its resync) and stop)\n"
+		"  -p, --payload BYTES      payload bytes per record, 1..65536 (default 200);\n"
+		"                           a record takes 24 + payload rounded up to 8 bytes\n"
+		"  -d, --delay-ms MS        pause between records in milliseconds, 0..60000\n"
+		"                           (default 0)\n"
+		"  -w, --wait-s S           seconds to keep reconnecting to a failed replica\n"
+		"                           before giving up on a record, 0..86400\n"
+		"                           (default 30)\n"
+		"  -V, --verify             only recover and verify the log (no mirror;\n"
+		"                           --file is the only other option used)\n"
+		"  -h, --help               this help\n"
+		"\n"
+		"environment: PMREP_PROVIDER=tcp|verbs forces a provider; PMREP_LOG_LEVEL\n"
+		"(0..5) sets the library's log verbosity on stderr (default 3, notice).\n"
+		"exit codes: 0 success (every record appended was acknowledged; a full\n"
+		"log stops early; --verify: the log is intact); 1 failure (the log\n"
+		"cannot be opened or is damaged, the mirror cannot be set up, or a\n"
+		"record was not acknowledged within --wait-s); 2 usage error.\n", HDR_SIZE + REC_HDR);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -229,6 +275,7 @@ main(int argc, char *argv[])
 		{ "delay-ms", required_argument, NULL, 'd' },
 		{ "wait-s", required_argument, NULL, 'w' },
 		{ "verify", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *replica = NULL, *key_file = NULL;
@@ -236,7 +283,7 @@ main(int argc, char *argv[])
 	unsigned long long append = 0, delay_ms = 0, wait_s = 30;
 	bool verify = false;
 	int c, bad = 0;
-	while ((c = getopt_long(argc, argv, "f:s:r:k:n:p:d:w:V", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:s:r:k:n:p:d:w:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 's': bad |= parse_num("--size", optarg, HDR_SIZE + REC_HDR,
@@ -249,8 +296,9 @@ main(int argc, char *argv[])
 		case 'd': bad |= parse_num("--delay-ms", optarg, 0, 60000, &delay_ms); break;
 		case 'w': bad |= parse_num("--wait-s", optarg, 0, 86400, &wait_s); break;
 		case 'V': verify = true; break;
+		case 'h': usage(stdout); return 0;
 		default:
-			fprintf(stderr, "usage: see the comment at the top of log-mirror.c\n");
+			fprintf(stderr, "(log-mirror --help for usage)\n");
 			return 2;
 		}
 	}
@@ -258,7 +306,8 @@ main(int argc, char *argv[])
 		return 2;
 	if (file == NULL || (!verify && (replica == NULL || key_file == NULL)) ||
 			payload == 0 || payload > 65536) {
-		fprintf(stderr, "usage: log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE [--append N] | --verify\n");
+		fprintf(stderr, "usage: log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE [--append N] | --verify\n"
+				"(log-mirror --help for details)\n");
 		return 2;
 	}
 	if (getenv("PMREP_LOG_LEVEL") == NULL)

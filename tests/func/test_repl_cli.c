@@ -4,7 +4,9 @@
  * as child processes against pmrep-target children on 127.0.0.1 (tcp
  * only; every child is killed after a bound, so a hang fails the test):
  *  - pmrep verify: identical (0), one flipped byte (1, the first differing
- *    range printed), a missing file and usage errors (2); pmrep status;
+ *    range printed), a replica file that is none (1), a missing file (2,
+ *    one line) and usage errors (2); pmrep status, of a fresh replica too;
+ *    --help of each command, --version; every tool's --help;
  *  - pmrep recover: byte-exact data back from a replica after the local
  *    file was wiped; a replica of an older generation is refused (1) and
  *    the local file and the replica's header are left as they were;
@@ -137,10 +139,10 @@ target_start(struct target *t, const char *name, const char *size)
 	assert_int_equal(sscanf(at, "127.0.0.1:%7[0-9]", t->port), 1);
 }
 
-/* run argv with stdout into `out` (may be NULL); its exit status, -1 if
- * it had to be killed */
+/* run argv with stdout (with `err`: stdout and stderr) into `out` (may be
+ * NULL); its exit status, -1 if it had to be killed */
 static int
-run(char *const argv[], char *out, size_t out_len)
+run_out(char *const argv[], char *out, size_t out_len, bool err)
 {
 	char outpath[128];
 	snprintf(outpath, sizeof(outpath), "%s/run.out", dir);
@@ -151,7 +153,9 @@ run(char *const argv[], char *out, size_t out_len)
 		int o = open(outpath, O_CREAT | O_WRONLY | O_TRUNC, 0600);
 		int n = open("/dev/null", O_WRONLY);
 		dup2(o, 1);
-		dup2(n, 2);
+		dup2(err ? o : n, 2);
+		if (err)	/* the default log threshold, whatever the caller's */
+			unsetenv("PMREP_LOG_LEVEL");
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -176,6 +180,12 @@ run(char *const argv[], char *out, size_t out_len)
 		close(fd);
 	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int
+run(char *const argv[], char *out, size_t out_len)
+{
+	return run_out(argv, out, out_len, false);
 }
 
 static uint8_t
@@ -248,6 +258,14 @@ verify_identical_differing_missing(void **state)
 	target_start(&tg[0], "replica", "1M");
 	snprintf(src, sizeof(src), "%s/source", dir);
 	snprintf(missing, sizeof(missing), "%s/nothing", dir);
+
+	/* a fresh replica: unclaimed, and status says so on every line */
+	char *st_fresh[] = { exe, "status", tg[0].path, NULL };
+	assert_int_equal(run(st_fresh, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "(unclaimed: no mirror attached yet)"));
+	assert_non_null(strstr(out, "generation:  0\n"));
+	assert_non_null(strstr(out, "consistent:  no (unclaimed: it holds no mirror's data yet)\n"));
+
 	make_replica(src, 1);
 
 	char *identical[] = { exe, "verify", src, tg[0].path, "--range", "64K", NULL };
@@ -266,8 +284,28 @@ verify_identical_differing_missing(void **state)
 
 	char *miss1[] = { exe, "verify", missing, tg[0].path, NULL };
 	char *miss2[] = { exe, "verify", src, missing, NULL };
-	assert_int_equal(run(miss1, NULL, 0), 2);
-	assert_int_equal(run(miss2, NULL, 0), 2);
+	/* a missing file: one line naming the OS error and the path (no
+	 * library log line as well); -v adds the library's line */
+	char expect[200];
+	snprintf(expect, sizeof(expect),
+			"pmrep verify: No such file or directory: %s\n", missing);
+	assert_int_equal(run_out(miss1, out, sizeof(out), true), 2);
+	assert_string_equal(out, expect);
+	assert_int_equal(run_out(miss2, out, sizeof(out), true), 2);
+	assert_string_equal(out, expect);
+	char *miss_st[] = { exe, "status", missing, NULL };
+	assert_int_equal(run_out(miss_st, out, sizeof(out), true), 2);
+	snprintf(expect, sizeof(expect),
+			"pmrep status: No such file or directory: %s\n", missing);
+	assert_string_equal(out, expect);
+	char *miss_v[] = { exe, "-v", "status", missing, NULL };
+	assert_int_equal(run_out(miss_v, out, sizeof(out), true), 2);
+	assert_non_null(strstr(out, "pmrep ERROR"));
+	assert_non_null(strstr(out, expect));
+	/* a REPLICA that is no replica: a negative answer (1), as status */
+	char *not_rep[] = { exe, "verify", src, src, NULL };
+	assert_int_equal(run(not_rep, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "not a valid replica"));
 	char *use1[] = { exe, "verify", src, NULL };
 	char *use2[] = { exe, "verify", src, tg[0].path, "--range", "0", NULL };
 	char *use3[] = { exe, "frobnicate", NULL };
@@ -279,6 +317,19 @@ verify_identical_differing_missing(void **state)
 	char *help[] = { exe, "--help", NULL };
 	assert_int_equal(run(help, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "exit codes"));
+	/* a command's own help: that command only */
+	char *help_v[] = { exe, "verify", "--help", NULL };
+	assert_int_equal(run(help_v, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "pmrep verify SOURCE REPLICA"));
+	assert_null(strstr(out, "pmrep recover"));
+	char *help_r[] = { exe, "help", "recover", NULL };
+	assert_int_equal(run(help_r, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "pmrep recover --file LOCAL"));
+	assert_null(strstr(out, "pmrep verify"));
+	char *version[] = { exe, "--version", NULL };
+	assert_int_equal(run(version, out, sizeof(out)), 0);
+	unsigned vmaj, vmin, vpatch;
+	assert_int_equal(sscanf(out, "pmrep %u.%u.%u\n", &vmaj, &vmin, &vpatch), 3);
 
 	/* status: the replica's header; a file that is no replica: 1 */
 	char *st[] = { exe, "status", tg[0].path, NULL };
@@ -290,6 +341,49 @@ verify_identical_differing_missing(void **state)
 	assert_int_equal(run(st_bad, NULL, 0), 1);
 	char *st_net[] = { exe, "status", "--replica", "127.0.0.1:7204", NULL };
 	assert_int_equal(run(st_net, NULL, 0), 2);
+}
+
+/* every tool's --help: exit 0, on stdout, and the options and facts a
+ * user needs (units, the port line, the replica's header size) */
+static void
+tools_help(void **state)
+{
+	(void)state;
+	char exe[PATH_MAX], out[8192];
+	program("tools/pmrep-target", exe, sizeof(exe));
+	char *tgt[] = { exe, "--help", NULL };
+	assert_int_equal(run(tgt, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "listening on ADDR:PORT"));
+	assert_non_null(strstr(out, "SIGINT or SIGTERM"));
+	assert_non_null(strstr(out, "data size plus 4096 bytes"));
+	assert_non_null(strstr(out, "PMREP_PROVIDER=tcp|verbs"));
+	assert_non_null(strstr(out, "PMREP_LOG_LEVEL"));
+	assert_non_null(strstr(out, "exit codes: 0"));
+
+	program("examples/log-mirror", exe, sizeof(exe));
+	char *lm[] = { exe, "--help", NULL };
+	assert_int_equal(run(lm, out, sizeof(out)), 0);
+	static const char *const lm_opts[] = { "--file PATH", "--size BYTES",
+		"--replica ADDR:PORT", "--key-file FILE", "--append N",
+		"--payload BYTES", "--delay-ms MS", "--wait-s S", "--verify",
+		"exit codes" };
+	for (size_t i = 0; i < sizeof(lm_opts) / sizeof(lm_opts[0]); i++)
+		if (strstr(out, lm_opts[i]) == NULL)
+			fail_msg("log-mirror --help lacks '%s'", lm_opts[i]);
+	char *lm_bad[] = { exe, "--bogus", NULL };
+	assert_int_equal(run(lm_bad, NULL, 0), 2);
+
+	program("examples/kv-mirror", exe, sizeof(exe));
+	char *kv[] = { exe, "--help", NULL };
+	assert_int_equal(run(kv, out, sizeof(out)), 0);
+	static const char *const kv_opts[] = { "--file PATH", "--entries N",
+		"--replica ADDR:PORT", "--key-file FILE", "--policy all|quorum=K",
+		"--timeout MS", "--wait-s S", "exit codes" };
+	for (size_t i = 0; i < sizeof(kv_opts) / sizeof(kv_opts[0]); i++)
+		if (strstr(out, kv_opts[i]) == NULL)
+			fail_msg("kv-mirror --help lacks '%s'", kv_opts[i]);
+	char *kv_bad[] = { exe, "--bogus", NULL };
+	assert_int_equal(run(kv_bad, NULL, 0), 2);
 }
 
 static void
@@ -569,6 +663,7 @@ main(int argc, char *argv[])
 	pmrep_log_set_threshold(PMREP_LOG_WARNING);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(verify_identical_differing_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(tools_help, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_brings_back_byte_exact_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_refuses_an_older_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_off_by_one_leaves_the_replica_usable, setup, teardown),
