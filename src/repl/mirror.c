@@ -383,9 +383,11 @@ replica_connect(struct replica *r, long long deadline)
 			return ret;
 	}
 	if (r->src == NULL) {
+		/* the device only reads it: a read-only registration, which
+		 * a page-cache file allows (a writable pin of one is refused
+		 * from Linux 6.5 on: T11) */
 		ret = pmrep_mr_reg(r->peer, m->base, m->size,
-				PMREP_MR_USAGE_WRITE_SRC | PMREP_MR_USAGE_READ_DST,
-				&r->src);
+				PMREP_MR_USAGE_WRITE_SRC, &r->src);
 		if (ret) {
 			PMREP_LOG_ERR("cannot register the local mapping for replica %u: %s",
 					r->idx, pmrep_err_to_str(ret));

@@ -573,6 +573,44 @@ t11_page_cache_replica_falls_back_to_staging_gpspm(void **state)
 	assert_int_equal(unlink(path), 0);
 }
 
+/*
+ * T11, the initiator's side: the local mapping is a file in a page cache
+ * (the build directory; 9p with cache=mmap in the guest). The device only
+ * reads it, so the mirror must register it read-only: a writable pin of a
+ * page-cache mapping is refused from Linux 6.5 on (EFAULT).
+ */
+static void
+t11_page_cache_local_mapping_is_mirrored(void **state)
+{
+	(void)state;
+	if (!func_is_tcp())
+		(void) verbs_env_or_skip("IN_VM");
+	char cwd[200], path[256];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	snprintf(path, sizeof(path), "%s/pmrep-test-local-t11.%d", cwd, (int)getpid());
+	unlink(path);
+	struct pmrep_pmem *local = NULL;
+	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &local), 0);
+	struct tgt *g;
+	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 3000), 0);
+	fill(local, 0, SIZE, 11);
+	struct pmrep_mirror_cfg *c = mcfg(g->port, uuid_a, 1);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	for (unsigned i = 0; i < 20; i++) {
+		size_t off = (i * 54321u) % (SIZE - 5000);
+		fill(local, off, 5000, 200 + i);
+		assert_int_equal(pmrep_mirror_persist(m, off, 5000, 3000), 0);
+	}
+	assert_replica_equals(local, "replica");
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	tgt_stop(g);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+	assert_int_equal(unlink(path), 0);
+}
+
 static void
 consistent_replica_of_the_same_generation_needs_no_resync(void **state)
 {
@@ -1011,6 +1049,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(devdax_replica_is_served_direct_and_byte_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(t10_fsdax_replica_falls_back_to_staging_gpspm, setup, teardown),
 		cmocka_unit_test_setup_teardown(t11_page_cache_replica_falls_back_to_staging_gpspm, setup, teardown),
+		cmocka_unit_test_setup_teardown(t11_page_cache_local_mapping_is_mirrored, setup, teardown),
 		cmocka_unit_test_setup_teardown(consistent_replica_of_the_same_generation_needs_no_resync, setup, teardown),
 		cmocka_unit_test_setup_teardown(wrong_key_is_refused_with_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(wrong_size_is_refused_with_range, setup, teardown),
