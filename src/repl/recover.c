@@ -23,7 +23,8 @@
 
 struct recover {
 	struct pmrep_peer *peer;
-	struct pmrep_mr_local *dst;
+	struct pmrep_mr_local *dst;	/* the bounce buffer */
+	void *bounce;
 	struct repl_chan ch;
 	bool chan_ready;
 	struct pmrep_conn *conn;
@@ -339,13 +340,28 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 	}
 	uint8_t *base = pmrep_pmem_get_address(pmem);
 	size_t size = pmrep_pmem_get_size(pmem);
-	pmrep_pmem_persist_fn *persist = pmrep_pmem_get_persist_fn(pmem);
+	pmrep_pmem_memcpy_fn *copy = pmrep_pmem_get_memcpy_fn(pmem);
 
 	struct recover rc = { .deadline = repl_deadline(timeout_ms) };
 	ret = pmrep_peer_open(addr, false, &rc.peer);
 	if (ret)
 		return ret;
-	ret = pmrep_mr_reg(rc.peer, base, size, PMREP_MR_USAGE_READ_DST, &rc.dst);
+	/*
+	 * The replica's bytes land in a registered bounce buffer, and the CPU
+	 * copies them into the mapping with its persisting memcpy: an RDMA
+	 * write into a pinned page-cache mapping is not seen by msync on
+	 * every kernel (the pages are never marked dirty), and newer kernels
+	 * refuse to pin such mappings writable at all.
+	 */
+	rc.bounce = aligned_alloc(4096, RECOVER_CHUNK);
+	if (rc.bounce == NULL) {
+		PMREP_LOG_ERR("recover: out of memory for a %u-byte bounce buffer",
+				RECOVER_CHUNK);
+		ret = PMREP_E_NOMEM;
+		goto out;
+	}
+	ret = pmrep_mr_reg(rc.peer, rc.bounce, RECOVER_CHUNK,
+			PMREP_MR_USAGE_READ_DST, &rc.dst);
 	if (ret)
 		goto out;
 	ret = repl_chan_init(&rc.ch, rc.peer);
@@ -395,7 +411,7 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 	 * call's deadline */
 	for (size_t off = 0; off < size; off += RECOVER_CHUNK) {
 		size_t len = size - off < RECOVER_CHUNK ? size - off : RECOVER_CHUNK;
-		ret = pmrep_read(rc.conn, rc.dst, off, rc.rmr, off, len,
+		ret = pmrep_read(rc.conn, rc.dst, 0, rc.rmr, off, len,
 				PMREP_F_COMPLETION_ALWAYS, (void *)CTX_READ);
 		if (ret == 0)
 			ret = wait_read(&rc);
@@ -404,8 +420,8 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 					len, off, pmrep_err_to_str(ret));
 			goto out;
 		}
+		copy(base + off, rc.bounce, len, 0);	/* copies and persists */
 	}
-	persist(base, size);
 	PMREP_LOG(PMREP_LOG_NOTICE, "recovered %zu bytes of generation %llu from replica %s:%s",
 			size, (unsigned long long)generation, addr, port);
 
@@ -418,6 +434,7 @@ out:
 	if (rc.chan_ready)
 		repl_chan_fini(&rc.ch);
 	(void) pmrep_mr_dereg(&rc.dst);
+	free(rc.bounce);
 	(void) pmrep_peer_delete(&rc.peer);
 	return ret;
 }
