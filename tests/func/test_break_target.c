@@ -386,7 +386,7 @@ static int
 sparse_child(const char *good)
 {
 	if (unshare(CLONE_NEWNS) != 0 ||
-			mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+			mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0)
 		return 77;
 	char mnt[] = "/tmp/pmrep-test-break-fs-XXXXXX";
 	if (mkdtemp(mnt) == NULL)
