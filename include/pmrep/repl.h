@@ -104,7 +104,8 @@ PMREP_API int pmrep_target_cfg_set_path(struct pmrep_target_cfg *cfg,
 /*
  * pmrep_target_cfg_set_data_size -- the data area's size in bytes (the
  * file is PMREP_REPLICA_DATA_OFFSET bytes larger). With `create`, a missing
- * file is created and formatted with a fresh (unclaimed) header; an
+ * file is created and formatted with a fresh (unclaimed) header, and so is
+ * a device DAX whose first 4 KiB are all zero (a device always exists); an
  * existing file must hold a header with this data size. 0 (default, only
  * without create): whatever the existing header says.
  * Errors: PMREP_E_INVAL (NULL; create with size 0).
@@ -164,6 +165,11 @@ enum pmrep_target_mode {
  * through the pmem layer, check its header, register its data area for
  * remote writes (else fall back to a staging buffer, logged at WARNING with
  * the reason), and listen on the configured address. The cfg is copied.
+ * A verbs target serves a file on a page-cache file system (ext4, xfs …)
+ * through the staging buffer even where the kernel would pin it: the
+ * device's writes into pinned page-cache pages are not seen by msync on
+ * every kernel. tmpfs, hugetlbfs, DAX files and device DAX register
+ * directly.
  * Errors: PMREP_E_INVAL (NULL, no path, no key), PMREP_E_MALFORMED (the
  * existing file's header is damaged), PMREP_E_RANGE (its data size differs
  * from the configured one), the errors of pmrep_pmem_open (path),
