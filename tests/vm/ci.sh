@@ -109,7 +109,9 @@ for k in $KERNELS; do
   echo "==== [$k] guest start (limit ${vt}s)${CMD_TEXT:+, test command: $CMD_TEXT}"
   t0=$SECONDS
   cd "$BUILD" || exit 125
-  VM_KERNEL=$k VM_TIMEOUT=$vt VM_RW_DIRS="$BUILD:$RES" \
+  # $here too: the smoke script must be visible wherever the checkout lies
+  # (a clone under /tmp is hidden by the guest's tmpfs otherwise)
+  VM_KERNEL=$k VM_TIMEOUT=$vt VM_RW_DIRS="$BUILD:$RES:$here" \
     bounded "$((vt + 30))" "$RUN" bash -c "$GUEST_JOB" guest-job "$RES" "$SMOKE" "$BUILD" "${CMD[@]}"
   r=$?
   SECS[$k]=$((SECONDS - t0))
