@@ -195,21 +195,29 @@ PMREP_API const char *pmrep_pmem_get_path(const struct pmrep_pmem *pmem);
 PMREP_API bool pmrep_pmem_is_devdax(const struct pmrep_pmem *pmem);
 
 /*
- * pmrep_pmem_get_persist_fn / _flush_fn / _drain_fn / _memcpy_fn /
- * _memmove_fn / _memset_fn -- libpmem2's functions for this mapping's
+ * The getters below hand out libpmem2's functions for this mapping's
  * effective granularity (e.g. msync for PAGE, cache-line flushes for
- * CACHE_LINE). The same mapping always yields the same functions.
+ * CACHE_LINE). The same mapping always yields the same functions; they
+ * are valid while the mapping is open and may be called from any thread.
+ * Given NULL, each logs an error and returns NULL.
  */
+
+/* pmrep_pmem_get_persist_fn -- flush + drain of a range (fits pmrep_mr_set_persist_fn). */
 PMREP_API pmrep_pmem_persist_fn *pmrep_pmem_get_persist_fn(
 		const struct pmrep_pmem *pmem);
+/* pmrep_pmem_get_flush_fn -- start writing back a range; durable after a drain. */
 PMREP_API pmrep_pmem_flush_fn *pmrep_pmem_get_flush_fn(
 		const struct pmrep_pmem *pmem);
+/* pmrep_pmem_get_drain_fn -- wait until this thread's earlier flushes are durable. */
 PMREP_API pmrep_pmem_drain_fn *pmrep_pmem_get_drain_fn(
 		const struct pmrep_pmem *pmem);
+/* pmrep_pmem_get_memcpy_fn -- memcpy into the mapping, persisting per PMREP_PMEM_F_* flags. */
 PMREP_API pmrep_pmem_memcpy_fn *pmrep_pmem_get_memcpy_fn(
 		const struct pmrep_pmem *pmem);
+/* pmrep_pmem_get_memmove_fn -- memmove into the mapping, persisting per flags. */
 PMREP_API pmrep_pmem_memmove_fn *pmrep_pmem_get_memmove_fn(
 		const struct pmrep_pmem *pmem);
+/* pmrep_pmem_get_memset_fn -- memset in the mapping, persisting per flags. */
 PMREP_API pmrep_pmem_memset_fn *pmrep_pmem_get_memset_fn(
 		const struct pmrep_pmem *pmem);
 
