@@ -1,11 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# Builds the tcp provider's libFuzzer targets with clang
+# Builds the libFuzzer targets (tcp provider; replication wire formats) with clang
 # (-fsanitize=fuzzer,address,undefined), runs every input of the committed
 # regression corpus (tests/fuzz/corpus/<target>), then fuzzes each target
 # for a bounded time. New inputs go to the build directory, not the corpus.
 #
-#   tests/fuzz/run.sh                 30 s per target (two targets)
+#   tests/fuzz/run.sh                 30 s per tcp target, 15 s per repl one
 #   PMREP_FUZZ_SECONDS=300 tests/fuzz/run.sh
 #   PMREP_FUZZ_OUT=/tmp/fz tests/fuzz/run.sh   build directory
 #   PMREP_FUZZ_TARGETS=tcp_conn tests/fuzz/run.sh   only some targets
@@ -15,6 +15,9 @@ set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 SECS=${PMREP_FUZZ_SECONDS:-30}
+# the replication decoders are small: 15 s each (PMREP_FUZZ_SECONDS sets all)
+RSECS=${PMREP_FUZZ_SECONDS:+$SECS}
+RSECS=${RSECS:-15}
 OUT=${PMREP_FUZZ_OUT:-$ROOT/build-fuzz}
 CC=${PMREP_FUZZ_CC:-clang}
 mkdir -p "$OUT"
@@ -34,10 +37,25 @@ $CC $FLAGS -o "$OUT/fuzz_tcp_conn" "$ROOT/tests/fuzz/fuzz_tcp_conn.c" \
 	"$ROOT/tests/fuzz/fuzz_verbs_stub.c" "$ROOT"/src/common/*.c \
 	"$ROOT"/src/transport/*.c "$ROOT"/src/transport/tcp/*.c \
 	-libverbs -lrdmacm -lpthread
+# the replication wire formats: replica header, private data + messages,
+# and the MR / peer cfg descriptors of the handshake
+REPL_LIBS="$ROOT/src/repl/replica_hdr.c $ROOT/src/repl/msg.c $ROOT/src/repl/auth.c
+	$ROOT/tests/fuzz/fuzz_verbs_stub.c $ROOT/src/common/log.c
+	$ROOT/src/transport/*.c $ROOT/src/transport/tcp/*.c $ROOT/src/pmem/*.c
+	-lpmem2 -lcrypto -libverbs -lrdmacm -lpthread"
+for t in repl_hdr repl_msg descriptors; do
+	# shellcheck disable=SC2086
+	$CC $FLAGS -o "$OUT/fuzz_$t" "$ROOT/tests/fuzz/fuzz_$t.c" $REPL_LIBS
+done
+# their seed generator (not run here: see its header)
+# shellcheck disable=SC2086
+$CC $(echo "$FLAGS" | sed 's/fuzzer,//') -o "$OUT/gen_repl_corpus" \
+	"$ROOT/tests/fuzz/gen_repl_corpus.c" $REPL_LIBS
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-for t in ${PMREP_FUZZ_TARGETS:-tcp_wire tcp_conn}; do
+for t in ${PMREP_FUZZ_TARGETS:-tcp_wire tcp_conn repl_hdr repl_msg descriptors}; do
+	case $t in tcp_*) secs=$SECS ;; *) secs=$RSECS ;; esac
 	corpus=$ROOT/tests/fuzz/corpus/$t
 	work=$OUT/corpus-$t
 	mkdir -p "$work"
@@ -45,8 +63,8 @@ for t in ${PMREP_FUZZ_TARGETS:-tcp_wire tcp_conn}; do
 	"$OUT/fuzz_$t" -runs=0 -timeout=20 -artifact_prefix="$OUT/$t-" \
 		"$corpus" 2>"$OUT/$t-regress.log" || {
 		tail -n 40 "$OUT/$t-regress.log"; exit 1; }
-	echo "fuzz: $t: fuzzing for $SECS s"
-	"$OUT/fuzz_$t" -max_total_time="$SECS" -timeout=20 -rss_limit_mb=2048 \
+	echo "fuzz: $t: fuzzing for $secs s"
+	"$OUT/fuzz_$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="$OUT/$t-" \
 		"$work" "$corpus" 2>"$OUT/$t-fuzz.log" || {
 		tail -n 60 "$OUT/$t-fuzz.log"; exit 1; }
