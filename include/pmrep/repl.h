@@ -382,6 +382,77 @@ PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
  */
 PMREP_API int pmrep_mirror_reconnect(struct pmrep_mirror *mirror,
 		int timeout_ms);
+/*
+ * Asynchronous persists. pmrep_mirror_persist_async() makes a range
+ * durable locally and posts it to the replicas without waiting for them;
+ * pmrep_mirror_poll() hands out each request's outcome exactly once;
+ * pmrep_mirror_get_fd() is the one fd to wait on. Requests whose ranges
+ * overlap or adjoin and that are waiting while a post is in flight are
+ * coalesced into one post (one write + persist step per replica); one
+ * post is in flight at a time, and completions may come in any order.
+ * A post that a required replica does not confirm within the cfg timeout
+ * (pmrep_mirror_cfg_set_timeout) fails that replica with PMREP_E_TIMEOUT.
+ * pmrep_mirror_persist() (within its timeout_ms: a required replica that
+ * does not confirm the post in flight by then is failed),
+ * pmrep_mirror_reconnect() and pmrep_mirror_delete() (within the cfg
+ * timeout) first finish the post in flight, and its completions wait for
+ * pmrep_mirror_poll; queued requests are posted after them. delete drops
+ * requests still queued or not polled, without completing them.
+ */
+
+/* One finished asynchronous persist (pmrep_mirror_poll). */
+struct pmrep_mirror_completion {
+	void *ctx;		/* as given to pmrep_mirror_persist_async */
+	int result;		/* 0 or a PMREP_E_* code, as pmrep_mirror_persist */
+	size_t offset;		/* bytes: the request's range */
+	size_t length;
+};
+
+/*
+ * pmrep_mirror_persist_async -- make `length` bytes at `offset` of the
+ * mapping durable locally (before returning) and post them to every
+ * in-sync replica (now, or coalesced with other waiting requests once the
+ * post in flight is done), without waiting for a confirmation. The
+ * outcome comes once from pmrep_mirror_poll with `ctx`: result 0 only when
+ * the range is durable locally and every replica the policy requires
+ * confirmed it durable (never on an error or a timeout); otherwise
+ * PMREP_E_CONN_LOST (a required replica failed or is not in sync; quorum:
+ * fewer than k confirmed) or PMREP_E_TIMEOUT (not confirmed within the
+ * cfg timeout), and the range is kept out of sync for the replicas that
+ * missed it (pmrep_mirror_reconnect). `length` 0 completes at once with
+ * result 0.
+ * Errors of the call itself (then no completion will come): PMREP_E_INVAL
+ * (mirror NULL), PMREP_E_RANGE (outside the mapping), PMREP_E_AGAIN
+ * (65536 requests outstanding, completions included: poll first),
+ * PMREP_E_NOMEM.
+ * Not thread-safe: like every call on this mirror, one thread at a time.
+ */
+PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,
+		size_t offset, size_t length, void *ctx);
+/*
+ * pmrep_mirror_get_fd -- the mirror's one fd for asynchronous persists: an
+ * epoll fd (O_NONBLOCK | O_CLOEXEC) that is readable when
+ * pmrep_mirror_poll has work: a replica's completion or connection event,
+ * the deadline of the post in flight, or completions waiting to be
+ * polled. Put it in your poll / epoll / select set; a wakeup may find
+ * nothing to hand out. The same fd for the mirror's whole life, whatever
+ * replicas (re)connect; owned by the mirror: never close it (it is closed
+ * by pmrep_mirror_delete). Errors: PMREP_E_INVAL (NULL).
+ * Thread-safe (the fd may be waited on from any thread).
+ */
+PMREP_API int pmrep_mirror_get_fd(const struct pmrep_mirror *mirror, int *fd);
+/*
+ * pmrep_mirror_poll -- without waiting: take the replicas' completions,
+ * finish the post in flight when it is confirmed, failed or past its
+ * deadline, post the next waiting requests, and write up to `max`
+ * finished requests to `out` (*n of them; 0 is not an error). Every
+ * request of pmrep_mirror_persist_async that returned 0 is handed out
+ * exactly once. A connection lost while idle fails its replica here.
+ * Errors: PMREP_E_INVAL (NULL, max <= 0).
+ * Not thread-safe: one thread at a time, as every call on this mirror.
+ */
+PMREP_API int pmrep_mirror_poll(struct pmrep_mirror *mirror,
+		struct pmrep_mirror_completion *out, int max, int *n);
 /* pmrep_mirror_get_replica_count -- replicas configured. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
 		unsigned *count);

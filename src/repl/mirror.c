@@ -7,9 +7,15 @@
  * succeeds only on the confirmations the policy requires (T20: an error
  * or a timeout is never a success).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <pmrep/transport.h>
 
@@ -22,6 +28,20 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 #define POLL_SLICE_MS 100	/* re-check the CQs at least this often */
+#define ASYNC_MAX 65536		/* asynchronous requests outstanding at most */
+
+/* an asynchronous persist request */
+struct async_req {
+	struct async_req *next;
+	uint64_t off, len;
+	void *ctx;
+	int result;
+};
+
+struct req_list {
+	struct async_req *head, *tail;
+	size_t n;
+};
 
 struct mirror_replica_cfg {
 	char *addr;
@@ -74,6 +94,17 @@ struct pmrep_mirror {
 	uint64_t next_seq;
 	unsigned n;
 	struct replica r[PMREP_MIRROR_MAX_REPLICAS];
+	/* asynchronous persists: one epoll fd (pmrep_mirror_get_fd) over
+	 * every connected replica's CQ and event fds, an eventfd readable
+	 * while completions wait to be polled, and a timerfd for the
+	 * deadline of the batch in flight */
+	int epfd, efd, tfd;
+	struct req_list queue;		/* submitted, not posted yet */
+	struct req_list batch;		/* posted together: [b_off, b_off + b_len) */
+	struct req_list done;		/* completed, not polled yet */
+	bool batch_active;
+	uint64_t b_off, b_len;
+	long long b_deadline;
 };
 
 /* --------------------------------------------------------------- names */
@@ -277,11 +308,30 @@ pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg, bool force)
 
 /* -------------------------------------------------- replica connection */
 
+/* add the replica's CQ and event fds to the mirror's epoll fd, or remove
+ * them (before the conn that owns them is deleted) */
+static void
+epoll_update(struct replica *r, int op)
+{
+	int fds[2];
+	if (r->m->epfd < 0 || r->conn == NULL ||
+			repl_chan_fds(&r->ch, &fds[0], &fds[1]) != 0)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = r };
+		if (epoll_ctl(r->m->epfd, op, fds[i], &ev) != 0 &&
+				op == EPOLL_CTL_ADD)
+			PMREP_LOG_WARN("replica %u: epoll_ctl: %s", r->idx,
+					strerror(errno));
+	}
+}
+
 /* tear the connection down; the bitmap is kept */
 static void
 replica_disconnect(struct replica *r)
 {
 	if (r->conn) {
+		epoll_update(r, EPOLL_CTL_DEL);
 		(void) pmrep_conn_disconnect(r->conn);
 		(void) pmrep_conn_delete(&r->conn);
 	}
@@ -428,6 +478,7 @@ replica_connect(struct replica *r, long long deadline)
 	if (ret)
 		goto out;
 	(void) repl_chan_attach(&r->ch, r->conn);
+	epoll_update(r, EPOLL_CTL_ADD);
 
 	enum pmrep_conn_event ev;
 	left = repl_left_ms(deadline);
@@ -742,6 +793,210 @@ in_sync_count(const struct pmrep_mirror *m)
 	return k;
 }
 
+/* ---------------------------------------------- asynchronous persists */
+
+static void
+list_push(struct req_list *l, struct async_req *q)
+{
+	q->next = NULL;
+	if (l->tail)
+		l->tail->next = q;
+	else
+		l->head = q;
+	l->tail = q;
+	l->n++;
+}
+
+static struct async_req *
+list_pop(struct req_list *l)
+{
+	struct async_req *q = l->head;
+	if (q) {
+		l->head = q->next;
+		if (l->head == NULL)
+			l->tail = NULL;
+		l->n--;
+	}
+	return q;
+}
+
+static void
+list_free(struct req_list *l)
+{
+	struct async_req *q;
+	while ((q = list_pop(l)) != NULL)
+		free(q);
+}
+
+/* arm (deadline >= 0) or disarm (-1) the batch timer */
+static void
+timer_set(struct pmrep_mirror *m, long long deadline)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	if (deadline >= 0) {
+		/* an absolute time: CLOCK_MONOTONIC like repl_now_ms(); +1
+		 * ms so that it never fires before the deadline has passed */
+		long long ms = deadline + 1;
+		its.it_value.tv_sec = ms / 1000;
+		its.it_value.tv_nsec = (ms % 1000) * 1000000;
+	}
+	(void) timerfd_settime(m->tfd, deadline >= 0 ? TFD_TIMER_ABSTIME : 0,
+			&its, NULL);
+}
+
+/* the eventfd is readable exactly while completions wait to be polled */
+static void
+done_signal(struct pmrep_mirror *m)
+{
+	uint64_t v;
+	if (m->done.n > 0) {
+		v = 1;
+		(void) !write(m->efd, &v, sizeof(v));
+	} else {
+		(void) !read(m->efd, &v, sizeof(v));
+	}
+}
+
+/*
+ * post the next batch: the first queued request and every queued request
+ * whose range overlaps or adjoins the batch's growing range, as one
+ * write + persist step per in-sync replica. Replicas not in sync get the
+ * range in their bitmap (they cannot confirm it).
+ */
+static void
+batch_start(struct pmrep_mirror *m)
+{
+	if (m->batch_active || m->queue.n == 0)
+		return;
+	struct async_req *q = list_pop(&m->queue);
+	uint64_t lo = q->off, hi = q->off + q->len;
+	list_push(&m->batch, q);
+	bool grew = true;
+	while (grew) {
+		grew = false;
+		struct async_req **pp = &m->queue.head, *prev = NULL;
+		while (*pp) {
+			q = *pp;
+			if (q->off <= hi && q->off + q->len >= lo) {
+				*pp = q->next;
+				if (m->queue.tail == q)
+					m->queue.tail = prev;
+				m->queue.n--;
+				if (q->off < lo)
+					lo = q->off;
+				if (q->off + q->len > hi)
+					hi = q->off + q->len;
+				list_push(&m->batch, q);
+				grew = true;
+				continue;
+			}
+			prev = q;
+			pp = &q->next;
+		}
+	}
+	m->b_off = lo;
+	m->b_len = hi - lo;
+	m->batch_active = true;
+	m->b_deadline = repl_deadline(m->cfg.timeout_ms);
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (r->state != PMREP_REPLICA_IN_SYNC) {
+			repl_bitmap_mark(&r->oos, lo, hi - lo);
+			continue;
+		}
+		int ret = post_range(r, lo, hi - lo);
+		if (ret)
+			replica_fail(r, ret, lo, hi - lo);
+	}
+	timer_set(m, m->b_deadline);
+}
+
+/* the result of a persist step once no replica is pending */
+static int
+step_result(const struct pmrep_mirror *m)
+{
+	unsigned ok = 0;
+	bool timed_out = false;
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct replica *r = &m->r[i];
+		if (r->state == PMREP_REPLICA_IN_SYNC)
+			ok++;
+		else if (r->last_error == PMREP_E_TIMEOUT)
+			timed_out = true;
+	}
+	if (ok >= required(m))
+		return 0;
+	return timed_out ? PMREP_E_TIMEOUT : PMREP_E_CONN_LOST;
+}
+
+/*
+ * take the completions of the batch in flight without waiting; when no
+ * replica is pending any more (confirmed, failed, or timed out at the
+ * batch deadline) complete each of its requests with the batch's result
+ */
+static void
+batch_check(struct pmrep_mirror *m)
+{
+	if (!m->batch_active)
+		return;
+	bool pending = false;
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (!r->pending)
+			continue;
+		int ret = progress(r);
+		if (ret) {
+			replica_fail(r, ret, r->p_off, r->p_len);
+			continue;
+		}
+		if (r->pending && repl_left_ms(m->b_deadline) == 0)
+			replica_fail(r, PMREP_E_TIMEOUT, r->p_off, r->p_len);
+		if (r->pending)
+			pending = true;
+	}
+	if (pending)
+		return;
+	int result = step_result(m);
+	if (result)
+		PMREP_LOG_ERR("asynchronous persist of %llu bytes at %llu (%zu requests): %s",
+				(unsigned long long)m->b_len,
+				(unsigned long long)m->b_off, m->batch.n,
+				pmrep_err_to_str(result));
+	struct async_req *q;
+	while ((q = list_pop(&m->batch)) != NULL) {
+		q->result = result;
+		list_push(&m->done, q);
+	}
+	m->batch_active = false;
+	timer_set(m, -1);
+}
+
+/* complete what can be completed and post what can be posted */
+static void
+async_advance(struct pmrep_mirror *m)
+{
+	for (;;) {
+		batch_check(m);
+		if (m->batch_active || m->queue.n == 0)
+			break;
+		batch_start(m);
+	}
+	done_signal(m);
+}
+
+/* before a synchronous step: finish the batch in flight (by `deadline`) */
+static void
+batch_drain(struct pmrep_mirror *m, long long deadline)
+{
+	if (!m->batch_active)
+		return;
+	long long d = m->b_deadline;
+	if (deadline >= 0 && deadline < d)
+		d = deadline;
+	wait_pending(m, d);
+	batch_check(m);		/* nothing is pending: completes it */
+}
+
 static void
 replica_free(struct replica *r)
 {
@@ -765,6 +1020,15 @@ mirror_free(struct pmrep_mirror *m)
 {
 	for (unsigned i = 0; i < m->n; i++)
 		replica_free(&m->r[i]);
+	list_free(&m->queue);
+	list_free(&m->batch);
+	list_free(&m->done);
+	if (m->epfd >= 0)
+		close(m->epfd);
+	if (m->efd >= 0)
+		close(m->efd);
+	if (m->tfd >= 0)
+		close(m->tfd);
 	repl_wipe(m->cfg.key, sizeof(m->cfg.key));
 	free(m);
 }
@@ -795,9 +1059,24 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	m->persist = pmrep_pmem_get_persist_fn(pmem);
 	m->cfg = *cfg;
 	m->next_seq = 1;
+	m->epfd = m->efd = m->tfd = -1;
 	int ret = repl_random(&m->session_id, sizeof(m->session_id));
 	if (ret)
 		goto err;
+	m->epfd = epoll_create1(EPOLL_CLOEXEC);
+	m->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	m->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (m->epfd < 0 || m->efd < 0 || m->tfd < 0 ||
+			fcntl(m->epfd, F_SETFL, O_NONBLOCK) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "the mirror's epoll / event / timer fd");
+		goto err;
+	}
+	struct epoll_event eev = { .events = EPOLLIN, .data.ptr = NULL };
+	if (epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->efd, &eev) != 0 ||
+			epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->tfd, &eev) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "epoll_ctl");
+		goto err;
+	}
 	for (unsigned i = 0; i < cfg->n; i++) {
 		struct replica *r = &m->r[i];
 		r->m = m;
@@ -843,6 +1122,9 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	struct pmrep_mirror *m = *mirror_ptr;
 	if (m == NULL)
 		return 0;
+	/* the CLOSE exchange needs no step in flight; requests still
+	 * queued or not polled are dropped */
+	batch_drain(m, repl_deadline(m->cfg.timeout_ms));
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		if (r->state != PMREP_REPLICA_IN_SYNC || r->oos.nset != 0)
@@ -882,6 +1164,8 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 	if (length == 0)
 		return 0;
 	long long deadline = repl_deadline(timeout_ms);
+	/* one step in flight per replica: the asynchronous one first */
+	batch_drain(m, deadline);
 
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
@@ -896,20 +1180,12 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 	m->persist(m->base + offset, length);	/* meanwhile, locally */
 	wait_pending(m, deadline);
 
-	unsigned ok = 0;
-	bool timed_out = false;
-	for (unsigned i = 0; i < m->n; i++) {
-		struct replica *r = &m->r[i];
-		if (r->state == PMREP_REPLICA_IN_SYNC)
-			ok++;
-		else if (r->last_error == PMREP_E_TIMEOUT)
-			timed_out = true;
-	}
-	if (ok >= required(m))
-		return 0;
-	PMREP_LOG_ERR("persist of %zu bytes at %zu: %u of %u replicas confirmed, %u required",
-			length, offset, ok, m->n, required(m));
-	return timed_out ? PMREP_E_TIMEOUT : PMREP_E_CONN_LOST;
+	ret = step_result(m);
+	if (ret)
+		PMREP_LOG_ERR("persist of %zu bytes at %zu: %u of %u replicas confirmed, %u required",
+				length, offset, in_sync_count(m), m->n, required(m));
+	async_advance(m);	/* what was queued meanwhile */
+	return ret;
 }
 
 int
@@ -922,6 +1198,9 @@ pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 	long long deadline = repl_deadline(timeout_ms);
 	int first_err = 0;
 	bool waiting = false;
+	/* a resync step waits for every pending replica: finish the
+	 * asynchronous batch first, with its own deadline */
+	batch_drain(m, -1);
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		ret = 0;
@@ -942,6 +1221,7 @@ pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 		if (ret && first_err == 0)
 			first_err = ret;
 	}
+	async_advance(m);
 	if (first_err)
 		return first_err;
 	return waiting ? PMREP_E_AGAIN : 0;
@@ -973,5 +1253,94 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 	st->last_error = r->last_error;
 	st->resyncs = r->resyncs;
 	st->resync_bytes = r->resync_bytes;
+	return 0;
+}
+
+/* ---------------------------------------------- asynchronous interface */
+
+int
+pmrep_mirror_persist_async(struct pmrep_mirror *m, size_t offset,
+		size_t length, void *ctx)
+{
+	CHECK_ARG(m);
+	if (offset > m->size || length > m->size - offset) {
+		PMREP_LOG_ERR("persist of %zu bytes at %zu is outside the %zu-byte mapping",
+				length, offset, m->size);
+		return PMREP_E_RANGE;
+	}
+	if (m->queue.n + m->batch.n + m->done.n >= ASYNC_MAX) {
+		PMREP_LOG_ERR("%d asynchronous persists outstanding: poll their completions first",
+				ASYNC_MAX);
+		return PMREP_E_AGAIN;
+	}
+	struct async_req *q = calloc(1, sizeof(*q));
+	if (q == NULL) {
+		PMREP_LOG_ERR("out of memory for an asynchronous persist");
+		return PMREP_E_NOMEM;
+	}
+	q->off = offset;
+	q->len = length;
+	q->ctx = ctx;
+	if (length == 0) {
+		list_push(&m->done, q);		/* nothing to make durable */
+		done_signal(m);
+		return 0;
+	}
+	m->persist(m->base + offset, length);
+	list_push(&m->queue, q);
+	async_advance(m);
+	return 0;
+}
+
+int
+pmrep_mirror_get_fd(const struct pmrep_mirror *m, int *fd)
+{
+	CHECK_ARG(m);
+	CHECK_ARG(fd);
+	*fd = m->epfd;
+	return 0;
+}
+
+int
+pmrep_mirror_poll(struct pmrep_mirror *m, struct pmrep_mirror_completion *out,
+		int max, int *n)
+{
+	CHECK_ARG(m);
+	CHECK_ARG(out);
+	CHECK_ARG(n);
+	if (max <= 0) {
+		PMREP_LOG_ERR("pmrep_mirror_poll: max must be > 0, got %d", max);
+		return PMREP_E_INVAL;
+	}
+	*n = 0;
+	uint64_t v;
+	(void) !read(m->tfd, &v, sizeof(v));
+	(void) !read(m->efd, &v, sizeof(v));
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (r->conn == NULL)
+			continue;
+		/* take the CQ's event and re-arm before draining it, so that
+		 * a completion arriving meanwhile fires again */
+		repl_chan_ack_cq(&r->ch);
+		if (!r->pending) {
+			/* an idle connection's end: fail the replica now so
+			 * that its event fd leaves the epoll set */
+			int ret = repl_chan_check_conn(&r->ch);
+			if (ret)
+				replica_fail(r, ret, 0, 0);
+		}
+	}
+	async_advance(m);
+	while (*n < max && m->done.n > 0) {
+		struct async_req *q = list_pop(&m->done);
+		out[*n].ctx = q->ctx;
+		out[*n].result = q->result;
+		out[*n].offset = (size_t)q->off;
+		out[*n].length = (size_t)q->len;
+		(*n)++;
+		free(q);
+	}
+	done_signal(m);
 	return 0;
 }
