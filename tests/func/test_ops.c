@@ -256,6 +256,22 @@ persistent_flush_supported(struct fx *f)
 	assert_int_equal(pmrep_conn_get_flush_method(f->p.cconn, &m), 0);
 	if (func_is_tcp())
 		assert_int_equal(m, PMREP_FLUSH_METHOD_NATIVE);
+	/* tests/vm/native-flush.sh: libibverbs with ibv_wr_flush on a
+	 * device with RDMA FLUSH must give verbs conns the native method */
+	const char *want = getenv("PMREP_TEST_EXPECT_NATIVE_FLUSH");
+	if (!func_is_tcp() && want != NULL && strcmp(want, "1") == 0)
+		assert_int_equal(m, PMREP_FLUSH_METHOD_NATIVE);
+	if (m == PMREP_FLUSH_METHOD_NATIVE && !func_is_tcp()) {
+		/* native RDMA FLUSH PERSISTENT goes only into memory the
+		 * device grants persistent-flush access to (rxe: persistent
+		 * memory); our malloc'd region is advertised VISIBILITY only.
+		 * The refusal: test_access T14; success: test_pmem_mr devdax */
+		int ft = 0;
+		assert_int_equal(pmrep_mr_remote_get_flush_type(f->srmt, &ft), 0);
+		assert_true(ft & PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY);
+		if (!(ft & PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT))
+			return false;
+	}
 	if (m != PMREP_FLUSH_METHOD_NONE)
 		return true;
 	/* T14: never a silent downgrade to VISIBILITY */

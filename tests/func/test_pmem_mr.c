@@ -25,9 +25,22 @@ static const int server_usage = PMREP_MR_USAGE_WRITE_DST |
 	PMREP_MR_USAGE_READ_SRC | PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY |
 	PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT;
 
-/* the client writes LEN pattern bytes at OFF of the server's mapping and
- * flushes them PERSISTENT; one signalled completion must say success */
+/* tests/vm/native-flush.sh sets it: verbs must flush natively there */
 static void
+expect_native_where_required(enum pmrep_flush_method method)
+{
+	const char *want = getenv("PMREP_TEST_EXPECT_NATIVE_FLUSH");
+	if (!func_is_tcp() && want != NULL && strcmp(want, "1") == 0)
+		assert_int_equal(method, PMREP_FLUSH_METHOD_NATIVE);
+}
+
+/* the client writes LEN pattern bytes at OFF of the server's mapping and
+ * flushes them PERSISTENT; one signalled completion must say success.
+ * Native RDMA FLUSH (verbs) into memory the device refuses persistent-flush
+ * access to (rxe: anything but persistent memory): the region is advertised
+ * VISIBILITY only and the flush must fail with a remote access error, never
+ * succeed; returns false then */
+static bool
 write_and_persist(struct pmrep_pmem *pmem, unsigned seed)
 {
 	struct func_pair p;
@@ -56,6 +69,11 @@ write_and_persist(struct pmrep_pmem *pmem, unsigned seed)
 	enum pmrep_flush_method method;
 	assert_int_equal(pmrep_conn_get_flush_method(p.cconn, &method), 0);
 	assert_int_not_equal(method, PMREP_FLUSH_METHOD_NONE);
+	expect_native_where_required(method);
+	int ft = 0;
+	assert_int_equal(pmrep_mr_remote_get_flush_type(rmt, &ft), 0);
+	bool refused = !func_is_tcp() && method == PMREP_FLUSH_METHOD_NATIVE &&
+		!(ft & PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT);
 
 	assert_int_equal(pmrep_write(p.cconn, rmt, OFF, cmr, 0, LEN,
 			PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
@@ -64,7 +82,10 @@ write_and_persist(struct pmrep_pmem *pmem, unsigned seed)
 			(void *)0x5a), 0);
 	struct pmrep_completion c = func_wait_one(func_cq(p.cconn), T * func_slow());
 	assert_int_equal((uintptr_t)c.op_context, 0x5a);
-	if (c.status != IBV_WC_SUCCESS)
+	if (refused && c.status != IBV_WC_REM_ACCESS_ERR)
+		fail_msg("native persistent flush into memory without persistent-flush access: "
+				"expected a remote access error, got %s", ibv_wc_status_str(c.status));
+	if (!refused && c.status != IBV_WC_SUCCESS)
 		fail_msg("persistent flush: %s", ibv_wc_status_str(c.status));
 
 	assert_int_equal(pmrep_conn_disconnect(p.cconn), 0);
@@ -77,6 +98,7 @@ write_and_persist(struct pmrep_pmem *pmem, unsigned seed)
 	assert_int_equal(pmrep_mr_dereg(&smr), 0);
 	func_pair_close(&p);
 	free(src);
+	return !refused;
 }
 
 /* map `path` again and find the pattern of `seed` at OFF */
@@ -103,9 +125,11 @@ t11_dev_shm_file_takes_remote_write_and_persist_and_keeps_it(void **state)
 	struct pmrep_pmem *pmem;
 	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE | PMREP_PMEM_EXCL,
 			2 << 20, PMREP_PMEM_GRANULARITY_PAGE, &pmem), 0);
-	write_and_persist(pmem, 11);
+	/* false: native flush, and /dev/shm is no persistent memory */
+	bool persisted = write_and_persist(pmem, 11);
 	assert_int_equal(pmrep_pmem_close(&pmem), 0);
-	expect_pattern_after_remap(path, 11);
+	if (persisted)
+		expect_pattern_after_remap(path, 11);
 	unlink(path);
 }
 
@@ -120,9 +144,89 @@ devdax_takes_remote_write_and_persist_and_keeps_it_after_the_writer(void **state
 	assert_int_equal(pmrep_pmem_open(dev, 0, 0,
 			PMREP_PMEM_GRANULARITY_CACHE_LINE, &pmem), 0);
 	assert_true(pmrep_pmem_is_devdax(pmem));
-	write_and_persist(pmem, 23);
+	assert_true(write_and_persist(pmem, 23));
 	assert_int_equal(pmrep_pmem_close(&pmem), 0);
 	expect_pattern_after_remap(dev, 23);
+}
+
+/*
+ * Native RDMA FLUSH for real (verbs with ibv_wr_flush on a device that has
+ * it, e.g. rxe on Linux >= 6.2: tests/vm/native-flush.sh): write + FLUSH
+ * PERSISTENT + ATOMIC WRITE + FLUSH PERSISTENT into a device DAX region,
+ * completions in order and successful, the bytes in place. Skipped where
+ * the method is not NATIVE.
+ */
+static void
+native_write_flush_atomic_write_flush_into_devdax(void **state)
+{
+	(void) state;
+	const char *dev = getenv("PMEM_DEVDAX");
+	if (func_is_tcp() || dev == NULL || dev[0] == '\0')
+		skip();
+	struct func_pair p;
+	func_pair_open(&p, NULL);
+	enum pmrep_flush_method method;
+	assert_int_equal(pmrep_conn_get_flush_method(p.cconn, &method), 0);
+	expect_native_where_required(method);
+	if (method != PMREP_FLUSH_METHOD_NATIVE) {
+		func_pair_close_all(&p, NULL);
+		skip();
+	}
+	struct pmrep_pmem *pmem;
+	assert_int_equal(pmrep_pmem_open(dev, 0, 0,
+			PMREP_PMEM_GRANULARITY_CACHE_LINE, &pmem), 0);
+	uint8_t *dax = pmrep_pmem_get_address(pmem);
+	struct pmrep_mr_local *smr;
+	assert_int_equal(pmrep_mr_reg(p.speer, dax, pmrep_pmem_get_size(pmem),
+			server_usage, &smr), 0);
+	struct pmrep_mr_remote *rmt = func_remote(smr);
+	int ft = 0;
+	assert_int_equal(pmrep_mr_remote_get_flush_type(rmt, &ft), 0);
+	assert_int_equal(ft, PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+			PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT);
+
+	uint8_t *src = func_alloc(LEN);
+	func_pattern(src, LEN, 31);
+	struct pmrep_mr_local *cmr;
+	assert_int_equal(pmrep_mr_reg(p.cpeer, src, LEN,
+			PMREP_MR_USAGE_WRITE_SRC, &cmr), 0);
+	memset(dax + OFF, 0, LEN + 8);
+	const uint8_t v[8] = { 0xa1, 0xb2, 0xc3, 0xd4, 0xe5, 0xf6, 0x07, 0x18 };
+	const int always = PMREP_F_COMPLETION_ALWAYS;
+	assert_int_equal(pmrep_write(p.cconn, rmt, OFF, cmr, 0, LEN,
+			PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
+	assert_int_equal(pmrep_flush(p.cconn, rmt, OFF, LEN,
+			PMREP_FLUSH_TYPE_PERSISTENT, always, (void *)1), 0);
+	assert_int_equal(pmrep_atomic_write(p.cconn, rmt, OFF + LEN, v,
+			always, (void *)2), 0);
+	assert_int_equal(pmrep_flush(p.cconn, rmt, OFF + LEN, 8,
+			PMREP_FLUSH_TYPE_PERSISTENT, always, (void *)3), 0);
+	struct pmrep_completion c[3];
+	assert_int_equal(func_collect(func_cq(p.cconn), c, 3, T * func_slow()), 3);
+	const enum pmrep_op ops[] = { PMREP_OP_FLUSH, PMREP_OP_ATOMIC_WRITE,
+		PMREP_OP_FLUSH };
+	for (int i = 0; i < 3; i++) {
+		if (c[i].status != IBV_WC_SUCCESS)
+			fail_msg("completion %d: %s", i + 1,
+					ibv_wc_status_str(c[i].status));
+		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
+		assert_int_equal(c[i].op, ops[i]);
+	}
+	assert_memory_equal(dax + OFF, src, LEN);
+	assert_memory_equal(dax + OFF + LEN, v, 8);
+
+	assert_int_equal(pmrep_conn_disconnect(p.cconn), 0);
+	func_expect_event(p.cconn, PMREP_CONN_CLOSED, T * func_slow());
+	func_expect_event(p.sconn, PMREP_CONN_CLOSED, T * func_slow());
+	assert_int_equal(pmrep_conn_delete(&p.cconn), 0);
+	assert_int_equal(pmrep_conn_delete(&p.sconn), 0);
+	assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
+	assert_int_equal(pmrep_mr_dereg(&cmr), 0);
+	assert_int_equal(pmrep_mr_dereg(&smr), 0);
+	func_pair_close(&p);
+	assert_int_equal(pmrep_pmem_close(&pmem), 0);
+	expect_pattern_after_remap(dev, 31);
+	free(src);
 }
 
 static char last_error[512];
@@ -181,6 +285,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t11_dev_shm_file_takes_remote_write_and_persist_and_keeps_it),
 		cmocka_unit_test(devdax_takes_remote_write_and_persist_and_keeps_it_after_the_writer),
+		cmocka_unit_test(native_write_flush_atomic_write_flush_into_devdax),
 		cmocka_unit_test(t10_fsdax_file_is_registered_on_demand_or_refused_naming_alternatives),
 	};
 	return cmocka_run_group_tests_name("pmem MRs", tests, NULL, NULL);

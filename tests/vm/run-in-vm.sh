@@ -11,9 +11,9 @@
 #     VM_KERNEL=backports: the bookworm-backports 6.12 kernel). The .deb is fetched with a
 #     private apt configuration (mirror taken from the host's /etc/apt sources; /etc/apt and the
 #     host's apt state are never touched), unpacked under the cache, never installed;
-#   * sees the host root read-only over virtio-9p and runs COMMAND in `chroot` of it, as root,
-#     in the caller's working directory, with the caller's exported environment; host binaries
-#     run unchanged. Writable: tmpfs /tmp /run /var/tmp /mnt /dev/shm, plus VM_RW_DIRS
+#   * sees the host root (or VM_ROOT) read-only over virtio-9p and runs COMMAND in `chroot` of
+#     it, as root, in the caller's working directory, with the caller's exported environment;
+#     host binaries run unchanged. Writable: tmpfs /tmp /run /var/tmp /mnt /dev/shm, plus VM_RW_DIRS
 #     (host directories shared read-write at the same path; default: the current directory);
 #   * has rdma_rxe device rxe0 on netdev dummy0 (10.11.12.1/24); no NIC (-nic none), so client
 #     and server both run in the guest, over rxe loopback;
@@ -41,6 +41,14 @@
 #   VM_PMEM_SIZE=512      size of each NVDIMM, MiB (0: none)
 #   VM_PMEM_MODE          fsdax+devdax (default) | fsdax | devdax (/dev/dax0.0) | raw (/dev/pmem0)
 #   VM_RW_DIRS=$PWD       colon-separated host directories shared read-write
+#   VM_RO_DIRS            colon-separated host directories shared read-only at the same path
+#                         (mounted before VM_RW_DIRS: an RW dir may lie inside an RO one)
+#   VM_ROOT               a directory holding another Debian userspace (e.g. a debootstrap of
+#                         a newer release): the guest shares it instead of the host root and
+#                         runs COMMAND (and its own rdma/ndctl/mkfs.ext4) in a chroot of it.
+#                         It needs bash, env, rdma (iproute2), ndctl, mkfs.ext4; host
+#                         binaries must have been built against it. Mount points of the
+#                         shared directories are created in it (except under tmpfs dirs).
 #   VM_CACHE              cache dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/pmrep-vm)
 #   VM_KERNEL_MAX_AGE=7   days before the kernel package name is looked up again (a new ABI
 #                         means a new download; if the look-up fails the cached kernel is used)
@@ -91,6 +99,12 @@ SUITE=bookworm        # kernel package names below are Debian 12 ones (6.1.0-N, 
 if [ -z "${VM_RW_DIRS+x}" ]; then
   if [ "$PWD" != / ]; then VM_RW_DIRS=$PWD; else VM_RW_DIRS=; fi
 fi
+VM_RO_DIRS=${VM_RO_DIRS:-}
+VM_ROOT=${VM_ROOT:-}
+if [ -n "$VM_ROOT" ]; then
+  VM_ROOT=$(cd "$VM_ROOT" 2>/dev/null && pwd -P) || { say "VM_ROOT: no such directory: ${VM_ROOT}"; exit 2; }
+  [ "$VM_ROOT" = / ] && VM_ROOT=
+fi
 case $VM_KERNEL in stock|backports) ;; *) say "VM_KERNEL must be stock or backports"; exit 2 ;; esac
 case $VM_PMEM_MODE in
   fsdax|devdax|raw) NVDIMMS=1 ;;
@@ -106,9 +120,19 @@ export PATH=$PATH:/usr/sbin:/sbin
 for t in qemu-system-x86_64 busybox dpkg-deb tar timeout flock gzip xz apt-get apt-cache; do
   command -v "$t" >/dev/null || die "missing host tool: $t (see scripts/install-deps.sh --vm)"
 done
-if [ $PREPARE_ONLY = 0 ]; then   # run by the guest from the host root
+# in_root TOOL: TOOL is in the guest's root (the host's, or VM_ROOT)
+in_root() {
+  local d
+  [ -n "$VM_ROOT" ] || { command -v "$1" >/dev/null; return; }
+  for d in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+    [ -x "$VM_ROOT$d/$1" ] && return 0
+  done
+  return 1
+}
+if [ $PREPARE_ONLY = 0 ]; then   # run by the guest from the host root (or VM_ROOT)
   for t in rdma bash env $( [ $NVDIMMS != 0 ] && [ "$VM_PMEM_MODE" != raw ] && echo ndctl mkfs.ext4 ); do
-    command -v "$t" >/dev/null || die "missing host tool: $t (see scripts/install-deps.sh --vm)"
+    in_root "$t" ||
+      die "missing tool in ${VM_ROOT:-the host root}: $t (see scripts/install-deps.sh --vm)"
   done
 fi
 BUSYBOX=$(command -v busybox)
@@ -354,6 +378,13 @@ mount --rbind /dev /host/dev
 mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
 i=0
+while [ $i -lt "$NRO" ]; do
+  eval d=\$RO_$i
+  mkdir -p "/host$d" 2>/dev/null
+  mount -t 9p -o $O,ro,cache=loose "ro$i" "/host$d" || fatal "cannot mount the ro share $d"
+  i=$((i+1))
+done
+i=0
 while [ $i -lt "$NRW" ]; do
   eval d=\$RW_$i
   mkdir -p "/host$d" 2>/dev/null
@@ -430,6 +461,7 @@ rc=$?
 log "job exited with $rc at $(cut -d' ' -f1 /proc/uptime)s"
 sync
 i=0; while [ $i -lt "$NRW" ]; do eval d=\$RW_$i; umount "/host$d" 2>/dev/null; i=$((i+1)); done
+i=0; while [ $i -lt "$NRO" ]; do eval d=\$RO_$i; umount "/host$d" 2>/dev/null; i=$((i+1)); done
 echo $rc > /host/run/vmjob/rc
 sync
 poweroff -f
@@ -495,20 +527,33 @@ trap 'say "interrupted"; exit 130' INT TERM HUP
 
 shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 
+# mount_point DIR: with VM_ROOT, create DIR's mount point in it (the guest's root is read-only;
+# the guest's tmpfs dirs are writable there)
+mount_point() {
+  [ -n "$VM_ROOT" ] || return 0
+  case $1 in /tmp|/tmp/*|/run|/run/*|/var/tmp|/var/tmp/*|/mnt|/mnt/*) return 0 ;; esac
+  mkdir -p "$VM_ROOT$1" || die "cannot create the mount point $1 in $VM_ROOT"
+}
 RXE_IP=10.11.12.1
-RW=()
+RW=(); RO=()
 {
   echo "PMEM_MODE=$VM_PMEM_MODE NVDIMMS=$NVDIMMS RXE_IP=$RXE_IP"
-  i=0
-  IFS=: read -r -a rwdirs <<< "$VM_RW_DIRS"
-  for d in "${rwdirs[@]}"; do
-    [ -n "$d" ] || continue
-    d=$(cd "$d" 2>/dev/null && pwd -P) || die "VM_RW_DIRS: no such directory: $d"
-    case $d in *,*) die "VM_RW_DIRS: commas are not supported in paths: $d";; esac
-    echo "RW_$i=$(shq "$d")"; RW[$i]=$d; i=$((i+1))
+  for kind in RO RW; do
+    i=0
+    list=VM_${kind}_DIRS
+    IFS=: read -r -a dirs <<< "${!list}"
+    for d in "${dirs[@]}"; do
+      [ -n "$d" ] || continue
+      d=$(cd "$d" 2>/dev/null && pwd -P) || die "$list: no such directory: $d"
+      case $d in *,*) die "$list: commas are not supported in paths: $d";; esac
+      mount_point "$d"
+      echo "${kind}_$i=$(shq "$d")"
+      if [ $kind = RW ]; then RW[$i]=$d; else RO[$i]=$d; fi
+      i=$((i+1))
+    done
+    echo "N$kind=$i"
   done
-  echo "NRW=$i"
-} > "$JOB/config"
+} > "$JOB/config" || die "cannot write $JOB/config"
 
 # job.sh: the caller's exported environment, the guest's variables, the cwd, the command.
 {
@@ -520,7 +565,7 @@ RW=()
   echo "export VM_KERNEL=$VM_KERNEL"
   echo ". /run/vmjob/vmenv"
   echo 'if [ -n "${TMPDIR:-}" ] && [ ! -d "$TMPDIR" ]; then mkdir -p "$TMPDIR" 2>/dev/null || export TMPDIR=/tmp; fi'
-  echo "cd $(shq "$PWD") || { echo '$prog: the working directory is missing in the guest: tmpfs /tmp /run /var/tmp /mnt hide host paths not shared by VM_RW_DIRS' >&2; exit 125; }"
+  echo "cd $(shq "$PWD") || { echo '$prog: the working directory is missing in the guest: tmpfs /tmp /run /var/tmp /mnt hide host paths not shared by VM_RW_DIRS${VM_ROOT:+ (VM_ROOT: only VM_RW_DIRS and VM_RO_DIRS are host paths)}' >&2; exit 125; }"
   printf 'exec'; for a in "$@"; do printf ' %s' "$(shq "$a")"; done; echo
 } > "$JOB/job.sh"
 
@@ -548,6 +593,9 @@ if [ "$NVDIMMS" -gt 0 ]; then
   done
 fi
 RWOPTS=()
+for ((n = 0; n < ${#RO[@]}; n++)); do
+  RWOPTS+=(-virtfs "local,path=${RO[$n]},mount_tag=ro$n,security_model=none,readonly=on,multidevs=remap")
+done
 for ((n = 0; n < ${#RW[@]}; n++)); do
   RWOPTS+=(-virtfs "local,path=${RW[$n]},mount_tag=rw$n,security_model=none,multidevs=remap")
 done
@@ -562,7 +610,7 @@ QEMU=(qemu-system-x86_64
   -device virtio-serial-pci,max_ports=4
   -chardev "file,id=out,path=$JOB/out" -device virtserialport,chardev=out,name=vm.stdout,nr=1
   -chardev "file,id=err,path=$JOB/err" -device virtserialport,chardev=err,name=vm.stderr,nr=2
-  -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+  -virtfs "local,path=${VM_ROOT:-/},mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
   -virtfs "local,path=$KDIR/lib/modules,mount_tag=mods,security_model=none,readonly=on"
   -virtfs "local,path=$JOB,mount_tag=job,security_model=none"
   "${RWOPTS[@]}" "${PMEMOPTS[@]}")

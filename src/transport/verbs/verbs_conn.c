@@ -308,7 +308,10 @@ verbs_conn_qp_new(struct verbs_conn *conn)
 /*
  * A flush arriving at a QP without the flush access bits fails with
  * "remote invalid request". rdma_cm sets the access flags itself on the
- * way to RTR, so they are added once the QP is in RTS.
+ * way to RTR, so they are added once the QP is in RTS: the passive side
+ * right after rdma_accept (the initiator may post a flush as soon as it
+ * sees ESTABLISHED, before our ESTABLISHED event is read), the active side
+ * at ESTABLISHED.
  */
 static int
 qp_allow_flush(struct verbs_conn *conn)
@@ -904,7 +907,7 @@ on_established(struct verbs_conn *conn, const struct verbs_cm_event *ev,
 		conn->nprepost = 0;
 	}
 	timer_disarm(conn);
-	if (qp_allow_flush(conn)) {
+	if (!conn->passive && qp_allow_flush(conn)) {
 		(void) rdma_disconnect(conn->id);
 		step_report(s, PMREP_CONN_LOST);
 		return;
@@ -1060,6 +1063,9 @@ verbs_conn_start(struct verbs_conn *conn)
 	if (conn->passive) {
 		if (rdma_accept(conn->id, &param))
 			return PMREP_ERR_PROVIDER(errno, "rdma_accept");
+		ret = qp_allow_flush(conn);
+		if (ret)
+			return ret;
 	} else {
 		conn->retries_left = conn->base.cfg.connect_retries;
 		conn->backoff_ms = conn->base.cfg.retry_backoff_ms > 0 ?

@@ -274,6 +274,7 @@ struct verbs_conn {
 	/* queues */
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;		/* native atomic write / flush */
+	bool native_flush_posted;	/* logged once (debug) */
 	struct ibv_comp_channel *own_shared_ch; /* cfg.shared_comp_channel */
 	struct verbs_comp_channel *ext_ch;	/* cfg.comp_channel */
 	struct verbs_cq *cq, *rcq;

@@ -114,6 +114,33 @@ verbs_mr_reg(struct pmrep_peer *base, void *ptr, size_t size, int usage,
 		return PMREP_E_NOMEM;
 	}
 	mr->mr = ibv_reg_mr(peer->pd, ptr, size, access);
+#ifdef PMREP_HAVE_IBV_WR_FLUSH
+	/*
+	 * A device may grant persistent-flush access only on persistent
+	 * memory: rxe (Linux >= 6.2) checks every page and refuses DRAM,
+	 * tmpfs, hugetlbfs with EINVAL. Register such memory without it and
+	 * say so in the usage the remote side is given (flush type
+	 * VISIBILITY only): a PERSISTENT RDMA FLUSH into it is then refused
+	 * by the target (remote access error), never a false success, and
+	 * the replication layer persists it by a persist request (GPSPM).
+	 */
+	if (mr->mr == NULL && errno == EINVAL &&
+			(access & IBV_ACCESS_FLUSH_PERSISTENT) &&
+			(usage & ~PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT) != 0) {
+		mr->mr = ibv_reg_mr(peer->pd, ptr, size,
+				access & ~IBV_ACCESS_FLUSH_PERSISTENT);
+		if (mr->mr != NULL) {
+			PMREP_LOG_INFO("ibv_reg_mr(%p, %zu): the device refuses persistent-flush access "
+					"(not persistent memory): registered without it; a native PERSISTENT "
+					"flush into this region fails (its flush type is VISIBILITY only)",
+					ptr, size);
+			access &= ~IBV_ACCESS_FLUSH_PERSISTENT;
+			usage &= ~PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT;
+		} else {
+			errno = EINVAL;	/* report the first refusal */
+		}
+	}
+#endif
 	if (mr->mr == NULL) {
 		int err = errno;
 		/* EOPNOTSUPP: fsdax; EFAULT: a writable page-cache file

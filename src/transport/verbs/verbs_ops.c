@@ -113,6 +113,11 @@ post_native_flush(struct verbs_conn *conn, const struct pmrep_op_args *a)
 		verbs_sq_ring_unget(&conn->sq);
 		return post_failed(err, "ibv_wr_complete(flush)");
 	}
+	if (!conn->native_flush_posted) {
+		conn->native_flush_posted = true;
+		PMREP_LOG_DBG("QP %u: first native flush posted (ibv_wr_flush PERSISTENT, range)",
+				conn->qp->qp_num);
+	}
 	return 0;
 }
 #endif
