@@ -316,6 +316,8 @@ assert_replica_equals(struct pmrep_pmem *local, const char *name)
  * RDMA FLUSH), else APM where the target declares direct write to pmem,
  * else GPSPM.
  */
+#define METHOD_NATIVE_OR_GPSPM ((enum pmrep_mirror_method)100)
+
 static enum pmrep_mirror_method
 direct_method(bool direct_write)
 {
@@ -323,9 +325,25 @@ direct_method(bool direct_write)
 	uint32_t caps = 0;
 	assert_int_equal(pmrep_peer_get_caps(peer, &caps), 0);
 	assert_int_equal(pmrep_peer_delete(&peer), 0);
+	/* native RDMA FLUSH needs the target's region registered for
+	 * persistent flush, which some devices grant only on persistent
+	 * memory (rxe refuses it for RAM such as /dev/shm): then GPSPM */
 	if (caps & PMREP_CAP_NATIVE_FLUSH)
-		return PMREP_MIRROR_METHOD_NATIVE;
+		return METHOD_NATIVE_OR_GPSPM;
 	return direct_write ? PMREP_MIRROR_METHOD_APM : PMREP_MIRROR_METHOD_GPSPM;
+}
+
+/* the method in use is `want` (or one of the two METHOD_NATIVE_OR_GPSPM means) */
+static void
+assert_method(enum pmrep_mirror_method got, enum pmrep_mirror_method want)
+{
+	if (want == METHOD_NATIVE_OR_GPSPM) {
+		if (got != PMREP_MIRROR_METHOD_NATIVE && got != PMREP_MIRROR_METHOD_GPSPM)
+			fail_msg("method %s, expected native or gpspm",
+					pmrep_mirror_method_str(got));
+		return;
+	}
+	assert_int_equal(got, want);
 }
 
 static enum pmrep_mirror_method
@@ -388,7 +406,9 @@ persist_roundtrip_at(const char *rpath, uint64_t size, const struct tgt_opts *o,
 	assert_int_equal(pmrep_mirror_cfg_set_force_gpspm(c, force_gpspm), 0);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
-	assert_int_equal(method_of(m, 0), want);
+	enum pmrep_mirror_method got = method_of(m, 0);
+	assert_method(got, want);
+	want = got;	/* what the target counts below depends on it */
 	struct pmrep_replica_status st;
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
 	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
@@ -944,7 +964,7 @@ t20_direct_write_target_killed_fails_the_persist_and_is_resynced(void **state)
 	struct pmrep_mirror_cfg *cf = mcfg(c.port, uuid_a, 1);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, cf, &m), 0);
-	assert_int_equal(method_of(m, 0), direct_method(true));
+	assert_method(method_of(m, 0), direct_method(true));
 	for (unsigned i = 0; i < 10; i++) {
 		fill(local, i * 8192, 8192, 30 + i);
 		assert_int_equal(pmrep_mirror_persist(m, i * 8192, 8192, 3000), 0);
@@ -970,7 +990,7 @@ t20_direct_write_target_killed_fails_the_persist_and_is_resynced(void **state)
 	assert_int_equal(ret, 0);
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
 	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
-	assert_int_equal(st.method, direct_method(true));
+	assert_method(st.method, direct_method(true));
 	assert_int_equal(st.lag_bytes, 0);
 	assert_int_equal(st.resync_bytes, SIZE + REGION);	/* full, then the lost range */
 	assert_replica_equals(local, "replica");
@@ -995,7 +1015,7 @@ quorum_survives_a_replica_loss_where_all_fails(void **state)
 	/* all: a lost replica fails the persist */
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
-	assert_int_equal(method_of(m, 0), direct_method(false));
+	assert_method(method_of(m, 0), direct_method(false));
 	assert_int_equal(method_of(m, 1), PMREP_MIRROR_METHOD_GPSPM);
 	fill(local, 0, 4096, 1);
 	assert_int_equal(pmrep_mirror_persist(m, 0, 4096, 3000), 0);
