@@ -2,12 +2,13 @@
 # Installs, from Debian's packages, everything pmrep needs to build and test.
 # Usage (as root on Debian 12):  scripts/install-deps.sh [--vm]
 #   --vm  also the packages of the soft-RoCE guest rig (qemu, busybox, ndctl, perftest ...)
-#         and of the benchmarks (perftest floors, librpma for comparison, gnuplot)
+#         and of the benchmarks (perftest floors, librpma for comparison, gnuplot),
+#         and debootstrap (a Debian 13 userspace for the native RDMA FLUSH stage)
 set -eu
 BUILD_PKGS="build-essential cmake pkg-config libibverbs-dev librdmacm-dev libpmem2-dev \
 libcmocka-dev libssl-dev valgrind clang libclang-rt-14-dev"
 VM_PKGS="qemu-system-x86 busybox-static ndctl iproute2 e2fsprogs xz-utils zstd rdma-core \
-ibverbs-utils ibverbs-providers rdmacm-utils perftest librpma-dev gnuplot-nox"
+ibverbs-utils ibverbs-providers rdmacm-utils perftest librpma-dev gnuplot-nox debootstrap"
 pkgs=$BUILD_PKGS
 [ "${1:-}" = "--vm" ] && pkgs="$pkgs $VM_PKGS"
 missing=""

@@ -2,13 +2,13 @@
 # Runs every pmrep test stage, as CI does. Usage (root, Debian 12):
 #   scripts/test.sh                 all stages
 #   PMREP_TEST_STAGES="build asan" scripts/test.sh     only some
-# Stages: deps build asan valgrind install fuzz bench vm
+# Stages: deps build asan valgrind install fuzz bench vm native-flush
 # Each stage streams its output; the last line counts the stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${PMREP_TEST_OUT:-$ROOT/build-test}
-STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz bench vm}
+STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz bench vm native-flush}
 JOBS=$(nproc)
 passed=0; failed=0; failed_names=""
 
@@ -114,6 +114,12 @@ do_vm() {
 		ctest -L verbs --output-on-failure --timeout 300
 }
 
+do_native_flush() {
+	# rdma-core >= 45 (ibv_wr_flush) from a Debian 13 userspace, run as the
+	# root of the 6.12 guest: the native RDMA FLUSH path for real
+	"$ROOT/tests/vm/native-flush.sh"
+}
+
 mkdir -p "$OUT"
 stage deps do_deps
 stage build do_build
@@ -123,6 +129,7 @@ stage install do_install
 stage fuzz do_fuzz
 stage bench do_bench
 stage vm do_vm
+stage native-flush do_native_flush
 
 [ -n "$failed_names" ] && echo "failed stages:$failed_names"
 echo "stages: $passed passed, $failed failed"
