@@ -183,13 +183,14 @@ fi
 read -r -d '' BUILD_JOB <<'EOF'
 set -e
 root=$1 src=$2 build=$3
+# /tmp first: a checkout under /tmp is bound on top of it, not hidden by it
+mount -t tmpfs tmpfs "$root/tmp"
 mkdir -p "$root$src" "$build"
 mount --bind "$src" "$root$src"
 case $build in "$src"/*) ;; *) mkdir -p "$root$build"; mount --bind "$build" "$root$build" ;; esac
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
 mount --rbind /dev "$root/dev"
-mount -t tmpfs tmpfs "$root/tmp"
 exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
   bash -c '
     set -e
