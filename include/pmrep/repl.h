@@ -366,7 +366,10 @@ PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
  * Errors: PMREP_E_INVAL (NULL), PMREP_E_RANGE (outside the mapping),
  * PMREP_E_CONN_LOST (a required replica failed or is not in sync; with a
  * quorum: fewer than k confirmed), PMREP_E_TIMEOUT (a required replica did
- * not confirm in time). After an error the bytes are durable locally.
+ * not confirm in time -- also returned at once by later persists while a
+ * replica that failed by timing out is not reconnected, so "slow" and
+ * "gone" read alike until pmrep_mirror_reconnect; the replica's status has
+ * its last_error). After an error the bytes are durable locally.
  */
 PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
 		size_t length, int timeout_ms);
