@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "auth.h"
 #include "chan.h"
 
 #define NSLOTS (CHAN_NRECV + CHAN_NSEND)
@@ -244,4 +245,68 @@ repl_chan_check_conn(struct repl_chan *ch)
 			return PMREP_E_CONN_LOST;
 		}
 	}
+}
+
+int
+repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
+		const char *addr, const char *port, long long deadline,
+		uint32_t sq_size, uint32_t cq_size, const char *who,
+		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
+		uint8_t nonce_t[REPL_NONCE_SIZE])
+{
+	struct pmrep_conn_cfg *ccfg = NULL;
+	struct pmrep_conn_req *req = NULL;
+	int ret = pmrep_conn_cfg_new(&ccfg);
+	if (ret)
+		return ret;
+	int left = repl_left_ms(deadline);
+	(void) pmrep_conn_cfg_set_timeout(ccfg, left < 0 ? 5000 : (left ? left : 1));
+	(void) pmrep_conn_cfg_set_sq_size(ccfg, sq_size);
+	(void) pmrep_conn_cfg_set_rq_size(ccfg, CHAN_NRECV);
+	(void) pmrep_conn_cfg_set_cq_size(ccfg, cq_size);
+
+	ret = pmrep_conn_req_new(peer, addr, port, ccfg, &req);
+	if (ret)
+		goto out;
+	ret = repl_chan_post_recvs(ch, req);
+	if (ret)
+		goto out;
+	ret = repl_random(nonce_i, REPL_NONCE_SIZE);
+	if (ret)
+		goto out;
+	struct repl_pdata hello = { .type = REPL_PDATA_HELLO };
+	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
+	uint8_t enc[REPL_PDATA_SIZE];
+	repl_pdata_encode(&hello, enc);
+	struct pmrep_conn_private_data pd = { enc, sizeof(enc) };
+	ret = pmrep_conn_req_connect(&req, &pd, conn);
+	if (ret)
+		goto out;
+	(void) repl_chan_attach(ch, *conn);
+
+	enum pmrep_conn_event ev;
+	left = repl_left_ms(deadline);
+	ret = pmrep_conn_wait_event(*conn, left < 0 ? -1 : (left ? left : 1), &ev);
+	if (ret)
+		goto out;
+	if (ev != PMREP_CONN_ESTABLISHED) {
+		ch->lost = true;
+		ret = ev == PMREP_CONN_REJECTED ? PMREP_E_REJECTED :
+			ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
+			PMREP_E_CONN_LOST;
+		PMREP_LOG_ERR("%s (%s:%s): connection %s", who, addr, port,
+				pmrep_conn_event_str(ev));
+		goto out;
+	}
+	struct pmrep_conn_private_data in;
+	struct repl_pdata chal;
+	(void) pmrep_conn_get_private_data(*conn, &in);
+	ret = repl_pdata_decode(in.ptr, in.len, REPL_PDATA_CHALLENGE, &chal);
+	if (ret == 0)
+		memcpy(nonce_t, chal.nonce, REPL_NONCE_SIZE);
+out:
+	if (req)
+		(void) pmrep_conn_req_delete(&req);
+	(void) pmrep_conn_cfg_delete(&ccfg);
+	return ret;
 }

@@ -46,6 +46,22 @@ int repl_chan_post_recvs(struct repl_chan *ch, struct pmrep_conn_req *req);
 int repl_chan_attach(struct repl_chan *ch, struct pmrep_conn *conn);
 /* forget the conn (after it was deleted) */
 void repl_chan_detach(struct repl_chan *ch);
+/*
+ * The initiator's half of connecting to a replica target, shared by the
+ * mirror and recover: a conn request of `sq_size` / `cq_size` entries with
+ * the channel's receives posted, a HELLO carrying a fresh nonce (kept in
+ * nonce_i), ESTABLISHED by `deadline`, and the target's CHALLENGE (its
+ * nonce in nonce_t). *conn is set as soon as the connect was issued (the
+ * caller deletes it on every path) and attached to `ch`. Errors: the
+ * transport's, PMREP_E_REJECTED / PMREP_E_UNREACHABLE / PMREP_E_CONN_LOST
+ * for a terminal event instead of ESTABLISHED (logged with `who`),
+ * PMREP_E_MALFORMED (a bad CHALLENGE).
+ */
+int repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
+		const char *addr, const char *port, long long deadline,
+		uint32_t sq_size, uint32_t cq_size, const char *who,
+		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
+		uint8_t nonce_t[REPL_NONCE_SIZE]);
 /* encode and send `m` (signalled). PMREP_E_AGAIN: every send slot busy */
 int repl_chan_send(struct repl_chan *ch, const struct repl_msg *m);
 /*

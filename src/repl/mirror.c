@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -359,16 +360,6 @@ replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 	r->next_try = repl_now_ms() + r->backoff_ms;
 }
 
-static int
-conn_event_to_err(enum pmrep_conn_event ev)
-{
-	switch (ev) {
-	case PMREP_CONN_REJECTED: return PMREP_E_REJECTED;
-	case PMREP_CONN_UNREACHABLE: return PMREP_E_UNREACHABLE;
-	default: return PMREP_E_CONN_LOST;
-	}
-}
-
 /* wait for one message on the replica's channel until `deadline` */
 static int
 wait_msg(struct replica *r, long long deadline, struct repl_msg *msg)
@@ -422,8 +413,6 @@ static int
 replica_connect(struct replica *r, long long deadline)
 {
 	struct pmrep_mirror *m = r->m;
-	struct pmrep_conn_cfg *ccfg = NULL;
-	struct pmrep_conn_req *req = NULL;
 	struct pmrep_peer_cfg *pcfg = NULL;
 	int ret;
 
@@ -450,61 +439,25 @@ replica_connect(struct replica *r, long long deadline)
 			return ret;
 		r->chan_ready = true;
 	}
-	ret = pmrep_conn_cfg_new(&ccfg);
-	if (ret)
-		return ret;
-	int left = repl_left_ms(deadline);
-	(void) pmrep_conn_cfg_set_timeout(ccfg, left > 0 ? left : 1);
-	(void) pmrep_conn_cfg_set_sq_size(ccfg, 64);
-	(void) pmrep_conn_cfg_set_rq_size(ccfg, CHAN_NRECV);
-	(void) pmrep_conn_cfg_set_cq_size(ccfg, 128);
-
-	ret = pmrep_conn_req_new(r->peer, r->addr, r->port, ccfg, &req);
-	if (ret)
+	char who[32];
+	snprintf(who, sizeof(who), "replica %u", r->idx);
+	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
+	ret = repl_chan_dial(&r->ch, r->peer, r->addr, r->port, deadline, 64,
+			128, who, &r->conn, nonce_i, nonce_t);
+	if (r->conn != NULL)
+		epoll_update(r, EPOLL_CTL_ADD);
+	if (ret) {
+		if (r->conn != NULL)
+			goto fail;
 		goto out;
-	ret = repl_chan_post_recvs(&r->ch, req);
-	if (ret)
-		goto out;
-	uint8_t nonce_i[REPL_NONCE_SIZE];
-	ret = repl_random(nonce_i, sizeof(nonce_i));
-	if (ret)
-		goto out;
-	struct repl_pdata hello = { .type = REPL_PDATA_HELLO };
-	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
-	uint8_t enc[REPL_PDATA_SIZE];
-	repl_pdata_encode(&hello, enc);
-	struct pmrep_conn_private_data pd = { enc, sizeof(enc) };
-	ret = pmrep_conn_req_connect(&req, &pd, &r->conn);
-	if (ret)
-		goto out;
-	(void) repl_chan_attach(&r->ch, r->conn);
-	epoll_update(r, EPOLL_CTL_ADD);
-
-	enum pmrep_conn_event ev;
-	left = repl_left_ms(deadline);
-	ret = pmrep_conn_wait_event(r->conn, left < 0 ? -1 : (left ? left : 1), &ev);
-	if (ret)
-		goto fail;
-	if (ev != PMREP_CONN_ESTABLISHED) {
-		ret = conn_event_to_err(ev);
-		r->ch.lost = true;
-		PMREP_LOG_ERR("replica %u (%s:%s): connection %s", r->idx,
-				r->addr, r->port, pmrep_conn_event_str(ev));
-		goto fail;
 	}
-	struct pmrep_conn_private_data in;
-	struct repl_pdata chal;
-	(void) pmrep_conn_get_private_data(r->conn, &in);
-	ret = repl_pdata_decode(in.ptr, in.len, REPL_PDATA_CHALLENGE, &chal);
-	if (ret)
-		goto fail;
 
 	struct repl_msg msg = { .type = REPL_MSG_AUTH, .seq = m->next_seq++ };
 	memcpy(msg.u.auth.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
 	msg.u.auth.data_size = m->size;
 	msg.u.auth.generation = m->cfg.generation;
 	msg.u.auth.session_id = m->session_id;
-	ret = repl_auth_mac(m->cfg.key, m->cfg.key_len, nonce_i, chal.nonce,
+	ret = repl_auth_mac(m->cfg.key, m->cfg.key_len, nonce_i, nonce_t,
 			&msg.u.auth, msg.u.auth.mac);
 	if (ret)
 		goto fail;
@@ -529,7 +482,7 @@ replica_connect(struct replica *r, long long deadline)
 	}
 	const struct repl_accept *acc = &reply.u.accept;
 	uint8_t mac[REPL_MAC_SIZE];
-	ret = repl_accept_mac(m->cfg.key, m->cfg.key_len, nonce_i, chal.nonce,
+	ret = repl_accept_mac(m->cfg.key, m->cfg.key_len, nonce_i, nonce_t,
 			acc, mac);
 	if (ret)
 		goto fail;
@@ -582,9 +535,6 @@ fail:
 	replica_disconnect(r);
 out:
 	(void) pmrep_peer_cfg_delete(&pcfg);
-	if (req)
-		(void) pmrep_conn_req_delete(&req);
-	(void) pmrep_conn_cfg_delete(&ccfg);
 	return ret;
 }
 

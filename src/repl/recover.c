@@ -32,13 +32,6 @@ struct recover {
 	long long deadline;
 };
 
-static int
-left_or_one(long long deadline)
-{
-	int left = repl_left_ms(deadline);
-	return left < 0 ? -1 : (left ? left : 1);
-}
-
 /* wait for readability of the channel's fds until the deadline, at most
  * one slice; PMREP_E_TIMEOUT once the deadline passed */
 static int
@@ -129,54 +122,9 @@ handshake(struct recover *rc, const char *addr, const char *port,
 		const uint8_t uuid[PMREP_UUID_SIZE], uint64_t generation,
 		size_t size, struct repl_accept *acc)
 {
-	struct pmrep_conn_cfg *ccfg = NULL;
-	struct pmrep_conn_req *req = NULL;
-	int ret = pmrep_conn_cfg_new(&ccfg);
-	if (ret)
-		return ret;
-	int left = repl_left_ms(rc->deadline);
-	(void) pmrep_conn_cfg_set_timeout(ccfg, left < 0 ? 5000 : (left ? left : 1));
-	(void) pmrep_conn_cfg_set_sq_size(ccfg, 16);
-	(void) pmrep_conn_cfg_set_rq_size(ccfg, CHAN_NRECV);
-	(void) pmrep_conn_cfg_set_cq_size(ccfg, 32);
-
-	ret = pmrep_conn_req_new(rc->peer, addr, port, ccfg, &req);
-	if (ret)
-		goto out;
-	ret = repl_chan_post_recvs(&rc->ch, req);
-	if (ret)
-		goto out;
-	uint8_t nonce_i[REPL_NONCE_SIZE];
-	ret = repl_random(nonce_i, sizeof(nonce_i));
-	if (ret)
-		goto out;
-	struct repl_pdata hello = { .type = REPL_PDATA_HELLO };
-	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
-	uint8_t enc[REPL_PDATA_SIZE];
-	repl_pdata_encode(&hello, enc);
-	struct pmrep_conn_private_data pd = { enc, sizeof(enc) };
-	ret = pmrep_conn_req_connect(&req, &pd, &rc->conn);
-	if (ret)
-		goto out;
-	(void) repl_chan_attach(&rc->ch, rc->conn);
-
-	enum pmrep_conn_event ev;
-	ret = pmrep_conn_wait_event(rc->conn, left_or_one(rc->deadline), &ev);
-	if (ret)
-		goto out;
-	if (ev != PMREP_CONN_ESTABLISHED) {
-		rc->ch.lost = true;
-		ret = ev == PMREP_CONN_REJECTED ? PMREP_E_REJECTED :
-			ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
-			PMREP_E_CONN_LOST;
-		PMREP_LOG_ERR("recover: replica %s:%s: connection %s", addr, port,
-				pmrep_conn_event_str(ev));
-		goto out;
-	}
-	struct pmrep_conn_private_data in;
-	struct repl_pdata chal;
-	(void) pmrep_conn_get_private_data(rc->conn, &in);
-	ret = repl_pdata_decode(in.ptr, in.len, REPL_PDATA_CHALLENGE, &chal);
+	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
+	int ret = repl_chan_dial(&rc->ch, rc->peer, addr, port, rc->deadline,
+			16, 32, "recover: replica", &rc->conn, nonce_i, nonce_t);
 	if (ret)
 		goto out;
 
@@ -189,7 +137,7 @@ handshake(struct recover *rc, const char *addr, const char *port,
 	msg.u.auth.data_size = size;
 	msg.u.auth.generation = generation;
 	msg.u.auth.session_id = session_id;
-	ret = repl_auth_mac(key, key_len, nonce_i, chal.nonce, &msg.u.auth,
+	ret = repl_auth_mac(key, key_len, nonce_i, nonce_t, &msg.u.auth,
 			msg.u.auth.mac);
 	if (ret)
 		goto out;
@@ -215,7 +163,7 @@ handshake(struct recover *rc, const char *addr, const char *port,
 		goto out;
 	}
 	uint8_t mac[REPL_MAC_SIZE];
-	ret = repl_accept_mac(key, key_len, nonce_i, chal.nonce, &reply.u.accept,
+	ret = repl_accept_mac(key, key_len, nonce_i, nonce_t, &reply.u.accept,
 			mac);
 	if (ret)
 		goto out;
@@ -227,9 +175,6 @@ handshake(struct recover *rc, const char *addr, const char *port,
 	}
 	*acc = reply.u.accept;
 out:
-	if (req)
-		(void) pmrep_conn_req_delete(&req);
-	(void) pmrep_conn_cfg_delete(&ccfg);
 	return ret;
 }
 
