@@ -378,6 +378,110 @@ flush_persistent_without_persist_fn_msyncs_a_file_mapping_tcp(void **state)
 	close(fd);
 }
 
+/* every persist call of the target, in order (tcp: recorded in the
+ * target's progress thread, read here after the completions) */
+#define MAX_CALLS 256
+static struct { const uint8_t *ptr; size_t len; } calls[MAX_CALLS];
+static int ncalls;
+
+static void
+record_persist_calls(const void *ptr, size_t size)
+{
+	if (ncalls < MAX_CALLS)
+		calls[ncalls] = (typeof(calls[0])){ ptr, size };
+	ncalls++;
+}
+
+static void
+pipelined_persistent_flushes_each_cover_their_range_tcp(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	const int n = 64;
+	const size_t len = 512;
+	ncalls = 0;
+	assert_int_equal(pmrep_mr_set_persist_fn(f->smr, record_persist_calls), 0);
+	func_pattern(f->cbuf, (size_t)n * len, 99);
+	/* all posted before the first completion is looked at: the target
+	 * takes many of them per receive and may persist them together */
+	for (int i = 0; i < n; i++) {
+		size_t off = (size_t)i * len;
+		assert_int_equal(pmrep_write(f->p.cconn, f->srmt, off, f->cmr,
+				off, len, PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
+		assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, off, len,
+				PMREP_FLUSH_TYPE_PERSISTENT,
+				PMREP_F_COMPLETION_ALWAYS,
+				(void *)(uintptr_t)(i + 1)), 0);
+	}
+	for (int i = 0; i < n; i++)
+		expect_ok(cq, PMREP_OP_FLUSH, (uintptr_t)i + 1);
+	/* at least one call, at most one per flush, and every flush's range
+	 * inside a call made with its bytes in place */
+	assert_true(ncalls >= 1 && ncalls <= n);
+	for (int i = 0; i < n; i++) {
+		const uint8_t *a = f->sbuf + (size_t)i * len;
+		bool covered = false;
+		for (int k = 0; k < ncalls; k++)
+			if (calls[k].ptr <= a && a + len <= calls[k].ptr + calls[k].len)
+				covered = true;
+		if (!covered)
+			fail_msg("flush %d (offset %zu) acknowledged without a persist of its range",
+					i, (size_t)i * len);
+	}
+	assert_memory_equal(f->sbuf, f->cbuf, (size_t)n * len);
+	print_message("%d flushes, %d persist calls\n", n, ncalls);
+}
+
+static void
+failed_persist_fails_a_flush_and_never_acks_one_tcp(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	/* two pages registered; the second is then unmapped, so msync of any
+	 * range that reaches it fails (ENOMEM) */
+	const size_t pg = 4096;
+	uint8_t *map = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(map != MAP_FAILED);
+	struct pmrep_mr_local *mr = NULL;
+	assert_int_equal(pmrep_mr_reg(f->p.speer, map, 2 * pg,
+			PMREP_MR_USAGE_ALL, &mr), 0);
+	struct pmrep_mr_remote *rmt = func_remote(mr);
+	assert_int_equal(munmap(map + pg, pg), 0);
+
+	func_pattern(f->cbuf, 256, 5);
+	/* flush 1: a good range of page 0; flush 2: adjacent, in page 1
+	 * (nothing written there: only its persist fails). Taken in one
+	 * receive they are persisted as one range, which fails: flush 1 then
+	 * fails too. Taken apart, flush 1 succeeds. Flush 2 never does. */
+	assert_int_equal(pmrep_write(f->p.cconn, rmt, pg - 256, f->cmr, 0, 256,
+			PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
+	assert_int_equal(pmrep_flush(f->p.cconn, rmt, pg - 256, 256,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			(void *)1), 0);
+	assert_int_equal(pmrep_flush(f->p.cconn, rmt, pg, 64,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			(void *)2), 0);
+	struct pmrep_completion c1 = func_wait_one(cq, T);
+	struct pmrep_completion c2 = func_wait_one(cq, T);
+	assert_int_equal((uintptr_t)c1.op_context, 1);
+	assert_int_equal((uintptr_t)c2.op_context, 2);
+	if (c1.status == IBV_WC_SUCCESS) {
+		assert_int_equal(c2.status, IBV_WC_REM_OP_ERR);
+	} else {
+		assert_int_equal(c1.status, IBV_WC_REM_OP_ERR);
+		assert_int_equal(c2.status, IBV_WC_WR_FLUSH_ERR);
+	}
+	print_message("flush 1: %s, flush 2: %s\n", ibv_wc_status_str(c1.status),
+			ibv_wc_status_str(c2.status));
+
+	assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
+	assert_int_equal(pmrep_mr_dereg(&mr), 0);
+	munmap(map, pg);
+}
+
 static void
 flush_after_many_writes_covers_them_all(void **state)
 {
@@ -657,6 +761,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(flush_visibility_and_persistent_complete_at_every_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_persistent_calls_the_regions_persist_fn_on_its_range_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_persistent_without_persist_fn_msyncs_a_file_mapping_tcp, setup, teardown),
+		cmocka_unit_test_setup_teardown(pipelined_persistent_flushes_each_cover_their_range_tcp, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_persist_fails_a_flush_and_never_acks_one_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_after_many_writes_covers_them_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(completions_arrive_in_posting_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_sees_the_writes_posted_before_it_and_none_after_tcp, setup, teardown),

@@ -375,6 +375,18 @@ struct tcp_conn {
 	bool rx_full;			/* a READ waits: TCP_RESP_MAX owed */
 	long long stall_deadline;
 
+	/* a PERSISTENT flush applied but not persisted yet: adjacent flushes
+	 * of one receive batch into one MR become one persist call, run
+	 * before anything that answers for them goes out (tcp_progress.c) */
+	struct {
+		bool active;
+		uint32_t key;		/* the MR */
+		pmrep_persist_fn *fn;	/* NULL: msync */
+		uint8_t *start, *end;
+		uint32_t first_seq;	/* the oldest flush it answers for */
+		uint32_t ack_seq;	/* what to acknowledge once done */
+	} pend;
+
 	/* completions gathered in one loop turn, pushed at once */
 	struct pmrep_completion scqe[TCP_CQE_BATCH];
 	struct pmrep_completion rcqe[TCP_CQE_BATCH];

@@ -203,6 +203,7 @@ enter_error(struct tcp_conn *c, enum ibv_wc_status first)
 	c->stalled = false;
 	c->resp_count = 0;
 	c->ack_dirty = false;
+	c->pend.active = false;	/* nobody will be told it persisted */
 	pthread_mutex_lock(&c->lock);
 	c->app_wake = true;	/* a receive posted now must be flushed */
 	c->rnr_waiting = false;
@@ -289,10 +290,15 @@ resp_push(struct tcp_conn *c, const struct tcp_resp *r)
 	return true;
 }
 
+static bool pend_run(struct tcp_conn *c);
+
 /* the target refuses request `seq`: tell the initiator, then both fail */
 static void
 nak(struct tcp_conn *c, uint32_t seq, enum ibv_wc_status status)
 {
+	/* earlier flushes first: if their persist fails, that is the NAK */
+	if (!pend_run(c))
+		return;
 	struct tcp_resp r = { .type = TCP_WIRE_NAK, .seq = seq,
 		.status = status };
 	if (!resp_push(c, &r))
@@ -309,6 +315,10 @@ nak(struct tcp_conn *c, uint32_t seq, enum ibv_wc_status status)
 static void
 ack(struct tcp_conn *c, uint32_t seq)
 {
+	if (c->pend.active) {
+		c->pend.ack_seq = seq;	/* held until the persist is done */
+		return;
+	}
 	c->ack_seq = seq;
 	c->ack_dirty = true;
 }
@@ -405,6 +415,64 @@ persist_default(void *ptr, uint64_t len)
 	return msync((void *)start, end - start, MS_SYNC);
 }
 
+/*
+ * Run the pending persist (see tcp_conn.pend). Flushes are applied in
+ * order, so persisting their union once after the batch is what
+ * persisting each in turn would give; the ACK that answers for them (and
+ * for any plain write after them) is held until then. On failure the
+ * oldest flush of the group is NAKed: the initiator completes it with
+ * IBV_WC_REM_OP_ERR and everything after it with a flush error, so no
+ * flush is ever acknowledged without its persist. false: failed (the
+ * conn is in the error state).
+ */
+static bool
+pend_run(struct tcp_conn *c)
+{
+	if (!c->pend.active)
+		return true;
+	c->pend.active = false;
+	uint64_t len = (uint64_t)(c->pend.end - c->pend.start);
+	if (c->pend.fn != NULL) {
+		c->pend.fn(c->pend.start, len);
+	} else if (persist_default(c->pend.start, len) != 0) {
+		PMREP_LOG_ERR("flush: msync of %llu bytes failed: %s",
+				(unsigned long long)len, strerror(errno));
+		nak(c, c->pend.first_seq, IBV_WC_REM_OP_ERR);
+		return false;
+	}
+	ack(c, c->pend.ack_seq);
+	return true;
+}
+
+/* one more PERSISTENT flush of [addr, addr + len) in `mr`: joins the
+ * pending one when it touches it (or is at most a page away) */
+static void
+pend_add(struct tcp_conn *c, const struct tcp_mr *mr, uint8_t *addr,
+		uint64_t len, uint32_t seq)
+{
+	const uint64_t gap = 4096;
+	if (c->pend.active && c->pend.key == mr->base.rkey &&
+			c->pend.fn == mr->base.persist &&
+			addr <= c->pend.end + gap &&
+			addr + len + gap >= c->pend.start) {
+		if (addr < c->pend.start)
+			c->pend.start = addr;
+		if (addr + len > c->pend.end)
+			c->pend.end = addr + len;
+		c->pend.ack_seq = seq;
+		return;
+	}
+	if (!pend_run(c))
+		return;
+	c->pend.active = true;
+	c->pend.key = mr->base.rkey;
+	c->pend.fn = mr->base.persist;
+	c->pend.start = addr;
+	c->pend.end = addr + len;
+	c->pend.first_seq = seq;
+	c->pend.ack_seq = seq;
+}
+
 /* a request from the peer: validate it against our MRs and start it */
 static enum hdr_result
 on_request(struct tcp_conn *c, const struct tcp_frame *f)
@@ -416,6 +484,15 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 	}
 	if (f->type != TCP_WIRE_READ && reads_unsent(c))
 		return HDR_GATED;
+	/* only plain writes and flushes may pass a pending persist: anything
+	 * else answers (a READ_RESP acknowledges what precedes it) or shows
+	 * the target's application something (a receive completion) */
+	if (c->pend.active && f->type != TCP_WIRE_FLUSH &&
+			!(f->type == TCP_WIRE_WRITE && !(f->flags & TCP_WIRE_F_IMM)) &&
+			!pend_run(c)) {
+		c->rx_ignore = true;
+		return HDR_GO;
+	}
 	struct tcp_mr *mr = NULL;
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	uint8_t *addr = NULL;
@@ -480,18 +557,15 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 		/* every earlier write of this conn is in memory already: they
 		 * were applied in order before this frame was read */
 		atomic_thread_fence(memory_order_seq_cst);
-		if (f->flush_type == PMREP_FLUSH_TYPE_PERSISTENT) {
+		if (f->flush_type == PMREP_FLUSH_TYPE_PERSISTENT && f->len > 0) {
 			addr = (uint8_t *)mr->base.ptr +
 				(f->raddr - mr->base.raddr);
-			if (mr->base.persist != NULL) {
-				mr->base.persist(addr, f->len);
-			} else if (persist_default(addr, f->len) != 0) {
-				PMREP_LOG_ERR("flush: msync of %llu bytes failed: %s",
-						(unsigned long long)f->len,
-						strerror(errno));
-				st = IBV_WC_REM_OP_ERR;
-				break;
+			pend_add(c, mr, addr, f->len, f->seq);
+			if (c->qp_error) {	/* an earlier persist failed */
+				c->rx_ignore = true;
+				return HDR_GO;
 			}
+			break;
 		}
 		ack(c, f->seq);
 		break;
@@ -728,10 +802,9 @@ rx_fill(struct tcp_conn *c)
 	return n;
 }
 
-/* take and apply everything that has arrived (caller holds mem_lock);
- * c->rx_more: stopped with work left (a cap, a stall), look again soon */
+/* take and apply what has arrived, up to a cap (see rx_progress) */
 static void
-rx_progress(struct tcp_conn *c)
+rx_frames(struct tcp_conn *c)
 {
 	int calls = 0;
 	c->rx_drained = false;	/* poll said readable, or work was left */
@@ -813,6 +886,17 @@ rx_progress(struct tcp_conn *c)
 			on_frame_done(c);
 		}
 	}
+}
+
+/* take and apply everything that has arrived (caller holds mem_lock);
+ * c->rx_more: stopped with work left (a cap, a stall), look again soon.
+ * The flushes of the batch are persisted before it returns, i.e. before
+ * the ACK that answers for them can be sent. */
+static void
+rx_progress(struct tcp_conn *c)
+{
+	rx_frames(c);
+	(void) pend_run(c);
 }
 
 /* ------------------------------------------------------------- transmit */
