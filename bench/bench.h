@@ -29,6 +29,10 @@ struct bench_samples {
 	uint64_t ops;		/* operations completed (>= n when capped) */
 	uint64_t bytes;		/* payload bytes they carried */
 	uint64_t elapsed_ns;	/* wall time of the measured window */
+	/* every operation completed by the call, warm-up and the drain of
+	 * a queue included: what the CPU time of the whole call (getrusage
+	 * around it) is divided by */
+	uint64_t all_ops;
 };
 
 /* what a measurement reports */
@@ -49,6 +53,7 @@ bench_samples_reset(struct bench_samples *s)
 	s->ops = 0;
 	s->bytes = 0;
 	s->elapsed_ns = 0;
+	s->all_ops = 0;
 }
 static inline void
 bench_samples_add(struct bench_samples *s, uint64_t ns, uint64_t bytes)
@@ -71,7 +76,15 @@ void bench_summarize(struct bench_samples *s, struct bench_result *r);
 int floor_tcp_serve_start(int fd);
 void floor_tcp_serve_join(void);
 
-/* the client side on a connected socket */
+/*
+ * the client side on a connected socket. `spin`: wait for the reply
+ * (ping-pong, hand-off) or the acknowledgement (stream) by busy-polling
+ * (recv with MSG_DONTWAIT in a loop; the hand-off's caller: a non-blocking
+ * read of its eventfd in a loop), as pmrep's initiator does with --wait
+ * poll; else block in recv / poll. Sends always block, and so does the
+ * server side (pmrep's sending and its replica side are progress threads
+ * that block in poll(2)).
+ */
 struct floor_tcp {
 	int fd;
 	uint8_t *buf;		/* header + the largest payload */
@@ -80,16 +93,16 @@ struct floor_tcp {
 int floor_tcp_init(struct floor_tcp *f, int fd, size_t max_payload);
 void floor_tcp_fini(struct floor_tcp *f);
 /* ping-pong: `size` bytes there, 8 back, for about `ms` (warm-up excluded) */
-int floor_tcp_pingpong(struct floor_tcp *f, size_t size, int ms,
+int floor_tcp_pingpong(struct floor_tcp *f, size_t size, int ms, bool spin,
 		struct bench_samples *s);
 /* the ping-pong through an I/O thread woken by an eventfd, which wakes
  * the caller back by another (a progress-thread design's least cost) */
-int floor_tcp_handoff(struct floor_tcp *f, size_t size, int ms,
+int floor_tcp_handoff(struct floor_tcp *f, size_t size, int ms, bool spin,
 		struct bench_samples *s);
 /* stream: `size`-byte messages back to back, one acknowledgement at the
  * end of each burst of `burst` messages; for about `ms` */
 int floor_tcp_stream(struct floor_tcp *f, size_t size, unsigned burst, int ms,
-		struct bench_samples *s);
+		bool spin, struct bench_samples *s);
 
 /* ------------------------------------------------- perftest floor */
 

@@ -10,6 +10,10 @@
  * the ping-pong of S bytes against an 8-byte reply; pipelined persists
  * are held against a stream of S-byte messages, handed to the kernel 64
  * at a time (one sendmsg), the most a sender can get out of the socket.
+ * With `spin` the client waits for replies the way pmrep's initiator does
+ * with --wait poll: recv(MSG_DONTWAIT) in a loop instead of a blocking
+ * recv; the server always blocks (pmrep's replica side is a progress
+ * thread blocking in poll(2)).
  */
 #include <errno.h>
 #include <poll.h>
@@ -63,6 +67,30 @@ recv_all(int fd, void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* the same, busy-polling: never sleeps while waiting for the bytes */
+static int
+recv_all_spin(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+				errno == EINTR))
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+recv_reply(int fd, void *buf, size_t len, bool spin)
+{
+	return spin ? recv_all_spin(fd, buf, len) : recv_all(fd, buf, len);
 }
 
 static uint32_t
@@ -185,7 +213,7 @@ set_header(struct floor_tcp *f, size_t size, uint32_t flags)
 }
 
 int
-floor_tcp_pingpong(struct floor_tcp *f, size_t size, int ms,
+floor_tcp_pingpong(struct floor_tcp *f, size_t size, int ms, bool spin,
 		struct bench_samples *s)
 {
 	uint8_t reply[8];
@@ -201,9 +229,10 @@ floor_tcp_pingpong(struct floor_tcp *f, size_t size, int ms,
 		if (a >= end)
 			break;
 		if (send_all(f->fd, f->buf, size + 8) ||
-				recv_all(f->fd, reply, sizeof(reply)))
+				recv_reply(f->fd, reply, sizeof(reply), spin))
 			return -1;
 		uint64_t b = bench_now_ns();
+		s->all_ops++;
 		if (a >= warm_end) {
 			if (begin == 0)
 				begin = a;
@@ -245,7 +274,7 @@ sendv_all(int fd, struct iovec *iov, int n)
 
 int
 floor_tcp_stream(struct floor_tcp *f, size_t size, unsigned burst, int ms,
-		struct bench_samples *s)
+		bool spin, struct bench_samples *s)
 {
 	uint8_t reply[8], hdr[2][8];
 	struct iovec iov[2 * STREAM_VEC];
@@ -276,9 +305,10 @@ floor_tcp_stream(struct floor_tcp *f, size_t size, unsigned burst, int ms,
 			if (sendv_all(f->fd, iov, n))
 				return -1;
 		}
-		if (recv_all(f->fd, reply, sizeof(reply)))
+		if (recv_reply(f->fd, reply, sizeof(reply), spin))
 			return -1;
 		uint64_t b = bench_now_ns();
+		s->all_ops += burst;
 		if (a >= warm_end) {
 			if (begin == 0)
 				begin = a;
@@ -296,7 +326,9 @@ floor_tcp_stream(struct floor_tcp *f, size_t size, unsigned burst, int ms,
  * progress thread per connection must do it: the caller wakes an I/O
  * thread through an eventfd, the thread sends and waits for the reply,
  * then wakes the caller through another eventfd (which it polls, then
- * reads). No pmrep code: what such a design costs at the least.
+ * reads; with `spin`, reads without blocking in a loop, as pmrep's
+ * application thread busy-polls its CQ with --wait poll). The I/O thread
+ * always blocks. No pmrep code: what such a design costs at the least.
  */
 struct handoff {
 	struct floor_tcp *f;
@@ -338,7 +370,7 @@ handoff_io(void *arg)
 }
 
 int
-floor_tcp_handoff(struct floor_tcp *f, size_t size, int ms,
+floor_tcp_handoff(struct floor_tcp *f, size_t size, int ms, bool spin,
 		struct bench_samples *s)
 {
 	if (size + 8 > f->cap)
@@ -371,12 +403,14 @@ floor_tcp_handoff(struct floor_tcp *f, size_t size, int ms,
 		}
 		struct pollfd p = { h.to_app, POLLIN, 0 };
 		while (read(h.to_app, &v, sizeof(v)) != sizeof(v))
-			(void) poll(&p, 1, -1);
+			if (!spin)
+				(void) poll(&p, 1, -1);
 		if (h.err) {
 			ret = -1;
 			break;
 		}
 		uint64_t b = bench_now_ns();
+		s->all_ops++;
 		if (a >= warm_end) {
 			if (begin == 0)
 				begin = a;

@@ -16,6 +16,10 @@
  *             the same two processes on the same address (floor_tcp.c);
  *   verbs  -- perftest's ib_read_lat / ib_write_bw on the same device
  *             (floor_perftest.c).
+ * The tcp floor waits for its replies the way the measured initiator waits
+ * for completions: busy-polling with --wait poll (tcp-pingpong-spin,
+ * tcp-stream-spin), blocking otherwise and for the mirror level, which
+ * always waits on fds.
  * Exit status: 0 whenever the run completed, whatever the ratios (points
  * that could not be measured are reported; --strict: exit 1 then); 1 when
  * the bench itself could not start (server, floor socket); 2 for a usage
@@ -110,6 +114,8 @@ usage(FILE *f)
 "  --ms N                 time per measurement in ms (default 250)\n"
 "  --rounds N             floor/pmrep alternations per point (default 3)\n"
 "  --wait poll|block      busy-poll the CQ or wait on its fd (default: block on tcp, poll on verbs)\n"
+"                         (the tcp floor waits for its replies the same way: tcp-*-spin with poll;\n"
+"                         the mirror always waits on fds and is held against the blocking floor)\n"
 "  --no-floor             skip the floors (no ratios)\n"
 "  --json FILE|-|none     JSON lines (default pmrep-bench.jsonl; -: stdout, table to stderr)\n"
 "  --librpma PATH|none    the librpma comparison (verbs; default: pmrep-bench-librpma beside us)\n"
@@ -367,6 +373,7 @@ pool_add(struct bench_samples *pool, const struct bench_samples *s)
 	memcpy(pool->ns + pool->n, s->ns, k * sizeof(*s->ns));
 	pool->n += k;
 	pool->ops += s->ops;
+	pool->all_ops += s->all_ops;
 	pool->bytes += s->bytes;
 	pool->elapsed_ns += s->elapsed_ns;
 }
@@ -920,6 +927,7 @@ raw_run(struct raw *r, size_t size, unsigned qd, int ms, struct bench_samples *s
 				return -1;
 			}
 			unsigned slot = (unsigned)((uintptr_t)c[i].op_context - 1);
+			s->all_ops++;
 			if (r->t_post[slot] >= warm_end && more) {
 				if (begin == 0)
 					begin = r->t_post[slot];
@@ -975,6 +983,7 @@ fan_run(struct fan *fa, size_t size, int ms, struct bench_samples *s)
 			return -1;
 		}
 		uint64_t b = bench_now_ns();
+		s->all_ops++;
 		if (a >= warm_end) {
 			if (begin == 0)
 				begin = a;
@@ -1114,6 +1123,7 @@ mirror_run(struct mirror *mi, size_t size, int ms, bool local_only,
 			}
 		}
 		uint64_t b = bench_now_ns();
+		s->all_ops++;
 		if (a >= warm_end) {
 			if (begin == 0)
 				begin = a;
@@ -1240,6 +1250,8 @@ struct point {
 	const char *method;
 	size_t size;
 	unsigned qd, replicas;
+	bool fd_wait;		/* waits on fds whatever --wait says (mirror):
+				 * held against the blocking tcp floor */
 	struct bench_result r;
 	const char *floor_name;
 	struct bench_result f;
@@ -1306,7 +1318,7 @@ emit(const struct point *p)
 		snprintf(sz, sizeof(sz), "%zuK", p->size >> 10);
 	else
 		snprintf(sz, sizeof(sz), "%zu", p->size);
-	fprintf(Tab, "%-4s %-8s %-7s %5s %3u %3u %9.1f %9.1f %9.1f %10.0f %9.1f  %-13s %9.1f %9.1f  %-22s %s\n",
+	fprintf(Tab, "%-4s %-8s %-11s %5s %3u %3u %9.1f %9.1f %9.1f %10.0f %9.1f  %-17s %9.1f %9.1f  %-22s %s\n",
 			p->sweep, p->level, p->method ? p->method : "", sz, p->qd,
 			p->replicas, p->r.p50_us, p->r.p99_us, p->r.p999_us,
 			p->r.ops_per_s, p->r.mib_per_s,
@@ -1325,7 +1337,7 @@ table_header(void)
 			getenv("IN_VM") ? " (soft-RoCE guest)" : "", Date);
 	fprintf(Tab, "cpu %s\n", Cpu);
 	fprintf(Tab, "ratio: lat/rep sweeps p50 / floor p50 (1.00 = the floor; lower is better); bw sweep MiB/s / floor MiB/s (higher is better); median [min-max] of the rounds\n");
-	fprintf(Tab, "%-4s %-8s %-7s %5s %3s %3s %9s %9s %9s %10s %9s  %-13s %9s %9s  %-22s %s\n",
+	fprintf(Tab, "%-4s %-8s %-11s %5s %3s %3s %9s %9s %9s %10s %9s  %-17s %9s %9s  %-22s %s\n",
 			"swp", "level", "method", "size", "qd", "rep", "p50us",
 			"p99us", "p99.9us", "ops/s", "MiB/s", "floor", "fl.p50us",
 			"fl.MiB/s", "ratio", "");
@@ -1336,14 +1348,16 @@ table_header(void)
 static struct floor_tcp Floor = { .fd = -1 };
 static bool Have_floor;
 
+/* spin: the tcp floor busy-polls for its replies (--wait poll) */
 static bool
-floor_lat(size_t size, struct bench_samples *s, struct bench_result *r)
+floor_lat(size_t size, bool spin, struct bench_samples *s,
+		struct bench_result *r)
 {
 	if (!Have_floor)
 		return false;
 	if (O.prov == PMREP_PROVIDER_TCP) {
 		bench_samples_reset(s);
-		if (floor_tcp_pingpong(&Floor, size, O.ms, s))
+		if (floor_tcp_pingpong(&Floor, size, O.ms, spin, s))
 			return false;
 		bench_summarize(s, r);
 		return r->valid;
@@ -1353,13 +1367,14 @@ floor_lat(size_t size, struct bench_samples *s, struct bench_result *r)
 }
 
 static bool
-floor_bw(size_t size, struct bench_samples *s, struct bench_result *r)
+floor_bw(size_t size, bool spin, struct bench_samples *s,
+		struct bench_result *r)
 {
 	if (!Have_floor)
 		return false;
 	if (O.prov == PMREP_PROVIDER_TCP) {
 		bench_samples_reset(s);
-		if (floor_tcp_stream(&Floor, size, 256, O.ms, s))
+		if (floor_tcp_stream(&Floor, size, 256, O.ms, spin, s))
 			return false;
 		bench_summarize(s, r);
 		return r->valid;
@@ -1369,8 +1384,10 @@ floor_bw(size_t size, struct bench_samples *s, struct bench_result *r)
 }
 
 static const char *
-floor_name(bool bw)
+floor_name(bool bw, bool spin)
 {
+	if (O.prov == PMREP_PROVIDER_TCP && spin)
+		return bw ? "tcp-stream-spin" : "tcp-pingpong-spin";
 	if (O.prov == PMREP_PROVIDER_TCP)
 		return bw ? "tcp-stream" : "tcp-pingpong";
 	return bw ? "ib_write_bw" : "ib_read_lat";
@@ -1406,15 +1423,17 @@ point_measure(struct point *p, measure_fn *fn, void *arg, bool bw, bool floor)
 	bench_samples_reset(&S_pool);
 	p->ratio = p->ratio_min = p->ratio_max = NAN;
 	p->vs1 = p->vs_librpma = NAN;
-	p->floor_name = floor && Have_floor ? floor_name(bw) : NULL;
+	/* the floor waits the way the measured side does */
+	bool spin = O.poll && !p->fd_wait;
+	p->floor_name = floor && Have_floor ? floor_name(bw, spin) : NULL;
 	p->ratio_kind = p->floor_name ? (bw ? "bw" : "p50") : NULL;
 	memset(&p->f, 0, sizeof(p->f));
 	for (int round = 0; round < O.rounds && round < 64; round++) {
 		struct bench_result f = { 0 }, r;
 		bool have_f = false;
 		if (p->floor_name)
-			have_f = bw ? floor_bw(p->size, &S_floor, &f) :
-				floor_lat(p->size, &S_floor, &f);
+			have_f = bw ? floor_bw(p->size, spin, &S_floor, &f) :
+				floor_lat(p->size, spin, &S_floor, &f);
 		bench_samples_reset(&S_round);
 		if (fn(arg, p->size, p->qd, &S_round)) {
 			Failures++;
@@ -1485,7 +1504,7 @@ m_handoff(void *arg, size_t size, unsigned qd, struct bench_samples *s)
 {
 	(void) arg;
 	(void) qd;
-	return floor_tcp_handoff(&Floor, size, O.ms, s);
+	return floor_tcp_handoff(&Floor, size, O.ms, O.poll, s);
 }
 
 static const char *
@@ -1529,7 +1548,8 @@ sweep_raw(void)
 			emit(&p);
 			if (O.handoff && Have_floor && O.prov == PMREP_PROVIDER_TCP) {
 				struct point h = { .sweep = "lat", .level = "handoff",
-					.method = "thread", .size = O.sizes[i],
+					.method = O.poll ? "thread-spin" : "thread",
+					.size = O.sizes[i],
 					.qd = 1, .replicas = 0 };
 				if (point_measure(&h, m_handoff, NULL, false, true) == 0)
 					emit(&h);
@@ -1583,7 +1603,7 @@ sweep_mirror_lat(void)
 	for (unsigned i = 0; i < O.nsizes; i++) {
 		struct point p = { .sweep = "lat", .level = "mirror",
 			.method = mi.method, .size = O.sizes[i], .qd = 1,
-			.replicas = 1 };
+			.replicas = 1, .fd_wait = true };
 		if (point_measure(&p, m_mirror, &mi, false, O.floor) == 0)
 			emit(&p);
 		/* the local part of a persist on its own (no floor) */
@@ -1606,6 +1626,7 @@ struct rep_item {
 	void *arg;
 	const char *method;
 	unsigned nrep;
+	bool fd_wait;		/* the mirror: waits on fds */
 };
 
 /*
@@ -1624,7 +1645,7 @@ rep_rounds(const char *level, struct rep_item *it, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		pts[i] = (struct point){ .sweep = "rep", .level = level,
 			.method = it[i].method, .size = O.rep_size, .qd = 1,
-			.replicas = it[i].nrep };
+			.replicas = it[i].nrep, .fd_wait = it[i].fd_wait };
 		if (bench_samples_init(&pools[i], SAMPLES_CAP / 4) == 0)
 			ninit++;
 		else
@@ -1690,7 +1711,7 @@ sweep_replicas_raw(void)
 		for (unsigned i = 0; i < O.nreps; i++) {
 			fans[i] = (struct fan){ r, O.reps[i] };
 			it[i] = (struct rep_item){ m_fan, &fans[i],
-				raw_method(&r[0]), O.reps[i] };
+				raw_method(&r[0]), O.reps[i], false };
 		}
 		rep_rounds("raw", it, O.nreps);
 	}
@@ -1718,7 +1739,7 @@ sweep_replicas(void)
 		struct rep_item it[MAX_LIST];
 		for (unsigned i = 0; i < n; i++)
 			it[i] = (struct rep_item){ m_mirror, &mi[i], mi[i].method,
-				mi[i].nrep };
+				mi[i].nrep, true };
 		rep_rounds("mirror", it, n);
 	}
 	for (unsigned i = 0; i < n; i++)
