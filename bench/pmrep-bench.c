@@ -63,6 +63,17 @@
 
 static const uint8_t Key[32] = "pmrep-bench-key-0123456789abcdef";
 
+/*
+ * the raw level's write is a hint-able post: "more follows" (the flush),
+ * so that a provider may ring one doorbell for both; built with and
+ * without the flag in transport.h
+ */
+#ifdef PMREP_F_MORE
+#define BENCH_F_MORE PMREP_F_MORE
+#else
+#define BENCH_F_MORE 0
+#endif
+
 /* --------------------------------------------------------------- options */
 
 struct opts {
@@ -863,7 +874,7 @@ raw_post(struct raw *r, unsigned slot, size_t size, uint64_t seq)
 	/* before posting: on rxe the post itself may run the whole op */
 	r->t_post[slot] = bench_now_ns();
 	int ret = pmrep_write(r->conn, r->rmr, off, r->src_mr, 0, size,
-			PMREP_F_COMPLETION_ON_ERROR, NULL);
+			PMREP_F_COMPLETION_ON_ERROR | BENCH_F_MORE, NULL);
 	if (ret == 0)
 		ret = pmrep_flush(r->conn, r->rmr, off, size,
 				PMREP_FLUSH_TYPE_PERSISTENT,
