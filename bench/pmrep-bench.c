@@ -16,6 +16,17 @@
  *             the same two processes on the same address (floor_tcp.c);
  *   verbs  -- perftest's ib_read_lat / ib_write_bw on the same device
  *             (floor_perftest.c).
+ * CPU: around every measurement, floor or pmrep, the bench reads its own
+ * getrusage(RUSAGE_SELF) (all its threads) and asks the server for its
+ * own over the control socket ("CPU"); the deltas of user + sys time and
+ * of context switches over the call's operations (warm-up included) give
+ * cpu_us_op and csw_op, and cpu_ratio (pmrep's over the floor's) is taken
+ * within a round like the latency ratio. CPU time is not charged for
+ * the time a sleeping thread or an idle vCPU takes to get going, which is
+ * most of a shared VM's wall-clock noise (it is for the wake-up call
+ * itself, and a busy-polling initiator's CPU is its wall time). Not
+ * measured for perftest's floor (other processes, whose start-up would
+ * dominate) nor librpma.
  * The tcp floor waits for its replies the way the measured initiator waits
  * for completions: busy-polling with --wait poll (tcp-pingpong-spin,
  * tcp-stream-spin), blocking otherwise and for the mirror level, which
@@ -40,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -105,6 +117,10 @@ struct opts {
 static struct opts O;
 static FILE *Json;
 static FILE *Tab;		/* the human table */
+/* the second table (CPU per operation), printed at the end */
+static FILE *Cpu_tab;
+static char *Cpu_buf;
+static size_t Cpu_len;
 static char Run_id[32];
 static int Failures;
 
@@ -458,6 +474,28 @@ ctrl_recv(int fd, char *line, size_t size, int timeout_ms)
 	return -1;
 }
 
+/* ------------------------------------------------------------- CPU use */
+
+/* CPU time (user + sys) and context switches (voluntary + involuntary) of
+ * this process, every thread included */
+struct cpu_use {
+	uint64_t ns, csw;
+};
+
+static bool
+cpu_self(struct cpu_use *c)
+{
+	struct rusage ru;
+	memset(c, 0, sizeof(*c));
+	if (getrusage(RUSAGE_SELF, &ru))
+		return false;
+	c->ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
+		1000000000u + ((uint64_t)ru.ru_utime.tv_usec +
+		(uint64_t)ru.ru_stime.tv_usec) * 1000u;
+	c->csw = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+	return true;
+}
+
 /* ---------------------------------------------------------------- server */
 
 #define MAX_RAW 3
@@ -699,6 +737,16 @@ server_main(int ctrl)
 			if (getenv("PMREP_LOG_LEVEL") == NULL)
 				pmrep_log_set_threshold((enum pmrep_log_level)k);
 			ctrl_send(ctrl, "OK");
+		} else if (strcmp(line, "CPU") == 0) {
+			/* this process's use so far: the bench takes the
+			 * difference around a measurement */
+			struct cpu_use c;
+			if (cpu_self(&c))
+				ctrl_send(ctrl, "OK %llu %llu",
+						(unsigned long long)c.ns,
+						(unsigned long long)c.csw);
+			else
+				ctrl_send(ctrl, "ERR getrusage");
 		} else if (strcmp(line, "END") == 0) {
 			server_end(&sv);
 			if (getenv("PMREP_LOG_LEVEL") == NULL)
@@ -739,6 +787,97 @@ ask(char *reply, size_t size, int timeout_ms, const char *fmt, ...)
 		return -1;
 	}
 	return 0;
+}
+
+/* the server's use so far (its "CPU" command) */
+static bool
+cpu_server(struct cpu_use *c)
+{
+	char reply[96];
+	unsigned long long ns, csw;
+	memset(c, 0, sizeof(*c));
+	if (ask(reply, sizeof(reply), OP_TIMEOUT_MS, "CPU") ||
+			sscanf(reply, "OK %llu %llu", &ns, &csw) != 2)
+		return false;
+	c->ns = ns;
+	c->csw = csw;
+	return true;
+}
+
+/* the use of both processes over measurements of `ops` operations in all;
+ * ops 0: not measured */
+struct cpu_acc {
+	uint64_t init_ns;	/* the bench: the initiator, all its threads */
+	uint64_t srv_ns;	/* the server: the replica side */
+	uint64_t csw;		/* context switches of both */
+	uint64_t ops;
+};
+
+/* one measurement's window: the server's use first, then ours, so that
+ * the bench's own question to the server stays outside its window */
+struct cpu_win {
+	struct cpu_use self, srv;
+	bool ok;
+};
+
+static void
+cpu_start(struct cpu_win *w)
+{
+	w->ok = cpu_server(&w->srv);
+	w->ok = cpu_self(&w->self) && w->ok;
+}
+
+/* ends the window of a call that completed `ops` operations */
+static void
+cpu_stop(struct cpu_win *w, uint64_t ops, struct cpu_acc *out)
+{
+	struct cpu_use self, srv;
+	memset(out, 0, sizeof(*out));
+	bool ok = cpu_self(&self);
+	if (!cpu_server(&srv) || !ok || !w->ok || ops == 0 ||
+			self.ns < w->self.ns || srv.ns < w->srv.ns)
+		return;
+	out->init_ns = self.ns - w->self.ns;
+	out->srv_ns = srv.ns - w->srv.ns;
+	out->csw = (self.csw - w->self.csw) + (srv.csw - w->srv.csw);
+	out->ops = ops;
+}
+
+static void
+cpu_add(struct cpu_acc *to, const struct cpu_acc *a)
+{
+	if (a->ops == 0)
+		return;
+	to->init_ns += a->init_ns;
+	to->srv_ns += a->srv_ns;
+	to->csw += a->csw;
+	to->ops += a->ops;
+}
+
+/* µs of CPU per operation: both processes, the bench's, the server's */
+static double
+cpu_us_op(const struct cpu_acc *a)
+{
+	return a->ops ? (double)(a->init_ns + a->srv_ns) / 1e3 /
+		(double)a->ops : NAN;
+}
+
+static double
+cpu_init_us_op(const struct cpu_acc *a)
+{
+	return a->ops ? (double)a->init_ns / 1e3 / (double)a->ops : NAN;
+}
+
+static double
+cpu_srv_us_op(const struct cpu_acc *a)
+{
+	return a->ops ? (double)a->srv_ns / 1e3 / (double)a->ops : NAN;
+}
+
+static double
+csw_op(const struct cpu_acc *a)
+{
+	return a->ops ? (double)a->csw / (double)a->ops : NAN;
 }
 
 /* ------------------------------------------------------------ raw level */
@@ -1270,6 +1409,9 @@ struct point {
 	const char *ratio_kind;	/* "p50" (lower is better) or "bw" */
 	double vs1;		/* replicas: p50 / p50 of 1 replica (NAN: none) */
 	double vs_librpma;	/* p50 / librpma's p50 (NAN: none) */
+	/* CPU use per operation, pooled over the rounds (ops 0: none) */
+	struct cpu_acc cpu, fcpu;	/* pmrep's, the floor's */
+	double cpu_ratio, cpu_ratio_min, cpu_ratio_max;	/* NAN: none */
 };
 
 static void
@@ -1311,6 +1453,17 @@ emit(const struct point *p)
 		json_num(Json, "ratio_max", p->ratio_max);
 		json_num(Json, "vs_1_replica", p->vs1);
 		json_num(Json, "vs_librpma", p->vs_librpma);
+		json_num(Json, "cpu_us_op", cpu_us_op(&p->cpu));
+		json_num(Json, "cpu_init_us_op", cpu_init_us_op(&p->cpu));
+		json_num(Json, "cpu_srv_us_op", cpu_srv_us_op(&p->cpu));
+		json_num(Json, "csw_op", csw_op(&p->cpu));
+		json_num(Json, "floor_cpu_us_op", cpu_us_op(&p->fcpu));
+		json_num(Json, "floor_cpu_init_us_op", cpu_init_us_op(&p->fcpu));
+		json_num(Json, "floor_cpu_srv_us_op", cpu_srv_us_op(&p->fcpu));
+		json_num(Json, "floor_csw_op", csw_op(&p->fcpu));
+		json_num(Json, "cpu_ratio", p->cpu_ratio);
+		json_num(Json, "cpu_ratio_min", p->cpu_ratio_min);
+		json_num(Json, "cpu_ratio_max", p->cpu_ratio_max);
 		fprintf(Json, ",\"rounds\":%d}\n", O.rounds);
 		fflush(Json);
 	}
@@ -1337,6 +1490,51 @@ emit(const struct point *p)
 			p->f.valid ? p->f.p50_us : NAN,
 			p->f.valid ? p->f.mib_per_s : NAN, ratio, extra);
 	fflush(Tab);
+
+	if (Cpu_tab == NULL)
+		return;
+	char cpu[32] = "-", split[48] = "-", fcpu[32] = "-", fsplit[48] = "-";
+	char cratio[64] = "-", csw[32] = "-", fcsw[32] = "-";
+	if (p->cpu.ops) {
+		snprintf(cpu, sizeof(cpu), "%.2f", cpu_us_op(&p->cpu));
+		snprintf(split, sizeof(split), "%.2f+%.2f",
+				cpu_init_us_op(&p->cpu), cpu_srv_us_op(&p->cpu));
+		snprintf(csw, sizeof(csw), "%.2f", csw_op(&p->cpu));
+	}
+	if (p->fcpu.ops && p->floor_name) {
+		snprintf(fcpu, sizeof(fcpu), "%.2f", cpu_us_op(&p->fcpu));
+		snprintf(fsplit, sizeof(fsplit), "%.2f+%.2f",
+				cpu_init_us_op(&p->fcpu), cpu_srv_us_op(&p->fcpu));
+		snprintf(fcsw, sizeof(fcsw), "%.2f", csw_op(&p->fcpu));
+	}
+	if (!isnan(p->cpu_ratio))
+		snprintf(cratio, sizeof(cratio), "%.2f [%.2f-%.2f]", p->cpu_ratio,
+				p->cpu_ratio_min, p->cpu_ratio_max);
+	fprintf(Cpu_tab, "%-4s %-8s %-11s %5s %3u %3u %9s  %-13s %9s  %-13s %-22s %7s %9s\n",
+			p->sweep, p->level, p->method ? p->method : "", sz, p->qd,
+			p->replicas, cpu, split, fcpu, fsplit, cratio, csw, fcsw);
+}
+
+/* the CPU table, after the main one */
+static void
+cpu_table_print(void)
+{
+	if (Cpu_tab == NULL)
+		return;
+	fclose(Cpu_tab);
+	Cpu_tab = NULL;
+	fprintf(Tab, "\nCPU per operation: user+sys us of both processes (the bench with all its threads + the server), from getrusage around each\n"
+			"measurement, warm-up included; '-': not measurable (perftest, librpma: other processes). cpu ratio = cpu/op / floor's cpu/op\n"
+			"(lower is better; median [min-max] of the rounds); csw/op: context switches (voluntary + involuntary) of both per op\n");
+	fprintf(Tab, "%-4s %-8s %-11s %5s %3s %3s %9s  %-13s %9s  %-13s %-22s %7s %9s\n",
+			"swp", "level", "method", "size", "qd", "rep", "cpu.us/op",
+			"bench+server", "fl.cpu.us", "bench+server", "cpu ratio",
+			"csw/op", "fl.csw/op");
+	if (Cpu_buf)
+		fputs(Cpu_buf, Tab);
+	free(Cpu_buf);
+	Cpu_buf = NULL;
+	fflush(Tab);
 }
 
 static void
@@ -1360,16 +1558,21 @@ static struct floor_tcp Floor = { .fd = -1 };
 static bool Have_floor;
 
 /* spin: the tcp floor busy-polls for its replies (--wait poll) */
+/* *cpu: both processes' CPU use (tcp; perftest's: not measured) */
 static bool
 floor_lat(size_t size, bool spin, struct bench_samples *s,
-		struct bench_result *r)
+		struct bench_result *r, struct cpu_acc *cpu)
 {
+	memset(cpu, 0, sizeof(*cpu));
 	if (!Have_floor)
 		return false;
 	if (O.prov == PMREP_PROVIDER_TCP) {
+		struct cpu_win w;
 		bench_samples_reset(s);
+		cpu_start(&w);
 		if (floor_tcp_pingpong(&Floor, size, O.ms, spin, s))
 			return false;
+		cpu_stop(&w, s->all_ops, cpu);
 		bench_summarize(s, r);
 		return r->valid;
 	}
@@ -1379,14 +1582,18 @@ floor_lat(size_t size, bool spin, struct bench_samples *s,
 
 static bool
 floor_bw(size_t size, bool spin, struct bench_samples *s,
-		struct bench_result *r)
+		struct bench_result *r, struct cpu_acc *cpu)
 {
+	memset(cpu, 0, sizeof(*cpu));
 	if (!Have_floor)
 		return false;
 	if (O.prov == PMREP_PROVIDER_TCP) {
+		struct cpu_win w;
 		bench_samples_reset(s);
+		cpu_start(&w);
 		if (floor_tcp_stream(&Floor, size, 256, O.ms, spin, s))
 			return false;
+		cpu_stop(&w, s->all_ops, cpu);
 		bench_summarize(s, r);
 		return r->valid;
 	}
@@ -1425,8 +1632,8 @@ static bool librpma_run(size_t size, int ms, struct bench_result *r);
 static int
 point_measure(struct point *p, measure_fn *fn, void *arg, bool bw, bool floor)
 {
-	double ratios[64], vs_cmp[64], cmp_floor[64];
-	int nr = 0, nc = 0, ncf = 0;
+	double ratios[64], vs_cmp[64], cmp_floor[64], cpu_ratios[64];
+	int nr = 0, nc = 0, ncf = 0, ncr = 0;
 	bench_samples_reset(&S_floor);
 	memset(&Cmp_result, 0, sizeof(Cmp_result));
 	double fp50[64], fmib[64], fp99[64];
@@ -1434,6 +1641,9 @@ point_measure(struct point *p, measure_fn *fn, void *arg, bool bw, bool floor)
 	bench_samples_reset(&S_pool);
 	p->ratio = p->ratio_min = p->ratio_max = NAN;
 	p->vs1 = p->vs_librpma = NAN;
+	memset(&p->cpu, 0, sizeof(p->cpu));
+	memset(&p->fcpu, 0, sizeof(p->fcpu));
+	p->cpu_ratio = p->cpu_ratio_min = p->cpu_ratio_max = NAN;
 	/* the floor waits the way the measured side does */
 	bool spin = O.poll && !p->fd_wait;
 	p->floor_name = floor && Have_floor ? floor_name(bw, spin) : NULL;
@@ -1441,15 +1651,24 @@ point_measure(struct point *p, measure_fn *fn, void *arg, bool bw, bool floor)
 	memset(&p->f, 0, sizeof(p->f));
 	for (int round = 0; round < O.rounds && round < 64; round++) {
 		struct bench_result f = { 0 }, r;
+		struct cpu_acc fc = { 0 }, rc;
+		struct cpu_win w;
 		bool have_f = false;
 		if (p->floor_name)
-			have_f = bw ? floor_bw(p->size, spin, &S_floor, &f) :
-				floor_lat(p->size, spin, &S_floor, &f);
+			have_f = bw ? floor_bw(p->size, spin, &S_floor, &f, &fc) :
+				floor_lat(p->size, spin, &S_floor, &f, &fc);
 		bench_samples_reset(&S_round);
+		cpu_start(&w);
 		if (fn(arg, p->size, p->qd, &S_round)) {
 			Failures++;
 			return -1;
 		}
+		cpu_stop(&w, S_round.all_ops, &rc);
+		cpu_add(&p->cpu, &rc);
+		if (have_f)
+			cpu_add(&p->fcpu, &fc);
+		if (have_f && rc.ops && fc.ops)
+			cpu_ratios[ncr++] = cpu_us_op(&rc) / cpu_us_op(&fc);
 		pool_add(&S_pool, &S_round);
 		bench_summarize(&S_round, &r);
 		struct bench_result c;
@@ -1482,10 +1701,16 @@ point_measure(struct point *p, measure_fn *fn, void *arg, bool bw, bool floor)
 		p->ratio = median(ratios, nr);
 		p->ratio_min = ratios[0];
 		p->ratio_max = ratios[nr - 1];
+		if (ncr > 0) {
+			p->cpu_ratio = median(cpu_ratios, ncr);
+			p->cpu_ratio_min = cpu_ratios[0];
+			p->cpu_ratio_max = cpu_ratios[ncr - 1];
+		}
 	} else if (p->floor_name) {
 		fprintf(stderr, "pmrep-bench: no floor for %s %zu B\n",
 				p->sweep, p->size);
 		p->floor_name = NULL;
+		memset(&p->fcpu, 0, sizeof(p->fcpu));
 	}
 	return 0;
 }
@@ -1576,6 +1801,9 @@ sweep_raw(void)
 					(double)q.r.ops / q.r.secs : 0;
 				q.vs_librpma = NAN;
 				q.ratio = q.ratio_min = q.ratio_max = ratio;
+				/* another process: its CPU is not measured */
+				memset(&q.cpu, 0, sizeof(q.cpu));
+				q.cpu_ratio = q.cpu_ratio_min = q.cpu_ratio_max = NAN;
 				if (isnan(ratio))
 					q.floor_name = NULL;
 				emit(&q);
@@ -1648,7 +1876,8 @@ struct rep_item {
 static void
 rep_rounds(const char *level, struct rep_item *it, unsigned n)
 {
-	double p50s[MAX_LIST][64], fr[MAX_LIST][64];
+	double p50s[MAX_LIST][64], fr[MAX_LIST][64], cr[MAX_LIST][64];
+	struct cpu_acc cpu[MAX_LIST], fcpu[MAX_LIST];
 	struct point pts[MAX_LIST];
 	struct bench_samples pools[MAX_LIST];
 	unsigned ninit = 0;
@@ -1657,6 +1886,8 @@ rep_rounds(const char *level, struct rep_item *it, unsigned n)
 		pts[i] = (struct point){ .sweep = "rep", .level = level,
 			.method = it[i].method, .size = O.rep_size, .qd = 1,
 			.replicas = it[i].nrep, .fd_wait = it[i].fd_wait };
+		memset(&cpu[i], 0, sizeof(cpu[i]));
+		memset(&fcpu[i], 0, sizeof(fcpu[i]));
 		if (bench_samples_init(&pools[i], SAMPLES_CAP / 4) == 0)
 			ninit++;
 		else
@@ -1673,6 +1904,9 @@ rep_rounds(const char *level, struct rep_item *it, unsigned n)
 			}
 			p50s[i][round] = pts[i].r.p50_us;
 			fr[i][round] = pts[i].ratio;
+			cr[i][round] = pts[i].cpu_ratio;
+			cpu_add(&cpu[i], &pts[i].cpu);
+			cpu_add(&fcpu[i], &pts[i].fcpu);
 			pool_add(&pools[i], &S_pool);
 		}
 	}
@@ -1680,12 +1914,22 @@ rep_rounds(const char *level, struct rep_item *it, unsigned n)
 	for (unsigned i = 0; ok && i < n; i++) {
 		struct point *p = &pts[i];
 		bench_summarize(&pools[i], &p->r);
-		double v[64], f[64];
-		int k = 0, kf = 0;
+		double v[64], f[64], c[64];
+		int k = 0, kf = 0, kc = 0;
 		for (int r = 0; r < rounds; r++) {
 			v[k++] = p50s[i][r] / p50s[0][r];
 			if (!isnan(fr[i][r]))
 				f[kf++] = fr[i][r];
+			if (!isnan(cr[i][r]))
+				c[kc++] = cr[i][r];
+		}
+		p->cpu = cpu[i];
+		p->fcpu = fcpu[i];
+		p->cpu_ratio = p->cpu_ratio_min = p->cpu_ratio_max = NAN;
+		if (kc > 0) {
+			p->cpu_ratio = median(c, kc);
+			p->cpu_ratio_min = c[0];
+			p->cpu_ratio_max = c[kc - 1];
 		}
 		p->vs1 = pts[0].replicas == 1 ? median(v, k) : NAN;
 		p->ratio = p->ratio_min = p->ratio_max = NAN;
@@ -1797,6 +2041,7 @@ main(int argc, char *argv[])
 		if (Json == NULL)
 			perror(O.json);
 	}
+	Cpu_tab = open_memstream(&Cpu_buf, &Cpu_len);
 
 	char line[128];
 	int floor_port = 0;
@@ -1842,6 +2087,7 @@ main(int argc, char *argv[])
 		sweep_replicas_raw();
 	if (O.mirror && O.sweep_rep)
 		sweep_replicas();
+	cpu_table_print();
 	fprintf(Tab, "done in %.1f s%s\n", (double)(bench_now_ns() - t0) / 1e9,
 			Failures ? " (with failures)" : "");
 
