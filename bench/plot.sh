@@ -6,8 +6,12 @@
 #   (defaults: pmrep-bench.jsonl, the current directory)
 # Writes, per provider found in the file (of each sweep, its latest run):
 #   pmrep-<provider>-latency.png     p50 and p99 latency vs record size
-#                                    (raw, mirror, librpma, and the floor)
+#                                    (raw, mirror, librpma, and the floor,
+#                                    named: tcp-pingpong, tcp-pingpong-spin ...)
 #   pmrep-<provider>-throughput.png  MiB/s vs queue depth (raw) and the floor
+#   pmrep-<provider>-cpu.png         CPU time per operation (both processes)
+#                                    vs record size (raw, mirror, the floor),
+#                                    when the results have it (tcp)
 # Needs gnuplot (Debian: gnuplot-nox); the JSON is read with awk.
 set -eu
 
@@ -30,6 +34,11 @@ function get(k,    m) {
 	}
 	return ""
 }
+# a number, NaN when absent (results older than the field)
+function num(k,    v) {
+	v = get(k)
+	return v == "" ? "NaN" : v
+}
 /^\{/ {
 	n++
 	line[n] = $0
@@ -51,9 +60,15 @@ END {
 			close(f)
 		}
 		sw = get("sweep"); lv = get("level")
-		if (sw == "lat" && (lv == "raw" || lv == "mirror" || lv == "librpma"))
+		if (sw == "lat" && (lv == "raw" || lv == "mirror" || lv == "librpma")) {
 			print get("size"), get("p50_us"), get("p99_us"),
-				get("floor_p50_us"), get("floor_p99_us") > (tmp "/" p "-lat-" lv ".dat")
+				get("floor_p50_us"), get("floor_p99_us"),
+				num("cpu_us_op"), num("floor_cpu_us_op") > (tmp "/" p "-lat-" lv ".dat")
+			if (get("floor") != "")
+				print get("floor") > (tmp "/" p "-lat-" lv ".floor")
+			if (num("cpu_us_op") != "NaN" && lv != "librpma")
+				printf "" > (tmp "/" p ".cpu")
+		}
 		if (sw == "bw" && lv == "raw")
 			print get("size"), get("qd"), get("mib_per_s"),
 				get("floor_mib_per_s") > (tmp "/" p "-bw.raw")
@@ -83,11 +98,21 @@ for t in "$tmp"/*.title; do
 		[ -s "$f" ] || continue
 		lat="$lat${lat:+, }'$f' using 1:2 with linespoints title '$level p50', '$f' using 1:3 with points title '$level p99'"
 	done
-	if [ -s "$d-lat-raw.dat" ]; then
-		lat="$lat, '$d-lat-raw.dat' using 1:4 with lines dashtype 2 lw 2 title 'floor p50'"
-	elif [ -s "$d-lat-mirror.dat" ]; then
-		lat="$lat, '$d-lat-mirror.dat' using 1:4 with lines dashtype 2 lw 2 title 'floor p50'"
-	fi
+	# the floor of each level, once per floor variant (with --wait poll
+	# the raw level's is tcp-pingpong-spin, the mirror's tcp-pingpong)
+	floors=" "
+	cpu=""
+	for level in raw mirror; do
+		f="$d-lat-$level.dat"
+		[ -s "$f" ] || continue
+		cpu="$cpu${cpu:+, }'$f' using 1:6 with linespoints title '$level'"
+		[ -s "$d-lat-$level.floor" ] || continue
+		name=$(head -n 1 "$d-lat-$level.floor")
+		case "$floors" in *" $name "*) continue;; esac
+		floors="$floors$name "
+		lat="$lat, '$f' using 1:4 with lines dashtype 2 lw 2 title 'floor p50 ($name)'"
+		cpu="$cpu, '$f' using 1:7 with lines dashtype 2 lw 2 title 'floor ($name)'"
+	done
 	if [ -n "$lat" ]; then
 		gnuplot <<EOF
 set terminal pngcairo size 900,560 noenhanced
@@ -101,6 +126,20 @@ set grid
 plot $lat
 EOF
 		echo "$out/pmrep-$prov-latency.png"
+	fi
+	if [ -n "$cpu" ] && [ -e "$d.cpu" ]; then
+		gnuplot <<EOF
+set terminal pngcairo size 900,560 noenhanced
+set output '$out/pmrep-$prov-cpu.png'
+set title 'CPU time per operation, both processes, vs record size ($title)'
+set logscale xy
+set xlabel 'record size (bytes)'
+set ylabel 'CPU user+sys per op (us)'
+set key left top
+set grid
+plot $cpu
+EOF
+		echo "$out/pmrep-$prov-cpu.png"
 	fi
 	if [ -s "$d-bw.dat" ]; then
 		gnuplot <<EOF
