@@ -484,7 +484,9 @@ PMREP_API int pmrep_conn_get_rcq(const struct pmrep_conn *conn, struct pmrep_cq 
  * PMREP_E_SHARED_CHANNEL (the CQs are on a pmrep_comp_channel, which
  * carries other conns' events too: use pmrep_comp_channel_wait),
  * PMREP_E_TIMEOUT, PMREP_E_NO_COMPLETION (nothing pending on a non-blocking
- * check, timeout_ms == 0), PMREP_E_PROVIDER.
+ * check, timeout_ms == 0), PMREP_E_PROVIDER. Requests held by
+ * PMREP_F_MORE are posted first: their failure is returned as by
+ * pmrep_cq_wait (PMREP_E_AGAIN / PMREP_E_PROVIDER, nothing waited for).
  */
 PMREP_API int pmrep_conn_wait(struct pmrep_conn *conn, int timeout_ms,
 		struct pmrep_cq **cq, bool *is_rcq);
@@ -517,12 +519,18 @@ PMREP_API int pmrep_conn_get_provider(const struct pmrep_conn *conn,
 		enum pmrep_provider *provider);
 /*
  * pmrep_conn_disconnect -- start an orderly disconnect; the conn then
- * reports PMREP_CONN_CLOSED. Errors: PMREP_E_INVAL, PMREP_E_PROVIDER.
+ * reports PMREP_CONN_CLOSED. Requests held by PMREP_F_MORE are posted
+ * first (see the posting rules).
+ * Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (rdma_disconnect failed);
+ * PMREP_E_AGAIN / PMREP_E_PROVIDER also when posting the held requests
+ * failed (the disconnect went ahead; the requests not posted produce no
+ * completion).
  */
 PMREP_API int pmrep_conn_disconnect(struct pmrep_conn *conn);
 /*
- * pmrep_conn_delete -- free the conn. With requests in flight: the QP
- * moves to the error state and the CQs are drained for at most the cfg
+ * pmrep_conn_delete -- free the conn. Requests held by PMREP_F_MORE are
+ * posted first (a failure to post them is only logged). With requests in
+ * flight: the QP moves to the error state and the CQs are drained for at most the cfg
  * timeout, so every posted request ends with exactly one outcome (read
  * them before deleting if you care). Acknowledges every outstanding CM
  * and CQ event; destroys the QP, CQs, then its completion channel; closes
@@ -630,14 +638,22 @@ PMREP_API int pmrep_cq_get_fd(const struct pmrep_cq *cq, int *fd);
 /*
  * pmrep_cq_wait -- wait up to timeout_ms for a completion event on this
  * CQ's own channel, acknowledge it and re-arm the CQ. A wakeup with an
- * empty CQ is not an error. Errors: PMREP_E_INVAL, PMREP_E_SHARED_CHANNEL
- * (wait on the conn / comp channel), PMREP_E_TIMEOUT, PMREP_E_PROVIDER.
+ * empty CQ is not an error. Requests its conn holds by PMREP_F_MORE are
+ * posted first. Errors: PMREP_E_INVAL, PMREP_E_SHARED_CHANNEL
+ * (wait on the conn / comp channel), PMREP_E_TIMEOUT, PMREP_E_PROVIDER;
+ * PMREP_E_AGAIN / PMREP_E_PROVIDER when posting the held requests failed
+ * (nothing waited for; see the posting rules).
+ * Thread-safety: may run concurrently with posting ops on its conn.
  */
 PMREP_API int pmrep_cq_wait(struct pmrep_cq *cq, int timeout_ms);
 /*
  * pmrep_cq_get_completions -- take up to `max` completions without
- * blocking into `out`, count in *n. Errors: PMREP_E_INVAL (max < 1),
- * PMREP_E_NO_COMPLETION (none now), PMREP_E_PROVIDER (poll failed).
+ * blocking into `out`, count in *n. Requests its conn holds by
+ * PMREP_F_MORE are posted first. Errors: PMREP_E_INVAL (max < 1),
+ * PMREP_E_NO_COMPLETION (none now), PMREP_E_PROVIDER (poll failed);
+ * PMREP_E_AGAIN / PMREP_E_PROVIDER when posting the held requests failed
+ * (nothing polled, *n = 0; the next call polls; see the posting rules).
+ * Thread-safety: may run concurrently with posting ops on its conn.
  */
 PMREP_API int pmrep_cq_get_completions(struct pmrep_cq *cq,
 		struct pmrep_completion *out, int max, int *n);
@@ -662,7 +678,9 @@ PMREP_API int pmrep_comp_channel_get_fd(const struct pmrep_comp_channel *ch, int
 /*
  * pmrep_comp_channel_wait -- wait up to timeout_ms for an event on any
  * attached CQ, acknowledge it on that CQ, re-arm, and return the CQ and
- * its conn. Errors: PMREP_E_INVAL, PMREP_E_TIMEOUT, PMREP_E_NO_COMPLETION
+ * its conn. It does not post requests held by PMREP_F_MORE (it does not
+ * know the conns): end each batch with a post without MORE.
+ * Errors: PMREP_E_INVAL, PMREP_E_TIMEOUT, PMREP_E_NO_COMPLETION
  * (timeout_ms == 0 and nothing pending), PMREP_E_PROVIDER.
  */
 PMREP_API int pmrep_comp_channel_wait(struct pmrep_comp_channel *ch,
@@ -687,9 +705,16 @@ PMREP_API int pmrep_srq_recv(struct pmrep_srq *srq, struct pmrep_mr_local *dst,
 
 /* ------------------------------------------------------------- operations */
 
-/* Completion flags of the posting ops. */
+/* Completion flags of the posting ops (exactly one of the first two). */
 #define PMREP_F_COMPLETION_ON_ERROR	(1 << 0) /* unsignalled: a CQE only on error */
 #define PMREP_F_COMPLETION_ALWAYS	(1 << 1) /* signalled */
+/* more requests follow on this conn at once: the provider may hold this
+ * one and post it with the next request (one doorbell); OR it with one of
+ * the two above. See "PMREP_F_MORE" in the posting rules below. */
+#define PMREP_F_MORE			(1 << 2)
+/* verbs: at most this many requests are held; the one that fills the
+ * chain posts it (see the posting rules) */
+#define PMREP_MORE_MAX			16
 
 enum pmrep_flush_type {
 	PMREP_FLUSH_TYPE_VISIBILITY = 0,	/* bytes visible at the target */
@@ -703,14 +728,45 @@ enum pmrep_flush_type {
  * PMREP_F_COMPLETION_ALWAYS (PMREP_F_COMPLETION_ON_ERROR: only a failure
  * is reported). Offsets and lengths are bytes, checked against the local
  * region and the remote region's size before anything is posted.
- * Common errors: PMREP_E_INVAL (NULL, flags not exactly one of the two,
+ *
+ * PMREP_F_MORE (every posting op but pmrep_recv, which takes no flags):
+ * "more requests follow on this conn at once". The provider may hold the
+ * request and post it, in posting order, together with later ones behind
+ * one doorbell (verbs: one ibv_post_send, or one ibv_wr_start ..
+ * ibv_wr_complete when a native atomic write / flush is in the chain; tcp
+ * ignores the hint and sends at once). A held request is posted:
+ * - with the next posting op on the same conn that is not flagged MORE
+ *   (end every batch with one: that is what the application should do);
+ * - when the held chain is full: the PMREP_MORE_MAX-th held request posts
+ *   the chain itself;
+ * - by pmrep_conn_disconnect and pmrep_conn_delete (so a held request
+ *   always gets its outcome: a flush error if the QP is already in error);
+ * - by pmrep_cq_wait, pmrep_cq_get_completions and pmrep_conn_wait on a
+ *   CQ of that conn, before they wait or poll: a safety net, so that an
+ *   application that forgot the final post does not hang. Not by
+ *   pmrep_comp_channel_wait, which does not know the conns: poll the CQ.
+ * A held request has its send queue slot already: PMREP_E_AGAIN for a
+ * full send queue is returned by the call that does not fit, and held
+ * requests count. A request that fails its checks is refused with the
+ * codes below and what is held stays held, unchanged. When posting the
+ * chain fails, the call that posted it (the op, or one of the calls above)
+ * returns PMREP_E_AGAIN (the device's queue was full) or PMREP_E_PROVIDER;
+ * the requests from the one the device refused on were not posted, are
+ * dropped (logged, each with its op_context) and produce NO completion,
+ * whatever their flags; the ones before it were posted. Nothing is held
+ * any more after such a failure.
+ *
+ * Common errors: PMREP_E_INVAL (NULL, flags not exactly one of the two
+ * completion flags, optionally with PMREP_F_MORE, or any other bit set;
  * len 0, a region without the needed usage, a remote MR of another
  * provider), PMREP_E_RANGE (offset + len outside a region),
  * PMREP_E_CONN_LOST (the conn reported a terminal event or is being
  * disconnected), PMREP_E_STATE (not ESTABLISHED yet; receives may be
- * posted before), PMREP_E_AGAIN (send / receive queue full),
+ * posted before), PMREP_E_AGAIN (send / receive queue full; or posting the
+ * held chain with this request hit a full device queue, see above),
  * PMREP_E_PROVIDER (the post failed: pmrep_err_errno()).
- * Thread-safety: one thread per conn at a time.
+ * Thread-safety: one thread per conn at a time. The CQ calls that post
+ * held requests may run on another thread than the posting one.
  */
 
 /*

@@ -8,20 +8,24 @@
 
 #include "common.h"
 
+/* exactly one completion flag, optionally PMREP_F_MORE, nothing else */
 static int
-check_flags(int flags, bool *signaled)
+check_flags(int flags, bool *signaled, bool *more)
 {
-	if (flags == PMREP_F_COMPLETION_ALWAYS) {
+	int completion = flags & ~PMREP_F_MORE;
+
+	if (completion == PMREP_F_COMPLETION_ALWAYS) {
 		*signaled = true;
-		return 0;
-	}
-	if (flags == PMREP_F_COMPLETION_ON_ERROR) {
+	} else if (completion == PMREP_F_COMPLETION_ON_ERROR) {
 		*signaled = false;
-		return 0;
+	} else {
+		PMREP_LOG_ERR("flags must be PMREP_F_COMPLETION_ALWAYS or "
+				"PMREP_F_COMPLETION_ON_ERROR, optionally with "
+				"PMREP_F_MORE; got 0x%x", (unsigned)flags);
+		return PMREP_E_INVAL;
 	}
-	PMREP_LOG_ERR("flags must be PMREP_F_COMPLETION_ALWAYS or "
-			"PMREP_F_COMPLETION_ON_ERROR, got 0x%x", (unsigned)flags);
-	return PMREP_E_INVAL;
+	*more = (flags & PMREP_F_MORE) != 0;
+	return 0;
 }
 
 static int
@@ -76,7 +80,9 @@ check_conn(const struct pmrep_conn *conn, const char *what)
 static int
 submit(struct pmrep_op_args *a, int flags, const char *what)
 {
-	int ret = a->op == PMREP_OP_RECV ? 0 : check_flags(flags, &a->signaled);
+	/* a receive takes no flags (it is always reported, never held) */
+	int ret = a->op == PMREP_OP_RECV ? 0 :
+		check_flags(flags, &a->signaled, &a->more);
 	if (ret)
 		return ret;
 	ret = check_conn(a->conn, what);

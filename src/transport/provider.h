@@ -119,6 +119,9 @@ struct pmrep_op_args {
 	uint8_t atomic_value[8];
 	enum pmrep_flush_type flush_type;
 	bool signaled;
+	/* PMREP_F_MORE: the provider may hold the request and post it with
+	 * the next one (a hint: posting at once is correct too) */
+	bool more;
 	const void *op_context;
 };
 

@@ -93,6 +93,12 @@ verbs_conn_alloc(struct verbs_peer *peer, const struct pmrep_conn_cfg *cfg,
 		free(conn);
 		return NULL;
 	}
+	if (pthread_mutex_init(&conn->hold.lock, NULL)) {
+		(void) pthread_mutex_destroy(&conn->sm_lock);
+		free(conn);
+		return NULL;
+	}
+	atomic_init(&conn->hold.pending, 0);
 	conn->peer = peer;
 	conn->passive = passive;
 	conn->state = VERBS_ST_NEW;
@@ -634,6 +640,7 @@ verbs_conn_destroy(struct verbs_conn *conn)
 		(void) close(conn->timerfd);
 	if (conn->epfd >= 0)
 		(void) close(conn->epfd);
+	(void) pthread_mutex_destroy(&conn->hold.lock);
 	(void) pthread_mutex_destroy(&conn->sm_lock);
 	free(conn);
 	return ret;
@@ -647,6 +654,10 @@ verbs_conn_delete(struct pmrep_conn *base)
 	/* unregister first: an async event handler must not find it while
 	 * its QP / CQs go away */
 	verbs_peer_unregister_conn(conn->peer, conn);
+	/* what PMREP_F_MORE holds goes out first, so that it ends like every
+	 * posted request (drained below); a failure is logged (and those
+	 * requests are dropped): the conn goes away regardless */
+	(void) verbs_hold_post(conn, "the connection is deleted");
 	/* an orderly goodbye to the peer; moves the QP to error as well */
 	if (conn->state == VERBS_ST_ESTABLISHED && conn->id &&
 			rdma_disconnect(conn->id))
@@ -1196,6 +1207,9 @@ int
 verbs_conn_disconnect(struct pmrep_conn *base)
 {
 	struct verbs_conn *conn = (struct verbs_conn *)base;
+	/* what PMREP_F_MORE holds goes out before the DREQ (on a QP already
+	 * in error: flushed, so it still ends with a completion) */
+	int held = verbs_hold_post(conn, "the connection is disconnected");
 	int ret = 0;
 
 	pthread_mutex_lock(&conn->sm_lock);
@@ -1227,7 +1241,7 @@ verbs_conn_disconnect(struct pmrep_conn *base)
 		break;
 	}
 	pthread_mutex_unlock(&conn->sm_lock);
-	return ret;
+	return ret ? ret : held;
 }
 
 int
@@ -1241,9 +1255,11 @@ verbs_conn_wait(struct pmrep_conn *base, int timeout_ms, struct pmrep_cq **cq,
 		PMREP_LOG_ERR("the conn's CQs are on a pmrep_comp_channel: use pmrep_comp_channel_wait");
 		return PMREP_E_SHARED_CHANNEL;
 	}
+	int ret = verbs_hold_post(conn, "the conn waits for completions");
+	if (ret)
+		return ret;
 	struct verbs_cq *got = NULL;
-	int ret = verbs_wait_cq_event(conn->own_shared_ch, conn, timeout_ms,
-			&got);
+	ret = verbs_wait_cq_event(conn->own_shared_ch, conn, timeout_ms, &got);
 	if (ret == PMREP_E_TIMEOUT && timeout_ms == 0)
 		return PMREP_E_NO_COMPLETION;
 	if (ret)

@@ -179,6 +179,13 @@ verbs_cq_wait(struct pmrep_cq *base, int timeout_ms)
 	struct verbs_cq *cq = (struct verbs_cq *)base;
 	struct verbs_cq *got = NULL;
 
+	/* a request held by PMREP_F_MORE would never complete: post it */
+	if (cq->base.conn != NULL) {
+		int ret = verbs_hold_post((struct verbs_conn *)cq->base.conn,
+				"a wait for its completions");
+		if (ret)
+			return ret;
+	}
 	/* the CQ's own channel: any event on it is this CQ's */
 	return verbs_wait_cq_event(cq->channel,
 			(struct verbs_conn *)cq->base.conn, timeout_ms, &got);
@@ -242,6 +249,15 @@ verbs_cq_get_completions(struct pmrep_cq *base, struct pmrep_completion *out,
 	struct ibv_wc wc[POLL_BATCH];
 	int got = 0;
 
+	/* a request held by PMREP_F_MORE would never complete: post it */
+	if (cq->base.conn != NULL) {
+		int ret = verbs_hold_post((struct verbs_conn *)cq->base.conn,
+				"a poll for its completions");
+		if (ret) {
+			*n = 0;
+			return ret;
+		}
+	}
 	while (got < max) {
 		int want = max - got < POLL_BATCH ? max - got : POLL_BATCH;
 		errno = 0;

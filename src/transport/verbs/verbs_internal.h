@@ -130,8 +130,8 @@ void verbs_sq_ring_fini(struct verbs_sq_ring *ring);
 /* take a slot; PMREP_E_AGAIN when the ring (the SQ) is full */
 int verbs_sq_ring_get(struct verbs_sq_ring *ring, enum pmrep_op op,
 		const void *op_context, uint64_t *wr_id);
-/* give back the slot just taken (the post failed) */
-void verbs_sq_ring_unget(struct verbs_sq_ring *ring);
+/* give back the n slots taken last (their post failed or never happened) */
+void verbs_sq_ring_unget(struct verbs_sq_ring *ring, uint32_t n);
 /* a completion for wr_id: its slot's context / op; false if not outstanding */
 bool verbs_sq_ring_complete(struct verbs_sq_ring *ring, uint64_t wr_id,
 		const void **op_context, enum pmrep_op *op);
@@ -147,6 +147,52 @@ bool verbs_rq_table_complete(struct verbs_rq_table *t, uint64_t wr_id,
 		const void **op_context);
 void verbs_rq_table_reset(struct verbs_rq_table *t);
 uint32_t verbs_rq_table_outstanding(struct verbs_rq_table *t);
+
+/*
+ * Requests held by PMREP_F_MORE (verbs_ops.c), posted together, in order,
+ * behind one doorbell. Each has its send-queue slot (wr_id) already, and
+ * its own copy of what the device reads at post time: the SGE, and the
+ * inline bytes / atomic value (a caller's buffer need not outlive the
+ * call). `wr.next` links them for ibv_post_send. A chain holding a native
+ * op (ATOMIC WRITE, FLUSH: extended QP API only) is posted by replaying
+ * every entry through ibv_wr_* inside one ibv_wr_start .. ibv_wr_complete.
+ */
+#define VERBS_HOLD_MAX PMREP_MORE_MAX
+
+enum verbs_held_kind {
+	VERBS_HELD_SEND_WR = 0,		/* an ibv_send_wr as it is */
+	VERBS_HELD_ATOMIC_WRITE,	/* ibv_wr_atomic_write(rkey, raddr, data) */
+	VERBS_HELD_FLUSH,		/* ibv_wr_flush(rkey, raddr, flush_len) */
+};
+
+struct verbs_held_wr {
+	struct ibv_send_wr wr;		/* wr_id, opcode, send_flags, rdma, imm */
+	struct ibv_sge sge;		/* wr.sg_list points here (num_sge 1) */
+	uint8_t data[8];		/* inline bytes / the atomic value */
+	uint8_t kind;			/* enum verbs_held_kind */
+	uint8_t op;			/* enum pmrep_op (logs) */
+	uint64_t flush_len;
+	const void *op_context;		/* (logs) */
+};
+
+struct verbs_hold {
+	/* posting ops and the CQ calls' safety net (maybe another thread) */
+	pthread_mutex_t lock;
+	struct verbs_held_wr wr[VERBS_HOLD_MAX];
+	unsigned n;
+	bool native;			/* a native op is held: post via ibv_wr_* */
+	/* n, for a look without the lock from the CQ side */
+	atomic_uint pending;
+};
+
+struct verbs_conn;
+/*
+ * Post what `conn` holds now (verbs_ops.c): disconnect, delete and the CQ
+ * waits / polls. 0 when nothing is held or all was posted; else the post's
+ * error (PMREP_E_AGAIN, PMREP_E_PROVIDER, PMREP_E_STATE without a QP) --
+ * the requests not posted are dropped and logged.
+ */
+int verbs_hold_post(struct verbs_conn *conn, const char *why);
 
 /* ---------------------------------------------------- completion channel */
 
@@ -282,6 +328,7 @@ struct verbs_conn {
 	struct verbs_sq_ring sq;
 	struct verbs_rq_table rq;
 	bool rings_ready;
+	struct verbs_hold hold;		/* PMREP_F_MORE (verbs_ops.c) */
 	struct verbs_prepost *prepost;	/* active side, until ESTABLISHED */
 	uint32_t nprepost;
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * verbs_ops.c -- posting: read, write (+imm), atomic write, flush,
- * send (+imm), recv; one work request each.
+ * send (+imm), recv; one work request each, held by PMREP_F_MORE and posted
+ * with the next request behind one doorbell.
  *
  * Flush, VISIBILITY: a signalled RDMA READ of the flushed range's last byte
  * into the peer's sink. Not a 0-length read: the IB spec lets a responder
@@ -17,6 +18,21 @@
  * its one completion reports them all; NONE -- PMREP_E_NOSUPP, never a
  * silent downgrade (the generic layer checks first; we check again since a
  * wrong flush would be a lie about durability).
+ *
+ * PMREP_F_MORE: every send-queue request goes through conn->hold. A request
+ * flagged MORE takes its ring slot and is copied there (its SGE and inline
+ * bytes with it); the next request without MORE, the VERBS_HOLD_MAX-th held
+ * one, or verbs_hold_post (disconnect, delete, the CQ calls) posts the
+ * chain: one ibv_post_send of the linked WRs, or -- when a native ATOMIC
+ * WRITE / FLUSH is in it, which only the extended QP API can post -- every
+ * entry replayed through ibv_wr_* between one ibv_wr_start and its
+ * ibv_wr_complete, within that one call (a provider holds the QP's lock in
+ * between). A request without MORE and nothing held takes the same path
+ * with a chain of one. When the post fails, the entries from the one the
+ * device refused on (ibv_post_send's bad_wr; all of them for
+ * ibv_wr_complete, which posts all or none) give their slots back -- they
+ * are the last ones taken, so the ring stays the SQ's mirror -- and are
+ * logged: they never complete.
  */
 #include <endian.h>
 #include <errno.h>
@@ -32,128 +48,306 @@ post_failed(int err, const char *what)
 	return PMREP_ERR_PROVIDER(err, what);
 }
 
-/* one ibv_post_send of a prepared WR, with its slot in the ring */
-static int
-post_send(struct verbs_conn *conn, struct ibv_send_wr *wr, enum pmrep_op op,
-		const void *op_context)
+static const char *
+op_str(uint8_t op)
 {
-	struct ibv_send_wr *bad;
-	int ret = verbs_sq_ring_get(&conn->sq, op, op_context, &wr->wr_id);
-	if (ret)
-		return ret;
-	int err = ibv_post_send(conn->qp, wr, &bad);
-	if (err) {
-		verbs_sq_ring_unget(&conn->sq);
-		return post_failed(err, "ibv_post_send");
+	switch (op) {
+	case PMREP_OP_READ: return "read";
+	case PMREP_OP_WRITE: return "write";
+	case PMREP_OP_ATOMIC_WRITE: return "atomic write";
+	case PMREP_OP_FLUSH: return "flush";
+	case PMREP_OP_SEND: return "send";
+	default: return "request";
 	}
+}
+
+/* ------------------------------------------------------- the held chain */
+
+static void
+hold_clear(struct verbs_hold *h)
+{
+	h->n = 0;
+	h->native = false;
+	atomic_store_explicit(&h->pending, 0, memory_order_relaxed);
+}
+
+/*
+ * h->wr[from..n-1] were not posted: give their slots back (the last ones
+ * taken) and name them -- except the last one when it is the calling
+ * op's own request, whose return value says so.
+ */
+static void
+hold_drop(struct verbs_conn *conn, unsigned from, bool own_last,
+		const char *why)
+{
+	struct verbs_hold *h = &conn->hold;
+	if (from >= h->n)
+		return;
+	verbs_sq_ring_unget(&conn->sq, h->n - from);
+	unsigned end = own_last ? h->n - 1 : h->n;
+	for (unsigned i = from; i < end; i++)
+		PMREP_LOG_ERR("held request %u of %u (%s, op_context %p) was not posted (%s): it will not complete",
+				i + 1, h->n, op_str(h->wr[i].op),
+				h->wr[i].op_context, why);
+}
+
+/*
+ * The chain through the extended QP API: every entry replayed between one
+ * ibv_wr_start and its ibv_wr_complete (all posted, or none). Returns the
+ * errno of ibv_wr_complete.
+ */
+static int
+hold_post_wr_api(struct verbs_conn *conn)
+{
+	struct verbs_hold *h = &conn->hold;
+	struct ibv_qp_ex *qpx = conn->qpx;
+
+	ibv_wr_start(qpx);
+	for (unsigned i = 0; i < h->n; i++) {
+		struct verbs_held_wr *e = &h->wr[i];
+		uint32_t rkey = e->wr.wr.rdma.rkey;
+		uint64_t raddr = e->wr.wr.rdma.remote_addr;
+
+		qpx->wr_id = e->wr.wr_id;
+		qpx->wr_flags = e->wr.send_flags;
+		switch ((enum verbs_held_kind)e->kind) {
+		case VERBS_HELD_ATOMIC_WRITE:
+			ibv_wr_atomic_write(qpx, rkey, raddr, e->data);
+			continue;
+		case VERBS_HELD_FLUSH:
+#ifdef PMREP_HAVE_IBV_WR_FLUSH
+			ibv_wr_flush(qpx, rkey, raddr, e->flush_len,
+					IBV_FLUSH_PERSISTENT, IBV_FLUSH_RANGE);
+			continue;
+#else
+			break;	/* never held without ibv_wr_flush */
+#endif
+		case VERBS_HELD_SEND_WR:
+			switch (e->wr.opcode) {
+			case IBV_WR_RDMA_WRITE:
+				ibv_wr_rdma_write(qpx, rkey, raddr);
+				break;
+			case IBV_WR_RDMA_WRITE_WITH_IMM:
+				ibv_wr_rdma_write_imm(qpx, rkey, raddr,
+						e->wr.imm_data);
+				break;
+			case IBV_WR_RDMA_READ:
+				ibv_wr_rdma_read(qpx, rkey, raddr);
+				break;
+			case IBV_WR_SEND:
+				ibv_wr_send(qpx);
+				break;
+			case IBV_WR_SEND_WITH_IMM:
+				ibv_wr_send_imm(qpx, e->wr.imm_data);
+				break;
+			default:
+				goto unknown;
+			}
+			if (e->wr.send_flags & IBV_SEND_INLINE)
+				ibv_wr_set_inline_data(qpx, e->data,
+						e->sge.length);
+			else if (e->wr.num_sge)
+				ibv_wr_set_sge(qpx, e->sge.lkey, e->sge.addr,
+						e->sge.length);
+			else
+				ibv_wr_set_sge_list(qpx, 0, NULL);
+			continue;
+		}
+unknown:
+		ibv_wr_abort(qpx);
+		PMREP_LOG_ERR("held request %u: kind %u opcode %d cannot be replayed",
+				i + 1, (unsigned)e->kind, (int)e->wr.opcode);
+		return EINVAL;
+	}
+	return ibv_wr_complete(qpx);
+}
+
+/*
+ * Post everything held (hold.lock held): one doorbell. own_last: the last
+ * entry is the calling op's own request.
+ */
+static int
+hold_post_locked(struct verbs_conn *conn, bool own_last)
+{
+	struct verbs_hold *h = &conn->hold;
+	unsigned n = h->n;
+	if (n == 0)
+		return 0;
+	if (conn->qp == NULL) {
+		hold_drop(conn, 0, own_last, "the connection has no QP");
+		hold_clear(h);
+		PMREP_LOG_ERR("the connection has no QP now");
+		return PMREP_E_STATE;
+	}
+
+	const char *what;
+	unsigned posted = n;
+	int err;
+	if (h->native) {
+		what = "ibv_wr_complete";
+		err = hold_post_wr_api(conn);
+		if (err)
+			posted = 0;
+	} else {
+		struct ibv_send_wr *bad = NULL;
+		what = "ibv_post_send";
+		err = ibv_post_send(conn->qp, &h->wr[0].wr, &bad);
+		if (err) {
+			posted = n;
+			for (unsigned i = 0; i < n; i++) {
+				if (bad == &h->wr[i].wr) {
+					posted = i;
+					break;
+				}
+			}
+			if (posted == n) {
+				/* rdma-core always names it; if not, assume
+				 * nothing went: no slot is handed out twice */
+				PMREP_LOG_WARN("ibv_post_send failed without naming the refused request: taking none as posted");
+				posted = 0;
+			}
+		}
+	}
+	if (err) {
+		if (n > 1)
+			PMREP_LOG_ERR("%s of %u held requests failed at request %u: %s",
+					what, n, posted + 1, strerror(err));
+		hold_drop(conn, posted, own_last, what);
+		hold_clear(h);
+		return post_failed(err, what);
+	}
+#ifdef PMREP_HAVE_IBV_WR_FLUSH
+	if (h->native && !conn->native_flush_posted) {
+		for (unsigned i = 0; i < n; i++) {
+			if (h->wr[i].kind == VERBS_HELD_FLUSH) {
+				conn->native_flush_posted = true;
+				PMREP_LOG_DBG("QP %u: first native flush posted (ibv_wr_flush PERSISTENT, range)",
+						conn->qp->qp_num);
+				break;
+			}
+		}
+	}
+#endif
+	hold_clear(h);
 	return 0;
 }
 
+/*
+ * Take the request's slot, add it to the chain (its own copy of the SGE and
+ * inline bytes) and post the chain unless MORE holds it (and it is not full).
+ * A request that gets no slot leaves the chain as it was.
+ */
 static int
-post_atomic_write(struct verbs_conn *conn, const struct pmrep_op_args *a)
+hold_add(struct verbs_conn *conn, const struct verbs_held_wr *req, bool more)
 {
-	uint64_t raddr = a->remote->raddr + a->remote_offset;
-	int flags = a->signaled ? IBV_SEND_SIGNALED : 0;
+	struct verbs_hold *h = &conn->hold;
 
+	pthread_mutex_lock(&h->lock);
+	uint64_t wr_id;
+	int ret = verbs_sq_ring_get(&conn->sq, (enum pmrep_op)req->op,
+			req->op_context, &wr_id);
+	if (ret) {
+		pthread_mutex_unlock(&h->lock);
+		return ret;
+	}
+	struct verbs_held_wr *e = &h->wr[h->n];
+	*e = *req;
+	e->wr.wr_id = wr_id;
+	e->wr.next = NULL;
+	e->wr.sg_list = e->wr.num_sge ? &e->sge : NULL;
+	if (e->wr.send_flags & IBV_SEND_INLINE)
+		e->sge.addr = (uintptr_t)e->data;
+	if (h->n > 0)
+		h->wr[h->n - 1].wr.next = &e->wr;
+	h->n++;
+	if (e->kind != VERBS_HELD_SEND_WR)
+		h->native = true;
+	if (more && h->n < VERBS_HOLD_MAX) {
+		atomic_store_explicit(&h->pending, h->n, memory_order_relaxed);
+		pthread_mutex_unlock(&h->lock);
+		return 0;
+	}
+	if (more)
+		PMREP_LOG_DBG("QP %u: %u requests held: posting them",
+				conn->qp->qp_num, h->n);
+	ret = hold_post_locked(conn, true);
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+int
+verbs_hold_post(struct verbs_conn *conn, const char *why)
+{
+	struct verbs_hold *h = &conn->hold;
+
+	/* the CQ calls' fast path: nothing held (a request being held on
+	 * another thread right now is posted by the next call) */
+	if (atomic_load_explicit(&h->pending, memory_order_relaxed) == 0)
+		return 0;
+	pthread_mutex_lock(&h->lock);
+	if (h->n)
+		PMREP_LOG_DBG("posting %u held request(s): %s", h->n, why);
+	int ret = hold_post_locked(conn, false);
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------- the requests */
+
+static void
+prep_atomic_write(struct verbs_conn *conn, const struct pmrep_op_args *a,
+		struct verbs_held_wr *r)
+{
+	memcpy(r->data, a->atomic_value, 8);
 	if (conn->qpx != NULL &&
 			(conn->peer->base.caps & PMREP_CAP_NATIVE_ATOMIC_WRITE)) {
-		uint64_t wr_id;
-		int ret = verbs_sq_ring_get(&conn->sq, PMREP_OP_ATOMIC_WRITE,
-				a->op_context, &wr_id);
-		if (ret)
-			return ret;
-		ibv_wr_start(conn->qpx);
-		conn->qpx->wr_id = wr_id;
-		conn->qpx->wr_flags = (unsigned)flags;
-		ibv_wr_atomic_write(conn->qpx, a->remote->rkey, raddr,
-				a->atomic_value);
-		int err = ibv_wr_complete(conn->qpx);
-		if (err) {
-			verbs_sq_ring_unget(&conn->sq);
-			return post_failed(err, "ibv_wr_complete(atomic write)");
-		}
-		return 0;
+		r->kind = VERBS_HELD_ATOMIC_WRITE;
+		return;
 	}
 	/*
 	 * No native ATOMIC WRITE: an 8-byte aligned write carried inline in
 	 * one packet; the fence keeps it behind every earlier read so that
-	 * it cannot pass what it is meant to publish.
+	 * it cannot pass what it is meant to publish. The bytes are the held
+	 * entry's copy (hold_add points the SGE at it).
 	 */
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)a->atomic_value, .length = 8, .lkey = 0,
-	};
-	struct ibv_send_wr wr;
-	memset(&wr, 0, sizeof(wr));
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = (unsigned)flags | IBV_SEND_INLINE | IBV_SEND_FENCE;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = a->remote->rkey;
-	return post_send(conn, &wr, PMREP_OP_ATOMIC_WRITE, a->op_context);
+	r->sge.length = 8;
+	r->sge.lkey = 0;
+	r->wr.num_sge = 1;
+	r->wr.opcode = IBV_WR_RDMA_WRITE;
+	r->wr.send_flags |= IBV_SEND_INLINE | IBV_SEND_FENCE;
 }
-
-#ifdef PMREP_HAVE_IBV_WR_FLUSH
-static int
-post_native_flush(struct verbs_conn *conn, const struct pmrep_op_args *a)
-{
-	uint64_t wr_id;
-	int ret = verbs_sq_ring_get(&conn->sq, PMREP_OP_FLUSH, a->op_context,
-			&wr_id);
-	if (ret)
-		return ret;
-	ibv_wr_start(conn->qpx);
-	conn->qpx->wr_id = wr_id;
-	conn->qpx->wr_flags = a->signaled ? IBV_SEND_SIGNALED : 0;
-	ibv_wr_flush(conn->qpx, a->remote->rkey,
-			a->remote->raddr + a->remote_offset, a->len,
-			IBV_FLUSH_PERSISTENT, IBV_FLUSH_RANGE);
-	int err = ibv_wr_complete(conn->qpx);
-	if (err) {
-		verbs_sq_ring_unget(&conn->sq);
-		return post_failed(err, "ibv_wr_complete(flush)");
-	}
-	if (!conn->native_flush_posted) {
-		conn->native_flush_posted = true;
-		PMREP_LOG_DBG("QP %u: first native flush posted (ibv_wr_flush PERSISTENT, range)",
-				conn->qp->qp_num);
-	}
-	return 0;
-}
-#endif
 
 /* read-after-write: the last byte of the range into the sink */
-static int
-post_read_flush(struct verbs_conn *conn, const struct pmrep_op_args *a)
+static void
+prep_read_flush(struct verbs_conn *conn, const struct pmrep_op_args *a,
+		struct verbs_held_wr *r)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)conn->peer->sink,
-		.length = 1,
-		.lkey = conn->peer->sink_mr->lkey,
-	};
-	struct ibv_send_wr wr;
-	memset(&wr, 0, sizeof(wr));
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.send_flags = a->signaled ? IBV_SEND_SIGNALED : 0;
-	wr.wr.rdma.remote_addr = a->remote->raddr + a->remote_offset +
+	r->sge.addr = (uintptr_t)conn->peer->sink;
+	r->sge.length = 1;
+	r->sge.lkey = conn->peer->sink_mr->lkey;
+	r->wr.num_sge = 1;
+	r->wr.opcode = IBV_WR_RDMA_READ;
+	r->wr.wr.rdma.remote_addr = a->remote->raddr + a->remote_offset +
 		(a->len ? a->len - 1 : 0);
-	wr.wr.rdma.rkey = a->remote->rkey;
-	return post_send(conn, &wr, PMREP_OP_FLUSH, a->op_context);
 }
 
 static int
-post_flush(struct verbs_conn *conn, const struct pmrep_op_args *a)
+prep_flush(struct verbs_conn *conn, const struct pmrep_op_args *a,
+		struct verbs_held_wr *r)
 {
-	if (a->flush_type == PMREP_FLUSH_TYPE_VISIBILITY)
-		return post_read_flush(conn, a);
+	if (a->flush_type == PMREP_FLUSH_TYPE_VISIBILITY) {
+		prep_read_flush(conn, a, r);
+		return 0;
+	}
 
 	switch (conn->base.flush_method) {
 	case PMREP_FLUSH_METHOD_NATIVE:
 #ifdef PMREP_HAVE_IBV_WR_FLUSH
-		if (conn->qpx != NULL)
-			return post_native_flush(conn, a);
+		if (conn->qpx != NULL) {
+			r->kind = VERBS_HELD_FLUSH;
+			r->flush_len = a->len;
+			return 0;
+		}
 #endif
 		PMREP_LOG_ERR("flush: native RDMA FLUSH is not available on this QP");
 		return PMREP_E_NOSUPP;
@@ -162,7 +356,8 @@ post_flush(struct verbs_conn *conn, const struct pmrep_op_args *a)
 			PMREP_LOG_ERR("flush: APM needs the remote peer to declare direct write to pmem");
 			return PMREP_E_NOSUPP;
 		}
-		return post_read_flush(conn, a);
+		prep_read_flush(conn, a, r);
+		return 0;
 	default:
 		PMREP_LOG_ERR("flush: PERSISTENT is not supported on this connection (no native RDMA FLUSH, "
 				"no direct write to pmem at the remote peer)");
@@ -206,48 +401,55 @@ verbs_post(const struct pmrep_op_args *a)
 			PMREP_E_CONN_LOST : PMREP_E_STATE;
 	}
 
-	struct ibv_sge sge;
-	struct ibv_send_wr wr;
-	memset(&wr, 0, sizeof(wr));
-	wr.send_flags = a->signaled ? IBV_SEND_SIGNALED : 0;
+	struct verbs_held_wr r;
+	memset(&r, 0, sizeof(r));
+	r.kind = VERBS_HELD_SEND_WR;
+	r.op = (uint8_t)a->op;
+	r.op_context = a->op_context;
+	r.wr.send_flags = a->signaled ? IBV_SEND_SIGNALED : 0;
 	if (a->local != NULL && a->len > 0) {
-		sge.addr = (uintptr_t)a->local->ptr + a->local_offset;
-		sge.length = (uint32_t)a->len;
-		sge.lkey = verbs_mr_lkey(a->local);
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
+		r.sge.addr = (uintptr_t)a->local->ptr + a->local_offset;
+		r.sge.length = (uint32_t)a->len;
+		r.sge.lkey = verbs_mr_lkey(a->local);
+		r.wr.num_sge = 1;
 	}
 	if (a->remote != NULL) {
-		wr.wr.rdma.remote_addr = a->remote->raddr + a->remote_offset;
-		wr.wr.rdma.rkey = a->remote->rkey;
+		r.wr.wr.rdma.remote_addr = a->remote->raddr + a->remote_offset;
+		r.wr.wr.rdma.rkey = a->remote->rkey;
 	}
 
 	switch (a->op) {
 	case PMREP_OP_READ:
-		wr.opcode = IBV_WR_RDMA_READ;
-		return post_send(conn, &wr, PMREP_OP_READ, a->op_context);
+		r.wr.opcode = IBV_WR_RDMA_READ;
+		break;
 	case PMREP_OP_WRITE:
 		if (a->with_imm) {
-			wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-			wr.imm_data = htobe32(a->imm);
+			r.wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+			r.wr.imm_data = htobe32(a->imm);
 		} else {
-			wr.opcode = IBV_WR_RDMA_WRITE;
+			r.wr.opcode = IBV_WR_RDMA_WRITE;
 		}
-		return post_send(conn, &wr, PMREP_OP_WRITE, a->op_context);
+		break;
 	case PMREP_OP_SEND:
 		if (a->with_imm) {
-			wr.opcode = IBV_WR_SEND_WITH_IMM;
-			wr.imm_data = htobe32(a->imm);
+			r.wr.opcode = IBV_WR_SEND_WITH_IMM;
+			r.wr.imm_data = htobe32(a->imm);
 		} else {
-			wr.opcode = IBV_WR_SEND;
+			r.wr.opcode = IBV_WR_SEND;
 		}
-		return post_send(conn, &wr, PMREP_OP_SEND, a->op_context);
+		break;
 	case PMREP_OP_ATOMIC_WRITE:
-		return post_atomic_write(conn, a);
-	case PMREP_OP_FLUSH:
-		return post_flush(conn, a);
+		prep_atomic_write(conn, a, &r);
+		break;
+	case PMREP_OP_FLUSH: {
+		int ret = prep_flush(conn, a, &r);
+		if (ret)
+			return ret;
+		break;
+	}
 	default:
 		PMREP_LOG_ERR("unknown op %d", (int)a->op);
 		return PMREP_E_INVAL;
 	}
+	return hold_add(conn, &r, a->more);
 }

@@ -62,11 +62,13 @@ verbs_sq_ring_get(struct verbs_sq_ring *ring, enum pmrep_op op,
 }
 
 void
-verbs_sq_ring_unget(struct verbs_sq_ring *ring)
+verbs_sq_ring_unget(struct verbs_sq_ring *ring, uint32_t n)
 {
 	pthread_mutex_lock(&ring->lock);
-	ring->head = (ring->head + ring->size - 1) % ring->size;
-	ring->count--;
+	if (n > ring->count)
+		n = ring->count;	/* (never: only slots just taken) */
+	ring->head = (ring->head + ring->size - n) % ring->size;
+	ring->count -= n;
 	pthread_mutex_unlock(&ring->lock);
 }
 
