@@ -3,9 +3,11 @@
  * test_ops.c -- every operation at 1, 64, 1024, 1025, 4096, 64 KiB and
  * 1 MiB, byte-exact and touching nothing beside its range; completions in
  * posting order; unsignalled requests; a flush covers every earlier write;
- * a PERSISTENT flush calls the region's persist function (tcp); a peer
- * that floods READs and never takes the responses is pushed back on by
- * TCP flow control instead of growing the target's memory (tcp).
+ * requests flagged PMREP_F_MORE complete with the request that ends the
+ * batch (or once the CQ is polled); a PERSISTENT flush calls the region's
+ * persist function (tcp); a peer that floods READs and never takes the
+ * responses is pushed back on by TCP flow control instead of growing the
+ * target's memory (tcp).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -504,6 +506,53 @@ flush_after_many_writes_covers_them_all(void **state)
 	assert_memory_equal(f->sbuf, f->cbuf, (size_t)n * 64);
 }
 
+/*
+ * PMREP_F_MORE: verbs holds the writes and posts them with the flush (one
+ * doorbell), tcp sends them at once; either way they complete, in order,
+ * byte-exact. A batch left open (the last request flagged MORE too) still
+ * completes once the application polls / waits on the CQ.
+ */
+static void
+writes_flagged_more_complete_with_the_flush_that_ends_the_batch(void **state)
+{
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	const size_t a = 4096 + 3, la = 1000, b = 20000 + 5, lb = 70000;
+	memset(f->sbuf, GUARD, REGION);
+	func_pattern(f->cbuf, la + lb, 4242);
+	assert_int_equal(pmrep_write(f->p.cconn, f->srmt, a, f->cmr, 0, la,
+			PMREP_F_COMPLETION_ON_ERROR | PMREP_F_MORE, NULL), 0);
+	assert_int_equal(pmrep_write(f->p.cconn, f->srmt, b, f->cmr, la, lb,
+			PMREP_F_COMPLETION_ALWAYS | PMREP_F_MORE, (void *)1), 0);
+	assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, a, b + lb - a,
+			PMREP_FLUSH_TYPE_VISIBILITY, PMREP_F_COMPLETION_ALWAYS,
+			(void *)2), 0);
+	expect_ok(cq, PMREP_OP_WRITE, 1);
+	expect_ok(cq, PMREP_OP_FLUSH, 2);
+	func_expect_no_completion(cq, 50);
+	assert_memory_equal(f->sbuf + a, f->cbuf, la);
+	assert_memory_equal(f->sbuf + b, f->cbuf + la, lb);
+	expect_guards(f->sbuf, a, la);
+	expect_guards(f->sbuf, b, lb);
+
+	/* read both back, the last read still flagged MORE: the CQ wait
+	 * posts it */
+	uint8_t *back = f->cbuf + FUNC_SIZE_MAX;
+	memset(back, 0, la + lb);
+	assert_int_equal(pmrep_read(f->p.cconn, f->cmr, FUNC_SIZE_MAX, f->srmt,
+			a, la, PMREP_F_COMPLETION_ON_ERROR | PMREP_F_MORE, NULL),
+			0);
+	assert_int_equal(pmrep_read(f->p.cconn, f->cmr, FUNC_SIZE_MAX + la,
+			f->srmt, b, lb, PMREP_F_COMPLETION_ALWAYS | PMREP_F_MORE,
+			(void *)3), 0);
+	expect_ok(cq, PMREP_OP_READ, 3);
+	assert_memory_equal(back, f->cbuf, la + lb);
+
+	/* MORE is a hint, not a completion flag */
+	assert_int_equal(pmrep_write(f->p.cconn, f->srmt, a, f->cmr, 0, la,
+			PMREP_F_MORE, NULL), PMREP_E_INVAL);
+}
+
 static void
 completions_arrive_in_posting_order(void **state)
 {
@@ -764,6 +813,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(pipelined_persistent_flushes_each_cover_their_range_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_persist_fails_a_flush_and_never_acks_one_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_after_many_writes_covers_them_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(writes_flagged_more_complete_with_the_flush_that_ends_the_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(completions_arrive_in_posting_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_sees_the_writes_posted_before_it_and_none_after_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(unsignalled_success_gives_no_completion, setup, teardown),
