@@ -540,14 +540,28 @@ out:
 
 /* ------------------------------------------------------ the persist step */
 
-/* post the write of [off, off + len) and its persist step */
+/* bytes per write request: verbs takes at most 4 GiB - 1 in one */
+#define POST_CHUNK (1ull << 30)
+
+/*
+ * post the write of [off, off + len) and its persist step: the write (in
+ * chunks of at most POST_CHUNK) is flagged PMREP_F_MORE, so that verbs
+ * posts it with the flush / the persist message behind one doorbell
+ */
 static int
 post_range(struct replica *r, uint64_t off, uint64_t len)
 {
-	int ret = pmrep_write(r->conn, r->rmr, (size_t)off, r->src, (size_t)off,
-			(size_t)len, PMREP_F_COMPLETION_ON_ERROR, (void *)CTX_WRITE);
-	if (ret)
-		return ret;
+	int ret;
+	for (uint64_t done = 0; done < len;) {
+		uint64_t n = len - done < POST_CHUNK ? len - done : POST_CHUNK;
+		ret = pmrep_write(r->conn, r->rmr, (size_t)(off + done), r->src,
+				(size_t)(off + done), (size_t)n,
+				PMREP_F_COMPLETION_ON_ERROR | PMREP_F_MORE,
+				(void *)CTX_WRITE);
+		if (ret)
+			return ret;
+		done += n;
+	}
 	r->seq = r->m->next_seq++;
 	if (r->method == PMREP_MIRROR_METHOD_GPSPM) {
 		struct repl_msg m = { .type = REPL_MSG_PERSIST, .seq = r->seq,
