@@ -733,8 +733,9 @@ enum pmrep_flush_type {
  * "more requests follow on this conn at once". The provider may hold the
  * request and post it, in posting order, together with later ones behind
  * one doorbell (verbs: one ibv_post_send, or one ibv_wr_start ..
- * ibv_wr_complete when a native atomic write / flush is in the chain; tcp
- * ignores the hint and sends at once). A held request is posted:
+ * ibv_wr_complete when a native atomic write / flush is in the chain; tcp:
+ * one sendmsg, from the calling thread when the queue is short). A held
+ * request is posted:
  * - with the next posting op on the same conn that is not flagged MORE
  *   (end every batch with one: that is what the application should do);
  * - when the held chain is full: the PMREP_MORE_MAX-th held request posts

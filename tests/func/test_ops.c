@@ -439,6 +439,9 @@ static void
 failed_persist_fails_a_flush_and_never_acks_one_tcp(void **state)
 {
 	FUNC_TCP_ONLY();
+	/* the msync of an unmapped page is the point; memcheck flags it */
+	if (getenv("PMREP_TEST_UNDER_VALGRIND") != NULL)
+		skip();
 	struct fx *f = *state;
 	struct pmrep_cq *cq = func_cq(f->p.cconn);
 	/* two pages registered; the second is then unmapped, so msync of any

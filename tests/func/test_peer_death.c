@@ -343,6 +343,49 @@ T08_frozen_peer_is_lost_after_the_request_timeout_tcp(void **state)
 	victim_end(&v);
 }
 
+/*
+ * The same, but the application only watches the CQ's fd (an epoll-style
+ * loop: never pmrep_cq_wait, which on tcp may run the conn's progress in
+ * the caller). The requests went out from the posting thread, unseen by
+ * the progress thread's wait: it must still time them out by itself.
+ */
+static void
+T08_frozen_peer_is_lost_while_the_app_only_polls_the_cq_fd_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();
+	struct victim v;
+	victim_start_with(&v, 250);	/* request timeout: 8 x 250, >= 2 s */
+	usleep(300 * 1000);	/* the progress thread is asleep by now */
+	victim_freeze(&v);
+	long long t0 = func_now_ms();
+	post_writes(v.conn, v.rmt, v.mr, 0, 1);
+	post_flush(v.conn, v.rmt, 2);
+	struct pmrep_cq *cq = func_cq(v.conn);
+	int fd = -1;
+	assert_int_equal(pmrep_cq_get_fd(cq, &fd), 0);
+	struct pmrep_completion c[2];
+	int got = 0;
+	while (got < 2 && func_now_ms() - t0 < 10000 * func_slow()) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		(void) poll(&p, 1, 200);
+		int k = 0;
+		if (pmrep_cq_get_completions(cq, c + got, 2 - got, &k) == 0)
+			got += k;
+	}
+	long long took = func_now_ms() - t0;
+	assert_int_equal(got, 2);
+	assert_true(took >= 1900);
+	/* the thread's idle wait is one period: at most two in all */
+	assert_true(took < 4500 * func_slow());
+	assert_int_equal((uintptr_t)c[0].op_context, 1);
+	assert_int_equal(c[0].status, IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal((uintptr_t)c[1].op_context, 2);
+	assert_int_equal(c[1].status, IBV_WC_WR_FLUSH_ERR);
+	expect_end_once(v.conn, true);
+	victim_end(&v);
+}
+
 int
 main(void)
 {
@@ -353,6 +396,7 @@ main(void)
 		cmocka_unit_test(T08_delete_with_requests_in_flight_to_a_frozen_peer_is_bounded),
 		cmocka_unit_test(T08_disconnect_with_writes_and_a_flush_in_flight_gives_each_one_outcome),
 		cmocka_unit_test(T08_frozen_peer_is_lost_after_the_request_timeout_tcp),
+		cmocka_unit_test(T08_frozen_peer_is_lost_while_the_app_only_polls_the_cq_fd_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

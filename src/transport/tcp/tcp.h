@@ -44,6 +44,7 @@
 #define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* silent peer with requests in flight */
 #define TCP_MR_BUCKETS		256
 #define TCP_CQE_BATCH		64		/* completions pushed at once */
+#define TCP_FAST_POST_MAX	2		/* posted from the app thread up to this many outstanding */
 /* READ responses owed before the conn stops reading (TCP flow control
  * then holds the peer back): the largest send queue, so a peer that keeps
  * to its queue never meets it; reading resumes below half */
@@ -315,6 +316,21 @@ struct tcp_conn {
 	pthread_t thread;
 	int wake_fd;			/* eventfd: the thread's doorbell */
 
+	/*
+	 * Who runs a progress turn (send, receive, apply, complete): the
+	 * thread, or an application thread on the fast path (tcp_fast_turn:
+	 * a post sends at once, a CQ wait or poll receives at once), never
+	 * both. Every field below "the progress thread's own" is touched
+	 * only under it. Taken before every other lock.
+	 */
+	pthread_mutex_t prog_lock;
+	/* what the thread's poll waits for (under prog_lock): an application
+	 * turn that needs more (another event, an earlier deadline, no wait)
+	 * rings the doorbell */
+	int thr_sock;
+	short thr_events;
+	long long thr_deadline;
+
 	/* ---- shared with the application, under lock */
 	pthread_mutex_t lock;
 	bool kicked;			/* wake_fd written, not yet drained */
@@ -323,6 +339,7 @@ struct tcp_conn {
 	bool rnr_waiting;		/* the thread waits for a receive */
 	bool app_wake;			/* kick on recv too (error, terminal) */
 	bool established;		/* ESTABLISHED queued: requests may go */
+	unsigned held;			/* requests posted with PMREP_F_MORE, not sent yet */
 	bool disconnecting;		/* pmrep_conn_disconnect was called */
 	struct tcp_wr *sq;
 	uint32_t sq_size, sq_mask, sq_head, sq_tail;
@@ -330,8 +347,9 @@ struct tcp_conn {
 	enum pmrep_conn_event events[TCP_EVENTS_MAX];
 	int nevents;
 
-	/* ---- the progress thread's own */
+	/* ---- the progress thread's own (under prog_lock) */
 	int sock;
+	int sock_dead;			/* ended; closed by the thread (its poll may hold it) */
 	enum tcp_conn_state state;
 	bool qp_error;			/* the conn failed: flush everything */
 	bool terminal_queued;
@@ -411,6 +429,8 @@ int tcp_conn_disconnect(struct pmrep_conn *conn);
 int tcp_conn_delete(struct pmrep_conn *conn);
 int tcp_post(const struct pmrep_op_args *args);
 
+/* send what PMREP_F_MORE held back (a CQ wait / poll, conn wait) */
+void tcp_conn_release_held(struct tcp_conn *c);
 /* wake the progress thread (caller holds conn->lock) */
 void tcp_conn_kick_locked(struct tcp_conn *c);
 /* queue a connection event (caller holds conn->lock) */
@@ -418,6 +438,16 @@ void tcp_conn_push_event_locked(struct tcp_conn *c, enum pmrep_conn_event ev);
 
 /* the progress thread (tcp_progress.c) */
 void *tcp_progress_main(void *arg);
+/*
+ * The fast path: if no other thread runs a turn of `c` and it is open,
+ * run one in the calling (application) thread -- send what is queued,
+ * with `readable` also receive and apply what arrived -- ring the
+ * thread's doorbell if its wait no longer fits, and return true; *sock /
+ * *events (may be NULL): what to poll for more of this conn (-1 / 0: the
+ * CQ's channel only). false: nothing was done (the caller kicks).
+ */
+bool tcp_fast_turn(struct tcp_conn *c, bool readable, int *sock,
+		short *events);
 /* dereg: the conns' in-flight references to `mr` (caller holds mem_lock, w) */
 void tcp_progress_forget_mr(struct tcp_conn *c, const struct tcp_mr *mr);
 

@@ -101,11 +101,14 @@ conn_free(struct tcp_conn *c)
 		free(c->tx[(c->tx_first + i) % TCP_TX_FRAMES].owned);
 	if (c->sock >= 0)
 		close(c->sock);
+	if (c->sock_dead >= 0)
+		close(c->sock_dead);
 	if (c->base.event_fd >= 0)
 		close(c->base.event_fd);
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->prog_lock);
 	tcp_rq_fini(&c->rq);
 	free(c->resp);
 	free(c->rxbuf);
@@ -174,7 +177,8 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 	c->base.cfg = req->base.cfg;
 	c->base.comp_fd = -1;
 	c->base.flush_method = PMREP_FLUSH_METHOD_NATIVE;
-	c->sock = -1;
+	c->sock = c->sock_dead = c->thr_sock = -1;
+	c->thr_deadline = -1;
 	c->wake_fd = -1;
 	c->active = !req->base.passive;
 	c->addr = req->addr;
@@ -190,6 +194,7 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 	c->base.pdata_len = req->base.pdata_len;
 	memcpy(c->base.pdata, req->base.pdata, req->base.pdata_len);
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->prog_lock, NULL);
 	/* the receives posted on the request move over */
 	c->rq = req->rq;
 	req->rq.ring = NULL;
@@ -334,7 +339,38 @@ tcp_post(const struct pmrep_op_args *a)
 	memcpy(wr->value, a->atomic_value, 8);
 	wr->flush_type = (uint8_t)a->flush_type;
 	c->sq_tail++;
-	tcp_conn_kick_locked(c);
+	/* PMREP_F_MORE: held (queued, nobody woken) until the batch ends */
+	if (a->more && ++c->held < PMREP_MORE_MAX) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	unsigned batch = c->held + 1;
+	c->held = 0;
+	/* a short queue (a persist: write + flush, with or without MORE)
+	 * goes out from this thread at once; a deeper one is batched by the
+	 * progress thread (one sendmsg for many frames) */
+	bool fast = c->sq_tail - c->sq_head <= TCP_FAST_POST_MAX + batch - 1;
+	if (!fast)
+		tcp_conn_kick_locked(c);
 	pthread_mutex_unlock(&c->lock);
+	if (fast && !tcp_fast_turn(c, false, NULL, NULL)) {
+		pthread_mutex_lock(&c->lock);
+		tcp_conn_kick_locked(c);
+		pthread_mutex_unlock(&c->lock);
+	}
 	return 0;
+}
+
+void
+tcp_conn_release_held(struct tcp_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool held = c->held > 0;
+	c->held = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (held && !tcp_fast_turn(c, false, NULL, NULL)) {
+		pthread_mutex_lock(&c->lock);
+		tcp_conn_kick_locked(c);
+		pthread_mutex_unlock(&c->lock);
+	}
 }

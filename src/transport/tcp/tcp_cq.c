@@ -9,6 +9,7 @@
  * left and then polls the CQ empty never spins and never loses a wakeup.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -205,10 +206,68 @@ tcp_cq_push(struct tcp_cq *cq, const struct pmrep_completion *c, int n)
 	return true;
 }
 
+/* the conn whose progress this CQ's wait may drive (fast path): a conn's
+ * CQ on its own channel; NULL for an SRQ's CQ or a shared channel */
+static struct tcp_conn *
+fast_conn(const struct tcp_cq *cq)
+{
+	if (cq->base.conn == NULL || cq->chan != &cq->own_chan)
+		return NULL;
+	return tcp_conn(cq->base.conn);
+}
+
+/* take the CQ's event if it fired (own channel); true: taken, re-armed */
+static bool
+take_own_event(struct tcp_cq *cq)
+{
+	pthread_mutex_lock(&cq->chan->lock);
+	bool fired = cq->fired;
+	if (fired)
+		(void) chan_take_locked(cq->chan);
+	pthread_mutex_unlock(&cq->chan->lock);
+	return fired;
+}
+
+/*
+ * The fast wait: run the conn's progress in this thread while no other
+ * thread does, and sleep on the CQ's channel and the conn's socket at
+ * once, so a completion arriving on the socket costs no hand-off from
+ * the progress thread. Whoever runs the turn, the event lands on the
+ * channel; this returns when it is there.
+ */
+static int
+cq_wait_fast(struct tcp_cq *cq, struct tcp_conn *c, int timeout_ms)
+{
+	long long deadline = timeout_ms < 0 ? -1 : pmrep_now_ms() + timeout_ms;
+	for (;;) {
+		if (take_own_event(cq))
+			return 0;
+		int sock = -1;
+		short events = 0;
+		if (tcp_fast_turn(c, true, &sock, &events) && take_own_event(cq))
+			return 0;
+		int left = tcp_poll_ms(deadline, pmrep_now_ms());
+		if (left == 0)
+			return PMREP_E_TIMEOUT;
+		struct pollfd p[2] = {
+			{ .fd = cq->chan->fd, .events = POLLIN },
+			{ .fd = sock, .events = events },
+		};
+		if (poll(p, sock >= 0 && events ? 2 : 1, left) < 0 &&
+				errno != EINTR)
+			return PMREP_ERR_PROVIDER(errno, "poll");
+	}
+}
+
 int
 tcp_cq_wait(struct pmrep_cq *cq_base, int timeout_ms)
 {
 	struct tcp_cq *cq = (struct tcp_cq *)cq_base;
+	if (cq->base.conn != NULL)
+		tcp_conn_release_held(tcp_conn(cq->base.conn));
+	struct tcp_conn *c = fast_conn(cq);
+	if (c != NULL)
+		return cq_wait_fast(cq, c, timeout_ms);
 	int ret = pmrep_fd_wait_readable(cq->chan->fd, timeout_ms);
 	if (ret)
 		return ret;
@@ -226,6 +285,8 @@ tcp_cq_get_completions(struct pmrep_cq *cq_base, struct pmrep_completion *out,
 		int max, int *n)
 {
 	struct tcp_cq *cq = (struct tcp_cq *)cq_base;
+	if (cq->base.conn != NULL)
+		tcp_conn_release_held(tcp_conn(cq->base.conn));
 	pthread_mutex_lock(&cq->lock);
 	uint32_t k = cq->count < (uint32_t)max ? cq->count : (uint32_t)max;
 	for (uint32_t i = 0; i < k; i++)
@@ -287,6 +348,7 @@ tcp_conn_wait(struct pmrep_conn *conn_base, int timeout_ms,
 		struct pmrep_cq **cq, bool *is_rcq)
 {
 	struct tcp_conn *c = tcp_conn(conn_base);
+	tcp_conn_release_held(c);
 	if (c->own_chan == NULL) {
 		/* a pmrep_comp_channel carries other conns' events too */
 		PMREP_LOG_ERR("the conn's CQs are on a pmrep_comp_channel: use pmrep_comp_channel_wait");

@@ -210,13 +210,25 @@ enter_error(struct tcp_conn *c, enum ibv_wc_status first)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* the socket ended: it leaves the conn now; the thread closes the fd
+ * after its turn (a turn run by an application thread must not close
+ * what the thread's poll is watching: the number could be reused) */
 static void
 close_socket(struct tcp_conn *c)
 {
 	if (c->sock < 0)
 		return;
-	close(c->sock);
+	c->sock_dead = c->sock;
 	c->sock = -1;
+}
+
+static void
+close_dead_socket(struct tcp_conn *c)
+{
+	if (c->sock_dead >= 0) {
+		close(c->sock_dead);
+		c->sock_dead = -1;
+	}
 }
 
 /* the end: the socket goes, everything is flushed, one terminal event */
@@ -1366,14 +1378,18 @@ connect_phase(struct tcp_conn *c)
  * that deadline, or -1 when nothing is in flight.
  */
 static long long
+request_period(const struct tcp_conn *c)
+{
+	long long t = 8LL * c->base.cfg.timeout_ms;
+	return t < TCP_REQUEST_TIMEOUT_MIN_MS ? TCP_REQUEST_TIMEOUT_MIN_MS : t;
+}
+
+static long long
 request_deadline(const struct tcp_conn *c)
 {
 	if (c->state != TCP_CONN_OPEN || c->qp_error || c->sq_head == c->sq_tx)
 		return -1;
-	long long t = 8LL * c->base.cfg.timeout_ms;
-	if (t < TCP_REQUEST_TIMEOUT_MIN_MS)
-		t = TCP_REQUEST_TIMEOUT_MIN_MS;
-	return c->last_rx_ms + t;
+	return c->last_rx_ms + request_period(c);
 }
 
 static void
@@ -1396,14 +1412,121 @@ shutdown_socket(struct tcp_conn *c)
 	c->sock = -1;
 }
 
+/* the conn's timers: closing, the silent-peer request timeout */
+static void
+timers(struct tcp_conn *c, long long now)
+{
+	if (c->state == TCP_CONN_CLOSING && now >= c->closing_deadline)
+		finish(c, PMREP_CONN_CLOSED);
+	long long silent = request_deadline(c);
+	if (silent >= 0 && now >= silent) {
+		PMREP_LOG_ERR("no answer from the peer for %lld ms with requests in flight",
+				now - c->last_rx_ms);
+		finish(c, PMREP_CONN_LOST);
+	}
+}
+
+/* one progress turn (caller holds prog_lock): receive (when `readable`
+ * or work was left), complete, send, timers */
+static void
+turn(struct tcp_conn *c, bool readable)
+{
+	struct tcp_peer *p = tcp_peer(c->base.peer);
+	if (c->qp_error)
+		flush_all(c, IBV_WC_WR_FLUSH_ERR);	/* late posts */
+
+	pthread_rwlock_rdlock(&p->mem_lock);
+	if (c->sock >= 0 && !c->rx_gated && !c->rx_full &&
+			(readable || c->rx_more))
+		rx_progress(c);
+	sq_complete(c);
+	c->tx_more = false;
+	if (c->sock >= 0)
+		tx_progress(c);
+	if (c->rx_gated && !reads_unsent(c)) {
+		c->rx_gated = false;
+		c->rx_more = true;	/* the waiting request goes on */
+	}
+	if (c->rx_full && c->resp_count <= TCP_RESP_MAX / 2) {
+		c->rx_full = false;
+		c->rx_more = true;	/* the waiting READ goes on */
+	}
+	pthread_rwlock_unlock(&p->mem_lock);
+	cqes_flush(c);
+	timers(c, pmrep_now_ms());
+}
+
+/*
+ * What to wait for after a turn: socket events, a deadline (-1: none) and
+ * whether to look again at once. An open conn with nothing in flight
+ * still wakes every request-timeout period, so that a request an
+ * application thread sends meanwhile (without ringing the doorbell) is
+ * timed within two periods.
+ */
+static void
+wait_plan(const struct tcp_conn *c, long long now, short *events,
+		long long *deadline, bool *zero)
+{
+	long long d = request_deadline(c);
+	if (d < 0 && c->state == TCP_CONN_OPEN && !c->qp_error)
+		d = now + request_period(c);
+	if (c->stalled && (d < 0 || c->stall_deadline < d))
+		d = c->stall_deadline;
+	if (c->state == TCP_CONN_CLOSING && (d < 0 || c->closing_deadline < d))
+		d = c->closing_deadline;
+	bool paused = c->stalled || c->rx_gated || c->rx_full;
+	short ev = 0;
+	if (c->sock >= 0) {
+		if (!paused)
+			ev |= POLLIN;
+		if (c->tx_blocked)
+			ev |= POLLOUT;
+	}
+	*events = ev;
+	*deadline = d;
+	*zero = (c->rx_more && !paused) || (c->tx_more && c->sock >= 0);
+}
+
+bool
+tcp_fast_turn(struct tcp_conn *c, bool readable, int *sock, short *events)
+{
+	if (pthread_mutex_trylock(&c->prog_lock) != 0)
+		return false;
+	if (c->state != TCP_CONN_OPEN) {
+		pthread_mutex_unlock(&c->prog_lock);
+		return false;
+	}
+	turn(c, readable);
+	short ev;
+	long long d;
+	bool zero;
+	wait_plan(c, pmrep_now_ms(), &ev, &d, &zero);
+	if (zero || c->sock != c->thr_sock || c->sock_dead >= 0 ||
+			(ev & ~c->thr_events) ||
+			(d >= 0 && (c->thr_deadline < 0 || d < c->thr_deadline))) {
+		pthread_mutex_lock(&c->lock);
+		tcp_conn_kick_locked(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (sock != NULL)
+		*sock = c->sock;
+	if (events != NULL)
+		*events = ev & POLLIN;
+	pthread_mutex_unlock(&c->prog_lock);
+	return true;
+}
+
 void *
 tcp_progress_main(void *arg)
 {
 	struct tcp_conn *c = arg;
-	struct tcp_peer *p = tcp_peer(c->base.peer);
 
+	pthread_mutex_lock(&c->prog_lock);
 	if (c->active) {
+		/* no application turn runs before the conn is open */
+		pthread_mutex_unlock(&c->prog_lock);
 		enum pmrep_conn_event ev = connect_phase(c);
+		pthread_mutex_lock(&c->prog_lock);
 		if (ev == PMREP_CONN_ESTABLISHED) {
 			c->state = TCP_CONN_OPEN;
 			push_event(c, ev);
@@ -1424,70 +1547,35 @@ tcp_progress_main(void *arg)
 			break;
 		if (disc)
 			begin_disconnect(c);
-		if (c->qp_error)
-			flush_all(c, IBV_WC_WR_FLUSH_ERR);	/* late posts */
+		turn(c, readable);
+		close_dead_socket(c);
 
-		pthread_rwlock_rdlock(&p->mem_lock);
-		if (c->sock >= 0 && !c->rx_gated && !c->rx_full &&
-				(readable || c->rx_more))
-			rx_progress(c);
-		sq_complete(c);
-		c->tx_more = false;
-		if (c->sock >= 0)
-			tx_progress(c);
-		if (c->rx_gated && !reads_unsent(c)) {
-			c->rx_gated = false;
-			c->rx_more = true;	/* the waiting request goes on */
-		}
-		if (c->rx_full && c->resp_count <= TCP_RESP_MAX / 2) {
-			c->rx_full = false;
-			c->rx_more = true;	/* the waiting READ goes on */
-		}
-		pthread_rwlock_unlock(&p->mem_lock);
-		cqes_flush(c);
-
-		long long now = pmrep_now_ms();
-		if (c->state == TCP_CONN_CLOSING && now >= c->closing_deadline)
-			finish(c, PMREP_CONN_CLOSED);
-		long long silent = request_deadline(c);
-		if (silent >= 0 && now >= silent) {
-			PMREP_LOG_ERR("no answer from the peer for %lld ms with requests in flight",
-					now - c->last_rx_ms);
-			finish(c, PMREP_CONN_LOST);
-			silent = -1;
-		}
-
-		long long deadline = silent;
-		if (c->stalled && (deadline < 0 || c->stall_deadline < deadline))
-			deadline = c->stall_deadline;
-		if (c->state == TCP_CONN_CLOSING && (deadline < 0 ||
-				c->closing_deadline < deadline))
-			deadline = c->closing_deadline;
-		int timeout = tcp_poll_ms(deadline, now);
-
+		long long now = pmrep_now_ms(), deadline;
+		short events;
+		bool zero;
+		wait_plan(c, now, &events, &deadline, &zero);
+		int timeout = zero ? 0 : tcp_poll_ms(deadline, now);
 		struct pollfd pfd[2] = {
 			{ .fd = c->wake_fd, .events = POLLIN },
-			{ .fd = c->sock, .events = 0 },
+			{ .fd = c->sock, .events = events },
 		};
-		bool paused = c->stalled || c->rx_gated || c->rx_full;
-		if (c->sock >= 0) {
-			if (!paused)
-				pfd[1].events |= POLLIN;
-			if (c->tx_blocked)
-				pfd[1].events |= POLLOUT;
-		}
-		if ((c->rx_more && !paused) || (c->tx_more && c->sock >= 0))
-			timeout = 0;
-		int n = poll(pfd, c->sock >= 0 ? 2 : 1, timeout);
+		c->thr_sock = c->sock;
+		c->thr_events = events;
+		c->thr_deadline = deadline;
+		pthread_mutex_unlock(&c->prog_lock);
+		int n = poll(pfd, c->thr_sock >= 0 ? 2 : 1, timeout);
+		pthread_mutex_lock(&c->prog_lock);
 		rang = n > 0 && pfd[0].revents != 0;
-		readable = n > 0 && c->sock >= 0 && (pfd[1].revents &
+		readable = n > 0 && pfd[1].fd >= 0 && (pfd[1].revents &
 				(POLLIN | POLLERR | POLLHUP));
 	}
 
 	shutdown_socket(c);
+	close_dead_socket(c);
 	c->state = TCP_CONN_DEAD;
 	enter_error(c, IBV_WC_WR_FLUSH_ERR);
 	flush_all(c, IBV_WC_WR_FLUSH_ERR);
 	cqes_flush(c);
+	pthread_mutex_unlock(&c->prog_lock);
 	return NULL;
 }
