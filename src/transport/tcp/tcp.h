@@ -22,6 +22,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
@@ -45,6 +46,7 @@
 #define TCP_MR_BUCKETS		256
 #define TCP_CQE_BATCH		64		/* completions pushed at once */
 #define TCP_FAST_POST_MAX	2		/* posted from the app thread up to this many outstanding */
+#define TCP_DEAF_MS		2		/* the thread's look while an app thread waits on the socket */
 /* READ responses owed before the conn stops reading (TCP flow control
  * then holds the peer back): the largest send queue, so a peer that keeps
  * to its queue never meets it; reading resumes below half */
@@ -112,6 +114,7 @@ struct tcp_cq;
 struct tcp_chan {
 	pthread_mutex_t lock;
 	int fd;
+	bool signaled;			/* fd written, not drained yet */
 	struct tcp_cq *fired, *fired_tail;
 };
 
@@ -123,6 +126,9 @@ struct tcp_cq {
 	struct tcp_chan *chan;		/* &own_chan, or a shared one */
 	struct tcp_chan own_chan;
 	bool armed, fired;		/* under chan->lock */
+	/* under chan->lock: an application thread runs a turn and takes this
+	 * CQ's event itself right after: fire without writing the fd */
+	bool quiet;
 	struct tcp_cq *fired_next;
 };
 
@@ -133,6 +139,11 @@ struct tcp_comp_channel {
 
 int tcp_chan_init(struct tcp_chan *ch);
 void tcp_chan_fini(struct tcp_chan *ch);
+/* the fast wait's own turn (caller holds the conn's prog_lock): fire
+ * `cq` quietly from now on; end: loud again, and its event taken (true)
+ * if it fired */
+void tcp_cq_quiet_begin(struct tcp_cq *cq);
+bool tcp_cq_quiet_end(struct tcp_cq *cq);
 /* wait on a channel: the CQ whose event it took (re-armed) */
 int tcp_chan_wait(struct tcp_chan *ch, int timeout_ms, struct tcp_cq **cq);
 
@@ -330,6 +341,11 @@ struct tcp_conn {
 	int thr_sock;
 	short thr_events;
 	long long thr_deadline;
+	/* application threads in a fast CQ wait, which watch the socket
+	 * themselves: meanwhile the thread leaves POLLIN to them (no second
+	 * wakeup per arrival) and looks again every TCP_DEAF_MS (thr_deaf) */
+	atomic_int app_waiters;
+	bool thr_deaf;
 
 	/* ---- shared with the application, under lock */
 	pthread_mutex_t lock;
@@ -439,15 +455,18 @@ void tcp_conn_push_event_locked(struct tcp_conn *c, enum pmrep_conn_event ev);
 /* the progress thread (tcp_progress.c) */
 void *tcp_progress_main(void *arg);
 /*
- * The fast path: if no other thread runs a turn of `c` and it is open,
- * run one in the calling (application) thread -- send what is queued,
+ * The fast path: if no other thread runs a turn of `c` (`wait`: once the
+ * one running ends; turns never block) and it is open, run one in the calling (application) thread -- send what is queued,
  * with `readable` also receive and apply what arrived -- ring the
  * thread's doorbell if its wait no longer fits, and return true; *sock /
  * *events (may be NULL): what to poll for more of this conn (-1 / 0: the
- * CQ's channel only). false: nothing was done (the caller kicks).
+ * CQ's channel only). `take` (may be NULL): a CQ of the conn on its own
+ * channel whose event this turn takes if it fires (*taken), without a
+ * write and a read of the channel's fd. false: nothing was done (the
+ * caller kicks).
  */
-bool tcp_fast_turn(struct tcp_conn *c, bool readable, int *sock,
-		short *events);
+bool tcp_fast_turn(struct tcp_conn *c, bool wait, bool readable, int *sock,
+		short *events, struct tcp_cq *take, bool *taken);
 /* dereg: the conns' in-flight references to `mr` (caller holds mem_lock, w) */
 void tcp_progress_forget_mr(struct tcp_conn *c, const struct tcp_mr *mr);
 

@@ -195,6 +195,7 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 	memcpy(c->base.pdata, req->base.pdata, req->base.pdata_len);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->prog_lock, NULL);
+	atomic_init(&c->app_waiters, 0);
 	/* the receives posted on the request move over */
 	c->rq = req->rq;
 	req->rq.ring = NULL;
@@ -353,7 +354,7 @@ tcp_post(const struct pmrep_op_args *a)
 	if (!fast)
 		tcp_conn_kick_locked(c);
 	pthread_mutex_unlock(&c->lock);
-	if (fast && !tcp_fast_turn(c, false, NULL, NULL)) {
+	if (fast && !tcp_fast_turn(c, false, false, NULL, NULL, NULL, NULL)) {
 		pthread_mutex_lock(&c->lock);
 		tcp_conn_kick_locked(c);
 		pthread_mutex_unlock(&c->lock);
@@ -368,7 +369,7 @@ tcp_conn_release_held(struct tcp_conn *c)
 	bool held = c->held > 0;
 	c->held = 0;
 	pthread_mutex_unlock(&c->lock);
-	if (held && !tcp_fast_turn(c, false, NULL, NULL)) {
+	if (held && !tcp_fast_turn(c, false, false, NULL, NULL, NULL, NULL)) {
 		pthread_mutex_lock(&c->lock);
 		tcp_conn_kick_locked(c);
 		pthread_mutex_unlock(&c->lock);

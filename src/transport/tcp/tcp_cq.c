@@ -41,6 +41,25 @@ tcp_eventfd_drain(int fd)
 	(void) r;
 }
 
+/* the channel's fd is readable exactly while signaled (ch->lock held) */
+static void
+chan_signal_locked(struct tcp_chan *ch)
+{
+	if (!ch->signaled) {
+		ch->signaled = true;
+		tcp_eventfd_signal(ch->fd);
+	}
+}
+
+static void
+chan_drain_locked(struct tcp_chan *ch)
+{
+	if (ch->signaled) {
+		ch->signaled = false;
+		tcp_eventfd_drain(ch->fd);
+	}
+}
+
 int
 tcp_chan_init(struct tcp_chan *ch)
 {
@@ -48,6 +67,7 @@ tcp_chan_init(struct tcp_chan *ch)
 	if (ch->fd < 0)
 		return PMREP_ERR_PROVIDER(errno, "eventfd");
 	pthread_mutex_init(&ch->lock, NULL);
+	ch->signaled = false;
 	ch->fired = ch->fired_tail = NULL;
 	return 0;
 }
@@ -73,7 +93,7 @@ chan_take_locked(struct tcp_chan *ch)
 		c->armed = true;
 	}
 	if (ch->fired == NULL)
-		tcp_eventfd_drain(ch->fd);
+		chan_drain_locked(ch);
 	return c;
 }
 
@@ -156,7 +176,7 @@ tcp_cq_delete(struct tcp_cq *cq)
 		if (ch->fired_tail == cq)
 			ch->fired_tail = prev;
 		if (ch->fired == NULL)
-			tcp_eventfd_drain(ch->fd);
+			chan_drain_locked(ch);
 	}
 	pthread_mutex_unlock(&ch->lock);
 	if (ch == &cq->own_chan)
@@ -200,7 +220,8 @@ tcp_cq_push(struct tcp_cq *cq, const struct pmrep_completion *c, int n)
 		else
 			ch->fired = cq;
 		ch->fired_tail = cq;
-		tcp_eventfd_signal(ch->fd);
+		if (!cq->quiet)
+			chan_signal_locked(ch);
 	}
 	pthread_mutex_unlock(&ch->lock);
 	return true;
@@ -228,6 +249,26 @@ take_own_event(struct tcp_cq *cq)
 	return fired;
 }
 
+void
+tcp_cq_quiet_begin(struct tcp_cq *cq)
+{
+	pthread_mutex_lock(&cq->chan->lock);
+	cq->quiet = true;
+	pthread_mutex_unlock(&cq->chan->lock);
+}
+
+bool
+tcp_cq_quiet_end(struct tcp_cq *cq)
+{
+	pthread_mutex_lock(&cq->chan->lock);
+	cq->quiet = false;
+	bool fired = cq->fired;
+	if (fired)	/* own channel: this CQ is all it holds */
+		(void) chan_take_locked(cq->chan);
+	pthread_mutex_unlock(&cq->chan->lock);
+	return fired;
+}
+
 /*
  * The fast wait: run the conn's progress in this thread while no other
  * thread does, and sleep on the CQ's channel and the conn's socket at
@@ -239,13 +280,19 @@ static int
 cq_wait_fast(struct tcp_cq *cq, struct tcp_conn *c, int timeout_ms)
 {
 	long long deadline = timeout_ms < 0 ? -1 : pmrep_now_ms() + timeout_ms;
+	/* the first turn only sends and looks at the clock: right after a
+	 * post the answer cannot be in yet, a recv would only say EAGAIN */
+	bool readable = false;
 	for (;;) {
 		if (take_own_event(cq))
 			return 0;
 		int sock = -1;
 		short events = 0;
-		if (tcp_fast_turn(c, true, &sock, &events) && take_own_event(cq))
+		bool taken = false;
+		if (tcp_fast_turn(c, true, readable, &sock, &events, cq,
+				&taken) && taken)
 			return 0;
+		readable = true;
 		int left = tcp_poll_ms(deadline, pmrep_now_ms());
 		if (left == 0)
 			return PMREP_E_TIMEOUT;
@@ -253,9 +300,17 @@ cq_wait_fast(struct tcp_cq *cq, struct tcp_conn *c, int timeout_ms)
 			{ .fd = cq->chan->fd, .events = POLLIN },
 			{ .fd = sock, .events = events },
 		};
-		if (poll(p, sock >= 0 && events ? 2 : 1, left) < 0 &&
-				errno != EINTR)
-			return PMREP_ERR_PROVIDER(errno, "poll");
+		/* while this thread sleeps on the socket, the progress
+		 * thread need not (see tcp_conn.app_waiters) */
+		bool on_sock = sock >= 0 && events;
+		if (on_sock)
+			atomic_fetch_add(&c->app_waiters, 1);
+		int n = poll(p, on_sock ? 2 : 1, left);
+		int err = errno;
+		if (on_sock)
+			atomic_fetch_sub(&c->app_waiters, 1);
+		if (n < 0 && err != EINTR)
+			return PMREP_ERR_PROVIDER(err, "poll");
 	}
 }
 

@@ -1488,21 +1488,29 @@ wait_plan(const struct tcp_conn *c, long long now, short *events,
 }
 
 bool
-tcp_fast_turn(struct tcp_conn *c, bool readable, int *sock, short *events)
+tcp_fast_turn(struct tcp_conn *c, bool wait, bool readable, int *sock,
+		short *events, struct tcp_cq *take, bool *taken)
 {
-	if (pthread_mutex_trylock(&c->prog_lock) != 0)
+	if (wait)
+		pthread_mutex_lock(&c->prog_lock);
+	else if (pthread_mutex_trylock(&c->prog_lock) != 0)
 		return false;
 	if (c->state != TCP_CONN_OPEN) {
 		pthread_mutex_unlock(&c->prog_lock);
 		return false;
 	}
+	if (take != NULL)
+		tcp_cq_quiet_begin(take);
 	turn(c, readable);
+	if (take != NULL)
+		*taken = tcp_cq_quiet_end(take);
 	short ev;
 	long long d;
 	bool zero;
 	wait_plan(c, pmrep_now_ms(), &ev, &d, &zero);
-	if (zero || c->sock != c->thr_sock || c->sock_dead >= 0 ||
-			(ev & ~c->thr_events) ||
+	/* a deaf thread looks again within TCP_DEAF_MS by itself */
+	short missing = (short)(ev & ~c->thr_events & ~(c->thr_deaf ? POLLIN : 0));
+	if (zero || c->sock != c->thr_sock || c->sock_dead >= 0 || missing ||
 			(d >= 0 && (c->thr_deadline < 0 || d < c->thr_deadline))) {
 		pthread_mutex_lock(&c->lock);
 		tcp_conn_kick_locked(c);
@@ -1555,6 +1563,14 @@ tcp_progress_main(void *arg)
 		bool zero;
 		wait_plan(c, now, &events, &deadline, &zero);
 		int timeout = zero ? 0 : tcp_poll_ms(deadline, now);
+		/* an application thread in a fast wait watches the socket */
+		c->thr_deaf = (events & POLLIN) &&
+			atomic_load(&c->app_waiters) > 0;
+		if (c->thr_deaf) {
+			events &= (short)~POLLIN;
+			if (timeout < 0 || timeout > TCP_DEAF_MS)
+				timeout = TCP_DEAF_MS;
+		}
 		struct pollfd pfd[2] = {
 			{ .fd = c->wake_fd, .events = POLLIN },
 			{ .fd = c->sock, .events = events },
