@@ -221,6 +221,12 @@ repl_chan_ack_cq(struct repl_chan *ch)
 }
 
 int
+repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms)
+{
+	return pmrep_cq_wait(ch->cq, timeout_ms);
+}
+
+int
 repl_chan_check_conn(struct repl_chan *ch)
 {
 	if (ch->lost)

@@ -77,6 +77,13 @@ int repl_chan_fds(const struct repl_chan *ch, int *cq_fd, int *event_fd);
 /* after poll said the CQ fd is readable: acknowledge and re-arm */
 void repl_chan_ack_cq(struct repl_chan *ch);
 /*
+ * wait up to timeout_ms for the CQ's next event (taken, re-armed) through
+ * the transport's own CQ wait, which may drive the conn in this thread
+ * (tcp); conn events are not watched meanwhile (a conn that ends flushes
+ * its requests onto the CQ). 0, or PMREP_E_TIMEOUT, or another error.
+ */
+int repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms);
+/*
  * after poll said the event fd is readable: read conn events;
  * PMREP_E_CONN_LOST when a terminal one came, else 0.
  */

@@ -664,6 +664,17 @@ wait_pending(struct pmrep_mirror *m, long long deadline)
 		}
 		if (left < 0 || left > POLL_SLICE_MS)
 			left = POLL_SLICE_MS;
+		if (np == 2) {
+			/* one replica pending (the usual persist of one, a
+			 * resync step): the transport's CQ wait, which may
+			 * take the answer in this thread; its conn events
+			 * are read by progress() on the next turn */
+			int ret = repl_chan_wait_cq(&who[0]->ch, left);
+			if (ret && ret != PMREP_E_TIMEOUT)
+				replica_fail(who[0], ret, who[0]->p_off,
+						who[0]->p_len);
+			continue;
+		}
 		if (poll(p, (nfds_t)np, left) > 0) {
 			for (int i = 0; i < np; i++)
 				if (who[i] && (p[i].revents & POLLIN))

@@ -362,6 +362,7 @@ struct tcp_conn {
 	struct tcp_rq rq;
 	enum pmrep_conn_event events[TCP_EVENTS_MAX];
 	int nevents;
+	bool event_signaled;		/* event_fd written, not drained */
 
 	/* ---- the progress thread's own (under prog_lock) */
 	int sock;

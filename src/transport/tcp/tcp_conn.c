@@ -40,7 +40,10 @@ tcp_conn_push_event_locked(struct tcp_conn *c, enum pmrep_conn_event ev)
 		c->established = true;
 	else
 		c->app_wake = true;	/* later receives must be flushed */
-	tcp_eventfd_signal(c->base.event_fd);
+	if (!c->event_signaled) {
+		c->event_signaled = true;
+		tcp_eventfd_signal(c->base.event_fd);
+	}
 }
 
 int
@@ -57,8 +60,10 @@ tcp_conn_next_event(struct pmrep_conn *conn, enum pmrep_conn_event *event)
 				sizeof(c->events[0]) * (size_t)--c->nevents);
 	}
 	/* the fd stays readable exactly while an event is queued */
-	if (c->nevents == 0)
+	if (c->nevents == 0 && c->event_signaled) {
+		c->event_signaled = false;
 		tcp_eventfd_drain(c->base.event_fd);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
