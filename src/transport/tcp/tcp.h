@@ -3,15 +3,18 @@
  * tcp.h -- the tcp provider's objects and the functions its files share.
  *
  * Threads: one progress thread per connection (tcp_progress.c). It owns
- * the socket: it connects (active side, with retries), sends every frame,
- * receives and applies every frame (the remote side's one-sided writes,
- * reads, atomic writes and flushes land in our registered regions without
- * the application), and produces every completion and connection event.
- * The application thread only queues work (post, recv) under conn->lock
- * and kicks the thread through conn->wake_fd; waits are on eventfds.
+ * the socket's life: it connects (active side, with retries) and closes
+ * it. The work -- sending frames, receiving and applying them (the remote
+ * side's one-sided ops land in our registered regions without the
+ * application), completions and connection events -- is done in turns
+ * under conn->prog_lock, by the thread or, on the fast path, by an
+ * application thread that posts or waits on a CQ (tcp_fast_turn; see
+ * README.md "Threads"). Otherwise the application queues work (post,
+ * recv) under conn->lock and kicks the thread through conn->wake_fd.
  *
  * Locks, always taken in this order, never held across a blocking call:
- *   peer->mem_lock (rwlock) > srq->lock > conn->lock > cq->lock > chan->lock
+ *   conn->prog_lock > peer->mem_lock (rwlock) > srq->lock > conn->lock >
+ *   cq->lock > chan->lock
  * peer->mem_lock guards the MR table and every access to registered
  * memory: the progress thread touches MR memory only while holding it for
  * reading (non-blocking syscalls and memcpy only), so pmrep_mr_dereg,
