@@ -12,7 +12,6 @@
  * of them complete exactly once with an error, never 0, and after a
  * restart and reconnect asynchronous persists succeed again.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -26,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +35,7 @@
 #include <pmrep/transport.h>
 
 #include "func.h"
+#include "repl_target.h"
 
 #define SIZE (4u << 20)
 #define REGION 4096u
@@ -44,7 +43,6 @@
 static const uint8_t key[32] = "test-key-0123456789-abcdefghijkl";
 static const uint8_t uuid[PMREP_UUID_SIZE] = { 0xa5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static char dir[128];
-static const char *self_exe;
 
 /* ------------------------------------------------ target in a thread */
 
@@ -112,96 +110,6 @@ tgt_stop(void)
 	atomic_store(&tgt.stop, true);
 	pthread_join(tgt.th, NULL);
 	pmrep_target_delete(&tgt.t);
-}
-
-/* ------------------------------------------ target in a child process */
-
-static int
-child_target_main(int argc, char *argv[])
-{
-	/* --target PATH PORT */
-	if (argc != 4)
-		return 2;
-	struct pmrep_target_cfg *cfg;
-	struct pmrep_target *t;
-	if (pmrep_target_cfg_new(&cfg) ||
-			pmrep_target_cfg_set_path(cfg, argv[2]) ||
-			pmrep_target_cfg_set_data_size(cfg, SIZE, true) ||
-			pmrep_target_cfg_set_address(cfg, func_addr(), argv[3]) ||
-			pmrep_target_cfg_set_key(cfg, key, sizeof(key)) ||
-			pmrep_target_new(cfg, &t))
-		return 1;
-	uint16_t port;
-	pmrep_target_get_port(t, &port);
-	printf("%u\n", port);
-	fflush(stdout);
-	for (;;)
-		(void) pmrep_target_process(t, 100);
-}
-
-static pid_t child_pid;
-
-static void
-child_start(const char *port, char *out, size_t out_len)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/replica", dir);
-	for (int attempt = 0; attempt < 50; attempt++) {
-		int p[2];
-		assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			dup2(p[1], 1);
-			execl(self_exe, self_exe, "--target", path, port,
-					(char *)NULL);
-			_exit(127);
-		}
-		close(p[1]);
-		char buf[16] = { 0 };
-		ssize_t n;
-		while ((n = read(p[0], buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
-			;
-		close(p[0]);
-		if (n > 0) {
-			buf[strcspn(buf, "\n")] = '\0';
-			snprintf(out, out_len, "%s", buf);
-			child_pid = pid;
-			return;
-		}
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		usleep(20000);
-	}
-	fail_msg("the target child did not start");
-}
-
-/* SIGSTOP: returns once the whole child is stopped (WUNTRACED) */
-static void
-child_freeze(void)
-{
-	assert_int_equal(kill(child_pid, SIGSTOP), 0);
-	int st;
-	pid_t w;
-	while ((w = waitpid(child_pid, &st, WUNTRACED)) < 0 && errno == EINTR)
-		;
-	assert_int_equal(w, child_pid);
-	assert_true(WIFSTOPPED(st));
-}
-
-static void
-child_kill(void)
-{
-	if (child_pid <= 0)
-		return;
-	kill(child_pid, SIGKILL);
-	int st;
-	pid_t w;
-	while ((w = waitpid(child_pid, &st, 0)) < 0 && errno == EINTR)
-		;
-	assert_int_equal(w, child_pid);
-	assert_true(WIFSIGNALED(st));
-	child_pid = 0;
 }
 
 /* ----------------------------------------------------------- helpers */
@@ -439,8 +347,14 @@ target_killed_with_requests_in_flight_fails_each_exactly_once(void **state)
 {
 	(void)state;
 	FUNC_TCP_ONLY();
+	char rpath[256];
+	snprintf(rpath, sizeof(rpath), "%s/replica", dir);
+	const struct func_child_cfg ccfg = { .path = rpath, .size = SIZE,
+		.key = key, .key_len = sizeof(key) };
+	struct func_child child = { 0 };
 	char port[16];
-	child_start("0", port, sizeof(port));
+	func_child_start(&child, &ccfg, "0");
+	snprintf(port, sizeof(port), "%s", child.port);
 	struct pmrep_pmem *local = local_open();
 	uint8_t *base = pmrep_pmem_get_address(local);
 	struct pmrep_mirror_cfg *c = mcfg(port, false);
@@ -452,7 +366,7 @@ target_killed_with_requests_in_flight_fails_each_exactly_once(void **state)
 	assert_non_null(seen);
 	assert_non_null(results);
 	/* frozen: nothing it would answer can be a confirmation */
-	child_freeze();
+	func_child_freeze(&child);
 	unsigned rs = 777;
 	for (int i = 0; i < NKILL; i++) {
 		size_t off = (size_t)rand_r(&rs) % (SIZE - 8192);
@@ -469,7 +383,7 @@ target_killed_with_requests_in_flight_fails_each_exactly_once(void **state)
 			(void)got;
 		}
 	}
-	child_kill();
+	func_child_kill(&child, SIGKILL);
 	int total = 0;
 	for (int j = 0; j < NKILL; j++)
 		total += seen[j];
@@ -487,9 +401,8 @@ target_killed_with_requests_in_flight_fails_each_exactly_once(void **state)
 	assert_int_equal(n, 0);
 
 	/* back: restart on the same file and port, resync, persist again */
-	char p2[16];
-	child_start(port, p2, sizeof(p2));
-	assert_string_equal(p2, port);
+	func_child_start(&child, &ccfg, port);
+	assert_string_equal(child.port, port);
 	long long deadline = func_now_ms() + 20000LL * func_slow();
 	int ret;
 	while ((ret = pmrep_mirror_reconnect(m, 3000 * func_slow())) != 0) {
@@ -508,7 +421,7 @@ target_killed_with_requests_in_flight_fails_each_exactly_once(void **state)
 		assert_int_equal(results[i], 0);
 	}
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	child_kill();
+	func_child_kill(&child, SIGKILL);
 	assert_replica_equals(local);
 	free(seen);
 	free(results);
@@ -529,12 +442,7 @@ teardown(void **state)
 {
 	(void)state;
 	tgt_stop();
-	if (child_pid > 0) {
-		kill(child_pid, SIGKILL);
-		while (waitpid(child_pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		child_pid = 0;
-	}
+	func_child_kill_all();
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
@@ -543,15 +451,7 @@ teardown(void **state)
 int
 main(int argc, char *argv[])
 {
-	if (argc >= 2 && strcmp(argv[1], "--target") == 0)
-		return child_target_main(argc, argv);
-	self_exe = "/proc/self/exe";
-	char exe[512];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		self_exe = exe;
-	}
+	func_child_main(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);

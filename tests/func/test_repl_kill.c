@@ -18,7 +18,6 @@
  *  - every acknowledged record is byte-exact in the replica file and its
  *    checksum holds there; and the whole data area equals the log.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -31,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +40,7 @@
 #include <pmrep/transport.h>
 
 #include "func.h"
+#include "repl_target.h"
 
 #define SIZE (16u << 20)
 #define REGION 4096u
@@ -56,89 +55,11 @@
 static const uint8_t key[32] = "test-key-0123456789-abcdefghijkl";
 static const uint8_t uuid[PMREP_UUID_SIZE] = { 0xc1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static char dir[128];
-static const char *self_exe;
 
-/* ------------------------------------------------ the target child */
-
-static int
-child_target_main(int argc, char *argv[])
-{
-	/* --target PATH PORT */
-	if (argc != 4)
-		return 2;
-	struct pmrep_target_cfg *cfg;
-	struct pmrep_target *t;
-	if (pmrep_target_cfg_new(&cfg) ||
-			pmrep_target_cfg_set_path(cfg, argv[2]) ||
-			pmrep_target_cfg_set_data_size(cfg, SIZE, true) ||
-			pmrep_target_cfg_set_address(cfg, func_addr(), argv[3]) ||
-			pmrep_target_cfg_set_key(cfg, key, sizeof(key)) ||
-			pmrep_target_new(cfg, &t))
-		return 1;
-	uint16_t port;
-	pmrep_target_get_port(t, &port);
-	printf("%u\n", port);
-	fflush(stdout);
-	for (;;)
-		(void) pmrep_target_process(t, 100);
-}
-
-/* the pid of the running target; 0: none (the teardown kills what is left) */
-static atomic_int child_pid;
-
-/* start the target on `port` ("0": any); returns its port */
-static int
-child_start(const char *port, char *out_port, size_t out_len)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/replica", dir);
-	for (int attempt = 0; attempt < 50; attempt++) {
-		int p[2];
-		assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			dup2(p[1], 1);
-			execl(self_exe, self_exe, "--target", path, port,
-					(char *)NULL);
-			_exit(127);
-		}
-		close(p[1]);
-		char buf[16] = { 0 };
-		ssize_t n;
-		while ((n = read(p[0], buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
-			;
-		close(p[0]);
-		if (n > 0) {
-			buf[strcspn(buf, "\n")] = '\0';
-			snprintf(out_port, out_len, "%s", buf);
-			atomic_store(&child_pid, pid);
-			return 0;
-		}
-		/* it exited before listening (the port not free yet?): reap, retry */
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		usleep(20000);
-	}
-	return -1;
-}
-
-/* SIGKILL the target and reap it (waitpid: it is gone when this returns) */
-static void
-child_kill_reap(void)
-{
-	pid_t pid = atomic_exchange(&child_pid, 0);
-	if (pid <= 0)
-		return;
-	assert_int_equal(kill(pid, SIGKILL), 0);
-	int st;
-	pid_t w;
-	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-		;
-	assert_int_equal(w, pid);
-	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-}
+/* the target child (running while its pid is not 0) and its config */
+static struct func_child child;
+static struct func_child_cfg child_cfg;
+static char rpath[256];
 
 /* ------------------------------------------------------- the killer */
 
@@ -170,7 +91,7 @@ killer_main(void *arg)
 		usleep((useconds_t)delay);
 		atomic_store(&k->sent, true);
 		long long t0 = func_now_ms();
-		child_kill_reap();
+		func_child_kill(&child, SIGKILL);
 		long long t1 = func_now_ms();
 		pthread_mutex_lock(&k->lock);
 		k->kill_sent_ms = t0;
@@ -299,7 +220,8 @@ sigkill_at_random_points_keeps_every_acknowledged_record(void **state)
 	long long deadline = t_begin + (long long)BUDGET_MS * func_slow();
 
 	char port[16];
-	assert_int_equal(child_start("0", port, sizeof(port)), 0);
+	func_child_start(&child, &child_cfg, "0");
+	snprintf(port, sizeof(port), "%s", child.port);
 
 	char lpath[256];
 	snprintf(lpath, sizeof(lpath), "%s/log", dir);
@@ -372,9 +294,8 @@ sigkill_at_random_points_keeps_every_acknowledged_record(void **state)
 		outs[nout].reaped_ms = k.reaped_ms;
 		/* restart on the same file and port; resync; the stream
 		 * retries the record (it is the same one, seq unchanged) */
-		char p2[16];
-		assert_int_equal(child_start(port, p2, sizeof(p2)), 0);
-		assert_string_equal(p2, port);
+		func_child_start(&child, &child_cfg, port);
+		assert_string_equal(child.port, port);
 		outs[nout].restarted_ms = func_now_ms();
 		nout++;
 		reconnect_until_in_sync(m, deadline);
@@ -416,11 +337,9 @@ sigkill_at_random_points_keeps_every_acknowledged_record(void **state)
 	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
 	assert_true(st.resyncs >= (uint64_t)KILLS);
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	child_kill_reap();
+	func_child_kill(&child, SIGKILL);
 
 	/* every acknowledged record, byte-exact and valid in the replica */
-	char rpath[256];
-	snprintf(rpath, sizeof(rpath), "%s/replica", dir);
 	int fd = open(rpath, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	uint8_t *rep = malloc(SIZE);
@@ -454,19 +373,19 @@ setup(void **state)
 {
 	(void)state;
 	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-kill-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(rpath, sizeof(rpath), "%s/replica", dir);
+	child_cfg = (struct func_child_cfg){ .path = rpath, .size = SIZE,
+		.key = key, .key_len = sizeof(key) };
+	return 0;
 }
 
 static int
 teardown(void **state)
 {
 	(void)state;
-	pid_t pid = atomic_exchange(&child_pid, 0);
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	func_child_kill_all();
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
@@ -475,15 +394,7 @@ teardown(void **state)
 int
 main(int argc, char *argv[])
 {
-	if (argc >= 2 && strcmp(argv[1], "--target") == 0)
-		return child_target_main(argc, argv);
-	self_exe = "/proc/self/exe";
-	char exe[512];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		self_exe = exe;
-	}
+	func_child_main(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);

@@ -14,7 +14,6 @@
  * the guest: a replica on device DAX (direct, APM), T10 on file-system DAX
  * and T11 on a page-cache file (staging, GPSPM).
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -27,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +36,7 @@
 #include <pmrep/transport.h>
 
 #include "func.h"
+#include "repl_target.h"
 
 #define SIZE (1u << 20)
 #define REGION 4096u
@@ -46,7 +45,6 @@ static const uint8_t key[32] = "test-key-0123456789-abcdefghijkl";
 static const uint8_t uuid_a[PMREP_UUID_SIZE] = { 0xaa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const uint8_t uuid_b[PMREP_UUID_SIZE] = { 0xbb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static char dir[128];
-static const char *self_exe;
 
 /* ------------------------------------------------ target in a thread */
 
@@ -138,100 +136,17 @@ tgt_stop(struct tgt *g)
 
 /* --------------------------------------- target in a child process */
 
-static int
-child_target_main(int argc, char *argv[])
-{
-	/* --target PATH PORT FLAGS: "s" staging, "d" direct write to pmem */
-	if (argc != 5)
-		return 2;
-	struct pmrep_target_cfg *cfg;
-	struct pmrep_target *t;
-	if (pmrep_target_cfg_new(&cfg) ||
-			pmrep_target_cfg_set_path(cfg, argv[2]) ||
-			pmrep_target_cfg_set_data_size(cfg, SIZE, true) ||
-			pmrep_target_cfg_set_address(cfg, func_addr(), argv[3]) ||
-			pmrep_target_cfg_set_key(cfg, key, sizeof(key)) ||
-			pmrep_target_cfg_set_staging(cfg, strchr(argv[4], 's') != NULL) ||
-			pmrep_target_cfg_set_direct_write_to_pmem(cfg,
-				strchr(argv[4], 'd') != NULL) ||
-			pmrep_target_new(cfg, &t))
-		return 1;
-	uint16_t port;
-	pmrep_target_get_port(t, &port);
-	printf("%u\n", port);
-	fflush(stdout);
-	for (;;)
-		(void) pmrep_target_process(t, 100);
-}
-
-struct child {
-	pid_t pid;
-	char port[16];
-};
-
-/* children alive, for the teardown after a failed test */
-#define NCHILD 4
-static pid_t live_children[NCHILD];
-
+/* a child (repl_target.h) serving the file "replica" in the test
+ * directory, declaring direct write to pmem or not */
 static void
-child_track(pid_t pid, pid_t replace)
-{
-	for (int i = 0; i < NCHILD; i++) {
-		if (live_children[i] == replace) {
-			live_children[i] = pid;
-			return;
-		}
-	}
-}
-
-static void
-child_start(struct child *c, const char *name, const char *port,
-		const char *flags)
+child_start(struct func_child *c, const char *port, bool direct_write)
 {
 	char path[256];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	c->pid = fork();
-	assert_true(c->pid >= 0);
-	if (c->pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		execl(self_exe, self_exe, "--target", path, port, flags,
-				(char *)NULL);
-		_exit(127);
-	}
-	child_track(c->pid, 0);
-	close(p[1]);
-	char buf[16] = { 0 };
-	ssize_t n = read(p[0], buf, sizeof(buf) - 1);	/* the port, once listening */
-	close(p[0]);
-	assert_true(n > 0);
-	buf[strcspn(buf, "\n")] = '\0';
-	snprintf(c->port, sizeof(c->port), "%s", buf);
-}
-
-static void
-child_kill(struct child *c, int sig)
-{
-	if (c->pid <= 0)
-		return;
-	kill(c->pid, sig);
-	if (sig == SIGSTOP) {
-		/* kill() only sends it: until every thread of the child has
-		 * stopped (its tcp progress thread may be answering right
-		 * now), the target is not frozen yet */
-		int st;
-		while (waitpid(c->pid, &st, WUNTRACED) < 0 && errno == EINTR)
-			;
-	}
-	if (sig == SIGKILL || sig == SIGTERM) {
-		if (sig == SIGTERM)
-			kill(c->pid, SIGCONT);
-		waitpid(c->pid, NULL, 0);
-		child_track(0, c->pid);
-		c->pid = 0;
-	}
+	snprintf(path, sizeof(path), "%s/replica", dir);
+	const struct func_child_cfg cfg = { .path = path, .size = SIZE,
+		.key = key, .key_len = sizeof(key),
+		.direct_write = direct_write };
+	func_child_start(c, &cfg, port);
 }
 
 /* ----------------------------------------------------------- helpers */
@@ -370,13 +285,7 @@ teardown(void **state)
 	for (int i = 0; i < NTGT; i++)
 		if (tgts[i].t != NULL)
 			tgt_stop(&tgts[i]);
-	for (int i = 0; i < NCHILD; i++) {
-		if (live_children[i] > 0) {
-			kill(live_children[i], SIGKILL);
-			waitpid(live_children[i], NULL, 0);
-			live_children[i] = 0;
-		}
-	}
+	func_child_kill_all();
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
@@ -846,7 +755,7 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 }
 
 struct killer {
-	struct child *c;
+	struct func_child *c;
 	int delay_ms;
 };
 
@@ -856,7 +765,7 @@ kill_later(void *arg)
 	struct killer *k = arg;
 	struct timespec ts = { k->delay_ms / 1000, (k->delay_ms % 1000) * 1000000L };
 	nanosleep(&ts, NULL);
-	child_kill(k->c, SIGKILL);
+	func_child_kill(k->c, SIGKILL);
 	return NULL;
 }
 
@@ -867,8 +776,8 @@ static void
 t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 {
 	(void)state;
-	struct child c;
-	child_start(&c, "replica", "0", "-");
+	struct func_child c = { 0 };
+	child_start(&c, "0", false);
 	struct pmrep_pmem *local = local_open("local", SIZE);
 	fill(local, 0, SIZE, 7);
 	struct pmrep_mirror_cfg *cf = mcfg(c.port, uuid_a, 1);
@@ -880,7 +789,7 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	}
 
 	/* frozen target: the persist times out, never succeeds */
-	child_kill(&c, SIGSTOP);
+	func_child_freeze(&c);
 	fill(local, 100 * REGION, 2 * REGION, 40);
 	assert_int_equal(pmrep_mirror_persist(m, 100 * REGION, 2 * REGION, 300),
 			PMREP_E_TIMEOUT);
@@ -889,14 +798,14 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
 	assert_int_equal(st.last_error, PMREP_E_TIMEOUT);
 	assert_int_equal(st.lag_bytes, 2 * REGION);
-	child_kill(&c, SIGCONT);
-	child_kill(&c, SIGKILL);
+	func_child_thaw(&c);
+	func_child_kill(&c, SIGKILL);
 
 	/* a new target on the same file and port, killed while a persist
 	 * waits for its flush step */
 	char port[16];
 	snprintf(port, sizeof(port), "%s", c.port);
-	child_start(&c, "replica", port, "-");
+	child_start(&c, port, false);
 	int ret = PMREP_E_AGAIN;
 	for (int i = 0; i < 100 && ret != 0; i++) {
 		ret = pmrep_mirror_reconnect(m, 3000);
@@ -909,7 +818,7 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	assert_int_equal(st.resync_bytes, SIZE + 2 * REGION);	/* full, then exactly the lag */
 	assert_replica_equals(local, "replica");
 
-	child_kill(&c, SIGSTOP);
+	func_child_freeze(&c);
 	pthread_t th;
 	struct killer k = { &c, 200 };
 	assert_int_equal(pthread_create(&th, NULL, kill_later, &k), 0);
@@ -926,7 +835,7 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
 	assert_int_equal(st.lag_bytes, 2 * REGION);
 
-	child_start(&c, "replica", port, "-");
+	child_start(&c, port, false);
 	ret = PMREP_E_AGAIN;
 	for (int i = 0; i < 100 && ret != 0; i++) {
 		ret = pmrep_mirror_reconnect(m, 3000);
@@ -940,7 +849,7 @@ t20_target_killed_mid_persist_fails_and_is_resynced(void **state)
 	assert_int_equal(st.resync_bytes, SIZE + 2 * REGION + 2 * REGION);
 	assert_replica_equals(local, "replica");
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	child_kill(&c, SIGTERM);
+	func_child_kill(&c, SIGTERM);
 	assert_replica_equals(local, "replica");
 	pmrep_mirror_cfg_delete(&cf);
 	pmrep_pmem_close(&local);
@@ -957,8 +866,8 @@ static void
 t20_direct_write_target_killed_fails_the_persist_and_is_resynced(void **state)
 {
 	(void)state;
-	struct child c;
-	child_start(&c, "replica", "0", "d");
+	struct func_child c = { 0 };
+	child_start(&c, "0", true);
 	struct pmrep_pmem *local = local_open("local", SIZE);
 	fill(local, 0, SIZE, 8);
 	struct pmrep_mirror_cfg *cf = mcfg(c.port, uuid_a, 1);
@@ -971,7 +880,7 @@ t20_direct_write_target_killed_fails_the_persist_and_is_resynced(void **state)
 	}
 	char port[16];
 	snprintf(port, sizeof(port), "%s", c.port);
-	child_kill(&c, SIGKILL);
+	func_child_kill(&c, SIGKILL);
 	fill(local, 150 * REGION, REGION, 80);
 	int ret = pmrep_mirror_persist(m, 150 * REGION, REGION, 5000);
 	assert_true(ret == PMREP_E_CONN_LOST || ret == PMREP_E_TIMEOUT);
@@ -980,7 +889,7 @@ t20_direct_write_target_killed_fails_the_persist_and_is_resynced(void **state)
 	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
 	assert_int_equal(st.lag_bytes, REGION);
 
-	child_start(&c, "replica", port, "d");
+	child_start(&c, port, true);
 	ret = PMREP_E_AGAIN;
 	for (int i = 0; i < 100 && ret != 0; i++) {
 		ret = pmrep_mirror_reconnect(m, 3000);
@@ -995,7 +904,7 @@ t20_direct_write_target_killed_fails_the_persist_and_is_resynced(void **state)
 	assert_int_equal(st.resync_bytes, SIZE + REGION);	/* full, then the lost range */
 	assert_replica_equals(local, "replica");
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	child_kill(&c, SIGTERM);
+	func_child_kill(&c, SIGTERM);
 	assert_replica_equals(local, "replica");
 	pmrep_mirror_cfg_delete(&cf);
 	pmrep_pmem_close(&local);
@@ -1049,15 +958,7 @@ quorum_survives_a_replica_loss_where_all_fails(void **state)
 int
 main(int argc, char *argv[])
 {
-	if (argc >= 2 && strcmp(argv[1], "--target") == 0)
-		return child_target_main(argc, argv);
-	self_exe = "/proc/self/exe";
-	char exe[512];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		self_exe = exe;
-	}
+	func_child_main(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
