@@ -34,6 +34,9 @@
 
 static atomic_bool dp_counting;
 static atomic_ulong dp_syscalls;
+/* the test's own (application) thread: its calls by kind */
+static __thread bool dp_app_thread;
+static atomic_ulong dp_app_sendmsg, dp_app_write;
 
 #define DP_REAL(name) \
 	static __typeof__(name) *real_; \
@@ -41,6 +44,12 @@ static atomic_ulong dp_syscalls;
 		real_ = (__typeof__(name) *)dlsym(RTLD_NEXT, #name); \
 	if (atomic_load_explicit(&dp_counting, memory_order_relaxed)) \
 		atomic_fetch_add_explicit(&dp_syscalls, 1, memory_order_relaxed)
+
+/* count one more call of a kind made by the application thread */
+#define DP_APP(counter) \
+	if (dp_app_thread && atomic_load_explicit(&dp_counting, \
+			memory_order_relaxed)) \
+		atomic_fetch_add_explicit(&(counter), 1, memory_order_relaxed)
 
 ssize_t
 read(int fd, void *buf, size_t n)
@@ -53,6 +62,7 @@ ssize_t
 write(int fd, const void *buf, size_t n)
 {
 	DP_REAL(write);
+	DP_APP(dp_app_write);
 	return real_(fd, buf, n);
 }
 
@@ -102,6 +112,7 @@ ssize_t
 sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	DP_REAL(sendmsg);
+	DP_APP(dp_app_sendmsg);
 	return real_(fd, msg, flags);
 }
 
@@ -527,6 +538,44 @@ tcp_batch_makes_no_allocation_and_syscalls_do_not_grow_with_it(void **state)
 	tfx_close(&f);
 }
 
+/*
+ * The fast path: a persist (write + flush, one batch) waited for with
+ * pmrep_cq_wait goes out from the application thread (its own sendmsg)
+ * and comes back to it without a hand-off: the application thread writes
+ * no eventfd (no doorbell for the progress thread, no completion channel
+ * signal to itself). Medians over TBATCHES persists.
+ */
+static void
+tcp_persist_is_sent_and_taken_by_the_application_thread(void **state)
+{
+	(void) state;
+	const size_t size = 64;
+	struct tfx f;
+	tfx_open(&f, 64 * size);
+	for (unsigned i = 0; i < 20; i++)
+		t_batch(&f, 1, size);
+	unsigned long sends[TBATCHES], writes[TBATCHES];
+	dp_app_thread = true;
+	for (unsigned b = 0; b < TBATCHES; b++) {
+		unsigned long s0 = atomic_load(&dp_app_sendmsg);
+		unsigned long w0 = atomic_load(&dp_app_write);
+		struct dp_count c;
+		dp_begin(&c);
+		t_batch(&f, 1, size);
+		dp_end(&c);
+		sends[b] = atomic_load(&dp_app_sendmsg) - s0;
+		writes[b] = atomic_load(&dp_app_write) - w0;
+	}
+	dp_app_thread = false;
+	qsort(sends, TBATCHES, sizeof(sends[0]), cmp_ulong);
+	qsort(writes, TBATCHES, sizeof(writes[0]), cmp_ulong);
+	print_message("tcp 64 B persist, application thread (median): %lu sendmsg, %lu eventfd writes\n",
+			sends[TBATCHES / 2], writes[TBATCHES / 2]);
+	assert_true(sends[TBATCHES / 2] >= 1);
+	assert_int_equal(writes[TBATCHES / 2], 0);
+	tfx_close(&f);
+}
+
 int
 main(void)
 {
@@ -542,6 +591,9 @@ main(void)
 			tv_setup, tv_teardown),
 		cmocka_unit_test_setup_teardown(
 			tcp_batch_makes_no_allocation_and_syscalls_do_not_grow_with_it,
+			tv_setup, tv_teardown),
+		cmocka_unit_test_setup_teardown(
+			tcp_persist_is_sent_and_taken_by_the_application_thread,
 			tv_setup, tv_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
