@@ -144,15 +144,7 @@ assert_replica_equals(struct pmrep_pmem *local)
 {
 	char path[256];
 	snprintf(path, sizeof(path), "%s/replica", dir);
-	uint8_t *buf = malloc(SIZE);
-	assert_non_null(buf);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, buf, SIZE, PMREP_REPLICA_DATA_OFFSET),
-			(ssize_t)SIZE);
-	close(fd);
-	assert_memory_equal(buf, pmrep_pmem_get_address(local), SIZE);
-	free(buf);
+	func_assert_replica_equals(local, path);
 }
 
 /*

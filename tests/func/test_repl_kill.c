@@ -340,13 +340,7 @@ sigkill_at_random_points_keeps_every_acknowledged_record(void **state)
 	func_child_kill(&child, SIGKILL);
 
 	/* every acknowledged record, byte-exact and valid in the replica */
-	int fd = open(rpath, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	uint8_t *rep = malloc(SIZE);
-	assert_non_null(rep);
-	assert_int_equal(pread(fd, rep, SIZE, PMREP_REPLICA_DATA_OFFSET),
-			(ssize_t)SIZE);
-	close(fd);
+	uint8_t *rep = func_replica_read(rpath, SIZE);
 	uint64_t s = 0;
 	for (size_t i = 0; i < nrec; i++) {
 		if (recs[i].ret != 0)

@@ -184,45 +184,13 @@ fill(struct pmrep_pmem *p, size_t off, size_t len, unsigned seed)
 		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
 }
 
-/* the data area of the replica at `path` equals the local mapping */
-static void
-assert_replica_path_equals(struct pmrep_pmem *local, const char *path)
-{
-	size_t size = pmrep_pmem_get_size(local);
-	uint8_t *buf = malloc(size);
-	assert_non_null(buf);
-	int fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	/* a device DAX cannot be read(2): map it */
-	struct stat st;
-	assert_int_equal(fstat(fd, &st), 0);
-	close(fd);
-	if (S_ISCHR(st.st_mode)) {
-		struct pmrep_pmem *r = NULL;
-		assert_int_equal(pmrep_pmem_open(path, 0, 0,
-				PMREP_PMEM_GRANULARITY_PAGE, &r), 0);
-		assert_true(pmrep_pmem_get_size(r) >= PMREP_REPLICA_DATA_OFFSET + size);
-		memcpy(buf, (uint8_t *)pmrep_pmem_get_address(r) +
-				PMREP_REPLICA_DATA_OFFSET, size);
-		pmrep_pmem_close(&r);
-	} else {
-		fd = open(path, O_RDONLY);
-		assert_true(fd >= 0);
-		assert_int_equal(pread(fd, buf, size, PMREP_REPLICA_DATA_OFFSET),
-				(ssize_t)size);
-		close(fd);
-	}
-	assert_memory_equal(buf, pmrep_pmem_get_address(local), size);
-	free(buf);
-}
-
 /* the replica file `name` (in the test directory) equals the local mapping */
 static void
 assert_replica_equals(struct pmrep_pmem *local, const char *name)
 {
 	char path[256];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	assert_replica_path_equals(local, path);
+	func_assert_replica_equals(local, path);
 }
 
 /*
@@ -335,7 +303,7 @@ persist_roundtrip_at(const char *rpath, uint64_t size, const struct tgt_opts *o,
 	assert_int_equal(pmrep_mirror_persist(m, size, 1, 3000), PMREP_E_RANGE);
 	assert_int_equal(pmrep_mirror_persist(m, 0, 0, 3000), 0);
 	/* the data is there before the mirror says goodbye */
-	assert_replica_path_equals(local, rpath);
+	func_assert_replica_equals(local, rpath);
 	struct pmrep_target_stats ts;
 	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.sessions_accepted, 1);
@@ -354,7 +322,7 @@ persist_roundtrip_at(const char *rpath, uint64_t size, const struct tgt_opts *o,
 	assert_int_equal(info.data_size, size);
 	assert_int_equal(info.generation, 1);
 	assert_int_equal(info.flags, PMREP_REPLICA_F_CONSISTENT);
-	assert_replica_path_equals(local, rpath);
+	func_assert_replica_equals(local, rpath);
 	pmrep_mirror_cfg_delete(&c);
 	pmrep_pmem_close(&local);
 }

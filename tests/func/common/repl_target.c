@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pmrep/pmem.h>
 #include <pmrep/repl.h>
 
 #include "func.h"
@@ -227,4 +229,41 @@ func_child_kill_all(void)
 		(void) kill(pid, SIGKILL);
 		(void) reap(pid, 0, NULL);
 	}
+}
+
+uint8_t *
+func_replica_read(const char *path, size_t size)
+{
+	uint8_t *buf = malloc(size);
+	assert_non_null(buf);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	if (S_ISCHR(st.st_mode)) {
+		/* a device DAX cannot be read(2): map it */
+		close(fd);
+		struct pmrep_pmem *r = NULL;
+		assert_int_equal(pmrep_pmem_open(path, 0, 0,
+				PMREP_PMEM_GRANULARITY_PAGE, &r), 0);
+		assert_true(pmrep_pmem_get_size(r) >=
+				PMREP_REPLICA_DATA_OFFSET + size);
+		memcpy(buf, (uint8_t *)pmrep_pmem_get_address(r) +
+				PMREP_REPLICA_DATA_OFFSET, size);
+		pmrep_pmem_close(&r);
+		return buf;
+	}
+	assert_int_equal(pread(fd, buf, size, PMREP_REPLICA_DATA_OFFSET),
+			(ssize_t)size);
+	close(fd);
+	return buf;
+}
+
+void
+func_assert_replica_equals(struct pmrep_pmem *local, const char *path)
+{
+	size_t size = pmrep_pmem_get_size(local);
+	uint8_t *buf = func_replica_read(path, size);
+	assert_memory_equal(buf, pmrep_pmem_get_address(local), size);
+	free(buf);
 }

@@ -17,6 +17,9 @@
  *
  * A struct func_child may live on a test's stack: the teardown does not
  * need it (it kills what is still running by pid).
+ *
+ * And what a test checks at the end: the replica's data area, as the
+ * target left it on this host.
  */
 #ifndef PMREP_FUNC_REPL_TARGET_H
 #define PMREP_FUNC_REPL_TARGET_H
@@ -25,6 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <pmrep/pmem.h>
 
 /* how a child's target is configured */
 struct func_child_cfg {
@@ -81,5 +86,17 @@ void func_child_kill(struct func_child *c, int sig);
 
 /* teardown: SIGKILL and reap every child still running */
 void func_child_kill_all(void);
+
+/* ------------------------------------------------------ the replica */
+
+/*
+ * The first `size` bytes of the data area of the replica at `path` (a
+ * file, read; a device DAX, mapped), in memory to free() -- read on this
+ * host, whichever process served it.
+ */
+uint8_t *func_replica_read(const char *path, size_t size);
+
+/* the data area of the replica at `path` equals local's whole mapping */
+void func_assert_replica_equals(struct pmrep_pmem *local, const char *path);
 
 #endif /* PMREP_FUNC_REPL_TARGET_H */
