@@ -10,41 +10,13 @@
  */
 #include "test_verbs_util.h"
 
-struct fx {
-	struct pmrep_peer *peer;
-	struct pmrep_conn *conn;
-	struct pmrep_mr_local *local;
-	struct pmrep_mr_local *target;	/* stands for the remote region */
-	struct pmrep_mr_remote *remote;
-	struct verbs_conn *vc;
-};
-
+/* APM: a PERSISTENT flush is a read after the writes */
 static void
-fx_open(struct fx *f, const struct pmrep_conn_cfg *cfg)
+fx_open(struct tv_post_fx *f, const struct pmrep_conn_cfg *cfg)
 {
-	f->peer = tv_peer();
-	f->conn = tv_active(f->peer, cfg, NULL, 0);
-	f->local = tv_mr(f->peer, 8192, PMREP_MR_USAGE_ALL);
-	f->target = tv_mr(f->peer, 8192, PMREP_MR_USAGE_ALL);
-	f->remote = tv_remote(f->target);
-	f->vc = tv_vconn(f->conn);
-	/* APM: a PERSISTENT flush is a read after the writes */
-	struct pmrep_peer_cfg *pc;
-	assert_int_equal(pmrep_peer_cfg_new(&pc), 0);
-	assert_int_equal(pmrep_peer_cfg_set_direct_write_to_pmem(pc, true), 0);
-	assert_int_equal(pmrep_conn_apply_remote_peer_cfg(f->conn, pc), 0);
-	assert_int_equal(pmrep_peer_cfg_delete(&pc), 0);
+	tv_post_fx_open(f, cfg);
+	tv_set_direct_write(f->conn, true);
 	mock_wr_log_clear();
-}
-
-static void
-fx_close(struct fx *f)
-{
-	assert_int_equal(pmrep_conn_delete(&f->conn), 0);
-	assert_int_equal(pmrep_mr_remote_delete(&f->remote), 0);
-	tv_mr_free(f->local);
-	tv_mr_free(f->target);
-	assert_int_equal(pmrep_peer_delete(&f->peer), 0);
 }
 
 static struct pmrep_conn_cfg *
@@ -57,26 +29,26 @@ cfg_sq(uint32_t sq_size)
 }
 
 static unsigned
-held(const struct fx *f)
+held(const struct tv_post_fx *f)
 {
 	return f->vc->hold.n;
 }
 
 static uint32_t
-slots(struct fx *f)
+slots(struct tv_post_fx *f)
 {
 	return verbs_sq_ring_outstanding(&f->vc->sq);
 }
 
 static int
-write_at(struct fx *f, size_t off, size_t len, int flags, uintptr_t ctx)
+write_at(struct tv_post_fx *f, size_t off, size_t len, int flags, uintptr_t ctx)
 {
 	return pmrep_write(f->conn, f->remote, off, f->local, off, len, flags,
 			(void *)ctx);
 }
 
 static int
-persist_flush(struct fx *f, size_t off, size_t len, int flags, uintptr_t ctx)
+persist_flush(struct tv_post_fx *f, size_t off, size_t len, int flags, uintptr_t ctx)
 {
 	return pmrep_flush(f->conn, f->remote, off, len,
 			PMREP_FLUSH_TYPE_PERSISTENT, flags, (void *)ctx);
@@ -84,7 +56,7 @@ persist_flush(struct fx *f, size_t off, size_t len, int flags, uintptr_t ctx)
 
 /* complete everything posted, then take up to `max` completions */
 static int
-complete_all(struct fx *f, struct pmrep_completion *c, int max)
+complete_all(struct tv_post_fx *f, struct pmrep_completion *c, int max)
 {
 	mock_qp_complete_sends(f->vc->qp, -1, IBV_WC_SUCCESS);
 	int n = 0;
@@ -104,7 +76,7 @@ static void
 write_more_then_flush_is_one_post_send_of_two_wrs(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	unsigned posts = mock_calls("ibv_post_send");
 
@@ -162,14 +134,14 @@ write_more_then_flush_is_one_post_send_of_two_wrs(void **state)
 	assert_ptr_equal(c[0].op_context, (void *)10);
 	assert_int_equal(c[1].op, PMREP_OP_FLUSH);
 	assert_ptr_equal(c[1].op_context, (void *)11);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 every_posting_op_may_be_held_and_keeps_its_order(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	unsigned posts = mock_calls("ibv_post_send");
 	const uint8_t v[8] = { 9, 8, 7, 6, 5, 4, 3, 2 };
@@ -213,7 +185,7 @@ every_posting_op_may_be_held_and_keeps_its_order(void **state)
 		assert_int_equal(c[i].op, pops[i]);
 		assert_ptr_equal(c[i].op_context, (void *)(uintptr_t)(i + 1));
 	}
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 /* the fallback atomic write is inline from the caller's buffer: held, it
@@ -222,7 +194,7 @@ static void
 held_inline_atomic_write_keeps_its_own_copy_of_the_bytes(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	uint8_t v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	const uint8_t want[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
@@ -237,7 +209,7 @@ held_inline_atomic_write_keeps_its_own_copy_of_the_bytes(void **state)
 	assert_true(w->send_flags & IBV_SEND_FENCE);
 	assert_int_equal(w->data_len, 8);
 	assert_memory_equal(w->data, want, 8);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
@@ -245,7 +217,7 @@ twenty_mores_post_at_the_chain_bound(void **state)
 {
 	(void) state;
 	struct pmrep_conn_cfg *cfg = cfg_sq(64);
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, cfg);
 	unsigned posts = mock_calls("ibv_post_send");
 
@@ -279,7 +251,7 @@ twenty_mores_post_at_the_chain_bound(void **state)
 	assert_int_equal(complete_all(&f, c, 4), 1);
 	assert_ptr_equal(c[0].op_context, (void *)99);
 	assert_int_equal(slots(&f), 0);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
 }
 
@@ -289,7 +261,7 @@ static void
 held_request_is_posted_by_disconnect(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	assert_int_equal(write_at(&f, 0, 64, MORE_ALWAYS, 5), 0);
 	assert_int_equal(mock_send_count(), 0);
@@ -304,14 +276,14 @@ held_request_is_posted_by_disconnect(void **state)
 	assert_int_equal(n, 1);
 	assert_ptr_equal(c[0].op_context, (void *)5);
 	assert_int_equal(c[0].status, IBV_WC_WR_FLUSH_ERR);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 held_request_on_a_qp_in_error_gets_a_flush_error(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	assert_int_equal(write_at(&f, 0, 64, MORE_ON_ERROR, 6), 0);
 	/* the QP fails on its own while the request is held */
@@ -324,14 +296,14 @@ held_request_on_a_qp_in_error_gets_a_flush_error(void **state)
 	assert_ptr_equal(c[0].op_context, (void *)6);
 	assert_int_equal(c[0].status, IBV_WC_WR_FLUSH_ERR);
 	assert_int_equal(slots(&f), 0);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 held_request_is_posted_by_delete(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	unsigned posts = mock_calls("ibv_post_send");
 	assert_int_equal(write_at(&f, 256, 64, MORE_ALWAYS, 7), 0);
@@ -342,14 +314,14 @@ held_request_is_posted_by_delete(void **state)
 	assert_int_equal(mock_send_wr(0)->opcode, IBV_WR_RDMA_WRITE);
 	assert_int_equal(mock_send_wr(0)->remote_addr, f.remote->raddr + 256);
 	assert_int_equal(mock_send_wr(1)->wr_id, VERBS_WR_DRAIN);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 held_request_is_posted_by_a_cq_wait_or_poll(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	struct pmrep_completion c[2];
 	int n = 0;
@@ -376,7 +348,7 @@ held_request_is_posted_by_a_cq_wait_or_poll(void **state)
 	assert_int_equal(held(&f), 0);
 	assert_int_equal(complete_all(&f, c, 2), 1);
 	assert_ptr_equal(c[0].op_context, (void *)8);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
@@ -385,7 +357,7 @@ held_request_is_posted_by_conn_wait_on_a_shared_channel(void **state)
 	(void) state;
 	struct pmrep_conn_cfg *cfg = tv_cfg();
 	assert_int_equal(pmrep_conn_cfg_set_shared_comp_channel(cfg, true), 0);
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, cfg);
 	mock_set_auto_complete(true);
 	assert_int_equal(write_at(&f, 0, 64, MORE_ALWAYS, 3), 0);
@@ -398,7 +370,7 @@ held_request_is_posted_by_conn_wait_on_a_shared_channel(void **state)
 	int n = 0;
 	assert_int_equal(pmrep_cq_get_completions(cq, &c, 1, &n), 0);
 	assert_ptr_equal(c.op_context, (void *)3);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
 }
 
@@ -408,7 +380,7 @@ static void
 more_with_bad_flags_is_inval_and_changes_nothing(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	unsigned posts = mock_calls("ibv_post_send");
 	assert_int_equal(write_at(&f, 0, 64, MORE_ON_ERROR, 1), 0);
@@ -450,14 +422,14 @@ more_with_bad_flags_is_inval_and_changes_nothing(void **state)
 			0);
 	assert_int_equal(mock_calls("ibv_post_send"), posts + 1);
 	assert_int_equal(mock_send_count(), 2);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 refused_request_leaves_the_chain_intact(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	unsigned posts = mock_calls("ibv_post_send");
 	assert_int_equal(write_at(&f, 0, 64, MORE_ALWAYS, 1), 0);
@@ -502,7 +474,7 @@ refused_request_leaves_the_chain_intact(void **state)
 	assert_ptr_equal(c[1].op_context, (void *)2);
 	assert_ptr_equal(c[2].op_context, (void *)4);
 	assert_int_equal(c[2].op, PMREP_OP_FLUSH);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 /* held requests have their slots: the call that does not fit is AGAIN */
@@ -511,7 +483,7 @@ full_send_queue_is_again_for_the_call_that_does_not_fit(void **state)
 {
 	(void) state;
 	struct pmrep_conn_cfg *cfg = cfg_sq(2);
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, cfg);
 	assert_int_equal(write_at(&f, 0, 64, MORE_ON_ERROR, 1), 0);
 	assert_int_equal(write_at(&f, 64, 64, MORE_ON_ERROR, 2), 0);
@@ -527,7 +499,7 @@ full_send_queue_is_again_for_the_call_that_does_not_fit(void **state)
 	/* unsignalled successes: the slots stay taken until a signalled
 	 * request after them completes (as the hardware's SQ) */
 	assert_int_equal(slots(&f), 2);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
 }
 
@@ -538,7 +510,7 @@ failed_post_returns_the_error_and_gives_back_every_unposted_slot(void **state)
 {
 	(void) state;
 	struct pmrep_conn_cfg *cfg = cfg_sq(8);
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, cfg);
 
 	/* the device refuses the first: nothing was posted */
@@ -572,14 +544,14 @@ failed_post_returns_the_error_and_gives_back_every_unposted_slot(void **state)
 	assert_ptr_equal(c[0].op_context, (void *)4);
 	assert_ptr_equal(c[1].op_context, (void *)5);
 	assert_int_equal(slots(&f), 0);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
 }
 
 /* fill the device's send queue behind pmrep's back (drain-marker wr_ids:
  * pmrep never reports them), so that a chain fits only in part */
 static void
-raw_fill(struct fx *f, int n)
+raw_fill(struct tv_post_fx *f, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct ibv_send_wr wr, *bad = NULL;
@@ -596,7 +568,7 @@ partly_posted_chain_gives_back_only_the_slots_not_posted(void **state)
 	(void) state;
 	/* sq 4: the QP takes 5 WRs (one for delete's drain marker) */
 	struct pmrep_conn_cfg *cfg = cfg_sq(4);
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, cfg);
 	raw_fill(&f, 4);
 	mock_wr_log_clear();
@@ -635,7 +607,7 @@ partly_posted_chain_gives_back_only_the_slots_not_posted(void **state)
 	assert_int_equal(complete_all(&f, c, 4), 1);
 	assert_ptr_equal(c[0].op_context, (void *)9);
 	assert_int_equal(slots(&f), 0);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
 }
 
@@ -643,7 +615,7 @@ static void
 failed_post_from_a_cq_poll_is_returned_and_names_every_dropped_request(void **state)
 {
 	(void) state;
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	assert_int_equal(write_at(&f, 0, 64, MORE_ALWAYS, 1), 0);
 	assert_int_equal(write_at(&f, 64, 64, MORE_ON_ERROR, 2), 0);
@@ -659,7 +631,7 @@ failed_post_from_a_cq_poll_is_returned_and_names_every_dropped_request(void **st
 	/* the next poll polls */
 	assert_int_equal(pmrep_cq_get_completions(f.conn->cq, c, 2, &n),
 			PMREP_E_NO_COMPLETION);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 /* ----------------------------------------- the extended QP API (native) */
@@ -669,7 +641,7 @@ native_atomic_write_replays_the_held_chain_in_one_wr_batch(void **state)
 {
 	(void) state;
 	mock_dev_set_atomic_write(true);
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	assert_non_null(f.vc->qpx);
 	unsigned posts = mock_calls("ibv_post_send");
@@ -732,7 +704,7 @@ native_atomic_write_replays_the_held_chain_in_one_wr_batch(void **state)
 		assert_ptr_equal(c[i].op_context, (void *)ctx[i]);
 		assert_int_equal(c[i].op, ops[i]);
 	}
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
@@ -740,7 +712,7 @@ held_native_atomic_write_sends_the_chain_through_the_wr_api(void **state)
 {
 	(void) state;
 	mock_dev_set_atomic_write(true);
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	unsigned posts = mock_calls("ibv_post_send");
 	unsigned batches = mock_calls("ibv_wr_complete");
@@ -786,7 +758,7 @@ held_native_atomic_write_sends_the_chain_through_the_wr_api(void **state)
 			PMREP_F_COMPLETION_ALWAYS, (void *)8), 0);
 	assert_int_equal(complete_all(&f, c, 4), 1);
 	assert_ptr_equal(c[0].op_context, (void *)8);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 #ifdef PMREP_HAVE_IBV_WR_FLUSH
@@ -795,7 +767,7 @@ native_flush_replays_held_writes_and_inline_bytes_in_one_wr_batch(void **state)
 {
 	(void) state;
 	mock_dev_set_flush(true, true);
-	struct fx f;
+	struct tv_post_fx f;
 	fx_open(&f, NULL);
 	enum pmrep_flush_method m;
 	assert_int_equal(pmrep_conn_get_flush_method(f.conn, &m), 0);
@@ -834,7 +806,7 @@ native_flush_replays_held_writes_and_inline_bytes_in_one_wr_batch(void **state)
 	assert_int_equal(complete_all(&f, c, 4), 1);
 	assert_int_equal(c[0].op, PMREP_OP_FLUSH);
 	assert_ptr_equal(c[0].op_context, (void *)3);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 #endif
 

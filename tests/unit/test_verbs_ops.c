@@ -8,48 +8,9 @@
  */
 #include "test_verbs_util.h"
 
-struct fx {
-	struct pmrep_peer *peer;
-	struct pmrep_conn *conn;
-	struct pmrep_mr_local *local;
-	struct pmrep_mr_local *target;	/* stands for the remote region */
-	struct pmrep_mr_remote *remote;
-};
-
-static void
-fx_open(struct fx *f, const struct pmrep_conn_cfg *cfg)
-{
-	f->peer = tv_peer();
-	f->conn = tv_active(f->peer, cfg, NULL, 0);
-	f->local = tv_mr(f->peer, 8192, PMREP_MR_USAGE_ALL);
-	f->target = tv_mr(f->peer, 8192, PMREP_MR_USAGE_ALL);
-	f->remote = tv_remote(f->target);
-	mock_wr_log_clear();
-}
-
-static void
-fx_close(struct fx *f)
-{
-	assert_int_equal(pmrep_conn_delete(&f->conn), 0);
-	assert_int_equal(pmrep_mr_remote_delete(&f->remote), 0);
-	tv_mr_free(f->local);
-	tv_mr_free(f->target);
-	assert_int_equal(pmrep_peer_delete(&f->peer), 0);
-}
-
-static void
-set_direct_write(struct pmrep_conn *conn, bool on)
-{
-	struct pmrep_peer_cfg *pc;
-	assert_int_equal(pmrep_peer_cfg_new(&pc), 0);
-	assert_int_equal(pmrep_peer_cfg_set_direct_write_to_pmem(pc, on), 0);
-	assert_int_equal(pmrep_conn_apply_remote_peer_cfg(conn, pc), 0);
-	assert_int_equal(pmrep_peer_cfg_delete(&pc), 0);
-}
-
 /* complete everything posted (successfully) and take one completion */
 static struct pmrep_completion
-complete_one(struct fx *f)
+complete_one(struct tv_post_fx *f)
 {
 	mock_qp_complete_sends(tv_vconn(f->conn)->qp, -1, IBV_WC_SUCCESS);
 	struct pmrep_completion c;
@@ -63,8 +24,8 @@ static void
 read_write_send_become_the_matching_work_requests(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
 	const struct mock_wr *w;
 	uint64_t raddr = f.remote->raddr;
 
@@ -112,15 +73,15 @@ read_write_send_become_the_matching_work_requests(void **state)
 	assert_int_equal(w->sge[0].addr, (uintptr_t)f.local->ptr + 64);
 	assert_int_equal(w->sge[0].length, 128);
 	assert_false(w->bad_lkey);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 completions_report_the_op_and_context_that_were_posted(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
 	struct pmrep_completion c;
 
 	assert_int_equal(pmrep_read(f.conn, f.local, 0, f.remote, 0, 8,
@@ -169,15 +130,15 @@ completions_report_the_op_and_context_that_were_posted(void **state)
 	assert_int_equal(cc[1].op, PMREP_OP_RECV_RDMA_WITH_IMM);
 	assert_ptr_equal(cc[1].op_context, (void *)7);
 	assert_int_equal(cc[1].imm, 42);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 error_completion_reports_status_and_context_only(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
 	assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 8,
 			PMREP_F_COMPLETION_ON_ERROR, (void *)1), 0);
 	assert_int_equal(pmrep_read(f.conn, f.local, 0, f.remote, 0, 8,
@@ -200,7 +161,7 @@ error_completion_reports_status_and_context_only(void **state)
 		assert_false(c[i].has_imm);
 		assert_int_equal(c[i].byte_len, 0);
 	}
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 /* ------------------------------------------------------- atomic write */
@@ -209,8 +170,8 @@ static void
 atomic_write_without_native_support_is_inline_fenced_8_byte_write(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
 	const uint8_t v[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
 	assert_int_equal(pmrep_atomic_write(f.conn, f.remote, 16, v,
 			PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
@@ -224,7 +185,7 @@ atomic_write_without_native_support_is_inline_fenced_8_byte_write(void **state)
 	assert_int_equal(w->data_len, 8);
 	assert_memory_equal(w->data, v, 8);
 	assert_int_equal(w->remote_addr, f.remote->raddr + 16);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
@@ -232,8 +193,8 @@ atomic_write_with_native_support_uses_ibv_wr_atomic_write(void **state)
 {
 	(void) state;
 	mock_dev_set_atomic_write(true);
-	struct fx f;
-	fx_open(&f, NULL);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
 	struct mock_qp_info qi;
 	mock_qp_info(tv_vconn(f.conn)->qp, &qi);
 	assert_true(qi.is_ex);
@@ -259,7 +220,7 @@ atomic_write_with_native_support_uses_ibv_wr_atomic_write(void **state)
 	assert_int_equal(pmrep_atomic_write(f.conn, f.remote, 24, v,
 			PMREP_F_COMPLETION_ALWAYS, NULL), PMREP_E_PROVIDER);
 	assert_int_equal(pmrep_err_errno(), EINVAL);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 /* ------------------------------------------------------------ flush */
@@ -268,8 +229,8 @@ static void
 flush_visibility_is_a_one_byte_read_of_the_last_byte(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
 	assert_int_equal(pmrep_flush(f.conn, f.remote, 100, 50,
 			PMREP_FLUSH_TYPE_VISIBILITY, PMREP_F_COMPLETION_ALWAYS,
 			NULL), 0);
@@ -284,16 +245,16 @@ flush_visibility_is_a_one_byte_read_of_the_last_byte(void **state)
 	assert_int_equal(w->sge[0].addr, (uintptr_t)vp->sink);
 	assert_int_equal(w->sge[0].lkey, vp->sink_mr->lkey);
 	assert_false(w->bad_lkey);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 t14_persistent_flush_without_native_or_apm_is_nosupp_never_downgraded(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
-	set_direct_write(f.conn, false);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
+	tv_set_direct_write(f.conn, false);
 	enum pmrep_flush_method m;
 	assert_int_equal(pmrep_conn_get_flush_method(f.conn, &m), 0);
 	assert_int_equal(m, PMREP_FLUSH_METHOD_NONE);
@@ -314,16 +275,16 @@ t14_persistent_flush_without_native_or_apm_is_nosupp_never_downgraded(void **sta
 	f.conn->flush_method = PMREP_FLUSH_METHOD_NATIVE; /* not on this QP */
 	assert_int_equal(pmrep_verbs_ops.post(&a), PMREP_E_NOSUPP);
 	assert_int_equal(mock_send_count(), posted);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 t14_persistent_flush_apm_is_a_read_behind_the_writes(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
-	set_direct_write(f.conn, true);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
+	tv_set_direct_write(f.conn, true);
 	enum pmrep_flush_method m;
 	assert_int_equal(pmrep_conn_get_flush_method(f.conn, &m), 0);
 	assert_int_equal(m, PMREP_FLUSH_METHOD_APM);
@@ -349,16 +310,16 @@ t14_persistent_flush_apm_is_a_read_behind_the_writes(void **state)
 	assert_int_equal(c[0].op, PMREP_OP_FLUSH);
 	assert_ptr_equal(c[0].op_context, (void *)0xf);
 	assert_int_equal(mock_qp_sq_used(tv_vconn(f.conn)->qp), 0);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 t14_apm_flush_into_a_region_without_persistent_usage_is_nosupp(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
-	set_direct_write(f.conn, true);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
+	tv_set_direct_write(f.conn, true);
 	struct pmrep_mr_local *plain = tv_mr(f.peer, 64,
 			PMREP_MR_USAGE_WRITE_DST);
 	struct pmrep_mr_remote *r = tv_remote(plain);
@@ -367,16 +328,16 @@ t14_apm_flush_into_a_region_without_persistent_usage_is_nosupp(void **state)
 			NULL), PMREP_E_NOSUPP);
 	assert_int_equal(pmrep_mr_remote_delete(&r), 0);
 	tv_mr_free(plain);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 static void
 t14_failed_flush_is_an_error_completion_never_success(void **state)
 {
 	(void) state;
-	struct fx f;
-	fx_open(&f, NULL);
-	set_direct_write(f.conn, true);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
+	tv_set_direct_write(f.conn, true);
 	assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 64,
 			PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
 	assert_int_equal(pmrep_flush(f.conn, f.remote, 0, 64,
@@ -391,7 +352,7 @@ t14_failed_flush_is_an_error_completion_never_success(void **state)
 	assert_int_equal(n, 1);
 	assert_ptr_equal(c[0].op_context, (void *)0xf);
 	assert_int_equal(c[0].status, IBV_WC_REM_ACCESS_ERR);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 
 #ifdef PMREP_HAVE_IBV_WR_FLUSH
@@ -400,8 +361,8 @@ t14_native_flush_uses_ibv_wr_flush(void **state)
 {
 	(void) state;
 	mock_dev_set_flush(true, true);
-	struct fx f;
-	fx_open(&f, NULL);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
 	enum pmrep_flush_method m;
 	assert_int_equal(pmrep_conn_get_flush_method(f.conn, &m), 0);
 	assert_int_equal(m, PMREP_FLUSH_METHOD_NATIVE);
@@ -412,7 +373,7 @@ t14_native_flush_uses_ibv_wr_flush(void **state)
 	assert_true(w->via_wr_api);
 	assert_int_equal(w->opcode, IBV_WR_FLUSH);
 	assert_int_equal(w->flush_type, IBV_FLUSH_PERSISTENT);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 }
 #endif
 
@@ -424,8 +385,8 @@ full_send_queue_is_again_until_a_signalled_completion_frees_it(void **state)
 	(void) state;
 	struct pmrep_conn_cfg *cfg = tv_cfg();
 	assert_int_equal(pmrep_conn_cfg_set_sq_size(cfg, 4), 0);
-	struct fx f;
-	fx_open(&f, cfg);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, cfg);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 8,
 				PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
@@ -439,7 +400,7 @@ full_send_queue_is_again_until_a_signalled_completion_frees_it(void **state)
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 8,
 				PMREP_F_COMPLETION_ALWAYS, NULL), 0);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
 }
 
@@ -449,8 +410,8 @@ full_receive_queue_is_again(void **state)
 	(void) state;
 	struct pmrep_conn_cfg *cfg = tv_cfg();
 	assert_int_equal(pmrep_conn_cfg_set_rq_size(cfg, 2), 0);
-	struct fx f;
-	fx_open(&f, cfg);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, cfg);
 	assert_int_equal(pmrep_recv(f.conn, f.local, 0, 8, NULL), 0);
 	assert_int_equal(pmrep_recv(f.conn, f.local, 0, 8, NULL), 0);
 	assert_int_equal(pmrep_recv(f.conn, f.local, 0, 8, NULL),
@@ -460,7 +421,7 @@ full_receive_queue_is_again(void **state)
 	int n;
 	assert_int_equal(pmrep_cq_get_completions(f.conn->cq, &c, 1, &n), 0);
 	assert_int_equal(pmrep_recv(f.conn, f.local, 0, 8, NULL), 0);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
 }
 
@@ -471,8 +432,8 @@ post_failures_are_provider_errors_and_free_their_slot(void **state)
 	struct pmrep_conn_cfg *cfg = tv_cfg();
 	assert_int_equal(pmrep_conn_cfg_set_sq_size(cfg, 1), 0);
 	assert_int_equal(pmrep_conn_cfg_set_rq_size(cfg, 1), 0);
-	struct fx f;
-	fx_open(&f, cfg);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, cfg);
 	mock_fail("ibv_post_send", 1, EINVAL);
 	assert_int_equal(pmrep_read(f.conn, f.local, 0, f.remote, 0, 8,
 			PMREP_F_COMPLETION_ALWAYS, NULL), PMREP_E_PROVIDER);
@@ -490,7 +451,7 @@ post_failures_are_provider_errors_and_free_their_slot(void **state)
 	assert_int_equal(pmrep_recv(f.conn, f.local, 0, 8, NULL),
 			PMREP_E_AGAIN);
 	assert_int_equal(pmrep_recv(f.conn, f.local, 0, 8, NULL), 0);
-	fx_close(&f);
+	tv_post_fx_close(&f);
 	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
 }
 

@@ -232,4 +232,49 @@ tv_remote(const struct pmrep_mr_local *mr)
 	return r;
 }
 
+/* apply a remote peer cfg that does (not) declare direct write to pmem:
+ * with it, a PERSISTENT flush is APM (a read after the writes) */
+static inline void
+tv_set_direct_write(struct pmrep_conn *conn, bool on)
+{
+	struct pmrep_peer_cfg *pc;
+	assert_int_equal(pmrep_peer_cfg_new(&pc), 0);
+	assert_int_equal(pmrep_peer_cfg_set_direct_write_to_pmem(pc, on), 0);
+	assert_int_equal(pmrep_conn_apply_remote_peer_cfg(conn, pc), 0);
+	assert_int_equal(pmrep_peer_cfg_delete(&pc), 0);
+}
+
+/* the posting tests' fixture: an active conn, a local region and a
+ * "remote" one (registered here, described by its own descriptor) */
+struct tv_post_fx {
+	struct pmrep_peer *peer;
+	struct pmrep_conn *conn;
+	struct pmrep_mr_local *local;
+	struct pmrep_mr_local *target;	/* stands for the remote region */
+	struct pmrep_mr_remote *remote;
+	struct verbs_conn *vc;
+};
+
+static inline void
+tv_post_fx_open(struct tv_post_fx *f, const struct pmrep_conn_cfg *cfg)
+{
+	f->peer = tv_peer();
+	f->conn = tv_active(f->peer, cfg, NULL, 0);
+	f->local = tv_mr(f->peer, 8192, PMREP_MR_USAGE_ALL);
+	f->target = tv_mr(f->peer, 8192, PMREP_MR_USAGE_ALL);
+	f->remote = tv_remote(f->target);
+	f->vc = tv_vconn(f->conn);
+	mock_wr_log_clear();
+}
+
+static inline void
+tv_post_fx_close(struct tv_post_fx *f)
+{
+	assert_int_equal(pmrep_conn_delete(&f->conn), 0);
+	assert_int_equal(pmrep_mr_remote_delete(&f->remote), 0);
+	tv_mr_free(f->local);
+	tv_mr_free(f->target);
+	assert_int_equal(pmrep_peer_delete(&f->peer), 0);
+}
+
 #endif /* TEST_VERBS_UTIL_H */
