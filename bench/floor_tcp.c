@@ -53,13 +53,15 @@ send_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* receive exactly len bytes; spin: busy-poll (MSG_DONTWAIT), never sleep */
 static int
-recv_all(int fd, void *buf, size_t len)
+recv_exact(int fd, void *buf, size_t len, bool spin)
 {
 	uint8_t *p = buf;
 	while (len > 0) {
-		ssize_t n = recv(fd, p, len, 0);
-		if (n < 0 && errno == EINTR)
+		ssize_t n = recv(fd, p, len, spin ? MSG_DONTWAIT : 0);
+		if (n < 0 && (errno == EINTR || (spin && (errno == EAGAIN ||
+				errno == EWOULDBLOCK))))
 			continue;
 		if (n <= 0)
 			return -1;
@@ -69,28 +71,16 @@ recv_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
-/* the same, busy-polling: never sleeps while waiting for the bytes */
 static int
-recv_all_spin(int fd, void *buf, size_t len)
+recv_all(int fd, void *buf, size_t len)
 {
-	uint8_t *p = buf;
-	while (len > 0) {
-		ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-				errno == EINTR))
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return recv_exact(fd, buf, len, false);
 }
 
 static int
 recv_reply(int fd, void *buf, size_t len, bool spin)
 {
-	return spin ? recv_all_spin(fd, buf, len) : recv_all(fd, buf, len);
+	return recv_exact(fd, buf, len, spin);
 }
 
 static uint32_t
