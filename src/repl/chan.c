@@ -226,6 +226,25 @@ repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms)
 	return pmrep_cq_wait(ch->cq, timeout_ms);
 }
 
+void
+repl_chan_conn_due(struct repl_chan *ch)
+{
+	ch->conn_due = true;
+}
+
+int
+repl_chan_check_conn_lazy(struct repl_chan *ch)
+{
+	if (ch->lost)
+		return PMREP_E_CONN_LOST;
+	long long now = repl_now_ms();
+	if (!ch->conn_due && now - ch->conn_checked_ms < REPL_CONN_CHECK_MS)
+		return 0;
+	ch->conn_due = false;
+	ch->conn_checked_ms = now;
+	return repl_chan_check_conn(ch);
+}
+
 int
 repl_chan_check_conn(struct repl_chan *ch)
 {

@@ -29,6 +29,8 @@ struct repl_chan {
 	bool send_busy[CHAN_NSEND];
 	unsigned sends_in_flight;
 	bool lost;			/* a terminal conn event was seen */
+	long long conn_checked_ms;	/* repl_chan_check_conn_lazy */
+	bool conn_due;
 };
 
 enum repl_chan_ev {
@@ -83,6 +85,17 @@ void repl_chan_ack_cq(struct repl_chan *ch);
  * its requests onto the CQ). 0, or PMREP_E_TIMEOUT, or another error.
  */
 int repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms);
+/*
+ * repl_chan_check_conn, but only when it is due: the conn's event fd was
+ * seen readable (repl_chan_conn_due), a wait ran out, or
+ * REPL_CONN_CHECK_MS passed since the last look. For the data path: a
+ * conn that ends also fails its requests on the CQ, so the persist that
+ * waits learns it from its completion; the events need not be read (three
+ * system calls on verbs) on every step.
+ */
+#define REPL_CONN_CHECK_MS 100
+int repl_chan_check_conn_lazy(struct repl_chan *ch);
+void repl_chan_conn_due(struct repl_chan *ch);
 /*
  * after poll said the event fd is readable: read conn events;
  * PMREP_E_CONN_LOST when a terminal one came, else 0.

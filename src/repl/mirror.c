@@ -616,7 +616,7 @@ progress(struct replica *r)
 				(unsigned long long)msg.seq);
 		return PMREP_E_MALFORMED;
 	}
-	return repl_chan_check_conn(&r->ch);
+	return repl_chan_check_conn_lazy(&r->ch);
 }
 
 /*
@@ -650,7 +650,7 @@ wait_pending(struct pmrep_mirror *m, long long deadline)
 			p[np] = (struct pollfd){ cq_fd, POLLIN, 0 };
 			who[np++] = r;
 			p[np] = (struct pollfd){ ev_fd, POLLIN, 0 };
-			who[np++] = NULL;	/* progress() reads conn events */
+			who[np++] = r;	/* readable: progress() reads its events */
 		}
 		if (np == 0)
 			return;
@@ -670,15 +670,23 @@ wait_pending(struct pmrep_mirror *m, long long deadline)
 			 * take the answer in this thread; its conn events
 			 * are read by progress() on the next turn */
 			int ret = repl_chan_wait_cq(&who[0]->ch, left);
-			if (ret && ret != PMREP_E_TIMEOUT)
+			if (ret == PMREP_E_TIMEOUT)
+				repl_chan_conn_due(&who[0]->ch);
+			else if (ret)
 				replica_fail(who[0], ret, who[0]->p_off,
 						who[0]->p_len);
 			continue;
 		}
 		if (poll(p, (nfds_t)np, left) > 0) {
-			for (int i = 0; i < np; i++)
-				if (who[i] && (p[i].revents & POLLIN))
+			for (int i = 0; i < np; i += 2) {
+				if (p[i].revents & POLLIN)
 					repl_chan_ack_cq(&who[i]->ch);
+				if (p[i + 1].revents & POLLIN)
+					repl_chan_conn_due(&who[i]->ch);
+			}
+		} else {
+			for (int i = 0; i < np; i += 2)
+				repl_chan_conn_due(&who[i]->ch);
 		}
 	}
 }
