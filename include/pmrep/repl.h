@@ -170,17 +170,30 @@ enum pmrep_target_mode {
  * device's writes into pinned page-cache pages are not seen by msync on
  * every kernel. tmpfs, hugetlbfs, DAX files and device DAX register
  * directly.
- * Errors: PMREP_E_INVAL (NULL, no path, no key), PMREP_E_MALFORMED (the
- * existing file's header is damaged), PMREP_E_RANGE (its data size differs
- * from the configured one), the errors of pmrep_pmem_open (path),
- * pmrep_peer_open and pmrep_ep_listen (address: PMREP_E_PROVIDER with
- * EADDRINUSE ...), PMREP_E_NOMEM.
+ * One target per replica: the target holds an exclusive advisory lock
+ * (flock) on the replica file or device from here until
+ * pmrep_target_delete, so a second target on the same replica -- in another
+ * process or in this one, on any port -- is refused before it writes
+ * anything, and two mirrors can never write one replica through two
+ * targets. Only pmrep targets take the lock: other programs that write the
+ * file are not stopped by it.
+ * Errors: PMREP_E_INVAL (NULL, no path, no key), PMREP_E_BUSY (another
+ * target serves this replica: pmrep_err_msg() says "replica PATH is already
+ * served by another target", pmrep_err_errno() is EWOULDBLOCK),
+ * PMREP_E_MALFORMED (the existing file's header is damaged), PMREP_E_RANGE
+ * (its data size differs from the configured one), the errors of
+ * pmrep_pmem_open (path: PMREP_E_PROVIDER with ENOENT for a missing file
+ * without create; PMREP_E_RANGE when an existing file's size is not the
+ * configured data size + PMREP_REPLICA_DATA_OFFSET -- create never resizes
+ * one), pmrep_peer_open and pmrep_ep_listen (address: PMREP_E_PROVIDER with
+ * EADDRINUSE ...), PMREP_E_NOMEM. pmrep_err_msg() names the cause.
  */
 PMREP_API int pmrep_target_new(const struct pmrep_target_cfg *cfg,
 		struct pmrep_target **target_ptr);
 /*
  * pmrep_target_delete -- close every session, stop listening, deregister,
- * unmap and free. Errors: PMREP_E_INVAL (target_ptr NULL); failures of
+ * unmap, release the replica's lock (another target may serve it from
+ * now on) and free. Errors: PMREP_E_INVAL (target_ptr NULL); failures of
  * the underlying deletes are logged and the target is freed anyway.
  */
 PMREP_API int pmrep_target_delete(struct pmrep_target **target_ptr);

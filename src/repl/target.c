@@ -6,7 +6,8 @@
  * sessions of initiators: handshake (challenge-response with the
  * pre-shared key, header checks), then GPSPM persist requests and the
  * closing mark. Single-threaded: everything happens in
- * pmrep_target_process, driven by one epoll fd.
+ * pmrep_target_process, driven by one epoll fd. A target holds an
+ * exclusive flock on its replica for its life: one target per replica.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -61,6 +63,7 @@ struct session {
 struct pmrep_target {
 	struct pmrep_target_cfg cfg;
 	struct pmrep_pmem *pmem;
+	int lock_fd;			/* holds the replica's flock: -1 none */
 	uint8_t *base;			/* the mapping: header ... */
 	uint8_t *data;			/* ... and data area */
 	pmrep_pmem_persist_fn *persist;
@@ -255,6 +258,45 @@ hdr_store(struct pmrep_target *t)
 }
 
 /*
+ * one target per replica: an exclusive advisory lock (flock) on the
+ * replica file or device, held on an fd of its own for the target's life.
+ * flock locks belong to the open file description, so a second target in
+ * this process conflicts as one in another process does. Taken before
+ * anything is written to the replica.
+ */
+static int
+lock_replica(struct pmrep_target *t)
+{
+	const char *path = t->cfg.path;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return PMREP_ERR_PROVIDER(errno, path);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int err = errno;
+		close(fd);
+		if (err == EWOULDBLOCK) {
+			pmrep_err_set_errno(err);
+			PMREP_LOG_ERR("replica %s is already served by another target",
+					path);
+			return PMREP_E_BUSY;
+		}
+		char what[300];
+		snprintf(what, sizeof(what), "flock(%s)", path);
+		return PMREP_ERR_PROVIDER(err, what);
+	}
+	t->lock_fd = fd;
+	return 0;
+}
+
+static void
+unlock_replica(struct pmrep_target *t)
+{
+	if (t->lock_fd >= 0)
+		close(t->lock_fd);	/* releases the flock */
+	t->lock_fd = -1;
+}
+
+/*
  * close the replica's mapping on an error path. pmrep_pmem_close starts by
  * clearing this thread's error record, which would leave the caller of
  * pmrep_target_new with an empty pmrep_err_msg(): keep the reason.
@@ -266,6 +308,7 @@ close_pmem_keep_error(struct pmrep_target *t)
 	int err = pmrep_err_errno();
 	snprintf(why, sizeof(why), "%s", pmrep_err_msg());
 	(void) pmrep_pmem_close(&t->pmem);
+	unlock_replica(t);
 	if (why[0] != '\0' && pmrep_err_msg()[0] == '\0')
 		PMREP_LOG_ERR("cannot serve %s: %s", t->cfg.path, why);
 	pmrep_err_set_errno(err);
@@ -323,10 +366,23 @@ open_replica(struct pmrep_target *t)
 	int ret = pmrep_pmem_open(c->path, c->create ? PMREP_PMEM_CREATE : 0,
 			(size_t)file_size, PMREP_PMEM_GRANULARITY_PAGE, &t->pmem);
 	if (ret) {
+		/* keep the pmem layer's cause (ENOENT, the sizes ...) */
+		char why[256];
+		int err = pmrep_err_errno();
+		snprintf(why, sizeof(why), "%s", pmrep_err_msg());
+		const char *w = why;
+		size_t pl = strlen(c->path);
+		if (strncmp(w, c->path, pl) == 0 && w[pl] == ':' && w[pl + 1] == ' ')
+			w += pl + 2;	/* it starts with the path: once is enough */
 		PMREP_LOG_ERR("cannot open replica %s: %s", c->path,
-				pmrep_err_to_str(ret));
+				w[0] ? w : pmrep_err_to_str(ret));
+		pmrep_err_set_errno(err);
 		return ret;
 	}
+	/* before anything is written to it: another target may serve it */
+	ret = lock_replica(t);
+	if (ret)
+		goto err;
 	t->base = pmrep_pmem_get_address(t->pmem);
 	t->data = t->base + PMREP_REPLICA_DATA_OFFSET;
 	t->persist = pmrep_pmem_get_persist_fn(t->pmem);
@@ -778,6 +834,7 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 	}
 	int ret = PMREP_E_NOMEM;
 	t->epfd = -1;
+	t->lock_fd = -1;
 	t->cfg = *cfg;
 	t->cfg.path = strdup(cfg->path);
 	t->cfg.addr = strdup(cfg->addr);
@@ -872,6 +929,7 @@ pmrep_target_delete(struct pmrep_target **target_ptr)
 	if (ret)
 		PMREP_LOG_ERR("deleting the target's peer: %s", pmrep_err_to_str(ret));
 	(void) pmrep_pmem_close(&t->pmem);
+	unlock_replica(t);
 	free(t->cfg.path);
 	free(t->cfg.addr);
 	free(t->cfg.port);

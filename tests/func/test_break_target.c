@@ -11,7 +11,10 @@
  *  - a wait below -1 ms is refused at once (it used to mean "forever");
  *  - a sparse replica on a full file system is refused at start: it used
  *    to be served, and the first write into a hole killed the target with
- *    SIGBUS.
+ *    SIGBUS;
+ *  - a second target on the same replica (another port) used to start and
+ *    serve it, so two mirrors could write one replica: it is refused with
+ *    PMREP_E_BUSY until the first is deleted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -473,6 +476,82 @@ sparse_replica_on_a_full_file_system_is_refused_at_start(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+
+/* a target for c's replica on any port: its pmrep_target_new result */
+static int
+tgt_try(struct ctx *c, struct pmrep_target **t)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/replica", c->dir);
+	struct pmrep_target_cfg *cfg;
+	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
+	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
+	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	int ret = pmrep_target_new(cfg, t);
+	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);
+	return ret;
+}
+
+/* the child of the test below: 0 when its target was refused as busy */
+static int
+busy_child(struct ctx *c)
+{
+	struct pmrep_target *t = NULL;
+	int ret = tgt_try(c, &t);
+	if (ret == 0) {
+		pmrep_target_delete(&t);
+		return 1;
+	}
+	return ret == PMREP_E_BUSY ? 0 : 2;
+}
+
+static void
+second_target_on_one_replica_is_refused_until_the_first_is_deleted(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	tgt_new(c, 3000);
+	char path[128], expect[200];
+	snprintf(path, sizeof(path), "%s/replica", c->dir);
+	snprintf(expect, sizeof(expect),
+			"replica %s is already served by another target", path);
+
+	/* in this process, on another port: refused */
+	struct pmrep_target *t2 = NULL;
+	assert_int_equal(tgt_try(c, &t2), PMREP_E_BUSY);
+	assert_null(t2);
+	assert_non_null(strstr(pmrep_err_msg(), expect));
+	/* in another process: the same */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(busy_child(c));
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+
+	/* the first one still serves */
+	tgt_run(c);
+	mirror_works(c);
+	tgt_halt(c);
+	/* the header is the one the mirror left */
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(path, &info), 0);
+	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_memory_equal(info.uuid, uuid, PMREP_UUID_SIZE);
+
+	/* once the first is deleted, a new target serves the replica */
+	assert_int_equal(pmrep_target_delete(&c->g.t), 0);
+	assert_int_equal(tgt_try(c, &c->g.t), 0);
+	assert_int_equal(pmrep_target_get_port(c->g.t, &c->g.port), 0);
+	snprintf(c->g.sport, sizeof(c->g.sport), "%u", c->g.port);
+	tgt_run(c);
+	mirror_works(c);
+}
+
+
 int
 main(void)
 {
@@ -484,6 +563,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(garbage_and_broken_handshakes_leave_the_target_serving, setup, teardown),
 		cmocka_unit_test_setup_teardown(waits_below_minus_1_ms_are_refused_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(sparse_replica_on_a_full_file_system_is_refused_at_start, setup, teardown),
+		cmocka_unit_test_setup_teardown(second_target_on_one_replica_is_refused_until_the_first_is_deleted, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
