@@ -353,7 +353,11 @@ struct pmrep_replica_status {
  * (it holds a newer generation), PMREP_E_MALFORMED (a malformed handshake),
  * PMREP_E_UNREACHABLE / PMREP_E_REJECTED / PMREP_E_TIMEOUT /
  * PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM; with several failures, the
- * first replica's. Thread-safe for different mappings.
+ * first replica's. When the policy is not met, pmrep_err_msg() is
+ * "mirror: I of N replicas in sync, K required; " followed by that first
+ * failed replica's reason, e.g. "replica 0 (192.0.2.1:7204) refused us:
+ * authentication failed (wrong key)", and pmrep_err_errno() its errno.
+ * Thread-safe for different mappings.
  */
 PMREP_API int pmrep_mirror_new(struct pmrep_pmem *pmem,
 		const struct pmrep_mirror_cfg *cfg, struct pmrep_mirror **mirror_ptr);

@@ -319,8 +319,10 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		ret = ev == PMREP_CONN_REJECTED ? PMREP_E_REJECTED :
 			ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
 			PMREP_E_CONN_LOST;
-		PMREP_LOG_ERR("%s (%s:%s): connection %s", who, addr, port,
-				pmrep_conn_event_str(ev));
+		PMREP_LOG_ERR("%s (%s:%s): connection %s%s", who, addr, port,
+				pmrep_conn_event_str(ev),
+				ev == PMREP_CONN_UNREACHABLE ?
+				" (is a pmrep-target listening there?)" : "");
 		goto out;
 	}
 	struct pmrep_conn_private_data in;

@@ -76,6 +76,7 @@ struct replica {
 	enum pmrep_mirror_method method;
 	struct repl_bitmap oos;
 	int last_error;
+	char why[256];			/* the last attach failure's message */
 	uint64_t resyncs, resync_bytes;
 	long long next_try;		/* ms; reconnect not before */
 	int backoff_ms;
@@ -407,6 +408,16 @@ choose_method(struct replica *r, uint32_t target_flags)
 	return PMREP_MIRROR_METHOD_GPSPM;
 }
 
+/* remember why attaching failed: the thread's last error message (this
+ * replica's, when its attach began with pmrep_err_clear), else the code */
+static void
+note_why(struct replica *r, int err)
+{
+	const char *msg = pmrep_err_msg();
+	snprintf(r->why, sizeof(r->why), "%s",
+			msg[0] ? msg : pmrep_err_to_str(err));
+}
+
 /* connect, authenticate both ways, check the header; on success the
  * replica is CONNECTED and its bitmap holds what must be resynced */
 static int
@@ -415,6 +426,8 @@ replica_connect(struct replica *r, long long deadline)
 	struct pmrep_mirror *m = r->m;
 	struct pmrep_peer_cfg *pcfg = NULL;
 	int ret;
+
+	r->why[0] = '\0';
 
 	if (r->peer == NULL) {
 		ret = pmrep_peer_open(r->addr, false, &r->peer);
@@ -470,8 +483,17 @@ replica_connect(struct replica *r, long long deadline)
 		goto fail;
 	if (reply.type == REPL_MSG_REFUSE) {
 		ret = repl_status_to_err(reply.status);
-		PMREP_LOG_ERR("replica %u (%s:%s) refused us: %s", r->idx,
-				r->addr, r->port, repl_status_str(reply.status));
+		/* the REFUSE carries no sizes: ours, and where the replica's
+		 * is (its target logs both) */
+		if (reply.status == REPL_ST_SIZE)
+			PMREP_LOG_ERR("replica %u (%s:%s) refused us: %s: this mirror's mapping is %zu bytes (a replica file of %zu), the replica's data size is another (its target's log has it; `pmrep status REPLICA` on its host)",
+					r->idx, r->addr, r->port,
+					repl_status_str(reply.status), m->size,
+					m->size + (size_t)PMREP_REPLICA_DATA_OFFSET);
+		else
+			PMREP_LOG_ERR("replica %u (%s:%s) refused us: %s", r->idx,
+					r->addr, r->port,
+					repl_status_str(reply.status));
 		goto fail;
 	}
 	if (reply.type != REPL_MSG_ACCEPT) {
@@ -532,8 +554,11 @@ replica_connect(struct replica *r, long long deadline)
 	ret = 0;
 	goto out;
 fail:
+	note_why(r, ret);	/* before the teardown may log over it */
 	replica_disconnect(r);
 out:
+	if (ret && r->why[0] == '\0')
+		note_why(r, ret);
 	(void) pmrep_peer_cfg_delete(&pcfg);
 	return ret;
 }
@@ -755,7 +780,10 @@ replica_attach(struct replica *r, long long connect_deadline, long long deadline
 		r->next_try = repl_now_ms() + r->backoff_ms;
 		return ret;
 	}
-	return replica_resync(r, deadline);
+	ret = replica_resync(r, deadline);
+	if (ret)
+		note_why(r, ret);
+	return ret;
 }
 
 /* --------------------------------------------------------------- mirror */
@@ -1077,18 +1105,41 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		if (ret)
 			goto err;
 	}
-	int first_err = 0;
+	int first_err = 0, first_errno = 0;
+	const struct replica *first = NULL;
 	for (unsigned i = 0; i < m->n; i++) {
+		/* this replica's messages only: its failure's reason is the
+		 * thread's last error message */
+		pmrep_err_clear();
 		/* the resync of a new mirror has no overall limit: each
 		 * step has the cfg timeout */
 		ret = replica_attach(&m->r[i], repl_deadline(cfg->timeout_ms), -1);
-		if (ret && first_err == 0)
+		if (ret && first_err == 0) {
 			first_err = ret;
+			first_errno = pmrep_err_errno();
+			first = &m->r[i];
+		}
 	}
 	if (in_sync_count(m) < required(m)) {
 		ret = first_err ? first_err : PMREP_E_CONN_LOST;
-		PMREP_LOG_ERR("mirror: %u of %u replicas in sync, %u required",
-				in_sync_count(m), m->n, required(m));
+		/* the summary replaces the thread's last message: it carries
+		 * the first failure's reason, named by its replica */
+		char reason[sizeof(first->why) + 128] = "";
+		if (first != NULL) {
+			char name[32];
+			int n = snprintf(name, sizeof(name), "replica %u", first->idx);
+			char after = first->why[n];
+			if (strncmp(first->why, name, (size_t)n) == 0 &&
+					(after == ' ' || after == ':'))
+				snprintf(reason, sizeof(reason), "; %s", first->why);
+			else
+				snprintf(reason, sizeof(reason), "; replica %u (%s:%s): %s",
+						first->idx, first->addr, first->port,
+						first->why);
+		}
+		PMREP_LOG_ERR("mirror: %u of %u replicas in sync, %u required%s",
+				in_sync_count(m), m->n, required(m), reason);
+		pmrep_err_set_errno(first_errno);
 		goto err;
 	}
 	*mirror_ptr = m;

@@ -14,7 +14,10 @@
  *    SIGBUS;
  *  - a second target on the same replica (another port) used to start and
  *    serve it, so two mirrors could write one replica: it is refused with
- *    PMREP_E_BUSY until the first is deleted.
+ *    PMREP_E_BUSY until the first is deleted;
+ *  - a mirror that cannot start says why: pmrep_err_msg() used to be only
+ *    "mirror: 0 of 1 replicas in sync, 1 required"; it now ends with the
+ *    first failed replica's reason (wrong key, nobody listening, sizes).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -551,6 +554,68 @@ second_target_on_one_replica_is_refused_until_the_first_is_deleted(void **state)
 	mirror_works(c);
 }
 
+/* pmrep_mirror_new with `k` (key) to 127.0.0.1:`port`: the code; `msg`
+ * gets pmrep_err_msg() */
+static int
+mirror_fails(struct pmrep_pmem *src, const char *port, const uint8_t *k,
+		char *msg, size_t msg_len)
+{
+	struct pmrep_mirror_cfg *cfg = mcfg(port);
+	assert_int_equal(pmrep_mirror_cfg_set_key(cfg, k, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(cfg, 2000 * func_slow()), 0);
+	struct pmrep_mirror *m = NULL;
+	int ret = pmrep_mirror_new(src, cfg, &m);
+	snprintf(msg, msg_len, "%s", pmrep_err_msg());
+	assert_null(m);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	return ret;
+}
+
+static void
+mirror_new_failure_message_names_the_first_replicas_reason(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	tgt_new(c, 3000);
+	tgt_run(c);
+	char msg[600], who[64];
+	snprintf(who, sizeof(who), "replica 0 (127.0.0.1:%s)", c->g.sport);
+
+	/* a wrong key */
+	uint8_t wrong[sizeof(key)];
+	memcpy(wrong, key, sizeof(key));
+	wrong[0] ^= 1;
+	assert_int_equal(mirror_fails(c->src, c->g.sport, wrong, msg, sizeof(msg)),
+			PMREP_E_AUTH);
+	assert_non_null(strstr(msg, "mirror: 0 of 1 replicas in sync, 1 required; "));
+	assert_non_null(strstr(msg, who));
+	assert_non_null(strstr(msg, "authentication failed (wrong key)"));
+
+	/* a mapping of another size: the mirror's size is named */
+	char path[128];
+	struct pmrep_pmem *small = NULL;
+	snprintf(path, sizeof(path), "%s/small", c->dir);
+	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE, SIZE / 2,
+			PMREP_PMEM_GRANULARITY_PAGE, &small), 0);
+	assert_int_equal(mirror_fails(small, c->g.sport, key, msg, sizeof(msg)),
+			PMREP_E_RANGE);
+	assert_int_equal(pmrep_pmem_close(&small), 0);
+	unlink(path);
+	char sizes[64];
+	snprintf(sizes, sizeof(sizes), "this mirror's mapping is %u bytes", SIZE / 2);
+	assert_non_null(strstr(msg, "1 required; "));
+	assert_non_null(strstr(msg, "data size differs from the replica's"));
+	assert_non_null(strstr(msg, sizes));
+
+	/* nobody listening: the hint */
+	tgt_halt(c);
+	assert_int_equal(pmrep_target_delete(&c->g.t), 0);
+	assert_int_equal(mirror_fails(c->src, c->g.sport, key, msg, sizeof(msg)),
+			PMREP_E_UNREACHABLE);
+	assert_non_null(strstr(msg, "1 required; "));
+	assert_non_null(strstr(msg, who));
+	assert_non_null(strstr(msg, "is a pmrep-target listening there?"));
+}
 
 int
 main(void)
@@ -564,6 +629,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(waits_below_minus_1_ms_are_refused_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(sparse_replica_on_a_full_file_system_is_refused_at_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(second_target_on_one_replica_is_refused_until_the_first_is_deleted, setup, teardown),
+		cmocka_unit_test_setup_teardown(mirror_new_failure_message_names_the_first_replicas_reason, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
