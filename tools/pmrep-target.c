@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <pmrep/repl.h>
@@ -52,9 +53,13 @@ usage(FILE *f)
 		"\n"
 		"Once ready it prints one line on stdout:\n"
 		"    listening on ADDR:PORT (direct mode)      (or: staging mode)\n"
-		"which is how to learn the port chosen with --port 0. SIGINT or SIGTERM\n"
-		"shuts it down cleanly: any session is closed, the replica file unmapped,\n"
-		"and a line of statistics logged.\n"
+		"which is how to learn the port chosen with --port 0. One target per\n"
+		"replica: while it runs it holds a lock on PATH, and a second\n"
+		"pmrep-target on the same PATH (any port) refuses to start.\n"
+		"SIGINT or SIGTERM shuts it down cleanly: any session is closed, the\n"
+		"replica file unmapped, and a line of statistics logged (its persist\n"
+		"requests are GPSPM's only: native / APM flushes never reach the\n"
+		"target process).\n"
 		"\n"
 		"environment:\n"
 		"  PMREP_PROVIDER=tcp|verbs  force a provider (default: verbs when an RDMA\n"
@@ -63,8 +68,9 @@ usage(FILE *f)
 		"                           2 warning, 3 notice (default), 4 info, 5 debug)\n"
 		"\n"
 		"exit codes: 0 clean shutdown (SIGINT / SIGTERM) or --help; 1 failure\n"
-		"(bad configuration, key file, replica file, listening, or a fatal error\n"
-		"while serving); 2 usage error.\n");
+		"(bad configuration, key file, replica file, PATH already served by\n"
+		"another target, listening, or a fatal error while serving); 2 usage\n"
+		"error.\n");
 }
 
 static int
@@ -105,6 +111,44 @@ parse_ms(const char *s, int *out)
 		return -1;
 	*out = (int)v;
 	return 0;
+}
+
+/*
+ * the last line when the target cannot start: the cause in the words of
+ * the command line (pmrep_target_new's code alone says "provider call
+ * failed" for a missing file, "out of range" for a file of another size)
+ */
+static void
+report_start_failure(int ret, const char *path, uint64_t size, bool create,
+		const char *addr, const char *port)
+{
+	int err = pmrep_err_errno();
+	struct stat st;
+	bool is_file = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+	if (ret == PMREP_E_PROVIDER && err == ENOENT && !create &&
+			access(path, F_OK) != 0) {
+		fprintf(stderr, "pmrep-target: cannot serve %s: %s (add --create --size N to create it)\n",
+				path, strerror(err));
+	} else if (ret == PMREP_E_PROVIDER && err == ENOENT) {
+		fprintf(stderr, "pmrep-target: cannot serve %s: %s (does its directory exist?)\n",
+				path, strerror(err));
+	} else if (ret == PMREP_E_RANGE && is_file && size != 0 &&
+			(uint64_t)st.st_size != size + PMREP_REPLICA_DATA_OFFSET) {
+		fprintf(stderr, "pmrep-target: cannot serve %s: existing file is %llu bytes, %llu expected (%s)\n",
+				path, (unsigned long long)st.st_size,
+				(unsigned long long)(size + PMREP_REPLICA_DATA_OFFSET),
+				create ? "--create never resizes an existing file" :
+				"--size plus the 4096-byte replica header");
+	} else if (ret == PMREP_E_PROVIDER && err == EADDRINUSE) {
+		fprintf(stderr, "pmrep-target: cannot serve %s: %s:%s: %s (another pmrep-target? choose --port)\n",
+				path, addr, port, strerror(err));
+	} else if (ret == PMREP_E_BUSY) {
+		fprintf(stderr, "pmrep-target: cannot serve %s: %s\n", path,
+				pmrep_err_msg());
+	} else {
+		fprintf(stderr, "pmrep-target: cannot serve %s: %s (%s)\n", path,
+				pmrep_err_to_str(ret), pmrep_err_msg());
+	}
 }
 
 int
@@ -204,8 +248,7 @@ main(int argc, char *argv[])
 	}
 	ret = pmrep_target_new(cfg, &t);
 	if (ret) {
-		fprintf(stderr, "pmrep-target: cannot serve %s: %s (%s)\n", path,
-				pmrep_err_to_str(ret), pmrep_err_msg());
+		report_start_failure(ret, path, size, create, addr, port);
 		close(sfd);
 		goto out;
 	}
@@ -247,7 +290,7 @@ main(int argc, char *argv[])
 	}
 	struct pmrep_target_stats st;
 	if (pmrep_target_get_stats(t, &st) == 0)
-		fprintf(stderr, "pmrep-target: %llu sessions accepted, %llu refused, %llu persist requests\n",
+		fprintf(stderr, "pmrep-target: %llu sessions accepted, %llu refused, %llu GPSPM persist requests (native / APM flushes are not seen by the target process)\n",
 				(unsigned long long)st.sessions_accepted,
 				(unsigned long long)st.sessions_refused,
 				(unsigned long long)st.persist_requests);
