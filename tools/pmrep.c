@@ -302,12 +302,14 @@ cmd_verify(int argc, char *argv[])
 			info.flags & PMREP_REPLICA_F_CONSISTENT ?
 				"marked consistent" : "not marked consistent");
 	if (bad) {
-		printf("DIFFERENT: %llu of %llu ranges of %llu bytes differ\n",
-				bad, ranges, range);
+		printf("DIFFERENT: %llu of %llu %s of %llu bytes %s\n",
+				bad, ranges, ranges == 1 ? "range" : "ranges",
+				range, bad == 1 ? "differs" : "differ");
 		rc = EX_NO;
 	} else {
-		printf("IDENTICAL: %llu ranges of %llu bytes, %llu bytes, checksum %016llx on both\n",
-				ranges, range, (unsigned long long)info.data_size,
+		printf("IDENTICAL: %llu %s of %llu bytes, %llu bytes, checksum %016llx on both\n",
+				ranges, ranges == 1 ? "range" : "ranges", range,
+				(unsigned long long)info.data_size,
 				(unsigned long long)total);
 		rc = EX_OK;
 	}

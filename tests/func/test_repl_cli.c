@@ -4,7 +4,7 @@
  * as child processes against pmrep-target children on 127.0.0.1 (tcp
  * only; every child is killed after a bound, so a hang fails the test):
  *  - pmrep verify: identical (0), one flipped byte (1, the first differing
- *    range printed), a replica file that is none (1), a missing file (2,
+ *    range printed; "1 range", not "1 ranges"), a replica file that is none (1), a missing file (2,
  *    one line) and usage errors (2); pmrep status, of a fresh replica too;
  *    --help of each command, --version; every tool's --help;
  *  - pmrep recover: byte-exact data back from a replica after the local
@@ -271,6 +271,10 @@ verify_identical_differing_missing(void **state)
 	char *identical[] = { exe, "verify", src, tg[0].path, "--range", "64K", NULL };
 	assert_int_equal(run(identical, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "IDENTICAL: 16 ranges of 65536 bytes"));
+	/* one range: singular */
+	char *one[] = { exe, "verify", src, tg[0].path, "--range", "1M", NULL };
+	assert_int_equal(run(one, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "IDENTICAL: 1 range of 1048576 bytes, "));
 
 	/* one byte flipped in range 3 (bytes 196608..262143) */
 	int fd = open(src, O_RDWR);
@@ -280,7 +284,9 @@ verify_identical_differing_missing(void **state)
 	close(fd);
 	assert_int_equal(run(identical, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "first differing range: 3 (bytes 196608..262143)"));
-	assert_non_null(strstr(out, "DIFFERENT: 1 of 16 ranges"));
+	assert_non_null(strstr(out, "DIFFERENT: 1 of 16 ranges of 65536 bytes differs\n"));
+	assert_int_equal(run(one, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "DIFFERENT: 1 of 1 range of 1048576 bytes differs\n"));
 
 	char *miss1[] = { exe, "verify", missing, tg[0].path, NULL };
 	char *miss2[] = { exe, "verify", src, missing, NULL };
@@ -644,6 +650,8 @@ kv_all_fails_the_put(void **state)
 	FUNC_TCP_ONLY();
 	kv_two_targets_one_killed("all", false);
 }
+
+
 
 int
 main(int argc, char *argv[])
