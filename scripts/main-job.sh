@@ -5,12 +5,24 @@
 # resync, and ends by verifying, range by range, that the source log and the
 # replica are identical. Bounded in time; cleans up its processes and files.
 #   scripts/main-job.sh [BUILD_DIR]      (default: build-main-job, built if needed)
+#   scripts/main-job.sh --help | -h      this text; any other -option: usage error (2)
 # Environment: PMREP_MAIN_JOB_ADDR (default 127.0.0.1) is the address both
 # sides use; PMREP_PROVIDER (default tcp) the provider. Over verbs in the
 # soft-RoCE guest (tests/vm), with a build in the repository tree:
 #   tests/vm/run-in-vm.sh -- sh -c 'PMREP_MAIN_JOB_ADDR=$RXE_IP \
 #       PMREP_PROVIDER=verbs scripts/main-job.sh build-test/release'
 set -euo pipefail
+# the header comment above, up to `set`, is the usage text
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
+case ${1-} in
+-h | --help) usage; exit 0 ;;
+-*) echo "main-job.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+esac
+if [ $# -gt 1 ]; then
+	echo "main-job.sh: at most one argument, the build directory" >&2
+	usage >&2
+	exit 2
+fi
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${1:-$ROOT/build-main-job}

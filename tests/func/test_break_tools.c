@@ -14,7 +14,8 @@
  * "provider (rdma-core / OS) call failed" for a missing file, "offset or
  * length out of range" for a file of another size); a second pmrep-target
  * on a served replica (another port) is refused; the closing statistics
- * say which persist requests the target can count.
+ * say which persist requests the target can count. scripts/main-job.sh
+ * --help prints its usage (it was taken as a build directory).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -377,6 +378,59 @@ target_start_failures_name_their_cause(void **state)
 }
 
 
+/* the source tree of this build (CMakeCache.txt's CMAKE_HOME_DIRECTORY),
+ * or NULL */
+static const char *
+source_dir(char *buf, size_t len)
+{
+	char cache[PATH_MAX];
+	snprintf(cache, sizeof(cache), "%s/CMakeCache.txt", bindir);
+	FILE *f = fopen(cache, "r");
+	if (f == NULL)
+		return NULL;
+	static const char key[] = "CMAKE_HOME_DIRECTORY:INTERNAL=";
+	char line[PATH_MAX + 64];
+	const char *found = NULL;
+	while (found == NULL && fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, key, sizeof(key) - 1) != 0)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(buf, len, "%s", line + sizeof(key) - 1);
+		found = buf;
+	}
+	fclose(f);
+	return found;
+}
+
+/* scripts/main-job.sh --help used to be taken as a build directory */
+static void
+main_job_help_and_unknown_options(void **state)
+{
+	(void)state;
+	char src[PATH_MAX - 64], script[PATH_MAX], out[8192];
+	if (source_dir(src, sizeof(src)) == NULL)
+		skip();
+	snprintf(script, sizeof(script), "%s/scripts/main-job.sh", src);
+	if (access(script, R_OK) != 0)
+		skip();
+	static const char *const help[] = { "--help", "-h" };
+	for (size_t i = 0; i < 2; i++) {
+		char *argv[] = { "/bin/bash", script, (char *)help[i], NULL };
+		assert_int_equal(run_capture(argv, 1, out, sizeof(out)), 0);
+		assert_non_null(strstr(out, "scripts/main-job.sh [BUILD_DIR]"));
+		assert_non_null(strstr(out, "PMREP_MAIN_JOB_ADDR"));
+		assert_null(strstr(out, "# "));
+	}
+	char *bad[] = { "/bin/bash", script, "--bogus", NULL };
+	assert_int_equal(run_capture(bad, 2, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "main-job.sh: unknown option '--bogus'"));
+	char *two[] = { "/bin/bash", script, "a", "b", NULL };
+	assert_int_equal(run_capture(two, 2, out, sizeof(out)), 2);
+	/* nothing was built in a directory named after the option */
+	char built[PATH_MAX + 16];
+	snprintf(built, sizeof(built), "%s/--bogus", src);
+	assert_int_equal(access(built, F_OK), -1);
+}
 
 int
 main(int argc, char *argv[])
@@ -397,6 +451,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(target_bad_options_are_usage_errors_and_create_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(log_mirror_bad_options_are_usage_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(target_start_failures_name_their_cause, setup, teardown),
+		cmocka_unit_test_setup_teardown(main_job_help_and_unknown_options, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
