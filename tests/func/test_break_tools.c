@@ -395,7 +395,11 @@ source_dir(char *buf, size_t len)
 		if (strncmp(line, key, sizeof(key) - 1) != 0)
 			continue;
 		line[strcspn(line, "\n")] = '\0';
-		snprintf(buf, len, "%s", line + sizeof(key) - 1);
+		const char *v = line + sizeof(key) - 1;
+		size_t vl = strlen(v);
+		if (vl >= len)
+			break;	/* no room: not found */
+		memcpy(buf, v, vl + 1);
 		found = buf;
 	}
 	fclose(f);
