@@ -647,6 +647,24 @@ PMREP_API int pmrep_cq_get_fd(const struct pmrep_cq *cq, int *fd);
  */
 PMREP_API int pmrep_cq_wait(struct pmrep_cq *cq, int timeout_ms);
 /*
+ * pmrep_cq_wait_any -- pmrep_cq_wait over several CQs at once: wait up to
+ * timeout_ms (-1: no limit) until at least one of the n CQs (each on its
+ * own channel, all of one peer's provider; e.g. one per replica) has a
+ * completion event; acknowledge and re-arm every CQ whose event was seen.
+ * Then take completions with pmrep_cq_get_completions from each. Requests
+ * their conns hold by PMREP_F_MORE are posted first. On tcp the waiting
+ * thread runs the conns' progress itself (as pmrep_cq_wait does), so an
+ * answer needs no hand-off from a progress thread. n: 1 ..
+ * PMREP_CQ_WAIT_ANY_MAX. Errors: PMREP_E_INVAL (NULL, n out of range, CQs
+ * of different providers), PMREP_E_SHARED_CHANNEL (a CQ on a shared
+ * channel), PMREP_E_TIMEOUT (no event within the limit), PMREP_E_PROVIDER;
+ * PMREP_E_AGAIN / PMREP_E_PROVIDER when posting held requests failed.
+ * Thread-safety: as pmrep_cq_wait, for each CQ.
+ */
+#define PMREP_CQ_WAIT_ANY_MAX 64
+PMREP_API int pmrep_cq_wait_any(struct pmrep_cq *const *cqs, int n,
+		int timeout_ms);
+/*
  * pmrep_cq_get_completions -- take up to `max` completions without
  * blocking into `out`, count in *n. Requests its conn holds by
  * PMREP_F_MORE are posted first. Errors: PMREP_E_INVAL (max < 1),

@@ -85,6 +85,12 @@ void repl_chan_ack_cq(struct repl_chan *ch);
  * its requests onto the CQ). 0, or PMREP_E_TIMEOUT, or another error.
  */
 int repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms);
+/* the channel's CQ (for pmrep_cq_wait_any over several channels) */
+static inline struct pmrep_cq *
+repl_chan_cq(const struct repl_chan *ch)
+{
+	return ch->cq;
+}
 /*
  * repl_chan_check_conn, but only when it is due: the conn's event fd was
  * seen readable (repl_chan_conn_due), a wait ran out, or

@@ -653,9 +653,9 @@ static void
 wait_pending(struct pmrep_mirror *m, long long deadline)
 {
 	for (;;) {
-		struct pollfd p[2 * PMREP_MIRROR_MAX_REPLICAS];
-		struct replica *who[2 * PMREP_MIRROR_MAX_REPLICAS];
-		int np = 0;
+		struct pmrep_cq *cqs[PMREP_MIRROR_MAX_REPLICAS];
+		struct replica *who[PMREP_MIRROR_MAX_REPLICAS];
+		int nw = 0;
 		for (unsigned i = 0; i < m->n; i++) {
 			struct replica *r = &m->r[i];
 			if (!r->pending)
@@ -667,17 +667,10 @@ wait_pending(struct pmrep_mirror *m, long long deadline)
 			}
 			if (!r->pending)
 				continue;
-			int cq_fd, ev_fd;
-			if (repl_chan_fds(&r->ch, &cq_fd, &ev_fd) != 0) {
-				replica_fail(r, PMREP_E_CONN_LOST, r->p_off, r->p_len);
-				continue;
-			}
-			p[np] = (struct pollfd){ cq_fd, POLLIN, 0 };
-			who[np++] = r;
-			p[np] = (struct pollfd){ ev_fd, POLLIN, 0 };
-			who[np++] = r;	/* readable: progress() reads its events */
+			cqs[nw] = repl_chan_cq(&r->ch);
+			who[nw++] = r;
 		}
-		if (np == 0)
+		if (nw == 0)
 			return;
 		int left = repl_left_ms(deadline);
 		if (left == 0) {
@@ -689,29 +682,24 @@ wait_pending(struct pmrep_mirror *m, long long deadline)
 		}
 		if (left < 0 || left > POLL_SLICE_MS)
 			left = POLL_SLICE_MS;
-		if (np == 2) {
-			/* one replica pending (the usual persist of one, a
-			 * resync step): the transport's CQ wait, which may
-			 * take the answer in this thread; its conn events
-			 * are read by progress() on the next turn */
-			int ret = repl_chan_wait_cq(&who[0]->ch, left);
-			if (ret == PMREP_E_TIMEOUT)
-				repl_chan_conn_due(&who[0]->ch);
-			else if (ret)
-				replica_fail(who[0], ret, who[0]->p_off,
-						who[0]->p_len);
-			continue;
-		}
-		if (poll(p, (nfds_t)np, left) > 0) {
-			for (int i = 0; i < np; i += 2) {
-				if (p[i].revents & POLLIN)
-					repl_chan_ack_cq(&who[i]->ch);
-				if (p[i + 1].revents & POLLIN)
+		/* the transport's wait over the pending replicas' CQs: on tcp
+		 * the answers are taken in this thread, no hand-off; conn
+		 * events are read by progress() when due (a conn that ends
+		 * also fails its pending request on the CQ) */
+		int ret = pmrep_cq_wait_any(cqs, nw, left);
+		if (ret == PMREP_E_TIMEOUT) {
+			for (int i = 0; i < nw; i++)
+				repl_chan_conn_due(&who[i]->ch);
+		} else if (ret) {
+			/* whose? each CQ alone says (a held post that failed) */
+			for (int i = 0; i < nw; i++) {
+				int r2 = repl_chan_wait_cq(&who[i]->ch, 0);
+				if (r2 && r2 != PMREP_E_TIMEOUT)
+					replica_fail(who[i], r2, who[i]->p_off,
+							who[i]->p_len);
+				else
 					repl_chan_conn_due(&who[i]->ch);
 			}
-		} else {
-			for (int i = 0; i < np; i += 2)
-				repl_chan_conn_due(&who[i]->ch);
 		}
 	}
 }

@@ -184,6 +184,9 @@ struct pmrep_provider_ops {
 	int (*conn_delete)(struct pmrep_conn *conn);
 
 	int (*cq_wait)(struct pmrep_cq *cq, int timeout_ms);
+	/* optional: NULL -- the generic layer polls the CQs' fds and takes
+	 * each readable one's event with cq_wait(cq, 0) */
+	int (*cq_wait_any)(struct pmrep_cq *const *cqs, int n, int timeout_ms);
 	int (*cq_get_completions)(struct pmrep_cq *cq,
 			struct pmrep_completion *out, int max, int *n);
 

@@ -158,6 +158,7 @@ void tcp_cq_delete(struct tcp_cq *cq);
 bool tcp_cq_push(struct tcp_cq *cq, const struct pmrep_completion *c, int n);
 
 int tcp_cq_wait(struct pmrep_cq *cq, int timeout_ms);
+int tcp_cq_wait_any(struct pmrep_cq *const *cqs, int n, int timeout_ms);
 int tcp_cq_get_completions(struct pmrep_cq *cq, struct pmrep_completion *out,
 		int max, int *n);
 int tcp_comp_channel_new(struct pmrep_peer *peer, struct pmrep_comp_channel **ch);

@@ -314,6 +314,70 @@ cq_wait_fast(struct tcp_cq *cq, struct tcp_conn *c, int timeout_ms)
 	}
 }
 
+/*
+ * The fast wait over several CQs (pmrep_cq_wait_any): one turn per conn,
+ * then one poll over every channel and every socket whose turn this
+ * thread could run; whatever fired is taken.
+ */
+int
+tcp_cq_wait_any(struct pmrep_cq *const *cqs, int n, int timeout_ms)
+{
+	struct tcp_cq *q[PMREP_CQ_WAIT_ANY_MAX];
+	for (int i = 0; i < n; i++) {
+		q[i] = (struct tcp_cq *)cqs[i];
+		if (q[i]->base.conn != NULL)
+			tcp_conn_release_held(tcp_conn(q[i]->base.conn));
+	}
+	long long deadline = timeout_ms < 0 ? -1 : pmrep_now_ms() + timeout_ms;
+	bool readable = false;	/* as in cq_wait_fast: nothing to recv yet */
+	for (;;) {
+		bool got = false;
+		for (int i = 0; i < n; i++)
+			got |= take_own_event(q[i]);
+		if (got)
+			return 0;
+		struct pollfd p[2 * PMREP_CQ_WAIT_ANY_MAX];
+		struct tcp_conn *on_sock[PMREP_CQ_WAIT_ANY_MAX];
+		int np = 0, ns = 0;
+		for (int i = 0; i < n; i++) {
+			p[np++] = (struct pollfd){ .fd = q[i]->chan->fd,
+				.events = POLLIN };
+			struct tcp_conn *c = fast_conn(q[i]);
+			bool seen = false;	/* a conn's CQ and RCQ: one turn */
+			for (int k = 0; k < i && c != NULL; k++)
+				seen |= fast_conn(q[k]) == c;
+			if (c == NULL || seen)
+				continue;
+			int sock = -1;
+			short events = 0;
+			bool taken = false;
+			if (tcp_fast_turn(c, true, readable, &sock, &events, q[i],
+					&taken)) {
+				got |= taken;
+				if (sock >= 0 && events) {
+					p[np++] = (struct pollfd){ .fd = sock,
+						.events = events };
+					on_sock[ns++] = c;
+				}
+			}
+		}
+		if (got)
+			return 0;
+		readable = true;
+		int left = tcp_poll_ms(deadline, pmrep_now_ms());
+		if (left == 0)
+			return PMREP_E_TIMEOUT;
+		for (int k = 0; k < ns; k++)
+			atomic_fetch_add(&on_sock[k]->app_waiters, 1);
+		int r = poll(p, (nfds_t)np, left);
+		int err = errno;
+		for (int k = 0; k < ns; k++)
+			atomic_fetch_sub(&on_sock[k]->app_waiters, 1);
+		if (r < 0 && err != EINTR)
+			return PMREP_ERR_PROVIDER(err, "poll");
+	}
+}
+
 int
 tcp_cq_wait(struct pmrep_cq *cq_base, int timeout_ms)
 {

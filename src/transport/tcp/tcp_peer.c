@@ -177,6 +177,7 @@ const struct pmrep_provider_ops pmrep_tcp_ops = {
 	.conn_disconnect = tcp_conn_disconnect,
 	.conn_delete = tcp_conn_delete,
 	.cq_wait = tcp_cq_wait,
+	.cq_wait_any = tcp_cq_wait_any,
 	.cq_get_completions = tcp_cq_get_completions,
 	.post = tcp_post,
 };
