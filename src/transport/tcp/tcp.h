@@ -414,8 +414,9 @@ struct tcp_conn {
 	bool rx_full;			/* a READ waits: TCP_RESP_MAX owed */
 	long long stall_deadline;
 
-	/* a PERSISTENT flush applied but not persisted yet: adjacent flushes
-	 * of one receive batch into one MR become one persist call, run
+	/* a PERSISTENT flush applied but not persisted yet: overlapping or
+	 * touching flushes of one receive batch into one MR become one
+	 * persist call, run
 	 * before anything that answers for them goes out (tcp_progress.c) */
 	struct {
 		bool active;

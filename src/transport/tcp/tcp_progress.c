@@ -457,16 +457,16 @@ pend_run(struct tcp_conn *c)
 }
 
 /* one more PERSISTENT flush of [addr, addr + len) in `mr`: joins the
- * pending one when it touches it (or is at most a page away) */
+ * pending one when the two ranges overlap or touch -- never across a gap,
+ * so the union holds only bytes some flush named (a gap could be memory
+ * the persist fails on, e.g. an unmapped page: a false error) */
 static void
 pend_add(struct tcp_conn *c, const struct tcp_mr *mr, uint8_t *addr,
 		uint64_t len, uint32_t seq)
 {
-	const uint64_t gap = 4096;
 	if (c->pend.active && c->pend.key == mr->base.rkey &&
 			c->pend.fn == mr->base.persist &&
-			addr <= c->pend.end + gap &&
-			addr + len + gap >= c->pend.start) {
+			addr <= c->pend.end && addr + len >= c->pend.start) {
 		if (addr < c->pend.start)
 			c->pend.start = addr;
 		if (addr + len > c->pend.end)
