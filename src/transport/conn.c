@@ -38,13 +38,14 @@ pmrep_conn_next_event(struct pmrep_conn *conn, enum pmrep_conn_event *event)
 	PMREP_CHECK_ARG(conn);
 	PMREP_CHECK_ARG(event);
 	*event = PMREP_CONN_UNDEFINED;
-	if (conn->terminal)
+	if (atomic_load_explicit(&conn->terminal, memory_order_acquire))
 		return PMREP_E_NO_EVENT;
 	int ret = conn->peer->ops->conn_next_event(conn, event);
 	if (ret)
 		return ret;
 	if (*event != PMREP_CONN_ESTABLISHED)
-		conn->terminal = true;
+		atomic_store_explicit(&conn->terminal, true,
+				memory_order_release);
 	return 0;
 }
 
@@ -66,7 +67,7 @@ pmrep_conn_wait_event(struct pmrep_conn *conn, int timeout_ms,
 {
 	PMREP_CHECK_ARG(conn);
 	PMREP_CHECK_ARG(event);
-	if (conn->terminal) {
+	if (atomic_load_explicit(&conn->terminal, memory_order_acquire)) {
 		*event = PMREP_CONN_UNDEFINED;
 		return PMREP_E_NO_EVENT; /* nothing will ever come */
 	}

@@ -69,7 +69,7 @@ check_remote(const struct pmrep_conn *conn, const struct pmrep_mr_remote *mr,
 static int
 check_conn(const struct pmrep_conn *conn, const char *what)
 {
-	if (conn->terminal) {
+	if (atomic_load_explicit(&conn->terminal, memory_order_acquire)) {
 		PMREP_LOG_ERR("%s: the connection is closed or lost", what);
 		return PMREP_E_CONN_LOST;
 	}

@@ -86,7 +86,9 @@ struct pmrep_conn {
 	int comp_fd;			/* shared channel's fd, or -1 */
 	struct pmrep_cq *cq;
 	struct pmrep_cq *rcq;		/* NULL: none */
-	bool terminal;			/* a terminal event was reported */
+	/* a terminal event was reported; atomic: the thread that reads
+	 * events and the one that posts may differ */
+	atomic_bool terminal;
 	bool remote_direct_write_to_pmem;
 	enum pmrep_flush_method flush_method;
 	uint8_t pdata_len;
