@@ -281,8 +281,11 @@ cq_wait_fast(struct tcp_cq *cq, struct tcp_conn *c, int timeout_ms)
 {
 	long long deadline = timeout_ms < 0 ? -1 : pmrep_now_ms() + timeout_ms;
 	/* the first turn only sends and looks at the clock: right after a
-	 * post the answer cannot be in yet, a recv would only say EAGAIN */
-	bool readable = false;
+	 * post the answer cannot be in yet, a recv would only say EAGAIN --
+	 * unless this is the only turn (timeout 0): a thread that polls with
+	 * 0 in a loop must receive, or it would hold the turn against the
+	 * progress thread without ever taking the answers in */
+	bool readable = timeout_ms == 0;
 	for (;;) {
 		if (take_own_event(cq))
 			return 0;
@@ -329,7 +332,7 @@ tcp_cq_wait_any(struct pmrep_cq *const *cqs, int n, int timeout_ms)
 			tcp_conn_release_held(tcp_conn(q[i]->base.conn));
 	}
 	long long deadline = timeout_ms < 0 ? -1 : pmrep_now_ms() + timeout_ms;
-	bool readable = false;	/* as in cq_wait_fast: nothing to recv yet */
+	bool readable = timeout_ms == 0;	/* as in cq_wait_fast */
 	for (;;) {
 		bool got = false;
 		for (int i = 0; i < n; i++)
