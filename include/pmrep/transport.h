@@ -646,6 +646,8 @@ PMREP_API int pmrep_cq_get_fd(const struct pmrep_cq *cq, int *fd);
  * Thread-safety: may run concurrently with posting ops on its conn.
  */
 PMREP_API int pmrep_cq_wait(struct pmrep_cq *cq, int timeout_ms);
+/* the most CQs one pmrep_cq_wait_any takes */
+#define PMREP_CQ_WAIT_ANY_MAX 64
 /*
  * pmrep_cq_wait_any -- pmrep_cq_wait over several CQs at once: wait up to
  * timeout_ms (-1: no limit) until at least one of the n CQs (each on its
@@ -661,7 +663,6 @@ PMREP_API int pmrep_cq_wait(struct pmrep_cq *cq, int timeout_ms);
  * PMREP_E_AGAIN / PMREP_E_PROVIDER when posting held requests failed.
  * Thread-safety: as pmrep_cq_wait, for each CQ.
  */
-#define PMREP_CQ_WAIT_ANY_MAX 64
 PMREP_API int pmrep_cq_wait_any(struct pmrep_cq *const *cqs, int n,
 		int timeout_ms);
 /*

@@ -1112,6 +1112,27 @@ read_all(int fd, void *buf, size_t len)
 	}
 }
 
+/* fork a child running child_target (`hang`: its persist never returns);
+ * its hello read from *rfd (kept open: the child's end of the pipe) */
+static pid_t
+child_start(bool hang, int *rfd, struct child_hello *h)
+{
+	int pfd[2];
+	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		child_target(pfd[1], hang);
+		_exit(0);
+	}
+	close(pfd[1]);
+	read_all(pfd[0], h, sizeof(*h));
+	*rfd = pfd[0];
+	return pid;
+}
+
 struct killer {
 	int rfd;
 	pid_t pid;
@@ -1139,19 +1160,9 @@ target_killed_inside_its_persist_while_the_app_is_in_cq_wait_tcp(void **state)
 	(void) state;
 	FUNC_TCP_ONLY();	/* the persist function runs at a tcp target */
 	for (int round = 0; round < 3; round++) {
-		int pfd[2];
-		assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
-		fflush(NULL);
-		pid_t pid = fork();
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			close(pfd[0]);
-			child_target(pfd[1], true);
-			_exit(0);
-		}
-		close(pfd[1]);
+		int rfd;
 		struct child_hello h;
-		read_all(pfd[0], &h, sizeof(h));
+		pid_t pid = child_start(true, &rfd, &h);
 
 		struct pmrep_peer *peer = func_peer(false);
 		struct pmrep_conn_cfg *cfg = make_cfg(SQ, 8);
@@ -1170,7 +1181,7 @@ target_killed_inside_its_persist_while_the_app_is_in_cq_wait_tcp(void **state)
 				PMREP_MR_USAGE_ALL, &mr), 0);
 		struct pmrep_cq *cq = func_cq(conn);
 
-		struct killer k = { .rfd = pfd[0], .pid = pid };
+		struct killer k = { .rfd = rfd, .pid = pid };
 		pthread_t t;
 		assert_int_equal(pthread_create(&t, NULL, killer_main, &k), 0);
 		/* round 1: two persists; else one */
@@ -1228,7 +1239,7 @@ target_killed_inside_its_persist_while_the_app_is_in_cq_wait_tcp(void **state)
 		assert_int_equal(pmrep_conn_next_event(conn, &ev),
 				PMREP_E_NO_EVENT);
 		/* posts after the end: refused or flushed, once each */
-		close(pfd[0]);
+		close(rfd);
 		assert_int_equal(pmrep_conn_delete(&conn), 0);
 		assert_int_equal(pmrep_mr_dereg(&mr), 0);
 		assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
@@ -1246,19 +1257,9 @@ frozen_target_ends_one_long_cq_wait_with_the_request_timeout_tcp(void **state)
 {
 	(void) state;
 	FUNC_TCP_ONLY();	/* a frozen verbs target still answers RDMA */
-	int pfd[2];
-	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		child_target(pfd[1], false);
-		_exit(0);
-	}
-	close(pfd[1]);
+	int rfd;
 	struct child_hello h;
-	read_all(pfd[0], &h, sizeof(h));
+	pid_t pid = child_start(false, &rfd, &h);
 	struct pmrep_peer *peer = func_peer(false);
 	struct pmrep_conn_cfg *cfg = make_cfg(SQ, 8);
 	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, 250), 0);
@@ -1326,7 +1327,7 @@ frozen_target_ends_one_long_cq_wait_with_the_request_timeout_tcp(void **state)
 
 	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	close(pfd[0]);
+	close(rfd);
 	assert_int_equal(pmrep_conn_delete(&conn), 0);
 	assert_int_equal(pmrep_mr_dereg(&mr), 0);
 	assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
