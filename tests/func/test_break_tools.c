@@ -441,16 +441,7 @@ main(int argc, char *argv[])
 {
 	(void)argc;
 	/* tests/<this> -> the build tree's root */
-	ssize_t n = readlink("/proc/self/exe", bindir, sizeof(bindir) - 1);
-	if (n <= 0)
-		snprintf(bindir, sizeof(bindir), "%s", argv[0]);
-	else
-		bindir[n] = '\0';
-	for (int up = 0; up < 2; up++) {
-		char *slash = strrchr(bindir, '/');
-		if (slash)
-			*slash = '\0';
-	}
+	func_build_root(bindir, sizeof(bindir), argv[0]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(target_bad_options_are_usage_errors_and_create_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(log_mirror_bad_options_are_usage_errors, setup, teardown),

@@ -695,16 +695,7 @@ int
 main(int argc, char *argv[])
 {
 	(void)argc;
-	ssize_t n = readlink("/proc/self/exe", bindir, sizeof(bindir) - 1);
-	if (n <= 0)
-		snprintf(bindir, sizeof(bindir), "%s", argv[0]);
-	else
-		bindir[n] = '\0';
-	for (int up = 0; up < 2; up++) {
-		char *slash = strrchr(bindir, '/');
-		if (slash)
-			*slash = '\0';
-	}
+	func_build_root(bindir, sizeof(bindir), argv[0]);
 	signal(SIGPIPE, SIG_IGN);
 	pmrep_log_set_threshold(PMREP_LOG_WARNING);
 	const struct CMUnitTest tests[] = {

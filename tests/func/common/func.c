@@ -289,3 +289,18 @@ func_pattern(void *buf, size_t len, unsigned seed)
 		b[i] = (uint8_t)(x >> 16);
 	}
 }
+
+void
+func_build_root(char *buf, size_t len, const char *argv0)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0)
+		snprintf(buf, len, "%s", argv0);
+	else
+		buf[n] = '\0';
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(buf, '/');
+		if (slash)
+			*slash = '\0';
+	}
+}

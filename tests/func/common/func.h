@@ -109,6 +109,10 @@ long long func_now_ms(void);
  * that speak (or withhold) the wire protocol themselves */
 int func_raw_connect(const char *port);
 
+/* the build tree's root (this test executable is <root>/tests/<name>)
+ * into buf: from /proc/self/exe, else argv0 */
+void func_build_root(char *buf, size_t len, const char *argv0);
+
 /* little-endian stores, for tests that craft wire bytes */
 static inline void
 func_put_le(uint8_t *p, uint64_t v, int n)
