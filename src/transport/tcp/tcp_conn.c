@@ -284,6 +284,18 @@ static const uint8_t wire_type[] = {
 	[PMREP_OP_SEND] = TCP_WIRE_SEND,
 };
 
+/* send what is queued from this thread (a turn), or have the progress
+ * thread do it when it is in a turn itself */
+static void
+send_now(struct tcp_conn *c)
+{
+	if (tcp_fast_turn(c, false, false, NULL, NULL, NULL, NULL))
+		return;
+	pthread_mutex_lock(&c->lock);
+	tcp_conn_kick_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
 int
 tcp_post(const struct pmrep_op_args *a)
 {
@@ -350,7 +362,8 @@ tcp_post(const struct pmrep_op_args *a)
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	unsigned batch = c->held + 1;
+	/* the requests of this batch (a full MORE chain counts itself) */
+	unsigned batch = a->more ? c->held : c->held + 1;
 	c->held = 0;
 	/* a short queue (a persist: write + flush, with or without MORE)
 	 * goes out from this thread at once; a deeper one is batched by the
@@ -359,11 +372,8 @@ tcp_post(const struct pmrep_op_args *a)
 	if (!fast)
 		tcp_conn_kick_locked(c);
 	pthread_mutex_unlock(&c->lock);
-	if (fast && !tcp_fast_turn(c, false, false, NULL, NULL, NULL, NULL)) {
-		pthread_mutex_lock(&c->lock);
-		tcp_conn_kick_locked(c);
-		pthread_mutex_unlock(&c->lock);
-	}
+	if (fast)
+		send_now(c);
 	return 0;
 }
 
@@ -374,9 +384,6 @@ tcp_conn_release_held(struct tcp_conn *c)
 	bool held = c->held > 0;
 	c->held = 0;
 	pthread_mutex_unlock(&c->lock);
-	if (held && !tcp_fast_turn(c, false, false, NULL, NULL, NULL, NULL)) {
-		pthread_mutex_lock(&c->lock);
-		tcp_conn_kick_locked(c);
-		pthread_mutex_unlock(&c->lock);
-	}
+	if (held)
+		send_now(c);
 }
