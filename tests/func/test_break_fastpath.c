@@ -1133,6 +1133,60 @@ child_start(bool hang, int *rfd, struct child_hello *h)
 	return pid;
 }
 
+/* a child target (child_start) and this process's conn to it, with a
+ * local region of REGION bytes and the child's region as remote */
+struct child_conn {
+	pid_t pid;
+	int rfd;
+	struct pmrep_peer *peer;
+	struct pmrep_conn_cfg *cfg;
+	struct pmrep_conn *conn;
+	struct pmrep_mr_remote *rmt;
+	uint8_t *buf;
+	struct pmrep_mr_local *mr;
+	struct pmrep_cq *cq;
+};
+
+/* timeout_ms: the conn's cfg timeout (0: make_cfg's) */
+static void
+child_conn_open(struct child_conn *cc, bool hang, int timeout_ms)
+{
+	struct child_hello h;
+	cc->pid = child_start(hang, &cc->rfd, &h);
+	cc->peer = func_peer(false);
+	cc->cfg = make_cfg(SQ, 8);
+	if (timeout_ms > 0)
+		assert_int_equal(pmrep_conn_cfg_set_timeout(cc->cfg,
+				timeout_ms), 0);
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_conn_req_new(cc->peer, "127.0.0.1", h.port,
+			cc->cfg, &req), 0);
+	cc->conn = NULL;
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &cc->conn), 0);
+	func_expect_event(cc->conn, PMREP_CONN_ESTABLISHED, T * func_slow());
+	cc->rmt = NULL;
+	assert_int_equal(pmrep_mr_remote_from_descriptor(h.desc,
+			sizeof(h.desc), &cc->rmt), 0);
+	cc->buf = func_alloc(REGION);
+	cc->mr = NULL;
+	assert_int_equal(pmrep_mr_reg(cc->peer, cc->buf, REGION,
+			PMREP_MR_USAGE_ALL, &cc->mr), 0);
+	cc->cq = func_cq(cc->conn);
+}
+
+/* everything but the child (the caller reaps it) */
+static void
+child_conn_close(struct child_conn *cc)
+{
+	close(cc->rfd);
+	assert_int_equal(pmrep_conn_delete(&cc->conn), 0);
+	assert_int_equal(pmrep_mr_dereg(&cc->mr), 0);
+	assert_int_equal(pmrep_mr_remote_delete(&cc->rmt), 0);
+	pmrep_conn_cfg_delete(&cc->cfg);
+	assert_int_equal(pmrep_peer_delete(&cc->peer), 0);
+	free(cc->buf);
+}
+
 struct killer {
 	int rfd;
 	pid_t pid;
@@ -1160,28 +1214,15 @@ target_killed_inside_its_persist_while_the_app_is_in_cq_wait_tcp(void **state)
 	(void) state;
 	FUNC_TCP_ONLY();	/* the persist function runs at a tcp target */
 	for (int round = 0; round < 3; round++) {
-		int rfd;
-		struct child_hello h;
-		pid_t pid = child_start(true, &rfd, &h);
+		struct child_conn cc;
+		child_conn_open(&cc, true, 0);
+		pid_t pid = cc.pid;
+		struct pmrep_conn *conn = cc.conn;
+		struct pmrep_mr_remote *rmt = cc.rmt;
+		struct pmrep_mr_local *mr = cc.mr;
+		struct pmrep_cq *cq = cc.cq;
 
-		struct pmrep_peer *peer = func_peer(false);
-		struct pmrep_conn_cfg *cfg = make_cfg(SQ, 8);
-		struct pmrep_conn_req *req = NULL;
-		assert_int_equal(pmrep_conn_req_new(peer, "127.0.0.1", h.port,
-				cfg, &req), 0);
-		struct pmrep_conn *conn = NULL;
-		assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
-		func_expect_event(conn, PMREP_CONN_ESTABLISHED, T * func_slow());
-		struct pmrep_mr_remote *rmt = NULL;
-		assert_int_equal(pmrep_mr_remote_from_descriptor(h.desc,
-				sizeof(h.desc), &rmt), 0);
-		uint8_t *buf = func_alloc(REGION);
-		struct pmrep_mr_local *mr = NULL;
-		assert_int_equal(pmrep_mr_reg(peer, buf, REGION,
-				PMREP_MR_USAGE_ALL, &mr), 0);
-		struct pmrep_cq *cq = func_cq(conn);
-
-		struct killer k = { .rfd = rfd, .pid = pid };
+		struct killer k = { .rfd = cc.rfd, .pid = pid };
 		pthread_t t;
 		assert_int_equal(pthread_create(&t, NULL, killer_main, &k), 0);
 		/* round 1: two persists; else one */
@@ -1238,14 +1279,7 @@ target_killed_inside_its_persist_while_the_app_is_in_cq_wait_tcp(void **state)
 		enum pmrep_conn_event ev;
 		assert_int_equal(pmrep_conn_next_event(conn, &ev),
 				PMREP_E_NO_EVENT);
-		/* posts after the end: refused or flushed, once each */
-		close(rfd);
-		assert_int_equal(pmrep_conn_delete(&conn), 0);
-		assert_int_equal(pmrep_mr_dereg(&mr), 0);
-		assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
-		pmrep_conn_cfg_delete(&cfg);
-		assert_int_equal(pmrep_peer_delete(&peer), 0);
-		free(buf);
+		child_conn_close(&cc);
 	}
 }
 
@@ -1257,26 +1291,13 @@ frozen_target_ends_one_long_cq_wait_with_the_request_timeout_tcp(void **state)
 {
 	(void) state;
 	FUNC_TCP_ONLY();	/* a frozen verbs target still answers RDMA */
-	int rfd;
-	struct child_hello h;
-	pid_t pid = child_start(false, &rfd, &h);
-	struct pmrep_peer *peer = func_peer(false);
-	struct pmrep_conn_cfg *cfg = make_cfg(SQ, 8);
-	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, 250), 0);
-	struct pmrep_conn_req *req = NULL;
-	assert_int_equal(pmrep_conn_req_new(peer, "127.0.0.1", h.port, cfg,
-			&req), 0);
-	struct pmrep_conn *conn = NULL;
-	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
-	func_expect_event(conn, PMREP_CONN_ESTABLISHED, T * func_slow());
-	struct pmrep_mr_remote *rmt = NULL;
-	assert_int_equal(pmrep_mr_remote_from_descriptor(h.desc, sizeof(h.desc),
-			&rmt), 0);
-	uint8_t *buf = func_alloc(REGION);
-	struct pmrep_mr_local *mr = NULL;
-	assert_int_equal(pmrep_mr_reg(peer, buf, REGION, PMREP_MR_USAGE_ALL,
-			&mr), 0);
-	struct pmrep_cq *cq = func_cq(conn);
+	struct child_conn cc;
+	child_conn_open(&cc, false, 250);
+	pid_t pid = cc.pid;
+	struct pmrep_conn *conn = cc.conn;
+	struct pmrep_mr_remote *rmt = cc.rmt;
+	struct pmrep_mr_local *mr = cc.mr;
+	struct pmrep_cq *cq = cc.cq;
 	/* one persist that completes: the conn works */
 	assert_int_equal(pmrep_write(conn, rmt, 0, mr, 0, 64,
 			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
@@ -1327,13 +1348,7 @@ frozen_target_ends_one_long_cq_wait_with_the_request_timeout_tcp(void **state)
 
 	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	close(rfd);
-	assert_int_equal(pmrep_conn_delete(&conn), 0);
-	assert_int_equal(pmrep_mr_dereg(&mr), 0);
-	assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
-	pmrep_conn_cfg_delete(&cfg);
-	assert_int_equal(pmrep_peer_delete(&peer), 0);
-	free(buf);
+	child_conn_close(&cc);
 }
 
 /* ------------------ 8. dereg of a source while its writes are held */

@@ -48,10 +48,7 @@ setup(void **state)
 	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-tools-XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
-	int fd = open(keyfile, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "tools-key-0123456789abcdef\n", 27), 27);
-	close(fd);
+	func_write_file(keyfile, "tools-key-0123456789abcdef\n", 27);
 	return 0;
 }
 
@@ -64,9 +61,7 @@ teardown(void **state)
 		waitpid(target_pid, NULL, 0);
 		target_pid = 0;
 	}
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(func_rm_rf(dir), 0);
 	return 0;
 }
 

@@ -446,9 +446,7 @@ teardown(void **state)
 	(void)state;
 	tgt_stop();
 	func_child_kill_all();
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return func_rm_rf(dir);
 }
 
 int

@@ -59,10 +59,7 @@ setup(void **state)
 	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-cli-XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
-	int fd = open(keyfile, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, key, sizeof(key) - 1), (ssize_t)sizeof(key) - 1);
-	close(fd);
+	func_write_file(keyfile, key, sizeof(key) - 1);
 	memset(tg, 0, sizeof(tg));
 	return 0;
 }
@@ -83,9 +80,7 @@ teardown(void **state)
 	(void)state;
 	target_stop(&tg[0], SIGKILL);
 	target_stop(&tg[1], SIGKILL);
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(func_rm_rf(dir), 0);
 	return 0;
 }
 

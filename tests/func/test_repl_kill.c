@@ -383,9 +383,7 @@ teardown(void **state)
 {
 	(void)state;
 	func_child_kill_all();
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return func_rm_rf(dir);
 }
 
 int

@@ -254,9 +254,7 @@ teardown(void **state)
 		if (tgts[i].t != NULL)
 			tgt_stop(&tgts[i]);
 	func_child_kill_all();
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return func_rm_rf(dir);
 }
 
 /* ------------------------------------------------------------- tests */

@@ -3,6 +3,8 @@
  * func.c -- helpers of the functional tests (see func.h).
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,4 +305,21 @@ func_build_root(char *buf, size_t len, const char *argv0)
 		if (slash)
 			*slash = '\0';
 	}
+}
+
+int
+func_rm_rf(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+void
+func_write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
 }

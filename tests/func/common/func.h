@@ -109,6 +109,11 @@ long long func_now_ms(void);
  * that speak (or withhold) the wire protocol themselves */
 int func_raw_connect(const char *port);
 
+/* remove a directory tree the test made (rm -rf): 0, or -1 when that failed */
+int func_rm_rf(const char *dir);
+/* write `len` bytes to a new file at path (0600), asserting each step */
+void func_write_file(const char *path, const void *data, size_t len);
+
 /* the build tree's root (this test executable is <root>/tests/<name>)
  * into buf: from /proc/self/exe, else argv0 */
 void func_build_root(char *buf, size_t len, const char *argv0);
