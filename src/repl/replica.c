@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * replica.c -- one replica of a mirror, its state machine: connect and
+ * handshake, choose the method, resync its out-of-sync regions, fail.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "mirror_int.h"
+
+/* -------------------------------------------------- replica connection */
+
+/* add the replica's CQ and event fds to the mirror's epoll fd, or remove
+ * them (before the conn that owns them is deleted) */
+static void
+epoll_update(struct replica *r, int op)
+{
+	int fds[2];
+	if (r->m->epfd < 0 || r->conn == NULL ||
+			repl_chan_fds(&r->ch, &fds[0], &fds[1]) != 0)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = r };
+		if (epoll_ctl(r->m->epfd, op, fds[i], &ev) != 0 &&
+				op == EPOLL_CTL_ADD)
+			PMREP_LOG_WARN("replica %u: epoll_ctl: %s", r->idx,
+					strerror(errno));
+	}
+}
+
+/* tear the connection down; the bitmap is kept */
+void
+replica_disconnect(struct replica *r)
+{
+	if (r->conn) {
+		epoll_update(r, EPOLL_CTL_DEL);
+		(void) pmrep_conn_disconnect(r->conn);
+		(void) pmrep_conn_delete(&r->conn);
+	}
+	repl_chan_detach(&r->ch);
+	(void) pmrep_mr_remote_delete(&r->rmr);
+	r->pending = false;
+	r->method = PMREP_MIRROR_METHOD_NONE;
+}
+
+/* the replica is lost: [off, off + len) and all it misses from now on
+ * are out of sync */
+void
+replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
+{
+	repl_bitmap_mark(&r->oos, off, len);
+	if (r->state != PMREP_REPLICA_FAILED)
+		PMREP_LOG_ERR("replica %u (%s:%s) failed: %s; %llu bytes out of sync",
+				r->idx, r->addr, r->port, pmrep_err_to_str(err),
+				(unsigned long long)repl_bitmap_dirty_bytes(&r->oos));
+	r->last_error = err;
+	r->state = PMREP_REPLICA_FAILED;
+	replica_disconnect(r);
+	r->backoff_ms = r->backoff_ms == 0 ? BACKOFF_MIN_MS :
+		(r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2);
+	r->next_try = repl_now_ms() + r->backoff_ms;
+}
+
+/* wait for one message on the replica's channel until `deadline` */
+int
+replica_wait_msg(struct replica *r, long long deadline, struct repl_msg *msg)
+{
+	for (;;) {
+		enum repl_chan_ev ev;
+		int ret = repl_chan_next(&r->ch, &ev, msg);
+		if (ret)
+			return ret;
+		if (ev == REPL_CHAN_MSG)
+			return 0;
+		ret = repl_chan_check_conn(&r->ch);
+		if (ret)
+			return ret;
+		int left = repl_left_ms(deadline);
+		if (left == 0)
+			return PMREP_E_TIMEOUT;
+		int cq_fd, ev_fd;
+		ret = repl_chan_fds(&r->ch, &cq_fd, &ev_fd);
+		if (ret)
+			return ret;
+		struct pollfd p[2] = { { cq_fd, POLLIN, 0 }, { ev_fd, POLLIN, 0 } };
+		if (left < 0 || left > POLL_SLICE_MS)
+			left = POLL_SLICE_MS;
+		if (poll(p, 2, left) > 0 && (p[0].revents & POLLIN))
+			repl_chan_ack_cq(&r->ch);
+	}
+}
+
+static enum pmrep_mirror_method
+choose_method(struct replica *r, uint32_t target_flags)
+{
+	if (r->m->cfg.force_gpspm || (target_flags & REPL_TF_STAGING))
+		return PMREP_MIRROR_METHOD_GPSPM;
+	int ft = 0;
+	(void) pmrep_mr_remote_get_flush_type(r->rmr, &ft);
+	if (!(ft & PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT))
+		return PMREP_MIRROR_METHOD_GPSPM;
+	enum pmrep_flush_method fm = PMREP_FLUSH_METHOD_NONE;
+	(void) pmrep_conn_get_flush_method(r->conn, &fm);
+	if (fm == PMREP_FLUSH_METHOD_NATIVE)
+		return PMREP_MIRROR_METHOD_NATIVE;
+	if (fm == PMREP_FLUSH_METHOD_APM)
+		return PMREP_MIRROR_METHOD_APM;
+	return PMREP_MIRROR_METHOD_GPSPM;
+}
+
+/* remember why attaching failed: the thread's last error message (this
+ * replica's, when its attach began with pmrep_err_clear), else the code */
+static void
+note_why(struct replica *r, int err)
+{
+	const char *msg = pmrep_err_msg();
+	snprintf(r->why, sizeof(r->why), "%s",
+			msg[0] ? msg : pmrep_err_to_str(err));
+}
+
+/* connect, authenticate both ways, check the header; on success the
+ * replica is CONNECTED and its bitmap holds what must be resynced */
+static int
+replica_connect(struct replica *r, long long deadline)
+{
+	struct pmrep_mirror *m = r->m;
+	struct pmrep_peer_cfg *pcfg = NULL;
+	int ret;
+
+	r->why[0] = '\0';
+
+	if (r->peer == NULL) {
+		ret = pmrep_peer_open(r->addr, false, &r->peer);
+		if (ret)
+			return ret;
+	}
+	if (r->src == NULL) {
+		/* the device only reads it: a read-only registration, which
+		 * a page-cache file allows (a writable pin of one is refused
+		 * from Linux 6.5 on: T11) */
+		ret = pmrep_mr_reg(r->peer, m->base, m->size,
+				PMREP_MR_USAGE_WRITE_SRC, &r->src);
+		if (ret) {
+			PMREP_LOG_ERR("cannot register the local mapping for replica %u: %s",
+					r->idx, pmrep_err_to_str(ret));
+			return ret;
+		}
+	}
+	if (!r->chan_ready) {
+		ret = repl_chan_init(&r->ch, r->peer);
+		if (ret)
+			return ret;
+		r->chan_ready = true;
+	}
+	char who[32];
+	snprintf(who, sizeof(who), "replica %u", r->idx);
+	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
+	ret = repl_chan_dial(&r->ch, r->peer, r->addr, r->port, deadline, 64,
+			128, who, &r->conn, nonce_i, nonce_t);
+	if (r->conn != NULL)
+		epoll_update(r, EPOLL_CTL_ADD);
+	if (ret) {
+		if (r->conn != NULL)
+			goto fail;
+		goto out;
+	}
+
+	struct repl_msg msg = { .type = REPL_MSG_AUTH, .seq = m->next_seq++ };
+	memcpy(msg.u.auth.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
+	msg.u.auth.data_size = m->size;
+	msg.u.auth.generation = m->cfg.generation;
+	msg.u.auth.session_id = m->session_id;
+	ret = repl_auth_mac(m->cfg.key, m->cfg.key_len, nonce_i, nonce_t,
+			&msg.u.auth, msg.u.auth.mac);
+	if (ret)
+		goto fail;
+	ret = repl_chan_send(&r->ch, &msg);
+	if (ret)
+		goto fail;
+	struct repl_msg reply;
+	ret = replica_wait_msg(r, deadline, &reply);
+	if (ret)
+		goto fail;
+	if (reply.type == REPL_MSG_REFUSE) {
+		ret = repl_status_to_err(reply.status);
+		/* the REFUSE carries no sizes: ours, and where the replica's
+		 * is (its target logs both) */
+		if (reply.status == REPL_ST_SIZE)
+			PMREP_LOG_ERR("replica %u (%s:%s) refused us: %s: this mirror's mapping is %zu bytes (a replica file of %zu), the replica's data size is another (its target's log has it; `pmrep status REPLICA` on its host)",
+					r->idx, r->addr, r->port,
+					repl_status_str(reply.status), m->size,
+					m->size + (size_t)PMREP_REPLICA_DATA_OFFSET);
+		else
+			PMREP_LOG_ERR("replica %u (%s:%s) refused us: %s", r->idx,
+					r->addr, r->port,
+					repl_status_str(reply.status));
+		goto fail;
+	}
+	if (reply.type != REPL_MSG_ACCEPT) {
+		PMREP_LOG_ERR("replica %u: expected ACCEPT, got message type %d",
+				r->idx, (int)reply.type);
+		ret = PMREP_E_MALFORMED;
+		goto fail;
+	}
+	const struct repl_accept *acc = &reply.u.accept;
+	uint8_t mac[REPL_MAC_SIZE];
+	ret = repl_accept_mac(m->cfg.key, m->cfg.key_len, nonce_i, nonce_t,
+			acc, mac);
+	if (ret)
+		goto fail;
+	if (!repl_mac_equal(mac, acc->mac)) {
+		PMREP_LOG_ERR("replica %u (%s:%s) failed to prove it holds the key",
+				r->idx, r->addr, r->port);
+		ret = PMREP_E_AUTH;
+		goto fail;
+	}
+	ret = pmrep_mr_remote_from_descriptor(acc->mr_desc, PMREP_MR_DESC_SIZE,
+			&r->rmr);
+	if (ret)
+		goto fail;
+	size_t rsize = 0;
+	(void) pmrep_mr_remote_get_size(r->rmr, &rsize);
+	if (rsize != m->size) {
+		PMREP_LOG_ERR("replica %u offers %zu bytes, the mapping has %zu",
+				r->idx, rsize, m->size);
+		ret = PMREP_E_RANGE;
+		goto fail;
+	}
+	ret = pmrep_peer_cfg_from_descriptor(acc->peer_cfg,
+			PMREP_PEER_CFG_DESC_SIZE, &pcfg);
+	if (ret)
+		goto fail;
+	(void) pmrep_conn_apply_remote_peer_cfg(r->conn, pcfg);
+	r->method = choose_method(r, acc->target_flags);
+
+	/* what the replica holds decides what to copy */
+	bool same_gen = acc->prev_generation == m->cfg.generation;
+	bool ours = acc->prev_attach_id == m->session_id;
+	bool consistent = (acc->prev_flags & PMREP_REPLICA_F_CONSISTENT) != 0;
+	const char *sync;
+	if (!(acc->target_flags & REPL_TF_FRESH) && same_gen && (ours || consistent)) {
+		/* our bitmap holds every change it has not confirmed: since
+		 * it was lost (ours), or since this mirror began (consistent) */
+		sync = "incremental";
+	} else {
+		repl_bitmap_mark_all(&r->oos);
+		sync = acc->target_flags & REPL_TF_FRESH ? "full (fresh replica)" :
+			"full";
+	}
+	r->state = PMREP_REPLICA_CONNECTED;
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) attached: method %s, resync %s of %llu bytes",
+			r->idx, r->addr, r->port, pmrep_mirror_method_str(r->method),
+			sync, (unsigned long long)repl_bitmap_dirty_bytes(&r->oos));
+	ret = 0;
+	goto out;
+fail:
+	note_why(r, ret);	/* before the teardown may log over it */
+	replica_disconnect(r);
+out:
+	if (ret && r->why[0] == '\0')
+		note_why(r, ret);
+	(void) pmrep_peer_cfg_delete(&pcfg);
+	return ret;
+}
+
+/*
+ * copy the replica's out-of-sync regions until none is left. Each step is
+ * bounded by the cfg timeout; when `deadline` passes with regions left the
+ * replica stays connected but DEGRADED (pmrep_mirror_reconnect resumes).
+ */
+int
+replica_resync(struct replica *r, long long deadline)
+{
+	r->state = PMREP_REPLICA_SYNCING;
+	uint64_t copied = 0;
+	size_t max = (size_t)(RESYNC_CHUNK / r->oos.region_size);
+	if (max == 0)
+		max = 1;
+	size_t first, n, from = 0;
+	while (repl_bitmap_next_run(&r->oos, from, max, &first, &n)) {
+		if (repl_left_ms(deadline) == 0) {
+			r->state = PMREP_REPLICA_DEGRADED;
+			r->last_error = PMREP_E_TIMEOUT;
+			r->resync_bytes += copied;
+			PMREP_LOG_WARN("replica %u: resync paused, %llu bytes still out of sync",
+					r->idx, (unsigned long long)repl_bitmap_dirty_bytes(&r->oos));
+			return PMREP_E_TIMEOUT;
+		}
+		uint64_t off, len;
+		repl_bitmap_range(&r->oos, first, n, &off, &len);
+		int ret = replica_post_range(r, off, len);
+		if (ret) {
+			replica_fail(r, ret, off, len);
+			return ret;
+		}
+		long long step = repl_deadline(r->m->cfg.timeout_ms);
+		if (deadline >= 0 && deadline < step)
+			step = deadline;
+		mirror_wait_pending(r->m, step);	/* only this replica is pending */
+		if (r->state == PMREP_REPLICA_FAILED)
+			return r->last_error;
+		repl_bitmap_clear_regions(&r->oos, first, n);
+		copied += len;
+		from = first + n;
+	}
+	r->state = PMREP_REPLICA_IN_SYNC;
+	r->resyncs++;
+	r->resync_bytes += copied;
+	r->backoff_ms = 0;
+	r->last_error = 0;
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) in sync: %llu bytes copied",
+			r->idx, r->addr, r->port, (unsigned long long)copied);
+	return 0;
+}
+
+/* connect (bounded by `connect_deadline`), then resync (by `deadline`) */
+int
+replica_attach(struct replica *r, long long connect_deadline, long long deadline)
+{
+	int ret = replica_connect(r, connect_deadline);
+	if (ret) {
+		r->last_error = ret;
+		r->state = PMREP_REPLICA_FAILED;
+		r->backoff_ms = r->backoff_ms == 0 ? BACKOFF_MIN_MS :
+			(r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+			 r->backoff_ms * 2);
+		r->next_try = repl_now_ms() + r->backoff_ms;
+		return ret;
+	}
+	ret = replica_resync(r, deadline);
+	if (ret)
+		note_why(r, ret);
+	return ret;
+}
