@@ -202,6 +202,19 @@ PMREP_API bool pmrep_pmem_is_devdax(const struct pmrep_pmem *pmem);
  * Given NULL, each logs an error and returns NULL.
  */
 
+/*
+ * pmrep_pmem_persist -- make `len` bytes at `ptr` (inside this mapping)
+ * durable, and say whether that worked. This is the call pmrep itself
+ * persists with; it never aborts the process (libpmem2's page-granularity
+ * persist function does when msync fails).
+ * Errors: PMREP_E_INVAL (NULL, or the range is not inside the mapping),
+ * PMREP_E_PROVIDER (the write-back failed: pmrep_err_errno() has msync's
+ * errno, e.g. EIO).
+ * Thread-safe.
+ */
+PMREP_API int pmrep_pmem_persist(struct pmrep_pmem *pmem, const void *ptr,
+		size_t len);
+
 /* pmrep_pmem_get_persist_fn -- flush + drain of a range (fits pmrep_mr_set_persist_fn). */
 PMREP_API pmrep_pmem_persist_fn *pmrep_pmem_get_persist_fn(
 		const struct pmrep_pmem *pmem);

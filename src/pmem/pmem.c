@@ -21,6 +21,7 @@
 #include <pmrep/pmem.h>
 
 #include "../common/log.h"
+#include "../common/testhook.h"
 #include "pmem_alloc.h"
 
 /* pmrep's public flags are libpmem2's, value for value */
@@ -502,6 +503,30 @@ bool
 pmrep_pmem_is_devdax(const struct pmrep_pmem *pmem)
 {
 	return getter_arg_ok(pmem, __func__) ? pmem->devdax : false;
+}
+
+int
+pmrep_pmem_persist(struct pmrep_pmem *pmem, const void *ptr, size_t len)
+{
+	if (pmem == NULL || ptr == NULL) {
+		PMREP_LOG_ERR("invalid argument: pmem or ptr is NULL");
+		return PMREP_E_INVAL;
+	}
+	uintptr_t a = (uintptr_t)ptr, base = (uintptr_t)pmem->addr;
+	if (a < base || a - base > pmem->size || len > pmem->size - (a - base)) {
+		PMREP_LOG_ERR("persist of %zu bytes at %p: outside the %zu-byte mapping at %p",
+				len, ptr, pmem->size, pmem->addr);
+		return PMREP_E_INVAL;
+	}
+	if (len == 0)
+		return 0;
+	if (pmrep_test_hooks.pmem_persist) {
+		int ret = pmrep_test_hooks.pmem_persist(pmem, ptr, len);
+		if (ret)
+			return ret;
+	}
+	pmem->persist(ptr, len);
+	return 0;
 }
 
 pmrep_pmem_persist_fn *

@@ -41,12 +41,12 @@ repl_timeout_check(int timeout_ms, const char *what)
 	return 0;
 }
 
+long long pmrep_now_ms(void);	/* common/clock.c */
+
 long long
 repl_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return pmrep_now_ms();
 }
 
 long long
@@ -224,6 +224,40 @@ int
 repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms)
 {
 	return pmrep_cq_wait(ch->cq, timeout_ms);
+}
+
+int
+repl_chan_wait_slice(struct repl_chan *ch, long long deadline)
+{
+	int left = repl_left_ms(deadline);
+	if (left == 0)
+		return PMREP_E_TIMEOUT;
+	if (left < 0 || left > REPL_WAIT_SLICE_MS)
+		left = REPL_WAIT_SLICE_MS;
+	int ret = repl_chan_wait_cq(ch, left);
+	return ret == PMREP_E_TIMEOUT ? 0 : ret;
+}
+
+int
+repl_chan_wait_msg(struct repl_chan *ch, long long deadline,
+		struct repl_msg *msg)
+{
+	for (;;) {
+		enum repl_chan_ev ev;
+		int ret = repl_chan_next(ch, &ev, msg);
+		if (ret)
+			return ret;
+		if (ev == REPL_CHAN_MSG)
+			return 0;
+		if (ev != REPL_CHAN_NONE)
+			continue;	/* a flush completion: not waited for */
+		ret = repl_chan_check_conn(ch);
+		if (ret)
+			return ret;
+		ret = repl_chan_wait_slice(ch, deadline);
+		if (ret)
+			return ret;
+	}
 }
 
 void

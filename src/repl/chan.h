@@ -85,6 +85,23 @@ void repl_chan_ack_cq(struct repl_chan *ch);
  * its requests onto the CQ). 0, or PMREP_E_TIMEOUT, or another error.
  */
 int repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms);
+/*
+ * wait for the CQ's next event until `deadline`, at most
+ * REPL_WAIT_SLICE_MS (so that the caller looks at its conn's events in
+ * between): 0 (an event, or the slice ran out), PMREP_E_TIMEOUT once the
+ * deadline passed, or another error. Through the transport's wait only,
+ * so the fault-injection harness controls every wait.
+ */
+#define REPL_WAIT_SLICE_MS 100
+int repl_chan_wait_slice(struct repl_chan *ch, long long deadline);
+/*
+ * wait for the next message until `deadline`: 0 with *msg, or
+ * PMREP_E_TIMEOUT, PMREP_E_CONN_LOST (a terminal conn event or an error
+ * completion), PMREP_E_MALFORMED (it did not decode), transport errors.
+ * Flush completions that arrive meanwhile are dropped.
+ */
+int repl_chan_wait_msg(struct repl_chan *ch, long long deadline,
+		struct repl_msg *msg);
 /* the channel's CQ (for pmrep_cq_wait_any over several channels) */
 static inline struct pmrep_cq *
 repl_chan_cq(const struct repl_chan *ch)

@@ -32,43 +32,16 @@ struct recover {
 	long long deadline;
 };
 
-/* wait for readability of the channel's fds until the deadline, at most
- * one slice; PMREP_E_TIMEOUT once the deadline passed */
 static int
 wait_chan(struct recover *rc)
 {
-	int left = repl_left_ms(rc->deadline);
-	if (left == 0)
-		return PMREP_E_TIMEOUT;
-	int cq_fd, ev_fd;
-	int ret = repl_chan_fds(&rc->ch, &cq_fd, &ev_fd);
-	if (ret)
-		return ret;
-	struct pollfd p[2] = { { cq_fd, POLLIN, 0 }, { ev_fd, POLLIN, 0 } };
-	if (left < 0 || left > RECOVER_SLICE_MS)
-		left = RECOVER_SLICE_MS;
-	if (poll(p, 2, left) > 0 && (p[0].revents & POLLIN))
-		repl_chan_ack_cq(&rc->ch);
-	return 0;
+	return repl_chan_wait_slice(&rc->ch, rc->deadline);
 }
 
 static int
 wait_msg(struct recover *rc, struct repl_msg *msg)
 {
-	for (;;) {
-		enum repl_chan_ev ev;
-		int ret = repl_chan_next(&rc->ch, &ev, msg);
-		if (ret)
-			return ret;
-		if (ev == REPL_CHAN_MSG)
-			return 0;
-		ret = repl_chan_check_conn(&rc->ch);
-		if (ret)
-			return ret;
-		ret = wait_chan(rc);
-		if (ret)
-			return ret;
-	}
+	return repl_chan_wait_msg(&rc->ch, rc->deadline, msg);
 }
 
 /*

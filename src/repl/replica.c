@@ -74,29 +74,7 @@ replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 int
 replica_wait_msg(struct replica *r, long long deadline, struct repl_msg *msg)
 {
-	for (;;) {
-		enum repl_chan_ev ev;
-		int ret = repl_chan_next(&r->ch, &ev, msg);
-		if (ret)
-			return ret;
-		if (ev == REPL_CHAN_MSG)
-			return 0;
-		ret = repl_chan_check_conn(&r->ch);
-		if (ret)
-			return ret;
-		int left = repl_left_ms(deadline);
-		if (left == 0)
-			return PMREP_E_TIMEOUT;
-		int cq_fd, ev_fd;
-		ret = repl_chan_fds(&r->ch, &cq_fd, &ev_fd);
-		if (ret)
-			return ret;
-		struct pollfd p[2] = { { cq_fd, POLLIN, 0 }, { ev_fd, POLLIN, 0 } };
-		if (left < 0 || left > POLL_SLICE_MS)
-			left = POLL_SLICE_MS;
-		if (poll(p, 2, left) > 0 && (p[0].revents & POLLIN))
-			repl_chan_ack_cq(&r->ch);
-	}
+	return repl_chan_wait_msg(&r->ch, deadline, msg);
 }
 
 static enum pmrep_mirror_method

@@ -43,7 +43,7 @@ int pmrep_check_recv_dst(const struct pmrep_mr_local *dst, size_t offset,
 /* the flush method a conn gets from its peer's caps and the remote peer cfg */
 void pmrep_conn_update_flush_method(struct pmrep_conn *conn);
 
-/* CLOCK_MONOTONIC in milliseconds */
+/* CLOCK_MONOTONIC in milliseconds (common/clock.c; a test may replace it) */
 long long pmrep_now_ms(void);
 
 /*

@@ -1,25 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fd_wait.c -- the one place where pmrep waits for an fd with a time
- * limit; every *_wait function goes through here.
+ * limit; every *_wait function goes through here (pmrep_now_ms is in
+ * common/clock.c).
  */
 #include <errno.h>
 #include <poll.h>
 #include <time.h>
 
 #include "common.h"
-
-long long
-pmrep_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "common/testhook.h"
 
 int
 pmrep_fd_wait_readable(int fd, int timeout_ms)
 {
+	if (pmrep_test_hooks.fd_wait)
+		return pmrep_test_hooks.fd_wait(fd, timeout_ms);
 	long long deadline = timeout_ms < 0 ? -1 : pmrep_now_ms() + timeout_ms;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "common/testhook.h"
 
 int
 pmrep_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
@@ -29,6 +30,8 @@ pmrep_peer_open(const char *addr, bool is_local, struct pmrep_peer **peer_ptr)
 	PMREP_CHECK_ARG(addr);
 	PMREP_CHECK_ARG(peer_ptr);
 
+	if (pmrep_test_hooks.peer_open)
+		return pmrep_test_hooks.peer_open(addr, is_local, peer_ptr);
 	const char *force = getenv("PMREP_PROVIDER");
 	if (force != NULL && force[0] != '\0' && strcmp(force, "verbs") != 0 &&
 			strcmp(force, "tcp") != 0) {

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * testhook.h -- the seams through which the deterministic fault-injection
+ * harness (tests/sim) runs pmrep's real code in one simulated world: a
+ * virtual clock, the one blocking wait of the transport, the provider a
+ * peer gets, and every persist of a pmem mapping (so the harness can keep
+ * a durable shadow of each mapping and crash a process at any persistent
+ * write). All NULL in production: the library then reads CLOCK_MONOTONIC,
+ * polls, picks verbs / tcp and persists through libpmem2 / msync.
+ * Internal: not exported from libpmrep.so (the harness links the objects).
+ * Set them before any pmrep object exists, from one thread.
+ */
+#ifndef PMREP_COMMON_TESTHOOK_H
+#define PMREP_COMMON_TESTHOOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct pmrep_peer;
+struct pmrep_pmem;
+
+struct pmrep_test_hooks {
+	/* the clock of every deadline, in ms (pmrep_now_ms) */
+	long long (*now_ms)(void);
+	/* wait until `fd` is readable or timeout_ms (-1: none) passed:
+	 * 0, PMREP_E_TIMEOUT or an error (pmrep_fd_wait_readable) */
+	int (*fd_wait)(int fd, int timeout_ms);
+	/* the provider a peer is opened with (pmrep_peer_open) */
+	int (*peer_open)(const char *addr, bool is_local,
+			struct pmrep_peer **peer);
+	/* called by pmrep_pmem_persist before the range is persisted; a
+	 * nonzero return is that persist's failure (a PMREP_E_* code) */
+	int (*pmem_persist)(struct pmrep_pmem *pmem, const void *ptr,
+			size_t len);
+};
+
+extern struct pmrep_test_hooks pmrep_test_hooks;
+
+#endif /* PMREP_COMMON_TESTHOOK_H */
