@@ -32,6 +32,13 @@ struct pmrep_test_hooks {
 	 * nonzero return is that persist's failure (a PMREP_E_* code) */
 	int (*pmem_persist)(struct pmrep_pmem *pmem, const void *ptr,
 			size_t len);
+	/*
+	 * the broken order protocol v2 replaced, for showing that the
+	 * harness catches it: the target writes its claim when it accepts
+	 * AUTH (before the mirror confirmed), and the mirror takes "owner ==
+	 * our primary id" as proof that its record covers the replica
+	 */
+	bool repl_commit_before_confirm;
 };
 
 extern struct pmrep_test_hooks pmrep_test_hooks;

@@ -68,7 +68,6 @@ replica_free(struct replica *r)
 			PMREP_LOG_ERR("replica %u: deleting its peer: %s", r->idx,
 					pmrep_err_to_str(ret));
 	}
-	repl_bitmap_fini(&r->oos);
 	free(r->addr);
 	free(r->port);
 }
@@ -87,6 +86,7 @@ mirror_free(struct pmrep_mirror *m)
 		close(m->efd);
 	if (m->tfd >= 0)
 		close(m->tfd);
+	mstate_close(&m->state);
 	repl_wipe(m->cfg.key, sizeof(m->cfg.key));
 	free(m);
 }
@@ -118,7 +118,8 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	m->cfg = *cfg;
 	m->next_seq = 1;
 	m->epfd = m->efd = m->tfd = -1;
-	int ret = repl_random(&m->session_id, sizeof(m->session_id));
+	int ret = mstate_open(NULL, cfg->uuid, cfg->generation, m->size,
+			cfg->region_size, &m->state);
 	if (ret)
 		goto err;
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -148,9 +149,7 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 			ret = PMREP_E_NOMEM;
 			goto err;
 		}
-		ret = repl_bitmap_init(&r->oos, m->size, cfg->region_size);
-		if (ret)
-			goto err;
+		r->oos = mstate_oos(m->state, i);
 	}
 	int first_err = 0, first_errno = 0;
 	const struct replica *first = NULL;
@@ -208,7 +207,7 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	mirror_batch_drain(m, repl_deadline(m->cfg.timeout_ms));
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
-		if (r->state != PMREP_REPLICA_IN_SYNC || r->oos.nset != 0)
+		if (r->state != PMREP_REPLICA_IN_SYNC || r->oos->nset != 0)
 			continue;
 		/* a clean end: the replica may say it is consistent */
 		struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = m->next_seq++ };
@@ -251,7 +250,7 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		if (r->state != PMREP_REPLICA_IN_SYNC) {
-			repl_bitmap_mark(&r->oos, offset, length);
+			repl_bitmap_mark(r->oos, offset, length);
 			continue;
 		}
 		ret = replica_post_range(r, offset, length);
@@ -330,7 +329,7 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 	const struct replica *r = &m->r[index];
 	st->state = r->state;
 	st->method = r->method;
-	st->lag_bytes = repl_bitmap_dirty_bytes(&r->oos);
+	st->lag_bytes = repl_bitmap_dirty_bytes(r->oos);
 	st->last_error = r->last_error;
 	st->resyncs = r->resyncs;
 	st->resync_bytes = r->resync_bytes;

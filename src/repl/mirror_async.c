@@ -125,7 +125,7 @@ batch_start(struct pmrep_mirror *m)
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		if (r->state != PMREP_REPLICA_IN_SYNC) {
-			repl_bitmap_mark(&r->oos, lo, hi - lo);
+			repl_bitmap_mark(r->oos, lo, hi - lo);
 			continue;
 		}
 		int ret = replica_post_range(r, lo, hi - lo);

@@ -14,6 +14,7 @@
 
 #include "bitmap.h"
 #include "chan.h"
+#include "mirror_state.h"
 #include "replica_hdr.h"
 
 #define RESYNC_CHUNK (4u << 20)	/* bytes per resync step */
@@ -65,7 +66,8 @@ struct replica {
 	bool chan_ready;
 	enum pmrep_replica_state state;
 	enum pmrep_mirror_method method;
-	struct repl_bitmap oos;
+	struct repl_bitmap *oos;	/* OOS[idx] of the mirror's record */
+	bool unknown;			/* no record of this replica: lag is everything */
 	int last_error;
 	char why[256];			/* the last attach failure's message */
 	uint64_t resyncs, resync_bytes;
@@ -83,7 +85,7 @@ struct pmrep_mirror {
 	size_t size;
 	pmrep_pmem_persist_fn *persist;
 	struct pmrep_mirror_cfg cfg;	/* copy; replica strings owned by r[] */
-	uint64_t session_id;
+	struct mirror_state *state;	/* the record (docs/PROTOCOL.md) */
 	uint64_t next_seq;
 	unsigned n;
 	struct replica r[PMREP_MIRROR_MAX_REPLICAS];

@@ -57,11 +57,11 @@ replica_disconnect(struct replica *r)
 void
 replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 {
-	repl_bitmap_mark(&r->oos, off, len);
+	repl_bitmap_mark(r->oos, off, len);
 	if (r->state != PMREP_REPLICA_FAILED)
 		PMREP_LOG_ERR("replica %u (%s:%s) failed: %s; %llu bytes out of sync",
 				r->idx, r->addr, r->port, pmrep_err_to_str(err),
-				(unsigned long long)repl_bitmap_dirty_bytes(&r->oos));
+				(unsigned long long)repl_bitmap_dirty_bytes(r->oos));
 	r->last_error = err;
 	r->state = PMREP_REPLICA_FAILED;
 	replica_disconnect(r);
@@ -156,7 +156,7 @@ replica_connect(struct replica *r, long long deadline)
 	memcpy(msg.u.auth.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
 	msg.u.auth.data_size = m->size;
 	msg.u.auth.generation = m->cfg.generation;
-	msg.u.auth.session_id = m->session_id;
+	msg.u.auth.session_id = mstate_primary_id(m->state);
 	ret = repl_auth_mac(m->cfg.key, m->cfg.key_len, nonce_i, nonce_t,
 			&msg.u.auth, msg.u.auth.mac);
 	if (ret)
@@ -222,7 +222,7 @@ replica_connect(struct replica *r, long long deadline)
 
 	/* what the replica holds decides what to copy */
 	bool same_gen = acc->prev_generation == m->cfg.generation;
-	bool ours = acc->prev_attach_id == m->session_id;
+	bool ours = acc->prev_attach_id == mstate_primary_id(m->state);
 	bool consistent = (acc->prev_flags & PMREP_REPLICA_F_CONSISTENT) != 0;
 	const char *sync;
 	if (!(acc->target_flags & REPL_TF_FRESH) && same_gen && (ours || consistent)) {
@@ -230,14 +230,14 @@ replica_connect(struct replica *r, long long deadline)
 		 * it was lost (ours), or since this mirror began (consistent) */
 		sync = "incremental";
 	} else {
-		repl_bitmap_mark_all(&r->oos);
+		repl_bitmap_mark_all(r->oos);
 		sync = acc->target_flags & REPL_TF_FRESH ? "full (fresh replica)" :
 			"full";
 	}
 	r->state = PMREP_REPLICA_CONNECTED;
 	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) attached: method %s, resync %s of %llu bytes",
 			r->idx, r->addr, r->port, pmrep_mirror_method_str(r->method),
-			sync, (unsigned long long)repl_bitmap_dirty_bytes(&r->oos));
+			sync, (unsigned long long)repl_bitmap_dirty_bytes(r->oos));
 	ret = 0;
 	goto out;
 fail:
@@ -260,21 +260,21 @@ replica_resync(struct replica *r, long long deadline)
 {
 	r->state = PMREP_REPLICA_SYNCING;
 	uint64_t copied = 0;
-	size_t max = (size_t)(RESYNC_CHUNK / r->oos.region_size);
+	size_t max = (size_t)(RESYNC_CHUNK / r->oos->region_size);
 	if (max == 0)
 		max = 1;
 	size_t first, n, from = 0;
-	while (repl_bitmap_next_run(&r->oos, from, max, &first, &n)) {
+	while (repl_bitmap_next_run(r->oos, from, max, &first, &n)) {
 		if (repl_left_ms(deadline) == 0) {
 			r->state = PMREP_REPLICA_DEGRADED;
 			r->last_error = PMREP_E_TIMEOUT;
 			r->resync_bytes += copied;
 			PMREP_LOG_WARN("replica %u: resync paused, %llu bytes still out of sync",
-					r->idx, (unsigned long long)repl_bitmap_dirty_bytes(&r->oos));
+					r->idx, (unsigned long long)repl_bitmap_dirty_bytes(r->oos));
 			return PMREP_E_TIMEOUT;
 		}
 		uint64_t off, len;
-		repl_bitmap_range(&r->oos, first, n, &off, &len);
+		repl_bitmap_range(r->oos, first, n, &off, &len);
 		int ret = replica_post_range(r, off, len);
 		if (ret) {
 			replica_fail(r, ret, off, len);
@@ -286,7 +286,7 @@ replica_resync(struct replica *r, long long deadline)
 		mirror_wait_pending(r->m, step);	/* only this replica is pending */
 		if (r->state == PMREP_REPLICA_FAILED)
 			return r->last_error;
-		repl_bitmap_clear_regions(&r->oos, first, n);
+		repl_bitmap_clear_regions(r->oos, first, n);
 		copied += len;
 		from = first + n;
 	}
