@@ -14,7 +14,8 @@
  * - a mapping owns the file descriptor it opened and closes it in
  *   pmrep_pmem_close(); no fd is ever handed to the caller.
  * Thread safety: opening and closing different mappings from different
- * threads is safe. Once open, a mapping is immutable: its getters and the
+ * threads is safe. Once open, a mapping is immutable but for its poison
+ * flag (atomic; see pmrep_pmem_persist): its getters and the
  * functions they return may be called from any number of threads at once,
  * on disjoint or overlapping ranges (ordering of overlapping stores is the
  * caller's business). pmrep_pmem_close() must not run concurrently with any
@@ -70,9 +71,14 @@ enum pmrep_pmem_granularity {
 #define PMREP_PMEM_F_NOFLUSH		(1u << 5)
 
 /*
- * Function types of a mapping (libpmem2's shapes). pmrep_pmem_persist_fn
- * is the same type as the transport's pmrep_persist_fn, so the result of
- * pmrep_pmem_get_persist_fn() can be passed to pmrep_mr_set_persist_fn().
+ * Function types of a mapping (libpmem2's shapes). They return no result:
+ * a failure of the write-back behind them (msync, PAGE granularity only)
+ * is logged and poisons the mapping (see pmrep_pmem_persist) but cannot
+ * reach the caller. Whoever must know whether the bytes are durable calls
+ * pmrep_pmem_persist(), whose result says so. pmrep_pmem_persist_fn is
+ * NOT the transport's pmrep_persist_fn (that one returns a result and
+ * takes a context): give pmrep_mr_set_persist_fn() pmrep_pmem_persist_cb
+ * with the mapping as its context.
  * All of them may be called only on ranges inside the mapping they came
  * from, and only while it is open. They are thread-safe.
  */
@@ -195,27 +201,69 @@ PMREP_API const char *pmrep_pmem_get_path(const struct pmrep_pmem *pmem);
 PMREP_API bool pmrep_pmem_is_devdax(const struct pmrep_pmem *pmem);
 
 /*
- * The getters below hand out libpmem2's functions for this mapping's
- * effective granularity (e.g. msync for PAGE, cache-line flushes for
- * CACHE_LINE). The same mapping always yields the same functions; they
- * are valid while the mapping is open and may be called from any thread.
- * Given NULL, each logs an error and returns NULL.
- */
-
-/*
  * pmrep_pmem_persist -- make `len` bytes at `ptr` (inside this mapping)
  * durable, and say whether that worked. This is the call pmrep itself
- * persists with; it never aborts the process (libpmem2's page-granularity
- * persist function does when msync fails).
+ * persists with; it never aborts or exits the process (libpmem2's
+ * page-granularity functions abort() when msync fails; pmrep does not use
+ * them for that).
+ * - PAGE granularity: an msync(MS_SYNC) of the pages holding the range,
+ *   made by pmrep and checked.
+ * - CACHE_LINE / BYTE: libpmem2's cache flush + fence (cannot fail).
+ * Poisoning (PAGE): when a write-back fails, the mapping is *poisoned*
+ * for as long as it is open. Linux reports a write-back error once: a
+ * later msync that succeeds is no proof that the bytes whose write-back
+ * failed reached the media. So from then on every pmrep_pmem_persist of
+ * this mapping (any range, also `len` == 0) fails with PMREP_E_PROVIDER
+ * and errno EIO, even where msync itself now succeeds (it is still made,
+ * best effort). Only closing and opening the file again (and checking or
+ * rewriting its contents: its earlier state is unknown) clears it.
+ * The test hook (testhook.h) is consulted first, as before.
+ * `len` == 0: nothing to persist; 0 unless the mapping is poisoned.
  * Errors: PMREP_E_INVAL (NULL, or the range is not inside the mapping),
- * PMREP_E_PROVIDER (the write-back failed: pmrep_err_errno() has msync's
- * errno, e.g. EIO).
- * Thread-safe.
+ * PMREP_E_PROVIDER (this write-back failed: pmrep_err_errno() has msync's
+ * errno, e.g. EIO, and the mapping is now poisoned; or an earlier one
+ * failed: the mapping is poisoned and pmrep_err_errno() is EIO).
+ * Every error is logged. Thread-safe.
  */
 PMREP_API int pmrep_pmem_persist(struct pmrep_pmem *pmem, const void *ptr,
 		size_t len);
 
-/* pmrep_pmem_get_persist_fn -- flush + drain of a range (fits pmrep_mr_set_persist_fn). */
+/*
+ * pmrep_pmem_persist_cb -- pmrep_pmem_persist(ctx, ptr, size), in the
+ * shape of the transport's pmrep_persist_fn (include/pmrep/transport.h):
+ * a replica target registers a mapping with
+ *	pmrep_mr_set_persist_fn(mr, pmrep_pmem_persist_cb, pmem);
+ * `ctx` must be the struct pmrep_pmem * the region lies in, open while
+ * the region is registered. Returns what pmrep_pmem_persist returns (0 or
+ * a negative PMREP_E_* code). Thread-safe.
+ */
+PMREP_API int pmrep_pmem_persist_cb(void *ctx, const void *ptr, size_t size);
+
+/*
+ * pmrep_pmem_is_poisoned -- true when a write-back of this mapping has
+ * failed since it was opened (see pmrep_pmem_persist): nothing written to
+ * it can be called durable any more. False for NULL (logged).
+ * Thread-safe.
+ */
+PMREP_API bool pmrep_pmem_is_poisoned(const struct pmrep_pmem *pmem);
+
+/*
+ * The getters below hand out the mapping's functions for its effective
+ * granularity. CACHE_LINE / BYTE: libpmem2's (cache-line flushes,
+ * fences). PAGE: pmrep's own, never libpmem2's (whose persist, flush,
+ * memcpy, memmove and memset abort() the process when msync fails):
+ * persist and flush are a checked msync of the pages holding the range,
+ * the copies are libc's followed by that persist (none with
+ * PMREP_PMEM_F_NOFLUSH), drain does nothing (libpmem2's no-op). A failed
+ * msync in them is logged (PMREP_LOG_ERR) and poisons every open mapping
+ * the range overlaps; the caller is not told. Callers that need to know
+ * whether bytes are durable call pmrep_pmem_persist() instead (or after).
+ * The same mapping always yields the same functions; they are valid while
+ * the mapping is open and may be called from any thread.
+ * Given NULL, each logs an error and returns NULL.
+ */
+
+/* pmrep_pmem_get_persist_fn -- flush + drain of a range; no result (see above). */
 PMREP_API pmrep_pmem_persist_fn *pmrep_pmem_get_persist_fn(
 		const struct pmrep_pmem *pmem);
 /* pmrep_pmem_get_flush_fn -- start writing back a range; durable after a drain. */
