@@ -588,7 +588,7 @@ server_raw(struct server *sv, size_t size)
 			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY, &w->mr);
 	if (ret)
 		return ret;
-	(void) pmrep_mr_set_persist_fn(w->mr, pmrep_pmem_get_persist_fn(w->pmem));
+	(void) pmrep_mr_set_persist_fn(w->mr, pmrep_pmem_persist_cb, w->pmem);
 	ret = pmrep_ep_listen(sv->peer, O.addr, "0", &w->ep);
 	if (ret)
 		return ret;

@@ -552,8 +552,16 @@ PMREP_API int pmrep_conn_delete(struct pmrep_conn **conn_ptr);
 #define PMREP_MR_USAGE_RECV			(1 << 7)
 #define PMREP_MR_USAGE_ALL			0xff
 
-/* A persist function for `size` bytes at `ptr` (libpmem2's pmem2_persist_fn shape). */
-typedef void pmrep_persist_fn(const void *ptr, size_t size);
+/*
+ * A persist function: make `size` bytes at `ptr` (inside a region it was
+ * set for) durable and say whether that worked: 0, or nonzero (a negative
+ * PMREP_E_* code by convention) when the bytes may not be durable. `ctx`
+ * is the context given to pmrep_mr_set_persist_fn. It must not block
+ * indefinitely and never abort the process. For a libpmem2 mapping of
+ * the pmem layer use pmrep_pmem_persist_cb with the struct pmrep_pmem *
+ * as `ctx` (include/pmrep/pmem.h).
+ */
+typedef int pmrep_persist_fn(void *ctx, const void *ptr, size_t size);
 
 /*
  * pmrep_mr_reg -- register `size` bytes at `ptr` for the `usage` flags.
@@ -569,11 +577,22 @@ PMREP_API int pmrep_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size,
 		int usage, struct pmrep_mr_local **mr_ptr);
 /*
  * pmrep_mr_set_persist_fn -- the function that makes a range of this
- * region durable (from the pmem layer). The tcp provider calls it for a
- * PERSISTENT flush into this region. Errors: PMREP_E_INVAL.
+ * region durable (from the pmem layer), and the `ctx` it is called with
+ * (not owned; must stay valid while the region is registered; may be
+ * NULL if `persist` needs none). The tcp provider calls persist(ctx, ptr,
+ * size) from its progress thread for a PERSISTENT flush into this region
+ * (several touching flushes of one batch may be persisted by one call)
+ * and acknowledges the flush only after it returned 0; when it returns
+ * nonzero the flush is refused: the initiator's flush completes with
+ * IBV_WC_REM_OP_ERR (the later requests of that conn with
+ * IBV_WC_WR_FLUSH_ERR) and the conn is in the error state. Without a
+ * persist function tcp msyncs the range. verbs does not call it (RDMA
+ * FLUSH, or the replication layer's own persist). Set it before the
+ * region takes PERSISTENT flushes; not thread-safe against flushes in
+ * flight. Errors: PMREP_E_INVAL (`mr` or `persist` NULL).
  */
 PMREP_API int pmrep_mr_set_persist_fn(struct pmrep_mr_local *mr,
-		pmrep_persist_fn *persist);
+		pmrep_persist_fn *persist, void *ctx);
 /* pmrep_mr_dereg -- deregister and free (NULL ok). Errors: PMREP_E_INVAL,
  * PMREP_E_PROVIDER (freed anyway). */
 PMREP_API int pmrep_mr_dereg(struct pmrep_mr_local **mr_ptr);

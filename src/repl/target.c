@@ -490,7 +490,7 @@ register_data(struct pmrep_target *t)
 				usage | PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT,
 				&t->data_mr);
 		if (ret == 0) {
-			(void) pmrep_mr_set_persist_fn(t->data_mr, t->persist);
+			(void) pmrep_mr_set_persist_fn(t->data_mr, pmrep_pmem_persist_cb, t->pmem);
 			t->mode = PMREP_TARGET_MODE_DIRECT;
 			return 0;
 		}

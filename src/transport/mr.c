@@ -46,11 +46,13 @@ pmrep_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size, int usage,
 }
 
 int
-pmrep_mr_set_persist_fn(struct pmrep_mr_local *mr, pmrep_persist_fn *persist)
+pmrep_mr_set_persist_fn(struct pmrep_mr_local *mr, pmrep_persist_fn *persist,
+		void *ctx)
 {
 	PMREP_CHECK_ARG(mr);
 	PMREP_CHECK_ARG(persist);
 	mr->persist = persist;
+	mr->persist_ctx = ctx;
 	return 0;
 }
 

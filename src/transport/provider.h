@@ -47,6 +47,7 @@ struct pmrep_mr_local {
 	uint64_t raddr;			/* address the remote side names */
 	uint32_t rkey;
 	pmrep_persist_fn *persist;	/* NULL: none attached */
+	void *persist_ctx;		/* its context (not owned) */
 };
 
 struct pmrep_mr_remote {

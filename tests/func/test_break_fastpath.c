@@ -56,15 +56,16 @@ static uint8_t *g_sbuf;
 static _Atomic uint64_t g_persisted[NSLOTS];
 static atomic_int g_persist_calls;
 
-static void
-record_persist(const void *ptr, size_t size)
+static int
+record_persist(void *ctx, const void *ptr, size_t size)
 {
+	(void) ctx;
 	atomic_fetch_add(&g_persist_calls, 1);
 	if (g_sbuf == NULL)
-		return;
+		return 0;
 	const uint8_t *p = ptr;
 	if (p < g_sbuf || p + size > g_sbuf + REGION)
-		return;
+		return 0;
 	size_t first = (size_t)(p - g_sbuf + SLOT - 1) / SLOT;
 	for (size_t s = first; s < NSLOTS && s * SLOT < (size_t)(p - g_sbuf) + size;
 			s++) {
@@ -72,6 +73,7 @@ record_persist(const void *ptr, size_t size)
 		memcpy(&tag, g_sbuf + s * SLOT, 8);
 		atomic_store(&g_persisted[s], tag);
 	}
+	return 0;
 }
 
 /* ------------------------------------------------------------- fixture */
@@ -111,7 +113,7 @@ setup(void **state)
 	atomic_store(&g_persist_calls, 0);
 	if (func_is_tcp())
 		assert_int_equal(pmrep_mr_set_persist_fn(f->m.smr,
-				record_persist), 0);
+				record_persist, NULL), 0);
 	*state = f;
 	return 0;
 }
@@ -688,7 +690,7 @@ both_directions_on_one_conn_while_this_side_waits_in_cq_wait(void **state)
 	for (int i = 0; i < NSLOTS; i++)
 		atomic_store(&g_persisted[i], 0);
 	if (func_is_tcp())
-		assert_int_equal(pmrep_mr_set_persist_fn(m.smr, record_persist),
+		assert_int_equal(pmrep_mr_set_persist_fn(m.smr, record_persist, NULL),
 				0);
 	struct pmrep_mr_remote *crmt = func_remote(m.cmr);
 	func_pattern(m.sbuf + REGION, REGION, 99);
@@ -1054,9 +1056,10 @@ struct child_hello {
 static int g_child_fd = -1;
 
 /* the child's persist function: say so, then hang (until killed) */
-static void
-hanging_persist(const void *ptr, size_t size)
+static int
+hanging_persist(void *ctx, const void *ptr, size_t size)
 {
+	(void) ctx;
 	(void) ptr;
 	(void) size;
 	if (write(g_child_fd, "P", 1) != 1)
@@ -1079,7 +1082,7 @@ child_target(int wfd, bool hang)
 	struct pmrep_mr_local *mr = NULL;
 	CHILD_OK(pmrep_mr_reg(peer, buf, REGION, PMREP_MR_USAGE_ALL, &mr) == 0);
 	if (hang)
-		CHILD_OK(pmrep_mr_set_persist_fn(mr, hanging_persist) == 0);
+		CHILD_OK(pmrep_mr_set_persist_fn(mr, hanging_persist, NULL) == 0);
 	struct pmrep_ep *ep = NULL;
 	CHILD_OK(pmrep_ep_listen(peer, "127.0.0.1", "0", &ep) == 0);
 	uint16_t port = 0;
@@ -1451,7 +1454,7 @@ many_conns_waited_round_robin_from_one_thread(void **state)
 	for (int i = 0; i < NSLOTS; i++)
 		atomic_store(&g_persisted[i], 0);
 	if (func_is_tcp())
-		assert_int_equal(pmrep_mr_set_persist_fn(m.smr, record_persist),
+		assert_int_equal(pmrep_mr_set_persist_fn(m.smr, record_persist, NULL),
 				0);
 	enum pmrep_flush_type type = persistent_or_visible(cc[0]);
 	for (int r = 0; r < ROUNDS; r++) {
@@ -1801,7 +1804,7 @@ cq_wait_any_over_conns_posted_from_their_own_threads(void **state)
 	g_sbuf = m.sbuf;
 	for (int i = 0; i < NSLOTS; i++)
 		atomic_store(&g_persisted[i], 0);
-	assert_int_equal(pmrep_mr_set_persist_fn(m.smr, record_persist), 0);
+	assert_int_equal(pmrep_mr_set_persist_fn(m.smr, record_persist, NULL), 0);
 	struct any_poster a[ANY_NC];
 	pthread_t t[ANY_NC];
 	struct pmrep_cq *cqs[ANY_NC];

@@ -243,12 +243,14 @@ static const void *persist_ptr;
 static size_t persist_len;
 static int persist_calls;
 
-static void
-record_persist(const void *ptr, size_t size)
+static int
+record_persist(void *ctx, const void *ptr, size_t size)
 {
+	(void) ctx;
 	persist_ptr = ptr;
 	persist_len = size;
 	persist_calls++;
+	return 0;
 }
 
 static bool
@@ -314,7 +316,7 @@ flush_persistent_calls_the_regions_persist_fn_on_its_range_tcp(void **state)
 	FUNC_TCP_ONLY();
 	struct fx *f = *state;
 	struct pmrep_cq *cq = func_cq(f->p.cconn);
-	assert_int_equal(pmrep_mr_set_persist_fn(f->smr, record_persist), 0);
+	assert_int_equal(pmrep_mr_set_persist_fn(f->smr, record_persist, NULL), 0);
 	for (int i = 0; i < FUNC_NSIZES; i++) {
 		size_t len = func_sizes[i], off = dst_off(i);
 		persist_calls = 0;
@@ -386,12 +388,14 @@ flush_persistent_without_persist_fn_msyncs_a_file_mapping_tcp(void **state)
 static struct { const uint8_t *ptr; size_t len; } calls[MAX_CALLS];
 static int ncalls;
 
-static void
-record_persist_calls(const void *ptr, size_t size)
+static int
+record_persist_calls(void *ctx, const void *ptr, size_t size)
 {
+	(void) ctx;
 	if (ncalls < MAX_CALLS)
 		calls[ncalls] = (typeof(calls[0])){ ptr, size };
 	ncalls++;
+	return 0;
 }
 
 static void
@@ -403,7 +407,7 @@ pipelined_persistent_flushes_each_cover_their_range_tcp(void **state)
 	const int n = 64;
 	const size_t len = 512;
 	ncalls = 0;
-	assert_int_equal(pmrep_mr_set_persist_fn(f->smr, record_persist_calls), 0);
+	assert_int_equal(pmrep_mr_set_persist_fn(f->smr, record_persist_calls, NULL), 0);
 	func_pattern(f->cbuf, (size_t)n * len, 99);
 	/* all posted before the first completion is looked at: the target
 	 * takes many of them per receive and may persist them together */

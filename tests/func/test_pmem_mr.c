@@ -49,8 +49,8 @@ write_and_persist(struct pmrep_pmem *pmem, unsigned seed)
 	struct pmrep_mr_local *smr;
 	assert_int_equal(pmrep_mr_reg(p.speer, pmrep_pmem_get_address(pmem),
 			pmrep_pmem_get_size(pmem), server_usage, &smr), 0);
-	assert_int_equal(pmrep_mr_set_persist_fn(smr,
-			pmrep_pmem_get_persist_fn(pmem)), 0);
+	assert_int_equal(pmrep_mr_set_persist_fn(smr, pmrep_pmem_persist_cb,
+			pmem), 0);
 	struct pmrep_mr_remote *rmt = func_remote(smr);
 
 	uint8_t *src = func_alloc(LEN);

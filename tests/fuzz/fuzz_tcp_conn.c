@@ -47,11 +47,13 @@ static struct pmrep_conn_cfg *cfg;
 	__FILE__, __LINE__, #x, errno); abort(); } } while (0)
 
 static void
-persist_nothing(const void *ptr, size_t len)
+persist_nothing(void *ctx, const void *ptr, size_t len)
 {
+	(void) ctx;
 	/* the target calls it only inside the region */
 	CHECK((const uint8_t *)ptr >= region &&
 			(const uint8_t *)ptr + len <= region + REGION);
+	return 0;
 }
 
 int
@@ -65,7 +67,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	CHECK(mem != NULL);
 	region = mem + GUARD;
 	CHECK(pmrep_mr_reg(peer, region, REGION, PMREP_MR_USAGE_ALL, &mr) == 0);
-	CHECK(pmrep_mr_set_persist_fn(mr, persist_nothing) == 0);
+	CHECK(pmrep_mr_set_persist_fn(mr, persist_nothing, NULL) == 0);
 	uint8_t desc[PMREP_MR_DESC_SIZE];
 	CHECK(pmrep_mr_get_descriptor(mr, desc) == 0);
 	rkey = pmrep_get_le32(desc + 4);

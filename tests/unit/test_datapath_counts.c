@@ -395,11 +395,13 @@ struct tfx {
 	struct pmrep_cq *cq;
 };
 
-static void
-persist_nothing(const void *ptr, size_t size)
+static int
+persist_nothing(void *ctx, const void *ptr, size_t size)
 {
+	(void) ctx;
 	(void) ptr;
 	(void) size;
+	return 0;
 }
 
 static void
@@ -418,7 +420,7 @@ tfx_open(struct tfx *f, size_t bytes)
 			PMREP_MR_USAGE_WRITE_DST | PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT,
 			&f->dst), 0);
 	/* the data path's own calls, not msync's */
-	assert_int_equal(pmrep_mr_set_persist_fn(f->dst, persist_nothing), 0);
+	assert_int_equal(pmrep_mr_set_persist_fn(f->dst, persist_nothing, NULL), 0);
 	f->remote = tv_remote(f->dst);
 
 	assert_int_equal(pmrep_ep_listen(f->speer, "127.0.0.1", "0", &f->ep), 0);

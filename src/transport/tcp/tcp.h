@@ -422,6 +422,7 @@ struct tcp_conn {
 		bool active;
 		uint32_t key;		/* the MR */
 		pmrep_persist_fn *fn;	/* NULL: msync */
+		void *ctx;		/* fn's context */
 		uint8_t *start, *end;
 		uint32_t first_seq;	/* the oldest flush it answers for */
 		uint32_t ack_seq;	/* what to acknowledge once done */

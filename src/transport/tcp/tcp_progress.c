@@ -445,7 +445,16 @@ pend_run(struct tcp_conn *c)
 	c->pend.active = false;
 	uint64_t len = (uint64_t)(c->pend.end - c->pend.start);
 	if (c->pend.fn != NULL) {
-		c->pend.fn(c->pend.start, len);
+		int ret = c->pend.fn(c->pend.ctx, c->pend.start, len);
+		if (ret != 0) {
+			PMREP_LOG_ERR("flush: the region's persist function "
+					"failed on %llu bytes (%d: %s): the flush "
+					"is refused, never acknowledged",
+					(unsigned long long)len, ret,
+					pmrep_err_to_str(ret));
+			nak(c, c->pend.first_seq, IBV_WC_REM_OP_ERR);
+			return false;
+		}
 	} else if (persist_default(c->pend.start, len) != 0) {
 		PMREP_LOG_ERR("flush: msync of %llu bytes failed: %s",
 				(unsigned long long)len, strerror(errno));
@@ -466,6 +475,7 @@ pend_add(struct tcp_conn *c, const struct tcp_mr *mr, uint8_t *addr,
 {
 	if (c->pend.active && c->pend.key == mr->base.rkey &&
 			c->pend.fn == mr->base.persist &&
+			c->pend.ctx == mr->base.persist_ctx &&
 			addr <= c->pend.end && addr + len >= c->pend.start) {
 		if (addr < c->pend.start)
 			c->pend.start = addr;
@@ -479,6 +489,7 @@ pend_add(struct tcp_conn *c, const struct tcp_mr *mr, uint8_t *addr,
 	c->pend.active = true;
 	c->pend.key = mr->base.rkey;
 	c->pend.fn = mr->base.persist;
+	c->pend.ctx = mr->base.persist_ctx;
 	c->pend.start = addr;
 	c->pend.end = addr + len;
 	c->pend.first_seq = seq;
