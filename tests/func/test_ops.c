@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -491,6 +492,61 @@ failed_persist_fails_a_flush_and_never_acks_one_tcp(void **state)
 	munmap(map, pg);
 }
 
+/* T28: a persist function that reports a failure (the target's mapping
+ * could not be written back): the flush is refused, never acknowledged,
+ * and the function got the context it was registered with */
+static void *failing_ctx_seen;
+static atomic_int failing_calls;
+
+static int
+failing_persist(void *ctx, const void *ptr, size_t size)
+{
+	(void) ptr;
+	(void) size;
+	failing_ctx_seen = ctx;
+	atomic_fetch_add(&failing_calls, 1);
+	return PMREP_E_PROVIDER;
+}
+
+static void
+persist_fn_failure_refuses_the_flush_never_acks_it_tcp(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct fx *f = *state;
+	struct pmrep_cq *cq = func_cq(f->p.cconn);
+	static int my_ctx;
+	failing_ctx_seen = NULL;
+	atomic_store(&failing_calls, 0);
+	assert_int_equal(pmrep_mr_set_persist_fn(f->smr, failing_persist,
+			&my_ctx), 0);
+	func_pattern(f->cbuf, 512, 28);
+	assert_int_equal(pmrep_write(f->p.cconn, f->srmt, 0, f->cmr, 0, 512,
+			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+	assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, 0, 512,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			(void *)2), 0);
+	assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, 0, 512,
+			PMREP_FLUSH_TYPE_VISIBILITY, PMREP_F_COMPLETION_ALWAYS,
+			(void *)3), 0);
+	/* the write itself was applied and may be acknowledged; the flush
+	 * is a remote operation error; what follows is flushed */
+	struct pmrep_completion c = func_wait_one(cq, T);
+	if ((uintptr_t)c.op_context == 1) {
+		assert_int_equal(c.status, IBV_WC_SUCCESS);
+		c = func_wait_one(cq, T);
+	}
+	assert_int_equal((uintptr_t)c.op_context, 2);
+	assert_int_equal(c.status, IBV_WC_REM_OP_ERR);
+	c = func_wait_one(cq, T);
+	assert_int_equal((uintptr_t)c.op_context, 3);
+	assert_int_equal(c.status, IBV_WC_WR_FLUSH_ERR);
+	func_expect_no_completion(cq, 50);
+	assert_int_equal(atomic_load(&failing_calls), 1);
+	assert_ptr_equal(failing_ctx_seen, &my_ctx);
+	/* the bytes are there; only their durability was denied */
+	assert_memory_equal(f->sbuf, f->cbuf, 512);
+}
+
 static void
 flush_after_many_writes_covers_them_all(void **state)
 {
@@ -819,6 +875,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(flush_persistent_without_persist_fn_msyncs_a_file_mapping_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(pipelined_persistent_flushes_each_cover_their_range_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_persist_fails_a_flush_and_never_acks_one_tcp, setup, teardown),
+		cmocka_unit_test_setup_teardown(persist_fn_failure_refuses_the_flush_never_acks_it_tcp, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_after_many_writes_covers_them_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(writes_flagged_more_complete_with_the_flush_that_ends_the_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(completions_arrive_in_posting_order, setup, teardown),
