@@ -46,7 +46,7 @@ static struct pmrep_conn_cfg *cfg;
 #define CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", \
 	__FILE__, __LINE__, #x, errno); abort(); } } while (0)
 
-static void
+static int
 persist_nothing(void *ctx, const void *ptr, size_t len)
 {
 	(void) ctx;
