@@ -376,6 +376,18 @@ cmd_status(int argc, char *argv[])
 			info.flags & PMREP_REPLICA_F_CONSISTENT ?
 			"yes (left by a clean mirror shutdown)" :
 			"no (a mirror is attached, or did not shut down cleanly)");
+	bool has_id = false;
+	for (int i = 0; i < PMREP_UUID_SIZE; i++)
+		has_id |= info.replica_id[i] != 0;
+	char rid[2 * PMREP_UUID_SIZE + 1];
+	uuid_str(info.replica_id, rid);
+	printf("replica id:  %s%s\n", rid, has_id ? "" :
+			" (none yet: a version 1 header; its target draws one)");
+	printf("owner:       %016llx%s\n", (unsigned long long)info.owner,
+			info.owner ? " (primary id of the last committed attach)" : "");
+	printf("header seq:  %llu\n", (unsigned long long)info.seq);
+	printf("last persist seq: %llu\n",
+			(unsigned long long)info.last_persist_seq);
 	return EX_OK;
 }
 

@@ -43,17 +43,27 @@ struct pmrep_replica_info {
 	uint64_t data_size;		/* bytes of the data area */
 	uint64_t generation;		/* the replica set's generation it holds */
 	uint32_t flags;			/* PMREP_REPLICA_F_* */
+	/* the replica's own id, drawn when it was formatted and never
+	 * changed; all zero: a version 1 header not rewritten yet (its
+	 * target draws one at its first header update) */
+	uint8_t replica_id[PMREP_UUID_SIZE];
+	uint64_t owner;			/* primary id of the last committed attach (0: none) */
+	uint64_t seq;			/* sequence of the header slot read (v1 header: 0) */
+	uint64_t last_persist_seq;	/* written by failover; 0 until then */
 };
 
 /*
  * pmrep_replica_read_info -- open the replica file or device DAX at `path`
  * read-only, decode and check its header (magic, version, checksum, and
- * that header + data area fill the file exactly) and fill *info.
+ * that header + data area fill the file exactly) and fill *info. The
+ * header has two slots (crash-atomic updates): the valid one with the
+ * higher sequence is read; a version 1 header (one slot) reads as
+ * sequence 0 with an all-zero replica id. Nothing is written.
  * Errors: PMREP_E_INVAL (NULL argument), PMREP_E_PROVIDER (open / read /
  * fstat failed: pmrep_err_errno()), PMREP_E_MALFORMED (the header is
- * truncated, has a bad magic, an unknown version, a bad checksum or
- * reserved bits set), PMREP_E_RANGE (the header's data size does not match
- * the file's size).
+ * truncated, or neither slot is valid: a bad magic, an unknown version, a
+ * bad checksum or reserved bits set), PMREP_E_RANGE (the header's data
+ * size does not match the file's size).
  * Thread-safe.
  */
 PMREP_API int pmrep_replica_read_info(const char *path,
