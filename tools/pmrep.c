@@ -47,11 +47,11 @@ static const char help_verify[] =
 static const char help_status[] =
 	"  pmrep status REPLICA_FILE [-v]\n"
 	"      print a replica file's header: replica set UUID, generation, data\n"
-	"      size, consistent mark. Run it on the replica's host: asking a target\n"
-	"      over the network would attach to it, which clears its consistent\n"
-	"      mark and takes it from a running mirror. Exit 0 a valid replica\n"
-	"      (whatever its mark), 1 not a valid replica, 2 usage error or\n"
-	"      failure (e.g. a missing file).\n";
+	"      size, consistent mark, replica id, owner (the primary id of the last\n"
+	"      committed attach), header slot sequence, last persist sequence.\n"
+	"      Run it on the replica's host (it reads the file, writes nothing).\n"
+	"      Exit 0 a valid replica (whatever its mark), 1 not a valid replica,\n"
+	"      2 usage error or failure (e.g. a missing file).\n";
 static const char help_recover[] =
 	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
 	"                --uuid HEX --generation N [--allow-inconsistent]\n"
@@ -338,7 +338,7 @@ cmd_status(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, "r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			return usage_error("status: --replica %s: asking a target over the network would attach to it (clearing its consistent mark, taking it from a running mirror); run 'pmrep status REPLICA_FILE' on the replica's host",
+			return usage_error("status: --replica %s: not supported (it needs the target's key); run 'pmrep status REPLICA_FILE' on the replica's host",
 					optarg);
 		case 'v': verbose = true; break;
 		case 'h': return cmd_help(help_status);
