@@ -47,11 +47,11 @@ static const char help_verify[] =
 static const char help_status[] =
 	"  pmrep status REPLICA_FILE [-v]\n"
 	"      print a replica file's header: replica set UUID, generation, data\n"
-	"      size, consistent mark. Run it on the replica's host: asking a target\n"
-	"      over the network would attach to it, which clears its consistent\n"
-	"      mark and takes it from a running mirror. Exit 0 a valid replica\n"
-	"      (whatever its mark), 1 not a valid replica, 2 usage error or\n"
-	"      failure (e.g. a missing file).\n";
+	"      size, consistent mark, replica id, owner (the primary id of the last\n"
+	"      committed attach), header slot sequence, last persist sequence.\n"
+	"      Run it on the replica's host (it reads the file, writes nothing).\n"
+	"      Exit 0 a valid replica (whatever its mark), 1 not a valid replica,\n"
+	"      2 usage error or failure (e.g. a missing file).\n";
 static const char help_recover[] =
 	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
 	"                --uuid HEX --generation N [--allow-inconsistent]\n"
@@ -338,7 +338,7 @@ cmd_status(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, "r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			return usage_error("status: --replica %s: asking a target over the network would attach to it (clearing its consistent mark, taking it from a running mirror); run 'pmrep status REPLICA_FILE' on the replica's host",
+			return usage_error("status: --replica %s: not supported (it needs the target's key); run 'pmrep status REPLICA_FILE' on the replica's host",
 					optarg);
 		case 'v': verbose = true; break;
 		case 'h': return cmd_help(help_status);
@@ -376,6 +376,18 @@ cmd_status(int argc, char *argv[])
 			info.flags & PMREP_REPLICA_F_CONSISTENT ?
 			"yes (left by a clean mirror shutdown)" :
 			"no (a mirror is attached, or did not shut down cleanly)");
+	bool has_id = false;
+	for (int i = 0; i < PMREP_UUID_SIZE; i++)
+		has_id |= info.replica_id[i] != 0;
+	char rid[2 * PMREP_UUID_SIZE + 1];
+	uuid_str(info.replica_id, rid);
+	printf("replica id:  %s%s\n", rid, has_id ? "" :
+			" (none yet: a version 1 header; its target draws one)");
+	printf("owner:       %016llx%s\n", (unsigned long long)info.owner,
+			info.owner ? " (primary id of the last committed attach)" : "");
+	printf("header seq:  %llu\n", (unsigned long long)info.seq);
+	printf("last persist seq: %llu\n",
+			(unsigned long long)info.last_persist_seq);
 	return EX_OK;
 }
 

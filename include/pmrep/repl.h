@@ -33,7 +33,8 @@ extern "C" {
 /* A replica file / device starts with its header; its data area begins here. */
 #define PMREP_REPLICA_DATA_OFFSET 4096
 /* Header flag: the data area is a complete copy of the replica set's data of
- * `generation`, left so by a clean mirror shutdown. Cleared on every attach. */
+ * `generation`, left so by a clean mirror shutdown. Cleared when a mirror's
+ * attach is committed (not by a refused, unfinished or read-only session). */
 #define PMREP_REPLICA_F_CONSISTENT (1u << 0)
 
 /* What a replica header says (decoded; see pmrep_replica_read_info). */
@@ -43,17 +44,27 @@ struct pmrep_replica_info {
 	uint64_t data_size;		/* bytes of the data area */
 	uint64_t generation;		/* the replica set's generation it holds */
 	uint32_t flags;			/* PMREP_REPLICA_F_* */
+	/* the replica's own id, drawn when it was formatted and never
+	 * changed; all zero: a version 1 header not rewritten yet (its
+	 * target draws one at its first header update) */
+	uint8_t replica_id[PMREP_UUID_SIZE];
+	uint64_t owner;			/* primary id of the last committed attach (0: none) */
+	uint64_t seq;			/* sequence of the header slot read (v1 header: 0) */
+	uint64_t last_persist_seq;	/* written by failover; 0 until then */
 };
 
 /*
  * pmrep_replica_read_info -- open the replica file or device DAX at `path`
  * read-only, decode and check its header (magic, version, checksum, and
- * that header + data area fill the file exactly) and fill *info.
+ * that header + data area fill the file exactly) and fill *info. The
+ * header has two slots (crash-atomic updates): the valid one with the
+ * higher sequence is read; a version 1 header (one slot) reads as
+ * sequence 0 with an all-zero replica id. Nothing is written.
  * Errors: PMREP_E_INVAL (NULL argument), PMREP_E_PROVIDER (open / read /
  * fstat failed: pmrep_err_errno()), PMREP_E_MALFORMED (the header is
- * truncated, has a bad magic, an unknown version, a bad checksum or
- * reserved bits set), PMREP_E_RANGE (the header's data size does not match
- * the file's size).
+ * truncated, or neither slot is valid: a bad magic, an unknown version, a
+ * bad checksum or reserved bits set), PMREP_E_RANGE (the header's data
+ * size does not match the file's size).
  * Thread-safe.
  */
 PMREP_API int pmrep_replica_read_info(const char *path,
@@ -104,9 +115,11 @@ PMREP_API int pmrep_target_cfg_set_path(struct pmrep_target_cfg *cfg,
 /*
  * pmrep_target_cfg_set_data_size -- the data area's size in bytes (the
  * file is PMREP_REPLICA_DATA_OFFSET bytes larger). With `create`, a missing
- * file is created and formatted with a fresh (unclaimed) header, and so is
- * a device DAX whose first 4 KiB are all zero (a device always exists); an
- * existing file must hold a header with this data size. 0 (default, only
+ * file is created and formatted with a fresh (unclaimed) header and a
+ * random replica id, and so is a device DAX whose first 4 KiB are all zero
+ * (a device always exists); an existing file must hold a header with this
+ * data size (a version 1 header is served; its replica id is drawn at
+ * start and written with its first header update). 0 (default, only
  * without create): whatever the existing header says.
  * Errors: PMREP_E_INVAL (NULL; create with size 0).
  */
@@ -207,7 +220,19 @@ PMREP_API int pmrep_target_get_fd(const struct pmrep_target *target, int *fd);
 /*
  * pmrep_target_process -- wait up to timeout_ms (0: do not wait; -1: no
  * limit) for work and do all that is pending: accept and authenticate
- * initiators, answer persist requests, drop failed or timed-out sessions.
+ * initiators, commit attaches, answer persist requests and closing marks,
+ * answer read-only queries, drop failed or timed-out sessions.
+ * The replica header is written only for a COMMIT (the claim: set UUID,
+ * generation, owner = the mirror's primary id, consistent mark cleared;
+ * every other session is closed first) and a CLOSE (the consistent mark),
+ * each crash-atomically (two slots); never for an AUTH, a refusal or a
+ * query. An initiator must send AUTH within the cfg timeout of connecting
+ * and COMMIT within the cfg timeout of the ACCEPT, else its session is
+ * dropped. Every persist goes through pmrep_pmem_persist; when one fails,
+ * the target is poisoned for its life: that and every later COMMIT,
+ * PERSIST and CLOSE is answered "the target failed" and its session
+ * closed (a later successful write-back is no proof for the earlier data;
+ * restart the target and let the mirror resync the replica).
  * A refused initiator is not an error of this call (it is logged).
  * Errors: PMREP_E_INVAL, PMREP_E_TIMEOUT (nothing happened in time; not a
  * failure), PMREP_E_PROVIDER (waiting failed).
@@ -222,7 +247,7 @@ PMREP_API int pmrep_target_get_mode(const struct pmrep_target *target,
 
 /* Counters of a target (pmrep_target_get_stats). */
 struct pmrep_target_stats {
-	uint64_t sessions_accepted;	/* initiators that passed the handshake */
+	uint64_t sessions_accepted;	/* initiators that passed the handshake (ACCEPT sent: attaches and queries) */
 	uint64_t sessions_refused;	/* handshakes refused (auth, size, uuid, malformed, timeout) */
 	uint64_t persist_requests;	/* GPSPM persist requests answered */
 	int last_refusal;		/* PMREP_E_* of the last refusal, 0 if none */
@@ -339,10 +364,15 @@ struct pmrep_replica_status {
  * pmrep_mirror_new -- mirror the open mapping `pmem` (all of it) to the
  * replicas of `cfg`: register the mapping, connect to each replica with a
  * limit of the cfg timeout, authenticate with the key (the target proves it
- * too), check the replica header, choose each replica's method, and resync
- * what needs it: an unclaimed replica or one of an older generation, or
- * one not left consistent, in full; a replica left consistent with this
- * generation not at all. `pmem` must stay open until the mirror is deleted.
+ * too), check the replica header, choose each replica's method, decide
+ * each replica's resync (docs/PROTOCOL.md "Mirror, attach": in full when
+ * the replica is unclaimed, of another set or an older generation, or when
+ * the mirror's record does not cover it; incremental when the record names
+ * this replica (its replica id) and its header is ours or consistent at
+ * this generation, or when there is no record of it and it was left
+ * consistent at this generation), make the record cover it (out-of-sync
+ * marks, replica id), then commit the attach (the target writes its claim
+ * only then) and resync. `pmem` must stay open until the mirror is deleted.
  * Succeeds when the policy is met (every replica in sync; with a quorum k,
  * at least k); replicas that could not be reached are FAILED and wholly out
  * of sync (pmrep_mirror_reconnect).
@@ -499,10 +529,12 @@ PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
  * the replica target at `addr`:`port`: connect and authenticate with `key`
  * (`key_len` bytes) like a mirror, claiming replica set `uuid` at
  * `generation`, check what the replica held, then RDMA-read its whole data
- * area into the mapping and persist the mapping. The replica's data is
- * never written. *info (may be NULL) receives the replica's header as it
- * was before this call (uuid, data offset and size in bytes, generation,
- * flags).
+ * area into the mapping and persist the mapping. The replica (data and
+ * header) is never written. *info (may be NULL) receives the replica's
+ * header as the target reported it (uuid, data offset and size in bytes,
+ * generation, flags, replica id, owner, slot sequence, last persist
+ * sequence) whenever the target answered, also when it is then refused as
+ * a source.
  *
  * A replica is taken as a source only when it belongs to `uuid`, holds
  * exactly `generation` (an older one is refused: it lacks the changes that
@@ -514,18 +546,12 @@ PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
  * holds every persist it confirmed, which under the "all" policy is every
  * persist the mirror acknowledged, but under a quorum it may have been
  * behind; the caller's own checks (checksums) must decide.
- * A replica left consistent is marked consistent again at the end.
- *
- * What the handshake costs (the target's protocol has no read-only
- * attach): a target that accepts an initiator clears the replica's
- * consistent mark and records the initiator's generation in its header.
- * So the replica is first asked for generation - 1: its refusal proves
- * it holds `generation` or newer and changes nothing; its acceptance
- * means it is older, and one of exactly generation - 1 is left as it was
- * (consistent mark restored). An older one still (or a fresh one) is left
- * "generation - 1, not consistent": the next mirror resyncs it in full.
- * A running mirror's session with that target is taken over: recover
- * only from a replica no mirror is using.
+ * Recover asks the target read-only (a QUERY session): the target answers
+ * with its header as it is and never writes it for a query, so the
+ * replica's header is left byte-identical, whatever the outcome. A query
+ * does not end a running mirror's session; but the data read while a
+ * mirror writes the replica is not a consistent copy: recover only from a
+ * replica no mirror is using.
  *
  * `timeout_ms` bounds the whole call (-1: no limit). Refusals happen
  * before any byte of the mapping is written; after a failure during the

@@ -333,11 +333,12 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	ret = repl_random(nonce_i, REPL_NONCE_SIZE);
 	if (ret)
 		goto out;
-	struct repl_pdata hello = { .type = REPL_PDATA_HELLO };
+	/* key id 0 (the target's key), empty selector (its one replica) */
+	struct repl_pdata hello = { .type = REPL_PDATA_HELLO, .key_id = 0 };
 	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
 	uint8_t enc[REPL_PDATA_SIZE];
-	repl_pdata_encode(&hello, enc);
-	struct pmrep_conn_private_data pd = { enc, sizeof(enc) };
+	struct pmrep_conn_private_data pd = { enc,
+		(uint8_t)repl_pdata_encode(&hello, enc) };
 	ret = pmrep_conn_req_connect(&req, &pd, conn);
 	if (ret)
 		goto out;

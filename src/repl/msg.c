@@ -1,24 +1,37 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * msg.c -- one encoder and one strict decoder for each wire format of the
- * replication protocol, all little-endian.
+ * replication protocol (version 2), all little-endian.
  *
- * Private data (HELLO with connect, CHALLENGE with accept), 24 bytes:
- *    0  u16 magic 0x5052 ("RP")   2  u8 version (1)   3  u8 type (1 / 2)
- *    4  u32 reserved (0)          8  u8[16] nonce
+ * HELLO (private data of the connect), 56 bytes (PMREP_PDATA_CONNECT_MAX:
+ * every byte is used, so it has no flags field):
+ *    0  u16 magic 0x5052 ("RP")   2  u8 version (2)   3  u8 type (1)
+ *    4  u32 key id (0: the target's key)
+ *    8  u8[16] nonce_i
+ *   24  char[32] replica selector, NUL padded (all NUL: the target's one
+ *       replica); bytes after the first NUL must be NUL
+ * CHALLENGE (private data of the accept), 24 bytes:
+ *    0  u16 magic 0x5052   2  u8 version (2)   3  u8 type (2)
+ *    4  u32 flags (0)      8  u8[16] nonce_t
  *
- * Messages (send / recv, at most REPL_MSG_SLOT = 128 bytes):
- *    0  u16 magic 0x4d52 ("RM")   2  u8 version (1)   3  u8 type
+ * Messages (send / recv, at most REPL_MSG_SLOT = 256 bytes):
+ *    0  u16 magic 0x4d52 ("RM")   2  u8 version (2)   3  u8 type
  *    4  u16 status                6  u16 body length (exact per type)
  *    8  u64 sequence number      16  body
  * Bodies:
- *  AUTH (80):   0 mac[32]  32 uuid[16]  48 u64 data size  56 u64 generation
- *               64 u64 session id  72 u64 reserved (0)
- *  ACCEPT (96): 0 mac[32]  32 MR descriptor[32]  64 peer cfg descriptor[8]
- *               72 u64 previous generation  80 u64 previous attach id
- *               88 u32 previous header flags  92 u32 target flags
+ *  AUTH (80):    0 mac[32]  32 uuid[16]  48 u64 data size  56 u64 generation
+ *                64 u64 primary id  72 u32 intent (1 ATTACH, 2 QUERY)
+ *                76 u32 reserved (0)
+ *  ACCEPT (144): 0 mac[32]  32 MR descriptor[32]  64 peer cfg descriptor[8]
+ *                the header as it is now: 72 uuid[16]  88 replica id[16]
+ *                104 u64 generation  112 u64 owner  120 u64 slot sequence
+ *                128 u64 last persist sequence  136 u32 header flags
+ *                140 u32 target flags (REPL_TF_*)
+ *  COMMIT (40):  0 replica id[16]  16 u64 generation  24 u64 primary id
+ *                32 u32 resync kind (1 FULL, 2 INCREMENTAL)  36 u32 reserved (0)
  *  PERSIST (16): 0 u64 offset  8 u64 length (bytes of the data area)
- *  REFUSE, PERSIST_REPLY, CLOSE, CLOSE_REPLY: no body (status, sequence).
+ *  REFUSE, COMMIT_REPLY, PERSIST_REPLY, CLOSE, CLOSE_REPLY: no body
+ *  (status, sequence).
  */
 #include <string.h>
 
@@ -29,20 +42,29 @@
 #define PDATA_MAGIC 0x5052
 #define MSG_MAGIC 0x4d52
 #define AUTH_BODY 80
-#define ACCEPT_BODY 96
+#define ACCEPT_BODY 144
+#define COMMIT_BODY 40
 #define PERSIST_BODY 16
 
-static const char auth_label[] = "pmrep-repl-v1 initiator";
-static const char accept_label[] = "pmrep-repl-v1 target";
+static const char auth_label[] = "pmrep-repl-v2 initiator";
+static const char accept_label[] = "pmrep-repl-v2 target";
 
-void
+size_t
 repl_pdata_encode(const struct repl_pdata *p, uint8_t *out)
 {
+	size_t len = p->type == REPL_PDATA_HELLO ? REPL_HELLO_SIZE :
+		REPL_CHALLENGE_SIZE;
+	memset(out, 0, len);
 	pmrep_put_le16(out, PDATA_MAGIC);
 	out[2] = REPL_PROTO_VERSION;
 	out[3] = (uint8_t)p->type;
-	pmrep_put_le32(out + 4, 0);
 	memcpy(out + 8, p->nonce, REPL_NONCE_SIZE);
+	if (p->type == REPL_PDATA_HELLO) {
+		pmrep_put_le32(out + 4, p->key_id);
+		size_t n = strnlen(p->selector, REPL_SELECTOR_SIZE);
+		memcpy(out + 24, p->selector, n);
+	}
+	return len;
 }
 
 int
@@ -50,22 +72,42 @@ repl_pdata_decode(const void *buf, size_t len, enum repl_pdata_type want,
 		struct repl_pdata *p)
 {
 	const uint8_t *b = buf;
-	if (b == NULL || len < REPL_PDATA_SIZE) {
-		PMREP_LOG_ERR("handshake private data: %zu bytes, need %d",
-				b == NULL ? 0 : len, REPL_PDATA_SIZE);
+	size_t need = want == REPL_PDATA_HELLO ? REPL_HELLO_SIZE :
+		REPL_CHALLENGE_SIZE;
+	if (b == NULL || len < need) {
+		PMREP_LOG_ERR("handshake private data: %zu bytes, need %zu",
+				b == NULL ? 0 : len, need);
 		return PMREP_E_MALFORMED;
 	}
 	if (pmrep_get_le16(b) != PDATA_MAGIC || b[2] != REPL_PROTO_VERSION) {
-		PMREP_LOG_ERR("handshake private data: bad magic 0x%04x or version %u (not a pmrep replication peer?)",
-				pmrep_get_le16(b), b[2]);
+		PMREP_LOG_ERR("handshake private data: bad magic 0x%04x or version %u (want %u: not a pmrep replication peer, or one of another protocol version?)",
+				pmrep_get_le16(b), b[2], REPL_PROTO_VERSION);
 		return PMREP_E_MALFORMED;
 	}
-	if (b[3] != want || pmrep_get_le32(b + 4) != 0) {
+	if (b[3] != want ||
+			(want == REPL_PDATA_CHALLENGE && pmrep_get_le32(b + 4) != 0)) {
 		PMREP_LOG_ERR("handshake private data: type %u (want %u) or reserved bits set",
 				b[3], (unsigned)want);
 		return PMREP_E_MALFORMED;
 	}
-	/* bytes past the 24 (a verbs CM event pads) are not looked at */
+	memset(p, 0, sizeof(*p));
+	if (want == REPL_PDATA_HELLO) {
+		const uint8_t *sel = b + 24;
+		size_t n = 0;
+		while (n < REPL_SELECTOR_SIZE && sel[n] != 0)
+			n++;
+		for (size_t i = n; i < REPL_SELECTOR_SIZE; i++) {
+			if (sel[i] != 0) {
+				PMREP_LOG_ERR("HELLO: bytes after the replica selector's end are not NUL");
+				return PMREP_E_MALFORMED;
+			}
+		}
+		p->key_id = pmrep_get_le32(b + 4);
+		memcpy(p->selector, sel, n);
+		p->selector[n] = '\0';
+	}
+	/* bytes past the format's length (a verbs CM event pads) are not
+	 * looked at */
 	p->type = want;
 	memcpy(p->nonce, b + 8, REPL_NONCE_SIZE);
 	return 0;
@@ -77,6 +119,7 @@ body_len(enum repl_msg_type t)
 	switch (t) {
 	case REPL_MSG_AUTH: return AUTH_BODY;
 	case REPL_MSG_ACCEPT: return ACCEPT_BODY;
+	case REPL_MSG_COMMIT: return COMMIT_BODY;
 	case REPL_MSG_PERSIST: return PERSIST_BODY;
 	default: return 0;
 	}
@@ -89,8 +132,9 @@ auth_body_encode(const struct repl_auth *a, uint8_t *b)
 	memcpy(b + 32, a->uuid, PMREP_UUID_SIZE);
 	pmrep_put_le64(b + 48, a->data_size);
 	pmrep_put_le64(b + 56, a->generation);
-	pmrep_put_le64(b + 64, a->session_id);
-	pmrep_put_le64(b + 72, 0);
+	pmrep_put_le64(b + 64, a->primary_id);
+	pmrep_put_le32(b + 72, (uint32_t)a->intent);
+	pmrep_put_le32(b + 76, 0);
 }
 
 static void
@@ -99,10 +143,24 @@ accept_body_encode(const struct repl_accept *a, uint8_t *b)
 	memcpy(b, a->mac, REPL_MAC_SIZE);
 	memcpy(b + 32, a->mr_desc, PMREP_MR_DESC_SIZE);
 	memcpy(b + 64, a->peer_cfg, PMREP_PEER_CFG_DESC_SIZE);
-	pmrep_put_le64(b + 72, a->prev_generation);
-	pmrep_put_le64(b + 80, a->prev_attach_id);
-	pmrep_put_le32(b + 88, a->prev_flags);
-	pmrep_put_le32(b + 92, a->target_flags);
+	memcpy(b + 72, a->uuid, PMREP_UUID_SIZE);
+	memcpy(b + 88, a->replica_id, PMREP_UUID_SIZE);
+	pmrep_put_le64(b + 104, a->generation);
+	pmrep_put_le64(b + 112, a->owner);
+	pmrep_put_le64(b + 120, a->hdr_seq);
+	pmrep_put_le64(b + 128, a->last_persist_seq);
+	pmrep_put_le32(b + 136, a->hdr_flags);
+	pmrep_put_le32(b + 140, a->target_flags);
+}
+
+static void
+commit_body_encode(const struct repl_commit *c, uint8_t *b)
+{
+	memcpy(b, c->replica_id, PMREP_UUID_SIZE);
+	pmrep_put_le64(b + 16, c->generation);
+	pmrep_put_le64(b + 24, c->primary_id);
+	pmrep_put_le32(b + 32, (uint32_t)c->resync);
+	pmrep_put_le32(b + 36, 0);
 }
 
 size_t
@@ -123,6 +181,9 @@ repl_msg_encode(const struct repl_msg *m, uint8_t *out)
 		break;
 	case REPL_MSG_ACCEPT:
 		accept_body_encode(&m->u.accept, b);
+		break;
+	case REPL_MSG_COMMIT:
+		commit_body_encode(&m->u.commit, b);
 		break;
 	case REPL_MSG_PERSIST:
 		pmrep_put_le64(b, m->u.persist.offset);
@@ -148,7 +209,7 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		return PMREP_E_MALFORMED;
 	}
 	enum repl_msg_type t = (enum repl_msg_type)p[3];
-	if (t < REPL_MSG_AUTH || t > REPL_MSG_CLOSE_REPLY) {
+	if (t < REPL_MSG_AUTH || t > REPL_MSG_COMMIT_REPLY) {
 		PMREP_LOG_ERR("message: unknown type %u", p[3]);
 		return PMREP_E_MALFORMED;
 	}
@@ -166,31 +227,59 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 	m->seq = pmrep_get_le64(p + 8);
 	const uint8_t *b = p + REPL_MSG_HDR_SIZE;
 	switch (t) {
-	case REPL_MSG_AUTH:
-		if (pmrep_get_le64(b + 72) != 0) {
-			PMREP_LOG_ERR("AUTH message: reserved bytes set");
+	case REPL_MSG_AUTH: {
+		uint32_t intent = pmrep_get_le32(b + 72);
+		if (pmrep_get_le32(b + 76) != 0 ||
+				(intent != REPL_INTENT_ATTACH &&
+				 intent != REPL_INTENT_QUERY)) {
+			PMREP_LOG_ERR("AUTH message: unknown intent %u or reserved bytes set",
+					intent);
 			return PMREP_E_MALFORMED;
 		}
 		memcpy(m->u.auth.mac, b, REPL_MAC_SIZE);
 		memcpy(m->u.auth.uuid, b + 32, PMREP_UUID_SIZE);
 		m->u.auth.data_size = pmrep_get_le64(b + 48);
 		m->u.auth.generation = pmrep_get_le64(b + 56);
-		m->u.auth.session_id = pmrep_get_le64(b + 64);
+		m->u.auth.primary_id = pmrep_get_le64(b + 64);
+		m->u.auth.intent = (enum repl_intent)intent;
 		break;
-	case REPL_MSG_ACCEPT:
-		memcpy(m->u.accept.mac, b, REPL_MAC_SIZE);
-		memcpy(m->u.accept.mr_desc, b + 32, PMREP_MR_DESC_SIZE);
-		memcpy(m->u.accept.peer_cfg, b + 64, PMREP_PEER_CFG_DESC_SIZE);
-		m->u.accept.prev_generation = pmrep_get_le64(b + 72);
-		m->u.accept.prev_attach_id = pmrep_get_le64(b + 80);
-		m->u.accept.prev_flags = pmrep_get_le32(b + 88);
-		m->u.accept.target_flags = pmrep_get_le32(b + 92);
-		if ((m->u.accept.target_flags & ~REPL_TF_KNOWN) != 0) {
-			PMREP_LOG_ERR("ACCEPT message: unknown target flags 0x%x",
-					m->u.accept.target_flags);
+	}
+	case REPL_MSG_ACCEPT: {
+		struct repl_accept *a = &m->u.accept;
+		memcpy(a->mac, b, REPL_MAC_SIZE);
+		memcpy(a->mr_desc, b + 32, PMREP_MR_DESC_SIZE);
+		memcpy(a->peer_cfg, b + 64, PMREP_PEER_CFG_DESC_SIZE);
+		memcpy(a->uuid, b + 72, PMREP_UUID_SIZE);
+		memcpy(a->replica_id, b + 88, PMREP_UUID_SIZE);
+		a->generation = pmrep_get_le64(b + 104);
+		a->owner = pmrep_get_le64(b + 112);
+		a->hdr_seq = pmrep_get_le64(b + 120);
+		a->last_persist_seq = pmrep_get_le64(b + 128);
+		a->hdr_flags = pmrep_get_le32(b + 136);
+		a->target_flags = pmrep_get_le32(b + 140);
+		if ((a->target_flags & ~REPL_TF_KNOWN) != 0 ||
+				(a->hdr_flags & ~PMREP_REPLICA_F_CONSISTENT) != 0) {
+			PMREP_LOG_ERR("ACCEPT message: unknown target flags 0x%x or header flags 0x%x",
+					a->target_flags, a->hdr_flags);
 			return PMREP_E_MALFORMED;
 		}
 		break;
+	}
+	case REPL_MSG_COMMIT: {
+		uint32_t kind = pmrep_get_le32(b + 32);
+		if (pmrep_get_le32(b + 36) != 0 ||
+				(kind != REPL_RESYNC_FULL &&
+				 kind != REPL_RESYNC_INCREMENTAL)) {
+			PMREP_LOG_ERR("COMMIT message: unknown resync kind %u or reserved bytes set",
+					kind);
+			return PMREP_E_MALFORMED;
+		}
+		memcpy(m->u.commit.replica_id, b, PMREP_UUID_SIZE);
+		m->u.commit.generation = pmrep_get_le64(b + 16);
+		m->u.commit.primary_id = pmrep_get_le64(b + 24);
+		m->u.commit.resync = (enum repl_resync)kind;
+		break;
+	}
 	case REPL_MSG_PERSIST:
 		m->u.persist.offset = pmrep_get_le64(b);
 		m->u.persist.length = pmrep_get_le64(b + 8);
@@ -247,6 +336,7 @@ repl_status_to_err(enum repl_status st)
 	case REPL_ST_GENERATION: return PMREP_E_STATE;
 	case REPL_ST_RANGE: return PMREP_E_RANGE;
 	case REPL_ST_STATE: return PMREP_E_STATE;
+	case REPL_ST_NO_REPLICA: return PMREP_E_INVAL;
 	case REPL_ST_INTERNAL:
 	default: return PMREP_E_UNKNOWN;
 	}
@@ -264,7 +354,8 @@ repl_status_str(enum repl_status st)
 	case REPL_ST_GENERATION: return "the replica holds a newer generation";
 	case REPL_ST_INTERNAL: return "the target failed";
 	case REPL_ST_RANGE: return "range outside the replica's data area";
-	case REPL_ST_STATE: return "request out of order";
+	case REPL_ST_STATE: return "request out of order (or not allowed in this session)";
+	case REPL_ST_NO_REPLICA: return "no such replica on this target";
 	default: return "unknown status";
 	}
 }

@@ -2,7 +2,8 @@
 /*
  * msg.h -- the replication protocol's wire formats: the connect / accept
  * private data (HELLO, CHALLENGE) and the messages (AUTH, ACCEPT, REFUSE,
- * PERSIST, PERSIST_REPLY, CLOSE, CLOSE_REPLY), each with its one encoder
+ * COMMIT, COMMIT_REPLY, PERSIST, PERSIST_REPLY, CLOSE, CLOSE_REPLY), each
+ * with its one encoder
  * and strict decoder in msg.c; and the MAC inputs of the handshake.
  */
 #ifndef PMREP_REPL_MSG_H
@@ -13,10 +14,13 @@
 
 #include "auth.h"
 
-#define REPL_PROTO_VERSION 1
-#define REPL_PDATA_SIZE 24	/* HELLO / CHALLENGE */
+#define REPL_PROTO_VERSION 2
+#define REPL_HELLO_SIZE 56	/* HELLO: PMREP_PDATA_CONNECT_MAX */
+#define REPL_CHALLENGE_SIZE 24	/* CHALLENGE */
+#define REPL_PDATA_SIZE REPL_HELLO_SIZE	/* room for either */
+#define REPL_SELECTOR_SIZE 32	/* HELLO's replica selector, NUL padded */
 #define REPL_MSG_HDR_SIZE 16
-#define REPL_MSG_SLOT 128	/* every message fits one slot */
+#define REPL_MSG_SLOT 256	/* every message fits one slot */
 
 enum repl_pdata_type {
 	REPL_PDATA_HELLO = 1,		/* initiator -> target, with connect */
@@ -31,6 +35,8 @@ enum repl_msg_type {
 	REPL_MSG_PERSIST_REPLY = 5,
 	REPL_MSG_CLOSE = 6,		/* initiator -> target: mark consistent */
 	REPL_MSG_CLOSE_REPLY = 7,
+	REPL_MSG_COMMIT = 8,		/* initiator -> target: the record is durable */
+	REPL_MSG_COMMIT_REPLY = 9,	/* target -> initiator: the claim is durable */
 };
 
 /* status codes on the wire (REFUSE, *_REPLY) */
@@ -43,8 +49,21 @@ enum repl_status {
 	REPL_ST_GENERATION = 5,		/* the replica holds a newer generation */
 	REPL_ST_INTERNAL = 6,		/* the target failed (logged there) */
 	REPL_ST_RANGE = 7,		/* persist request outside the data area */
-	REPL_ST_STATE = 8,		/* request out of order */
-	REPL_ST_MAX_ = REPL_ST_STATE,
+	REPL_ST_STATE = 8,		/* request out of order / not allowed in this session */
+	REPL_ST_NO_REPLICA = 9,		/* no such replica on this target (selector) */
+	REPL_ST_MAX_ = REPL_ST_NO_REPLICA,
+};
+
+/* AUTH intent */
+enum repl_intent {
+	REPL_INTENT_ATTACH = 1,		/* a mirror: COMMIT, PERSIST, CLOSE follow */
+	REPL_INTENT_QUERY = 2,		/* read-only: ACCEPT, nothing is written */
+};
+
+/* COMMIT resync kind (what the mirror will copy; the target logs it) */
+enum repl_resync {
+	REPL_RESYNC_FULL = 1,
+	REPL_RESYNC_INCREMENTAL = 2,
 };
 
 /* target flags in ACCEPT */
@@ -55,6 +74,9 @@ enum repl_status {
 struct repl_pdata {
 	enum repl_pdata_type type;
 	uint8_t nonce[REPL_NONCE_SIZE];
+	/* HELLO only */
+	uint32_t key_id;		/* 0: the target's (only) key */
+	char selector[REPL_SELECTOR_SIZE + 1]; /* "": the target's one replica */
 };
 
 struct repl_auth {
@@ -62,17 +84,30 @@ struct repl_auth {
 	uint8_t uuid[PMREP_UUID_SIZE];
 	uint64_t data_size;
 	uint64_t generation;
-	uint64_t session_id;
+	uint64_t primary_id;		/* the mirror's record (mstate_primary_id) */
+	enum repl_intent intent;
 };
 
 struct repl_accept {
 	uint8_t mac[REPL_MAC_SIZE];
 	uint8_t mr_desc[PMREP_MR_DESC_SIZE];
 	uint8_t peer_cfg[PMREP_PEER_CFG_DESC_SIZE];
-	uint64_t prev_generation;	/* the header as it was before this attach */
-	uint64_t prev_attach_id;
-	uint32_t prev_flags;
+	/* the replica header as it is now (nothing was written for AUTH) */
+	uint8_t uuid[PMREP_UUID_SIZE];
+	uint8_t replica_id[PMREP_UUID_SIZE];
+	uint64_t generation;
+	uint64_t owner;
+	uint64_t hdr_seq;		/* the header slot's sequence */
+	uint64_t last_persist_seq;
+	uint32_t hdr_flags;		/* PMREP_REPLICA_F_* */
 	uint32_t target_flags;		/* REPL_TF_* */
+};
+
+struct repl_commit {
+	uint8_t replica_id[PMREP_UUID_SIZE];	/* the ACCEPT's */
+	uint64_t generation;
+	uint64_t primary_id;
+	enum repl_resync resync;
 };
 
 struct repl_persist {
@@ -87,20 +122,26 @@ struct repl_msg {
 	union {
 		struct repl_auth auth;
 		struct repl_accept accept;
+		struct repl_commit commit;
 		struct repl_persist persist;
 	} u;
 };
 
-/* encode HELLO / CHALLENGE into REPL_PDATA_SIZE bytes */
-void repl_pdata_encode(const struct repl_pdata *p, uint8_t *out);
-/* PMREP_E_MALFORMED: short, bad magic / version / type, reserved set */
+/* encode HELLO (REPL_HELLO_SIZE bytes) or CHALLENGE (REPL_CHALLENGE_SIZE)
+ * into `out` (REPL_PDATA_SIZE bytes of room); returns the length. A HELLO's
+ * selector longer than REPL_SELECTOR_SIZE - 1 characters is cut there (the
+ * caller checks lengths: repl_selector_check). */
+size_t repl_pdata_encode(const struct repl_pdata *p, uint8_t *out);
+/* PMREP_E_MALFORMED: short, bad magic / version / type, reserved set, a
+ * selector without a NUL or with bytes after it that are not NUL */
 int repl_pdata_decode(const void *buf, size_t len, enum repl_pdata_type want,
 		struct repl_pdata *p);
 
 /* encode `m` into `out` (REPL_MSG_SLOT bytes of room); returns its length */
 size_t repl_msg_encode(const struct repl_msg *m, uint8_t *out);
 /* PMREP_E_MALFORMED: short, bad magic / version, unknown type or status,
- * body length not the type's, reserved bytes set */
+ * body length not the type's, reserved bytes set, unknown intent, resync
+ * kind, header flags or target flags */
 int repl_msg_decode(const void *buf, size_t len, struct repl_msg *m);
 
 /*

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * recover.c -- pmrep_mirror_recover: rebuild a local mapping from one
- * replica. The initiator's side of the handshake (as in mirror.c, whose
- * helpers are private to it), the checks that decide whether the replica
- * may be a source, RDMA reads of its data area into the mapping, a local
- * persist, and, for a replica that was marked consistent, the closing
- * mark again.
+ * replica. The initiator's side of the handshake with intent QUERY (the
+ * target answers ACCEPT with its header as it is and writes nothing), the
+ * checks that decide whether the replica may be a source, RDMA reads of
+ * its data area into the mapping and a local persist. Recover never writes
+ * the replica's header.
  */
 #include <poll.h>
 #include <stdlib.h>
@@ -101,15 +101,13 @@ handshake(struct recover *rc, const char *addr, const char *port,
 	if (ret)
 		goto out;
 
-	uint64_t session_id;
-	ret = repl_random(&session_id, sizeof(session_id));
-	if (ret)
-		goto out;
+	/* a query: no primary id (nothing will be claimed) */
 	struct repl_msg msg = { .type = REPL_MSG_AUTH, .seq = 1 };
 	memcpy(msg.u.auth.uuid, uuid, PMREP_UUID_SIZE);
 	msg.u.auth.data_size = size;
 	msg.u.auth.generation = generation;
-	msg.u.auth.session_id = session_id;
+	msg.u.auth.primary_id = 0;
+	msg.u.auth.intent = REPL_INTENT_QUERY;
 	ret = repl_auth_mac(key, key_len, nonce_i, nonce_t, &msg.u.auth,
 			msg.u.auth.mac);
 	if (ret)
@@ -160,14 +158,14 @@ check_source(struct recover *rc, const struct repl_accept *acc,
 		PMREP_LOG_ERR("recover: the replica was never claimed by a mirror: it holds no data of this replica set");
 		return PMREP_E_STATE;
 	}
-	if (acc->prev_generation != generation) {
+	if (acc->generation != generation) {
 		/* a newer one is refused by the target already */
 		PMREP_LOG_ERR("recover: the replica holds generation %llu, older than %llu: it lacks changes made since; refusing it as a source",
-				(unsigned long long)acc->prev_generation,
+				(unsigned long long)acc->generation,
 				(unsigned long long)generation);
 		return PMREP_E_STATE;
 	}
-	if (!(acc->prev_flags & PMREP_REPLICA_F_CONSISTENT) &&
+	if (!(acc->hdr_flags & PMREP_REPLICA_F_CONSISTENT) &&
 			!(flags & PMREP_RECOVER_ALLOW_INCONSISTENT)) {
 		PMREP_LOG_ERR("recover: the replica is not marked consistent (its mirror did not shut down cleanly, or an earlier attach was refused); allow an inconsistent source to take it anyway");
 		return PMREP_E_STATE;
@@ -190,7 +188,7 @@ check_source(struct recover *rc, const struct repl_accept *acc,
 	return 0;
 }
 
-/* tear the connection down; the channel's buffers stay for another one */
+/* tear the connection down */
 static void
 drop_conn(struct recover *rc)
 {
@@ -202,35 +200,21 @@ drop_conn(struct recover *rc)
 	(void) pmrep_mr_remote_delete(&rc->rmr);
 }
 
-/* the closing mark: the replica's header says consistent again */
 static void
-mark_consistent(struct recover *rc)
-{
-	struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = 2 };
-	struct repl_msg reply;
-	int r = repl_chan_send(&rc->ch, &msg);
-	if (r == 0)
-		r = wait_msg(rc, &reply);
-	if (r == 0 && (reply.type != REPL_MSG_CLOSE_REPLY ||
-			reply.seq != msg.seq || reply.status != REPL_ST_OK))
-		r = PMREP_E_MALFORMED;
-	if (r)
-		PMREP_LOG_WARN("recover: could not mark the replica consistent again (%s); the next mirror resyncs it in full",
-				pmrep_err_to_str(r));
-}
-
-static void
-fill_info(struct pmrep_replica_info *info, const uint8_t *uuid, size_t size,
+fill_info(struct pmrep_replica_info *info, size_t size,
 		const struct repl_accept *acc)
 {
 	if (info == NULL)
 		return;
-	memcpy(info->uuid, uuid, PMREP_UUID_SIZE);
+	memcpy(info->uuid, acc->uuid, PMREP_UUID_SIZE);
 	info->data_offset = PMREP_REPLICA_DATA_OFFSET;
 	info->data_size = size;
-	info->generation = acc->target_flags & REPL_TF_FRESH ? 0 :
-		acc->prev_generation;
-	info->flags = acc->prev_flags;
+	info->generation = acc->generation;
+	info->flags = acc->hdr_flags;
+	memcpy(info->replica_id, acc->replica_id, PMREP_UUID_SIZE);
+	info->owner = acc->owner;
+	info->seq = acc->hdr_seq;
+	info->last_persist_seq = acc->last_persist_seq;
 }
 
 int
@@ -288,39 +272,11 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 	rc.chan_ready = true;
 
 	struct repl_accept acc;
-	/*
-	 * Accepting an initiator makes the target record the initiator's
-	 * generation in the replica's header. Ask for generation - 1 first:
-	 * a refusal ("newer") proves the replica holds at least `generation`
-	 * and changes nothing; an acceptance means it is older, and when it
-	 * held exactly generation - 1 (the usual mistake) its header is left
-	 * as it was. Only then is the replica asked for `generation`.
-	 */
-	if (generation > 1) {
-		ret = handshake(&rc, addr, port, key, key_len, uuid,
-				generation - 1, size, &acc);
-		if (ret == 0) {
-			fill_info(info, uuid, size, &acc);
-			bool fresh = acc.target_flags & REPL_TF_FRESH;
-			PMREP_LOG_ERR("recover: the replica holds %s%llu, older than %llu: it lacks changes made since; refusing it as a source",
-					fresh ? "no data (fresh), generation " : "generation ",
-					(unsigned long long)acc.prev_generation,
-					(unsigned long long)generation);
-			if (!fresh && acc.prev_generation == generation - 1 &&
-					(acc.prev_flags & PMREP_REPLICA_F_CONSISTENT))
-				mark_consistent(&rc);
-			ret = PMREP_E_STATE;
-			goto out;
-		}
-		if (ret != PMREP_E_STATE)
-			goto out;
-		drop_conn(&rc);
-	}
 	ret = handshake(&rc, addr, port, key, key_len, uuid, generation, size,
 			&acc);
 	if (ret)
 		goto out;
-	fill_info(info, uuid, size, &acc);
+	fill_info(info, size, &acc);
 	ret = check_source(&rc, &acc, generation, size, flags);
 	if (ret)
 		goto out;
@@ -342,11 +298,6 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 	}
 	PMREP_LOG(PMREP_LOG_NOTICE, "recovered %zu bytes of generation %llu from replica %s:%s",
 			size, (unsigned long long)generation, addr, port);
-
-	/* our attach cleared the consistent mark: put it back where it was
-	 * (nothing was written, so what was a complete copy still is) */
-	if (acc.prev_flags & PMREP_REPLICA_F_CONSISTENT)
-		mark_consistent(&rc);
 out:
 	drop_conn(&rc);
 	if (rc.chan_ready)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/testhook.h"
 #include "mirror_int.h"
 
 /* -------------------------------------------------- replica connection */
@@ -105,6 +106,140 @@ note_why(struct replica *r, int err)
 			msg[0] ? msg : pmrep_err_to_str(err));
 }
 
+/*
+ * the resync an attach needs, from the header H in ACCEPT
+ * (docs/PROTOCOL.md "Mirror, attach"); *why says which rule decided
+ */
+static enum repl_resync
+decide_resync(struct replica *r, const struct repl_accept *acc,
+		const char **why)
+{
+	struct pmrep_mirror *m = r->m;
+	bool fresh = (acc->target_flags & REPL_TF_FRESH) ||
+		replica_uuid_is_nil(acc->uuid);
+	bool same_gen = acc->generation == m->cfg.generation;
+	bool ours = acc->owner == mstate_primary_id(m->state);
+	bool consistent = (acc->hdr_flags & PMREP_REPLICA_F_CONSISTENT) != 0;
+
+	if (pmrep_test_hooks.repl_commit_before_confirm) {
+		/* the v1 rule the harness must catch: the owner field was
+		 * written before our record covered the replica */
+		if (!fresh && same_gen && (ours || consistent)) {
+			*why = "v1 rule (test hook): same generation, owner ours or consistent";
+			return REPL_RESYNC_INCREMENTAL;
+		}
+		*why = "v1 rule (test hook)";
+		return REPL_RESYNC_FULL;
+	}
+	if (fresh) {
+		*why = "the replica is unclaimed";
+		return REPL_RESYNC_FULL;
+	}
+	if (memcmp(acc->uuid, m->cfg.uuid, PMREP_UUID_SIZE) != 0) {
+		*why = "the replica holds another set";
+		return REPL_RESYNC_FULL;
+	}
+	if (acc->generation < m->cfg.generation) {
+		*why = "the replica holds an older generation";
+		return REPL_RESYNC_FULL;
+	}
+	const uint8_t *rec = mstate_rec_id(m->state, r->idx);
+	bool rec_match = !replica_uuid_is_nil(acc->replica_id) &&
+		memcmp(rec, acc->replica_id, PMREP_UUID_SIZE) == 0;
+	if (rec_match && same_gen && (ours || consistent)) {
+		*why = ours ? "our record covers this replica (its owner is our primary id)" :
+			"our record covers this replica (left consistent)";
+		return REPL_RESYNC_INCREMENTAL;
+	}
+	if (replica_uuid_is_nil(rec) && consistent && same_gen) {
+		if (r->unknown) {
+			/* every byte is marked already (nothing known of
+			 * it): incremental copies all the same */
+			*why = "no record of this replica, consistent, same generation (all of it is marked since this mirror started)";
+		} else {
+			*why = "no record of this replica, consistent, same generation: the marks since this mirror started";
+		}
+		return REPL_RESYNC_INCREMENTAL;
+	}
+	*why = rec_match ? "our record's replica, but neither ours nor consistent" :
+		!replica_uuid_is_nil(rec) ? "our record names another replica in this slot" :
+		"no record of this replica and it is not consistent";
+	return REPL_RESYNC_FULL;
+}
+
+/*
+ * after a verified ACCEPT: decide the resync, make the record cover it
+ * (OOS all for a full one, durable; rec_id), then COMMIT and wait for
+ * COMMIT_REPLY(OK) by `deadline`. Only then is the replica CONNECTED.
+ * On failure the marks made stay (the attach fails).
+ */
+static int
+replica_commit(struct replica *r, const struct repl_accept *acc,
+		long long deadline)
+{
+	struct pmrep_mirror *m = r->m;
+	const char *why = "";
+	enum repl_resync kind = decide_resync(r, acc, &why);
+	int ret;
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s): resync %s: %s",
+			r->idx, r->addr, r->port,
+			kind == REPL_RESYNC_FULL ? "full" : "incremental", why);
+	if (kind == REPL_RESYNC_FULL) {
+		repl_bitmap_mark_all(r->oos);
+		ret = mstate_oos_persist(m->state, r->idx, 0, m->size);
+		if (ret) {
+			PMREP_LOG_ERR("replica %u: cannot make its out-of-sync record durable: %s",
+					r->idx, pmrep_err_to_str(ret));
+			return ret;
+		}
+	}
+	if (memcmp(mstate_rec_id(m->state, r->idx), acc->replica_id,
+			PMREP_UUID_SIZE) != 0) {
+		ret = mstate_set_rec_id(m->state, r->idx, acc->replica_id);
+		if (ret) {
+			PMREP_LOG_ERR("replica %u: cannot record its replica id: %s",
+					r->idx, pmrep_err_to_str(ret));
+			return ret;
+		}
+	}
+	struct repl_msg msg = { .type = REPL_MSG_COMMIT, .seq = m->next_seq++ };
+	memcpy(msg.u.commit.replica_id, acc->replica_id, PMREP_UUID_SIZE);
+	msg.u.commit.generation = m->cfg.generation;
+	msg.u.commit.primary_id = mstate_primary_id(m->state);
+	msg.u.commit.resync = kind;
+	ret = repl_chan_send(&r->ch, &msg);
+	if (ret)
+		return ret;
+	struct repl_msg reply;
+	ret = replica_wait_msg(r, deadline, &reply);
+	if (ret) {
+		PMREP_LOG_ERR("replica %u (%s:%s): no COMMIT_REPLY: %s",
+				r->idx, r->addr, r->port, pmrep_err_to_str(ret));
+		return ret;
+	}
+	if (reply.type == REPL_MSG_REFUSE ||
+			(reply.type == REPL_MSG_COMMIT_REPLY &&
+			 reply.status != REPL_ST_OK)) {
+		PMREP_LOG_ERR("replica %u (%s:%s) refused our COMMIT: %s",
+				r->idx, r->addr, r->port,
+				repl_status_str(reply.status));
+		return repl_status_to_err(reply.status);
+	}
+	if (reply.type != REPL_MSG_COMMIT_REPLY || reply.seq != msg.seq) {
+		PMREP_LOG_ERR("replica %u: expected COMMIT_REPLY to %llu, got message type %d (sequence %llu)",
+				r->idx, (unsigned long long)msg.seq, (int)reply.type,
+				(unsigned long long)reply.seq);
+		return PMREP_E_MALFORMED;
+	}
+	r->unknown = false;
+	r->state = PMREP_REPLICA_CONNECTED;
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) attached: method %s, resync %s of %llu bytes",
+			r->idx, r->addr, r->port, pmrep_mirror_method_str(r->method),
+			kind == REPL_RESYNC_FULL ? "full" : "incremental",
+			(unsigned long long)repl_bitmap_dirty_bytes(r->oos));
+	return 0;
+}
+
 /* connect, authenticate both ways, check the header; on success the
  * replica is CONNECTED and its bitmap holds what must be resynced */
 static int
@@ -156,7 +291,8 @@ replica_connect(struct replica *r, long long deadline)
 	memcpy(msg.u.auth.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
 	msg.u.auth.data_size = m->size;
 	msg.u.auth.generation = m->cfg.generation;
-	msg.u.auth.session_id = mstate_primary_id(m->state);
+	msg.u.auth.primary_id = mstate_primary_id(m->state);
+	msg.u.auth.intent = REPL_INTENT_ATTACH;
 	ret = repl_auth_mac(m->cfg.key, m->cfg.key_len, nonce_i, nonce_t,
 			&msg.u.auth, msg.u.auth.mac);
 	if (ret)
@@ -220,25 +356,9 @@ replica_connect(struct replica *r, long long deadline)
 	(void) pmrep_conn_apply_remote_peer_cfg(r->conn, pcfg);
 	r->method = choose_method(r, acc->target_flags);
 
-	/* what the replica holds decides what to copy */
-	bool same_gen = acc->prev_generation == m->cfg.generation;
-	bool ours = acc->prev_attach_id == mstate_primary_id(m->state);
-	bool consistent = (acc->prev_flags & PMREP_REPLICA_F_CONSISTENT) != 0;
-	const char *sync;
-	if (!(acc->target_flags & REPL_TF_FRESH) && same_gen && (ours || consistent)) {
-		/* our bitmap holds every change it has not confirmed: since
-		 * it was lost (ours), or since this mirror began (consistent) */
-		sync = "incremental";
-	} else {
-		repl_bitmap_mark_all(r->oos);
-		sync = acc->target_flags & REPL_TF_FRESH ? "full (fresh replica)" :
-			"full";
-	}
-	r->state = PMREP_REPLICA_CONNECTED;
-	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) attached: method %s, resync %s of %llu bytes",
-			r->idx, r->addr, r->port, pmrep_mirror_method_str(r->method),
-			sync, (unsigned long long)repl_bitmap_dirty_bytes(r->oos));
-	ret = 0;
+	ret = replica_commit(r, acc, deadline);
+	if (ret)
+		goto fail;
 	goto out;
 fail:
 	note_why(r, ret);	/* before the teardown may log over it */

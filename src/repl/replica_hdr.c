@@ -1,21 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * replica_hdr.c -- the replica header's one encoder and decoder, and
- * pmrep_replica_read_info.
+ * replica_hdr.c -- the replica header's one encoder and decoder, its one
+ * crash-atomic update, and pmrep_replica_read_info.
  *
- * Layout, REPLICA_HDR_ENC_SIZE (128) bytes at offset 0 of the replica,
- * little-endian; the data area starts at PMREP_REPLICA_DATA_OFFSET (4096):
- *    0  u8[8] magic "PMREPRPL"
- *    8  u16 version (1)
- *   10  u16 header length (128)
+ * The header block is the replica's first PMREP_REPLICA_DATA_OFFSET (4096)
+ * bytes; it holds two slots of REPLICA_HDR_ENC_SIZE (128) bytes, at
+ * offsets 0 and 2048 (different cache lines and 8-byte units); the rest
+ * is zero. A reader takes the valid slot with the higher sequence; an
+ * update writes the other slot with sequence + 1 and persists it, so a
+ * torn update leaves that slot invalid (checksum) or whole, and the old
+ * one stands until the new one is durable.
+ *
+ * Slot, version 2, little-endian:
+ *    0  u8[8] magic "PMREPRP2"
+ *    8  u16 version (2)
+ *   10  u16 slot length (128)
  *   12  u32 flags (PMREP_REPLICA_F_*; others reserved, 0)
- *   16  u8[16] replica-set UUID (all zero: unclaimed)
- *   32  u64 data offset (4096)
- *   40  u64 data size in bytes (> 0)
- *   48  u64 generation
- *   56  u64 attach id (session id of the last mirror that attached)
- *   64  u8[56] reserved (0)
+ *   16  u64 slot sequence
+ *   24  u8[16] replica-set UUID (all zero: unclaimed)
+ *   40  u8[16] replica id (drawn when the replica is formatted)
+ *   56  u64 data offset (4096)
+ *   64  u64 data size in bytes (> 0)
+ *   72  u64 generation
+ *   80  u64 owner (primary id of the last committed attach)
+ *   88  u64 last persist sequence (failover; 0 until then)
+ *   96  u8[24] reserved (0)
  *  120  u64 checksum: Fletcher-64 of bytes 0..119
+ *
+ * Slot, version 1 (read only; one slot at offset 0): magic "PMREPRPL",
+ * 8 u16 version (1), 10 u16 length (128), 12 u32 flags, 16 u8[16] UUID,
+ * 32 u64 data offset, 40 u64 data size, 48 u64 generation, 56 u64 attach
+ * id (read as the owner), 64 u8[56] reserved, 120 u64 checksum. It reads
+ * as sequence 0 with no replica id, so the first update goes to the slot
+ * at 2048 and the v1 slot stays valid until the new one is.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +44,8 @@
 #include "common/wire.h"
 #include "replica_hdr.h"
 
-static const uint8_t hdr_magic[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', 'L' };
-#define HDR_VERSION 1
+static const uint8_t magic_v2[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', '2' };
+static const uint8_t magic_v1[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', 'L' };
 #define HDR_CSUM_OFF 120
 #define HDR_FLAGS_KNOWN PMREP_REPLICA_F_CONSISTENT
 
@@ -56,66 +73,111 @@ void
 replica_hdr_encode(const struct replica_hdr *h, uint8_t *out)
 {
 	memset(out, 0, REPLICA_HDR_ENC_SIZE);
-	memcpy(out, hdr_magic, sizeof(hdr_magic));
-	pmrep_put_le16(out + 8, HDR_VERSION);
+	memcpy(out, magic_v2, sizeof(magic_v2));
+	pmrep_put_le16(out + 8, 2);
 	pmrep_put_le16(out + 10, REPLICA_HDR_ENC_SIZE);
 	pmrep_put_le32(out + 12, h->flags);
-	memcpy(out + 16, h->uuid, PMREP_UUID_SIZE);
-	pmrep_put_le64(out + 32, PMREP_REPLICA_DATA_OFFSET);
-	pmrep_put_le64(out + 40, h->data_size);
-	pmrep_put_le64(out + 48, h->generation);
-	pmrep_put_le64(out + 56, h->attach_id);
+	pmrep_put_le64(out + 16, h->seq);
+	memcpy(out + 24, h->uuid, PMREP_UUID_SIZE);
+	memcpy(out + 40, h->replica_id, PMREP_UUID_SIZE);
+	pmrep_put_le64(out + 56, PMREP_REPLICA_DATA_OFFSET);
+	pmrep_put_le64(out + 64, h->data_size);
+	pmrep_put_le64(out + 72, h->generation);
+	pmrep_put_le64(out + 80, h->owner);
+	pmrep_put_le64(out + 88, h->last_persist_seq);
 	pmrep_put_le64(out + HDR_CSUM_OFF, replica_fletcher64(out, HDR_CSUM_OFF));
+}
+
+#define SLOT_ERR(...) do { \
+	if (!quiet) \
+		PMREP_LOG_ERR(__VA_ARGS__); \
+	return PMREP_E_MALFORMED; \
+} while (0)
+
+int
+replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
+{
+	unsigned version;
+	if (memcmp(buf, magic_v2, sizeof(magic_v2)) == 0)
+		version = 2;
+	else if (memcmp(buf, magic_v1, sizeof(magic_v1)) == 0)
+		version = 1;
+	else
+		SLOT_ERR("replica header: bad magic (not a pmrep replica)");
+	if (pmrep_get_le16(buf + 8) != version)
+		SLOT_ERR("replica header: unknown version %u",
+				pmrep_get_le16(buf + 8));
+	uint64_t csum = pmrep_get_le64(buf + HDR_CSUM_OFF);
+	if (csum != replica_fletcher64(buf, HDR_CSUM_OFF))
+		SLOT_ERR("replica header: bad checksum 0x%016llx",
+				(unsigned long long)csum);
+	size_t off_doff = version == 2 ? 56 : 32;
+	size_t off_size = version == 2 ? 64 : 40;
+	size_t res_from = version == 2 ? 96 : 64;
+	if (pmrep_get_le16(buf + 10) != REPLICA_HDR_ENC_SIZE ||
+			pmrep_get_le64(buf + off_doff) != PMREP_REPLICA_DATA_OFFSET)
+		SLOT_ERR("replica header: bad header length %u or data offset %llu",
+				pmrep_get_le16(buf + 10),
+				(unsigned long long)pmrep_get_le64(buf + off_doff));
+	uint32_t flags = pmrep_get_le32(buf + 12);
+	if ((flags & ~HDR_FLAGS_KNOWN) != 0)
+		SLOT_ERR("replica header: unknown flags 0x%x", flags);
+	for (size_t i = res_from; i < HDR_CSUM_OFF; i++)
+		if (buf[i] != 0)
+			SLOT_ERR("replica header: reserved byte %zu set", i);
+	uint64_t data_size = pmrep_get_le64(buf + off_size);
+	if (data_size == 0 || data_size > UINT64_MAX - PMREP_REPLICA_DATA_OFFSET)
+		SLOT_ERR("replica header: bad data size %llu",
+				(unsigned long long)data_size);
+	h->version = version;
+	h->flags = flags;
+	h->data_size = data_size;
+	if (version == 2) {
+		h->seq = pmrep_get_le64(buf + 16);
+		memcpy(h->uuid, buf + 24, PMREP_UUID_SIZE);
+		memcpy(h->replica_id, buf + 40, PMREP_UUID_SIZE);
+		h->generation = pmrep_get_le64(buf + 72);
+		h->owner = pmrep_get_le64(buf + 80);
+		h->last_persist_seq = pmrep_get_le64(buf + 88);
+	} else {
+		h->seq = 0;
+		memcpy(h->uuid, buf + 16, PMREP_UUID_SIZE);
+		memset(h->replica_id, 0, PMREP_UUID_SIZE);
+		h->generation = pmrep_get_le64(buf + 48);
+		h->owner = pmrep_get_le64(buf + 56);
+		h->last_persist_seq = 0;
+	}
+	return 0;
 }
 
 int
 replica_hdr_decode(const uint8_t *buf, size_t len, uint64_t file_size,
 		struct replica_hdr *h)
 {
-	if (len < REPLICA_HDR_ENC_SIZE) {
-		PMREP_LOG_ERR("replica header truncated: %zu < %d bytes", len,
-				REPLICA_HDR_ENC_SIZE);
+	if (buf == NULL || len < REPLICA_HDR_BLOCK) {
+		PMREP_LOG_ERR("replica header truncated: %zu < %d bytes",
+				buf == NULL ? 0 : len, REPLICA_HDR_BLOCK);
 		return PMREP_E_MALFORMED;
 	}
-	if (memcmp(buf, hdr_magic, sizeof(hdr_magic)) != 0) {
-		PMREP_LOG_ERR("replica header: bad magic (not a pmrep replica)");
+	struct replica_hdr s[REPLICA_HDR_SLOTS];
+	bool ok[REPLICA_HDR_SLOTS];
+	for (unsigned i = 0; i < REPLICA_HDR_SLOTS; i++) {
+		memset(&s[i], 0, sizeof(s[i]));
+		ok[i] = replica_slot_decode(buf + REPLICA_HDR_SLOT_OFF(i),
+				&s[i], true) == 0;
+		s[i].slot = i;
+	}
+	/* a v1 slot is only ever at 0: the slot at 2048 is written by v2 */
+	if (ok[1] && s[1].version != 2)
+		ok[1] = false;
+	if (!ok[0] && !ok[1]) {
+		/* say why slot 0 is bad (the one a v1 or fresh header has) */
+		(void) replica_slot_decode(buf, &s[0], false);
+		PMREP_LOG_ERR("replica header: neither of its two slots is valid");
 		return PMREP_E_MALFORMED;
 	}
-	if (pmrep_get_le16(buf + 8) != HDR_VERSION) {
-		PMREP_LOG_ERR("replica header: unknown version %u",
-				pmrep_get_le16(buf + 8));
-		return PMREP_E_MALFORMED;
-	}
-	uint64_t csum = pmrep_get_le64(buf + HDR_CSUM_OFF);
-	if (csum != replica_fletcher64(buf, HDR_CSUM_OFF)) {
-		PMREP_LOG_ERR("replica header: bad checksum 0x%016llx",
-				(unsigned long long)csum);
-		return PMREP_E_MALFORMED;
-	}
-	uint32_t flags = pmrep_get_le32(buf + 12);
-	if (pmrep_get_le16(buf + 10) != REPLICA_HDR_ENC_SIZE ||
-			pmrep_get_le64(buf + 32) != PMREP_REPLICA_DATA_OFFSET) {
-		PMREP_LOG_ERR("replica header: bad header length %u or data offset %llu",
-				pmrep_get_le16(buf + 10),
-				(unsigned long long)pmrep_get_le64(buf + 32));
-		return PMREP_E_MALFORMED;
-	}
-	if ((flags & ~HDR_FLAGS_KNOWN) != 0) {
-		PMREP_LOG_ERR("replica header: unknown flags 0x%x", flags);
-		return PMREP_E_MALFORMED;
-	}
-	for (int i = 64; i < HDR_CSUM_OFF; i++) {
-		if (buf[i] != 0) {
-			PMREP_LOG_ERR("replica header: reserved byte %d set", i);
-			return PMREP_E_MALFORMED;
-		}
-	}
-	uint64_t data_size = pmrep_get_le64(buf + 40);
-	if (data_size == 0 || data_size > UINT64_MAX - PMREP_REPLICA_DATA_OFFSET) {
-		PMREP_LOG_ERR("replica header: bad data size %llu",
-				(unsigned long long)data_size);
-		return PMREP_E_MALFORMED;
-	}
+	unsigned pick = !ok[0] ? 1 : !ok[1] ? 0 : (s[1].seq > s[0].seq ? 1 : 0);
+	uint64_t data_size = s[pick].data_size;
 	if (file_size != 0 && file_size != PMREP_REPLICA_DATA_OFFSET + data_size) {
 		PMREP_LOG_ERR("replica header says %llu data bytes, but the replica holds %llu (expected %llu)",
 				(unsigned long long)data_size,
@@ -124,11 +186,30 @@ replica_hdr_decode(const uint8_t *buf, size_t len, uint64_t file_size,
 				(unsigned long long)data_size);
 		return PMREP_E_RANGE;
 	}
-	memcpy(h->uuid, buf + 16, PMREP_UUID_SIZE);
-	h->data_size = data_size;
-	h->generation = pmrep_get_le64(buf + 48);
-	h->attach_id = pmrep_get_le64(buf + 56);
-	h->flags = flags;
+	*h = s[pick];
+	return 0;
+}
+
+int
+replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, const struct replica_hdr *next)
+{
+	struct replica_hdr n = *next;
+	n.slot = cur->slot ^ 1u;
+	n.seq = cur->seq + 1;
+	n.version = 2;
+	uint8_t enc[REPLICA_HDR_ENC_SIZE];
+	replica_hdr_encode(&n, enc);
+	uint8_t *dst = base + REPLICA_HDR_SLOT_OFF(n.slot);
+	memcpy(dst, enc, sizeof(enc));
+	int ret = pmrep_pmem_persist(pmem, dst, sizeof(enc));
+	if (ret) {
+		PMREP_LOG_ERR("replica header: persisting its slot %u (sequence %llu) failed: %s",
+				n.slot, (unsigned long long)n.seq,
+				pmrep_err_to_str(ret));
+		return ret;
+	}
+	*cur = n;
 	return 0;
 }
 
@@ -166,7 +247,7 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 				path);
 		return PMREP_E_INVAL;
 	} else {
-		uint8_t buf[REPLICA_HDR_ENC_SIZE];
+		uint8_t buf[REPLICA_HDR_BLOCK];
 		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0)
 			return PMREP_ERR_PROVIDER(errno, path);
@@ -187,5 +268,9 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 	info->data_size = h.data_size;
 	info->generation = h.generation;
 	info->flags = h.flags;
+	memcpy(info->replica_id, h.replica_id, PMREP_UUID_SIZE);
+	info->owner = h.owner;
+	info->seq = h.seq;
+	info->last_persist_seq = h.last_persist_seq;
 	return 0;
 }

@@ -1,38 +1,78 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * replica_hdr.h -- the replica header: the one encoder and decoder of the
- * bytes a replica file / device DAX starts with.
+ * bytes a replica file / device DAX starts with (two crash-atomic slots in
+ * its first PMREP_REPLICA_DATA_OFFSET bytes), and the one function that
+ * writes an update of it.
  */
 #ifndef PMREP_REPL_REPLICA_HDR_H
 #define PMREP_REPL_REPLICA_HDR_H
 
 #include <pmrep/repl.h>
 
-/* bytes of the encoded header (the rest of the first 4 KiB is zero) */
+/* bytes of one encoded slot */
 #define REPLICA_HDR_ENC_SIZE 128
+/* the header block: both slots live in it; the data area follows */
+#define REPLICA_HDR_BLOCK PMREP_REPLICA_DATA_OFFSET
+/* where slot i starts */
+#define REPLICA_HDR_SLOTS 2
+#define REPLICA_HDR_SLOT_OFF(i) ((size_t)(i) * 2048u)
+/* the slot's 8-byte units (the failure-atomic unit of a store) */
+#define REPLICA_HDR_UNITS (REPLICA_HDR_ENC_SIZE / 8)
 
 struct replica_hdr {
 	uint8_t uuid[PMREP_UUID_SIZE];	/* all zero: unclaimed */
+	uint8_t replica_id[PMREP_UUID_SIZE]; /* all zero: none yet (v1) */
 	uint64_t data_size;		/* bytes after PMREP_REPLICA_DATA_OFFSET */
 	uint64_t generation;
-	uint64_t attach_id;		/* session id of the last mirror attached */
+	uint64_t owner;			/* primary id of the last committed attach */
+	uint64_t last_persist_seq;	/* written by failover; 0 until then */
 	uint32_t flags;			/* PMREP_REPLICA_F_* */
+	/* where the state came from (decode) / went to (write) */
+	uint64_t seq;			/* the slot's sequence; a v1 header: 0 */
+	unsigned slot;			/* 0 or 1: the slot holding it */
+	unsigned version;		/* 1 or 2: the slot's format */
 };
 
-/* write the REPLICA_HDR_ENC_SIZE-byte encoding of `h` to `out` */
+/* write the REPLICA_HDR_ENC_SIZE-byte v2 encoding of `h` (with h->seq) to
+ * `out` */
 void replica_hdr_encode(const struct replica_hdr *h, uint8_t *out);
 
 /*
- * decode `len` bytes at `buf` into *h. `file_size` > 0: also check that the
- * header and its data area fill exactly that many bytes.
- * PMREP_E_MALFORMED: truncated, bad magic, unknown version, bad header
- * length or data offset, bad checksum, reserved bits / bytes set.
- * PMREP_E_RANGE: data size does not match file_size.
+ * decode one slot (REPLICA_HDR_ENC_SIZE bytes at `buf`, v1 or v2) into *h
+ * (h->slot is left alone). Returns 0 or PMREP_E_MALFORMED (bad magic,
+ * unknown version, bad slot length or data offset, bad checksum,
+ * reserved bits / bytes set, data size 0 or too large). `quiet`: no log
+ * line (the caller judges an invalid slot).
+ */
+int replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet);
+
+/*
+ * decode the header block (`len` bytes at `buf`, at least
+ * REPLICA_HDR_BLOCK) into *h: the valid slot with the higher sequence (on
+ * a tie, slot 0); an invalid slot is ignored when the other one is valid.
+ * `file_size` > 0: also check that the header and its data area fill
+ * exactly that many bytes.
+ * PMREP_E_MALFORMED: truncated, or neither slot is valid (logged with slot
+ * 0's reason). PMREP_E_RANGE: data size does not match file_size.
  */
 int replica_hdr_decode(const uint8_t *buf, size_t len, uint64_t file_size,
 		struct replica_hdr *h);
 
-/* true when the uuid is all zero */
+/*
+ * the one update of a replica header mapped at `base` (the start of the
+ * replica's mapping `pmem`): encode `next` into the slot NOT holding
+ * *cur (the newest state) with sequence cur->seq + 1, store it, then
+ * persist exactly that slot with pmrep_pmem_persist. On success *cur =
+ * *next with the new slot, sequence and version 2. On failure *cur is left
+ * as it was and pmrep_pmem_persist's error returned (PMREP_E_PROVIDER:
+ * what reached the media is unknown; the old slot is still whole).
+ * Not thread-safe per header.
+ */
+int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, const struct replica_hdr *next);
+
+/* true when the uuid (or replica id) is all zero */
 bool replica_uuid_is_nil(const uint8_t *uuid);
 
 /* Fletcher-64 over 32-bit little-endian words (len a multiple of 4) */

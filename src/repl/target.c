@@ -4,10 +4,18 @@
  * through the pmem layer, its data area registered for remote writes (or a
  * staging buffer when registration is refused), an endpoint, and the
  * sessions of initiators: handshake (challenge-response with the
- * pre-shared key, header checks), then GPSPM persist requests and the
- * closing mark. Single-threaded: everything happens in
- * pmrep_target_process, driven by one epoll fd. A target holds an
- * exclusive flock on its replica for its life: one target per replica.
+ * pre-shared key, header checks), the two-phase attach (ACCEPT writes
+ * nothing; the claim is written on COMMIT, after every other session was
+ * closed), then GPSPM persist requests and the closing mark; or a
+ * read-only QUERY. Session states: FREE -> WAIT_AUTH -> (AUTH, intent
+ * ATTACH) ATTACHING -> (COMMIT, claim durable) ACTIVE; (intent QUERY)
+ * QUERY; refusals and failed persists go through CLOSING to FREE
+ * (docs/PROTOCOL.md "State machines"). Every persist goes through
+ * pmrep_pmem_persist; one that fails poisons the target: from then on
+ * every COMMIT, PERSIST and CLOSE is answered INTERNAL.
+ * Single-threaded: everything happens in pmrep_target_process, driven by
+ * one epoll fd. A target holds an exclusive flock on its replica for its
+ * life: one target per replica.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +33,7 @@
 #include <pmrep/transport.h>
 
 #include "common/log.h"
+#include "common/testhook.h"
 #include "replica_hdr.h"
 #include "chan.h"
 
@@ -47,8 +56,10 @@ struct pmrep_target_cfg {
 enum session_state {
 	S_FREE = 0,
 	S_WAIT_AUTH,	/* accepted; waiting for AUTH until the deadline */
-	S_ACTIVE,	/* authenticated: serving */
-	S_CLOSING,	/* a REFUSE is on its way; closed when sent or at the deadline */
+	S_ATTACHING,	/* ACCEPT sent (nothing written); waiting for COMMIT until the deadline */
+	S_ACTIVE,	/* committed: the claim is durable; serving PERSIST, CLOSE */
+	S_QUERY,	/* read-only: ACCEPT sent; COMMIT, PERSIST, CLOSE refused */
+	S_CLOSING,	/* a REFUSE / last reply is on its way; closed when sent or at the deadline */
 };
 
 struct session {
@@ -58,6 +69,13 @@ struct session {
 	long long deadline;
 	uint8_t nonce_i[REPL_NONCE_SIZE];
 	uint8_t nonce_t[REPL_NONCE_SIZE];
+	/* the HELLO's */
+	uint32_t key_id;
+	char selector[REPL_SELECTOR_SIZE + 1];
+	/* the AUTH's (what a COMMIT claims the replica for) */
+	uint8_t uuid[PMREP_UUID_SIZE];
+	uint64_t generation;
+	uint64_t primary_id;
 };
 
 struct pmrep_target {
@@ -66,9 +84,9 @@ struct pmrep_target {
 	int lock_fd;			/* holds the replica's flock: -1 none */
 	uint8_t *base;			/* the mapping: header ... */
 	uint8_t *data;			/* ... and data area */
-	pmrep_pmem_persist_fn *persist;
-	pmrep_pmem_memcpy_fn *memcpy_persist;
-	struct replica_hdr hdr;
+	pmrep_pmem_persist_fn *persist;	/* for the data MR (direct mode) */
+	struct replica_hdr hdr;		/* the newest state (what is durable) */
+	bool poisoned;			/* a persist failed: nothing is confirmed any more */
 	struct pmrep_peer *peer;
 	struct pmrep_peer_cfg *peer_cfg;
 	struct pmrep_conn_cfg *conn_cfg;
@@ -248,13 +266,40 @@ pmrep_target_cfg_set_timeout(struct pmrep_target_cfg *cfg, int timeout_ms)
 
 /* ------------------------------------------------------------ header */
 
-static void
-hdr_store(struct pmrep_target *t)
+/* write `next` as the header's new state, crash-atomically (the slot not
+ * holding the newest state, then its persist); t->hdr follows on success */
+static int
+hdr_update(struct pmrep_target *t, const struct replica_hdr *next)
 {
-	uint8_t enc[REPLICA_HDR_ENC_SIZE];
-	replica_hdr_encode(&t->hdr, enc);
-	memcpy(t->base, enc, sizeof(enc));
-	t->persist(t->base, sizeof(enc));
+	return replica_hdr_write(t->pmem, t->base, &t->hdr, next);
+}
+
+/* format a new replica: a random replica id, unclaimed, into slot 0 */
+static int
+hdr_format(struct pmrep_target *t, uint64_t data_size)
+{
+	struct replica_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.data_size = data_size;
+	int ret = repl_random(h.replica_id, PMREP_UUID_SIZE);
+	if (ret)
+		return ret;
+	/* "the newest state is in slot 1, sequence 0": the one write goes to
+	 * slot 0 with sequence 1; slot 1 stays zero (invalid) */
+	memset(&t->hdr, 0, sizeof(t->hdr));
+	t->hdr.slot = 1;
+	return hdr_update(t, &h);
+}
+
+/* a persist failed: what reached the media is unknown, and no later
+ * persist can vouch for it */
+static void
+poison(struct pmrep_target *t, int err, const char *what)
+{
+	if (!t->poisoned)
+		PMREP_LOG_ERR("replica %s: %s failed (%s): the target is poisoned: every later COMMIT, PERSIST and CLOSE is refused (a later successful msync is no proof for earlier data)",
+				t->cfg.path, what, pmrep_err_to_str(err));
+	t->poisoned = true;
 }
 
 /*
@@ -386,13 +431,12 @@ open_replica(struct pmrep_target *t)
 	t->base = pmrep_pmem_get_address(t->pmem);
 	t->data = t->base + PMREP_REPLICA_DATA_OFFSET;
 	t->persist = pmrep_pmem_get_persist_fn(t->pmem);
-	t->memcpy_persist = pmrep_pmem_get_memcpy_fn(t->pmem);
 	size_t size = pmrep_pmem_get_size(t->pmem);
 
 	if (!existed && c->create) {
-		memset(&t->hdr, 0, sizeof(t->hdr));	/* unclaimed */
-		t->hdr.data_size = c->data_size;
-		hdr_store(t);
+		ret = hdr_format(t, c->data_size);	/* unclaimed */
+		if (ret)
+			goto err;
 		PMREP_LOG(PMREP_LOG_NOTICE, "created replica %s: %llu data bytes",
 				c->path, (unsigned long long)c->data_size);
 		return 0;
@@ -406,9 +450,9 @@ open_replica(struct pmrep_target *t)
 	if (c->create && pmrep_pmem_is_devdax(t->pmem) &&
 			size > PMREP_REPLICA_DATA_OFFSET &&
 			all_zero(t->base, PMREP_REPLICA_DATA_OFFSET)) {
-		memset(&t->hdr, 0, sizeof(t->hdr));	/* unclaimed */
-		t->hdr.data_size = size - PMREP_REPLICA_DATA_OFFSET;
-		hdr_store(t);
+		ret = hdr_format(t, size - PMREP_REPLICA_DATA_OFFSET);
+		if (ret)
+			goto err;
 		PMREP_LOG(PMREP_LOG_NOTICE, "formatted device DAX %s as a replica (its header block was all zero): %llu data bytes",
 				c->path, (unsigned long long)t->hdr.data_size);
 		return 0;
@@ -425,6 +469,15 @@ open_replica(struct pmrep_target *t)
 				(unsigned long long)c->data_size);
 		ret = PMREP_E_RANGE;
 		goto err;
+	}
+	if (replica_uuid_is_nil(t->hdr.replica_id)) {
+		/* a version 1 header: its id is drawn now and written with
+		 * the header's first update (into the slot at 2048) */
+		ret = repl_random(t->hdr.replica_id, PMREP_UUID_SIZE);
+		if (ret)
+			goto err;
+		PMREP_LOG(PMREP_LOG_NOTICE, "replica %s: a version %u header without a replica id; drew one, written at its first header update",
+				c->path, t->hdr.version);
 	}
 	ret = allocate_blocks(c->path, size);
 	if (ret)
@@ -563,13 +616,28 @@ refuse(struct pmrep_target *t, struct session *s, enum repl_status st,
 	s->deadline = repl_deadline(t->cfg.timeout_ms);
 }
 
+/* send the last reply `r` of a session, then close it (when sent or at
+ * the deadline) */
+static void
+reply_and_close(struct pmrep_target *t, struct session *s,
+		const struct repl_msg *r)
+{
+	if (repl_chan_send(&s->ch, r) != 0) {
+		session_close(t, s, "cannot send the last reply");
+		return;
+	}
+	s->state = S_CLOSING;
+	s->deadline = repl_deadline(t->cfg.timeout_ms);
+}
+
 /*
  * a free session slot for a new connection request. When every slot is
  * taken, the oldest session that has not authenticated (one being refused
  * first, then one still waiting for AUTH) makes room: otherwise a few
  * connections that send a HELLO (whose format is public) and then nothing
  * would lock every initiator out, again and again. An authenticated
- * session is never evicted. NULL when every slot is authenticated.
+ * session (ATTACHING, ACTIVE, QUERY) is never evicted. NULL when every
+ * slot is authenticated.
  */
 static struct session *
 free_session(struct pmrep_target *t)
@@ -579,7 +647,7 @@ free_session(struct pmrep_target *t)
 		struct session *s = &t->s[i];
 		if (s->state == S_FREE)
 			return s;
-		if (s->state == S_ACTIVE)
+		if (s->state != S_WAIT_AUTH && s->state != S_CLOSING)
 			continue;
 		if (victim == NULL ||
 				(s->state == S_CLOSING && victim->state != S_CLOSING) ||
@@ -609,7 +677,8 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 	if (repl_pdata_decode(pd.ptr, pd.len, REPL_PDATA_HELLO, &hello) != 0) {
 		t->stats.sessions_refused++;
 		t->stats.last_refusal = PMREP_E_MALFORMED;
-		PMREP_LOG_ERR("connection request refused: no valid pmrep HELLO in its private data");
+		PMREP_LOG_ERR("connection request refused: no valid pmrep HELLO (protocol version %d) in its private data",
+				REPL_PROTO_VERSION);
 		(void) pmrep_conn_req_delete(&req);
 		return;
 	}
@@ -621,20 +690,22 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 		return;
 	}
 	memcpy(s->nonce_i, hello.nonce, REPL_NONCE_SIZE);
+	s->key_id = hello.key_id;
+	memcpy(s->selector, hello.selector, sizeof(s->selector));
 	struct repl_pdata chal = { .type = REPL_PDATA_CHALLENGE };
 	uint8_t enc[REPL_PDATA_SIZE];
 	int ret = repl_random(s->nonce_t, REPL_NONCE_SIZE);
 	if (ret)
 		goto reject;
 	memcpy(chal.nonce, s->nonce_t, REPL_NONCE_SIZE);
-	repl_pdata_encode(&chal, enc);
+	size_t enc_len = repl_pdata_encode(&chal, enc);
 	ret = repl_chan_init(&s->ch, t->peer);
 	if (ret)
 		goto reject;
 	ret = repl_chan_post_recvs(&s->ch, req);
 	if (ret)
 		goto fini;
-	struct pmrep_conn_private_data out = { enc, sizeof(enc) };
+	struct pmrep_conn_private_data out = { enc, (uint8_t)enc_len };
 	ret = pmrep_conn_req_connect(&req, &out, &s->conn);
 	if (ret)
 		goto fini;
@@ -658,6 +729,38 @@ reject:
 	memset(s, 0, sizeof(*s));
 }
 
+/* the name a HELLO's selector must give: the replica path's basename */
+static const char *
+replica_name(const struct pmrep_target *t)
+{
+	const char *slash = strrchr(t->cfg.path, '/');
+	return slash ? slash + 1 : t->cfg.path;
+}
+
+/* the claim of session `s` at `generation`: set UUID, generation, owner,
+ * CONSISTENT cleared (the data may change from now on) */
+static int
+write_claim(struct pmrep_target *t, const struct session *s,
+		uint64_t generation)
+{
+	struct replica_hdr next = t->hdr;
+	memcpy(next.uuid, s->uuid, PMREP_UUID_SIZE);
+	next.generation = generation;
+	next.owner = s->primary_id;
+	next.flags &= ~PMREP_REPLICA_F_CONSISTENT;
+	return hdr_update(t, &next);
+}
+
+/* fencing: end every session but `keep` (their connections end before the
+ * caller writes the claim) */
+static void
+close_others(struct pmrep_target *t, struct session *keep, const char *why)
+{
+	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
+		if (&t->s[i] != keep && t->s[i].state != S_FREE)
+			session_close(t, &t->s[i], why);
+}
+
 static void
 on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 {
@@ -666,6 +769,13 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		return;
 	}
 	const struct repl_auth *a = &m->u.auth;
+	char detail[200];
+	if (s->key_id != 0) {
+		snprintf(detail, sizeof(detail), "the HELLO names key id %u; this target has one key (id 0)",
+				s->key_id);
+		refuse(t, s, REPL_ST_AUTH, detail);
+		return;
+	}
 	uint8_t mac[REPL_MAC_SIZE];
 	if (repl_auth_mac(t->cfg.key, t->cfg.key_len, s->nonce_i, s->nonce_t,
 			a, mac) != 0) {
@@ -676,7 +786,12 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		refuse(t, s, REPL_ST_AUTH, "the initiator does not hold our key");
 		return;
 	}
-	char detail[160];
+	if (s->selector[0] != '\0' && strcmp(s->selector, replica_name(t)) != 0) {
+		snprintf(detail, sizeof(detail), "the initiator asked for \"%s\", this target serves \"%s\"",
+				s->selector, replica_name(t));
+		refuse(t, s, REPL_ST_NO_REPLICA, detail);
+		return;
+	}
 	if (a->data_size != t->hdr.data_size) {
 		snprintf(detail, sizeof(detail), "initiator has %llu data bytes, the replica %llu",
 				(unsigned long long)a->data_size,
@@ -685,31 +800,37 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		return;
 	}
 	bool fresh = replica_uuid_is_nil(t->hdr.uuid);
-	if (replica_uuid_is_nil(a->uuid) ||
-			(!fresh && memcmp(a->uuid, t->hdr.uuid, PMREP_UUID_SIZE) != 0)) {
+	bool query = a->intent == REPL_INTENT_QUERY;
+	/* a query may name the nil set: "whatever set it belongs to" */
+	bool any_set = query && replica_uuid_is_nil(a->uuid);
+	if (!any_set && (replica_uuid_is_nil(a->uuid) ||
+			(!fresh && memcmp(a->uuid, t->hdr.uuid, PMREP_UUID_SIZE) != 0))) {
 		refuse(t, s, REPL_ST_UUID, NULL);
 		return;
 	}
-	if (!fresh && t->hdr.generation > a->generation) {
+	if (!any_set && !fresh && t->hdr.generation > a->generation) {
 		snprintf(detail, sizeof(detail), "replica generation %llu, initiator %llu",
 				(unsigned long long)t->hdr.generation,
 				(unsigned long long)a->generation);
 		refuse(t, s, REPL_ST_GENERATION, detail);
 		return;
 	}
-	/* the newest authenticated initiator wins: a half-open old session
-	 * must not lock its replica set out */
-	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
-		if (&t->s[i] != s && t->s[i].state == S_ACTIVE)
-			session_close(t, &t->s[i], "taken over by a new initiator");
+	memcpy(s->uuid, a->uuid, PMREP_UUID_SIZE);
+	s->generation = a->generation;
+	s->primary_id = a->primary_id;
 
 	struct repl_msg r = { .type = REPL_MSG_ACCEPT, .seq = m->seq };
 	struct repl_accept *acc = &r.u.accept;
 	(void) pmrep_mr_get_descriptor(t->data_mr, acc->mr_desc);
 	(void) pmrep_peer_cfg_get_descriptor(t->peer_cfg, acc->peer_cfg);
-	acc->prev_generation = t->hdr.generation;
-	acc->prev_attach_id = t->hdr.attach_id;
-	acc->prev_flags = t->hdr.flags;
+	/* the header as it is now */
+	memcpy(acc->uuid, t->hdr.uuid, PMREP_UUID_SIZE);
+	memcpy(acc->replica_id, t->hdr.replica_id, PMREP_UUID_SIZE);
+	acc->generation = t->hdr.generation;
+	acc->owner = t->hdr.owner;
+	acc->hdr_seq = t->hdr.seq;
+	acc->last_persist_seq = t->hdr.last_persist_seq;
+	acc->hdr_flags = t->hdr.flags;
 	acc->target_flags = (t->staging ? REPL_TF_STAGING : 0) |
 		(fresh ? REPL_TF_FRESH : 0);
 	if (repl_accept_mac(t->cfg.key, t->cfg.key_len, s->nonce_i, s->nonce_t,
@@ -717,58 +838,185 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		refuse(t, s, REPL_ST_INTERNAL, "cannot compute the HMAC");
 		return;
 	}
-	/* from now on the data may change: not consistent until a CLOSE */
-	memcpy(t->hdr.uuid, a->uuid, PMREP_UUID_SIZE);
-	t->hdr.generation = a->generation;
-	t->hdr.attach_id = a->session_id;
-	t->hdr.flags &= ~PMREP_REPLICA_F_CONSISTENT;
-	hdr_store(t);
+	if (!query && pmrep_test_hooks.repl_commit_before_confirm) {
+		/* the broken v1 order, for the harness to catch: the claim
+		 * is durable before the mirror's record covers it */
+		close_others(t, s, "taken over by a new initiator");
+		int ret = t->poisoned ? PMREP_E_STATE : write_claim(t, s, a->generation);
+		if (ret) {
+			if (!t->poisoned)
+				poison(t, ret, "the header's claim");
+			refuse(t, s, REPL_ST_INTERNAL, "the claim could not be written");
+			return;
+		}
+	}
 	if (repl_chan_send(&s->ch, &r) != 0) {
 		session_close(t, s, "cannot send ACCEPT");
 		return;
 	}
-	s->state = S_ACTIVE;
 	t->stats.sessions_accepted++;
-	PMREP_LOG(PMREP_LOG_NOTICE, "session %d: initiator authenticated (generation %llu%s, %s mode)",
+	if (query) {
+		s->state = S_QUERY;
+		PMREP_LOG_INFO("session %d: initiator authenticated for a read-only query",
+				(int)(s - t->s));
+		return;
+	}
+	s->state = S_ATTACHING;
+	s->deadline = repl_deadline(t->cfg.timeout_ms);
+	PMREP_LOG_INFO("session %d: initiator authenticated (generation %llu%s, %s mode), waiting for COMMIT",
 			(int)(s - t->s), (unsigned long long)a->generation,
 			fresh ? ", fresh replica" : "",
 			t->staging ? "staging" : "direct");
 }
 
 static void
+on_commit(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
+{
+	const struct repl_commit *c = &m->u.commit;
+	struct repl_msg r = { .type = REPL_MSG_COMMIT_REPLY, .seq = m->seq };
+	char detail[200];
+	if (t->poisoned) {
+		PMREP_LOG_ERR("session %d: COMMIT refused: the target is poisoned by an earlier failed persist",
+				(int)(s - t->s));
+		r.status = REPL_ST_INTERNAL;
+		reply_and_close(t, s, &r);
+		return;
+	}
+	if (memcmp(c->replica_id, t->hdr.replica_id, PMREP_UUID_SIZE) != 0) {
+		refuse(t, s, REPL_ST_STATE, "COMMIT names another replica id than ours");
+		return;
+	}
+	if (c->generation != s->generation || c->primary_id != s->primary_id) {
+		refuse(t, s, REPL_ST_STATE, "COMMIT's generation or primary id differs from its AUTH's");
+		return;
+	}
+	bool fresh = replica_uuid_is_nil(t->hdr.uuid);
+	if (!fresh && c->generation < t->hdr.generation) {
+		snprintf(detail, sizeof(detail), "replica generation %llu, COMMIT %llu",
+				(unsigned long long)t->hdr.generation,
+				(unsigned long long)c->generation);
+		refuse(t, s, REPL_ST_GENERATION, detail);
+		return;
+	}
+	if (!fresh && memcmp(s->uuid, t->hdr.uuid, PMREP_UUID_SIZE) != 0) {
+		refuse(t, s, REPL_ST_UUID, "at COMMIT");
+		return;
+	}
+	/* fencing: no other session may write once the claim is durable */
+	close_others(t, s, "fenced: another initiator committed an attach");
+	int ret = write_claim(t, s, c->generation);
+	if (ret) {
+		poison(t, ret, "writing the header's claim");
+		r.status = REPL_ST_INTERNAL;
+		reply_and_close(t, s, &r);
+		return;
+	}
+	if (repl_chan_send(&s->ch, &r) != 0) {
+		session_close(t, s, "cannot send COMMIT_REPLY");
+		return;
+	}
+	s->state = S_ACTIVE;
+	PMREP_LOG(PMREP_LOG_NOTICE, "session %d: attach committed (generation %llu, owner %016llx, %s resync, %s mode)",
+			(int)(s - t->s), (unsigned long long)c->generation,
+			(unsigned long long)c->primary_id,
+			c->resync == REPL_RESYNC_FULL ? "full" : "incremental",
+			t->staging ? "staging" : "direct");
+}
+
+/* the reply type of a request; 0 for a message that is no request */
+static enum repl_msg_type
+reply_type(enum repl_msg_type t)
+{
+	switch (t) {
+	case REPL_MSG_COMMIT: return REPL_MSG_COMMIT_REPLY;
+	case REPL_MSG_PERSIST: return REPL_MSG_PERSIST_REPLY;
+	case REPL_MSG_CLOSE: return REPL_MSG_CLOSE_REPLY;
+	default: return (enum repl_msg_type)0;
+	}
+}
+
+/* ATTACHING (before COMMIT) and QUERY: a request that is not allowed
+ * here is answered STATE; anything else ends the session */
+static void
+on_not_allowed(struct pmrep_target *t, struct session *s,
+		const struct repl_msg *m)
+{
+	enum repl_msg_type rt = reply_type(m->type);
+	if (rt == 0) {
+		PMREP_LOG_ERR("session %d: unexpected message type %d",
+				(int)(s - t->s), (int)m->type);
+		session_close(t, s, "protocol error");
+		return;
+	}
+	PMREP_LOG_ERR("session %d: message type %d refused: %s",
+			(int)(s - t->s), (int)m->type, s->state == S_QUERY ?
+			"a read-only query session" : "no COMMIT yet");
+	struct repl_msg r = { .type = rt, .status = REPL_ST_STATE, .seq = m->seq };
+	if (repl_chan_send(&s->ch, &r) != 0)
+		session_close(t, s, "cannot reply");
+}
+
+static void
 on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 {
 	struct repl_msg r = { .seq = m->seq };
+	int ret = 0;
 	switch (m->type) {
 	case REPL_MSG_PERSIST: {
 		uint64_t off = m->u.persist.offset, len = m->u.persist.length;
 		r.type = REPL_MSG_PERSIST_REPLY;
-		if (off > t->hdr.data_size || len > t->hdr.data_size - off) {
+		if (t->poisoned) {
+			r.status = REPL_ST_INTERNAL;
+		} else if (off > t->hdr.data_size || len > t->hdr.data_size - off) {
 			PMREP_LOG_ERR("persist request of %llu bytes at %llu is outside the %llu-byte data area",
 					(unsigned long long)len, (unsigned long long)off,
 					(unsigned long long)t->hdr.data_size);
 			r.status = REPL_ST_RANGE;
 		} else if (len > 0) {
 			if (t->staging)
-				t->memcpy_persist(t->data + off, t->staging + off,
-						(size_t)len, 0);
-			else
-				t->persist(t->data + off, (size_t)len);
-			t->stats.persist_requests++;
+				memcpy(t->data + off, t->staging + off, (size_t)len);
+			ret = pmrep_pmem_persist(t->pmem, t->data + off, (size_t)len);
+			if (ret) {
+				poison(t, ret, "a persist request");
+				r.status = REPL_ST_INTERNAL;
+			} else {
+				t->stats.persist_requests++;
+			}
 		}
 		break;
 	}
-	case REPL_MSG_CLOSE:
+	case REPL_MSG_CLOSE: {
 		r.type = REPL_MSG_CLOSE_REPLY;
-		t->hdr.flags |= PMREP_REPLICA_F_CONSISTENT;
-		hdr_store(t);
+		if (t->poisoned) {
+			r.status = REPL_ST_INTERNAL;
+			break;
+		}
+		struct replica_hdr next = t->hdr;
+		next.flags |= PMREP_REPLICA_F_CONSISTENT;
+		ret = hdr_update(t, &next);
+		if (ret) {
+			poison(t, ret, "marking the header consistent");
+			r.status = REPL_ST_INTERNAL;
+			break;
+		}
 		PMREP_LOG(PMREP_LOG_NOTICE, "session %d: replica marked consistent at generation %llu",
 				(int)(s - t->s), (unsigned long long)t->hdr.generation);
 		break;
+	}
+	case REPL_MSG_COMMIT:
+		/* committed already */
+		on_not_allowed(t, s, m);
+		return;
 	default:
 		PMREP_LOG_ERR("session %d: unexpected message type %d",
 				(int)(s - t->s), (int)m->type);
 		session_close(t, s, "protocol error");
+		return;
+	}
+	if (r.status == REPL_ST_INTERNAL) {
+		PMREP_LOG_ERR("session %d: %s answered INTERNAL (the target is poisoned); closing the session",
+				(int)(s - t->s), m->type == REPL_MSG_CLOSE ? "CLOSE" : "PERSIST");
+		reply_and_close(t, s, &r);
 		return;
 	}
 	if (repl_chan_send(&s->ch, &r) != 0)
@@ -795,20 +1043,35 @@ session_progress(struct pmrep_target *t, struct session *s)
 			break;
 		if (ev != REPL_CHAN_MSG)
 			continue;
-		if (s->state == S_WAIT_AUTH)
+		switch (s->state) {
+		case S_WAIT_AUTH:
 			on_auth(t, s, &m);
-		else if (s->state == S_ACTIVE)
+			break;
+		case S_ATTACHING:
+			if (m.type == REPL_MSG_COMMIT)
+				on_commit(t, s, &m);
+			else
+				on_not_allowed(t, s, &m);
+			break;
+		case S_QUERY:
+			on_not_allowed(t, s, &m);
+			break;
+		case S_ACTIVE:
 			on_active(t, s, &m);
-		/* S_CLOSING: ignore whatever still comes */
+			break;
+		default:
+			break;	/* S_CLOSING: ignore whatever still comes */
+		}
+		/* a COMMIT closed other sessions, maybe not this one */
 		if (s->state == S_FREE)
 			return;
 	}
 	if (s->state == S_CLOSING && s->ch.sends_in_flight == 0) {
-		session_close(t, s, "refused");
+		session_close(t, s, "closed after its last reply");
 		return;
 	}
 	if (repl_chan_check_conn(&s->ch) != 0)
-		session_close(t, s, s->state == S_ACTIVE ?
+		session_close(t, s, s->state == S_ACTIVE || s->state == S_QUERY ?
 				"the initiator disconnected" :
 				"the connection ended during the handshake");
 }
@@ -991,7 +1254,8 @@ wait_limit(const struct pmrep_target *t, int timeout_ms)
 	int left = timeout_ms;
 	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
 		const struct session *s = &t->s[i];
-		if (s->state != S_WAIT_AUTH && s->state != S_CLOSING)
+		if (s->state != S_WAIT_AUTH && s->state != S_ATTACHING &&
+				s->state != S_CLOSING)
 			continue;
 		int l = repl_left_ms(s->deadline);
 		if (left < 0 || l < left)
@@ -1049,13 +1313,17 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 			continue;
 		if (busy[i])
 			session_progress(t, s);
-		if ((s->state == S_WAIT_AUTH || s->state == S_CLOSING) &&
+		if ((s->state == S_WAIT_AUTH || s->state == S_ATTACHING ||
+				s->state == S_CLOSING) &&
 				repl_left_ms(s->deadline) == 0) {
 			if (s->state == S_WAIT_AUTH) {
 				t->stats.sessions_refused++;
 				t->stats.last_refusal = PMREP_E_TIMEOUT;
 				PMREP_LOG_ERR("initiator refused: no valid AUTH within %d ms",
 						t->cfg.timeout_ms);
+			} else if (s->state == S_ATTACHING) {
+				PMREP_LOG_ERR("session %d: no COMMIT within %d ms of ACCEPT; nothing was written",
+						i, t->cfg.timeout_ms);
 			}
 			session_close(t, s, "handshake timed out");
 		}

@@ -15,6 +15,10 @@
  *  - a second target on the same replica (another port) used to start and
  *    serve it, so two mirrors could write one replica: it is refused with
  *    PMREP_E_BUSY until the first is deleted;
+ *  - an initiator that authenticates and then vanishes (its ACCEPT lost),
+ *    or whose AUTH is refused, or that only queries, leaves the replica's
+ *    header byte-identical: protocol v1 wrote the claim before sending
+ *    ACCEPT, so a lost ACCEPT changed the header; v2 writes it on COMMIT;
  *  - a mirror that cannot start says why: pmrep_err_msg() used to be only
  *    "mirror: 0 of 1 replicas in sync, 1 required"; it now ends with the
  *    first failed replica's reason (wrong key, nobody listening, sizes).
@@ -42,6 +46,8 @@
 #include <arpa/inet.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <pmrep/pmem.h>
 #include <pmrep/repl.h>
@@ -225,13 +231,15 @@ tcp_hello(uint8_t *out, const uint8_t *pdata, uint32_t plen, uint32_t plen_field
 	return 24 + plen;
 }
 
-/* the replication layer's HELLO private data (24 bytes) */
+/* the replication layer's HELLO private data (protocol v2: 56 bytes;
+ * key id 0, empty replica selector) */
+#define HELLO_LEN 56
 static void
 repl_hello(uint8_t *out)
 {
-	memset(out, 0, 24);
+	memset(out, 0, HELLO_LEN);
 	func_put_le16(out, 0x5052);
-	out[2] = 1;
+	out[2] = 2;
 	out[3] = 1;	/* HELLO */
 	for (int i = 0; i < 16; i++)
 		out[8 + i] = (uint8_t)(i * 37 + 1);
@@ -242,13 +250,321 @@ repl_hello(uint8_t *out)
 static bool
 silent_session(uint16_t port, int *sock)
 {
-	uint8_t pd[24], f[24 + 24], r[16 + 24];
+	uint8_t pd[HELLO_LEN], f[24 + HELLO_LEN], r[16 + 24];
 	repl_hello(pd);
 	size_t n = tcp_hello(f, pd, sizeof(pd), sizeof(pd));
 	*sock = raw_connect(port);
 	raw_send(*sock, f, n);
 	return raw_recv(*sock, r, sizeof(r), 3000 * func_slow()) == sizeof(r) &&
 		r[0] == 2;
+}
+
+/* ------------------------------------------- a fake initiator (transport) */
+
+/*
+ * an initiator written from docs/PROTOCOL.md and the byte layouts in
+ * src/repl/msg.c's head comment, on the public transport API: HELLO,
+ * AUTH, whatever the test wants next. The library's own initiator would
+ * always COMMIT; this one can stop anywhere.
+ */
+struct fake {
+	struct pmrep_peer *peer;
+	struct pmrep_conn *conn;
+	struct pmrep_mr_local *mr;
+	struct pmrep_cq *cq;
+	uint8_t buf[512];	/* 0..255: the receive slot; 256..: send */
+	uint8_t nonce_i[16], nonce_t[16];
+	uint64_t seq;
+};
+
+static void
+fake_connect(struct fake *f, uint16_t port, uint32_t key_id, const char *selector)
+{
+	memset(f, 0, sizeof(*f));
+	uint8_t hello[HELLO_LEN];
+	repl_hello(hello);
+	func_put_le32(hello + 4, key_id);
+	if (selector)
+		memcpy(hello + 24, selector, strlen(selector));
+	memcpy(f->nonce_i, hello + 8, 16);
+	char sport[8];
+	snprintf(sport, sizeof(sport), "%u", port);
+	f->peer = func_peer(false);
+	struct pmrep_conn_req *req;
+	assert_int_equal(pmrep_conn_req_new(f->peer, "127.0.0.1", sport, NULL, &req), 0);
+	struct pmrep_conn_private_data pd = { hello, sizeof(hello) };
+	assert_int_equal(pmrep_conn_req_connect(&req, &pd, &f->conn), 0);
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_wait_event(f->conn, 3000 * func_slow(), &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
+	struct pmrep_conn_private_data ch;
+	assert_int_equal(pmrep_conn_get_private_data(f->conn, &ch), 0);
+	assert_true(ch.len >= 24);
+	const uint8_t *c = ch.ptr;
+	assert_int_equal(c[2], 2);	/* CHALLENGE, version 2 */
+	assert_int_equal(c[3], 2);
+	memcpy(f->nonce_t, c + 8, 16);
+	assert_int_equal(pmrep_mr_reg(f->peer, f->buf, sizeof(f->buf),
+			PMREP_MR_USAGE_SEND | PMREP_MR_USAGE_RECV, &f->mr), 0);
+	assert_int_equal(pmrep_conn_get_cq(f->conn, &f->cq), 0);
+	assert_int_equal(pmrep_recv(f->conn, f->mr, 0, 256, NULL), 0);
+	f->seq = 1;
+}
+
+static void
+fake_close(struct fake *f)
+{
+	(void) pmrep_conn_disconnect(f->conn);
+	(void) pmrep_conn_delete(&f->conn);
+	(void) pmrep_mr_dereg(&f->mr);
+	(void) pmrep_peer_delete(&f->peer);
+}
+
+/* send `blen` body bytes at buf + 256 + 16 as a message of `type` */
+static void
+fake_send(struct fake *f, uint8_t type, uint16_t blen)
+{
+	uint8_t *m = f->buf + 256;
+	func_put_le16(m, 0x4d52);
+	m[2] = 2;
+	m[3] = type;
+	func_put_le16(m + 4, 0);
+	func_put_le16(m + 6, blen);
+	func_put_le64(m + 8, f->seq++);
+	assert_int_equal(pmrep_send(f->conn, f->mr, 256, 16u + blen,
+			PMREP_F_COMPLETION_ALWAYS, NULL), 0);
+}
+
+/* the next message received: its type, *status; its body at buf + 16.
+ * 0: none within the limit, or the connection ended */
+static int
+fake_recv(struct fake *f, int *status)
+{
+	long long end = func_now_ms() + 3000 * func_slow();
+	while (func_now_ms() < end) {
+		struct pmrep_completion cmp;
+		int n = 0;
+		if (pmrep_cq_get_completions(f->cq, &cmp, 1, &n) == 0 && n == 1) {
+			if (cmp.status != IBV_WC_SUCCESS)
+				return 0;
+			if (cmp.op != PMREP_OP_RECV)
+				continue;
+			*status = f->buf[4] | f->buf[5] << 8;
+			int type = f->buf[3];
+			assert_int_equal(pmrep_recv(f->conn, f->mr, 0, 256, NULL), 0);
+			return type;
+		}
+		(void) pmrep_cq_wait(f->cq, 20);
+	}
+	return 0;
+}
+
+/* AUTH (type 1) for `gen` with `k`; the reply's type (ACCEPT 2, REFUSE 3) */
+static int
+fake_auth(struct fake *f, const uint8_t *k, size_t klen, uint64_t gen,
+		uint32_t intent, int *status)
+{
+	uint8_t *b = f->buf + 256 + 16;
+	memset(b, 0, 80);
+	memcpy(b + 32, uuid, PMREP_UUID_SIZE);
+	func_put_le64(b + 48, SIZE);
+	func_put_le64(b + 56, gen);
+	func_put_le64(b + 64, 0x5eed0000ull + gen);
+	func_put_le32(b + 72, intent);
+	static const char label[] = "pmrep-repl-v2 initiator";
+	uint8_t in[sizeof(label) + 32 + 48];
+	memcpy(in, label, sizeof(label));
+	memcpy(in + sizeof(label), f->nonce_t, 16);
+	memcpy(in + sizeof(label) + 16, f->nonce_i, 16);
+	memcpy(in + sizeof(label) + 32, b + 32, 48);
+	unsigned mlen = 32;
+	assert_non_null(HMAC(EVP_sha256(), k, (int)klen, in, sizeof(in), b, &mlen));
+	fake_send(f, 1, 80);
+	return fake_recv(f, status);
+}
+
+/* the replica's first 4 KiB as its file holds them now */
+static void
+read_hdr_block(struct ctx *c, uint8_t *blk)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/replica", c->dir);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, blk, 4096, 0), 4096);
+	close(fd);
+}
+
+/* give the target's thread time to take the end of a session */
+static void
+settle(void)
+{
+	long long end = func_now_ms() + 200 * func_slow();
+	while (func_now_ms() < end)
+		(void) poll(NULL, 0, 20);
+}
+
+static void
+lost_accept_leaves_the_replica_header_unchanged(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	tgt_new(c, 1000);
+	tgt_run(c);
+	/* a claimed replica, left consistent by a clean mirror */
+	mirror_works(c);
+	static uint8_t h0[4096], h1[4096];
+	read_hdr_block(c, h0);
+	struct pmrep_replica_info info;
+	char path[128];
+	snprintf(path, sizeof(path), "%s/replica", c->dir);
+	assert_int_equal(pmrep_replica_read_info(path, &info), 0);
+	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(info.generation, 1);
+
+	/* HELLO, AUTH with the right key, ACCEPT -- and gone */
+	struct fake f;
+	int st = -1;
+	fake_connect(&f, c->g.port, 0, NULL);
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
+	assert_int_equal(st, 0);
+	/* ACCEPT tells the header as it is: generation 1, consistent, the
+	 * replica id the file holds */
+	assert_memory_equal(f.buf + 16 + 88, info.replica_id, PMREP_UUID_SIZE);
+	assert_int_equal(f.buf[16 + 104], 1);
+	assert_int_equal(f.buf[16 + 136], PMREP_REPLICA_F_CONSISTENT);
+	fake_close(&f);
+	settle();
+	read_hdr_block(c, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+
+	/* ACCEPT received, then silence past the target's handshake limit
+	 * (no COMMIT): nothing written */
+	fake_connect(&f, c->g.port, 0, NULL);
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_wait_event(f.conn, 5000 * func_slow(), &ev), 0);
+	assert_true(ev == PMREP_CONN_CLOSED || ev == PMREP_CONN_LOST);
+	fake_close(&f);
+	read_hdr_block(c, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+
+	/* a QUERY: ACCEPT, then COMMIT / CLOSE refused with STATE (8) */
+	fake_connect(&f, c->g.port, 0, NULL);
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 2, &st), 2);
+	uint8_t *b = f.buf + 256 + 16;
+	memset(b, 0, 40);
+	memcpy(b, info.replica_id, PMREP_UUID_SIZE);
+	func_put_le64(b + 16, 1);
+	func_put_le64(b + 24, 0x5eed0001ull);
+	func_put_le32(b + 32, 1);		/* FULL */
+	fake_send(&f, 8, 40);			/* COMMIT */
+	assert_int_equal(fake_recv(&f, &st), 9);	/* COMMIT_REPLY */
+	assert_int_equal(st, 8);
+	fake_send(&f, 6, 0);			/* CLOSE */
+	assert_int_equal(fake_recv(&f, &st), 7);	/* CLOSE_REPLY */
+	assert_int_equal(st, 8);
+	fake_close(&f);
+	settle();
+	read_hdr_block(c, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+
+	/* ATTACH, ACCEPT, a COMMIT naming another replica id: refused,
+	 * nothing written */
+	fake_connect(&f, c->g.port, 0, NULL);
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
+	memset(b, 0, 40);
+	memset(b, 0x42, PMREP_UUID_SIZE);
+	func_put_le64(b + 16, 1);
+	func_put_le64(b + 24, 0x5eed0001ull);
+	func_put_le32(b + 32, 2);
+	fake_send(&f, 8, 40);
+	assert_int_equal(fake_recv(&f, &st), 3);	/* REFUSE */
+	assert_int_equal(st, 8);
+	fake_close(&f);
+	settle();
+	read_hdr_block(c, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+
+	/* and the right COMMIT is what writes the claim */
+	fake_connect(&f, c->g.port, 0, NULL);
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
+	memset(b, 0, 40);
+	memcpy(b, info.replica_id, PMREP_UUID_SIZE);
+	func_put_le64(b + 16, 1);
+	func_put_le64(b + 24, 0x5eed0001ull);
+	func_put_le32(b + 32, 2);
+	fake_send(&f, 8, 40);
+	assert_int_equal(fake_recv(&f, &st), 9);
+	assert_int_equal(st, 0);
+	fake_close(&f);
+	struct pmrep_replica_info now;
+	assert_int_equal(pmrep_replica_read_info(path, &now), 0);
+	assert_false(now.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(now.owner, 0x5eed0001ull);
+	assert_int_equal(now.seq, info.seq + 1);
+	assert_memory_equal(now.replica_id, info.replica_id, PMREP_UUID_SIZE);
+
+	/* the target still serves a mirror */
+	mirror_works(c);
+	tgt_halt(c);
+}
+
+static void
+refused_auth_leaves_the_replica_header_unchanged(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	tgt_new(c, 1000);
+	tgt_run(c);
+	/* generation 2 on the replica */
+	struct pmrep_mirror_cfg *cfg = mcfg(c->g.sport);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(cfg, 2), 0);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(c->src, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	static uint8_t h0[4096], h1[4096];
+	read_hdr_block(c, h0);
+
+	struct fake f;
+	int st = -1;
+	/* the wrong key: REFUSE(AUTH = 1) */
+	uint8_t wrong[sizeof(key)];
+	memcpy(wrong, key, sizeof(key));
+	wrong[0] ^= 1;
+	fake_connect(&f, c->g.port, 0, NULL);
+	assert_int_equal(fake_auth(&f, wrong, sizeof(wrong), 2, 1, &st), 3);
+	assert_int_equal(st, 1);
+	fake_close(&f);
+	/* the right key, an older generation than the replica's (the
+	 * replica holds a newer one): REFUSE(GENERATION = 5) */
+	fake_connect(&f, c->g.port, 0, NULL);
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 3);
+	assert_int_equal(st, 5);
+	fake_close(&f);
+	/* a key id the target does not have: REFUSE(AUTH) */
+	fake_connect(&f, c->g.port, 1, NULL);
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 2, 1, &st), 3);
+	assert_int_equal(st, 1);
+	fake_close(&f);
+	/* a selector naming another replica: REFUSE(NO_REPLICA = 9) */
+	fake_connect(&f, c->g.port, 0, "other-replica");
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 2, 1, &st), 3);
+	assert_int_equal(st, 9);
+	fake_close(&f);
+	/* ... and naming this one (the basename of its path): ACCEPT */
+	fake_connect(&f, c->g.port, 0, "replica");
+	assert_int_equal(fake_auth(&f, key, sizeof(key), 2, 2, &st), 2);
+	fake_close(&f);
+	settle();
+	read_hdr_block(c, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+
+	tgt_halt(c);
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &ts), 0);
+	assert_true(ts.sessions_refused >= 4);
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -290,7 +606,7 @@ garbage_and_broken_handshakes_leave_the_target_serving(void **state)
 	struct ctx *c = *state;
 	tgt_new(c, 1000);
 	tgt_run(c);
-	uint8_t pd[24], f[24 + 64], junk[512];
+	uint8_t pd[HELLO_LEN], f[24 + HELLO_LEN], junk[512];
 	repl_hello(pd);
 	func_pattern(junk, sizeof(junk), 3);
 
@@ -317,10 +633,17 @@ garbage_and_broken_handshakes_leave_the_target_serving(void **state)
 		close(s);
 	}
 	/* a valid tcp HELLO whose private data is not the replication's */
-	uint8_t bad[24];
+	uint8_t bad[HELLO_LEN];
 	memcpy(bad, pd, sizeof(bad));
 	bad[3] = 2;
 	n = tcp_hello(f, bad, sizeof(bad), sizeof(bad));
+	s = raw_connect(c->g.port);
+	raw_send(s, f, n);
+	close(s);
+	/* a protocol v1 HELLO (24 bytes, version 1) */
+	memcpy(bad, pd, sizeof(bad));
+	bad[2] = 1;
+	n = tcp_hello(f, bad, 24, 24);
 	s = raw_connect(c->g.port);
 	raw_send(s, f, n);
 	close(s);
@@ -630,6 +953,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(sparse_replica_on_a_full_file_system_is_refused_at_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(second_target_on_one_replica_is_refused_until_the_first_is_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(mirror_new_failure_message_names_the_first_replicas_reason, setup, teardown),
+		cmocka_unit_test_setup_teardown(lost_accept_leaves_the_replica_header_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_auth_leaves_the_replica_header_unchanged, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

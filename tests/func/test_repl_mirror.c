@@ -672,7 +672,7 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 
 	/* 3: a valid HELLO, then a garbage message instead of AUTH: the
 	 * target answers REFUSE(malformed) and closes */
-	uint8_t hello[24] = { 0x52, 0x50, 1, 1 };
+	uint8_t hello[56] = { 0x52, 0x50, 2, 1 };	/* v2 HELLO: key id 0, no selector */
 	assert_int_equal(raw_connect(g->port, hello, sizeof(hello), &peer, &conn, &ev), 0);
 	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
 	static uint8_t buf[256];

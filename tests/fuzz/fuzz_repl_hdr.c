@@ -3,7 +3,7 @@
  * fuzz_repl_hdr.c -- libFuzzer target of the replica header decoder
  * (src/repl/replica_hdr.c). Any bytes are decoded as the first bytes of a
  * replica, without and with a file size; a header the decoder accepts must
- * re-encode to exactly its first REPLICA_HDR_ENC_SIZE bytes (one encoding
+ * re-encode to exactly its chosen slot's REPLICA_HDR_ENC_SIZE bytes (one encoding
  * per header), and a file size accepted must be header + data area.
  */
 #include <stdint.h>
@@ -36,26 +36,38 @@ check(const uint8_t *data, size_t size, uint64_t file_size)
 		return;
 	if (r != 0)
 		abort();	/* no other error exists */
-	if (size < REPLICA_HDR_ENC_SIZE || h.data_size == 0)
+	if (size < REPLICA_HDR_BLOCK || h.data_size == 0 || h.slot > 1 ||
+			(h.version != 1 && h.version != 2) ||
+			(h.version == 1 && (h.slot != 0 || h.seq != 0)))
 		abort();
 	if (file_size != 0 &&
 			file_size != PMREP_REPLICA_DATA_OFFSET + h.data_size)
 		abort();
 	if ((h.flags & ~PMREP_REPLICA_F_CONSISTENT) != 0)
 		abort();
-	uint8_t again[REPLICA_HDR_ENC_SIZE];
-	replica_hdr_encode(&h, again);
-	if (memcmp(again, data, REPLICA_HDR_ENC_SIZE) != 0)
+	const uint8_t *slot = data + REPLICA_HDR_SLOT_OFF(h.slot);
+	/* the chosen slot decodes alone to the same state */
+	struct replica_hdr s;
+	memset(&s, 0x5a, sizeof(s));
+	if (replica_slot_decode(slot, &s, true) != 0 || s.seq != h.seq ||
+			memcmp(s.uuid, h.uuid, sizeof(h.uuid)) != 0 ||
+			memcmp(s.replica_id, h.replica_id, sizeof(h.replica_id)) != 0 ||
+			s.data_size != h.data_size || s.generation != h.generation ||
+			s.owner != h.owner || s.flags != h.flags)
 		abort();
-	/* and the re-encoding decodes to the same header */
-	struct replica_hdr h2;
-	memset(&h2, 0x5a, sizeof(h2));
-	if (replica_hdr_decode(again, sizeof(again), 0, &h2) != 0 ||
-			memcmp(h.uuid, h2.uuid, sizeof(h.uuid)) != 0 ||
-			h.data_size != h2.data_size ||
-			h.generation != h2.generation ||
-			h.attach_id != h2.attach_id || h.flags != h2.flags)
+	/* the other slot, when valid (and v2), holds no higher sequence */
+	const uint8_t *other = data + REPLICA_HDR_SLOT_OFF(h.slot ^ 1u);
+	struct replica_hdr o;
+	if (replica_slot_decode(other, &o, true) == 0 && o.version == 2 &&
+			(o.seq > h.seq || (o.seq == h.seq && h.slot == 1)))
 		abort();
+	/* a v2 slot re-encodes to exactly its bytes */
+	if (h.version == 2) {
+		uint8_t again[REPLICA_HDR_ENC_SIZE];
+		replica_hdr_encode(&h, again);
+		if (memcmp(again, slot, REPLICA_HDR_ENC_SIZE) != 0)
+			abort();
+	}
 }
 
 int
@@ -63,13 +75,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check(data, size, 0);
 	/* a file of the size the header names, and one byte off */
-	if (size >= 48) {
-		uint64_t ds = (uint64_t)data[40] | (uint64_t)data[41] << 8 |
-			(uint64_t)data[42] << 16 | (uint64_t)data[43] << 24 |
-			(uint64_t)data[44] << 32 | (uint64_t)data[45] << 40 |
-			(uint64_t)data[46] << 48 | (uint64_t)data[47] << 56;
-		check(data, size, ds + PMREP_REPLICA_DATA_OFFSET);
-		check(data, size, ds + PMREP_REPLICA_DATA_OFFSET + 1);
+	struct replica_hdr h;
+	if (replica_hdr_decode(data, size, 0, &h) == 0) {
+		check(data, size, h.data_size + PMREP_REPLICA_DATA_OFFSET);
+		check(data, size, h.data_size + PMREP_REPLICA_DATA_OFFSET + 1);
 	}
 	return 0;
 }

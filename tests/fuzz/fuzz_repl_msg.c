@@ -34,11 +34,14 @@ check_pdata(const uint8_t *data, size_t size, enum repl_pdata_type want)
 	int r = repl_pdata_decode(data, size, want, &p);
 	if (r == PMREP_E_MALFORMED)
 		return;
-	if (r != 0 || size < REPL_PDATA_SIZE || p.type != want)
+	size_t need = want == REPL_PDATA_HELLO ? REPL_HELLO_SIZE :
+		REPL_CHALLENGE_SIZE;
+	if (r != 0 || size < need || p.type != want ||
+			strlen(p.selector) > REPL_SELECTOR_SIZE)
 		abort();
 	uint8_t again[REPL_PDATA_SIZE];
-	repl_pdata_encode(&p, again);
-	if (memcmp(again, data, REPL_PDATA_SIZE) != 0)
+	if (repl_pdata_encode(&p, again) != need ||
+			memcmp(again, data, need) != 0)
 		abort();
 }
 
@@ -51,7 +54,7 @@ check_msg(const uint8_t *data, size_t size)
 		return;
 	if (r != 0)
 		abort();
-	if (m.type < REPL_MSG_AUTH || m.type > REPL_MSG_CLOSE_REPLY ||
+	if (m.type < REPL_MSG_AUTH || m.type > REPL_MSG_COMMIT_REPLY ||
 			m.status > REPL_ST_MAX_)
 		abort();
 	uint8_t again[REPL_MSG_SLOT];

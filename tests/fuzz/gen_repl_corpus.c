@@ -42,20 +42,43 @@ fill(uint8_t *b, size_t n, unsigned seed)
 static void
 hdrs(void)
 {
-	uint8_t out[REPLICA_HDR_ENC_SIZE];
-	struct replica_hdr h = { .data_size = 1 << 20, .generation = 1 };
-	replica_hdr_encode(&h, out);
-	emit("repl_hdr", "fresh", out, sizeof(out));
-	fill(h.uuid, sizeof(h.uuid), 7);
-	h.generation = 42;
-	h.attach_id = 0x0123456789abcdefull;
-	h.flags = PMREP_REPLICA_F_CONSISTENT;
-	replica_hdr_encode(&h, out);
-	emit("repl_hdr", "claimed_consistent", out, sizeof(out));
-	h.flags = 0;
+	static uint8_t blk[REPLICA_HDR_BLOCK];
+	struct replica_hdr h = { .data_size = 1 << 20, .seq = 1 };
+	fill(h.replica_id, sizeof(h.replica_id), 9);
+	memset(blk, 0, sizeof(blk));
+	replica_hdr_encode(&h, blk);
+	emit("repl_hdr", "fresh", blk, sizeof(blk));
+	/* claimed in the slot at 2048, the fresh state still at 0 */
+	struct replica_hdr c = h;
+	fill(c.uuid, sizeof(c.uuid), 7);
+	c.seq = 2;
+	c.generation = 42;
+	c.owner = 0x0123456789abcdefull;
+	c.flags = PMREP_REPLICA_F_CONSISTENT;
+	replica_hdr_encode(&c, blk + REPLICA_HDR_SLOT_OFF(1));
+	emit("repl_hdr", "claimed_consistent", blk, sizeof(blk));
+	/* the newer slot torn: the older one stands */
+	blk[REPLICA_HDR_SLOT_OFF(1) + 75] ^= 1;
+	emit("repl_hdr", "torn_newer_slot", blk, sizeof(blk));
+	memset(blk, 0, sizeof(blk));
 	h.data_size = UINT64_MAX - PMREP_REPLICA_DATA_OFFSET;
-	replica_hdr_encode(&h, out);
-	emit("repl_hdr", "huge", out, sizeof(out));
+	replica_hdr_encode(&h, blk + REPLICA_HDR_SLOT_OFF(1));
+	emit("repl_hdr", "huge", blk, sizeof(blk));
+	/* a version 1 header (one slot at 0) */
+	memset(blk, 0, sizeof(blk));
+	memcpy(blk, "PMREPRPL", 8);
+	blk[8] = 1;
+	blk[10] = 128;
+	blk[12] = PMREP_REPLICA_F_CONSISTENT;
+	fill(blk + 16, PMREP_UUID_SIZE, 7);
+	blk[33] = 0x10;			/* data offset 4096 */
+	blk[42] = 0x10;			/* data size 1 MiB */
+	blk[48] = 3;			/* generation */
+	blk[56] = 0xef;			/* attach id */
+	uint64_t cs = replica_fletcher64(blk, 120);
+	for (int i = 0; i < 8; i++)
+		blk[120 + i] = (uint8_t)(cs >> (8 * i));
+	emit("repl_hdr", "v1", blk, sizeof(blk));
 }
 
 static void
@@ -64,19 +87,23 @@ msgs(void)
 	uint8_t out[REPL_MSG_SLOT];
 	struct repl_pdata p = { .type = REPL_PDATA_HELLO };
 	fill(p.nonce, sizeof(p.nonce), 1);
-	repl_pdata_encode(&p, out);
-	emit("repl_msg", "hello", out, REPL_PDATA_SIZE);
+	emit("repl_msg", "hello", out, repl_pdata_encode(&p, out));
+	p.key_id = 3;
+	strcpy(p.selector, "replica-a");
+	emit("repl_msg", "hello_selector", out, repl_pdata_encode(&p, out));
 	p.type = REPL_PDATA_CHALLENGE;
-	repl_pdata_encode(&p, out);
-	emit("repl_msg", "challenge", out, REPL_PDATA_SIZE);
+	emit("repl_msg", "challenge", out, repl_pdata_encode(&p, out));
 
 	struct repl_msg m = { .type = REPL_MSG_AUTH, .seq = 1 };
 	fill(m.u.auth.mac, sizeof(m.u.auth.mac), 2);
 	fill(m.u.auth.uuid, sizeof(m.u.auth.uuid), 3);
 	m.u.auth.data_size = 1 << 20;
 	m.u.auth.generation = 3;
-	m.u.auth.session_id = 0xfeedull;
+	m.u.auth.primary_id = 0xfeedull;
+	m.u.auth.intent = REPL_INTENT_ATTACH;
 	emit("repl_msg", "auth", out, repl_msg_encode(&m, out));
+	m.u.auth.intent = REPL_INTENT_QUERY;
+	emit("repl_msg", "auth_query", out, repl_msg_encode(&m, out));
 
 	memset(&m, 0, sizeof(m));
 	m.type = REPL_MSG_ACCEPT;
@@ -84,11 +111,23 @@ msgs(void)
 	fill(m.u.accept.mac, sizeof(m.u.accept.mac), 4);
 	fill(m.u.accept.mr_desc, sizeof(m.u.accept.mr_desc), 5);
 	fill(m.u.accept.peer_cfg, sizeof(m.u.accept.peer_cfg), 6);
-	m.u.accept.prev_generation = 2;
-	m.u.accept.prev_attach_id = 0xbeefull;
-	m.u.accept.prev_flags = PMREP_REPLICA_F_CONSISTENT;
+	fill(m.u.accept.uuid, sizeof(m.u.accept.uuid), 3);
+	fill(m.u.accept.replica_id, sizeof(m.u.accept.replica_id), 8);
+	m.u.accept.generation = 2;
+	m.u.accept.owner = 0xbeefull;
+	m.u.accept.hdr_seq = 7;
+	m.u.accept.hdr_flags = PMREP_REPLICA_F_CONSISTENT;
 	m.u.accept.target_flags = REPL_TF_STAGING | REPL_TF_FRESH;
 	emit("repl_msg", "accept", out, repl_msg_encode(&m, out));
+
+	memset(&m, 0, sizeof(m));
+	m.type = REPL_MSG_COMMIT;
+	m.seq = 3;
+	fill(m.u.commit.replica_id, sizeof(m.u.commit.replica_id), 8);
+	m.u.commit.generation = 2;
+	m.u.commit.primary_id = 0xfeedull;
+	m.u.commit.resync = REPL_RESYNC_FULL;
+	emit("repl_msg", "commit", out, repl_msg_encode(&m, out));
 
 	memset(&m, 0, sizeof(m));
 	m.type = REPL_MSG_PERSIST;
@@ -99,6 +138,8 @@ msgs(void)
 
 	static const struct { enum repl_msg_type t; enum repl_status st; const char *name; } bare[] = {
 		{ REPL_MSG_REFUSE, REPL_ST_GENERATION, "refuse" },
+		{ REPL_MSG_REFUSE, REPL_ST_NO_REPLICA, "refuse_no_replica" },
+		{ REPL_MSG_COMMIT_REPLY, REPL_ST_OK, "commit_reply" },
 		{ REPL_MSG_PERSIST_REPLY, REPL_ST_OK, "persist_reply" },
 		{ REPL_MSG_CLOSE, REPL_ST_OK, "close" },
 		{ REPL_MSG_CLOSE_REPLY, REPL_ST_STATE, "close_reply" },

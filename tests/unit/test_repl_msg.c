@@ -77,16 +77,41 @@ static void
 pdata_roundtrip_and_fits_connect_private_data(void **state)
 {
 	(void)state;
-	assert_true(REPL_PDATA_SIZE <= PMREP_PDATA_CONNECT_MAX);
-	struct repl_pdata in = { .type = REPL_PDATA_HELLO }, out;
+	assert_int_equal(REPL_HELLO_SIZE, PMREP_PDATA_CONNECT_MAX);
+	assert_true(REPL_CHALLENGE_SIZE <= PMREP_PDATA_ACCEPT_MAX);
+	struct repl_pdata in = { .type = REPL_PDATA_HELLO, .key_id = 7 }, out;
 	memcpy(in.nonce, nonce_i, REPL_NONCE_SIZE);
+	strcpy(in.selector, "replica-a.pool");
 	uint8_t b[REPL_PDATA_SIZE + 8];
 	memset(b, 0, sizeof(b));
-	repl_pdata_encode(&in, b);
-	assert_int_equal(repl_pdata_decode(b, REPL_PDATA_SIZE, REPL_PDATA_HELLO, &out), 0);
+	assert_int_equal(repl_pdata_encode(&in, b), REPL_HELLO_SIZE);
+	/* fixed offsets: version 2, key id at 4, nonce at 8, selector at 24 */
+	assert_int_equal(pmrep_get_le16(b), 0x5052);
+	assert_int_equal(b[2], 2);
+	assert_int_equal(b[3], REPL_PDATA_HELLO);
+	assert_int_equal(pmrep_get_le32(b + 4), 7);
+	assert_memory_equal(b + 8, nonce_i, REPL_NONCE_SIZE);
+	assert_memory_equal(b + 24, "replica-a.pool", 15);
+	assert_int_equal(repl_pdata_decode(b, REPL_HELLO_SIZE, REPL_PDATA_HELLO, &out), 0);
 	assert_memory_equal(out.nonce, nonce_i, REPL_NONCE_SIZE);
+	assert_int_equal(out.key_id, 7);
+	assert_string_equal(out.selector, "replica-a.pool");
 	/* zero padding after it (a verbs CM event) is fine */
 	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), 0);
+	/* a selector of all 32 bytes, no NUL */
+	memset(in.selector, 'x', REPL_SELECTOR_SIZE);
+	in.selector[REPL_SELECTOR_SIZE] = '\0';
+	repl_pdata_encode(&in, b);
+	assert_int_equal(repl_pdata_decode(b, REPL_HELLO_SIZE, REPL_PDATA_HELLO, &out), 0);
+	assert_int_equal(strlen(out.selector), REPL_SELECTOR_SIZE);
+
+	struct repl_pdata ch = { .type = REPL_PDATA_CHALLENGE };
+	memcpy(ch.nonce, nonce_t, REPL_NONCE_SIZE);
+	assert_int_equal(repl_pdata_encode(&ch, b), REPL_CHALLENGE_SIZE);
+	assert_int_equal(b[2], 2);
+	assert_int_equal(repl_pdata_decode(b, REPL_CHALLENGE_SIZE, REPL_PDATA_CHALLENGE, &out), 0);
+	assert_memory_equal(out.nonce, nonce_t, REPL_NONCE_SIZE);
+	assert_int_equal(repl_pdata_decode(b, REPL_CHALLENGE_SIZE - 1, REPL_PDATA_CHALLENGE, &out), PMREP_E_MALFORMED);
 }
 
 static void
@@ -94,20 +119,33 @@ pdata_malformed_is_refused(void **state)
 {
 	(void)state;
 	struct repl_pdata in = { .type = REPL_PDATA_HELLO }, out;
+	strcpy(in.selector, "r");
 	uint8_t b[REPL_PDATA_SIZE];
 	repl_pdata_encode(&in, b);
 	assert_int_equal(repl_pdata_decode(NULL, 0, REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
-	assert_int_equal(repl_pdata_decode(b, REPL_PDATA_SIZE - 1, REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	assert_int_equal(repl_pdata_decode(b, REPL_HELLO_SIZE - 1, REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	/* a v1 HELLO (24 bytes) is too short */
+	assert_int_equal(repl_pdata_decode(b, 24, REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
 	/* wrong type: a CHALLENGE where a HELLO belongs */
 	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_CHALLENGE, &out), PMREP_E_MALFORMED);
 	b[0] ^= 0xff;
 	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
 	b[0] ^= 0xff;
+	b[2] = 1;	/* protocol version 1 */
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	b[2] = 3;
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
 	b[2] = 2;
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), 0);
+	/* a byte after the selector's NUL */
+	b[24 + 5] = 'z';
 	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
-	b[2] = 1;
+	b[24 + 5] = 0;
+	/* CHALLENGE reserved bits */
+	struct repl_pdata ch = { .type = REPL_PDATA_CHALLENGE };
+	repl_pdata_encode(&ch, b);
 	b[5] = 1;
-	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	assert_int_equal(repl_pdata_decode(b, REPL_CHALLENGE_SIZE, REPL_PDATA_CHALLENGE, &out), PMREP_E_MALFORMED);
 }
 
 static struct repl_msg
@@ -117,14 +155,33 @@ sample_auth(void)
 	memset(m.u.auth.uuid, 0x5a, PMREP_UUID_SIZE);
 	m.u.auth.data_size = 1 << 20;
 	m.u.auth.generation = 3;
-	m.u.auth.session_id = 0xfeedull;
+	m.u.auth.primary_id = 0xfeedull;
+	m.u.auth.intent = REPL_INTENT_ATTACH;
 	return m;
+}
+
+static struct repl_msg
+sample_accept(void)
+{
+	struct repl_msg c = { .type = REPL_MSG_ACCEPT, .seq = 2 };
+	memset(c.u.accept.mr_desc, 0x11, sizeof(c.u.accept.mr_desc));
+	memset(c.u.accept.peer_cfg, 0x22, sizeof(c.u.accept.peer_cfg));
+	memset(c.u.accept.uuid, 0x33, PMREP_UUID_SIZE);
+	memset(c.u.accept.replica_id, 0x44, PMREP_UUID_SIZE);
+	c.u.accept.generation = 9;
+	c.u.accept.owner = 10;
+	c.u.accept.hdr_seq = 11;
+	c.u.accept.last_persist_seq = 12;
+	c.u.accept.hdr_flags = PMREP_REPLICA_F_CONSISTENT;
+	c.u.accept.target_flags = REPL_TF_STAGING | REPL_TF_FRESH;
+	return c;
 }
 
 static void
 msg_roundtrip_of_every_type(void **state)
 {
 	(void)state;
+	assert_int_equal(REPL_MSG_SLOT, 256);
 	uint8_t b[REPL_MSG_SLOT];
 	struct repl_msg out;
 
@@ -132,6 +189,8 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &a.u.auth, a.u.auth.mac), 0);
 	size_t n = repl_msg_encode(&a, b);
 	assert_int_equal(n, 96);
+	assert_int_equal(b[2], 2);
+	assert_int_equal(pmrep_get_le32(b + 16 + 72), REPL_INTENT_ATTACH);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.type, REPL_MSG_AUTH);
 	assert_int_equal(out.seq, 1);
@@ -139,25 +198,51 @@ msg_roundtrip_of_every_type(void **state)
 	assert_memory_equal(out.u.auth.uuid, a.u.auth.uuid, PMREP_UUID_SIZE);
 	assert_int_equal(out.u.auth.data_size, 1 << 20);
 	assert_int_equal(out.u.auth.generation, 3);
-	assert_int_equal(out.u.auth.session_id, 0xfeed);
+	assert_int_equal(out.u.auth.primary_id, 0xfeed);
+	assert_int_equal(out.u.auth.intent, REPL_INTENT_ATTACH);
+	a.u.auth.intent = REPL_INTENT_QUERY;
+	n = repl_msg_encode(&a, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.auth.intent, REPL_INTENT_QUERY);
 
-	struct repl_msg c = { .type = REPL_MSG_ACCEPT, .seq = 2 };
-	memset(c.u.accept.mr_desc, 0x11, sizeof(c.u.accept.mr_desc));
-	memset(c.u.accept.peer_cfg, 0x22, sizeof(c.u.accept.peer_cfg));
-	c.u.accept.prev_generation = 9;
-	c.u.accept.prev_attach_id = 10;
-	c.u.accept.prev_flags = PMREP_REPLICA_F_CONSISTENT;
-	c.u.accept.target_flags = REPL_TF_STAGING | REPL_TF_FRESH;
+	struct repl_msg c = sample_accept();
 	n = repl_msg_encode(&c, b);
-	assert_int_equal(n, 112);
+	assert_int_equal(n, 16 + 144);
 	assert_true(n <= REPL_MSG_SLOT);
+	assert_int_equal(b[16 + 88], 0x44);		/* replica id */
+	assert_int_equal(pmrep_get_le64(b + 16 + 120), 11);	/* slot seq */
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_memory_equal(out.u.accept.mr_desc, c.u.accept.mr_desc, PMREP_MR_DESC_SIZE);
 	assert_memory_equal(out.u.accept.peer_cfg, c.u.accept.peer_cfg, PMREP_PEER_CFG_DESC_SIZE);
-	assert_int_equal(out.u.accept.prev_generation, 9);
-	assert_int_equal(out.u.accept.prev_attach_id, 10);
-	assert_int_equal(out.u.accept.prev_flags, PMREP_REPLICA_F_CONSISTENT);
+	assert_memory_equal(out.u.accept.uuid, c.u.accept.uuid, PMREP_UUID_SIZE);
+	assert_memory_equal(out.u.accept.replica_id, c.u.accept.replica_id, PMREP_UUID_SIZE);
+	assert_int_equal(out.u.accept.generation, 9);
+	assert_int_equal(out.u.accept.owner, 10);
+	assert_int_equal(out.u.accept.hdr_seq, 11);
+	assert_int_equal(out.u.accept.last_persist_seq, 12);
+	assert_int_equal(out.u.accept.hdr_flags, PMREP_REPLICA_F_CONSISTENT);
 	assert_int_equal(out.u.accept.target_flags, REPL_TF_STAGING | REPL_TF_FRESH);
+
+	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .seq = 3 };
+	memset(cm.u.commit.replica_id, 0x44, PMREP_UUID_SIZE);
+	cm.u.commit.generation = 9;
+	cm.u.commit.primary_id = 0xfeed;
+	cm.u.commit.resync = REPL_RESYNC_INCREMENTAL;
+	n = repl_msg_encode(&cm, b);
+	assert_int_equal(n, 16 + 40);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.type, REPL_MSG_COMMIT);
+	assert_memory_equal(out.u.commit.replica_id, cm.u.commit.replica_id, PMREP_UUID_SIZE);
+	assert_int_equal(out.u.commit.generation, 9);
+	assert_int_equal(out.u.commit.primary_id, 0xfeed);
+	assert_int_equal(out.u.commit.resync, REPL_RESYNC_INCREMENTAL);
+
+	struct repl_msg cr = { .type = REPL_MSG_COMMIT_REPLY, .status = REPL_ST_GENERATION, .seq = 3 };
+	n = repl_msg_encode(&cr, b);
+	assert_int_equal(n, REPL_MSG_HDR_SIZE);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.type, REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(out.status, REPL_ST_GENERATION);
 
 	struct repl_msg p = { .type = REPL_MSG_PERSIST, .seq = 77,
 		.u.persist = { .offset = 4096, .length = 123 } };
@@ -168,13 +253,15 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(out.u.persist.offset, 4096);
 	assert_int_equal(out.u.persist.length, 123);
 
-	struct repl_msg r = { .type = REPL_MSG_REFUSE, .status = REPL_ST_UUID, .seq = 5 };
+	struct repl_msg r = { .type = REPL_MSG_REFUSE, .status = REPL_ST_NO_REPLICA, .seq = 5 };
 	n = repl_msg_encode(&r, b);
 	assert_int_equal(n, REPL_MSG_HDR_SIZE);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.type, REPL_MSG_REFUSE);
-	assert_int_equal(out.status, REPL_ST_UUID);
+	assert_int_equal(out.status, REPL_ST_NO_REPLICA);
 	assert_int_equal(repl_status_to_err(out.status), PMREP_E_INVAL);
+	assert_string_equal(repl_status_str(REPL_ST_NO_REPLICA), "no such replica on this target");
+	assert_int_equal(repl_status_to_err(REPL_ST_UUID), PMREP_E_INVAL);
 }
 
 static void
@@ -195,20 +282,52 @@ msg_malformed_is_refused(void **state)
 #define MUTATE(stmt) do { memcpy(c, b, n); stmt; \
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED); } while (0)
 	MUTATE(c[0] ^= 1);			/* magic */
+	MUTATE(c[2] = 1);			/* version 1 */
 	MUTATE(c[2] = 9);			/* version */
 	MUTATE(c[3] = 0);			/* type 0 */
 	MUTATE(c[3] = 42);			/* unknown type */
+	MUTATE(c[3] = 10);			/* one past COMMIT_REPLY */
 	MUTATE(pmrep_put_le16(c + 4, 200));	/* unknown status */
+	MUTATE(pmrep_put_le16(c + 4, REPL_ST_MAX_ + 1));
 	MUTATE(pmrep_put_le16(c + 6, 79));	/* body length not AUTH's */
 	MUTATE(pmrep_put_le16(c + 6, 0xffff));	/* huge body length */
 	MUTATE(c[3] = REPL_MSG_PERSIST);	/* AUTH-sized body on a PERSIST */
-	MUTATE(c[16 + 72] = 1);			/* AUTH reserved */
+	MUTATE(c[3] = REPL_MSG_COMMIT);		/* AUTH-sized body on a COMMIT */
+	MUTATE(c[16 + 76] = 1);			/* AUTH reserved */
+	MUTATE(pmrep_put_le32(c + 16 + 72, 0));	/* intent 0 */
+	MUTATE(pmrep_put_le32(c + 16 + 72, 3));	/* unknown intent */
 #undef MUTATE
 
-	struct repl_msg acc = { .type = REPL_MSG_ACCEPT };
+	struct repl_msg acc = sample_accept();
 	acc.u.accept.target_flags = 0x80;	/* unknown target flag */
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
+	acc = sample_accept();
+	acc.u.accept.hdr_flags = 0x2;		/* unknown header flag */
+	n = repl_msg_encode(&acc, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
+	/* an ACCEPT one byte short of its body */
+	acc = sample_accept();
+	n = repl_msg_encode(&acc, b);
+	assert_int_equal(repl_msg_decode(b, n - 1, &out), PMREP_E_MALFORMED);
+
+	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .u.commit.resync = REPL_RESYNC_FULL };
+	n = repl_msg_encode(&cm, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	memcpy(c, b, n);
+	pmrep_put_le32(c + 16 + 32, 0);		/* resync kind 0 */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le32(c + 16 + 32, 3);		/* unknown resync kind */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	c[16 + 39] = 1;				/* COMMIT reserved */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	/* COMMIT_REPLY with a body */
+	struct repl_msg cr = { .type = REPL_MSG_COMMIT_REPLY };
+	n = repl_msg_encode(&cr, b);
+	pmrep_put_le16(b + 6, 8);
+	assert_int_equal(repl_msg_decode(b, n + 8, &out), PMREP_E_MALFORMED);
 }
 
 static void
@@ -246,6 +365,14 @@ auth_mac_binds_key_nonces_and_every_field(void **state)
 	t.generation++;
 	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
 	assert_false(repl_mac_equal(ref, m));
+	t = a.u.auth;
+	t.primary_id++;
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = a.u.auth;
+	t.intent = REPL_INTENT_QUERY;
+	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
 	/* the MAC field itself is not an input */
 	t = a.u.auth;
 	memset(t.mac, 0xee, REPL_MAC_SIZE);
@@ -257,7 +384,7 @@ static void
 accept_mac_binds_the_descriptors_and_differs_from_auth(void **state)
 {
 	(void)state;
-	struct repl_accept acc = { .prev_generation = 1 };
+	struct repl_accept acc = { .generation = 1 };
 	memset(acc.mr_desc, 0x33, sizeof(acc.mr_desc));
 	uint8_t ref[REPL_MAC_SIZE], m[REPL_MAC_SIZE];
 	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &acc, ref), 0);
@@ -268,6 +395,31 @@ accept_mac_binds_the_descriptors_and_differs_from_auth(void **state)
 	acc.target_flags = REPL_TF_STAGING;
 	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &acc, m), 0);
 	assert_false(repl_mac_equal(ref, m));
+	acc.target_flags = 0;
+	/* every field of the header it reports */
+	struct repl_accept t = acc;
+	t.replica_id[3] ^= 1;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.uuid[0] ^= 1;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.owner++;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.hdr_seq++;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.hdr_flags = PMREP_REPLICA_F_CONSISTENT;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_true(repl_mac_equal(ref, m));
 }
 
 static void
