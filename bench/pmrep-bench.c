@@ -1151,6 +1151,15 @@ m_fan(void *arg, size_t size, unsigned qd, struct bench_samples *s)
 	return fan_run(arg, size, O.ms, s);
 }
 
+/* the mirror's record next to the mapping (its default state path) */
+static void
+state_unlink(const char *mapping)
+{
+	char p[300];
+	snprintf(p, sizeof(p), "%s.pmrep-state", mapping);
+	unlink(p);
+}
+
 /* --------------------------------------------------------- mirror level */
 
 struct mirror {
@@ -1223,6 +1232,7 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 				nrep, pmrep_err_to_str(ret), pmrep_err_msg());
 		(void) pmrep_pmem_close(&mi->pmem);
 		unlink(mi->path);
+		state_unlink(mi->path);
 		return -1;
 	}
 	mi->persist = pmrep_pmem_get_persist_fn(mi->pmem);
@@ -1241,8 +1251,10 @@ mirror_close(struct mirror *mi)
 			(int)PMREP_LOG_FATAL);
 	(void) pmrep_mirror_delete(&mi->m);
 	(void) pmrep_pmem_close(&mi->pmem);
-	if (mi->path[0])
+	if (mi->path[0]) {
 		unlink(mi->path);
+		state_unlink(mi->path);
+	}
 	mi->path[0] = '\0';
 }
 
