@@ -467,7 +467,9 @@ PMREP_API int pmrep_mirror_reconnect(struct pmrep_mirror *mirror,
  * pmrep_mirror_reconnect() and pmrep_mirror_delete() (within the cfg
  * timeout) first finish the post in flight, and its completions wait for
  * pmrep_mirror_poll; queued requests are posted after them. delete drops
- * requests still queued or not polled, without completing them.
+ * requests still queued or not polled, without completing them (the
+ * ranges of queued ones stay out of sync for every replica: a later
+ * mirror on the same record resyncs them).
  */
 
 /* One finished asynchronous persist (pmrep_mirror_poll). */
@@ -496,7 +498,8 @@ struct pmrep_mirror_completion {
  * Errors of the call itself (then no completion will come): PMREP_E_INVAL
  * (mirror NULL), PMREP_E_RANGE (outside the mapping), PMREP_E_AGAIN
  * (65536 requests outstanding, completions included: poll first),
- * PMREP_E_NOMEM.
+ * PMREP_E_PROVIDER (the mirror's record could not be written: nothing
+ * was persisted or posted), PMREP_E_NOMEM.
  * Not thread-safe: like every call on this mirror, one thread at a time.
  */
 PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,

@@ -269,6 +269,12 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	/* the CLOSE exchange needs no step in flight; requests still
 	 * queued or not polled are dropped */
 	mirror_batch_drain(m, repl_deadline(m->cfg.timeout_ms));
+	/* requests still queued are persisted locally and reached no
+	 * replica: out of sync for every one of them (no CLOSE, and the
+	 * next mirror on this record resyncs them) */
+	for (const struct async_req *q = m->queue.head; q != NULL; q = q->next)
+		for (unsigned i = 0; i < m->n; i++)
+			repl_bitmap_mark(m->r[i].oos, q->off, q->len);
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		if (r->state != PMREP_REPLICA_IN_SYNC || r->oos->nset != 0)
@@ -349,7 +355,7 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 		ret = PMREP_E_PROVIDER;
 	}
 	/* nothing in flight now */
-	int clr = mstate_al_clear(m->state, false);
+	int clr = mirror_al_clear(m);
 	if (ret == 0)
 		ret = clr;
 	mirror_async_advance(m);	/* what was queued meanwhile */

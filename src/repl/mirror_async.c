@@ -183,7 +183,7 @@ batch_check(struct pmrep_mirror *m)
 				(unsigned long long)m->b_off, m->batch.n,
 				pmrep_err_to_str(result));
 	/* nothing in flight now */
-	int clr = mstate_al_clear(m->state, false);
+	int clr = mirror_al_clear(m);
 	if (result == 0)
 		result = clr;
 	struct async_req *q;
@@ -193,6 +193,20 @@ batch_check(struct pmrep_mirror *m)
 	}
 	m->batch_active = false;
 	timer_set(m, -1);
+}
+
+/*
+ * the lazy clear of the activity log, with no step in flight: only while
+ * nothing is queued either -- a queued request is persisted locally and
+ * its regions were marked when it was submitted; they stay marked until
+ * it is posted and confirmed
+ */
+int
+mirror_al_clear(struct pmrep_mirror *m)
+{
+	if (m->queue.n != 0)
+		return 0;
+	return mstate_al_clear(m->state, false);
 }
 
 /* complete what can be completed and post what can be posted */
@@ -249,6 +263,16 @@ pmrep_mirror_persist_async(struct pmrep_mirror *m, size_t offset,
 		list_push(&m->done, q);		/* nothing to make durable */
 		done_signal(m);
 		return 0;
+	}
+	/* the record covers the range before it is persisted here: what is
+	 * durable locally and not confirmed by a replica is always in AL or
+	 * in that replica's OOS */
+	int ret = mstate_al_mark(m->state, offset, length);
+	if (ret) {
+		PMREP_LOG_ERR("asynchronous persist of %zu bytes at %zu: the mirror's record could not be written (%s)",
+				length, offset, pmrep_err_to_str(ret));
+		free(q);
+		return ret;
 	}
 	if (pmrep_pmem_persist(m->pmem, m->base + offset, length) != 0) {
 		/* posted all the same (the replicas get what the mapping

@@ -133,5 +133,6 @@ int mirror_step_result(const struct pmrep_mirror *m);
 void req_list_free(struct req_list *l);
 void mirror_async_advance(struct pmrep_mirror *m);
 void mirror_batch_drain(struct pmrep_mirror *m, long long deadline);
+int mirror_al_clear(struct pmrep_mirror *m);
 
 #endif /* PMREP_REPL_MIRROR_INT_H */
