@@ -166,6 +166,10 @@ st_persist(struct mirror_state *st, const void *ptr, size_t len,
 		const char *what)
 {
 	st->writes++;
+	/* one DEBUG line per record write (pmrep-bench counts them) */
+	if (pmrep_log_get_threshold() >= PMREP_LOG_DEBUG)
+		PMREP_LOG_DBG("mirror state file %s: record write %llu: %s, %zu bytes",
+				st->path, (unsigned long long)st->writes, what, len);
 	int ret = pmrep_pmem_persist(st->pmem, ptr, len);
 	if (ret)
 		PMREP_LOG_ERR("mirror state file %s: persisting %s failed: %s",
