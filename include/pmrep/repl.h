@@ -386,6 +386,7 @@ struct pmrep_replica_status {
  * Errors: PMREP_E_INVAL (NULL, no replica, no key, nil UUID, quorum above
  * the replica count; the record's set UUID or region size differs),
  * PMREP_E_MALFORMED (the record file holds no valid record),
+ * PMREP_E_BUSY (another mirror has the record file open),
  * PMREP_E_PROVIDER (the record file cannot be created, opened or
  * written: pmrep_err_errno()), PMREP_E_AUTH (a replica refused our key or failed to
  * prove its own), PMREP_E_RANGE (its data size differs from the mapping's),

@@ -39,6 +39,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +67,7 @@ struct mirror_state {
 	struct pmrep_pmem *pmem;	/* NULL: in memory */
 	uint8_t *base;
 	char *path;
+	int lock_fd;			/* holds flock(LOCK_EX) on the file; -1 */
 	/* the newest durable slot */
 	unsigned cur;			/* 0 / 1 */
 	uint64_t seq;
@@ -383,6 +386,7 @@ mstate_open(const char *path, const uint8_t uuid[PMREP_UUID_SIZE],
 		PMREP_LOG_ERR("out of memory for the mirror's record");
 		return PMREP_E_NOMEM;
 	}
+	st->lock_fd = -1;
 	st->data_size = data_size;
 	st->region_size = region_size;
 	st->nwords = nwords;
@@ -416,6 +420,24 @@ mstate_open(const char *path, const uint8_t uuid[PMREP_UUID_SIZE],
 		goto err;
 	}
 	st->base = pmrep_pmem_get_address(st->pmem);
+	/* one mirror per record: two would overwrite each other's slots */
+	st->lock_fd = open(path, O_RDWR | O_CLOEXEC);
+	if (st->lock_fd < 0 || flock(st->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		if (e == EWOULDBLOCK) {
+			PMREP_LOG_ERR("mirror state file %s is in use by another mirror",
+					path);
+			pmrep_err_set_errno(e);
+			ret = PMREP_E_BUSY;
+		} else {
+			ret = PMREP_ERR_PROVIDER(e, "locking the mirror state file");
+		}
+		if (create) {
+			(void) pmrep_pmem_close(&st->pmem);
+			(void) unlink(path);
+		}
+		goto err;
+	}
 	if (create) {
 		ret = st_format(st, uuid, generation);
 		if (ret == 0)
@@ -456,6 +478,8 @@ mstate_close(struct mirror_state **st_ptr)
 			PMREP_LOG_WARN("mirror state file %s: unmapping it: %s",
 					st->path, pmrep_err_to_str(ret));
 	}
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);	/* releases the lock */
 	free(st->path);
 	free(st);
 	*st_ptr = NULL;

@@ -26,8 +26,9 @@ struct mirror_state;
  * (PMREP_E_RANGE), region size (PMREP_E_INVAL) or a newer generation
  * (PMREP_E_STATE) is refused, logged with both values, and left as it
  * was. An older generation is raised to `generation` (crash-atomic).
- * Errors also: PMREP_E_MALFORMED (no valid slot; a file size that does
- * not fit its record), PMREP_E_INVAL (bad sizes), PMREP_E_NOMEM, the pmem
+ * The file is locked (flock) while open: PMREP_E_BUSY when another
+ * mirror holds it. Errors also: PMREP_E_MALFORMED (no valid slot; a file
+ * size that does not fit its record), PMREP_E_INVAL (bad sizes), PMREP_E_NOMEM, the pmem
  * layer's (opening, creating, persisting: PMREP_E_PROVIDER ...). A file
  * this call created is removed again when it fails.
  */

@@ -251,6 +251,26 @@ refusals_leave_the_file_byte_identical(void **state)
 }
 
 static void
+a_record_is_one_mirror_s_at_a_time(void **state)
+{
+	(void)state;
+	struct mirror_state *st = open_ok(1), *two = NULL;
+	size_t len0, len;
+	uint8_t *before = file_read(&len0);
+	assert_int_equal(mstate_open(path, uuid_a, 1, DATA, R, &two), PMREP_E_BUSY);
+	assert_null(two);
+	uint8_t *after = file_read(&len);
+	assert_memory_equal(after, before, len0);
+	free(after);
+	free(before);
+	assert_int_equal(mstate_set_rec_id(st, 0, id_1), 0);	/* still ours */
+	mstate_close(&st);
+	st = open_ok(1);	/* free again */
+	assert_memory_equal(mstate_rec_id(st, 0), id_1, PMREP_UUID_SIZE);
+	mstate_close(&st);
+}
+
+static void
 an_older_generation_is_raised(void **state)
 {
 	(void)state;
@@ -532,6 +552,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(a_new_file_is_0600_of_its_computed_size_and_loads_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(refusals_leave_the_file_byte_identical, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_older_generation_is_raised, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_record_is_one_mirror_s_at_a_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(every_torn_slot_update_decodes_old_or_new, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_activity_log_a_crash_left_is_folded_into_every_oos_on_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(marks_persist_new_words_only_and_a_clear_persists_oos_before_al, setup, teardown),
