@@ -332,6 +332,33 @@ PMREP_API int pmrep_mirror_cfg_set_timeout(struct pmrep_mirror_cfg *cfg,
  */
 PMREP_API int pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg,
 		bool force);
+/*
+ * pmrep_mirror_cfg_set_state_path -- where the mirror keeps its record
+ * (docs/PROTOCOL.md "Mirror state file"): its primary id, per replica
+ * slot the replica it last attached and the regions that replica may
+ * miss, and the activity log of the persists in flight. With the record
+ * in a file, a mirror started again after a crash or a clean stop
+ * resyncs only what the record holds (the regions of the persists that
+ * were in flight, and what a replica missed) instead of the whole
+ * mapping. The file (mode 0600, about (1 + 8) * data size / region size
+ * / 8 bytes plus 4 KiB) is created by pmrep_mirror_new when it does not
+ * exist; it belongs to one mapping, replica-set UUID and region size.
+ * Keep it next to the mapping, on storage at least as durable.
+ * `path` NULL: keep the record in memory only -- each pmrep_mirror_new
+ * then draws a new primary id, and a replica not left consistent by a
+ * clean pmrep_mirror_delete is resynced in full.
+ * Default (never called): `<mapping path>.pmrep-state` when the mapping
+ * is of a regular file; in memory for a device DAX (logged at NOTICE:
+ * restarts then resync in full unless a state path is set). The price
+ * of a persistent record on the persist path: one persist of the record
+ * (8 bytes of the activity log) the first time a region is written after
+ * the log was last cleared, and one clear per 64 newly
+ * written regions; none for a region already in the log.
+ * `path` is copied. Errors: PMREP_E_INVAL (cfg NULL, path empty),
+ * PMREP_E_NOMEM. Not thread-safe against other use of the same cfg.
+ */
+PMREP_API int pmrep_mirror_cfg_set_state_path(struct pmrep_mirror_cfg *cfg,
+		const char *path);
 
 /* How a replica's persistence is confirmed, chosen per replica. */
 enum pmrep_mirror_method {
@@ -354,7 +381,10 @@ enum pmrep_replica_state {
 struct pmrep_replica_status {
 	enum pmrep_replica_state state;
 	enum pmrep_mirror_method method;
-	uint64_t lag_bytes;	/* bytes of its out-of-sync regions (not yet confirmed) */
+	uint64_t lag_bytes;	/* bytes of its out-of-sync regions (not yet
+				 * confirmed); the data size while the mirror
+				 * has no record of this replica (not attached
+				 * since its record began) */
 	int last_error;		/* PMREP_E_* of its last failure, 0 if none */
 	uint64_t resyncs;	/* resyncs completed (full or incremental) */
 	uint64_t resync_bytes;	/* bytes copied by those resyncs */
@@ -373,11 +403,22 @@ struct pmrep_replica_status {
  * consistent at this generation), make the record cover it (out-of-sync
  * marks, replica id), then commit the attach (the target writes its claim
  * only then) and resync. `pmem` must stay open until the mirror is deleted.
+ * First the mirror's record is opened (pmrep_mirror_cfg_set_state_path:
+ * created, or loaded -- the regions of persists a crash left in flight
+ * become out of sync for every replica); a record file of another
+ * replica set or region size (PMREP_E_INVAL), of another data size
+ * (PMREP_E_RANGE) or of a newer generation (PMREP_E_STATE) fails the
+ * call before any replica is contacted and is left as it was; an older
+ * generation in it is raised to the cfg's.
  * Succeeds when the policy is met (every replica in sync; with a quorum k,
  * at least k); replicas that could not be reached are FAILED and wholly out
  * of sync (pmrep_mirror_reconnect).
  * Errors: PMREP_E_INVAL (NULL, no replica, no key, nil UUID, quorum above
- * the replica count), PMREP_E_AUTH (a replica refused our key or failed to
+ * the replica count; the record's set UUID or region size differs),
+ * PMREP_E_MALFORMED (the record file holds no valid record),
+ * PMREP_E_BUSY (another mirror has the record file open),
+ * PMREP_E_PROVIDER (the record file cannot be created, opened or
+ * written: pmrep_err_errno()), PMREP_E_AUTH (a replica refused our key or failed to
  * prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_INVAL (it belongs to another replica set: UUID), PMREP_E_STATE
  * (it holds a newer generation), PMREP_E_MALFORMED (a malformed handshake),
@@ -394,8 +435,12 @@ PMREP_API int pmrep_mirror_new(struct pmrep_pmem *pmem,
 /*
  * pmrep_mirror_delete -- finish: each replica in sync is told to mark its
  * header consistent for this generation (bounded by the cfg timeout), then
- * every connection is closed and everything freed. Errors: PMREP_E_INVAL;
- * failures on the way are logged, the mirror is freed anyway.
+ * the record's activity log is cleared (with nothing in flight, what it
+ * covered is in the replicas or in their out-of-sync sets), every
+ * connection is closed and everything freed; *mirror_ptr is NULL after.
+ * Errors: PMREP_E_INVAL (NULL); PMREP_E_PROVIDER (the record could not
+ * be written: the next mirror on it resyncs the regions it still holds).
+ * Other failures on the way are logged; the mirror is freed anyway.
  */
 PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
 /*
@@ -406,17 +451,23 @@ PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
  * confirmations. A replica whose write or persist step fails, errs or does
  * not confirm in time is FAILED, and the range (with everything it misses
  * later) is kept in its out-of-sync bitmap for a resync. A replica that is
- * not in sync only gets the range added to its bitmap.
+ * not in sync only gets the range added to its bitmap. Before anything is
+ * posted, the range's regions are recorded in the activity log of the
+ * mirror's record (durable when the record is a file; a region already
+ * there costs nothing).
  * Returns 0 only when the local persist is done and every replica the
  * policy requires confirmed durability of the range; never on an error
  * or a timeout. `length` 0 is a no-op.
  * Errors: PMREP_E_INVAL (NULL), PMREP_E_RANGE (outside the mapping),
+ * PMREP_E_PROVIDER (the record could not be written -- then nothing was
+ * posted or persisted -- or the local persist failed: pmrep_err_errno()),
  * PMREP_E_CONN_LOST (a required replica failed or is not in sync; with a
  * quorum: fewer than k confirmed), PMREP_E_TIMEOUT (a required replica did
  * not confirm in time -- also returned at once by later persists while a
  * replica that failed by timing out is not reconnected, so "slow" and
  * "gone" read alike until pmrep_mirror_reconnect; the replica's status has
- * its last_error). After an error the bytes are durable locally.
+ * its last_error). After an error other than PMREP_E_PROVIDER the bytes
+ * are durable locally.
  */
 PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
 		size_t length, int timeout_ms);
@@ -447,7 +498,9 @@ PMREP_API int pmrep_mirror_reconnect(struct pmrep_mirror *mirror,
  * pmrep_mirror_reconnect() and pmrep_mirror_delete() (within the cfg
  * timeout) first finish the post in flight, and its completions wait for
  * pmrep_mirror_poll; queued requests are posted after them. delete drops
- * requests still queued or not polled, without completing them.
+ * requests still queued or not polled, without completing them (the
+ * ranges of queued ones stay out of sync for every replica: a later
+ * mirror on the same record resyncs them).
  */
 
 /* One finished asynchronous persist (pmrep_mirror_poll). */
@@ -467,14 +520,17 @@ struct pmrep_mirror_completion {
  * the range is durable locally and every replica the policy requires
  * confirmed it durable (never on an error or a timeout); otherwise
  * PMREP_E_CONN_LOST (a required replica failed or is not in sync; quorum:
- * fewer than k confirmed) or PMREP_E_TIMEOUT (not confirmed within the
- * cfg timeout), and the range is kept out of sync for the replicas that
+ * fewer than k confirmed), PMREP_E_TIMEOUT (not confirmed within the
+ * cfg timeout) or PMREP_E_PROVIDER (the local persist failed, or the
+ * mirror's record could not be written before the post: then nothing
+ * was posted), and the range is kept out of sync for the replicas that
  * missed it (pmrep_mirror_reconnect). `length` 0 completes at once with
  * result 0.
  * Errors of the call itself (then no completion will come): PMREP_E_INVAL
  * (mirror NULL), PMREP_E_RANGE (outside the mapping), PMREP_E_AGAIN
  * (65536 requests outstanding, completions included: poll first),
- * PMREP_E_NOMEM.
+ * PMREP_E_PROVIDER (the mirror's record could not be written: nothing
+ * was persisted or posted), PMREP_E_NOMEM.
  * Not thread-safe: like every call on this mirror, one thread at a time.
  */
 PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,

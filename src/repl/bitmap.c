@@ -7,8 +7,8 @@
 #include "common/log.h"
 #include "bitmap.h"
 
-int
-repl_bitmap_init(struct repl_bitmap *b, uint64_t data_size, uint64_t region_size)
+static int
+sizes_check(uint64_t data_size, uint64_t region_size)
 {
 	if (data_size == 0 || region_size == 0 ||
 			(region_size & (region_size - 1)) != 0) {
@@ -17,6 +17,25 @@ repl_bitmap_init(struct repl_bitmap *b, uint64_t data_size, uint64_t region_size
 				(unsigned long long)region_size);
 		return PMREP_E_INVAL;
 	}
+	return 0;
+}
+
+size_t
+repl_bitmap_words(uint64_t data_size, uint64_t region_size)
+{
+	if (data_size == 0 || region_size == 0 ||
+			(region_size & (region_size - 1)) != 0)
+		return 0;
+	size_t nregions = (size_t)((data_size + region_size - 1) / region_size);
+	return (nregions + 63) / 64;
+}
+
+int
+repl_bitmap_init(struct repl_bitmap *b, uint64_t data_size, uint64_t region_size)
+{
+	int ret = sizes_check(data_size, region_size);
+	if (ret)
+		return ret;
 	b->nregions = (size_t)((data_size + region_size - 1) / region_size);
 	b->words = calloc((b->nregions + 63) / 64, sizeof(uint64_t));
 	if (b->words == NULL) {
@@ -27,13 +46,37 @@ repl_bitmap_init(struct repl_bitmap *b, uint64_t data_size, uint64_t region_size
 	b->region_size = region_size;
 	b->data_size = data_size;
 	b->nset = 0;
+	b->ext = false;
+	return 0;
+}
+
+int
+repl_bitmap_init_ext(struct repl_bitmap *b, uint64_t *words,
+		uint64_t data_size, uint64_t region_size)
+{
+	int ret = sizes_check(data_size, region_size);
+	if (ret)
+		return ret;
+	b->nregions = (size_t)((data_size + region_size - 1) / region_size);
+	b->words = words;
+	b->region_size = region_size;
+	b->data_size = data_size;
+	b->ext = true;
+	size_t nwords = (b->nregions + 63) / 64;
+	unsigned tail = (unsigned)(b->nregions % 64);
+	if (tail != 0 && (words[nwords - 1] >> tail) != 0)
+		words[nwords - 1] &= (1ull << tail) - 1;	/* no such regions */
+	b->nset = 0;
+	for (size_t w = 0; w < nwords; w++)
+		b->nset += (size_t)__builtin_popcountll(words[w]);
 	return 0;
 }
 
 void
 repl_bitmap_fini(struct repl_bitmap *b)
 {
-	free(b->words);
+	if (!b->ext)
+		free(b->words);
 	b->words = NULL;
 }
 

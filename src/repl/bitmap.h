@@ -16,11 +16,23 @@ struct repl_bitmap {
 	uint64_t region_size;	/* bytes, a power of two */
 	uint64_t data_size;	/* bytes; the last region may be shorter */
 	size_t nset;
+	bool ext;		/* words are the caller's (repl_bitmap_init_ext) */
 };
 
 /* PMREP_E_NOMEM / PMREP_E_INVAL (region_size not a power of two, size 0) */
 int repl_bitmap_init(struct repl_bitmap *b, uint64_t data_size,
 		uint64_t region_size);
+/*
+ * a bitmap over `words` the caller owns (e.g. inside a mapped file): at
+ * least repl_bitmap_words(data_size, region_size) of them, kept as they
+ * are except that bits past the last region are cleared; nset counts the
+ * set bits. fini leaves the words alone. PMREP_E_INVAL as above.
+ */
+int repl_bitmap_init_ext(struct repl_bitmap *b, uint64_t *words,
+		uint64_t data_size, uint64_t region_size);
+/* 64-bit words a bitmap of data_size / region_size needs (0: bad sizes) */
+size_t repl_bitmap_words(uint64_t data_size, uint64_t region_size);
+/* free the words unless they are the caller's */
 void repl_bitmap_fini(struct repl_bitmap *b);
 /* mark every region [offset, offset + len) touches; len 0: nothing */
 void repl_bitmap_mark(struct repl_bitmap *b, uint64_t offset, uint64_t len);

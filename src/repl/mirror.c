@@ -87,8 +87,58 @@ mirror_free(struct pmrep_mirror *m)
 	if (m->tfd >= 0)
 		close(m->tfd);
 	mstate_close(&m->state);
+	free(m->state_path);
 	repl_wipe(m->cfg.key, sizeof(m->cfg.key));
 	free(m);
+}
+
+/*
+ * where the record lives: the cfg's state path (NULL: in memory), else by
+ * default "<mapping path>.pmrep-state" for a regular file and in memory
+ * for a device DAX
+ */
+static int
+mirror_state_path(struct pmrep_mirror *m, const struct pmrep_mirror_cfg *cfg)
+{
+	const char *p = NULL;
+	char *dflt = NULL;
+	if (cfg->state_path_set) {
+		p = cfg->state_path;
+	} else if (pmrep_pmem_is_devdax(m->pmem)) {
+		PMREP_LOG(PMREP_LOG_NOTICE, "mirror of the device DAX %s: its record is kept in memory only, so a restart resyncs every replica in full unless a state path is set (pmrep_mirror_cfg_set_state_path)",
+				pmrep_pmem_get_path(m->pmem));
+	} else {
+		const char *lp = pmrep_pmem_get_path(m->pmem);
+		size_t n = strlen(lp) + sizeof(".pmrep-state");
+		dflt = malloc(n);
+		if (dflt == NULL) {
+			PMREP_LOG_ERR("out of memory for the mirror state path");
+			return PMREP_E_NOMEM;
+		}
+		snprintf(dflt, n, "%s.pmrep-state", lp);
+		m->state_path = dflt;
+		return 0;
+	}
+	if (p != NULL) {
+		m->state_path = strdup(p);
+		if (m->state_path == NULL) {
+			PMREP_LOG_ERR("out of memory for the mirror state path");
+			return PMREP_E_NOMEM;
+		}
+	}
+	return 0;
+}
+
+/*
+ * after an attach: a replica that got past its handshake is known to the
+ * record from now on (the attach code clears r->unknown when it commits;
+ * this covers an attach that says so only by its state)
+ */
+static void
+attach_known(struct replica *r)
+{
+	if (r->state != PMREP_REPLICA_FAILED)
+		r->unknown = false;
 }
 
 int
@@ -114,14 +164,25 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	m->pmem = pmem;
 	m->base = pmrep_pmem_get_address(pmem);
 	m->size = pmrep_pmem_get_size(pmem);
-	m->persist = pmrep_pmem_get_persist_fn(pmem);
 	m->cfg = *cfg;
+	m->cfg.state_path = NULL;	/* the cfg's; ours is m->state_path */
 	m->next_seq = 1;
 	m->epfd = m->efd = m->tfd = -1;
-	int ret = mstate_open(NULL, cfg->uuid, cfg->generation, m->size,
-			cfg->region_size, &m->state);
+	int ret = mirror_state_path(m, cfg);
 	if (ret)
 		goto err;
+	ret = mstate_open(m->state_path, cfg->uuid, cfg->generation, m->size,
+			cfg->region_size, &m->state);
+	if (ret) {
+		/* the summary carries mstate_open's reason */
+		char why[256];
+		snprintf(why, sizeof(why), "%s", pmrep_err_msg());
+		int e = pmrep_err_errno();
+		PMREP_LOG_ERR("mirror: cannot open its record (state file %s): %s",
+				m->state_path, why[0] ? why : pmrep_err_to_str(ret));
+		pmrep_err_set_errno(e);
+		goto err;
+	}
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
 	m->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -150,6 +211,8 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 			goto err;
 		}
 		r->oos = mstate_oos(m->state, i);
+		/* no record of the replica in this slot: all of it may differ */
+		r->unknown = replica_uuid_is_nil(mstate_rec_id(m->state, i));
 	}
 	int first_err = 0, first_errno = 0;
 	const struct replica *first = NULL;
@@ -160,6 +223,7 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		/* the resync of a new mirror has no overall limit: each
 		 * step has the cfg timeout */
 		ret = replica_attach(&m->r[i], repl_deadline(cfg->timeout_ms), -1);
+		attach_known(&m->r[i]);
 		if (ret && first_err == 0) {
 			first_err = ret;
 			first_errno = pmrep_err_errno();
@@ -205,6 +269,12 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	/* the CLOSE exchange needs no step in flight; requests still
 	 * queued or not polled are dropped */
 	mirror_batch_drain(m, repl_deadline(m->cfg.timeout_ms));
+	/* requests still queued are persisted locally and reached no
+	 * replica: out of sync for every one of them (no CLOSE, and the
+	 * next mirror on this record resyncs them) */
+	for (const struct async_req *q = m->queue.head; q != NULL; q = q->next)
+		for (unsigned i = 0; i < m->n; i++)
+			repl_bitmap_mark(m->r[i].oos, q->off, q->len);
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		if (r->state != PMREP_REPLICA_IN_SYNC || r->oos->nset != 0)
@@ -223,9 +293,15 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 			PMREP_LOG_WARN("replica %u: could not mark it consistent (%s); it will be resynced in full next time",
 					i, pmrep_err_to_str(ret));
 	}
+	/* nothing in flight: what AL covers is on the replicas or in their
+	 * OOS sets (made durable first) */
+	int ret = mstate_al_clear(m->state, true);
+	if (ret)
+		PMREP_LOG_ERR("mirror: clearing the activity log of its record failed (%s): the next mirror on it resyncs those regions",
+				pmrep_err_to_str(ret));
 	mirror_free(m);
 	*mirror_ptr = NULL;
-	return 0;
+	return ret;
 }
 
 int
@@ -247,6 +323,14 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 	/* one step in flight per replica: the asynchronous one first */
 	mirror_batch_drain(m, deadline);
 
+	/* the record covers the range before any of it is posted */
+	ret = mstate_al_mark(m->state, offset, length);
+	if (ret) {
+		PMREP_LOG_ERR("persist of %zu bytes at %zu: the mirror's record could not be written (%s): nothing posted",
+				length, offset, pmrep_err_to_str(ret));
+		mirror_async_advance(m);
+		return ret;
+	}
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		if (r->state != PMREP_REPLICA_IN_SYNC) {
@@ -257,13 +341,23 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 		if (ret)
 			replica_fail(r, ret, offset, length);
 	}
-	m->persist(m->base + offset, length);	/* meanwhile, locally */
+	/* meanwhile, locally */
+	int local = pmrep_pmem_persist(m->pmem, m->base + offset, length);
 	mirror_wait_pending(m, deadline);
 
 	ret = mirror_step_result(m);
 	if (ret)
 		PMREP_LOG_ERR("persist of %zu bytes at %zu: %u of %u replicas confirmed, %u required",
 				length, offset, mirror_in_sync_count(m), m->n, mirror_required(m));
+	if (local) {
+		PMREP_LOG_ERR("persist of %zu bytes at %zu: the local persist failed (%s)",
+				length, offset, pmrep_err_to_str(local));
+		ret = PMREP_E_PROVIDER;
+	}
+	/* nothing in flight now */
+	int clr = mirror_al_clear(m);
+	if (ret == 0)
+		ret = clr;
 	mirror_async_advance(m);	/* what was queued meanwhile */
 	return ret;
 }
@@ -295,6 +389,7 @@ pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 			if (deadline >= 0 && deadline < d)
 				d = deadline;
 			ret = replica_attach(r, d, deadline);
+			attach_known(r);
 		} else {
 			ret = replica_resync(r, deadline);
 		}
@@ -329,7 +424,8 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 	const struct replica *r = &m->r[index];
 	st->state = r->state;
 	st->method = r->method;
-	st->lag_bytes = repl_bitmap_dirty_bytes(r->oos);
+	st->lag_bytes = r->unknown ? (uint64_t)m->size :
+		repl_bitmap_dirty_bytes(r->oos);
 	st->last_error = r->last_error;
 	st->resyncs = r->resyncs;
 	st->resync_bytes = r->resync_bytes;

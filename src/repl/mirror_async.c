@@ -120,6 +120,19 @@ batch_start(struct pmrep_mirror *m)
 	}
 	m->b_off = lo;
 	m->b_len = hi - lo;
+	/* the record covers the range before any of it is posted */
+	int ret = mstate_al_mark(m->state, lo, hi - lo);
+	if (ret) {
+		PMREP_LOG_ERR("asynchronous persist of %llu bytes at %llu (%zu requests): the mirror's record could not be written (%s): nothing posted",
+				(unsigned long long)(hi - lo),
+				(unsigned long long)lo, m->batch.n,
+				pmrep_err_to_str(ret));
+		while ((q = list_pop(&m->batch)) != NULL) {
+			q->result = ret;
+			list_push(&m->done, q);
+		}
+		return;
+	}
 	m->batch_active = true;
 	m->b_deadline = repl_deadline(m->cfg.timeout_ms);
 	for (unsigned i = 0; i < m->n; i++) {
@@ -128,7 +141,7 @@ batch_start(struct pmrep_mirror *m)
 			repl_bitmap_mark(r->oos, lo, hi - lo);
 			continue;
 		}
-		int ret = replica_post_range(r, lo, hi - lo);
+		ret = replica_post_range(r, lo, hi - lo);
 		if (ret)
 			replica_fail(r, ret, lo, hi - lo);
 	}
@@ -169,13 +182,31 @@ batch_check(struct pmrep_mirror *m)
 				(unsigned long long)m->b_len,
 				(unsigned long long)m->b_off, m->batch.n,
 				pmrep_err_to_str(result));
+	/* nothing in flight now */
+	int clr = mirror_al_clear(m);
+	if (result == 0)
+		result = clr;
 	struct async_req *q;
 	while ((q = list_pop(&m->batch)) != NULL) {
-		q->result = result;
+		q->result = q->local_err ? q->local_err : result;
 		list_push(&m->done, q);
 	}
 	m->batch_active = false;
 	timer_set(m, -1);
+}
+
+/*
+ * the lazy clear of the activity log, with no step in flight: only while
+ * nothing is queued either -- a queued request is persisted locally and
+ * its regions were marked when it was submitted; they stay marked until
+ * it is posted and confirmed
+ */
+int
+mirror_al_clear(struct pmrep_mirror *m)
+{
+	if (m->queue.n != 0)
+		return 0;
+	return mstate_al_clear(m->state, false);
 }
 
 /* complete what can be completed and post what can be posted */
@@ -233,7 +264,23 @@ pmrep_mirror_persist_async(struct pmrep_mirror *m, size_t offset,
 		done_signal(m);
 		return 0;
 	}
-	m->persist(m->base + offset, length);
+	/* the record covers the range before it is persisted here: what is
+	 * durable locally and not confirmed by a replica is always in AL or
+	 * in that replica's OOS */
+	int ret = mstate_al_mark(m->state, offset, length);
+	if (ret) {
+		PMREP_LOG_ERR("asynchronous persist of %zu bytes at %zu: the mirror's record could not be written (%s)",
+				length, offset, pmrep_err_to_str(ret));
+		free(q);
+		return ret;
+	}
+	if (pmrep_pmem_persist(m->pmem, m->base + offset, length) != 0) {
+		/* posted all the same (the replicas get what the mapping
+		 * holds), but its outcome is this failure */
+		PMREP_LOG_ERR("asynchronous persist of %zu bytes at %zu: the local persist failed",
+				length, offset);
+		q->local_err = PMREP_E_PROVIDER;
+	}
 	list_push(&m->queue, q);
 	mirror_async_advance(m);
 	return 0;

@@ -73,6 +73,7 @@ pmrep_mirror_cfg_delete(struct pmrep_mirror_cfg **cfg_ptr)
 		free(cfg->r[i].addr);
 		free(cfg->r[i].port);
 	}
+	free(cfg->state_path);
 	repl_wipe(cfg->key, sizeof(cfg->key));
 	free(cfg);
 	*cfg_ptr = NULL;
@@ -206,5 +207,27 @@ pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg, bool force)
 {
 	CHECK_ARG(cfg);
 	cfg->force_gpspm = force;
+	return 0;
+}
+
+int
+pmrep_mirror_cfg_set_state_path(struct pmrep_mirror_cfg *cfg, const char *path)
+{
+	CHECK_ARG(cfg);
+	char *p = NULL;
+	if (path != NULL) {
+		if (path[0] == '\0') {
+			PMREP_LOG_ERR("invalid argument: the mirror state path is empty");
+			return PMREP_E_INVAL;
+		}
+		p = strdup(path);
+		if (p == NULL) {
+			PMREP_LOG_ERR("out of memory for the mirror state path");
+			return PMREP_E_NOMEM;
+		}
+	}
+	free(cfg->state_path);
+	cfg->state_path = p;
+	cfg->state_path_set = true;
 	return 0;
 }

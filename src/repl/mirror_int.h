@@ -29,6 +29,7 @@ struct async_req {
 	uint64_t off, len;
 	void *ctx;
 	int result;
+	int local_err;		/* the local persist failed: the result */
 };
 
 struct req_list {
@@ -52,6 +53,8 @@ struct pmrep_mirror_cfg {
 	uint64_t region_size;
 	int timeout_ms;
 	bool force_gpspm;
+	bool state_path_set;	/* pmrep_mirror_cfg_set_state_path was called */
+	char *state_path;	/* its path (NULL: in memory); owned by the cfg */
 };
 
 struct replica {
@@ -83,9 +86,9 @@ struct pmrep_mirror {
 	struct pmrep_pmem *pmem;
 	uint8_t *base;
 	size_t size;
-	pmrep_pmem_persist_fn *persist;
 	struct pmrep_mirror_cfg cfg;	/* copy; replica strings owned by r[] */
 	struct mirror_state *state;	/* the record (docs/PROTOCOL.md) */
+	char *state_path;		/* its file (NULL: in memory) */
 	uint64_t next_seq;
 	unsigned n;
 	struct replica r[PMREP_MIRROR_MAX_REPLICAS];
@@ -130,5 +133,6 @@ int mirror_step_result(const struct pmrep_mirror *m);
 void req_list_free(struct req_list *l);
 void mirror_async_advance(struct pmrep_mirror *m);
 void mirror_batch_drain(struct pmrep_mirror *m, long long deadline);
+int mirror_al_clear(struct pmrep_mirror *m);
 
 #endif /* PMREP_REPL_MIRROR_INT_H */

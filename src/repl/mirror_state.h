@@ -17,14 +17,20 @@ struct mirror_state;
 
 /*
  * open the record: `path` NULL -- in memory, a fresh random primary id, no
- * rec_id, empty sets. Otherwise create the state file (mode 0600) or load
- * it; a loaded record folds AL into every OOS[i] that has a rec_id (the
- * writes a crash may have left in flight) before it is used. A file of
- * another set UUID (PMREP_E_INVAL), data size (PMREP_E_RANGE), region size
- * (PMREP_E_INVAL) or a newer generation (PMREP_E_STATE) is refused, logged
- * with both values, and left as it was. An older generation is raised to
- * `generation` (crash-atomic). Errors also: PMREP_E_MALFORMED (no valid
- * slot), PMREP_E_NOMEM, the pmem layer's.
+ * rec_id, empty sets. Otherwise create the state file (mode 0600, its size
+ * computed from data_size and region_size, a random primary id) or load
+ * it; a loaded record folds AL into every OOS[i] (the writes a crash may
+ * have left in flight; the slots with a rec_id need it, for the others it
+ * costs at most a redundant copy), makes that durable and clears AL,
+ * before it is used. A file of another set UUID (PMREP_E_INVAL), data size
+ * (PMREP_E_RANGE), region size (PMREP_E_INVAL) or a newer generation
+ * (PMREP_E_STATE) is refused, logged with both values, and left as it
+ * was. An older generation is raised to `generation` (crash-atomic).
+ * The file is locked (flock) while open: PMREP_E_BUSY when another
+ * mirror holds it. Errors also: PMREP_E_MALFORMED (no valid slot; a file
+ * size that does not fit its record), PMREP_E_INVAL (bad sizes), PMREP_E_NOMEM, the pmem
+ * layer's (opening, creating, persisting: PMREP_E_PROVIDER ...). A file
+ * this call created is removed again when it fails.
  */
 int mstate_open(const char *path, const uint8_t uuid[PMREP_UUID_SIZE],
 		uint64_t generation, uint64_t data_size, uint64_t region_size,

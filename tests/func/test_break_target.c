@@ -145,12 +145,8 @@ teardown(void **state)
 	tgt_halt(c);
 	(void) pmrep_target_delete(&c->g.t);
 	(void) pmrep_pmem_close(&c->src);
-	char path[128];
-	snprintf(path, sizeof(path), "%s/source", c->dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/replica", c->dir);
-	unlink(path);
-	rmdir(c->dir);
+	/* source, replica and the mirrors' state files */
+	(void) func_rm_rf(c->dir);
 	free(c);
 	return 0;
 }

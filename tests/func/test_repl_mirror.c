@@ -504,6 +504,10 @@ t11_page_cache_local_mapping_is_mirrored(void **state)
 	pmrep_mirror_cfg_delete(&c);
 	pmrep_pmem_close(&local);
 	assert_int_equal(unlink(path), 0);
+	/* and the mirror's record next to it (the default state path) */
+	char spath[300];
+	snprintf(spath, sizeof(spath), "%s.pmrep-state", path);
+	assert_int_equal(unlink(spath), 0);
 }
 
 static void
@@ -609,13 +613,23 @@ other_replica_set_and_newer_generation_are_refused(void **state)
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);	/* claims it */
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 
+	/* the mapping's record (its default state file) is of uuid_a and
+	 * generation 3: it refuses first, the target sees nothing */
 	struct pmrep_mirror_cfg *cb = mcfg(g->port, uuid_b, 3);
 	expect_refusal(g->port, local, cb, PMREP_E_INVAL);
+	struct pmrep_mirror_cfg *old = mcfg(g->port, uuid_a, 2);
+	expect_refusal(g->port, local, old, PMREP_E_STATE);
 	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
+	assert_int_equal(ts.sessions_refused, 0);
+
+	/* without a record file: the target refuses */
+	assert_int_equal(pmrep_mirror_cfg_set_state_path(cb, NULL), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_state_path(old, NULL), 0);
+	expect_refusal(g->port, local, cb, PMREP_E_INVAL);
 	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_INVAL);
 
-	struct pmrep_mirror_cfg *old = mcfg(g->port, uuid_a, 2);
 	expect_refusal(g->port, local, old, PMREP_E_STATE);
 	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_STATE);
