@@ -43,9 +43,10 @@ struct ctx {
 	char port[8];
 };
 
-/* fail every persist of a mapping other than the source's, from now on */
+/* fail every persist of the replica's mapping, from now on (the mirror's
+ * own mappings -- its source and its state file -- persist as usual) */
 static atomic_bool fail_target;
-static struct pmrep_pmem *source_pmem;
+static char replica_path[128];
 static atomic_int target_persists, target_failures;
 
 static int
@@ -53,7 +54,7 @@ persist_hook(struct pmrep_pmem *pmem, const void *ptr, size_t len)
 {
 	(void)ptr;
 	(void)len;
-	if (pmem == source_pmem)
+	if (strcmp(pmrep_pmem_get_path(pmem), replica_path) != 0)
 		return 0;
 	atomic_fetch_add(&target_persists, 1);
 	if (!atomic_load(&fail_target))
@@ -84,13 +85,13 @@ setup(void **state)
 	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE, SIZE,
 			PMREP_PMEM_GRANULARITY_PAGE, &c->src), 0);
 	memset(pmrep_pmem_get_address(c->src), 0x3c, SIZE);
-	source_pmem = c->src;
 	atomic_store(&fail_target, false);
 	atomic_store(&target_persists, 0);
 	atomic_store(&target_failures, 0);
 	pmrep_test_hooks.pmem_persist = persist_hook;
 
 	snprintf(c->rpath, sizeof(c->rpath), "%s/replica", c->dir);
+	snprintf(replica_path, sizeof(replica_path), "%s", c->rpath);
 	struct pmrep_target_cfg *cfg;
 	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
 	assert_int_equal(pmrep_target_cfg_set_path(cfg, c->rpath), 0);
@@ -120,6 +121,8 @@ teardown(void **state)
 	(void) pmrep_pmem_close(&c->src);
 	char path[128];
 	snprintf(path, sizeof(path), "%s/source", c->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/source.pmrep-state", c->dir);
 	unlink(path);
 	unlink(c->rpath);
 	rmdir(c->dir);
