@@ -49,7 +49,7 @@ sim_rng_below(struct sim_rng *r, uint64_t n)
 
 enum sim_fault {
 	SIM_F_NONE = 0,
-	SIM_F_DROP,		/* the packet vanishes; its sender is never told */
+	SIM_F_DROP,		/* lost: its direction stalls (RC) until the conn ends */
 	SIM_F_CUT_AT,		/* the connection breaks instead of delivering it */
 	SIM_F_CUT_AFTER,	/* delivered, then the connection breaks (no ack) */
 	SIM_F_DUP,		/* a message (send) is delivered twice */

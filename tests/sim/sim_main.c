@@ -183,10 +183,9 @@ data_ok(const uint8_t *data, const uint32_t *floor, char *why, size_t n)
 {
 	for (size_t u = 0; u < NUNITS; u++) {
 		uint64_t v = get_le64(data + u * 8);
-		uint32_t c = S.last_done[u];
-		uint32_t need = floor ? floor[u] : 0;
-		if (need > c)
-			c = need;
+		/* identical: the last completed persist; durable (a crash
+		 * image): what this replica confirmed */
+		uint32_t c = floor ? floor[u] : S.last_done[u];
 		uint32_t id = (uint32_t)(v >> 32), idx = (uint32_t)v;
 		bool ok;
 		if (v == 0)
@@ -196,10 +195,9 @@ data_ok(const uint8_t *data, const uint32_t *floor, char *why, size_t n)
 				covers(id, u);
 		if (!ok) {
 			snprintf(why, n, "unit %zu (byte %zu of the data area) holds 0x%016" PRIx64
-					" (persist %u, unit %u); the last completed persist covering it is %u%s",
-					u, u * 8, v, id, idx, S.last_done[u],
-					floor && floor[u] > S.last_done[u] ?
-					" (this replica confirmed later)" : "");
+					" (persist %u, unit %u); the last %s persist covering it is %u",
+					u, u * 8, v, id, idx, floor ?
+					"completed and confirmed by it" : "completed", c);
 			return false;
 		}
 	}

@@ -18,6 +18,8 @@
  *   remote MR's persist function (none set: the write counts as durable);
  *   the sender's completion (signalled ones; errors always) is made at
  *   delivery;
+ * - a dropped packet stalls its direction (RC retransmits, never skips):
+ *   nothing behind it is delivered until the connection ends;
  * - a lost connection (a cut) ends both ends: LOST once each, every
  *   outstanding request and receive completed with IBV_WC_WR_FLUSH_ERR,
  *   queued packets dropped; a local disconnect is CLOSED at once locally
@@ -27,6 +29,7 @@
  * so the target's epoll works; every wait runs the world (sim_wait).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1026,6 +1029,13 @@ sim_prov_deliver_one(struct sim_rng *rng, bool faults,
 		p->release = now + sim_cfg_delay_ms();
 		return true;
 	}
+	if (f == SIM_F_DROP) {
+		/* RC never skips a packet: a lost one stalls its direction
+		 * (retries that never get through) until the connection
+		 * ends; what follows it waits behind it */
+		p->release = LLONG_MAX;
+		return true;
+	}
 	/* off the queue */
 	s->qh = p->next;
 	if (s->qh == NULL)
@@ -1033,13 +1043,6 @@ sim_prov_deliver_one(struct sim_rng *rng, bool faults,
 	p->next = NULL;
 	uint64_t sid = s->id;
 
-	if (f == SIM_F_DROP) {
-		if (p->kind == PK_DISCONNECT)
-			s->dead = true;
-		sender_done(s, p, false);
-		end_maybe_free(s);
-		return true;
-	}
 	if (f == SIM_F_CUT_AT) {
 		sender_done(s, p, false);
 		cut_pair(s);
@@ -1087,6 +1090,7 @@ sim_prov_next_release(void)
 	for (uint64_t id = 1; id < P.nends; id++) {
 		struct sim_end *e = P.ends[id];
 		if (e && e->qh && e->qh->release > now &&
+				e->qh->release != LLONG_MAX &&
 				(best < 0 || e->qh->release < best))
 			best = e->qh->release;
 	}

@@ -446,9 +446,10 @@ persist_event(unsigned proc)
 void
 sim_file_event(struct sim_file *f, size_t off, size_t len)
 {
-	if (persist_event(f->proc))
-		return;
-	sim_file_persisted(f, off, len);
+	/* it already happened (the call returned): a crash comes after it */
+	if (!W.crashed[f->proc])
+		sim_file_persisted(f, off, len);
+	(void) persist_event(f->proc);
 }
 
 int
