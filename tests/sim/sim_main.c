@@ -701,8 +701,15 @@ setup_world(void)
 		return;
 	}
 	S.logf = sim_file_add(SIM_PROC_WRITER, S.log_path, false);
-	if (S.sc == SC_WRITER)
+	/* the mirror's record: its own path in scenario (f), else the
+	 * default next to the mapping (once the state file exists) */
+	if (S.sc == SC_WRITER && pmrep_mirror_cfg_set_state_path) {
 		S.statef = sim_file_add(SIM_PROC_WRITER, S.state_path, false);
+	} else {
+		char p[300];
+		snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
+		S.statef = sim_file_add(SIM_PROC_WRITER, p, false);
+	}
 	/* the writer's history before the mirror: persist 1 over everything */
 	uint32_t id = new_persist(0, DATA_SIZE);
 	(void) pmrep_pmem_persist(S.pmem, S.base, DATA_SIZE);
@@ -864,6 +871,7 @@ struct run_stats {
 	uint64_t events[SIM_MAX_PROCS];
 	uint64_t setup_events[SIM_MAX_PROCS];
 	uint64_t first_accept[MAX_TARGETS];	/* delivery index, or UINT64_MAX */
+	uint8_t *is_send;			/* per delivery (malloc'd; may be NULL) */
 };
 
 
@@ -904,6 +912,9 @@ run_schedule(struct run_stats *rs)
 		size_t n;
 		const struct sim_delivery *log = sim_delivery_log(&n);
 		rs->deliveries = n;
+		rs->is_send = malloc(n ? n : 1);
+		for (size_t i = 0; rs->is_send && i < n; i++)
+			rs->is_send[i] = log[i].kind == 5;
 		for (unsigned p = 0; p < SIM_MAX_PROCS; p++)
 			rs->events[p] = sim_persist_events(p);
 		for (unsigned t = 0; t < MAX_TARGETS; t++) {
@@ -1030,6 +1041,8 @@ run_id(uint64_t id, struct run_stats *rs_out)
 				(unsigned)((id >> 54) & 3), 0, (uint32_t)id), NULL);
 		S.ntargets = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT) ? 2 : 1;
 		run_schedule(&base);
+		free(base.is_send);
+		base.is_send = NULL;
 		S.verbose = v;
 		S.ntargets = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT) ? 2 : 1;
 		decode(id, &base);
@@ -1083,6 +1096,9 @@ run_harness(uint64_t seed, unsigned budget)
 				for (unsigned k = SIM_F_DROP; k < SIM_F_NPACKET; k++) {
 					if (n == cap)
 						break;
+					/* only a message can be duplicated */
+					if (k == SIM_F_DUP && !(b->is_send && b->is_send[i]))
+						continue;
 					list[n++] = sched_id(T_PACKET, sc, m,
 							(uint64_t)k << 16 | i, s32);
 				}
@@ -1098,7 +1114,12 @@ run_harness(uint64_t seed, unsigned budget)
 			}
 		}
 	}
+	for (unsigned sc = 0; sc < SC_NSCENARIOS; sc++)
+		for (unsigned m = 0; m < M_N; m++)
+			free(bases[sc][m].is_send);
 	shuffle(list, n, seed);
+	printf("enumerated: %u fault-free runs, %zu single-fault schedules\n",
+			ran, n);
 	size_t want = budget > ran ? budget - ran : 0;
 	size_t single = want < n ? want : n;
 	for (size_t i = 0; i < single; i++, ran++)
@@ -1126,6 +1147,7 @@ named_lost_accept(uint64_t seed)
 		uint32_t s32 = pair_seed(seed, SC_LOST_ACCEPT, m);
 		struct run_stats b;
 		run_id(sched_id(T_BASE, SC_LOST_ACCEPT, m, 0, s32), &b);
+		free(b.is_send);
 		if (b.first_accept[0] == UINT64_MAX) {
 			printf("lost_accept (%s): no ACCEPT from replica 0 in the fault-free run\n",
 					m_names[m]);
@@ -1155,6 +1177,7 @@ named_torn_header(uint64_t seed)
 		uint32_t s32 = pair_seed(seed, SC_FRESH, m);
 		struct run_stats b;
 		run_id(sched_id(T_BASE, SC_FRESH, m, 0, s32), &b);
+		free(b.is_send);
 		for (uint64_t e = b.setup_events[1] + 1; e <= b.events[1]; e++) {
 			for (unsigned v = 0; v < 8; v++) {
 				runs++;
@@ -1179,6 +1202,7 @@ named_writer_restart(uint64_t seed)
 		uint32_t s32 = pair_seed(seed, SC_WRITER, m);
 		struct run_stats b;
 		run_id(sched_id(T_BASE, SC_WRITER, m, 0, s32), &b);
+		free(b.is_send);
 		/* crash at the writer's last persist event of the scenario
 		 * body (after its persists, before the clean close) */
 		uint64_t e = b.events[SIM_PROC_WRITER] > b.setup_events[SIM_PROC_WRITER] + 1 ?
@@ -1216,7 +1240,7 @@ usage(void)
 	fprintf(stderr,
 		"usage: pmrep_sim [--schedules N] [--seed S] [--replay ID] [--expect-violation]\n"
 		"                 [--named lost_accept|torn_header|writer_restart]\n"
-		"  --schedules N       schedules to run (default 2000; env PMREP_SIM_SCHEDULES;\n"
+		"  --schedules N       schedules to run (default 6000, ASan 1000; env PMREP_SIM_SCHEDULES;\n"
 		"                      50 under PMREP_TEST_UNDER_VALGRIND)\n"
 		"  --seed S            the base seed (default 1)\n"
 		"  --replay ID         rerun one schedule (its hex id) verbosely\n"
@@ -1227,7 +1251,13 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-	unsigned budget = 2000;
+	/* release: every single-fault schedule of the enumeration and
+	 * combinations after them (about 15 s); sanitizers are slower */
+#if defined(__SANITIZE_ADDRESS__)
+	unsigned budget = 1000;
+#else
+	unsigned budget = 6000;
+#endif
 	uint64_t seed = 1, replay = 0;
 	bool expect = false, have_replay = false;
 	const char *named = NULL;
