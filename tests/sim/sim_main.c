@@ -114,7 +114,7 @@ static struct {
 	char why[512];
 	bool restarted_writer;
 	uint64_t restart_resync_bytes;
-	bool writer_crash_requested;	/* SC_WRITER: crash after persist k */
+	uint64_t last_persist_event;	/* the writer's, after its last persist */
 	/* what a fault-free run saw */
 	uint64_t setup_deliveries;
 	uint64_t setup_events[SIM_MAX_PROCS];
@@ -518,6 +518,7 @@ op_persist(void)
 			ret ? pmrep_err_to_str(ret) : "ok");
 	/* the local persist happened: a persist event of the writer */
 	sim_file_event(S.logf, off, len);
+	S.last_persist_event = sim_persist_events(SIM_PROC_WRITER);
 	if (writer_check_crash())
 		return false;
 	check_point("after a persist returned");
@@ -870,6 +871,8 @@ struct run_stats {
 	uint64_t setup_deliveries;
 	uint64_t events[SIM_MAX_PROCS];
 	uint64_t setup_events[SIM_MAX_PROCS];
+	uint64_t body_events[SIM_MAX_PROCS];	/* before the heal */
+	uint64_t last_persist_event;
 	uint64_t first_accept[MAX_TARGETS];	/* delivery index, or UINT64_MAX */
 	uint8_t *is_send;			/* per delivery (malloc'd; may be NULL) */
 };
@@ -894,6 +897,7 @@ run_schedule(struct run_stats *rs)
 	S.why[0] = '\0';
 	S.restarted_writer = false;
 	S.restart_resync_bytes = UINT64_MAX;
+	S.last_persist_event = 0;
 	pmrep_log_set_threshold(S.verbose ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
 
 	sim_faults_enable(false);
@@ -906,6 +910,11 @@ run_schedule(struct run_stats *rs)
 	sim_faults_enable(true);
 	if (!S.violated)
 		scenario_body();
+	if (rs) {
+		for (unsigned p = 0; p < SIM_MAX_PROCS; p++)
+			rs->body_events[p] = sim_persist_events(p);
+		rs->last_persist_event = S.last_persist_event;
+	}
 	heal_and_close();
 
 	if (rs) {
@@ -992,8 +1001,8 @@ decode(uint64_t id, const struct run_stats *base)
 			if (sim_rng_below(&r, 5) == 0) {
 				unsigned p = (unsigned)sim_rng_below(&r,
 						(uint64_t)S.ntargets + 1);
-				uint64_t ev = base->events[p] > base->setup_events[p] ?
-					base->events[p] - base->setup_events[p] : 1;
+				uint64_t ev = base->body_events[p] > base->setup_events[p] ?
+					base->body_events[p] - base->setup_events[p] : 1;
 				f->kind = SIM_F_CRASH;
 				f->proc = p;
 				f->at = base->setup_events[p] + 1 + sim_rng_below(&r, ev);
@@ -1104,8 +1113,9 @@ run_harness(uint64_t seed, unsigned budget)
 				}
 			}
 			for (unsigned p = 0; p < SIM_MAX_PROCS; p++) {
+				/* crash points of the heal never fire (no faults) */
 				for (uint64_t e = b->setup_events[p] + 1;
-						e <= b->events[p] && e < 0xffff; e++) {
+						e <= b->body_events[p] && e < 0xffff; e++) {
 					for (unsigned v = 0; v < 2 && n < cap; v++)
 						list[n++] = sched_id(T_CRASH, sc, m,
 								(uint64_t)p << 20 | e << 4 | v,
@@ -1178,7 +1188,7 @@ named_torn_header(uint64_t seed)
 		struct run_stats b;
 		run_id(sched_id(T_BASE, SC_FRESH, m, 0, s32), &b);
 		free(b.is_send);
-		for (uint64_t e = b.setup_events[1] + 1; e <= b.events[1]; e++) {
+		for (uint64_t e = b.setup_events[1] + 1; e <= b.body_events[1]; e++) {
 			for (unsigned v = 0; v < 8; v++) {
 				runs++;
 				if (!run_id(sched_id(T_CRASH, SC_FRESH, m,
@@ -1203,10 +1213,9 @@ named_writer_restart(uint64_t seed)
 		struct run_stats b;
 		run_id(sched_id(T_BASE, SC_WRITER, m, 0, s32), &b);
 		free(b.is_send);
-		/* crash at the writer's last persist event of the scenario
-		 * body (after its persists, before the clean close) */
-		uint64_t e = b.events[SIM_PROC_WRITER] > b.setup_events[SIM_PROC_WRITER] + 1 ?
-			b.events[SIM_PROC_WRITER] - 1 : b.events[SIM_PROC_WRITER];
+		/* crash right after its last persist returned (before the
+		 * clean close) */
+		uint64_t e = b.last_persist_event;
 		uint64_t id = sched_id(T_CRASH, SC_WRITER, m,
 				(uint64_t)SIM_PROC_WRITER << 20 | e << 4, s32);
 		bool ok = run_id(id, NULL);

@@ -182,7 +182,8 @@ sim_world_reset(const struct sim_world_cfg *cfg, uint64_t seed,
 	W.now = 1000000;	/* virtual ms; far from 0 */
 	if (nfaults > SIM_MAX_FAULTS)
 		nfaults = SIM_MAX_FAULTS;
-	memcpy(W.faults, faults, nfaults * sizeof(*faults));
+	if (nfaults)
+		memcpy(W.faults, faults, nfaults * sizeof(*faults));
 	W.nfaults = nfaults;
 	W.faults_on = true;
 }
