@@ -115,6 +115,7 @@ static struct {
 	bool restarted_writer;
 	uint64_t restart_resync_bytes;
 	uint64_t last_persist_event;	/* the writer's, after its last persist */
+	uint64_t digest;		/* run_digest() of the last run */
 	/* what a fault-free run saw */
 	uint64_t setup_deliveries;
 	uint64_t setup_events[SIM_MAX_PROCS];
@@ -247,8 +248,13 @@ check_point(const char *where)
 			memcpy(S.conf[i], S.last_done, sizeof(S.last_done));
 		}
 		bool dec;
-		if (tg->t && header_consistent(tg, &dec) &&
-				!data_ok(d, NULL, why, sizeof(why))) {
+		bool cons = tg->t && header_consistent(tg, &dec);
+		if (tg->t && !dec) {
+			violation("atomic: %s: replica %u's header does not decode (%s) between two turns of its target",
+					where, i, pmrep_err_msg());
+			return;
+		}
+		if (cons && !data_ok(d, NULL, why, sizeof(why))) {
 			violation("identical: %s: replica %u's header says consistent but %s",
 					where, i, why);
 			return;
@@ -878,6 +884,43 @@ struct run_stats {
 };
 
 
+/* FNV-1a over what a run did: every delivery, every persist's outcome,
+ * every replica's data at the end, the clock (--check-determinism) */
+static uint64_t
+fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t
+run_digest(void)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t n;
+	const struct sim_delivery *log = sim_delivery_log(&n);
+	for (size_t i = 0; i < n; i++) {
+		int v[5] = { (int)log[i].from_proc, (int)log[i].to_proc,
+			log[i].kind, log[i].msg_type, (int)log[i].fault };
+		h = fnv(h, v, sizeof(v));
+	}
+	for (uint32_t id = 1; id <= S.nh; id++) {
+		int v[2] = { S.h[id].done, S.h[id].result };
+		h = fnv(h, v, sizeof(v));
+	}
+	/* the data areas (headers hold random ids: OpenSSL's, not ours) */
+	for (unsigned i = 0; i < S.ntargets; i++) {
+		const uint8_t *d = target_data(&S.tg[i]);
+		if (d)
+			h = fnv(h, d, DATA_SIZE);
+	}
+	long long now = sim_now();
+	h = fnv(h, &now, sizeof(now));
+	return fnv(h, &S.violated, sizeof(S.violated));
+}
+
 static void
 run_schedule(struct run_stats *rs)
 {
@@ -937,6 +980,7 @@ run_schedule(struct run_stats *rs)
 			}
 		}
 	}
+	S.digest = run_digest();
 	/* teardown: nothing of this schedule survives into the next */
 	if (S.m)
 		(void) pmrep_mirror_delete(&S.m);
@@ -1241,6 +1285,44 @@ named_writer_restart(uint64_t seed)
 	return bad ? 1 : 0;
 }
 
+/* every schedule twice: the same deliveries, outcomes and bytes */
+static int
+check_determinism(uint64_t seed, unsigned budget)
+{
+	struct sim_rng r = { mix(seed, 0xde7) };
+	unsigned bad = 0, n = 0;
+	for (; n < budget; n++) {
+		unsigned sc = (unsigned)sim_rng_below(&r, SC_NSCENARIOS);
+		unsigned m = (unsigned)sim_rng_below(&r, M_N);
+		uint32_t s32 = pair_seed(seed, sc, m);
+		uint64_t id;
+		switch (sim_rng_below(&r, 3)) {
+		case 0:
+			id = sched_id(T_PACKET, sc, m, (1 + sim_rng_below(&r, SIM_F_NPACKET - 1)) << 16 |
+					sim_rng_below(&r, 60), s32);
+			break;
+		case 1:
+			id = sched_id(T_CRASH, sc, m, sim_rng_below(&r, 3) << 20 |
+					(1 + sim_rng_below(&r, 12)) << 4 |
+					sim_rng_below(&r, 16), s32);
+			break;
+		default:
+			id = sched_id(T_COMBO, sc, m, sim_rng_below(&r, 1u << 22), s32);
+			break;
+		}
+		(void) run_id(id, NULL);
+		uint64_t d1 = S.digest;
+		(void) run_id(id, NULL);
+		if (S.digest != d1) {
+			printf("NOT DETERMINISTIC: schedule 0x%016" PRIx64 ": digest %016" PRIx64 " then %016" PRIx64 "\n",
+					id, d1, S.digest);
+			bad++;
+		}
+	}
+	printf("determinism: %u schedules run twice, %u differed\n", n, bad);
+	return bad ? 1 : 0;
+}
+
 /* ------------------------------------------------------------- main */
 
 static void
@@ -1254,7 +1336,9 @@ usage(void)
 		"  --seed S            the base seed (default 1)\n"
 		"  --replay ID         rerun one schedule (its hex id) verbosely\n"
 		"  --broken-order      set pmrep_test_hooks.repl_commit_before_confirm\n"
-		"  --expect-violation  exit 0 only if some schedule violated an invariant\n");
+		"  --expect-violation  exit 0 only if some schedule violated an invariant\n"
+		"  --check-determinism run --schedules N schedules twice each, compare digests\n"
+		"  --named TEST        one of the issue's demonstrated faults\n");
 }
 
 int
@@ -1268,7 +1352,7 @@ main(int argc, char **argv)
 	unsigned budget = 6000;
 #endif
 	uint64_t seed = 1, replay = 0;
-	bool expect = false, have_replay = false;
+	bool expect = false, have_replay = false, determinism = false;
 	const char *named = NULL;
 	const char *env = getenv("PMREP_SIM_SCHEDULES");
 	if (getenv("PMREP_TEST_UNDER_VALGRIND"))
@@ -1291,6 +1375,8 @@ main(int argc, char **argv)
 		} else if (strcmp(a, "--named") == 0 && v) {
 			named = v;
 			i++;
+		} else if (strcmp(a, "--check-determinism") == 0) {
+			determinism = true;
 		} else if (strcmp(a, "--expect-violation") == 0) {
 			expect = true;
 		} else if (strcmp(a, "--broken-order") == 0) {
@@ -1330,6 +1416,9 @@ main(int argc, char **argv)
 		printf("schedule 0x%016" PRIx64 " (%s): %s\n", replay, d,
 				ok ? "no violation" : S.why);
 		ran = 1;
+	} else if (determinism) {
+		rc = check_determinism(seed, budget);
+		named = "determinism";
 	} else if (named) {
 		if (strcmp(named, "lost_accept") == 0)
 			rc = named_lost_accept(seed);
