@@ -175,9 +175,6 @@ void sim_file_event(struct sim_file *f, size_t off, size_t len);
 int sim_file_write_crash_image(struct sim_file *f);
 /* after a target turn: a changed file is a persist event */
 void sim_proc_turn_done(unsigned proc);
-/* which 8-byte units the image kept from the header area [0, 4096) that
- * differed (for the torn-header report) */
-unsigned sim_file_last_torn_units(const struct sim_file *f, unsigned *differ);
 
 /* the pmem persist hook (installed by sim_world_install_hooks) */
 int sim_pmem_persist_hook(struct pmrep_pmem *pmem, const void *ptr, size_t len);

@@ -536,7 +536,6 @@ op_async(unsigned count)
 {
 	if (S.m == NULL)
 		return;
-	uint32_t ids[16];
 	unsigned n = 0;
 	for (unsigned i = 0; i < count && i < 16; i++) {
 		uint64_t off, len;
@@ -555,7 +554,7 @@ op_async(unsigned count)
 		sim_file_event(S.logf, off, len);
 		if (writer_check_crash())
 			return;
-		ids[n++] = id;
+		n++;
 	}
 	unsigned left = n;
 	for (int round = 0; left > 0 && round < 200; round++) {
@@ -578,7 +577,6 @@ op_async(unsigned count)
 	}
 	if (left)
 		violation("liveness: %u asynchronous persists never completed", left);
-	(void) ids;
 }
 
 static void
@@ -1081,6 +1079,30 @@ describe(char *out, size_t n)
 
 static unsigned g_violations;
 static uint64_t g_first_bad;
+/* violations by invariant (the word before the first ':' of the report) */
+static struct {
+	char name[24];
+	unsigned n;
+} g_by_kind[16];
+
+static void
+count_kind(const char *why)
+{
+	size_t k = strcspn(why, ":");
+	if (k >= sizeof(g_by_kind[0].name))
+		k = sizeof(g_by_kind[0].name) - 1;
+	for (int i = 0; i < 16; i++) {
+		if (g_by_kind[i].n == 0) {
+			memcpy(g_by_kind[i].name, why, k);
+			g_by_kind[i].name[k] = '\0';
+		}
+		if (strncmp(g_by_kind[i].name, why, k) == 0 &&
+				g_by_kind[i].name[k] == '\0') {
+			g_by_kind[i].n++;
+			return;
+		}
+	}
+}
 
 /* run one schedule (its base run first when it is a combination) */
 static bool
@@ -1111,6 +1133,7 @@ run_id(uint64_t id, struct run_stats *rs_out)
 		fflush(stdout);
 		if (g_violations++ == 0)
 			g_first_bad = id;
+		count_kind(S.why);
 	}
 	return !S.violated;
 }
@@ -1439,8 +1462,13 @@ main(int argc, char **argv)
 	if (!named)
 		printf("schedules run: %u, violations: %u, %.1f schedules/s, base seed %" PRIu64 "\n",
 				ran, g_violations, secs > 0 ? ran / secs : 0.0, seed);
-	if (g_violations && !named)
-		printf("first violating schedule: 0x%016" PRIx64 "\n", g_first_bad);
+	if (g_violations && !named) {
+		printf("first violating schedule: 0x%016" PRIx64 "\nviolations by invariant:",
+				g_first_bad);
+		for (int i = 0; i < 16 && g_by_kind[i].n; i++)
+			printf(" %s %u", g_by_kind[i].name, g_by_kind[i].n);
+		printf("\n");
+	}
 	rmdir(S.dir);
 	sim_world_fini();
 	if (named)

@@ -574,11 +574,3 @@ sim_remote_persist_event(unsigned proc, const void *ptr, size_t len)
 				len);
 	return false;
 }
-
-unsigned
-sim_file_last_torn_units(const struct sim_file *f, unsigned *differ)
-{
-	(void) f;
-	*differ = 0;
-	return 0;
-}
