@@ -1,0 +1,1479 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sim_main.c -- pmrep_sim: scenarios, schedules and the invariant checker
+ * of the deterministic fault-injection harness (see sim.h, and
+ * docs/PROTOCOL.md "Invariants" for what is checked).
+ *
+ * A schedule is one 64-bit id (printed in hex; --replay takes it back):
+ *   bits 60..63 type: 1 fault-free, 2 one packet fault, 3 one crash,
+ *                     4 a seeded combination of 2-3 faults
+ *   bits 56..59 scenario, bits 54..55 method (native / GPSPM / staging)
+ *   type 2: bits 48..51 fault kind, bits 32..47 delivery index
+ *   type 3: bits 52..53 process, bits 36..51 persist event, 32..35 subset
+ *   type 4: bits 32..53 combination seed
+ *   bits 0..31: the base seed of the (scenario, method) pair: the world's
+ *   PRNG and the writer's ranges derive from it, so every schedule of a
+ *   pair replays the fault-free run exactly up to its first fault.
+ *
+ * The writer's data: persist p writes 8-byte units whose value is
+ * (p << 32 | unit index), so a unit names the persist that wrote it.
+ * Persist 1 fills the whole mapping before the mirror exists (a writer
+ * with history), so a replica that is not copied in full is caught.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+
+#include "common/testhook.h"
+#include "repl/msg.h"
+#include "sim.h"
+
+/* present once the mirror state file is implemented (another branch) */
+int pmrep_mirror_cfg_set_state_path(struct pmrep_mirror_cfg *cfg,
+		const char *path) __attribute__((weak));
+
+#define DATA_SIZE (64u << 10)
+#define NUNITS (DATA_SIZE / 8)
+#define REGION_SIZE 4096
+#define TIMEOUT_MS 1000
+#define MAX_PERSISTS 256
+#define MAX_TARGETS 2
+#define BASE_PORT 7100
+/* past the mirror's longest reconnect backoff (5000 ms) */
+#define BACKOFF_WAIT_MS 5100
+
+enum scenario {
+	SC_FRESH = 0,		/* (a) attach fresh replicas, persists, close */
+	SC_REATTACH,		/* (b) a replica left consistent, re-attached */
+	SC_LOST,		/* (c) a target lost mid-stream, reconnected */
+	SC_QUORUM,		/* (d) quorum 1 of 2, one replica failing */
+	SC_ASYNC,		/* (e) asynchronous persists + poll */
+	SC_WRITER,		/* (f) writer crash + restart (state file) */
+	SC_NSCENARIOS,
+	SC_LOST_ACCEPT = 8,	/* named: fresh replica, its ACCEPT lost */
+};
+
+static const char *const sc_names[] = { "fresh", "reattach", "lost",
+	"quorum", "async", "writer", "?", "?", "lost_accept" };
+
+enum method { M_NATIVE = 0, M_GPSPM, M_STAGING, M_N };
+static const char *const m_names[] = { "native", "gpspm", "staging" };
+
+struct persist_rec {
+	uint64_t off, len;	/* bytes */
+	bool done;
+	int result;
+};
+
+struct target_slot {
+	unsigned proc;
+	char path[256];
+	char port[8];
+	struct pmrep_target *t;
+	struct sim_file *file;
+	uint8_t hdr_snap[PMREP_REPLICA_DATA_OFFSET];
+	size_t hdr_from;	/* deliveries checked for header changes */
+};
+
+static struct {
+	/* the schedule */
+	uint64_t id;
+	enum scenario sc;
+	enum method method;
+	uint32_t seed32;
+	struct sim_fault_spec faults[SIM_MAX_FAULTS];
+	unsigned nfaults;
+	bool verbose;
+	/* the world */
+	char dir[200];
+	unsigned ntargets;
+	struct target_slot tg[MAX_TARGETS];
+	char log_path[256], state_path[256];
+	struct pmrep_pmem *pmem;
+	uint8_t *base;
+	struct pmrep_mirror *m;
+	struct sim_file *logf, *statef;
+	unsigned quorum;
+	struct sim_rng wrng;		/* the writer's ranges */
+	/* history */
+	struct persist_rec h[MAX_PERSISTS];
+	uint32_t nh;			/* persist ids 1..nh */
+	uint32_t last_done[NUNITS];	/* max completed persist per unit */
+	uint32_t conf[MAX_TARGETS][NUNITS]; /* max confirmed by replica i */
+	/* the outcome */
+	bool violated;
+	char why[512];
+	bool restarted_writer;
+	uint64_t restart_resync_bytes;
+	uint64_t last_persist_event;	/* the writer's, after its last persist */
+	uint64_t digest;		/* run_digest() of the last run */
+	/* what a fault-free run saw */
+	uint64_t setup_deliveries;
+	uint64_t setup_events[SIM_MAX_PROCS];
+} S;
+
+static const uint8_t KEY[32] = "pmrep-sim-harness-key-0123456789";
+static const uint8_t UUID[PMREP_UUID_SIZE] = { 0x51, 0x4d, 1, 2, 3, 4, 5, 6,
+	7, 8, 9, 10, 11, 12, 13, 14 };
+
+static void
+violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+violation(const char *fmt, ...)
+{
+	if (S.violated)
+		return;		/* the first one is the report */
+	S.violated = true;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(S.why, sizeof(S.why), fmt, ap);
+	va_end(ap);
+	sim_log("VIOLATION: %s", S.why);
+}
+
+static uint64_t
+mix(uint64_t a, uint64_t b)
+{
+	struct sim_rng r = { a * 0x9e3779b97f4a7c15ull ^ b };
+	return sim_rng_next(&r);
+}
+
+static uint64_t
+get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void
+put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+/* ------------------------------------------------------------ checker */
+
+static bool
+covers(uint32_t id, size_t u)
+{
+	const struct persist_rec *r = &S.h[id];
+	return u * 8 >= r->off && u * 8 < r->off + r->len;
+}
+
+/*
+ * identical: every unit holds the last completed persist covering it or a
+ * later persist covering it; `floor` (NULL: none) adds a lower bound per
+ * unit (durable: what this replica confirmed). Returns true when it holds;
+ * else describes the first bad unit in `why`.
+ */
+static bool
+data_ok(const uint8_t *data, const uint32_t *floor, char *why, size_t n)
+{
+	for (size_t u = 0; u < NUNITS; u++) {
+		uint64_t v = get_le64(data + u * 8);
+		/* identical: the last completed persist; durable (a crash
+		 * image): what this replica confirmed */
+		uint32_t c = floor ? floor[u] : S.last_done[u];
+		uint32_t id = (uint32_t)(v >> 32), idx = (uint32_t)v;
+		bool ok;
+		if (v == 0)
+			ok = c == 0;
+		else
+			ok = idx == u && id >= 1 && id <= S.nh && id >= c &&
+				covers(id, u);
+		if (!ok) {
+			snprintf(why, n, "unit %zu (byte %zu of the data area) holds 0x%016" PRIx64
+					" (persist %u, unit %u); the last %s persist covering it is %u",
+					u, u * 8, v, id, idx, floor ?
+					"completed and confirmed by it" : "completed", c);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* the target's live data area (its file, through the harness's view) */
+static const uint8_t *
+target_data(struct target_slot *tg)
+{
+	struct sim_file *f = tg->file;
+	if (f == NULL || f->live == NULL || f->size < PMREP_REPLICA_DATA_OFFSET + DATA_SIZE)
+		return NULL;
+	return f->live + PMREP_REPLICA_DATA_OFFSET;
+}
+
+static bool
+header_consistent(struct target_slot *tg, bool *decodes)
+{
+	struct pmrep_replica_info info;
+	int ret = pmrep_replica_read_info(tg->path, &info);
+	*decodes = ret == 0;
+	return ret == 0 && (info.flags & PMREP_REPLICA_F_CONSISTENT);
+}
+
+/* every in-sync replica and every replica whose header says consistent */
+static void
+check_point(const char *where)
+{
+	if (S.violated)
+		return;
+	char why[300];
+	for (unsigned i = 0; i < S.ntargets; i++) {
+		struct target_slot *tg = &S.tg[i];
+		const uint8_t *d = target_data(tg);
+		if (d == NULL)
+			continue;
+		struct pmrep_replica_status st = { .state = PMREP_REPLICA_FAILED };
+		if (S.m)
+			(void) pmrep_mirror_get_replica_status(S.m, i, &st);
+		if (st.state == PMREP_REPLICA_IN_SYNC) {
+			if (!data_ok(d, NULL, why, sizeof(why))) {
+				violation("identical: %s: replica %u is reported in sync but %s",
+						where, i, why);
+				return;
+			}
+			memcpy(S.conf[i], S.last_done, sizeof(S.last_done));
+		}
+		bool dec;
+		bool cons = tg->t && header_consistent(tg, &dec);
+		if (tg->t && !dec) {
+			violation("atomic: %s: replica %u's header does not decode (%s) between two turns of its target",
+					where, i, pmrep_err_msg());
+			return;
+		}
+		if (cons && !data_ok(d, NULL, why, sizeof(why))) {
+			violation("identical: %s: replica %u's header says consistent but %s",
+					where, i, why);
+			return;
+		}
+	}
+}
+
+/* no trace: a header changes only for a COMMIT (v2) / AUTH (v1) or CLOSE */
+static void
+check_header_change(struct target_slot *tg)
+{
+	struct sim_file *f = tg->file;
+	if (f == NULL || f->live == NULL)
+		return;
+	if (memcmp(tg->hdr_snap, f->live, sizeof(tg->hdr_snap)) == 0)
+		return;
+	size_t n;
+	const struct sim_delivery *log = sim_delivery_log(&n);
+	bool why_ok = false;
+	for (size_t i = tg->hdr_from; i < n; i++) {
+		const struct sim_delivery *d = &log[i];
+		if (d->to_proc != tg->proc || d->kind != 5 /* send */ ||
+				d->fault == SIM_F_DROP || d->fault == SIM_F_CUT_AT ||
+				d->fault == SIM_F_DELAY)
+			continue;
+#if REPL_PROTO_VERSION >= 2
+		if (d->msg_type == REPL_MSG_COMMIT || d->msg_type == REPL_MSG_CLOSE)
+			why_ok = true;
+#else
+		if (d->msg_type == REPL_MSG_CLOSE)
+			why_ok = true;
+		if (d->msg_type == REPL_MSG_AUTH) {
+			/* v1 writes the claim at AUTH: fine only if its ACCEPT
+			 * reached the mirror */
+			for (size_t j = i + 1; j < n; j++) {
+				const struct sim_delivery *a = &log[j];
+				if (a->from_proc == tg->proc && a->kind == 5 &&
+						a->msg_type == REPL_MSG_ACCEPT &&
+						a->src_conn == d->conn &&
+						a->fault != SIM_F_DROP &&
+						a->fault != SIM_F_CUT_AT &&
+						a->fault != SIM_F_DELAY)
+					why_ok = true;
+			}
+			if (!why_ok) {
+				/* its ACCEPT may still come: look again later */
+				return;
+			}
+		}
+#endif
+	}
+	if (!why_ok) {
+		violation("no trace: replica %s's header changed with no %s or CLOSE delivered to it since its last change",
+				tg->path, REPL_PROTO_VERSION >= 2 ? "COMMIT" :
+				"accepted AUTH");
+		return;
+	}
+	memcpy(tg->hdr_snap, f->live, sizeof(tg->hdr_snap));
+	tg->hdr_from = n;
+}
+
+/* at the end of a schedule: v1 claims whose ACCEPT never arrived */
+static void
+check_header_pending(void)
+{
+	for (unsigned i = 0; i < S.ntargets; i++) {
+		struct target_slot *tg = &S.tg[i];
+		struct sim_file *f = tg->file;
+		if (f && f->live && memcmp(tg->hdr_snap, f->live,
+				sizeof(tg->hdr_snap)) != 0) {
+			check_header_change(tg);
+			if (!S.violated && memcmp(tg->hdr_snap, f->live,
+					sizeof(tg->hdr_snap)) != 0)
+				violation("no trace: replica %u's header was claimed at an AUTH whose ACCEPT never reached the mirror (the mirror failed that attach)",
+						i);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ targets */
+
+static int target_start(struct target_slot *tg);
+
+static void
+target_turn(unsigned proc, void *arg)
+{
+	struct target_slot *tg = arg;
+	(void) proc;
+	if (tg->t) {
+		uint64_t a0 = sim_activity();
+		(void) pmrep_target_process(tg->t, 0);
+		if (sim_activity() != a0)
+			sim_proc_turn_done(tg->proc);
+		if (!sim_proc_crashed(tg->proc))
+			check_header_change(tg);
+	}
+	if (!sim_proc_crashed(tg->proc))
+		return;
+	/* a crashed target: gone when its call returned; restarted from
+	 * its crash image, the rest of the schedule without faults */
+	sim_proc_set(tg->proc, NULL);
+	(void) pmrep_target_delete(&tg->t);
+	sim_faults_enable(false);
+	if (sim_file_write_crash_image(tg->file) != 0) {
+		violation("harness: cannot write the crash image of %s", tg->path);
+		return;
+	}
+	sim_proc_clear_crash(tg->proc);
+	char why[300];
+	unsigned idx = (unsigned)(tg - S.tg);
+	const uint8_t *d = target_data(tg);
+	if (d && !data_ok(d, S.conf[idx], why, sizeof(why)))
+		violation("durable: replica %u's crash image lost a confirmed persist: %s",
+				idx, why);
+	bool dec;
+	if (d && header_consistent(tg, &dec) && !data_ok(d, NULL, why, sizeof(why)))
+		violation("identical: replica %u's crash image says consistent but %s",
+				idx, why);
+	int ret = target_start(tg);
+	if (ret)
+		violation("atomic: target %u cannot restart on its crash image (%s: %s): a header must always decode",
+				idx, pmrep_err_to_str(ret), pmrep_err_msg());
+	sim_log("target %u restarted after its crash", idx);
+}
+
+static int
+target_start(struct target_slot *tg)
+{
+	struct pmrep_target_cfg *cfg = NULL;
+	int ret = pmrep_target_cfg_new(&cfg);
+	if (ret)
+		return ret;
+	(void) pmrep_target_cfg_set_path(cfg, tg->path);
+	(void) pmrep_target_cfg_set_data_size(cfg, DATA_SIZE, true);
+	(void) pmrep_target_cfg_set_address(cfg, "sim", tg->port);
+	(void) pmrep_target_cfg_set_key(cfg, KEY, sizeof(KEY));
+	(void) pmrep_target_cfg_set_timeout(cfg, TIMEOUT_MS);
+	(void) pmrep_target_cfg_set_staging(cfg, S.method == M_STAGING);
+	unsigned prev = sim_set_current_proc(tg->proc);
+	ret = pmrep_target_new(cfg, &tg->t);
+	sim_set_current_proc(prev);
+	(void) pmrep_target_cfg_delete(&cfg);
+	if (ret)
+		return ret;
+	if (tg->file == NULL)
+		tg->file = sim_file_add(tg->proc, tg->path, true);
+	else
+		(void) sim_file_reload(tg->file);	/* as the new target found it */
+	if (tg->file->live)
+		memcpy(tg->hdr_snap, tg->file->live, sizeof(tg->hdr_snap));
+	size_t n;
+	(void) sim_delivery_log(&n);
+	tg->hdr_from = n;
+	struct sim_proc_ops ops = { target_turn, tg };
+	sim_proc_set(tg->proc, &ops);
+	return 0;
+}
+
+/* ------------------------------------------------------------- writer */
+
+static int
+mirror_open(void)
+{
+	struct pmrep_mirror_cfg *cfg = NULL;
+	int ret = pmrep_mirror_cfg_new(&cfg);
+	if (ret)
+		return ret;
+	for (unsigned i = 0; i < S.ntargets; i++)
+		(void) pmrep_mirror_cfg_add_replica(cfg, "sim", S.tg[i].port);
+	(void) pmrep_mirror_cfg_set_key(cfg, KEY, sizeof(KEY));
+	(void) pmrep_mirror_cfg_set_uuid(cfg, UUID);
+	(void) pmrep_mirror_cfg_set_generation(cfg, 1);
+	(void) pmrep_mirror_cfg_set_quorum(cfg, S.quorum);
+	(void) pmrep_mirror_cfg_set_region_size(cfg, REGION_SIZE);
+	(void) pmrep_mirror_cfg_set_timeout(cfg, TIMEOUT_MS);
+	(void) pmrep_mirror_cfg_set_force_gpspm(cfg, S.method == M_GPSPM);
+	if (pmrep_mirror_cfg_set_state_path && S.sc == SC_WRITER)
+		(void) pmrep_mirror_cfg_set_state_path(cfg, S.state_path);
+	ret = pmrep_mirror_new(S.pmem, cfg, &S.m);
+	(void) pmrep_mirror_cfg_delete(&cfg);
+	if (ret)
+		S.m = NULL;
+	return ret;
+}
+
+static int
+log_open(void)
+{
+	int ret = pmrep_pmem_open(S.log_path, PMREP_PMEM_CREATE, DATA_SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &S.pmem);
+	if (ret)
+		return ret;
+	S.base = pmrep_pmem_get_address(S.pmem);
+	return 0;
+}
+
+/* store persist `id`'s values into the log */
+static void
+write_units(uint32_t id)
+{
+	const struct persist_rec *r = &S.h[id];
+	for (uint64_t b = r->off; b < r->off + r->len; b += 8)
+		put_le64(S.base + b, (uint64_t)id << 32 | (b / 8));
+}
+
+static uint32_t
+new_persist(uint64_t off, uint64_t len)
+{
+	if (S.nh + 1 >= MAX_PERSISTS)
+		return 0;
+	uint32_t id = ++S.nh;
+	S.h[id] = (struct persist_rec){ .off = off, .len = len };
+	write_units(id);
+	return id;
+}
+
+static void
+persist_done(uint32_t id, int result)
+{
+	struct persist_rec *r = &S.h[id];
+	r->done = true;
+	r->result = result;
+	if (result != 0)
+		return;
+	for (uint64_t u = r->off / 8; u < (r->off + r->len) / 8; u++)
+		if (S.last_done[u] < id)
+			S.last_done[u] = id;
+}
+
+static void
+random_range(uint64_t *off, uint64_t *len)
+{
+	uint64_t units = 1 + sim_rng_below(&S.wrng, 512);	/* up to 4 KiB */
+	uint64_t at = sim_rng_below(&S.wrng, NUNITS - units + 1);
+	*off = at * 8;
+	*len = units * 8;
+}
+
+static void writer_crash_restart(void);
+
+/* after every call of the writer: a crash that happened inside it */
+static bool
+writer_check_crash(void)
+{
+	if (!sim_proc_crashed(SIM_PROC_WRITER))
+		return false;
+	writer_crash_restart();
+	return true;
+}
+
+/* one synchronous persist; false when the writer crashed */
+static bool
+op_persist(void)
+{
+	if (S.m == NULL)
+		return true;
+	uint64_t off, len;
+	random_range(&off, &len);
+	uint32_t id = new_persist(off, len);
+	if (id == 0)
+		return true;
+	int ret = pmrep_mirror_persist(S.m, off, len, TIMEOUT_MS);
+	if (writer_check_crash())
+		return false;
+	persist_done(id, ret);
+	sim_log("persist %u [%" PRIu64 ", +%" PRIu64 "): %s", id, off, len,
+			ret ? pmrep_err_to_str(ret) : "ok");
+	/* the local persist happened: a persist event of the writer */
+	sim_file_event(S.logf, off, len);
+	S.last_persist_event = sim_persist_events(SIM_PROC_WRITER);
+	if (writer_check_crash())
+		return false;
+	check_point("after a persist returned");
+	return true;
+}
+
+static void
+op_async(unsigned count)
+{
+	if (S.m == NULL)
+		return;
+	unsigned n = 0;
+	for (unsigned i = 0; i < count && i < 16; i++) {
+		uint64_t off, len;
+		random_range(&off, &len);
+		uint32_t id = new_persist(off, len);
+		if (id == 0)
+			break;
+		int ret = pmrep_mirror_persist_async(S.m, off, len,
+				(void *)(uintptr_t)id);
+		if (writer_check_crash())
+			return;
+		if (ret) {
+			persist_done(id, ret);
+			continue;
+		}
+		sim_file_event(S.logf, off, len);
+		if (writer_check_crash())
+			return;
+		n++;
+	}
+	unsigned left = n;
+	for (int round = 0; left > 0 && round < 200; round++) {
+		struct pmrep_mirror_completion c[16];
+		int got = 0;
+		int ret = pmrep_mirror_poll(S.m, c, 16, &got);
+		if (writer_check_crash())
+			return;
+		if (ret)
+			break;
+		for (int i = 0; i < got; i++) {
+			uint32_t id = (uint32_t)(uintptr_t)c[i].ctx;
+			persist_done(id, c[i].result);
+			left--;
+		}
+		if (got)
+			check_point("after asynchronous persists completed");
+		if (left)
+			sim_run_idle(20);
+	}
+	if (left)
+		violation("liveness: %u asynchronous persists never completed", left);
+}
+
+static void
+op_reconnect(void)
+{
+	for (int i = 0; i < 6 && S.m; i++) {
+		bool all = true;
+		for (unsigned k = 0; k < S.ntargets; k++) {
+			struct pmrep_replica_status st;
+			(void) pmrep_mirror_get_replica_status(S.m, k, &st);
+			if (st.state != PMREP_REPLICA_IN_SYNC)
+				all = false;
+		}
+		if (all)
+			return;
+		sim_run_idle(BACKOFF_WAIT_MS);
+		(void) pmrep_mirror_reconnect(S.m, 3 * TIMEOUT_MS);
+		if (writer_check_crash())
+			return;
+		check_point("after a reconnect");
+	}
+}
+
+static void
+op_mirror_new(void)
+{
+	for (int i = 0; i < 3 && S.m == NULL; i++) {
+		int ret = mirror_open();
+		if (writer_check_crash())
+			return;
+		if (ret) {
+			sim_log("mirror_new: %s", pmrep_err_to_str(ret));
+			sim_run_idle(200);
+		}
+	}
+	check_point("after the mirror attached");
+}
+
+static void
+op_delete(void)
+{
+	if (S.m == NULL)
+		return;
+	(void) pmrep_mirror_delete(&S.m);
+	if (writer_check_crash())
+		return;
+	check_point("after the mirror closed");
+}
+
+/* a writer crash: its mirror ends with its current call; restarted on the
+ * crash images of its files, without faults; the application recovers
+ * by writing the persists that were in flight again */
+static void
+writer_crash_restart(void)
+{
+	sim_log("writer crashed: restarting it on its crash image");
+	sim_faults_enable(false);
+	if (S.m)
+		(void) pmrep_mirror_delete(&S.m);
+	(void) pmrep_pmem_close(&S.pmem);
+	if (sim_file_write_crash_image(S.logf) != 0)
+		violation("harness: cannot write the writer's crash image");
+	if (S.statef)
+		(void) sim_file_write_crash_image(S.statef);
+	sim_proc_clear_crash(SIM_PROC_WRITER);
+	char why[300];
+	if (!data_ok(S.logf->shadow, NULL, why, sizeof(why)))
+		violation("durable: the writer's crash image lost a completed persist: %s",
+				why);
+	if (log_open() != 0) {
+		violation("harness: cannot reopen the writer's log");
+		return;
+	}
+	S.restarted_writer = true;
+	uint32_t inflight[MAX_PERSISTS];
+	unsigned ni = 0;
+	for (uint32_t id = 2; id <= S.nh; id++)
+		if (!S.h[id].done)
+			inflight[ni++] = id;
+	op_mirror_new();
+	if (S.m) {
+		uint64_t total = 0;
+		for (unsigned i = 0; i < S.ntargets; i++) {
+			struct pmrep_replica_status st;
+			(void) pmrep_mirror_get_replica_status(S.m, i, &st);
+			total += st.resync_bytes;
+		}
+		S.restart_resync_bytes = total;
+	}
+	for (unsigned k = 0; k < ni && S.m; k++) {
+		const struct persist_rec *r = &S.h[inflight[k]];
+		uint32_t id = new_persist(r->off, r->len);
+		S.h[inflight[k]].done = true;
+		S.h[inflight[k]].result = PMREP_E_CONN_LOST;
+		if (id == 0)
+			break;
+		int ret = pmrep_mirror_persist(S.m, r->off, r->len, TIMEOUT_MS);
+		persist_done(id, ret);
+		sim_file_event(S.logf, r->off, r->len);
+	}
+}
+
+/* --------------------------------------------------------- a schedule */
+
+static void
+rm_rf_dir(void)
+{
+	char p[512];
+	for (unsigned i = 0; i < MAX_TARGETS; i++) {
+		snprintf(p, sizeof(p), "%s/replica%u", S.dir, i);
+		unlink(p);
+	}
+	unlink(S.log_path);
+	unlink(S.state_path);
+	snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
+	unlink(p);
+}
+
+static void
+setup_world(void)
+{
+	rm_rf_dir();
+	S.ntargets = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT) ? 2 : 1;
+	S.quorum = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT) ? 1 : 0;
+	if (log_open() != 0) {
+		violation("harness: cannot create the writer's log %s", S.log_path);
+		return;
+	}
+	S.logf = sim_file_add(SIM_PROC_WRITER, S.log_path, false);
+	/* the mirror's record: its own path in scenario (f), else the
+	 * default next to the mapping (once the state file exists) */
+	if (S.sc == SC_WRITER && pmrep_mirror_cfg_set_state_path) {
+		S.statef = sim_file_add(SIM_PROC_WRITER, S.state_path, false);
+	} else {
+		char p[300];
+		snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
+		S.statef = sim_file_add(SIM_PROC_WRITER, p, false);
+	}
+	/* the writer's history before the mirror: persist 1 over everything */
+	uint32_t id = new_persist(0, DATA_SIZE);
+	(void) pmrep_pmem_persist(S.pmem, S.base, DATA_SIZE);
+	persist_done(id, 0);
+	sim_file_persisted(S.logf, 0, DATA_SIZE);
+	for (unsigned i = 0; i < S.ntargets; i++) {
+		struct target_slot *tg = &S.tg[i];
+		tg->proc = 1 + i;
+		snprintf(tg->path, sizeof(tg->path), "%s/replica%u", S.dir, i);
+		snprintf(tg->port, sizeof(tg->port), "%u", BASE_PORT + i);
+		int ret = target_start(tg);
+		if (ret) {
+			violation("harness: target %u does not start: %s", i,
+					pmrep_err_to_str(ret));
+			return;
+		}
+	}
+	if (S.sc == SC_REATTACH) {
+		/* a replica left consistent by an earlier mirror */
+		op_mirror_new();
+		for (int i = 0; i < 3; i++)
+			op_persist();
+		op_delete();
+		if (S.m == NULL && !S.violated) {
+			bool dec;
+			if (!header_consistent(&S.tg[0], &dec))
+				violation("setup: the replica is not consistent after a clean close");
+		}
+	}
+}
+
+static void
+heal_and_close(void)
+{
+	sim_faults_enable(false);
+	if (S.violated)
+		return;
+	if (S.m == NULL)
+		op_mirror_new();
+	for (int i = 0; i < 20 && S.m; i++) {
+		bool all = true;
+		for (unsigned k = 0; k < S.ntargets; k++) {
+			struct pmrep_replica_status st;
+			(void) pmrep_mirror_get_replica_status(S.m, k, &st);
+			if (st.state != PMREP_REPLICA_IN_SYNC)
+				all = false;
+		}
+		if (all)
+			break;
+		sim_run_idle(BACKOFF_WAIT_MS);
+		(void) pmrep_mirror_reconnect(S.m, 5 * TIMEOUT_MS);
+	}
+	if (S.m == NULL) {
+		violation("heal: no mirror could be opened without faults");
+		return;
+	}
+	check_point("after the heal");
+	for (unsigned k = 0; k < S.ntargets && !S.violated; k++) {
+		struct pmrep_replica_status st;
+		(void) pmrep_mirror_get_replica_status(S.m, k, &st);
+		if (st.state != PMREP_REPLICA_IN_SYNC)
+			violation("heal: replica %u is %s (last error %s) after 20 reconnects without faults",
+					k, pmrep_replica_state_str(st.state),
+					pmrep_err_to_str(st.last_error));
+	}
+	(void) pmrep_mirror_delete(&S.m);
+	sim_run_idle(10);
+	check_header_pending();
+	for (unsigned k = 0; k < S.ntargets && !S.violated; k++) {
+		struct target_slot *tg = &S.tg[k];
+		const uint8_t *d = target_data(tg);
+		if (d == NULL) {
+			violation("heal: replica %u has no data area", k);
+			break;
+		}
+		for (size_t b = 0; b < DATA_SIZE; b += 8) {
+			if (memcmp(d + b, S.base + b, 8) != 0) {
+				violation("identical: after the heal and a clean close replica %u differs from the log at byte %zu: 0x%016" PRIx64 " (persist %u), the log 0x%016" PRIx64 " (persist %u)",
+						k, b, get_le64(d + b),
+						(unsigned)(get_le64(d + b) >> 32),
+						get_le64(S.base + b),
+						(unsigned)(get_le64(S.base + b) >> 32));
+				break;
+			}
+		}
+		bool dec;
+		if (!S.violated && !header_consistent(tg, &dec))
+			violation("heal: replica %u is not marked consistent after a clean close%s",
+					k, dec ? "" : " (its header does not decode)");
+	}
+	if (!S.violated && sim_stuck())
+		violation("liveness: a wait could never end (see --replay)");
+}
+
+static void
+scenario_body(void)
+{
+	switch (S.sc) {
+	case SC_FRESH:
+	case SC_REATTACH:
+		op_mirror_new();
+		for (int i = 0; i < 5; i++)
+			if (!op_persist())
+				return;
+		op_delete();
+		break;
+	case SC_LOST:
+	case SC_QUORUM: {
+		op_mirror_new();
+		for (int i = 0; i < 3; i++)
+			if (!op_persist())
+				return;
+		/* the last target's network goes away mid-stream */
+		sim_proc_cut(S.tg[S.ntargets - 1].proc);
+		for (int i = 0; i < 3; i++)
+			if (!op_persist())
+				return;
+		op_reconnect();
+		for (int i = 0; i < 2; i++)
+			if (!op_persist())
+				return;
+		op_delete();
+		break;
+	}
+	case SC_ASYNC:
+		op_mirror_new();
+		op_async(6);
+		if (!op_persist())
+			return;
+		op_async(4);
+		op_delete();
+		break;
+	case SC_WRITER:
+		op_mirror_new();
+		for (int i = 0; i < 6; i++)
+			if (!op_persist())
+				return;
+		op_delete();
+		break;
+	case SC_LOST_ACCEPT:
+		op_mirror_new();
+		for (int i = 0; i < 3; i++)
+			if (!op_persist())
+				return;
+		op_reconnect();
+		for (int i = 0; i < 2; i++)
+			if (!op_persist())
+				return;
+		op_delete();
+		break;
+	default:
+		break;
+	}
+}
+
+struct run_stats {
+	uint64_t deliveries;
+	uint64_t setup_deliveries;
+	uint64_t events[SIM_MAX_PROCS];
+	uint64_t setup_events[SIM_MAX_PROCS];
+	uint64_t body_events[SIM_MAX_PROCS];	/* before the heal */
+	uint64_t last_persist_event;
+	uint64_t first_accept[MAX_TARGETS];	/* delivery index, or UINT64_MAX */
+	uint8_t *is_send;			/* per delivery (malloc'd; may be NULL) */
+};
+
+
+/* FNV-1a over what a run did: every delivery, every persist's outcome,
+ * every replica's data at the end, the clock (--check-determinism) */
+static uint64_t
+fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t
+run_digest(void)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t n;
+	const struct sim_delivery *log = sim_delivery_log(&n);
+	for (size_t i = 0; i < n; i++) {
+		int v[5] = { (int)log[i].from_proc, (int)log[i].to_proc,
+			log[i].kind, log[i].msg_type, (int)log[i].fault };
+		h = fnv(h, v, sizeof(v));
+	}
+	for (uint32_t id = 1; id <= S.nh; id++) {
+		int v[2] = { S.h[id].done, S.h[id].result };
+		h = fnv(h, v, sizeof(v));
+	}
+	/* the data areas (headers hold random ids: OpenSSL's, not ours) */
+	for (unsigned i = 0; i < S.ntargets; i++) {
+		const uint8_t *d = target_data(&S.tg[i]);
+		if (d)
+			h = fnv(h, d, DATA_SIZE);
+	}
+	long long now = sim_now();
+	h = fnv(h, &now, sizeof(now));
+	return fnv(h, &S.violated, sizeof(S.violated));
+}
+
+static void
+run_schedule(struct run_stats *rs)
+{
+	struct sim_world_cfg wc = { .native_flush = S.method == M_NATIVE,
+		.delay_ms = 3 * TIMEOUT_MS, .verbose = S.verbose };
+	uint64_t wseed = mix(S.seed32, (uint64_t)S.sc << 8 | S.method);
+	sim_world_reset(&wc, wseed, S.faults, S.nfaults);
+	S.wrng.s = mix(wseed, 0x77);
+	S.nh = 0;
+	memset(S.last_done, 0, sizeof(S.last_done));
+	memset(S.conf, 0, sizeof(S.conf));
+	memset(S.tg, 0, sizeof(S.tg));
+	S.m = NULL;
+	S.pmem = NULL;
+	S.logf = S.statef = NULL;
+	S.violated = false;
+	S.why[0] = '\0';
+	S.restarted_writer = false;
+	S.restart_resync_bytes = UINT64_MAX;
+	S.last_persist_event = 0;
+	pmrep_log_set_threshold(S.verbose ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
+
+	sim_faults_enable(false);
+	setup_world();
+	if (rs) {
+		rs->setup_deliveries = sim_deliveries();
+		for (unsigned p = 0; p < SIM_MAX_PROCS; p++)
+			rs->setup_events[p] = sim_persist_events(p);
+	}
+	sim_faults_enable(true);
+	if (!S.violated)
+		scenario_body();
+	if (rs) {
+		for (unsigned p = 0; p < SIM_MAX_PROCS; p++)
+			rs->body_events[p] = sim_persist_events(p);
+		rs->last_persist_event = S.last_persist_event;
+	}
+	heal_and_close();
+
+	if (rs) {
+		size_t n;
+		const struct sim_delivery *log = sim_delivery_log(&n);
+		rs->deliveries = n;
+		rs->is_send = malloc(n ? n : 1);
+		for (size_t i = 0; rs->is_send && i < n; i++)
+			rs->is_send[i] = log[i].kind == 5;
+		for (unsigned p = 0; p < SIM_MAX_PROCS; p++)
+			rs->events[p] = sim_persist_events(p);
+		for (unsigned t = 0; t < MAX_TARGETS; t++) {
+			rs->first_accept[t] = UINT64_MAX;
+			for (size_t i = rs->setup_deliveries; i < n; i++) {
+				if (log[i].from_proc == 1 + t && log[i].kind == 5 &&
+						log[i].msg_type == REPL_MSG_ACCEPT) {
+					rs->first_accept[t] = i;
+					break;
+				}
+			}
+		}
+	}
+	S.digest = run_digest();
+	/* teardown: nothing of this schedule survives into the next */
+	if (S.m)
+		(void) pmrep_mirror_delete(&S.m);
+	for (unsigned i = 0; i < S.ntargets; i++) {
+		sim_proc_set(S.tg[i].proc, NULL);
+		(void) pmrep_target_delete(&S.tg[i].t);
+	}
+	(void) pmrep_pmem_close(&S.pmem);
+	sim_world_reset(&wc, 0, NULL, 0);
+	rm_rf_dir();
+}
+
+/* ---------------------------------------------------------- schedules */
+
+#define T_BASE 1ull
+#define T_PACKET 2ull
+#define T_CRASH 3ull
+#define T_COMBO 4ull
+
+static uint64_t
+sched_id(uint64_t type, unsigned sc, unsigned m, uint64_t mid, uint32_t seed32)
+{
+	return type << 60 | (uint64_t)sc << 56 | (uint64_t)m << 54 |
+		(mid & 0x3fffff) << 32 | seed32;
+}
+
+static uint32_t
+pair_seed(uint64_t seed, unsigned sc, unsigned m)
+{
+	return (uint32_t)mix(seed, (uint64_t)sc << 4 | m);
+}
+
+/* decode a schedule id into S (a combination needs its pair's base run) */
+static void
+decode(uint64_t id, const struct run_stats *base)
+{
+	S.id = id;
+	uint64_t type = id >> 60;
+	S.sc = (enum scenario)((id >> 56) & 0xf);
+	S.method = (enum method)((id >> 54) & 3);
+	S.seed32 = (uint32_t)id;
+	uint64_t mid = (id >> 32) & 0x3fffff;
+	S.nfaults = 0;
+	memset(S.faults, 0, sizeof(S.faults));
+	if (type == T_PACKET) {
+		S.faults[0].kind = (enum sim_fault)((mid >> 16) & 0xf);
+		S.faults[0].at = mid & 0xffff;
+		S.nfaults = 1;
+	} else if (type == T_CRASH) {
+		S.faults[0].kind = SIM_F_CRASH;
+		S.faults[0].proc = (unsigned)((mid >> 20) & 3);
+		S.faults[0].at = (mid >> 4) & 0xffff;
+		S.faults[0].subset_seed = mix(id, 0xc4a5);
+		S.nfaults = 1;
+	} else if (type == T_COMBO && base) {
+		struct sim_rng r = { mix(id, 0xc0b0) };
+		unsigned n = 2 + (unsigned)sim_rng_below(&r, 2);
+		uint64_t span = base->deliveries > base->setup_deliveries ?
+			base->deliveries - base->setup_deliveries : 1;
+		for (unsigned i = 0; i < n; i++) {
+			struct sim_fault_spec *f = &S.faults[S.nfaults++];
+			if (sim_rng_below(&r, 5) == 0) {
+				unsigned p = (unsigned)sim_rng_below(&r,
+						(uint64_t)S.ntargets + 1);
+				uint64_t ev = base->body_events[p] > base->setup_events[p] ?
+					base->body_events[p] - base->setup_events[p] : 1;
+				f->kind = SIM_F_CRASH;
+				f->proc = p;
+				f->at = base->setup_events[p] + 1 + sim_rng_below(&r, ev);
+				f->subset_seed = sim_rng_next(&r);
+			} else {
+				f->kind = (enum sim_fault)(1 + sim_rng_below(&r,
+						SIM_F_NPACKET - 1));
+				f->at = base->setup_deliveries + sim_rng_below(&r, span);
+			}
+		}
+	}
+}
+
+static void
+describe(char *out, size_t n)
+{
+	int k = snprintf(out, n, "scenario %s, method %s, faults:",
+			sc_names[S.sc], m_names[S.method]);
+	if (S.nfaults == 0)
+		k += snprintf(out + k, n - (size_t)k, " none");
+	for (unsigned i = 0; i < S.nfaults && (size_t)k < n; i++) {
+		const struct sim_fault_spec *f = &S.faults[i];
+		if (f->kind == SIM_F_CRASH)
+			k += snprintf(out + k, n - (size_t)k,
+					" crash of process %u at its persist event %" PRIu64,
+					f->proc, f->at);
+		else
+			k += snprintf(out + k, n - (size_t)k, " %s at delivery %" PRIu64,
+					sim_fault_str(f->kind), f->at);
+	}
+}
+
+static unsigned g_violations;
+static uint64_t g_first_bad;
+/* violations by invariant (the word before the first ':' of the report) */
+static struct {
+	char name[24];
+	unsigned n;
+} g_by_kind[16];
+
+static void
+count_kind(const char *why)
+{
+	size_t k = strcspn(why, ":");
+	if (k >= sizeof(g_by_kind[0].name))
+		k = sizeof(g_by_kind[0].name) - 1;
+	for (int i = 0; i < 16; i++) {
+		if (g_by_kind[i].n == 0) {
+			memcpy(g_by_kind[i].name, why, k);
+			g_by_kind[i].name[k] = '\0';
+		}
+		if (strncmp(g_by_kind[i].name, why, k) == 0 &&
+				g_by_kind[i].name[k] == '\0') {
+			g_by_kind[i].n++;
+			return;
+		}
+	}
+}
+
+/* run one schedule (its base run first when it is a combination) */
+static bool
+run_id(uint64_t id, struct run_stats *rs_out)
+{
+	struct run_stats base;
+	if ((id >> 60) == T_COMBO) {
+		bool v = S.verbose;
+		S.verbose = false;
+		decode(sched_id(T_BASE, (unsigned)((id >> 56) & 0xf),
+				(unsigned)((id >> 54) & 3), 0, (uint32_t)id), NULL);
+		S.ntargets = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT) ? 2 : 1;
+		run_schedule(&base);
+		free(base.is_send);
+		base.is_send = NULL;
+		S.verbose = v;
+		S.ntargets = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT) ? 2 : 1;
+		decode(id, &base);
+	} else {
+		decode(id, NULL);
+	}
+	run_schedule(rs_out);
+	if (S.violated) {
+		char d[400];
+		describe(d, sizeof(d));
+		printf("VIOLATION schedule 0x%016" PRIx64 " (%s): %s\n", id, d, S.why);
+		printf("  replay: pmrep_sim --replay 0x%016" PRIx64 "\n", id);
+		fflush(stdout);
+		if (g_violations++ == 0)
+			g_first_bad = id;
+		count_kind(S.why);
+	}
+	return !S.violated;
+}
+
+static void
+shuffle(uint64_t *a, size_t n, uint64_t seed)
+{
+	struct sim_rng r = { seed };
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)sim_rng_below(&r, i);
+		uint64_t t = a[i - 1];
+		a[i - 1] = a[j];
+		a[j] = t;
+	}
+}
+
+/* every schedule of the enumeration, up to `budget` */
+static unsigned
+run_harness(uint64_t seed, unsigned budget)
+{
+	size_t cap = 1 << 16, n = 0;
+	uint64_t *list = malloc(cap * sizeof(*list));
+	struct run_stats bases[SC_NSCENARIOS][M_N];
+	unsigned ran = 0;
+	if (list == NULL)
+		return 0;
+	/* the fault-free runs */
+	for (unsigned sc = 0; sc < SC_NSCENARIOS; sc++) {
+		for (unsigned m = 0; m < M_N; m++) {
+			uint32_t s32 = pair_seed(seed, sc, m);
+			run_id(sched_id(T_BASE, sc, m, 0, s32), &bases[sc][m]);
+			ran++;
+			const struct run_stats *b = &bases[sc][m];
+			for (uint64_t i = b->setup_deliveries; i < b->deliveries &&
+					i < 0xffff; i++) {
+				for (unsigned k = SIM_F_DROP; k < SIM_F_NPACKET; k++) {
+					if (n == cap)
+						break;
+					/* only a message can be duplicated */
+					if (k == SIM_F_DUP && !(b->is_send && b->is_send[i]))
+						continue;
+					list[n++] = sched_id(T_PACKET, sc, m,
+							(uint64_t)k << 16 | i, s32);
+				}
+			}
+			for (unsigned p = 0; p < SIM_MAX_PROCS; p++) {
+				/* crash points of the heal never fire (no faults) */
+				for (uint64_t e = b->setup_events[p] + 1;
+						e <= b->body_events[p] && e < 0xffff; e++) {
+					for (unsigned v = 0; v < 2 && n < cap; v++)
+						list[n++] = sched_id(T_CRASH, sc, m,
+								(uint64_t)p << 20 | e << 4 | v,
+								s32);
+				}
+			}
+		}
+	}
+	for (unsigned sc = 0; sc < SC_NSCENARIOS; sc++)
+		for (unsigned m = 0; m < M_N; m++)
+			free(bases[sc][m].is_send);
+	shuffle(list, n, seed);
+	printf("enumerated: %u fault-free runs, %zu single-fault schedules\n",
+			ran, n);
+	size_t want = budget > ran ? budget - ran : 0;
+	size_t single = want < n ? want : n;
+	for (size_t i = 0; i < single; i++, ran++)
+		run_id(list[i], NULL);
+	/* the rest: seeded combinations of 2-3 faults */
+	struct sim_rng r = { mix(seed, 0xc0) };
+	while (ran < budget) {
+		unsigned sc = (unsigned)sim_rng_below(&r, SC_NSCENARIOS);
+		unsigned m = (unsigned)sim_rng_below(&r, M_N);
+		run_id(sched_id(T_COMBO, sc, m, sim_rng_below(&r, 1u << 22),
+				pair_seed(seed, sc, m)), NULL);
+		ran += 2;	/* its base run too */
+	}
+	free(list);
+	return ran;
+}
+
+/* ------------------------------------------------------ named tests */
+
+static int
+named_lost_accept(uint64_t seed)
+{
+	unsigned bad = 0;
+	for (unsigned m = 0; m < M_N; m++) {
+		uint32_t s32 = pair_seed(seed, SC_LOST_ACCEPT, m);
+		struct run_stats b;
+		run_id(sched_id(T_BASE, SC_LOST_ACCEPT, m, 0, s32), &b);
+		free(b.is_send);
+		if (b.first_accept[0] == UINT64_MAX) {
+			printf("lost_accept (%s): no ACCEPT from replica 0 in the fault-free run\n",
+					m_names[m]);
+			return 1;
+		}
+		const enum sim_fault kinds[] = { SIM_F_CUT_AT, SIM_F_DROP };
+		for (unsigned k = 0; k < 2; k++) {
+			uint64_t id = sched_id(T_PACKET, SC_LOST_ACCEPT, m,
+					(uint64_t)kinds[k] << 16 | b.first_accept[0], s32);
+			if (!run_id(id, NULL))
+				bad++;
+			else
+				printf("lost_accept (%s, ACCEPT %s at delivery %" PRIu64 "): identical after reconnect and close\n",
+						m_names[m], sim_fault_str(kinds[k]),
+						b.first_accept[0]);
+		}
+	}
+	return bad ? 1 : 0;
+}
+
+/* target crashes at each of its persist events; torn images of the header */
+static int
+named_torn_header(uint64_t seed)
+{
+	unsigned runs = 0, bad = 0;
+	for (unsigned m = 0; m < M_N; m++) {
+		uint32_t s32 = pair_seed(seed, SC_FRESH, m);
+		struct run_stats b;
+		run_id(sched_id(T_BASE, SC_FRESH, m, 0, s32), &b);
+		free(b.is_send);
+		for (uint64_t e = b.setup_events[1] + 1; e <= b.body_events[1]; e++) {
+			for (unsigned v = 0; v < 8; v++) {
+				runs++;
+				if (!run_id(sched_id(T_CRASH, SC_FRESH, m,
+						1ull << 20 | e << 4 | v, s32), NULL))
+					bad++;
+			}
+		}
+	}
+	printf("torn_header: %u crash images of the target, %u violations\n", runs, bad);
+	return bad || runs == 0 ? 1 : 0;
+}
+
+static int
+named_writer_restart(uint64_t seed)
+{
+	if (pmrep_mirror_cfg_set_state_path == NULL) {
+		printf("writer_restart: this build has no pmrep_mirror_cfg_set_state_path: a restarted writer knows nothing of its replicas and resyncs them in full\n");
+	}
+	unsigned bad = 0;
+	for (unsigned m = 0; m < M_N; m++) {
+		uint32_t s32 = pair_seed(seed, SC_WRITER, m);
+		struct run_stats b;
+		run_id(sched_id(T_BASE, SC_WRITER, m, 0, s32), &b);
+		free(b.is_send);
+		/* crash right after its last persist returned (before the
+		 * clean close) */
+		uint64_t e = b.last_persist_event;
+		uint64_t id = sched_id(T_CRASH, SC_WRITER, m,
+				(uint64_t)SIM_PROC_WRITER << 20 | e << 4, s32);
+		bool ok = run_id(id, NULL);
+		if (!S.restarted_writer) {
+			printf("writer_restart (%s): the crash point did not crash the writer\n",
+					m_names[m]);
+			bad++;
+			continue;
+		}
+		if (!ok) {
+			bad++;
+			continue;
+		}
+		if (S.restart_resync_bytes >= DATA_SIZE) {
+			printf("writer_restart (%s): after the writer's restart the resync copied %" PRIu64 " of %u bytes: the restart forgot what the replica holds\n",
+					m_names[m], S.restart_resync_bytes, DATA_SIZE);
+			bad++;
+		} else {
+			printf("writer_restart (%s): after the restart the resync copied %" PRIu64 " of %u bytes\n",
+					m_names[m], S.restart_resync_bytes, DATA_SIZE);
+		}
+	}
+	return bad ? 1 : 0;
+}
+
+/* every schedule twice: the same deliveries, outcomes and bytes */
+static int
+check_determinism(uint64_t seed, unsigned budget)
+{
+	struct sim_rng r = { mix(seed, 0xde7) };
+	unsigned bad = 0, n = 0;
+	for (; n < budget; n++) {
+		unsigned sc = (unsigned)sim_rng_below(&r, SC_NSCENARIOS);
+		unsigned m = (unsigned)sim_rng_below(&r, M_N);
+		uint32_t s32 = pair_seed(seed, sc, m);
+		uint64_t id;
+		switch (sim_rng_below(&r, 3)) {
+		case 0:
+			id = sched_id(T_PACKET, sc, m, (1 + sim_rng_below(&r, SIM_F_NPACKET - 1)) << 16 |
+					sim_rng_below(&r, 60), s32);
+			break;
+		case 1:
+			id = sched_id(T_CRASH, sc, m, sim_rng_below(&r, 3) << 20 |
+					(1 + sim_rng_below(&r, 12)) << 4 |
+					sim_rng_below(&r, 16), s32);
+			break;
+		default:
+			id = sched_id(T_COMBO, sc, m, sim_rng_below(&r, 1u << 22), s32);
+			break;
+		}
+		(void) run_id(id, NULL);
+		uint64_t d1 = S.digest;
+		(void) run_id(id, NULL);
+		if (S.digest != d1) {
+			printf("NOT DETERMINISTIC: schedule 0x%016" PRIx64 ": digest %016" PRIx64 " then %016" PRIx64 "\n",
+					id, d1, S.digest);
+			bad++;
+		}
+	}
+	printf("determinism: %u schedules run twice, %u differed\n", n, bad);
+	return bad ? 1 : 0;
+}
+
+/* ------------------------------------------------------------- main */
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+		"usage: pmrep_sim [--schedules N] [--seed S] [--replay ID] [--expect-violation]\n"
+		"                 [--named lost_accept|torn_header|writer_restart]\n"
+		"  --schedules N       schedules to run (default 6000, ASan 1000; env PMREP_SIM_SCHEDULES;\n"
+		"                      50 under PMREP_TEST_UNDER_VALGRIND)\n"
+		"  --seed S            the base seed (default 1)\n"
+		"  --replay ID         rerun one schedule (its hex id) verbosely\n"
+		"  --broken-order      set pmrep_test_hooks.repl_commit_before_confirm\n"
+		"  --expect-violation  exit 0 only if some schedule violated an invariant\n"
+		"  --check-determinism run --schedules N schedules twice each, compare digests\n"
+		"  --named TEST        one of the issue's demonstrated faults\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	/* release: every single-fault schedule of the enumeration and
+	 * combinations after them (about 15 s); sanitizers are slower */
+#if defined(__SANITIZE_ADDRESS__)
+	unsigned budget = 1000;
+#else
+	unsigned budget = 6000;
+#endif
+	uint64_t seed = 1, replay = 0;
+	bool expect = false, have_replay = false, determinism = false;
+	const char *named = NULL;
+	const char *env = getenv("PMREP_SIM_SCHEDULES");
+	if (getenv("PMREP_TEST_UNDER_VALGRIND"))
+		budget = 50;
+	if (env && *env)
+		budget = (unsigned)strtoul(env, NULL, 0);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--schedules") == 0 && v) {
+			budget = (unsigned)strtoul(v, NULL, 0);
+			i++;
+		} else if (strcmp(a, "--seed") == 0 && v) {
+			seed = strtoull(v, NULL, 0);
+			i++;
+		} else if (strcmp(a, "--replay") == 0 && v) {
+			replay = strtoull(v, NULL, 0);
+			have_replay = true;
+			i++;
+		} else if (strcmp(a, "--named") == 0 && v) {
+			named = v;
+			i++;
+		} else if (strcmp(a, "--check-determinism") == 0) {
+			determinism = true;
+		} else if (strcmp(a, "--expect-violation") == 0) {
+			expect = true;
+		} else if (strcmp(a, "--broken-order") == 0) {
+			pmrep_test_hooks.repl_commit_before_confirm = true;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage();
+			return 0;
+		} else {
+			usage();
+			return 2;
+		}
+	}
+	snprintf(S.dir, sizeof(S.dir), "/dev/shm/pmrep-sim-%d", (int)getpid());
+	if (mkdir(S.dir, 0700) != 0 && errno != EEXIST) {
+		perror(S.dir);
+		return 2;
+	}
+	snprintf(S.log_path, sizeof(S.log_path), "%s/log", S.dir);
+	snprintf(S.state_path, sizeof(S.state_path), "%s/state", S.dir);
+	sim_world_install_hooks();
+
+	printf("pmrep_sim: protocol version %d, base seed %" PRIu64 "%s%s\n",
+			REPL_PROTO_VERSION, seed,
+			pmrep_test_hooks.repl_commit_before_confirm ?
+			", broken order (commit before confirm)" : "",
+			pmrep_mirror_cfg_set_state_path ? ", state file" :
+			", no state file");
+	int rc = 0;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned ran = 0;
+	if (have_replay) {
+		S.verbose = true;
+		bool ok = run_id(replay, NULL);
+		char d[400];
+		describe(d, sizeof(d));
+		printf("schedule 0x%016" PRIx64 " (%s): %s\n", replay, d,
+				ok ? "no violation" : S.why);
+		ran = 1;
+	} else if (determinism) {
+		rc = check_determinism(seed, budget);
+		named = "determinism";
+	} else if (named) {
+		if (strcmp(named, "lost_accept") == 0)
+			rc = named_lost_accept(seed);
+		else if (strcmp(named, "torn_header") == 0)
+			rc = named_torn_header(seed);
+		else if (strcmp(named, "writer_restart") == 0)
+			rc = named_writer_restart(seed);
+		else {
+			usage();
+			rc = 2;
+		}
+	} else {
+		ran = run_harness(seed, budget);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) +
+		(double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (!named)
+		printf("schedules run: %u, violations: %u, %.1f schedules/s, base seed %" PRIu64 "\n",
+				ran, g_violations, secs > 0 ? ran / secs : 0.0, seed);
+	if (g_violations && !named) {
+		printf("first violating schedule: 0x%016" PRIx64 "\nviolations by invariant:",
+				g_first_bad);
+		for (int i = 0; i < 16 && g_by_kind[i].n; i++)
+			printf(" %s %u", g_by_kind[i].name, g_by_kind[i].n);
+		printf("\n");
+	}
+	rmdir(S.dir);
+	sim_world_fini();
+	if (named)
+		return rc;
+	if (expect)
+		return g_violations ? 0 : 1;
+	return g_violations ? 1 : 0;
+}
