@@ -326,9 +326,15 @@ st_load(struct mirror_state *st, const uint8_t uuid[PMREP_UUID_SIZE],
 	for (unsigned k = 0; k < 2; k++)
 		ok[k] = slot_decode(st->base + slot_off[k], &s[k]);
 	if (!ok[0] && !ok[1]) {
-		if (all_zero(st->base, MST_BITMAP_OFF) && size == need &&
-				all_zero(st->base + MST_BITMAP_OFF, size - MST_BITMAP_OFF)) {
-			PMREP_LOG(PMREP_LOG_NOTICE, "mirror state file %s was never written: a new record",
+		/*
+		 * slots are written in turn, slot 0 first: when neither is
+		 * valid and slot 1 was never written, the first write of
+		 * slot 0 -- the file's creation -- was cut short (a crash
+		 * tears it), and no mirror ever used this record
+		 */
+		if (size == need && all_zero(st->base + MST_SLOT1_OFF,
+				MST_BITMAP_OFF - MST_SLOT1_OFF)) {
+			PMREP_LOG(PMREP_LOG_NOTICE, "mirror state file %s: its creation was cut short (no slot was ever complete): a new record",
 					st->path);
 			int ret = st_format(st, uuid, generation);
 			return ret ? ret : bitmaps_init(st);

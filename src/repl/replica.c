@@ -407,6 +407,12 @@ replica_resync(struct replica *r, long long deadline)
 		if (r->state == PMREP_REPLICA_FAILED)
 			return r->last_error;
 		repl_bitmap_clear_regions(r->oos, first, n);
+		/* the copy is confirmed: make the clear durable too, or a
+		 * crash after a long resync would copy it all again (a
+		 * failure here costs only that: the marks stay) */
+		if (mstate_oos_persist(r->m->state, r->idx, off, len) != 0)
+			PMREP_LOG_WARN("replica %u: the record of its resync could not be persisted (%s); a restart may copy those regions again",
+					r->idx, pmrep_err_msg());
 		copied += len;
 		from = first + n;
 	}

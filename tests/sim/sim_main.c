@@ -1286,6 +1286,9 @@ named_writer_restart(uint64_t seed)
 		uint64_t id = sched_id(T_CRASH, SC_WRITER, m,
 				(uint64_t)SIM_PROC_WRITER << 20 | e << 4, s32);
 		bool ok = run_id(id, NULL);
+		if (getenv("PMREP_SIM_DEBUG"))
+			printf("writer_restart (%s): schedule 0x%016" PRIx64 "\n",
+					m_names[m], id);
 		if (!S.restarted_writer) {
 			printf("writer_restart (%s): the crash point did not crash the writer\n",
 					m_names[m]);
