@@ -418,7 +418,9 @@ struct pmrep_replica_status {
  * PMREP_E_MALFORMED (the record file holds no valid record),
  * PMREP_E_BUSY (another mirror has the record file open),
  * PMREP_E_PROVIDER (the record file cannot be created, opened or
- * written: pmrep_err_errno()), PMREP_E_AUTH (a replica refused our key or failed to
+ * written: pmrep_err_errno(); or a replica's target failed -- e.g. it is
+ * poisoned by a failed persist -- its status says "the target failed"),
+ * PMREP_E_AUTH (a replica refused our key or failed to
  * prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_INVAL (it belongs to another replica set: UUID), PMREP_E_STATE
  * (it holds a newer generation), PMREP_E_MALFORMED (a malformed handshake),

@@ -337,7 +337,9 @@ repl_status_to_err(enum repl_status st)
 	case REPL_ST_RANGE: return PMREP_E_RANGE;
 	case REPL_ST_STATE: return PMREP_E_STATE;
 	case REPL_ST_NO_REPLICA: return PMREP_E_INVAL;
-	case REPL_ST_INTERNAL:
+	/* the target's own failure, e.g. a persist of its replica (then
+	 * it is poisoned: every later attach there fails too) */
+	case REPL_ST_INTERNAL: return PMREP_E_PROVIDER;
 	default: return PMREP_E_UNKNOWN;
 	}
 }
@@ -352,7 +354,7 @@ repl_status_str(enum repl_status st)
 	case REPL_ST_SIZE: return "data size differs from the replica's";
 	case REPL_ST_UUID: return "the replica belongs to another replica set (UUID)";
 	case REPL_ST_GENERATION: return "the replica holds a newer generation";
-	case REPL_ST_INTERNAL: return "the target failed";
+	case REPL_ST_INTERNAL: return "the target failed (e.g. a persist of its replica; its log says why)";
 	case REPL_ST_RANGE: return "range outside the replica's data area";
 	case REPL_ST_STATE: return "request out of order (or not allowed in this session)";
 	case REPL_ST_NO_REPLICA: return "no such replica on this target";

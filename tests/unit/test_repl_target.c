@@ -192,7 +192,7 @@ failed_claim_write_fails_the_attach_and_poisons_the_target(void **state)
 	struct pmrep_replica_info before, after;
 	assert_int_equal(pmrep_replica_read_info(c->rpath, &before), 0);
 	atomic_store(&fail_target, true);
-	struct pmrep_mirror *m = mirror(c, PMREP_E_UNKNOWN);
+	struct pmrep_mirror *m = mirror(c, PMREP_E_PROVIDER);
 	assert_null(m);
 	assert_int_equal(atomic_load(&target_failures), 1);
 	atomic_store(&fail_target, false);
@@ -203,7 +203,7 @@ failed_claim_write_fails_the_attach_and_poisons_the_target(void **state)
 	assert_true(mid_seq == before.seq || mid_seq == before.seq + 1);
 	/* poisoned: the next attach is refused before any write */
 	int n = atomic_load(&target_persists);
-	m = mirror(c, PMREP_E_UNKNOWN);
+	m = mirror(c, PMREP_E_PROVIDER);
 	assert_null(m);
 	assert_int_equal(atomic_load(&target_persists), n);
 	assert_int_equal(pmrep_replica_read_info(c->rpath, &after), 0);
