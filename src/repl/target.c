@@ -12,7 +12,10 @@
  * QUERY; refusals and failed persists go through CLOSING to FREE
  * (docs/PROTOCOL.md "State machines"). Every persist goes through
  * pmrep_pmem_persist; one that fails poisons the target: from then on
- * every COMMIT, PERSIST and CLOSE is answered INTERNAL.
+ * every COMMIT, PERSIST and CLOSE is answered INTERNAL. So does a failed
+ * persist of a direct-mode flush, which the transport does through the
+ * mapping (target_poisoned asks the pmem layer). A QUERY session writes
+ * nothing and closes no other session.
  * Single-threaded: everything happens in pmrep_target_process, driven by
  * one epoll fd. A target holds an exclusive flock on its replica for its
  * life: one target per replica.
