@@ -2,7 +2,7 @@
 /*
  * pmrep -- the command line of pmrep's replication layer:
  *   pmrep verify SOURCE REPLICA [--range BYTES]
- *   pmrep status REPLICA_FILE
+ *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS]
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]
  *   pmrep [COMMAND] --help | pmrep --version
@@ -46,12 +46,18 @@ static const char help_verify[] =
 	"      valid replica, 2 usage error or failure (e.g. a missing file).\n";
 static const char help_status[] =
 	"  pmrep status REPLICA_FILE [-v]\n"
-	"      print a replica file's header: replica set UUID, generation, data\n"
-	"      size, consistent mark, replica id, owner (the primary id of the last\n"
+	"  pmrep status ADDR:PORT --key-file FILE [--timeout MS] [-v]\n"
+	"      print a replica's header: replica set UUID, generation, data size,\n"
+	"      consistent mark, replica id, owner (the primary id of the last\n"
 	"      committed attach), header slot sequence, last persist sequence.\n"
-	"      Run it on the replica's host (it reads the file, writes nothing).\n"
-	"      Exit 0 a valid replica (whatever its mark), 1 not a valid replica,\n"
-	"      2 usage error or failure (e.g. a missing file).\n";
+	"      REPLICA_FILE: read from the file on the replica's host. ADDR:PORT:\n"
+	"      asked of the pmrep-target serving it, authenticated with the key in\n"
+	"      FILE, read-only: the target writes nothing for it, and a mirror\n"
+	"      attached there goes on undisturbed. --timeout: milliseconds for\n"
+	"      the query (default 10000). Either way nothing is written.\n"
+	"      Exit 0 a valid replica (whatever its mark), 1 REPLICA_FILE is not a\n"
+	"      valid replica, 2 usage error or failure (e.g. a missing file; over\n"
+	"      the network: connection, authentication, timeout).\n";
 static const char help_recover[] =
 	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
 	"                --uuid HEX --generation N [--allow-inconsistent]\n"
@@ -325,20 +331,100 @@ out:
 
 /* ------------------------------------------------------------- status */
 
+/* a replica header's fields, one a line; `where` names the replica
+ * (its file, or ADDR:PORT with how it was asked) */
+static void
+print_info(const char *where, const struct pmrep_replica_info *info)
+{
+	bool claimed = false;
+	for (int i = 0; i < PMREP_UUID_SIZE; i++)
+		claimed |= info->uuid[i] != 0;
+	char u[2 * PMREP_UUID_SIZE + 1];
+	uuid_str(info->uuid, u);
+	printf("replica:     %s\n", where);
+	printf("uuid:        %s%s\n", u, claimed ? "" : " (unclaimed: no mirror attached yet)");
+	printf("generation:  %llu\n", (unsigned long long)info->generation);
+	printf("data size:   %llu bytes (at offset %llu)\n",
+			(unsigned long long)info->data_size,
+			(unsigned long long)info->data_offset);
+	printf("consistent:  %s\n", !claimed ?
+			"no (unclaimed: it holds no mirror's data yet)" :
+			info->flags & PMREP_REPLICA_F_CONSISTENT ?
+			"yes (left by a clean mirror shutdown)" :
+			"no (a mirror is attached, or did not shut down cleanly)");
+	bool has_id = false;
+	for (int i = 0; i < PMREP_UUID_SIZE; i++)
+		has_id |= info->replica_id[i] != 0;
+	char rid[2 * PMREP_UUID_SIZE + 1];
+	uuid_str(info->replica_id, rid);
+	printf("replica id:  %s%s\n", rid, has_id ? "" :
+			" (none yet: a version 1 header; its target draws one)");
+	printf("owner:       %016llx%s\n", (unsigned long long)info->owner,
+			info->owner ? " (primary id of the last committed attach)" : "");
+	printf("header seq:  %llu\n", (unsigned long long)info->seq);
+	printf("last persist seq: %llu\n",
+			(unsigned long long)info->last_persist_seq);
+}
+
+/* pmrep status ADDR:PORT --key-file F: the target's answer to a query */
+static int
+status_remote(const char *target, const char *key_file, int timeout)
+{
+	char addr[256];
+	snprintf(addr, sizeof(addr), "%s", target);
+	char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || colon[1] == '\0')
+		return usage_error("status: bad target '%s' (ADDR:PORT with --key-file)",
+				target);
+	*colon = '\0';
+	uint8_t key[PMREP_KEY_MAX];
+	size_t key_len = 0;
+	int ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
+	if (ret) {
+		report("status", key_file, ret);
+		return EX_ERR;
+	}
+	struct pmrep_replica_info info;
+	ret = pmrep_replica_query(addr, colon + 1, key, key_len, timeout, &info);
+	memset(key, 0, sizeof(key));
+	if (ret) {
+		/* a target serves a valid replica only: every error is a
+		 * failure (connection, authentication, timeout) */
+		report("status", target, ret);
+		return EX_ERR;
+	}
+	char where[300];
+	snprintf(where, sizeof(where), "%s (queried over the network, read-only)",
+			target);
+	print_info(where, &info);
+	return EX_OK;
+}
+
 static int
 cmd_status(int argc, char *argv[])
 {
 	static const struct option opts[] = {
+		{ "key-file", required_argument, NULL, 'k' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "replica", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *key_file = NULL;
+	unsigned long long timeout = 10000;
+	bool have_timeout = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "r:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:t:r:vh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'k': key_file = optarg; break;
+		case 't':
+			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+				return usage_error("status: bad --timeout '%s' (ms, >= 1)", optarg);
+			have_timeout = true;
+			break;
 		case 'r':
-			return usage_error("status: --replica %s: not supported (it needs the target's key); run 'pmrep status REPLICA_FILE' on the replica's host",
+			return usage_error("status: --replica %s: not an option; ask a target with 'pmrep status ADDR:PORT --key-file FILE'",
 					optarg);
 		case 'v': verbose = true; break;
 		case 'h': return cmd_help(help_status);
@@ -346,9 +432,13 @@ cmd_status(int argc, char *argv[])
 		}
 	}
 	if (argc - optind != 1)
-		return usage_error("status: %s", "expected REPLICA_FILE");
+		return usage_error("status: %s", "expected REPLICA_FILE, or ADDR:PORT with --key-file");
 	const char *path = argv[optind];
+	if (have_timeout && key_file == NULL)
+		return usage_error("status: %s", "--timeout only with ADDR:PORT --key-file (a network query)");
 	log_setup();
+	if (key_file != NULL)
+		return status_remote(path, key_file, (int)timeout);
 	struct pmrep_replica_info info;
 	int ret = pmrep_replica_read_info(path, &info);
 	if (ret == PMREP_E_MALFORMED || ret == PMREP_E_RANGE) {
@@ -356,38 +446,18 @@ cmd_status(int argc, char *argv[])
 				pmrep_err_to_str(ret), pmrep_err_msg());
 		return EX_NO;
 	}
+	if (ret == PMREP_E_PROVIDER && pmrep_err_errno() == ENOENT &&
+			strchr(path, ':') != NULL) {
+		/* one line still, with the way to ask a target */
+		fprintf(stderr, "pmrep status: %s: %s (to ask a target at ADDR:PORT, add --key-file FILE)\n",
+				strerror(ENOENT), path);
+		return EX_ERR;
+	}
 	if (ret) {
 		report("status", path, ret);
 		return EX_ERR;
 	}
-	bool claimed = false;
-	for (int i = 0; i < PMREP_UUID_SIZE; i++)
-		claimed |= info.uuid[i] != 0;
-	char u[2 * PMREP_UUID_SIZE + 1];
-	uuid_str(info.uuid, u);
-	printf("replica:     %s\n", path);
-	printf("uuid:        %s%s\n", u, claimed ? "" : " (unclaimed: no mirror attached yet)");
-	printf("generation:  %llu\n", (unsigned long long)info.generation);
-	printf("data size:   %llu bytes (at offset %llu)\n",
-			(unsigned long long)info.data_size,
-			(unsigned long long)info.data_offset);
-	printf("consistent:  %s\n", !claimed ?
-			"no (unclaimed: it holds no mirror's data yet)" :
-			info.flags & PMREP_REPLICA_F_CONSISTENT ?
-			"yes (left by a clean mirror shutdown)" :
-			"no (a mirror is attached, or did not shut down cleanly)");
-	bool has_id = false;
-	for (int i = 0; i < PMREP_UUID_SIZE; i++)
-		has_id |= info.replica_id[i] != 0;
-	char rid[2 * PMREP_UUID_SIZE + 1];
-	uuid_str(info.replica_id, rid);
-	printf("replica id:  %s%s\n", rid, has_id ? "" :
-			" (none yet: a version 1 header; its target draws one)");
-	printf("owner:       %016llx%s\n", (unsigned long long)info.owner,
-			info.owner ? " (primary id of the last committed attach)" : "");
-	printf("header seq:  %llu\n", (unsigned long long)info.seq);
-	printf("last persist seq: %llu\n",
-			(unsigned long long)info.last_persist_seq);
+	print_info(path, &info);
 	return EX_OK;
 }
 

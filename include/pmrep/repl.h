@@ -576,6 +576,48 @@ PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
 /* pmrep_replica_state_str -- a static name ("in sync", "failed", ...). Thread-safe. */
 PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
 
+/* ------------------------------------------------------------------ query */
+
+/*
+ * pmrep_replica_query -- ask the replica target at `addr`:`port` what its
+ * replica header says, over the network, read-only: connect, authenticate
+ * with `key` (`key_len` bytes; the target proves it holds the key too) and
+ * ask with intent QUERY for whatever replica set and generation the
+ * replica holds, then disconnect. *info receives the header as the target
+ * holds it now: set UUID (all zero: unclaimed), data offset and data size
+ * in bytes, generation, flags (PMREP_REPLICA_F_CONSISTENT), replica id,
+ * owner (primary id of the last committed attach), header slot sequence,
+ * last persist sequence -- the fields pmrep_replica_read_info reads from
+ * the file on the replica's host. `timeout_ms` bounds the whole call (-1:
+ * no limit).
+ *
+ * Nothing changes, whatever the outcome: the target writes nothing for a
+ * query (the header stays byte-identical; a header marked consistent
+ * stays so), and a query neither ends, evicts nor takes over any other
+ * session of the target, so a running mirror attached to the replica goes
+ * on persisting (a query takes one of the target's session slots while it
+ * runs). A mirror that attaches meanwhile ends the query's session.
+ *
+ * Errors: PMREP_E_INVAL (NULL argument, empty address, key length outside
+ * PMREP_KEY_MIN..PMREP_KEY_MAX, a port that is not 1..65535, timeout_ms
+ * below -1), PMREP_E_AUTH (the target refused our key, or failed to prove
+ * it holds it), PMREP_E_UNREACHABLE (nobody listens there), PMREP_E_REJECTED
+ * (the connection was refused, e.g. every session slot of the target is
+ * held by authenticated sessions), PMREP_E_TIMEOUT (no answer within
+ * timeout_ms), PMREP_E_CONN_LOST (the connection ended during the
+ * handshake), PMREP_E_MALFORMED (the target's answer or its region
+ * descriptor did not decode: not a pmrep protocol 2 target), PMREP_E_RANGE
+ * (a target refused the data size of "any": one that predates this
+ * call), PMREP_E_UNKNOWN (the target failed: it could not compute its
+ * MAC), PMREP_E_PROVIDER (the transport or the random generator failed:
+ * pmrep_err_errno()), PMREP_E_NOMEM. pmrep_err_msg() names the replica and
+ * the reason.
+ * Thread-safe (each call has its own connection).
+ */
+PMREP_API int pmrep_replica_query(const char *addr, const char *port,
+		const uint8_t *key, size_t key_len, int timeout_ms,
+		struct pmrep_replica_info *info);
+
 /* ---------------------------------------------------------------- recover */
 
 /* Flag of pmrep_mirror_recover: also take a replica whose header is not

@@ -5,7 +5,8 @@
  * target answers ACCEPT with its header as it is and writes nothing), the
  * checks that decide whether the replica may be a source, RDMA reads of
  * its data area into the mapping and a local persist. Recover never writes
- * the replica's header.
+ * the replica's header. The connect + QUERY handshake is query.c's
+ * repl_query_open, shared with pmrep_replica_query.
  */
 #include <poll.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "common/log.h"
 #include "chan.h"
+#include "query.h"
 #include "replica_hdr.h"
 
 #define RECOVER_CHUNK (4u << 20)	/* bytes per read */
@@ -36,12 +38,6 @@ static int
 wait_chan(struct recover *rc)
 {
 	return repl_chan_wait_slice(&rc->ch, rc->deadline);
-}
-
-static int
-wait_msg(struct recover *rc, struct repl_msg *msg)
-{
-	return repl_chan_wait_msg(&rc->ch, rc->deadline, msg);
 }
 
 /*
@@ -86,67 +82,6 @@ wait_read(struct recover *rc)
 		if (ret)
 			return ret;
 	}
-}
-
-/* connect and authenticate; on success *acc holds the target's ACCEPT */
-static int
-handshake(struct recover *rc, const char *addr, const char *port,
-		const uint8_t *key, size_t key_len,
-		const uint8_t uuid[PMREP_UUID_SIZE], uint64_t generation,
-		size_t size, struct repl_accept *acc)
-{
-	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
-	int ret = repl_chan_dial(&rc->ch, rc->peer, addr, port, rc->deadline,
-			16, 32, "recover: replica", &rc->conn, nonce_i, nonce_t);
-	if (ret)
-		goto out;
-
-	/* a query: no primary id (nothing will be claimed) */
-	struct repl_msg msg = { .type = REPL_MSG_AUTH, .seq = 1 };
-	memcpy(msg.u.auth.uuid, uuid, PMREP_UUID_SIZE);
-	msg.u.auth.data_size = size;
-	msg.u.auth.generation = generation;
-	msg.u.auth.primary_id = 0;
-	msg.u.auth.intent = REPL_INTENT_QUERY;
-	ret = repl_auth_mac(key, key_len, nonce_i, nonce_t, &msg.u.auth,
-			msg.u.auth.mac);
-	if (ret)
-		goto out;
-	ret = repl_chan_send(&rc->ch, &msg);
-	if (ret)
-		goto out;
-	struct repl_msg reply;
-	ret = wait_msg(rc, &reply);
-	if (ret)
-		goto out;
-	if (reply.type == REPL_MSG_REFUSE) {
-		ret = repl_status_to_err(reply.status);
-		PMREP_LOG_ERR("recover: replica %s:%s refused us: %s%s", addr, port,
-				repl_status_str(reply.status),
-				reply.status == REPL_ST_GENERATION ?
-				" (it holds a newer generation than the one asked for)" : "");
-		goto out;
-	}
-	if (reply.type != REPL_MSG_ACCEPT) {
-		PMREP_LOG_ERR("recover: expected ACCEPT, got message type %d",
-				(int)reply.type);
-		ret = PMREP_E_MALFORMED;
-		goto out;
-	}
-	uint8_t mac[REPL_MAC_SIZE];
-	ret = repl_accept_mac(key, key_len, nonce_i, nonce_t, &reply.u.accept,
-			mac);
-	if (ret)
-		goto out;
-	if (!repl_mac_equal(mac, reply.u.accept.mac)) {
-		PMREP_LOG_ERR("recover: replica %s:%s failed to prove it holds the key",
-				addr, port);
-		ret = PMREP_E_AUTH;
-		goto out;
-	}
-	*acc = reply.u.accept;
-out:
-	return ret;
 }
 
 /* may this replica be the source of generation `generation`? */
@@ -198,23 +133,6 @@ drop_conn(struct recover *rc)
 	}
 	repl_chan_detach(&rc->ch);
 	(void) pmrep_mr_remote_delete(&rc->rmr);
-}
-
-static void
-fill_info(struct pmrep_replica_info *info, size_t size,
-		const struct repl_accept *acc)
-{
-	if (info == NULL)
-		return;
-	memcpy(info->uuid, acc->uuid, PMREP_UUID_SIZE);
-	info->data_offset = PMREP_REPLICA_DATA_OFFSET;
-	info->data_size = size;
-	info->generation = acc->generation;
-	info->flags = acc->hdr_flags;
-	memcpy(info->replica_id, acc->replica_id, PMREP_UUID_SIZE);
-	info->owner = acc->owner;
-	info->seq = acc->hdr_seq;
-	info->last_persist_seq = acc->last_persist_seq;
 }
 
 int
@@ -272,11 +190,12 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 	rc.chan_ready = true;
 
 	struct repl_accept acc;
-	ret = handshake(&rc, addr, port, key, key_len, uuid, generation, size,
-			&acc);
+	ret = repl_query_open(&rc.ch, rc.peer, addr, port, key, key_len, uuid,
+			generation, size, rc.deadline, "recover", &rc.conn, &acc);
 	if (ret)
 		goto out;
-	fill_info(info, size, &acc);
+	/* the target checked that the replica's data size is ours */
+	repl_query_info(info, size, &acc);
 	ret = check_source(&rc, &acc, generation, size, flags);
 	if (ret)
 		goto out;

@@ -12,7 +12,10 @@
  * QUERY; refusals and failed persists go through CLOSING to FREE
  * (docs/PROTOCOL.md "State machines"). Every persist goes through
  * pmrep_pmem_persist; one that fails poisons the target: from then on
- * every COMMIT, PERSIST and CLOSE is answered INTERNAL.
+ * every COMMIT, PERSIST and CLOSE is answered INTERNAL. So does a failed
+ * persist of a direct-mode flush, which the transport does through the
+ * mapping (target_poisoned asks the pmem layer). A QUERY session writes
+ * nothing and closes no other session.
  * Single-threaded: everything happens in pmrep_target_process, driven by
  * one epoll fd. A target holds an exclusive flock on its replica for its
  * life: one target per replica.
@@ -300,6 +303,23 @@ poison(struct pmrep_target *t, int err, const char *what)
 		PMREP_LOG_ERR("replica %s: %s failed (%s): the target is poisoned: every later COMMIT, PERSIST and CLOSE is refused (a later successful msync is no proof for earlier data)",
 				t->cfg.path, what, pmrep_err_to_str(err));
 	t->poisoned = true;
+}
+
+/*
+ * is the target poisoned? Also when the pmem layer poisoned the mapping
+ * behind our back: in direct mode the transport persists remote writes
+ * through pmrep_pmem_persist_cb (a failed one NAKs the flush and poisons
+ * the mapping, but never reaches this file). Checked before every header
+ * write: replica_hdr_write stores the new slot before its persist fails,
+ * so writing into a poisoned mapping would leave a refused COMMIT's claim
+ * (or a refused CLOSE's mark) in the file's pages.
+ */
+static bool
+target_poisoned(struct pmrep_target *t)
+{
+	if (!t->poisoned && pmrep_pmem_is_poisoned(t->pmem))
+		poison(t, PMREP_E_PROVIDER, "a write-back of the mapping (a flush of remote writes)");
+	return t->poisoned;
 }
 
 /*
@@ -792,7 +812,10 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		refuse(t, s, REPL_ST_NO_REPLICA, detail);
 		return;
 	}
-	if (a->data_size != t->hdr.data_size) {
+	bool query = a->intent == REPL_INTENT_QUERY;
+	/* a query may name data size 0: "whatever the replica holds" (its
+	 * size is the ACCEPT's region descriptor's) */
+	if (!(query && a->data_size == 0) && a->data_size != t->hdr.data_size) {
 		snprintf(detail, sizeof(detail), "initiator has %llu data bytes, the replica %llu",
 				(unsigned long long)a->data_size,
 				(unsigned long long)t->hdr.data_size);
@@ -800,7 +823,6 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		return;
 	}
 	bool fresh = replica_uuid_is_nil(t->hdr.uuid);
-	bool query = a->intent == REPL_INTENT_QUERY;
 	/* a query may name the nil set: "whatever set it belongs to" */
 	bool any_set = query && replica_uuid_is_nil(a->uuid);
 	if (!any_set && (replica_uuid_is_nil(a->uuid) ||
@@ -842,7 +864,7 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		/* the broken v1 order, for the harness to catch: the claim
 		 * is durable before the mirror's record covers it */
 		close_others(t, s, "taken over by a new initiator");
-		int ret = t->poisoned ? PMREP_E_STATE : write_claim(t, s, a->generation);
+		int ret = target_poisoned(t) ? PMREP_E_STATE : write_claim(t, s, a->generation);
 		if (ret) {
 			if (!t->poisoned)
 				poison(t, ret, "the header's claim");
@@ -875,7 +897,7 @@ on_commit(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	const struct repl_commit *c = &m->u.commit;
 	struct repl_msg r = { .type = REPL_MSG_COMMIT_REPLY, .seq = m->seq };
 	char detail[200];
-	if (t->poisoned) {
+	if (target_poisoned(t)) {
 		PMREP_LOG_ERR("session %d: COMMIT refused: the target is poisoned by an earlier failed persist",
 				(int)(s - t->s));
 		r.status = REPL_ST_INTERNAL;
@@ -965,7 +987,7 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	case REPL_MSG_PERSIST: {
 		uint64_t off = m->u.persist.offset, len = m->u.persist.length;
 		r.type = REPL_MSG_PERSIST_REPLY;
-		if (t->poisoned) {
+		if (target_poisoned(t)) {
 			r.status = REPL_ST_INTERNAL;
 		} else if (off > t->hdr.data_size || len > t->hdr.data_size - off) {
 			PMREP_LOG_ERR("persist request of %llu bytes at %llu is outside the %llu-byte data area",
@@ -987,7 +1009,7 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	}
 	case REPL_MSG_CLOSE: {
 		r.type = REPL_MSG_CLOSE_REPLY;
-		if (t->poisoned) {
+		if (target_poisoned(t)) {
 			r.status = REPL_ST_INTERNAL;
 			break;
 		}

@@ -10,6 +10,10 @@
  *  - pmrep recover: byte-exact data back from a replica after the local
  *    file was wiped; a replica of an older generation is refused (1) and
  *    the local file and the replica's header are left as they were;
+ *  - pmrep_replica_query / pmrep status ADDR:PORT while a mirror is
+ *    attached and persisting: read-only (header byte-identical), the
+ *    mirror's session untouched, its claim shown; consistent after its
+ *    clean delete; a wrong key: PMREP_E_AUTH, exit 2 with one line;
  *  - kv-mirror with two targets, one killed mid-session: quorum=1 keeps
  *    acknowledging puts, "all" fails the put (not acknowledged);
  *  - examples/minimal mirrors its records, and pmrep verify finds the
@@ -562,6 +566,226 @@ recover_off_by_one_leaves_the_replica_usable(void **state)
 	assert_memory_equal(h0, h1, sizeof(h0));
 }
 
+/* the number of lines in `s` */
+static int
+count_lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* every field of two replica infos is equal (not the padding) */
+static void
+assert_info_equal(const struct pmrep_replica_info *a,
+		const struct pmrep_replica_info *b)
+{
+	assert_memory_equal(a->uuid, b->uuid, PMREP_UUID_SIZE);
+	assert_int_equal(a->data_offset, b->data_offset);
+	assert_int_equal(a->data_size, b->data_size);
+	assert_int_equal(a->generation, b->generation);
+	assert_int_equal(a->flags, b->flags);
+	assert_memory_equal(a->replica_id, b->replica_id, PMREP_UUID_SIZE);
+	assert_int_equal(a->owner, b->owner);
+	assert_int_equal(a->seq, b->seq);
+	assert_int_equal(a->last_persist_seq, b->last_persist_seq);
+}
+
+/* pmrep_replica_query of tg[0] with the test key: 0 and *info */
+static void
+query0(struct pmrep_replica_info *info)
+{
+	memset(info, 0xa5, sizeof(*info));
+	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, 5000 * func_slow(), info), 0);
+}
+
+/*
+ * the issue "status, recover and failover read a replica's generation and
+ * sequence without claiming it": pmrep_replica_query and pmrep status
+ * ADDR:PORT ask a target while a mirror is attached and persisting. The
+ * mirror's session is not taken over (every persist after a query still
+ * succeeds, the replica stays in sync without a resync), the query shows
+ * the mirror's generation and owner and "not consistent", and after the
+ * mirror's clean delete "consistent"; the replica's header block is
+ * byte-identical before and after each query; a wrong key is
+ * PMREP_E_AUTH, and pmrep status exits 2 with one error line.
+ */
+static void
+status_queries_a_target_read_only_while_a_mirror_persists(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], src[128], rep[64], out[4096], badkey[128];
+	static uint8_t h0[PMREP_REPLICA_DATA_OFFSET], h1[PMREP_REPLICA_DATA_OFFSET];
+	program("tools/pmrep", exe, sizeof(exe));
+	target_start(&tg[0], "replica", "1M");
+	snprintf(src, sizeof(src), "%s/source", dir);
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+
+	/* a fresh replica: unclaimed, header as the file says */
+	struct pmrep_replica_info q, f;
+	read_hdr_block(tg[0].path, h0);
+	query0(&q);
+	read_hdr_block(tg[0].path, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &f), 0);
+	assert_info_equal(&q, &f);
+	static const uint8_t nil[PMREP_UUID_SIZE];
+	assert_memory_equal(q.uuid, nil, PMREP_UUID_SIZE);
+	assert_int_equal(q.data_size, DATA_SIZE);
+	assert_int_equal(q.data_offset, PMREP_REPLICA_DATA_OFFSET);
+
+	/* a mirror at generation 7, attached and persisting */
+	struct pmrep_pmem *pmem = NULL;
+	assert_int_equal(pmrep_pmem_open(src, PMREP_PMEM_CREATE, DATA_SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &pmem), 0);
+	uint8_t *p = pmrep_pmem_get_address(pmem);
+	for (size_t i = 0; i < DATA_SIZE; i++)
+		p[i] = pattern(i);
+	struct pmrep_mirror_cfg *cfg = NULL;
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", tg[0].port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(cfg, key, sizeof(key) - 1), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(cfg, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(cfg, 7), 0);
+	assert_int_equal(pmrep_mirror_new(pmem, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_persist(m, 0, DATA_SIZE, 5000 * func_slow()), 0);
+	struct pmrep_replica_status rs0, rs;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &rs0), 0);
+	assert_int_equal(rs0.state, PMREP_REPLICA_IN_SYNC);
+
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &f), 0);
+	assert_int_not_equal(f.owner, 0);
+	for (int round = 0; round < 5; round++) {
+		read_hdr_block(tg[0].path, h0);
+		query0(&q);
+		read_hdr_block(tg[0].path, h1);
+		assert_memory_equal(h0, h1, sizeof(h0));
+		/* the mirror's claim: its set, generation and owner, not
+		 * consistent while it is attached */
+		assert_memory_equal(q.uuid, uuid, PMREP_UUID_SIZE);
+		assert_int_equal(q.generation, 7);
+		assert_int_equal(q.owner, f.owner);
+		assert_false(q.flags & PMREP_REPLICA_F_CONSISTENT);
+		assert_memory_equal(q.replica_id, f.replica_id, PMREP_UUID_SIZE);
+		assert_int_equal(q.seq, f.seq);
+		assert_int_equal(q.data_size, DATA_SIZE);
+		assert_info_equal(&q, &f);
+
+		/* the mirror's session was not taken over: it persists on,
+		 * in sync, without a reconnect or a resync */
+		size_t off = (size_t)round * 4096;
+		p[off] = (uint8_t)~p[off];
+		assert_int_equal(pmrep_mirror_persist(m, off, 1, 5000 * func_slow()), 0);
+		assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &rs), 0);
+		assert_int_equal(rs.state, PMREP_REPLICA_IN_SYNC);
+		assert_int_equal(rs.last_error, 0);
+		assert_int_equal(rs.resyncs, rs0.resyncs);
+	}
+
+	/* pmrep status ADDR:PORT: the local command's fields, said to be a
+	 * network query; the header unchanged; the mirror goes on */
+	char *st_net[] = { exe, "status", rep, "--key-file", keyfile,
+		"--timeout", "5000", NULL };
+	read_hdr_block(tg[0].path, h0);
+	assert_int_equal(run(st_net, out, sizeof(out)), 0);
+	read_hdr_block(tg[0].path, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+	char want[200];
+	snprintf(want, sizeof(want), "replica:     %s (queried over the network, read-only)\n", rep);
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, uuid_hex));
+	assert_non_null(strstr(out, "generation:  7\n"));
+	assert_non_null(strstr(out, "data size:   1048576 bytes (at offset 4096)\n"));
+	assert_non_null(strstr(out, "consistent:  no (a mirror is attached, or did not shut down cleanly)\n"));
+	snprintf(want, sizeof(want), "owner:       %016llx (primary id of the last committed attach)\n",
+			(unsigned long long)f.owner);
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, "replica id:  "));
+	assert_non_null(strstr(out, "header seq:  "));
+	assert_non_null(strstr(out, "last persist seq: 0\n"));
+	/* the same fields, line for line, as pmrep status REPLICA_FILE */
+	char local[4096];
+	char *st_file[] = { exe, "status", tg[0].path, NULL };
+	assert_int_equal(run(st_file, local, sizeof(local)), 0);
+	assert_string_equal(strchr(out, '\n'), strchr(local, '\n'));
+	p[0] = (uint8_t)~p[0];
+	assert_int_equal(pmrep_mirror_persist(m, 0, 1, 5000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &rs), 0);
+	assert_int_equal(rs.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(rs.resyncs, rs0.resyncs);
+
+	/* a wrong key: refused, nothing written; pmrep status: exit 2,
+	 * one error line */
+	static const uint8_t wrong[] = "not-the-cli-test-key-0123456789";
+	read_hdr_block(tg[0].path, h0);
+	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, wrong,
+			sizeof(wrong) - 1, 5000 * func_slow(), &q), PMREP_E_AUTH);
+	snprintf(badkey, sizeof(badkey), "%s/badkey", dir);
+	func_write_file(badkey, wrong, sizeof(wrong) - 1);
+	char *st_bad[] = { exe, "status", rep, "--key-file", badkey, NULL };
+	assert_int_equal(run_out(st_bad, out, sizeof(out), true), 2);
+	assert_int_equal(count_lines(out), 1);
+	assert_true(strncmp(out, "pmrep status: ", 14) == 0);
+	assert_non_null(strstr(out, "authentication failed"));
+	read_hdr_block(tg[0].path, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+	p[1] = (uint8_t)~p[1];
+	assert_int_equal(pmrep_mirror_persist(m, 1, 1, 5000 * func_slow()), 0);
+
+	/* after the mirror's clean delete: consistent */
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	read_hdr_block(tg[0].path, h0);
+	query0(&q);
+	read_hdr_block(tg[0].path, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+	assert_true(q.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(q.generation, 7);
+	assert_int_equal(q.owner, f.owner);
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &f), 0);
+	assert_info_equal(&q, &f);
+	assert_int_equal(run(st_net, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "consistent:  yes (left by a clean mirror shutdown)\n"));
+	read_hdr_block(tg[0].path, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+	/* and the replica still verifies identical with the source */
+	char *ver[] = { exe, "verify", src, tg[0].path, NULL };
+	assert_int_equal(run(ver, NULL, 0), 0);
+
+	/* usage errors and argument checks */
+	char *u1[] = { exe, "status", "nocolon", "--key-file", keyfile, NULL };
+	char *u2[] = { exe, "status", tg[0].path, "--timeout", "100", NULL };
+	char *u3[] = { exe, "status", rep, "--key-file", keyfile, "--timeout", "0", NULL };
+	assert_int_equal(run(u1, NULL, 0), 2);
+	assert_int_equal(run(u2, NULL, 0), 2);
+	assert_int_equal(run(u3, NULL, 0), 2);
+	char *help[] = { exe, "status", "--help", NULL };
+	assert_int_equal(run(help, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "pmrep status ADDR:PORT --key-file FILE [--timeout MS]"));
+	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, 1000, NULL), PMREP_E_INVAL);
+	assert_int_equal(pmrep_replica_query(NULL, tg[0].port, key,
+			sizeof(key) - 1, 1000, &q), PMREP_E_INVAL);
+	assert_int_equal(pmrep_replica_query("127.0.0.1", "0", key,
+			sizeof(key) - 1, 1000, &q), PMREP_E_INVAL);
+	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, key,
+			8, 1000, &q), PMREP_E_INVAL);
+	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, -2, &q), PMREP_E_INVAL);
+	/* nobody listening: a failure, exit 2 with one line */
+	target_stop(&tg[0], SIGTERM);
+	assert_int_not_equal(pmrep_replica_query("127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, 2000 * func_slow(), &q), 0);
+	assert_int_equal(run_out(st_net, out, sizeof(out), true), 2);
+	assert_int_equal(count_lines(out), 1);
+
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_pmem_close(&pmem), 0);
+}
+
 /* read from fd until a line starting with one of `a` / `b` arrived;
  * returns 'a' or 'b' */
 static int
@@ -730,6 +954,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(recover_brings_back_byte_exact_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_refuses_an_older_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_off_by_one_leaves_the_replica_usable, setup, teardown),
+		cmocka_unit_test_setup_teardown(status_queries_a_target_read_only_while_a_mirror_persists, setup, teardown),
 		cmocka_unit_test_setup_teardown(kv_quorum_1_of_2_keeps_acknowledging, setup, teardown),
 		cmocka_unit_test_setup_teardown(kv_all_fails_the_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(minimal_example_mirrors_and_verifies, setup, teardown),
