@@ -663,7 +663,9 @@ PMREP_API int pmrep_replica_query(const char *addr, const char *port,
  * flag), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_NOSUPP (it serves through a staging buffer), PMREP_E_AUTH,
  * PMREP_E_MALFORMED, PMREP_E_UNREACHABLE / PMREP_E_REJECTED /
- * PMREP_E_TIMEOUT / PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM.
+ * PMREP_E_TIMEOUT / PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM,
+ * PMREP_E_PROVIDER (persisting the mapping failed: pmrep_err_errno(), e.g.
+ * EIO; the mapping is then poisoned, see pmrep_pmem_persist).
  * Thread-safe for different mappings.
  */
 PMREP_API int pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,

@@ -168,7 +168,7 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 		return ret;
 	/*
 	 * The replica's bytes land in a registered bounce buffer, and the CPU
-	 * copies them into the mapping with its persisting memcpy: an RDMA
+	 * copies them into the mapping and persists them: an RDMA
 	 * write into a pinned page-cache mapping is not seen by msync on
 	 * every kernel (the pages are never marked dirty), and newer kernels
 	 * refuse to pin such mappings writable at all.
@@ -213,7 +213,15 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 					len, off, pmrep_err_to_str(ret));
 			goto out;
 		}
-		copy(base + off, rc.bounce, len, 0);	/* copies and persists */
+		/* copy without persisting, then persist through the call
+		 * that reports a failed write-back (T28) */
+		copy(base + off, rc.bounce, len, PMREP_PMEM_F_NOFLUSH);
+		ret = pmrep_pmem_persist(pmem, base + off, len);
+		if (ret) {
+			PMREP_LOG_ERR("recover: persisting %zu bytes at %zu of the mapping failed (%s)",
+					len, off, pmrep_err_to_str(ret));
+			goto out;
+		}
 	}
 	PMREP_LOG(PMREP_LOG_NOTICE, "recovered %zu bytes of generation %llu from replica %s:%s",
 			size, (unsigned long long)generation, addr, port);
