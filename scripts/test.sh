@@ -35,15 +35,32 @@ configure_build() { # dir, cmake args...
 
 do_deps() { "$ROOT/scripts/install-deps.sh" --vm; }
 
+# what the fault-injection harness (tests/sim, label sim) said in that ctest
+# run: schedule counts, violations, schedules/s and seeds, pass or fail
+sim_summary() { # build dir
+	local log=$1/Testing/Temporary/LastTest.log
+	[ -f "$log" ] || return 0
+	echo "--- fault-injection harness (tests/sim):"
+	grep -E '^(pmrep_sim:|schedules run:|violations by|first violating|enumerated:|(lost_accept|torn_header|writer_restart)[ :(])' "$log" |
+		sed 's/^/    /'
+	return 0
+}
+
 do_build() {
-	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
 	ctest --test-dir "$OUT/release" -LE verbs -j"$JOBS" --output-on-failure
+	local rc=$?
+	sim_summary "$OUT/release"
+	return $rc
 }
 
 do_asan() {
-	configure_build "$OUT/asan" -DCMAKE_BUILD_TYPE=Debug -DPMREP_SANITIZE=ON &&
+	configure_build "$OUT/asan" -DCMAKE_BUILD_TYPE=Debug -DPMREP_SANITIZE=ON || return 1
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	ctest --test-dir "$OUT/asan" -LE verbs -j"$JOBS" --output-on-failure
+	local rc=$?
+	sim_summary "$OUT/asan"
+	return $rc
 }
 
 do_valgrind() {
