@@ -935,6 +935,44 @@ quorum_survives_a_replica_loss_where_all_fails(void **state)
 	pmrep_pmem_close(&local);
 }
 
+/*
+ * a replica that cannot be reached when the mirror starts, and of which
+ * the mirror's record knows nothing, may lack everything: its lag is the
+ * whole data size (it used to read 0), and stays so until an attach
+ */
+static void
+replica_unreachable_at_new_shows_all_of_it_as_lag(void **state)
+{
+	(void)state;
+	struct tgt *g1, *g2;
+	assert_int_equal(tgt_start(&g1, "u1", SIZE, false, 3000), 0);
+	assert_int_equal(tgt_start(&g2, "u2", SIZE, false, 3000), 0);
+	char port2[16];
+	snprintf(port2, sizeof(port2), "%s", g2->port);
+	tgt_stop(g2);			/* nobody listens there now */
+	struct pmrep_pmem *local = local_open("ulocal", SIZE);	/* no record yet */
+	struct pmrep_mirror_cfg *c = mcfg(g1->port, uuid_a, 1);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(), port2), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_quorum(c, 1), 0);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_FAILED);
+	assert_int_equal(st.lag_bytes, SIZE);
+	fill(local, 0, 4096, 7);
+	assert_int_equal(pmrep_mirror_persist(m, 0, 4096, 3000), 0);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
+	assert_int_equal(st.lag_bytes, SIZE);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(st.lag_bytes, 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	tgt_stop(g1);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -959,6 +997,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(t20_target_killed_mid_persist_fails_and_is_resynced, setup, teardown),
 		cmocka_unit_test_setup_teardown(t20_direct_write_target_killed_fails_the_persist_and_is_resynced, setup, teardown),
 		cmocka_unit_test_setup_teardown(quorum_survives_a_replica_loss_where_all_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(replica_unreachable_at_new_shows_all_of_it_as_lag, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
