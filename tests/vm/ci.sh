@@ -111,11 +111,19 @@ for k in $KERNELS; do
   cd "$BUILD" || exit 125
   # $here too: the smoke script must be visible wherever the checkout lies
   # (a clone under /tmp is hidden by the guest's tmpfs otherwise)
-  VM_KERNEL=$k VM_TIMEOUT=$vt VM_RW_DIRS="$BUILD:$RES:$here" \
-    bounded "$((vt + 30))" "$RUN" bash -c "$GUEST_JOB" guest-job "$RES" "$SMOKE" "$BUILD" "${CMD[@]}"
-  r=$?
+  for attempt in 1 2; do
+    rm -f "$RES/$k.smoke" "$RES/$k.cmd"
+    VM_KERNEL=$k VM_TIMEOUT=$vt VM_RW_DIRS="$BUILD:$RES:$here" \
+      bounded "$((vt + 30))" "$RUN" bash -c "$GUEST_JOB" guest-job "$RES" "$SMOKE" "$BUILD" "${CMD[@]}"
+    r=$?
+    s=$(cat "$RES/$k.smoke" 2>/dev/null); c=$(cat "$RES/$k.cmd" 2>/dev/null)
+    # a guest that never came up (the TCG boot itself failed: seen once as
+    # an early kernel panic on a loaded host) is booted once more; a guest
+    # that ran its smoke check is never retried
+    [ "$r" = 125 ] && [ -z "$s" ] && [ $attempt = 1 ] && [ "$(left)" -gt $((vt + 30)) ] || break
+    echo "==== [$k] the guest did not come up (rig failure before its smoke check): booting it once more"
+  done
   SECS[$k]=$((SECONDS - t0))
-  s=$(cat "$RES/$k.smoke" 2>/dev/null); c=$(cat "$RES/$k.cmd" 2>/dev/null)
   verdict() { case $1 in 0) echo PASS ;; '') echo UNFINISHED ;; *) echo "FAIL ($1)" ;; esac; }
   st="smoke $(verdict "$s")"
   [ ${#CMD[@]} -gt 0 ] && st="$st, command $(verdict "$c")"
