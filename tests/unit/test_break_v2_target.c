@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_break_v2.c -- the replica target of protocol v2 attacked by an
+ * test_break_v2_target.c -- the replica target of protocol v2 attacked by an
  * initiator that holds the key but misbehaves, in one process over the
  * tcp provider: the real target (pmrep_target, in a thread) and a fake
  * initiator on the library's channel (src/repl/chan.c) and codec
