@@ -471,7 +471,10 @@ mstate_open(const char *path, const uint8_t uuid[PMREP_UUID_SIZE],
 		} else {
 			ret = PMREP_ERR_PROVIDER(e, "locking the mirror state file");
 		}
-		if (create) {
+		/* a file we created but another mirror locked first (it
+		 * opened it between our create and our flock) is that
+		 * mirror's record now: never unlink it under it */
+		if (create && e != EWOULDBLOCK) {
 			(void) pmrep_pmem_close(&st->pmem);
 			(void) unlink(path);
 		}

@@ -19,7 +19,13 @@
  *    with its reason, neither killing the writer; a sparse state file (a
  *    copy that kept holes) on a full file system used to kill the writer
  *    with SIGBUS at the first store into a hole -- it is now given its
- *    blocks when opened, or refused with ENOSPC (src/repl/mirror_state.c).
+ *    blocks when opened, or refused with ENOSPC (src/repl/mirror_state.c);
+ *  - two mirrors starting at once on one log: the one that created the
+ *    state file but lost the race for its lock used to unlink it -- the
+ *    other mirror's record, lost at that one's restart. A racer thread
+ *    (inotify) opens and locks the file as soon as it is created; the
+ *    file must still be there when the creating mirror was refused BUSY
+ *    (src/repl/mirror_state.c).
  *
  * Open finding, left out of the build (PMREP_BREAK_V2_OPEN): a replica
  * file restored from an old copy (same replica id, older data, left
@@ -40,6 +46,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -379,6 +387,87 @@ replicas_in_another_order_are_resynced_in_full(void **state)
 		func_assert_replica_equals(c->log, c->g[i].path);
 }
 
+/* another "mirror" that opens and locks the state file the moment it is
+ * created -- between the creating mirror's open and its flock */
+struct racer {
+	const char *dir, *name;
+	int ifd;
+	int fd;			/* the locked state file, -1: lost the race */
+	atomic_bool ready;
+};
+
+static void *
+racer_main(void *arg)
+{
+	struct racer *r = arg;
+	char buf[4096] __attribute__((aligned(8)));
+	atomic_store(&r->ready, true);
+	for (;;) {
+		ssize_t n = read(r->ifd, buf, sizeof(buf));
+		if (n <= 0)
+			return NULL;
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+			if (ev->len && strcmp(ev->name, r->name) == 0) {
+				char path[200];
+				snprintf(path, sizeof(path), "%s/%s", r->dir, r->name);
+				int fd = open(path, O_RDWR);
+				if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+					r->fd = fd;
+				} else if (fd >= 0) {
+					close(fd);
+				}
+				return NULL;
+			}
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+static void
+state_file_created_by_a_racing_mirror_is_not_removed_under_it(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	int won = 0;
+	for (int attempt = 0; attempt < 20 && won == 0; attempt++) {
+		unlink(c->statepath);
+		struct racer r = { .dir = c->dir, .name = "log.pmrep-state", .fd = -1 };
+		r.ifd = inotify_init1(IN_CLOEXEC);
+		assert_true(r.ifd >= 0);
+		assert_true(inotify_add_watch(r.ifd, c->dir, IN_CREATE) >= 0);
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, racer_main, &r), 0);
+		while (!atomic_load(&r.ready))
+			sched_yield();
+		struct pmrep_mirror *m;
+		int ret = mirror_try(c, order01, 2, 1, 64u << 10, &m);
+		close(r.ifd);	/* ends the racer's read if it saw nothing */
+		pthread_join(th, NULL);
+		if (ret == 0) {
+			/* the mirror locked it first: try again */
+			assert_int_equal(r.fd, -1);
+			assert_int_equal(pmrep_mirror_delete(&m), 0);
+			continue;
+		}
+		if (r.fd < 0)
+			continue;
+		/* the racer holds the lock: the mirror was refused as busy,
+		 * and the file the racer holds must still be there (it used
+		 * to be unlinked: the other mirror's record, gone at its
+		 * restart) */
+		won++;
+		assert_int_equal(ret, PMREP_E_BUSY);
+		struct stat a, b;
+		assert_int_equal(fstat(r.fd, &a), 0);
+		assert_int_equal(stat(c->statepath, &b), 0);
+		assert_int_equal(a.st_ino, b.st_ino);
+		close(r.fd);
+	}
+	if (won == 0)
+		skip();	/* the race was never won here */
+}
+
 #ifdef PMREP_BREAK_V2_OPEN
 /* open finding: fails today */
 static void
@@ -612,6 +701,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(truncated_or_foreign_state_file_is_refused_and_the_replicas_left_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_with_another_generation_or_region_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(replicas_in_another_order_are_resynced_in_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(state_file_created_by_a_racing_mirror_is_not_removed_under_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(new_state_file_on_a_full_file_system_is_refused_with_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(sparse_state_file_on_a_full_file_system_does_not_kill_the_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_only_state_file_is_refused_with_its_reason, setup, teardown),
