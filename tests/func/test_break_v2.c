@@ -31,7 +31,11 @@
  * file restored from an old copy (same replica id, older data, left
  * consistent) is resynced incrementally and reported in sync while it
  * holds the old data: neither the header nor the mirror's record carries
- * anything that tells an old copy from the current one.
+ * anything that tells an old copy from the current one. And the documented
+ * trust of the rule for a replica the record does not know: the state file
+ * deleted after a run during which a replica (left consistent before) was
+ * down -- that replica is resynced from nothing and reported in sync
+ * while it holds the data of before that run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -502,6 +506,38 @@ replica_restored_from_an_old_copy_is_not_reported_in_sync(void **state)
 	if (in_sync)
 		func_assert_replica_equals(c->log, path1);
 }
+
+/* documented limit (PROTOCOL.md "Mirror, attach", the rule for a replica
+ * the record does not know): fails today */
+static void
+state_file_deleted_while_a_replica_lagged_is_not_trusted(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	mirror_round(c, order01, 1, 7);	/* both consistent */
+	/* replica 1 is down for a whole run of the writer */
+	char path1[160];
+	snprintf(path1, sizeof(path1), "%s", c->g[1].path);
+	tgt_stop(&c->g[1]);
+	struct pmrep_mirror_cfg *cfg = mcfg(c, order01, 2, 1, 64u << 10);
+	assert_int_equal(pmrep_mirror_cfg_set_quorum(cfg, 1), 0);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(c->log, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	func_pattern(pmrep_pmem_get_address(c->log), SIZE, 8);
+	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 3000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	/* the operator deletes the record */
+	assert_int_equal(unlink(c->statepath), 0);
+	tgt_start(&c->g[1], path1);
+	assert_int_equal(mirror_try(c, order01, 2, 1, 64u << 10, &m), 0);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
+	bool in_sync = st.state == PMREP_REPLICA_IN_SYNC;
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	if (in_sync)
+		func_assert_replica_equals(c->log, path1);
+}
 #endif
 
 /* ------------------------------------------ a tiny file system (child) */
@@ -707,6 +743,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(read_only_state_file_is_refused_with_its_reason, setup, teardown),
 #ifdef PMREP_BREAK_V2_OPEN
 		cmocka_unit_test_setup_teardown(replica_restored_from_an_old_copy_is_not_reported_in_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(state_file_deleted_while_a_replica_lagged_is_not_trusted, setup, teardown),
 #endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
