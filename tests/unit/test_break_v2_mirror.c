@@ -68,6 +68,9 @@ struct fake {
 	/* the test's choices */
 	enum commit_reply on_commit;
 	bool refuse_ok_auth;	/* REFUSE(OK) answers AUTH */
+	bool replay_accept;	/* every session gets the first session's ACCEPT */
+	bool have_first;
+	struct repl_msg first_accept;
 	uint64_t hdr_generation;	/* the ACCEPT's header */
 	uint32_t hdr_flags;
 	uint32_t target_flags;
@@ -156,6 +159,15 @@ on_msg(struct fake *f, struct sess *s, const struct repl_msg *m)
 		a->target_flags = f->target_flags;
 		assert_int_equal(repl_accept_mac(key, sizeof(key), s->nonce_i,
 				s->nonce_t, a, a->mac), 0);
+		if (f->replay_accept && f->have_first) {
+			/* a recorded ACCEPT, valid for another session's
+			 * nonces */
+			r = f->first_accept;
+			r.seq = m->seq;
+		} else if (!f->have_first) {
+			f->first_accept = r;
+			f->have_first = true;
+		}
 		s->accept = r;
 		break;
 	}
@@ -464,6 +476,25 @@ accept_repeated_instead_of_commit_reply_is_no_attach(void **state)
 }
 
 static void
+accept_replayed_from_another_session_is_refused(void **state)
+{
+	struct ctx *c = *state;
+	c->f.on_commit = C_OK;
+	c->f.replay_accept = true;
+	fake_run(&c->f);
+	/* the first attach is honest and records its ACCEPT */
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(mirror_try(c, &m), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	int commits = atomic_load(&c->f.commits);
+	/* the next one gets that ACCEPT again: its MAC binds the other
+	 * session's nonces */
+	assert_int_equal(mirror_try(c, &m), PMREP_E_AUTH);
+	assert_null(m);
+	assert_int_equal(atomic_load(&c->f.commits), commits);
+}
+
+static void
 fresh_flag_with_a_consistent_mark_is_resynced_in_full(void **state)
 {
 	struct ctx *c = *state;
@@ -514,6 +545,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(commit_reply_internal_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(disconnect_between_commit_and_commit_reply_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(accept_repeated_instead_of_commit_reply_is_no_attach, setup, teardown),
+		cmocka_unit_test_setup_teardown(accept_replayed_from_another_session_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(fresh_flag_with_a_consistent_mark_is_resynced_in_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(accept_of_another_set_consistent_is_resynced_in_full, setup, teardown),
 	};

@@ -414,6 +414,36 @@ commit_unlike_its_auth_is_refused_and_writes_nothing(void **state)
 }
 
 static void
+auth_replayed_from_another_session_is_refused(void **state)
+{
+	struct ctx *c = *state;
+	mirror_works(c);
+	static uint8_t h0[4096], h1[4096];
+	read_hdr(c, h0);
+	/* a recorded AUTH of one session ... */
+	struct ini a, b;
+	struct repl_msg r;
+	ini_open(c, &a);
+	struct repl_msg m = { .type = REPL_MSG_AUTH };
+	memcpy(m.u.auth.uuid, uuid, PMREP_UUID_SIZE);
+	m.u.auth.data_size = SIZE;
+	m.u.auth.generation = 1;
+	m.u.auth.primary_id = 77;
+	m.u.auth.intent = REPL_INTENT_ATTACH;
+	assert_int_equal(repl_auth_mac(key, sizeof(key), a.ni, a.nt,
+			&m.u.auth, m.u.auth.mac), 0);
+	ini_close(&a);
+	/* ... sent in another: its MAC binds the other nonces */
+	ini_open(c, &b);
+	assert_int_equal(ini_req(&b, &m, &r), REPL_MSG_REFUSE);
+	assert_int_equal(r.status, REPL_ST_AUTH);
+	ini_close(&b);
+	settle();
+	read_hdr(c, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+}
+
+static void
 persist_and_close_before_commit_are_refused_and_the_commit_still_works(void **state)
 {
 	struct ctx *c = *state;
@@ -764,6 +794,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(commit_before_auth_is_refused_and_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(commit_unlike_its_auth_is_refused_and_writes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(auth_replayed_from_another_session_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(persist_and_close_before_commit_are_refused_and_the_commit_still_works, setup, teardown),
 		cmocka_unit_test_setup_teardown(persist_outside_the_data_area_is_refused_and_the_session_goes_on, setup, teardown),
 		cmocka_unit_test_setup_teardown(query_session_cannot_commit_persist_or_close_nor_end_an_active_mirror, setup, teardown),
