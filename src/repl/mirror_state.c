@@ -310,6 +310,39 @@ st_check(const struct mirror_state *st, const struct slot *s,
 	return 0;
 }
 
+/*
+ * give every block of an existing state file its storage before anything
+ * is loaded from or stored into the mapping. A sparse copy of the file
+ * (cp --sparse=always, rsync -S, a restored backup, holes punched) maps
+ * fine, but on a full file system the first fault on a hole raises SIGBUS
+ * and kills the writer. A new file was allocated when it was created
+ * (pmrep_pmem_open); a device DAX has no holes.
+ */
+static int
+give_blocks(struct mirror_state *st)
+{
+	if (pmrep_pmem_is_devdax(st->pmem))
+		return 0;
+	struct stat sb;
+	if (fstat(st->lock_fd, &sb) != 0)
+		return PMREP_ERR_PROVIDER(errno, "fstat of the mirror state file");
+	if (!S_ISREG(sb.st_mode))
+		return 0;
+	int err = posix_fallocate(st->lock_fd, 0, sb.st_size);
+	if (err == EOPNOTSUPP || err == EINVAL) {
+		PMREP_LOG_WARN("mirror state file %s: the file system cannot preallocate (%s); a sparse state file on a full file system would crash the writer",
+				st->path, strerror(err));
+		return 0;
+	}
+	if (err != 0) {
+		pmrep_err_set_errno(err);
+		PMREP_LOG_ERR("mirror state file %s: cannot give its %lld bytes their storage (%s); refusing to use it (a store into a hole would crash the writer)",
+				st->path, (long long)sb.st_size, strerror(err));
+		return PMREP_E_PROVIDER;
+	}
+	return 0;
+}
+
 /* load (or finish creating) the record of an existing file */
 static int
 st_load(struct mirror_state *st, const uint8_t uuid[PMREP_UUID_SIZE],
@@ -438,11 +471,19 @@ mstate_open(const char *path, const uint8_t uuid[PMREP_UUID_SIZE],
 		} else {
 			ret = PMREP_ERR_PROVIDER(e, "locking the mirror state file");
 		}
-		if (create) {
+		/* a file we created but another mirror locked first (it
+		 * opened it between our create and our flock) is that
+		 * mirror's record now: never unlink it under it */
+		if (create && e != EWOULDBLOCK) {
 			(void) pmrep_pmem_close(&st->pmem);
 			(void) unlink(path);
 		}
 		goto err;
+	}
+	if (!create) {
+		ret = give_blocks(st);
+		if (ret)
+			goto err;
 	}
 	if (create) {
 		ret = st_format(st, uuid, generation);

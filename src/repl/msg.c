@@ -32,6 +32,9 @@
  *  PERSIST (16): 0 u64 offset  8 u64 length (bytes of the data area)
  *  REFUSE, COMMIT_REPLY, PERSIST_REPLY, CLOSE, CLOSE_REPLY: no body
  *  (status, sequence).
+ * A REFUSE whose status is OK does not decode (MALFORMED): a refusal
+ * always says why, and a reader that mapped its status to an error code
+ * would otherwise take it for a success.
  */
 #include <string.h>
 
@@ -219,6 +222,10 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 			len < REPL_MSG_HDR_SIZE + (size_t)blen) {
 		PMREP_LOG_ERR("message type %u: status %u, body %u bytes (want %zu), %zu bytes received",
 				(unsigned)t, st, blen, body_len(t), len);
+		return PMREP_E_MALFORMED;
+	}
+	if (t == REPL_MSG_REFUSE && st == REPL_ST_OK) {
+		PMREP_LOG_ERR("message: a REFUSE with status OK (a refusal names its reason)");
 		return PMREP_E_MALFORMED;
 	}
 	memset(m, 0, sizeof(*m));

@@ -223,7 +223,9 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 		PMREP_LOG_ERR("replica %u (%s:%s) refused our COMMIT: %s",
 				r->idx, r->addr, r->port,
 				repl_status_str(reply.status));
-		return repl_status_to_err(reply.status);
+		/* a refusal is never an attach, whatever its status says */
+		ret = repl_status_to_err(reply.status);
+		return ret ? ret : PMREP_E_MALFORMED;
 	}
 	if (reply.type != REPL_MSG_COMMIT_REPLY || reply.seq != msg.seq) {
 		PMREP_LOG_ERR("replica %u: expected COMMIT_REPLY to %llu, got message type %d (sequence %llu)",
@@ -306,6 +308,8 @@ replica_connect(struct replica *r, long long deadline)
 		goto fail;
 	if (reply.type == REPL_MSG_REFUSE) {
 		ret = repl_status_to_err(reply.status);
+		if (ret == 0)
+			ret = PMREP_E_MALFORMED;	/* a refusal is never an attach */
 		/* the REFUSE carries no sizes: ours, and where the replica's
 		 * is (its target logs both) */
 		if (reply.status == REPL_ST_SIZE)
@@ -335,6 +339,20 @@ replica_connect(struct replica *r, long long deadline)
 		PMREP_LOG_ERR("replica %u (%s:%s) failed to prove it holds the key",
 				r->idx, r->addr, r->port);
 		ret = PMREP_E_AUTH;
+		goto fail;
+	}
+	/* an honest target refuses an AUTH below its header's generation
+	 * (GENERATION); one that describes a newer header anyway is broken,
+	 * and a mirror of an older generation must not overwrite it */
+	if (!(acc->target_flags & REPL_TF_FRESH) &&
+			!replica_uuid_is_nil(acc->uuid) &&
+			memcmp(acc->uuid, m->cfg.uuid, PMREP_UUID_SIZE) == 0 &&
+			acc->generation > m->cfg.generation) {
+		PMREP_LOG_ERR("replica %u (%s:%s) accepted us but holds generation %llu, newer than ours (%llu): not attached",
+				r->idx, r->addr, r->port,
+				(unsigned long long)acc->generation,
+				(unsigned long long)m->cfg.generation);
+		ret = PMREP_E_STATE;
 		goto fail;
 	}
 	ret = pmrep_mr_remote_from_descriptor(acc->mr_desc, PMREP_MR_DESC_SIZE,

@@ -8,8 +8,9 @@
  * nothing; the claim is written on COMMIT, after every other session was
  * closed), then GPSPM persist requests and the closing mark; or a
  * read-only QUERY. Session states: FREE -> WAIT_AUTH -> (AUTH, intent
- * ATTACH) ATTACHING -> (COMMIT, claim durable) ACTIVE; (intent QUERY)
- * QUERY; refusals and failed persists go through CLOSING to FREE
+ * ATTACH) ATTACHING -> (COMMIT, claim durable) ACTIVE -> (CLOSE, header
+ * marked consistent) CLOSING; (intent QUERY) QUERY; refusals and failed
+ * persists go through CLOSING to FREE
  * (docs/PROTOCOL.md "State machines"). Every persist goes through
  * pmrep_pmem_persist; one that fails poisons the target: from then on
  * every COMMIT, PERSIST and CLOSE is answered INTERNAL. So does a failed
@@ -95,6 +96,7 @@ struct pmrep_target {
 	struct pmrep_conn_cfg *conn_cfg;
 	struct pmrep_ep *ep;
 	struct pmrep_mr_local *data_mr;
+	struct pmrep_mr_local *query_mr;	/* the same memory, READ_SRC only: a QUERY's ACCEPT */
 	uint8_t *staging;		/* NULL: direct */
 	enum pmrep_target_mode mode;
 	int epfd;
@@ -547,7 +549,7 @@ unregistrable_why(struct pmrep_target *t)
 
 /* register the data area; staging buffer when the mapping cannot be */
 static int
-register_data(struct pmrep_target *t)
+register_data_rw(struct pmrep_target *t)
 {
 	const int usage = PMREP_MR_USAGE_WRITE_DST | PMREP_MR_USAGE_READ_SRC |
 		PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
@@ -587,6 +589,33 @@ register_data(struct pmrep_target *t)
 	t->staging = p;
 	t->mode = PMREP_TARGET_MODE_STAGING;
 	return 0;
+}
+
+/*
+ * the data area's registrations: data_mr (what an attach writes into) and
+ * query_mr, the same memory for remote reads only: a QUERY's ACCEPT
+ * carries query_mr's descriptor, so a read-only session is not handed
+ * write access to the replica (an ACTIVE mirror's data would change under
+ * it, with no COMMIT and no fencing)
+ */
+static int
+register_data(struct pmrep_target *t)
+{
+	int ret = register_data_rw(t);
+	if (ret)
+		return ret;
+	void *base = t->staging ? (void *)t->staging : (void *)t->data;
+	ret = pmrep_mr_reg(t->peer, base, (size_t)t->hdr.data_size,
+			PMREP_MR_USAGE_READ_SRC, &t->query_mr);
+	if (ret) {
+		PMREP_LOG_ERR("cannot register the data area of %s for queries: %s",
+				t->cfg.path, pmrep_err_to_str(ret));
+		(void) pmrep_mr_dereg(&t->data_mr);
+		if (t->staging)
+			munmap(t->staging, (size_t)t->hdr.data_size);
+		t->staging = NULL;
+	}
+	return ret;
 }
 
 /* ----------------------------------------------------------- sessions */
@@ -843,7 +872,8 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 
 	struct repl_msg r = { .type = REPL_MSG_ACCEPT, .seq = m->seq };
 	struct repl_accept *acc = &r.u.accept;
-	(void) pmrep_mr_get_descriptor(t->data_mr, acc->mr_desc);
+	(void) pmrep_mr_get_descriptor(query ? t->query_mr : t->data_mr,
+			acc->mr_desc);
 	(void) pmrep_peer_cfg_get_descriptor(t->peer_cfg, acc->peer_cfg);
 	/* the header as it is now */
 	memcpy(acc->uuid, t->hdr.uuid, PMREP_UUID_SIZE);
@@ -1021,9 +1051,14 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 			r.status = REPL_ST_INTERNAL;
 			break;
 		}
-		PMREP_LOG(PMREP_LOG_NOTICE, "session %d: replica marked consistent at generation %llu",
+		PMREP_LOG(PMREP_LOG_NOTICE, "session %d: replica marked consistent at generation %llu; the session ends with CLOSE_REPLY",
 				(int)(s - t->s), (unsigned long long)t->hdr.generation);
-		break;
+		/* the mark says "a clean close left a complete copy": no
+		 * PERSIST may be served and no write may land after it, so
+		 * the session ends here (CLOSING: closed once the reply is
+		 * sent) */
+		reply_and_close(t, s, &r);
+		return;
 	}
 	case REPL_MSG_COMMIT:
 		/* committed already */
@@ -1171,6 +1206,7 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 err_epfd:
 	close(t->epfd);
 err_mr:
+	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);
@@ -1205,6 +1241,7 @@ pmrep_target_delete(struct pmrep_target **target_ptr)
 		session_close(t, &t->s[i], "the target is shutting down");
 	(void) pmrep_ep_shutdown(&t->ep);
 	close(t->epfd);
+	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);
