@@ -146,23 +146,33 @@ decide_resync(struct replica *r, const struct repl_accept *acc,
 	const uint8_t *rec = mstate_rec_id(m->state, r->idx);
 	bool rec_match = !replica_uuid_is_nil(acc->replica_id) &&
 		memcmp(rec, acc->replica_id, PMREP_UUID_SIZE) == 0;
-	if (rec_match && same_gen && (ours || consistent)) {
-		*why = ours ? "our record covers this replica (its owner is our primary id)" :
-			"our record covers this replica (left consistent)";
+	/*
+	 * incremental only when our record vouches for this replica: it
+	 * names its replica id and no other mirror committed an attach
+	 * since (the owner is still our primary id -- a clean close of ours
+	 * keeps it). A replica another mirror claimed, even one it left
+	 * consistent, may hold that mirror's data: full.
+	 */
+	if (rec_match && same_gen && ours) {
+		*why = consistent ? "our record covers this replica (we left it consistent)" :
+			"our record covers this replica (its owner is our primary id)";
 		return REPL_RESYNC_INCREMENTAL;
 	}
-	if (replica_uuid_is_nil(rec) && consistent && same_gen) {
-		if (r->unknown) {
-			/* every byte is marked already (nothing known of
-			 * it): incremental copies all the same */
-			*why = "no record of this replica, consistent, same generation (all of it is marked since this mirror started)";
-		} else {
-			*why = "no record of this replica, consistent, same generation: the marks since this mirror started";
-		}
+	/*
+	 * a record kept in memory knows nothing of earlier runs: a replica
+	 * left consistent at this generation is trusted as a complete copy
+	 * (a (set UUID, generation) pair names one history of the data),
+	 * and only the marks made since this mirror started are copied. A
+	 * record file vouches only for what it recorded: no entry, full.
+	 */
+	if (replica_uuid_is_nil(rec) && consistent && same_gen &&
+			!mstate_is_persistent(m->state)) {
+		*why = "no record of this replica (the record is in memory only), consistent, same generation: trusted as a complete copy, the marks since this mirror started are copied";
 		return REPL_RESYNC_INCREMENTAL;
 	}
-	*why = rec_match ? "our record's replica, but neither ours nor consistent" :
+	*why = rec_match ? "our record's replica, but another mirror claimed it since" :
 		!replica_uuid_is_nil(rec) ? "our record names another replica in this slot" :
+		consistent ? "our record file has no entry for this replica (left consistent by a mirror this record does not know)" :
 		"no record of this replica and it is not consistent";
 	return REPL_RESYNC_FULL;
 }
