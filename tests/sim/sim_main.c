@@ -112,6 +112,10 @@ static struct {
 	/* the outcome */
 	bool violated;
 	char why[512];
+	unsigned kinds;			/* bit per kind_names[]: violated */
+	bool broken;			/* harness / setup failure: stop checking */
+	char whys[4][512];		/* the first report of each kind */
+	unsigned nwhy;
 	bool restarted_writer;
 	uint64_t restart_resync_bytes;
 	uint64_t last_persist_event;	/* the writer's, after its last persist */
@@ -128,17 +132,46 @@ static const uint8_t UUID[PMREP_UUID_SIZE] = { 0x51, 0x4d, 1, 2, 3, 4, 5, 6,
 static void
 violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Invariants by name: a schedule counts each one it violated once (the
+ * checker goes on after the first violation, so a schedule that breaks
+ * "no trace" early is still checked for "identical" at its end).
+ */
+static const char *const kind_names[] = { "identical", "durable", "no trace",
+	"atomic", "fenced", "heal", "liveness", "setup", "harness", "scale" };
+#define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]))
+
+static int
+kind_of(const char *why)
+{
+	size_t k = strcspn(why, ":");
+	for (size_t i = 0; i < NKINDS; i++)
+		if (strlen(kind_names[i]) == k && strncmp(kind_names[i], why, k) == 0)
+			return (int)i;
+	return (int)NKINDS - 2;	/* unnamed: the harness's own */
+}
+
 static void
 violation(const char *fmt, ...)
 {
+	char why[sizeof(S.why)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	int k = kind_of(why);
+	if (S.kinds & (1u << k))
+		return;		/* once per invariant and schedule */
+	S.kinds |= 1u << k;
+	if (k == (int)NKINDS - 2 || k == (int)NKINDS - 3)
+		S.broken = true;	/* the harness / setup failed: stop */
+	sim_log("VIOLATION: %s", why);
+	if (S.nwhy < 4)
+		snprintf(S.whys[S.nwhy++], sizeof(S.whys[0]), "%s", why);
 	if (S.violated)
 		return;		/* the first one is the report */
 	S.violated = true;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(S.why, sizeof(S.why), fmt, ap);
-	va_end(ap);
-	sim_log("VIOLATION: %s", S.why);
+	memcpy(S.why, why, sizeof(S.why));
 }
 
 static uint64_t
@@ -228,7 +261,7 @@ header_consistent(struct target_slot *tg, bool *decodes)
 static void
 check_point(const char *where)
 {
-	if (S.violated)
+	if (S.broken)
 		return;
 	char why[300];
 	for (unsigned i = 0; i < S.ntargets; i++) {
@@ -243,22 +276,20 @@ check_point(const char *where)
 			if (!data_ok(d, NULL, why, sizeof(why))) {
 				violation("identical: %s: replica %u is reported in sync but %s",
 						where, i, why);
-				return;
+			} else {
+				memcpy(S.conf[i], S.last_done, sizeof(S.last_done));
 			}
-			memcpy(S.conf[i], S.last_done, sizeof(S.last_done));
 		}
 		bool dec;
 		bool cons = tg->t && header_consistent(tg, &dec);
 		if (tg->t && !dec) {
 			violation("atomic: %s: replica %u's header does not decode (%s) between two turns of its target",
 					where, i, pmrep_err_msg());
-			return;
+			continue;
 		}
-		if (cons && !data_ok(d, NULL, why, sizeof(why))) {
+		if (cons && !data_ok(d, NULL, why, sizeof(why)))
 			violation("identical: %s: replica %u's header says consistent but %s",
 					where, i, why);
-			return;
-		}
 	}
 }
 
@@ -310,7 +341,7 @@ check_header_change(struct target_slot *tg)
 		violation("no trace: replica %s's header changed with no %s or CLOSE delivered to it since its last change",
 				tg->path, REPL_PROTO_VERSION >= 2 ? "COMMIT" :
 				"accepted AUTH");
-		return;
+		/* counted once; later changes are judged from here */
 	}
 	memcpy(tg->hdr_snap, f->live, sizeof(tg->hdr_snap));
 	tg->hdr_from = n;
@@ -326,7 +357,7 @@ check_header_pending(void)
 		if (f && f->live && memcmp(tg->hdr_snap, f->live,
 				sizeof(tg->hdr_snap)) != 0) {
 			check_header_change(tg);
-			if (!S.violated && memcmp(tg->hdr_snap, f->live,
+			if (memcmp(tg->hdr_snap, f->live,
 					sizeof(tg->hdr_snap)) != 0)
 				violation("no trace: replica %u's header was claimed at an AUTH whose ACCEPT never reached the mirror (the mirror failed that attach)",
 						i);
@@ -738,7 +769,7 @@ setup_world(void)
 		for (int i = 0; i < 3; i++)
 			op_persist();
 		op_delete();
-		if (S.m == NULL && !S.violated) {
+		if (S.m == NULL && !S.broken) {
 			bool dec;
 			if (!header_consistent(&S.tg[0], &dec))
 				violation("setup: the replica is not consistent after a clean close");
@@ -750,7 +781,7 @@ static void
 heal_and_close(void)
 {
 	sim_faults_enable(false);
-	if (S.violated)
+	if (S.broken)
 		return;
 	if (S.m == NULL)
 		op_mirror_new();
@@ -772,7 +803,7 @@ heal_and_close(void)
 		return;
 	}
 	check_point("after the heal");
-	for (unsigned k = 0; k < S.ntargets && !S.violated; k++) {
+	for (unsigned k = 0; k < S.ntargets && !S.broken; k++) {
 		struct pmrep_replica_status st;
 		(void) pmrep_mirror_get_replica_status(S.m, k, &st);
 		if (st.state != PMREP_REPLICA_IN_SYNC)
@@ -783,7 +814,7 @@ heal_and_close(void)
 	(void) pmrep_mirror_delete(&S.m);
 	sim_run_idle(10);
 	check_header_pending();
-	for (unsigned k = 0; k < S.ntargets && !S.violated; k++) {
+	for (unsigned k = 0; k < S.ntargets && !S.broken; k++) {
 		struct target_slot *tg = &S.tg[k];
 		const uint8_t *d = target_data(tg);
 		if (d == NULL) {
@@ -801,11 +832,11 @@ heal_and_close(void)
 			}
 		}
 		bool dec;
-		if (!S.violated && !header_consistent(tg, &dec))
+		if (!header_consistent(tg, &dec))
 			violation("heal: replica %u is not marked consistent after a clean close%s",
 					k, dec ? "" : " (its header does not decode)");
 	}
-	if (!S.violated && sim_stuck())
+	if (sim_stuck())
 		violation("liveness: a wait could never end (see --replay)");
 }
 
@@ -936,6 +967,9 @@ run_schedule(struct run_stats *rs)
 	S.logf = S.statef = NULL;
 	S.violated = false;
 	S.why[0] = '\0';
+	S.kinds = 0;
+	S.broken = false;
+	S.nwhy = 0;
 	S.restarted_writer = false;
 	S.restart_resync_bytes = UINT64_MAX;
 	S.last_persist_event = 0;
@@ -949,7 +983,7 @@ run_schedule(struct run_stats *rs)
 			rs->setup_events[p] = sim_persist_events(p);
 	}
 	sim_faults_enable(true);
-	if (!S.violated)
+	if (!S.broken)
 		scenario_body();
 	if (rs) {
 		for (unsigned p = 0; p < SIM_MAX_PROCS; p++)
@@ -1079,30 +1113,9 @@ describe(char *out, size_t n)
 
 static unsigned g_violations;
 static uint64_t g_first_bad;
-/* violations by invariant (the word before the first ':' of the report) */
-static struct {
-	char name[24];
-	unsigned n;
-} g_by_kind[16];
-
-static void
-count_kind(const char *why)
-{
-	size_t k = strcspn(why, ":");
-	if (k >= sizeof(g_by_kind[0].name))
-		k = sizeof(g_by_kind[0].name) - 1;
-	for (int i = 0; i < 16; i++) {
-		if (g_by_kind[i].n == 0) {
-			memcpy(g_by_kind[i].name, why, k);
-			g_by_kind[i].name[k] = '\0';
-		}
-		if (strncmp(g_by_kind[i].name, why, k) == 0 &&
-				g_by_kind[i].name[k] == '\0') {
-			g_by_kind[i].n++;
-			return;
-		}
-	}
-}
+/* schedules that violated each invariant (kind_names[]) */
+static unsigned g_by_kind[NKINDS];
+static uint64_t g_first_of_kind[NKINDS];
 
 /* run one schedule (its base run first when it is a combination) */
 static bool
@@ -1129,11 +1142,15 @@ run_id(uint64_t id, struct run_stats *rs_out)
 		char d[400];
 		describe(d, sizeof(d));
 		printf("VIOLATION schedule 0x%016" PRIx64 " (%s): %s\n", id, d, S.why);
+		for (unsigned i = 1; i < S.nwhy; i++)
+			printf("  and: %s\n", S.whys[i]);
 		printf("  replay: pmrep_sim --replay 0x%016" PRIx64 "\n", id);
 		fflush(stdout);
 		if (g_violations++ == 0)
 			g_first_bad = id;
-		count_kind(S.why);
+		for (unsigned k = 0; k < NKINDS; k++)
+			if (S.kinds & (1u << k) && g_by_kind[k]++ == 0)
+				g_first_of_kind[k] = id;
 	}
 	return !S.violated;
 }
@@ -1363,6 +1380,8 @@ usage(void)
 		"  --replay ID         rerun one schedule (its hex id) verbosely\n"
 		"  --broken-order      set pmrep_test_hooks.repl_commit_before_confirm\n"
 		"  --expect-violation  exit 0 only if some schedule violated an invariant\n"
+		"  --expect-kind K     exit 0 only if some schedule violated invariant K (repeatable:\n"
+		"                      identical, durable, \"no trace\", atomic, fenced)\n"
 		"  --check-determinism run --schedules N schedules twice each, compare digests\n"
 		"  --named TEST        one of the issue's demonstrated faults\n");
 }
@@ -1380,6 +1399,8 @@ main(int argc, char **argv)
 	uint64_t seed = 1, replay = 0;
 	bool expect = false, have_replay = false, determinism = false;
 	const char *named = NULL;
+	const char *expect_kind[NKINDS];
+	unsigned nexpect = 0;
 	const char *env = getenv("PMREP_SIM_SCHEDULES");
 	if (getenv("PMREP_TEST_UNDER_VALGRIND"))
 		budget = 50;
@@ -1405,6 +1426,10 @@ main(int argc, char **argv)
 			determinism = true;
 		} else if (strcmp(a, "--expect-violation") == 0) {
 			expect = true;
+		} else if (strcmp(a, "--expect-kind") == 0 && v && nexpect < NKINDS) {
+			expect_kind[nexpect++] = v;
+			expect = true;
+			i++;
 		} else if (strcmp(a, "--broken-order") == 0) {
 			pmrep_test_hooks.repl_commit_before_confirm = true;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -1466,17 +1491,42 @@ main(int argc, char **argv)
 		printf("schedules run: %u, violations: %u, %.1f schedules/s, base seed %" PRIu64 "\n",
 				ran, g_violations, secs > 0 ? ran / secs : 0.0, seed);
 	if (g_violations && !named) {
-		printf("first violating schedule: 0x%016" PRIx64 "\nviolations by invariant:",
-				g_first_bad);
-		for (int i = 0; i < 16 && g_by_kind[i].n; i++)
-			printf(" %s %u", g_by_kind[i].name, g_by_kind[i].n);
-		printf("\n");
+		printf("first violating schedule: 0x%016" PRIx64 "\n", g_first_bad);
+	}
+	if (!named || g_violations) {
+		/* every invariant, also the ones never violated */
+		printf("schedules violating each invariant:\n");
+		for (unsigned k = 0; k < NKINDS; k++) {
+			printf("  %-10s %u", kind_names[k], g_by_kind[k]);
+			if (g_by_kind[k])
+				printf(" (first: --replay 0x%016" PRIx64 ")",
+						g_first_of_kind[k]);
+			printf("\n");
+		}
+	}
+	/* --expect-violation / --expect-kind: a checker that cannot fail
+	 * proves nothing; the run passes only when it did fail */
+	int expect_rc = g_violations ? 0 : 1;
+	for (unsigned i = 0; i < nexpect; i++) {
+		int k = kind_of(expect_kind[i]);
+		if (strcmp(kind_names[k], expect_kind[i]) != 0) {
+			printf("--expect-kind %s: no such invariant\n", expect_kind[i]);
+			expect_rc = 2;
+		} else if (g_by_kind[k] == 0) {
+			printf("expected a violation of \"%s\": none found\n",
+					kind_names[k]);
+			if (expect_rc == 0)
+				expect_rc = 1;
+		} else {
+			printf("expected a violation of \"%s\": %u schedules\n",
+					kind_names[k], g_by_kind[k]);
+		}
 	}
 	rmdir(S.dir);
 	sim_world_fini();
+	if (expect)
+		return rc == 2 ? 2 : expect_rc;
 	if (named)
 		return rc;
-	if (expect)
-		return g_violations ? 0 : 1;
 	return g_violations ? 1 : 0;
 }
