@@ -82,6 +82,7 @@ struct target_slot {
 	struct sim_file *file;
 	uint8_t hdr_snap[PMREP_REPLICA_DATA_OFFSET];
 	size_t hdr_from;	/* deliveries checked for header changes */
+	uint8_t *data_snap;	/* the data area as the checker last saw it */
 };
 
 static struct {
@@ -365,6 +366,131 @@ check_header_pending(void)
 	}
 }
 
+/*
+ * no trace, data half: a replica's data may change only inside regions
+ * the mirror's record durably holds as out of sync -- AL or OOS[i] in the
+ * durable image (the harness's shadow) of its state file, whose layout is
+ * mirror_state.c's: AL at 4096, OOS[i] at 4096 + (1 + i) * bm_bytes, bit
+ * r % 64 of little-endian word r / 64. A persist in flight is covered by
+ * AL (marked durable before anything is posted), a resync by OOS[i]
+ * (durable before the COMMIT). Checked at every landing write: an RDMA
+ * write into the replica's mapping, and the data a target turn changed
+ * (staging: the copy out of the staging buffer at PERSIST).
+ */
+static bool
+record_bit(const uint8_t *img, size_t size, size_t area, size_t region)
+{
+	size_t nregions = (DATA_SIZE + REGION_SIZE - 1) / REGION_SIZE;
+	size_t nwords = (nregions + 63) / 64;
+	size_t bm_bytes = (nwords * 8 + 4095) / 4096 * 4096;
+	size_t at = 4096 + area * bm_bytes + region / 64 * 8;
+	if (at + 8 > size)
+		return false;
+	return (get_le64(img + at) >> (region % 64)) & 1;
+}
+
+static unsigned g_landings_checked;
+
+static void
+check_data_change(unsigned i, size_t off, size_t len, const char *how,
+		uint64_t src_conn)
+{
+	struct sim_file *st = S.statef;
+	if (st == NULL || st->shadow == NULL || st->size < 4096 + 8)
+		return;		/* no state file: nothing durable to compare */
+	g_landings_checked++;
+	for (size_t r = off / REGION_SIZE; r <= (off + len - 1) / REGION_SIZE; r++) {
+		if (record_bit(st->shadow, st->size, 0, r) ||
+				record_bit(st->shadow, st->size, 1 + i, r))
+			continue;
+		violation("no trace: replica %u's data changed in [%zu, +%zu) (region %zu) by %s from conn %" PRIu64 " while the mirror's durable record (its state file) holds that region neither in AL nor in OOS[%u]",
+				i, off, len, r, how, src_conn, i);
+		return;
+	}
+}
+
+static struct target_slot *
+target_of_proc(unsigned proc)
+{
+	for (unsigned i = 0; i < S.ntargets; i++)
+		if (S.tg[i].proc == proc)
+			return &S.tg[i];
+	return NULL;
+}
+
+/* the provider's landing hook: an RDMA write about to land */
+static void
+on_landing(unsigned proc, uint64_t src_conn, unsigned src_tag,
+		struct sim_file *f, size_t file_off, const void *data, size_t len)
+{
+	struct target_slot *tg = target_of_proc(proc);
+	(void) src_tag;
+	if (tg == NULL || tg->file != f || S.broken)
+		return;
+	unsigned i = (unsigned)(tg - S.tg);
+	if (file_off < PMREP_REPLICA_DATA_OFFSET) {
+		violation("no trace: an RDMA write from conn %" PRIu64 " lands in replica %u's header (byte %zu)",
+				src_conn, i, file_off);
+		return;
+	}
+	size_t off = file_off - PMREP_REPLICA_DATA_OFFSET;
+	if (off >= DATA_SIZE)
+		return;
+	if (len > DATA_SIZE - off)
+		len = DATA_SIZE - off;
+	check_data_change(i, off, len, "an RDMA write", src_conn);
+	if (tg->data_snap)
+		memcpy(tg->data_snap + off, data, len);
+}
+
+/* the sender of the last PERSIST delivered to `proc` (staging copies) */
+static const struct sim_delivery *
+last_persist_to(unsigned proc)
+{
+	size_t n;
+	const struct sim_delivery *log = sim_delivery_log(&n);
+	while (n-- > 0)
+		if (log[n].to_proc == proc && log[n].msg_type == REPL_MSG_PERSIST)
+			return &log[n];
+	return NULL;
+}
+
+/* after a target turn: the data it changed itself */
+static void
+check_turn_data(struct target_slot *tg)
+{
+	const uint8_t *d = target_data(tg);
+	if (d == NULL || tg->data_snap == NULL ||
+			memcmp(d, tg->data_snap, DATA_SIZE) == 0)
+		return;
+	unsigned i = (unsigned)(tg - S.tg);
+	const struct sim_delivery *p = last_persist_to(tg->proc);
+	for (size_t u = 0; u < NUNITS; u++) {
+		if (memcmp(d + u * 8, tg->data_snap + u * 8, 8) == 0)
+			continue;
+		size_t e = u + 1;
+		while (e < NUNITS && memcmp(d + e * 8, tg->data_snap + e * 8, 8) != 0)
+			e++;
+		check_data_change(i, u * 8, (e - u) * 8, "its target's turn",
+				p ? p->src_conn : 0);
+		u = e;
+	}
+	memcpy(tg->data_snap, d, DATA_SIZE);
+}
+
+/* the checker's copy of a target's data area, as the target starts */
+static void
+data_snap_reset(struct target_slot *tg)
+{
+	const uint8_t *d = target_data(tg);
+	if (tg->data_snap == NULL)
+		tg->data_snap = malloc(DATA_SIZE);
+	if (tg->data_snap && d)
+		memcpy(tg->data_snap, d, DATA_SIZE);
+	else if (tg->data_snap)
+		memset(tg->data_snap, 0, DATA_SIZE);
+}
+
 /* ------------------------------------------------------------ targets */
 
 static int target_start(struct target_slot *tg);
@@ -379,8 +505,11 @@ target_turn(unsigned proc, void *arg)
 		(void) pmrep_target_process(tg->t, 0);
 		if (sim_activity() != a0)
 			sim_proc_turn_done(tg->proc);
-		if (!sim_proc_crashed(tg->proc))
+		if (!sim_proc_crashed(tg->proc)) {
 			check_header_change(tg);
+			if (sim_activity() != a0)
+				check_turn_data(tg);
+		}
 	}
 	if (!sim_proc_crashed(tg->proc))
 		return;
@@ -436,6 +565,7 @@ target_start(struct target_slot *tg)
 		(void) sim_file_reload(tg->file);	/* as the new target found it */
 	if (tg->file->live)
 		memcpy(tg->hdr_snap, tg->file->live, sizeof(tg->hdr_snap));
+	data_snap_reset(tg);
 	size_t n;
 	(void) sim_delivery_log(&n);
 	tg->hdr_from = n;
@@ -1019,6 +1149,8 @@ run_schedule(struct run_stats *rs)
 	for (unsigned i = 0; i < S.ntargets; i++) {
 		sim_proc_set(S.tg[i].proc, NULL);
 		(void) pmrep_target_delete(&S.tg[i].t);
+		free(S.tg[i].data_snap);
+		S.tg[i].data_snap = NULL;
 	}
 	(void) pmrep_pmem_close(&S.pmem);
 	sim_world_reset(&wc, 0, NULL, 0);
@@ -1448,6 +1580,7 @@ main(int argc, char **argv)
 	snprintf(S.log_path, sizeof(S.log_path), "%s/log", S.dir);
 	snprintf(S.state_path, sizeof(S.state_path), "%s/state", S.dir);
 	sim_world_install_hooks();
+	sim_set_landing_hook(on_landing);
 
 	printf("pmrep_sim: protocol version %d, base seed %" PRIu64 "%s%s\n",
 			REPL_PROTO_VERSION, seed,
@@ -1488,8 +1621,9 @@ main(int argc, char **argv)
 	double secs = (double)(t1.tv_sec - t0.tv_sec) +
 		(double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (!named)
-		printf("schedules run: %u, violations: %u, %.1f schedules/s, base seed %" PRIu64 "\n",
-				ran, g_violations, secs > 0 ? ran / secs : 0.0, seed);
+		printf("schedules run: %u, violations: %u, %.1f schedules/s, base seed %" PRIu64 "; landing writes checked against the record: %u\n",
+				ran, g_violations, secs > 0 ? ran / secs : 0.0, seed,
+				g_landings_checked);
 	if (g_violations && !named) {
 		printf("first violating schedule: 0x%016" PRIx64 "\n", g_first_bad);
 	}
