@@ -34,6 +34,7 @@
 #include <pmrep/repl.h>
 
 #include "common/testhook.h"
+#include "repl/mirror_state.h"
 #include "repl/msg.h"
 #include "sim.h"
 
@@ -41,11 +42,14 @@
 int pmrep_mirror_cfg_set_state_path(struct pmrep_mirror_cfg *cfg,
 		const char *path) __attribute__((weak));
 
-#define DATA_SIZE (64u << 10)
+/* 64 KiB; the scale scenario (writer_scale) 1 MiB = 256 regions */
+#define DATA_SIZE ((unsigned)S.data_size)
 #define NUNITS (DATA_SIZE / 8)
+#define MAX_DATA_SIZE (1u << 20)
+#define MAX_NUNITS (MAX_DATA_SIZE / 8)
 #define REGION_SIZE 4096
 #define TIMEOUT_MS 1000
-#define MAX_PERSISTS 256
+#define MAX_PERSISTS 1024
 #define MAX_TARGETS 2
 #define BASE_PORT 7100
 /* past the mirror's longest reconnect backoff (5000 ms) */
@@ -60,10 +64,12 @@ enum scenario {
 	SC_WRITER,		/* (f) writer crash + restart (state file) */
 	SC_NSCENARIOS,
 	SC_LOST_ACCEPT = 8,	/* named: fresh replica, its ACCEPT lost */
+	SC_SCALE = 9,		/* named: 1 MiB, 256 sequential 4 KiB persists,
+				 * writer crash mid-stream + restart */
 };
 
 static const char *const sc_names[] = { "fresh", "reattach", "lost",
-	"quorum", "async", "writer", "?", "?", "lost_accept" };
+	"quorum", "async", "writer", "?", "?", "lost_accept", "writer_scale" };
 
 enum method { M_NATIVE = 0, M_GPSPM, M_STAGING, M_N };
 static const char *const m_names[] = { "native", "gpspm", "staging" };
@@ -108,8 +114,9 @@ static struct {
 	/* history */
 	struct persist_rec h[MAX_PERSISTS];
 	uint32_t nh;			/* persist ids 1..nh */
-	uint32_t last_done[NUNITS];	/* max completed persist per unit */
-	uint32_t conf[MAX_TARGETS][NUNITS]; /* max confirmed by replica i */
+	uint32_t data_size;		/* bytes of the log and each replica */
+	uint32_t last_done[MAX_NUNITS];	/* max completed persist per unit */
+	uint32_t conf[MAX_TARGETS][MAX_NUNITS]; /* max confirmed by replica i */
 	/* the outcome */
 	bool violated;
 	char why[512];
@@ -118,6 +125,8 @@ static struct {
 	char whys[4][512];		/* the first report of each kind */
 	unsigned nwhy;
 	bool restarted_writer;
+	bool rm_state_on_restart;	/* the state file is lost with the crash */
+	uint64_t ev_before[MAX_DATA_SIZE / REGION_SIZE]; /* writer_scale */
 	uint64_t restart_resync_bytes;
 	uint64_t last_persist_event;	/* the writer's, after its last persist */
 	uint64_t digest;		/* run_digest() of the last run */
@@ -278,7 +287,7 @@ check_point(const char *where)
 				violation("identical: %s: replica %u is reported in sync but %s",
 						where, i, why);
 			} else {
-				memcpy(S.conf[i], S.last_done, sizeof(S.last_done));
+				memcpy(S.conf[i], S.last_done, NUNITS * sizeof(S.last_done[0]));
 			}
 		}
 		bool dec;
@@ -592,7 +601,7 @@ mirror_open(void)
 	(void) pmrep_mirror_cfg_set_region_size(cfg, REGION_SIZE);
 	(void) pmrep_mirror_cfg_set_timeout(cfg, TIMEOUT_MS);
 	(void) pmrep_mirror_cfg_set_force_gpspm(cfg, S.method == M_GPSPM);
-	if (pmrep_mirror_cfg_set_state_path && S.sc == SC_WRITER)
+	if (pmrep_mirror_cfg_set_state_path && (S.sc == SC_WRITER || S.sc == SC_SCALE))
 		(void) pmrep_mirror_cfg_set_state_path(cfg, S.state_path);
 	ret = pmrep_mirror_new(S.pmem, cfg, &S.m);
 	(void) pmrep_mirror_cfg_delete(&cfg);
@@ -666,14 +675,15 @@ writer_check_crash(void)
 	return true;
 }
 
-/* one synchronous persist; false when the writer crashed */
+/* one synchronous persist of [off, off + len) (len 0: a random range);
+ * false when the writer crashed */
 static bool
-op_persist(void)
+op_persist_at(uint64_t off, uint64_t len)
 {
 	if (S.m == NULL)
 		return true;
-	uint64_t off, len;
-	random_range(&off, &len);
+	if (len == 0)
+		random_range(&off, &len);
 	uint32_t id = new_persist(off, len);
 	if (id == 0)
 		return true;
@@ -690,6 +700,12 @@ op_persist(void)
 		return false;
 	check_point("after a persist returned");
 	return true;
+}
+
+static bool
+op_persist(void)
+{
+	return op_persist_at(0, 0);
 }
 
 static void
@@ -802,6 +818,15 @@ writer_crash_restart(void)
 		violation("harness: cannot write the writer's crash image");
 	if (S.statef)
 		(void) sim_file_write_crash_image(S.statef);
+	if (S.rm_state_on_restart && S.statef) {
+		/* the record is gone: the restart knows nothing */
+		char p[sizeof(S.statef->path)];
+		memcpy(p, S.statef->path, sizeof(p));
+		sim_file_drop(S.statef);
+		unlink(p);
+		S.statef = sim_file_add(SIM_PROC_WRITER, p, false);
+		sim_log("the writer's state file %s removed before its restart", p);
+	}
 	sim_proc_clear_crash(SIM_PROC_WRITER);
 	char why[300];
 	if (!data_ok(S.logf->shadow, NULL, why, sizeof(why)))
@@ -869,7 +894,7 @@ setup_world(void)
 	S.logf = sim_file_add(SIM_PROC_WRITER, S.log_path, false);
 	/* the mirror's record: its own path in scenario (f), else the
 	 * default next to the mapping (once the state file exists) */
-	if (S.sc == SC_WRITER && pmrep_mirror_cfg_set_state_path) {
+	if ((S.sc == SC_WRITER || S.sc == SC_SCALE) && pmrep_mirror_cfg_set_state_path) {
 		S.statef = sim_file_add(SIM_PROC_WRITER, S.state_path, false);
 	} else {
 		char p[300];
@@ -1015,6 +1040,17 @@ scenario_body(void)
 				return;
 		op_delete();
 		break;
+	case SC_SCALE:
+		/* sequential 4 KiB persists over all 256 regions (4 times the
+		 * activity log's limit); the crash comes mid-stream */
+		op_mirror_new();
+		for (uint32_t k = 0; k < MAX_DATA_SIZE / REGION_SIZE; k++) {
+			S.ev_before[k] = sim_persist_events(SIM_PROC_WRITER);
+			if (!op_persist_at((uint64_t)k * REGION_SIZE, REGION_SIZE))
+				return;
+		}
+		op_delete();
+		break;
 	case SC_LOST_ACCEPT:
 		op_mirror_new();
 		for (int i = 0; i < 3; i++)
@@ -1089,6 +1125,7 @@ run_schedule(struct run_stats *rs)
 	sim_world_reset(&wc, wseed, S.faults, S.nfaults);
 	S.wrng.s = mix(wseed, 0x77);
 	S.nh = 0;
+	S.data_size = S.sc == SC_SCALE ? MAX_DATA_SIZE : 64u << 10;
 	memset(S.last_done, 0, sizeof(S.last_done));
 	memset(S.conf, 0, sizeof(S.conf));
 	memset(S.tg, 0, sizeof(S.tg));
@@ -1460,6 +1497,81 @@ named_writer_restart(uint64_t seed)
 	return bad ? 1 : 0;
 }
 
+/*
+ * writer restart at scale: 1 MiB in 4 KiB regions (256 > MSTATE_AL_LIMIT =
+ * 64), sequential 4 KiB persists, the writer crashed at every persist
+ * event of some persists mid-stream (around the activity log's lazy
+ * clears). The restart's resync copies at most (MSTATE_AL_LIMIT + 2)
+ * regions (AL's limit, the region being marked, the one in flight) and
+ * the heal ends with the replica equal to the log; with the state file
+ * removed before the restart it copies everything.
+ */
+static int
+named_writer_scale(uint64_t seed)
+{
+	if (pmrep_mirror_cfg_set_state_path == NULL) {
+		printf("writer_scale: this build has no state file\n");
+		return 1;
+	}
+	const uint64_t limit = (uint64_t)(MSTATE_AL_LIMIT + 2) * REGION_SIZE;
+	const uint32_t at[] = { 100, 129, 130 };
+	unsigned bad = 0, runs = 0;
+	for (unsigned m = 0; m < M_N; m++) {
+		uint32_t s32 = pair_seed(seed, SC_SCALE, m);
+		struct run_stats b;
+		S.rm_state_on_restart = false;
+		if (!run_id(sched_id(T_BASE, SC_SCALE, m, 0, s32), &b))
+			bad++;
+		free(b.is_send);
+		uint64_t ev[MAX_DATA_SIZE / REGION_SIZE];
+		memcpy(ev, S.ev_before, sizeof(ev));
+		uint64_t worst = 0, worst_e = 0;
+		for (unsigned a = 0; a < sizeof(at) / sizeof(at[0]); a++) {
+			for (uint64_t e = ev[at[a]] + 1; e <= ev[at[a] + 1] && e < 0xffff; e++) {
+				for (unsigned rm = 0; rm < 2; rm++) {
+					/* the lost state file: once per persist */
+					if (rm && e != ev[at[a]] + 1)
+						continue;
+					S.rm_state_on_restart = rm;
+					uint64_t id = sched_id(T_CRASH, SC_SCALE, m,
+							(uint64_t)SIM_PROC_WRITER << 20 | e << 4, s32);
+					bool ok = run_id(id, NULL);
+					runs++;
+					uint64_t got = S.restart_resync_bytes;
+					if (!S.restarted_writer) {
+						printf("writer_scale (%s): schedule 0x%016" PRIx64 " did not crash the writer\n",
+								m_names[m], id);
+						bad++;
+					} else if (!ok) {
+						bad++;
+					} else if (!rm && got > limit) {
+						printf("scale: writer_scale (%s): schedule 0x%016" PRIx64 ": the restart copied %" PRIu64 " bytes (%" PRIu64 " regions), more than (MSTATE_AL_LIMIT + 2) = %d regions\n",
+								m_names[m], id, got, got / REGION_SIZE,
+								MSTATE_AL_LIMIT + 2);
+						bad++;
+					} else if (rm && got != DATA_SIZE) {
+						printf("scale: writer_scale (%s): schedule 0x%016" PRIx64 ": without its state file the restart copied %" PRIu64 " of %u bytes, not all\n",
+								m_names[m], id, got, DATA_SIZE);
+						bad++;
+					} else if (rm) {
+						printf("writer_scale (%s): crash in persist %u, state file removed: the restart copied all %" PRIu64 " bytes\n",
+								m_names[m], at[a], got);
+					} else if (got >= worst) {
+						worst = got;
+						worst_e = e;
+					}
+				}
+			}
+		}
+		S.rm_state_on_restart = false;
+		printf("writer_scale (%s): crashes in persists 100, 129, 130 (events %" PRIu64 "..%" PRIu64 "): the restart copied at most %" PRIu64 " bytes = %" PRIu64 " regions (limit %d; worst at event %" PRIu64 "); every replica equal to the log after the heal\n",
+				m_names[m], ev[100] + 1, ev[131], worst, worst / REGION_SIZE,
+				MSTATE_AL_LIMIT + 2, worst_e);
+	}
+	printf("writer_scale: %u crash schedules, %u failed\n", runs, bad);
+	return bad || runs == 0 ? 1 : 0;
+}
+
 /* every schedule twice: the same deliveries, outcomes and bytes */
 static int
 check_determinism(uint64_t seed, unsigned budget)
@@ -1505,7 +1617,7 @@ usage(void)
 {
 	fprintf(stderr,
 		"usage: pmrep_sim [--schedules N] [--seed S] [--replay ID] [--expect-violation]\n"
-		"                 [--named lost_accept|torn_header|writer_restart]\n"
+		"                 [--named lost_accept|torn_header|writer_restart|writer_scale]\n"
 		"  --schedules N       schedules to run (default 6000, ASan 1000; env PMREP_SIM_SCHEDULES;\n"
 		"                      50 under PMREP_TEST_UNDER_VALGRIND)\n"
 		"  --seed S            the base seed (default 1)\n"
@@ -1610,6 +1722,8 @@ main(int argc, char **argv)
 			rc = named_torn_header(seed);
 		else if (strcmp(named, "writer_restart") == 0)
 			rc = named_writer_restart(seed);
+		else if (strcmp(named, "writer_scale") == 0)
+			rc = named_writer_scale(seed);
 		else {
 			usage();
 			rc = 2;
