@@ -62,6 +62,9 @@ enum scenario {
 	SC_QUORUM,		/* (d) quorum 1 of 2, one replica failing */
 	SC_ASYNC,		/* (e) asynchronous persists + poll */
 	SC_WRITER,		/* (f) writer crash + restart (state file) */
+	SC_FENCED,		/* (g) a failover: a second writer (generation
+				 * + 1, its own log) takes the replica over
+				 * while the first one goes on persisting */
 	SC_NSCENARIOS,
 	SC_LOST_ACCEPT = 8,	/* named: fresh replica, its ACCEPT lost */
 	SC_SCALE = 9,		/* named: 1 MiB, 256 sequential 4 KiB persists,
@@ -69,7 +72,7 @@ enum scenario {
 };
 
 static const char *const sc_names[] = { "fresh", "reattach", "lost",
-	"quorum", "async", "writer", "?", "?", "lost_accept", "writer_scale" };
+	"quorum", "async", "writer", "fenced", "?", "lost_accept", "writer_scale" };
 
 enum method { M_NATIVE = 0, M_GPSPM, M_STAGING, M_N };
 static const char *const m_names[] = { "native", "gpspm", "staging" };
@@ -125,6 +128,16 @@ static struct {
 	char whys[4][512];		/* the first report of each kind */
 	unsigned nwhy;
 	bool restarted_writer;
+	/* the writer: process, generation (= the tag of its conns) */
+	unsigned wproc;
+	uint64_t gen;
+	char log_path0[256];
+	/* fenced: the first writer after the failover (process 0, gen 1) */
+	struct pmrep_mirror *old_m;
+	struct pmrep_pmem *old_pmem;
+	uint8_t *old_base;
+	struct sim_file *old_statef;
+	bool takeover_seen;
 	bool rm_state_on_restart;	/* the state file is lost with the crash */
 	uint64_t ev_before[MAX_DATA_SIZE / REGION_SIZE]; /* writer_scale */
 	uint64_t restart_resync_bytes;
@@ -399,12 +412,43 @@ record_bit(const uint8_t *img, size_t size, size_t area, size_t region)
 }
 
 static unsigned g_landings_checked;
+/* fenced: the first writer's persists begun after the takeover, and the
+ * second writer's landing writes after it */
+static unsigned g_old_after_takeover, g_fenced_landings;
+
+/* the replica's header generation now (0: it does not decode) */
+static uint64_t
+header_generation(const char *path)
+{
+	struct pmrep_replica_info info;
+	return pmrep_replica_read_info(path, &info) == 0 ? info.generation : 0;
+}
+
+/*
+ * fenced: a write of a session of a lower generation never lands in a
+ * replica whose header holds a higher one (the tag of a writer's conns
+ * is its generation)
+ */
+static void
+check_fenced(unsigned i, size_t off, size_t len, const char *how,
+		uint64_t src_conn, unsigned src_tag)
+{
+	if (S.sc != SC_FENCED || src_tag == 0)
+		return;
+	uint64_t g = header_generation(S.tg[i].path);
+	g_fenced_landings++;
+	if (src_tag < g)
+		violation("fenced: %s from conn %" PRIu64 " of the generation %u writer lands in [%zu, +%zu) of replica %u whose header holds generation %" PRIu64,
+				how, src_conn, src_tag, off, len, i, g);
+}
 
 static void
 check_data_change(unsigned i, size_t off, size_t len, const char *how,
-		uint64_t src_conn)
+		uint64_t src_conn, unsigned src_tag)
 {
-	struct sim_file *st = S.statef;
+	check_fenced(i, off, len, how, src_conn, src_tag);
+	/* the record of the writer that sent it */
+	struct sim_file *st = S.old_statef && src_tag == 1 ? S.old_statef : S.statef;
 	if (st == NULL || st->shadow == NULL || st->size < 4096 + 8)
 		return;		/* no state file: nothing durable to compare */
 	g_landings_checked++;
@@ -433,7 +477,6 @@ on_landing(unsigned proc, uint64_t src_conn, unsigned src_tag,
 		struct sim_file *f, size_t file_off, const void *data, size_t len)
 {
 	struct target_slot *tg = target_of_proc(proc);
-	(void) src_tag;
 	if (tg == NULL || tg->file != f || S.broken)
 		return;
 	unsigned i = (unsigned)(tg - S.tg);
@@ -447,7 +490,7 @@ on_landing(unsigned proc, uint64_t src_conn, unsigned src_tag,
 		return;
 	if (len > DATA_SIZE - off)
 		len = DATA_SIZE - off;
-	check_data_change(i, off, len, "an RDMA write", src_conn);
+	check_data_change(i, off, len, "an RDMA write", src_conn, src_tag);
 	if (tg->data_snap)
 		memcpy(tg->data_snap + off, data, len);
 }
@@ -481,7 +524,7 @@ check_turn_data(struct target_slot *tg)
 		while (e < NUNITS && memcmp(d + e * 8, tg->data_snap + e * 8, 8) != 0)
 			e++;
 		check_data_change(i, u * 8, (e - u) * 8, "its target's turn",
-				p ? p->src_conn : 0);
+				p ? p->src_conn : 0, p ? p->src_tag : 0);
 		u = e;
 	}
 	memcpy(tg->data_snap, d, DATA_SIZE);
@@ -596,7 +639,7 @@ mirror_open(void)
 		(void) pmrep_mirror_cfg_add_replica(cfg, "sim", S.tg[i].port);
 	(void) pmrep_mirror_cfg_set_key(cfg, KEY, sizeof(KEY));
 	(void) pmrep_mirror_cfg_set_uuid(cfg, UUID);
-	(void) pmrep_mirror_cfg_set_generation(cfg, 1);
+	(void) pmrep_mirror_cfg_set_generation(cfg, S.gen);
 	(void) pmrep_mirror_cfg_set_quorum(cfg, S.quorum);
 	(void) pmrep_mirror_cfg_set_region_size(cfg, REGION_SIZE);
 	(void) pmrep_mirror_cfg_set_timeout(cfg, TIMEOUT_MS);
@@ -623,22 +666,28 @@ log_open(void)
 
 /* store persist `id`'s values into the log */
 static void
-write_units(uint32_t id)
+write_units(uint8_t *base, uint32_t id)
 {
 	const struct persist_rec *r = &S.h[id];
 	for (uint64_t b = r->off; b < r->off + r->len; b += 8)
-		put_le64(S.base + b, (uint64_t)id << 32 | (b / 8));
+		put_le64(base + b, (uint64_t)id << 32 | (b / 8));
 }
 
 static uint32_t
-new_persist(uint64_t off, uint64_t len)
+new_persist_in(uint8_t *base, uint64_t off, uint64_t len)
 {
 	if (S.nh + 1 >= MAX_PERSISTS)
 		return 0;
 	uint32_t id = ++S.nh;
 	S.h[id] = (struct persist_rec){ .off = off, .len = len };
-	write_units(id);
+	write_units(base, id);
 	return id;
+}
+
+static uint32_t
+new_persist(uint64_t off, uint64_t len)
+{
+	return new_persist_in(S.base, off, len);
 }
 
 static void
@@ -669,7 +718,7 @@ static void writer_crash_restart(void);
 static bool
 writer_check_crash(void)
 {
-	if (!sim_proc_crashed(SIM_PROC_WRITER))
+	if (!sim_proc_crashed(S.wproc))
 		return false;
 	writer_crash_restart();
 	return true;
@@ -803,6 +852,118 @@ op_delete(void)
 	check_point("after the mirror closed");
 }
 
+/* ------------------------------------------------- fenced (failover) */
+
+/*
+ * the failover: a second writer (process 2, generation 2) on its own log,
+ * which holds what the first one completed (as a promoted copy would),
+ * with its own record (the default state file next to that log); it
+ * attaches the replica. The first writer stays alive and goes on.
+ */
+static void
+op_failover(void)
+{
+	S.old_m = S.m;
+	S.m = NULL;
+	S.old_pmem = S.pmem;
+	S.pmem = NULL;
+	S.old_base = S.base;
+	S.old_statef = S.statef;
+	snprintf(S.log_path, sizeof(S.log_path), "%s/logB", S.dir);
+	S.wproc = 2;
+	S.gen = 2;
+	sim_set_current_proc(S.wproc);
+	sim_set_conn_tag((unsigned)S.gen);
+	if (log_open() != 0) {
+		violation("harness: cannot create the second writer's log %s", S.log_path);
+		return;
+	}
+	memcpy(S.base, S.old_base, DATA_SIZE);
+	(void) pmrep_pmem_persist(S.pmem, S.base, DATA_SIZE);
+	S.logf = sim_file_add(S.wproc, S.log_path, false);
+	char p[300];
+	snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
+	S.statef = sim_file_add(S.wproc, p, false);
+	sim_log("failover: writer 2 (generation 2) on %s", S.log_path);
+	op_mirror_new();
+}
+
+/* the first writer's crash: it is gone (nobody restarts a deposed one) */
+static bool
+old_check_crash(void)
+{
+	if (!sim_proc_crashed(SIM_PROC_WRITER))
+		return false;
+	sim_log("the first writer crashed: gone");
+	sim_faults_enable(false);
+	(void) pmrep_mirror_delete(&S.old_m);
+	sim_proc_clear_crash(SIM_PROC_WRITER);
+	return true;
+}
+
+/* a call of the first writer: its process and conn tag while it runs */
+static unsigned
+old_enter(void)
+{
+	sim_set_conn_tag(1);
+	return sim_set_current_proc(SIM_PROC_WRITER);
+}
+
+static void
+old_leave(unsigned prev)
+{
+	sim_set_current_proc(prev);
+	sim_set_conn_tag((unsigned)S.gen);
+}
+
+/* a persist of the first writer: after the takeover it must fail. Its
+ * persists are not the history the replica is judged by (the second
+ * writer's log is); only their landing is checked (fenced) */
+static void
+op_old_persist(bool reconnect)
+{
+	if (S.old_m == NULL)
+		return;
+	uint64_t off, len;
+	random_range(&off, &len);
+	uint32_t id = new_persist_in(S.old_base, off, len);
+	if (id == 0)
+		return;
+	uint64_t g0 = header_generation(S.tg[0].path);
+	if (g0 > 1) {
+		S.takeover_seen = true;
+		g_old_after_takeover++;
+	}
+	unsigned prev = old_enter();
+	if (reconnect) {
+		sim_run_idle(BACKOFF_WAIT_MS);
+		(void) pmrep_mirror_reconnect(S.old_m, 3 * TIMEOUT_MS);
+	}
+	int ret = old_check_crash() ? PMREP_E_CONN_LOST :
+		pmrep_mirror_persist(S.old_m, off, len, TIMEOUT_MS);
+	old_leave(prev);
+	S.h[id].done = true;
+	S.h[id].result = ret;
+	sim_log("old writer's persist %u [%" PRIu64 ", +%" PRIu64 "): %s", id, off,
+			len, ret ? pmrep_err_to_str(ret) : "ok");
+	if (old_check_crash())
+		return;
+	if (ret == 0 && g0 > 1)
+		violation("fenced: the first writer's persist %u (generation 1) returned 0 after the takeover (the replica's header held generation %" PRIu64 " when it began)",
+				id, g0);
+}
+
+static void
+op_old_delete(void)
+{
+	if (S.old_m == NULL)
+		return;
+	unsigned prev = old_enter();
+	(void) pmrep_mirror_delete(&S.old_m);
+	old_leave(prev);
+	(void) old_check_crash();
+}
+
 /* a writer crash: its mirror ends with its current call; restarted on the
  * crash images of its files, without faults; the application recovers
  * by writing the persists that were in flight again */
@@ -824,10 +985,10 @@ writer_crash_restart(void)
 		memcpy(p, S.statef->path, sizeof(p));
 		sim_file_drop(S.statef);
 		unlink(p);
-		S.statef = sim_file_add(SIM_PROC_WRITER, p, false);
+		S.statef = sim_file_add(S.wproc, p, false);
 		sim_log("the writer's state file %s removed before its restart", p);
 	}
-	sim_proc_clear_crash(SIM_PROC_WRITER);
+	sim_proc_clear_crash(S.wproc);
 	char why[300];
 	if (!data_ok(S.logf->shadow, NULL, why, sizeof(why)))
 		violation("durable: the writer's crash image lost a completed persist: %s",
@@ -878,6 +1039,11 @@ rm_rf_dir(void)
 	unlink(S.log_path);
 	unlink(S.state_path);
 	snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
+	unlink(p);
+	/* fenced: the second writer's log and record */
+	snprintf(p, sizeof(p), "%s/logB", S.dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/logB.pmrep-state", S.dir);
 	unlink(p);
 }
 
@@ -1040,6 +1206,24 @@ scenario_body(void)
 				return;
 		op_delete();
 		break;
+	case SC_FENCED:
+		op_mirror_new();
+		for (int i = 0; i < 2; i++)
+			if (!op_persist())
+				return;
+		op_failover();
+		op_old_persist(false);
+		op_old_persist(false);
+		for (int i = 0; i < 2; i++)
+			if (!op_persist())
+				return;
+		op_old_persist(true);
+		if (!op_persist())
+			return;
+		op_delete();
+		op_old_persist(false);
+		op_old_delete();
+		break;
 	case SC_SCALE:
 		/* sequential 4 KiB persists over all 256 regions (4 times the
 		 * activity log's limit); the crash comes mid-stream */
@@ -1139,6 +1323,16 @@ run_schedule(struct run_stats *rs)
 	S.nwhy = 0;
 	S.restarted_writer = false;
 	S.restart_resync_bytes = UINT64_MAX;
+	S.wproc = SIM_PROC_WRITER;
+	S.gen = 1;
+	memcpy(S.log_path, S.log_path0, sizeof(S.log_path));
+	S.old_m = NULL;
+	S.old_pmem = NULL;
+	S.old_base = NULL;
+	S.old_statef = NULL;
+	S.takeover_seen = false;
+	sim_set_current_proc(SIM_PROC_WRITER);
+	sim_set_conn_tag(1);
 	S.last_persist_event = 0;
 	pmrep_log_set_threshold(S.verbose ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
 
@@ -1183,6 +1377,9 @@ run_schedule(struct run_stats *rs)
 	/* teardown: nothing of this schedule survives into the next */
 	if (S.m)
 		(void) pmrep_mirror_delete(&S.m);
+	if (S.old_m)
+		(void) pmrep_mirror_delete(&S.old_m);
+	(void) pmrep_pmem_close(&S.old_pmem);
 	for (unsigned i = 0; i < S.ntargets; i++) {
 		sim_proc_set(S.tg[i].proc, NULL);
 		(void) pmrep_target_delete(&S.tg[i].t);
@@ -1690,6 +1887,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(S.log_path, sizeof(S.log_path), "%s/log", S.dir);
+	memcpy(S.log_path0, S.log_path, sizeof(S.log_path0));
 	snprintf(S.state_path, sizeof(S.state_path), "%s/state", S.dir);
 	sim_world_install_hooks();
 	sim_set_landing_hook(on_landing);
@@ -1734,10 +1932,13 @@ main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) +
 		(double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (!named)
+	if (!named) {
 		printf("schedules run: %u, violations: %u, %.1f schedules/s, base seed %" PRIu64 "; landing writes checked against the record: %u\n",
 				ran, g_violations, secs > 0 ? ran / secs : 0.0, seed,
 				g_landings_checked);
+		printf("fenced: %u landing writes checked against the header's generation; %u persists of the first writer begun after the takeover (each must fail)\n",
+				g_fenced_landings, g_old_after_takeover);
+	}
 	if (g_violations && !named) {
 		printf("first violating schedule: 0x%016" PRIx64 "\n", g_first_bad);
 	}
