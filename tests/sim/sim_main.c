@@ -854,40 +854,6 @@ op_delete(void)
 
 /* ------------------------------------------------- fenced (failover) */
 
-/*
- * the failover: a second writer (process 2, generation 2) on its own log,
- * which holds what the first one completed (as a promoted copy would),
- * with its own record (the default state file next to that log); it
- * attaches the replica. The first writer stays alive and goes on.
- */
-static void
-op_failover(void)
-{
-	S.old_m = S.m;
-	S.m = NULL;
-	S.old_pmem = S.pmem;
-	S.pmem = NULL;
-	S.old_base = S.base;
-	S.old_statef = S.statef;
-	snprintf(S.log_path, sizeof(S.log_path), "%s/logB", S.dir);
-	S.wproc = 2;
-	S.gen = 2;
-	sim_set_current_proc(S.wproc);
-	sim_set_conn_tag((unsigned)S.gen);
-	if (log_open() != 0) {
-		violation("harness: cannot create the second writer's log %s", S.log_path);
-		return;
-	}
-	memcpy(S.base, S.old_base, DATA_SIZE);
-	(void) pmrep_pmem_persist(S.pmem, S.base, DATA_SIZE);
-	S.logf = sim_file_add(S.wproc, S.log_path, false);
-	char p[300];
-	snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
-	S.statef = sim_file_add(S.wproc, p, false);
-	sim_log("failover: writer 2 (generation 2) on %s", S.log_path);
-	op_mirror_new();
-}
-
 /* the first writer's crash: it is gone (nobody restarts a deposed one) */
 static bool
 old_check_crash(void)
@@ -914,6 +880,89 @@ old_leave(unsigned prev)
 {
 	sim_set_current_proc(prev);
 	sim_set_conn_tag((unsigned)S.gen);
+}
+
+/*
+ * the failover: a second writer (process 2, generation 2) on its own log,
+ * which holds what the first one completed (as a promoted copy would),
+ * with its own record (the default state file next to that log); it
+ * attaches the replica. The first writer stays alive and goes on.
+ */
+static bool
+op_failover(void)
+{
+	/* the first writer's asynchronous persists in flight across the
+	 * takeover: submitted (posted) now, polled after it */
+	unsigned np = 0;
+	for (unsigned k = 0; k < 3 && S.m; k++) {
+		uint64_t off, len;
+		random_range(&off, &len);
+		uint32_t id = new_persist(off, len);
+		if (id == 0)
+			break;
+		int ret = pmrep_mirror_persist_async(S.m, off, len,
+				(void *)(uintptr_t)id);
+		if (writer_check_crash())
+			return false;
+		if (ret) {
+			persist_done(id, ret);
+			continue;
+		}
+		sim_file_event(S.logf, off, len);
+		if (writer_check_crash())
+			return false;
+		np++;
+	}
+	S.old_m = S.m;
+	S.m = NULL;
+	S.old_pmem = S.pmem;
+	S.pmem = NULL;
+	S.old_base = S.base;
+	S.old_statef = S.statef;
+	snprintf(S.log_path, sizeof(S.log_path), "%s/logB", S.dir);
+	S.wproc = 2;
+	S.gen = 2;
+	sim_set_current_proc(S.wproc);
+	sim_set_conn_tag((unsigned)S.gen);
+	if (log_open() != 0) {
+		violation("harness: cannot create the second writer's log %s", S.log_path);
+		return false;
+	}
+	memcpy(S.base, S.old_base, DATA_SIZE);
+	(void) pmrep_pmem_persist(S.pmem, S.base, DATA_SIZE);
+	S.logf = sim_file_add(S.wproc, S.log_path, false);
+	char p[300];
+	snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
+	S.statef = sim_file_add(S.wproc, p, false);
+	sim_log("failover: writer 2 (generation 2) on %s, %u asynchronous persists of writer 1 in flight",
+			S.log_path, np);
+	op_mirror_new();
+	/* the first writer learns how its asynchronous persists ended (they
+	 * began before the takeover: either outcome is allowed; what they
+	 * wrote after it is checked where it lands) */
+	unsigned left = np;
+	for (int round = 0; left > 0 && S.old_m && round < 200; round++) {
+		struct pmrep_mirror_completion c[16];
+		int got = 0;
+		unsigned prev = old_enter();
+		int ret = pmrep_mirror_poll(S.old_m, c, 16, &got);
+		old_leave(prev);
+		if (old_check_crash() || ret)
+			break;
+		for (int i = 0; i < got; i++) {
+			persist_done((uint32_t)(uintptr_t)c[i].ctx, c[i].result);
+			sim_log("first writer's asynchronous persist %u: %s",
+					(unsigned)(uintptr_t)c[i].ctx, c[i].result ?
+					pmrep_err_to_str(c[i].result) : "ok");
+			left--;
+		}
+		if (left)
+			sim_run_idle(20);
+	}
+	if (left && S.old_m)
+		violation("liveness: %u asynchronous persists of the first writer never completed",
+				left);
+	return true;
 }
 
 /* a persist of the first writer: after the takeover it must fail. Its
@@ -1211,7 +1260,8 @@ scenario_body(void)
 		for (int i = 0; i < 2; i++)
 			if (!op_persist())
 				return;
-		op_failover();
+		if (!op_failover())
+			return;
 		op_old_persist(false);
 		op_old_persist(false);
 		for (int i = 0; i < 2; i++)
