@@ -84,6 +84,7 @@ struct sim_delivery {
 	int msg_type;			/* a send: the repl message type, else 0 */
 	uint64_t conn;			/* the receiving end's id */
 	uint64_t src_conn;		/* the sending end's id */
+	unsigned src_tag;		/* the sending end's tag (sim_set_conn_tag) */
 	enum sim_fault fault;
 };
 
@@ -176,6 +177,9 @@ int sim_file_write_crash_image(struct sim_file *f);
 /* after a target turn: a changed file is a persist event */
 void sim_proc_turn_done(unsigned proc);
 
+/* the followed file of `proc` whose mapping holds ptr (NULL: none) */
+struct sim_file *sim_file_of_addr(unsigned proc, const void *ptr);
+
 /* the pmem persist hook (installed by sim_world_install_hooks) */
 int sim_pmem_persist_hook(struct pmrep_pmem *pmem, const void *ptr, size_t len);
 
@@ -183,6 +187,20 @@ int sim_pmem_persist_hook(struct pmrep_pmem *pmem, const void *ptr, size_t len);
 
 extern const struct pmrep_provider_ops sim_provider_ops;
 int sim_peer_open(const char *addr, bool is_local, struct pmrep_peer **peer);
+
+/*
+ * Landing writes: an RDMA write about to land (its bytes not stored yet)
+ * in an MR of `proc` that maps a followed file (a replica's data area;
+ * not a staging buffer), at byte `file_off` of file `f`, sent by end
+ * `src_conn` whose tag is `src_tag`. The harness checks it (sim_main.c).
+ */
+typedef void (*sim_landing_fn)(unsigned proc, uint64_t src_conn,
+		unsigned src_tag, struct sim_file *f, size_t file_off,
+		const void *data, size_t len);
+void sim_set_landing_hook(sim_landing_fn fn);
+/* the tag of the connection ends made from now on (which writer's code
+ * runs: the harness sets it around each mirror's calls); 0 by default */
+void sim_set_conn_tag(unsigned tag);
 
 /* provider internals the world drives (sim_provider.c) */
 bool sim_prov_deliver_one(struct sim_rng *rng, bool faults,

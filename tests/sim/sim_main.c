@@ -34,6 +34,7 @@
 #include <pmrep/repl.h>
 
 #include "common/testhook.h"
+#include "repl/mirror_state.h"
 #include "repl/msg.h"
 #include "sim.h"
 
@@ -41,11 +42,14 @@
 int pmrep_mirror_cfg_set_state_path(struct pmrep_mirror_cfg *cfg,
 		const char *path) __attribute__((weak));
 
-#define DATA_SIZE (64u << 10)
+/* 64 KiB; the scale scenario (writer_scale) 1 MiB = 256 regions */
+#define DATA_SIZE ((unsigned)S.data_size)
 #define NUNITS (DATA_SIZE / 8)
+#define MAX_DATA_SIZE (1u << 20)
+#define MAX_NUNITS (MAX_DATA_SIZE / 8)
 #define REGION_SIZE 4096
 #define TIMEOUT_MS 1000
-#define MAX_PERSISTS 256
+#define MAX_PERSISTS 1024
 #define MAX_TARGETS 2
 #define BASE_PORT 7100
 /* past the mirror's longest reconnect backoff (5000 ms) */
@@ -58,12 +62,17 @@ enum scenario {
 	SC_QUORUM,		/* (d) quorum 1 of 2, one replica failing */
 	SC_ASYNC,		/* (e) asynchronous persists + poll */
 	SC_WRITER,		/* (f) writer crash + restart (state file) */
+	SC_FENCED,		/* (g) a failover: a second writer (generation
+				 * + 1, its own log) takes the replica over
+				 * while the first one goes on persisting */
 	SC_NSCENARIOS,
 	SC_LOST_ACCEPT = 8,	/* named: fresh replica, its ACCEPT lost */
+	SC_SCALE = 9,		/* named: 1 MiB, 256 sequential 4 KiB persists,
+				 * writer crash mid-stream + restart */
 };
 
 static const char *const sc_names[] = { "fresh", "reattach", "lost",
-	"quorum", "async", "writer", "?", "?", "lost_accept" };
+	"quorum", "async", "writer", "fenced", "?", "lost_accept", "writer_scale" };
 
 enum method { M_NATIVE = 0, M_GPSPM, M_STAGING, M_N };
 static const char *const m_names[] = { "native", "gpspm", "staging" };
@@ -82,6 +91,7 @@ struct target_slot {
 	struct sim_file *file;
 	uint8_t hdr_snap[PMREP_REPLICA_DATA_OFFSET];
 	size_t hdr_from;	/* deliveries checked for header changes */
+	uint8_t *data_snap;	/* the data area as the checker last saw it */
 };
 
 static struct {
@@ -107,12 +117,29 @@ static struct {
 	/* history */
 	struct persist_rec h[MAX_PERSISTS];
 	uint32_t nh;			/* persist ids 1..nh */
-	uint32_t last_done[NUNITS];	/* max completed persist per unit */
-	uint32_t conf[MAX_TARGETS][NUNITS]; /* max confirmed by replica i */
+	uint32_t data_size;		/* bytes of the log and each replica */
+	uint32_t last_done[MAX_NUNITS];	/* max completed persist per unit */
+	uint32_t conf[MAX_TARGETS][MAX_NUNITS]; /* max confirmed by replica i */
 	/* the outcome */
 	bool violated;
 	char why[512];
+	unsigned kinds;			/* bit per kind_names[]: violated */
+	bool broken;			/* harness / setup failure: stop checking */
+	char whys[4][512];		/* the first report of each kind */
+	unsigned nwhy;
 	bool restarted_writer;
+	/* the writer: process, generation (= the tag of its conns) */
+	unsigned wproc;
+	uint64_t gen;
+	char log_path0[256];
+	/* fenced: the first writer after the failover (process 0, gen 1) */
+	struct pmrep_mirror *old_m;
+	struct pmrep_pmem *old_pmem;
+	uint8_t *old_base;
+	struct sim_file *old_statef;
+	bool takeover_seen;
+	bool rm_state_on_restart;	/* the state file is lost with the crash */
+	uint64_t ev_before[MAX_DATA_SIZE / REGION_SIZE]; /* writer_scale */
 	uint64_t restart_resync_bytes;
 	uint64_t last_persist_event;	/* the writer's, after its last persist */
 	uint64_t digest;		/* run_digest() of the last run */
@@ -128,17 +155,46 @@ static const uint8_t UUID[PMREP_UUID_SIZE] = { 0x51, 0x4d, 1, 2, 3, 4, 5, 6,
 static void
 violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Invariants by name: a schedule counts each one it violated once (the
+ * checker goes on after the first violation, so a schedule that breaks
+ * "no trace" early is still checked for "identical" at its end).
+ */
+static const char *const kind_names[] = { "identical", "durable", "no trace",
+	"atomic", "fenced", "heal", "liveness", "setup", "harness", "scale" };
+#define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]))
+
+static int
+kind_of(const char *why)
+{
+	size_t k = strcspn(why, ":");
+	for (size_t i = 0; i < NKINDS; i++)
+		if (strlen(kind_names[i]) == k && strncmp(kind_names[i], why, k) == 0)
+			return (int)i;
+	return (int)NKINDS - 2;	/* unnamed: the harness's own */
+}
+
 static void
 violation(const char *fmt, ...)
 {
+	char why[sizeof(S.why)];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	int k = kind_of(why);
+	if (S.kinds & (1u << k))
+		return;		/* once per invariant and schedule */
+	S.kinds |= 1u << k;
+	if (k == (int)NKINDS - 2 || k == (int)NKINDS - 3)
+		S.broken = true;	/* the harness / setup failed: stop */
+	sim_log("VIOLATION: %s", why);
+	if (S.nwhy < 4)
+		snprintf(S.whys[S.nwhy++], sizeof(S.whys[0]), "%s", why);
 	if (S.violated)
 		return;		/* the first one is the report */
 	S.violated = true;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(S.why, sizeof(S.why), fmt, ap);
-	va_end(ap);
-	sim_log("VIOLATION: %s", S.why);
+	memcpy(S.why, why, sizeof(S.why));
 }
 
 static uint64_t
@@ -228,7 +284,7 @@ header_consistent(struct target_slot *tg, bool *decodes)
 static void
 check_point(const char *where)
 {
-	if (S.violated)
+	if (S.broken)
 		return;
 	char why[300];
 	for (unsigned i = 0; i < S.ntargets; i++) {
@@ -243,22 +299,20 @@ check_point(const char *where)
 			if (!data_ok(d, NULL, why, sizeof(why))) {
 				violation("identical: %s: replica %u is reported in sync but %s",
 						where, i, why);
-				return;
+			} else {
+				memcpy(S.conf[i], S.last_done, NUNITS * sizeof(S.last_done[0]));
 			}
-			memcpy(S.conf[i], S.last_done, sizeof(S.last_done));
 		}
 		bool dec;
 		bool cons = tg->t && header_consistent(tg, &dec);
 		if (tg->t && !dec) {
 			violation("atomic: %s: replica %u's header does not decode (%s) between two turns of its target",
 					where, i, pmrep_err_msg());
-			return;
+			continue;
 		}
-		if (cons && !data_ok(d, NULL, why, sizeof(why))) {
+		if (cons && !data_ok(d, NULL, why, sizeof(why)))
 			violation("identical: %s: replica %u's header says consistent but %s",
 					where, i, why);
-			return;
-		}
 	}
 }
 
@@ -310,7 +364,7 @@ check_header_change(struct target_slot *tg)
 		violation("no trace: replica %s's header changed with no %s or CLOSE delivered to it since its last change",
 				tg->path, REPL_PROTO_VERSION >= 2 ? "COMMIT" :
 				"accepted AUTH");
-		return;
+		/* counted once; later changes are judged from here */
 	}
 	memcpy(tg->hdr_snap, f->live, sizeof(tg->hdr_snap));
 	tg->hdr_from = n;
@@ -326,12 +380,167 @@ check_header_pending(void)
 		if (f && f->live && memcmp(tg->hdr_snap, f->live,
 				sizeof(tg->hdr_snap)) != 0) {
 			check_header_change(tg);
-			if (!S.violated && memcmp(tg->hdr_snap, f->live,
+			if (memcmp(tg->hdr_snap, f->live,
 					sizeof(tg->hdr_snap)) != 0)
 				violation("no trace: replica %u's header was claimed at an AUTH whose ACCEPT never reached the mirror (the mirror failed that attach)",
 						i);
 		}
 	}
+}
+
+/*
+ * no trace, data half: a replica's data may change only inside regions
+ * the mirror's record durably holds as out of sync -- AL or OOS[i] in the
+ * durable image (the harness's shadow) of its state file, whose layout is
+ * mirror_state.c's: AL at 4096, OOS[i] at 4096 + (1 + i) * bm_bytes, bit
+ * r % 64 of little-endian word r / 64. A persist in flight is covered by
+ * AL (marked durable before anything is posted), a resync by OOS[i]
+ * (durable before the COMMIT). Checked at every landing write: an RDMA
+ * write into the replica's mapping, and the data a target turn changed
+ * (staging: the copy out of the staging buffer at PERSIST).
+ */
+static bool
+record_bit(const uint8_t *img, size_t size, size_t area, size_t region)
+{
+	size_t nregions = (DATA_SIZE + REGION_SIZE - 1) / REGION_SIZE;
+	size_t nwords = (nregions + 63) / 64;
+	size_t bm_bytes = (nwords * 8 + 4095) / 4096 * 4096;
+	size_t at = 4096 + area * bm_bytes + region / 64 * 8;
+	if (at + 8 > size)
+		return false;
+	return (get_le64(img + at) >> (region % 64)) & 1;
+}
+
+static unsigned g_landings_checked;
+/* fenced: the first writer's persists begun after the takeover, and the
+ * second writer's landing writes after it */
+static unsigned g_old_after_takeover, g_fenced_landings;
+
+/* the replica's header generation now (0: it does not decode) */
+static uint64_t
+header_generation(const char *path)
+{
+	struct pmrep_replica_info info;
+	return pmrep_replica_read_info(path, &info) == 0 ? info.generation : 0;
+}
+
+/*
+ * fenced: a write of a session of a lower generation never lands in a
+ * replica whose header holds a higher one (the tag of a writer's conns
+ * is its generation)
+ */
+static void
+check_fenced(unsigned i, size_t off, size_t len, const char *how,
+		uint64_t src_conn, unsigned src_tag)
+{
+	if (S.sc != SC_FENCED || src_tag == 0)
+		return;
+	uint64_t g = header_generation(S.tg[i].path);
+	g_fenced_landings++;
+	if (src_tag < g)
+		violation("fenced: %s from conn %" PRIu64 " of the generation %u writer lands in [%zu, +%zu) of replica %u whose header holds generation %" PRIu64,
+				how, src_conn, src_tag, off, len, i, g);
+}
+
+static void
+check_data_change(unsigned i, size_t off, size_t len, const char *how,
+		uint64_t src_conn, unsigned src_tag)
+{
+	check_fenced(i, off, len, how, src_conn, src_tag);
+	/* the record of the writer that sent it */
+	struct sim_file *st = S.old_statef && src_tag == 1 ? S.old_statef : S.statef;
+	if (st == NULL || st->shadow == NULL || st->size < 4096 + 8)
+		return;		/* no state file: nothing durable to compare */
+	g_landings_checked++;
+	for (size_t r = off / REGION_SIZE; r <= (off + len - 1) / REGION_SIZE; r++) {
+		if (record_bit(st->shadow, st->size, 0, r) ||
+				record_bit(st->shadow, st->size, 1 + i, r))
+			continue;
+		violation("no trace: replica %u's data changed in [%zu, +%zu) (region %zu) by %s from conn %" PRIu64 " while the mirror's durable record (its state file) holds that region neither in AL nor in OOS[%u]",
+				i, off, len, r, how, src_conn, i);
+		return;
+	}
+}
+
+static struct target_slot *
+target_of_proc(unsigned proc)
+{
+	for (unsigned i = 0; i < S.ntargets; i++)
+		if (S.tg[i].proc == proc)
+			return &S.tg[i];
+	return NULL;
+}
+
+/* the provider's landing hook: an RDMA write about to land */
+static void
+on_landing(unsigned proc, uint64_t src_conn, unsigned src_tag,
+		struct sim_file *f, size_t file_off, const void *data, size_t len)
+{
+	struct target_slot *tg = target_of_proc(proc);
+	if (tg == NULL || tg->file != f || S.broken)
+		return;
+	unsigned i = (unsigned)(tg - S.tg);
+	if (file_off < PMREP_REPLICA_DATA_OFFSET) {
+		violation("no trace: an RDMA write from conn %" PRIu64 " lands in replica %u's header (byte %zu)",
+				src_conn, i, file_off);
+		return;
+	}
+	size_t off = file_off - PMREP_REPLICA_DATA_OFFSET;
+	if (off >= DATA_SIZE)
+		return;
+	if (len > DATA_SIZE - off)
+		len = DATA_SIZE - off;
+	check_data_change(i, off, len, "an RDMA write", src_conn, src_tag);
+	if (tg->data_snap)
+		memcpy(tg->data_snap + off, data, len);
+}
+
+/* the sender of the last PERSIST delivered to `proc` (staging copies) */
+static const struct sim_delivery *
+last_persist_to(unsigned proc)
+{
+	size_t n;
+	const struct sim_delivery *log = sim_delivery_log(&n);
+	while (n-- > 0)
+		if (log[n].to_proc == proc && log[n].msg_type == REPL_MSG_PERSIST)
+			return &log[n];
+	return NULL;
+}
+
+/* after a target turn: the data it changed itself */
+static void
+check_turn_data(struct target_slot *tg)
+{
+	const uint8_t *d = target_data(tg);
+	if (d == NULL || tg->data_snap == NULL ||
+			memcmp(d, tg->data_snap, DATA_SIZE) == 0)
+		return;
+	unsigned i = (unsigned)(tg - S.tg);
+	const struct sim_delivery *p = last_persist_to(tg->proc);
+	for (size_t u = 0; u < NUNITS; u++) {
+		if (memcmp(d + u * 8, tg->data_snap + u * 8, 8) == 0)
+			continue;
+		size_t e = u + 1;
+		while (e < NUNITS && memcmp(d + e * 8, tg->data_snap + e * 8, 8) != 0)
+			e++;
+		check_data_change(i, u * 8, (e - u) * 8, "its target's turn",
+				p ? p->src_conn : 0, p ? p->src_tag : 0);
+		u = e;
+	}
+	memcpy(tg->data_snap, d, DATA_SIZE);
+}
+
+/* the checker's copy of a target's data area, as the target starts */
+static void
+data_snap_reset(struct target_slot *tg)
+{
+	const uint8_t *d = target_data(tg);
+	if (tg->data_snap == NULL)
+		tg->data_snap = malloc(DATA_SIZE);
+	if (tg->data_snap && d)
+		memcpy(tg->data_snap, d, DATA_SIZE);
+	else if (tg->data_snap)
+		memset(tg->data_snap, 0, DATA_SIZE);
 }
 
 /* ------------------------------------------------------------ targets */
@@ -348,8 +557,11 @@ target_turn(unsigned proc, void *arg)
 		(void) pmrep_target_process(tg->t, 0);
 		if (sim_activity() != a0)
 			sim_proc_turn_done(tg->proc);
-		if (!sim_proc_crashed(tg->proc))
+		if (!sim_proc_crashed(tg->proc)) {
 			check_header_change(tg);
+			if (sim_activity() != a0)
+				check_turn_data(tg);
+		}
 	}
 	if (!sim_proc_crashed(tg->proc))
 		return;
@@ -405,6 +617,7 @@ target_start(struct target_slot *tg)
 		(void) sim_file_reload(tg->file);	/* as the new target found it */
 	if (tg->file->live)
 		memcpy(tg->hdr_snap, tg->file->live, sizeof(tg->hdr_snap));
+	data_snap_reset(tg);
 	size_t n;
 	(void) sim_delivery_log(&n);
 	tg->hdr_from = n;
@@ -426,12 +639,12 @@ mirror_open(void)
 		(void) pmrep_mirror_cfg_add_replica(cfg, "sim", S.tg[i].port);
 	(void) pmrep_mirror_cfg_set_key(cfg, KEY, sizeof(KEY));
 	(void) pmrep_mirror_cfg_set_uuid(cfg, UUID);
-	(void) pmrep_mirror_cfg_set_generation(cfg, 1);
+	(void) pmrep_mirror_cfg_set_generation(cfg, S.gen);
 	(void) pmrep_mirror_cfg_set_quorum(cfg, S.quorum);
 	(void) pmrep_mirror_cfg_set_region_size(cfg, REGION_SIZE);
 	(void) pmrep_mirror_cfg_set_timeout(cfg, TIMEOUT_MS);
 	(void) pmrep_mirror_cfg_set_force_gpspm(cfg, S.method == M_GPSPM);
-	if (pmrep_mirror_cfg_set_state_path && S.sc == SC_WRITER)
+	if (pmrep_mirror_cfg_set_state_path && (S.sc == SC_WRITER || S.sc == SC_SCALE))
 		(void) pmrep_mirror_cfg_set_state_path(cfg, S.state_path);
 	ret = pmrep_mirror_new(S.pmem, cfg, &S.m);
 	(void) pmrep_mirror_cfg_delete(&cfg);
@@ -453,22 +666,28 @@ log_open(void)
 
 /* store persist `id`'s values into the log */
 static void
-write_units(uint32_t id)
+write_units(uint8_t *base, uint32_t id)
 {
 	const struct persist_rec *r = &S.h[id];
 	for (uint64_t b = r->off; b < r->off + r->len; b += 8)
-		put_le64(S.base + b, (uint64_t)id << 32 | (b / 8));
+		put_le64(base + b, (uint64_t)id << 32 | (b / 8));
 }
 
 static uint32_t
-new_persist(uint64_t off, uint64_t len)
+new_persist_in(uint8_t *base, uint64_t off, uint64_t len)
 {
 	if (S.nh + 1 >= MAX_PERSISTS)
 		return 0;
 	uint32_t id = ++S.nh;
 	S.h[id] = (struct persist_rec){ .off = off, .len = len };
-	write_units(id);
+	write_units(base, id);
 	return id;
+}
+
+static uint32_t
+new_persist(uint64_t off, uint64_t len)
+{
+	return new_persist_in(S.base, off, len);
 }
 
 static void
@@ -499,20 +718,21 @@ static void writer_crash_restart(void);
 static bool
 writer_check_crash(void)
 {
-	if (!sim_proc_crashed(SIM_PROC_WRITER))
+	if (!sim_proc_crashed(S.wproc))
 		return false;
 	writer_crash_restart();
 	return true;
 }
 
-/* one synchronous persist; false when the writer crashed */
+/* one synchronous persist of [off, off + len) (len 0: a random range);
+ * false when the writer crashed */
 static bool
-op_persist(void)
+op_persist_at(uint64_t off, uint64_t len)
 {
 	if (S.m == NULL)
 		return true;
-	uint64_t off, len;
-	random_range(&off, &len);
+	if (len == 0)
+		random_range(&off, &len);
 	uint32_t id = new_persist(off, len);
 	if (id == 0)
 		return true;
@@ -529,6 +749,12 @@ op_persist(void)
 		return false;
 	check_point("after a persist returned");
 	return true;
+}
+
+static bool
+op_persist(void)
+{
+	return op_persist_at(0, 0);
 }
 
 static void
@@ -626,6 +852,167 @@ op_delete(void)
 	check_point("after the mirror closed");
 }
 
+/* ------------------------------------------------- fenced (failover) */
+
+/* the first writer's crash: it is gone (nobody restarts a deposed one) */
+static bool
+old_check_crash(void)
+{
+	if (!sim_proc_crashed(SIM_PROC_WRITER))
+		return false;
+	sim_log("the first writer crashed: gone");
+	sim_faults_enable(false);
+	(void) pmrep_mirror_delete(&S.old_m);
+	sim_proc_clear_crash(SIM_PROC_WRITER);
+	return true;
+}
+
+/* a call of the first writer: its process and conn tag while it runs */
+static unsigned
+old_enter(void)
+{
+	sim_set_conn_tag(1);
+	return sim_set_current_proc(SIM_PROC_WRITER);
+}
+
+static void
+old_leave(unsigned prev)
+{
+	sim_set_current_proc(prev);
+	sim_set_conn_tag((unsigned)S.gen);
+}
+
+/*
+ * the failover: a second writer (process 2, generation 2) on its own log,
+ * which holds what the first one completed (as a promoted copy would),
+ * with its own record (the default state file next to that log); it
+ * attaches the replica. The first writer stays alive and goes on.
+ */
+static bool
+op_failover(void)
+{
+	/* the first writer's asynchronous persists in flight across the
+	 * takeover: submitted (posted) now, polled after it */
+	unsigned np = 0;
+	for (unsigned k = 0; k < 3 && S.m; k++) {
+		uint64_t off, len;
+		random_range(&off, &len);
+		uint32_t id = new_persist(off, len);
+		if (id == 0)
+			break;
+		int ret = pmrep_mirror_persist_async(S.m, off, len,
+				(void *)(uintptr_t)id);
+		if (writer_check_crash())
+			return false;
+		if (ret) {
+			persist_done(id, ret);
+			continue;
+		}
+		sim_file_event(S.logf, off, len);
+		if (writer_check_crash())
+			return false;
+		np++;
+	}
+	S.old_m = S.m;
+	S.m = NULL;
+	S.old_pmem = S.pmem;
+	S.pmem = NULL;
+	S.old_base = S.base;
+	S.old_statef = S.statef;
+	snprintf(S.log_path, sizeof(S.log_path), "%s/logB", S.dir);
+	S.wproc = 2;
+	S.gen = 2;
+	sim_set_current_proc(S.wproc);
+	sim_set_conn_tag((unsigned)S.gen);
+	if (log_open() != 0) {
+		violation("harness: cannot create the second writer's log %s", S.log_path);
+		return false;
+	}
+	memcpy(S.base, S.old_base, DATA_SIZE);
+	(void) pmrep_pmem_persist(S.pmem, S.base, DATA_SIZE);
+	S.logf = sim_file_add(S.wproc, S.log_path, false);
+	char p[300];
+	snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
+	S.statef = sim_file_add(S.wproc, p, false);
+	sim_log("failover: writer 2 (generation 2) on %s, %u asynchronous persists of writer 1 in flight",
+			S.log_path, np);
+	op_mirror_new();
+	/* the first writer learns how its asynchronous persists ended (they
+	 * began before the takeover: either outcome is allowed; what they
+	 * wrote after it is checked where it lands) */
+	unsigned left = np;
+	for (int round = 0; left > 0 && S.old_m && round < 200; round++) {
+		struct pmrep_mirror_completion c[16];
+		int got = 0;
+		unsigned prev = old_enter();
+		int ret = pmrep_mirror_poll(S.old_m, c, 16, &got);
+		old_leave(prev);
+		if (old_check_crash() || ret)
+			break;
+		for (int i = 0; i < got; i++) {
+			persist_done((uint32_t)(uintptr_t)c[i].ctx, c[i].result);
+			sim_log("first writer's asynchronous persist %u: %s",
+					(unsigned)(uintptr_t)c[i].ctx, c[i].result ?
+					pmrep_err_to_str(c[i].result) : "ok");
+			left--;
+		}
+		if (left)
+			sim_run_idle(20);
+	}
+	if (left && S.old_m)
+		violation("liveness: %u asynchronous persists of the first writer never completed",
+				left);
+	return true;
+}
+
+/* a persist of the first writer: after the takeover it must fail. Its
+ * persists are not the history the replica is judged by (the second
+ * writer's log is); only their landing is checked (fenced) */
+static void
+op_old_persist(bool reconnect)
+{
+	if (S.old_m == NULL)
+		return;
+	uint64_t off, len;
+	random_range(&off, &len);
+	uint32_t id = new_persist_in(S.old_base, off, len);
+	if (id == 0)
+		return;
+	uint64_t g0 = header_generation(S.tg[0].path);
+	if (g0 > 1) {
+		S.takeover_seen = true;
+		g_old_after_takeover++;
+	}
+	unsigned prev = old_enter();
+	if (reconnect) {
+		sim_run_idle(BACKOFF_WAIT_MS);
+		(void) pmrep_mirror_reconnect(S.old_m, 3 * TIMEOUT_MS);
+	}
+	int ret = old_check_crash() ? PMREP_E_CONN_LOST :
+		pmrep_mirror_persist(S.old_m, off, len, TIMEOUT_MS);
+	old_leave(prev);
+	S.h[id].done = true;
+	S.h[id].result = ret;
+	sim_log("old writer's persist %u [%" PRIu64 ", +%" PRIu64 "): %s", id, off,
+			len, ret ? pmrep_err_to_str(ret) : "ok");
+	if (old_check_crash())
+		return;
+	if (ret == 0 && g0 > 1)
+		violation("fenced: the first writer's persist %u (generation 1) returned 0 after the takeover (the replica's header held generation %" PRIu64 " when it began)",
+				id, g0);
+}
+
+static void
+op_old_delete(void)
+{
+	if (S.old_m == NULL)
+		return;
+	unsigned prev = old_enter();
+	(void) pmrep_mirror_delete(&S.old_m);
+	old_leave(prev);
+	(void) old_check_crash();
+}
+
 /* a writer crash: its mirror ends with its current call; restarted on the
  * crash images of its files, without faults; the application recovers
  * by writing the persists that were in flight again */
@@ -641,7 +1028,16 @@ writer_crash_restart(void)
 		violation("harness: cannot write the writer's crash image");
 	if (S.statef)
 		(void) sim_file_write_crash_image(S.statef);
-	sim_proc_clear_crash(SIM_PROC_WRITER);
+	if (S.rm_state_on_restart && S.statef) {
+		/* the record is gone: the restart knows nothing */
+		char p[sizeof(S.statef->path)];
+		memcpy(p, S.statef->path, sizeof(p));
+		sim_file_drop(S.statef);
+		unlink(p);
+		S.statef = sim_file_add(S.wproc, p, false);
+		sim_log("the writer's state file %s removed before its restart", p);
+	}
+	sim_proc_clear_crash(S.wproc);
 	char why[300];
 	if (!data_ok(S.logf->shadow, NULL, why, sizeof(why)))
 		violation("durable: the writer's crash image lost a completed persist: %s",
@@ -693,6 +1089,11 @@ rm_rf_dir(void)
 	unlink(S.state_path);
 	snprintf(p, sizeof(p), "%s.pmrep-state", S.log_path);
 	unlink(p);
+	/* fenced: the second writer's log and record */
+	snprintf(p, sizeof(p), "%s/logB", S.dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/logB.pmrep-state", S.dir);
+	unlink(p);
 }
 
 static void
@@ -708,7 +1109,7 @@ setup_world(void)
 	S.logf = sim_file_add(SIM_PROC_WRITER, S.log_path, false);
 	/* the mirror's record: its own path in scenario (f), else the
 	 * default next to the mapping (once the state file exists) */
-	if (S.sc == SC_WRITER && pmrep_mirror_cfg_set_state_path) {
+	if ((S.sc == SC_WRITER || S.sc == SC_SCALE) && pmrep_mirror_cfg_set_state_path) {
 		S.statef = sim_file_add(SIM_PROC_WRITER, S.state_path, false);
 	} else {
 		char p[300];
@@ -738,7 +1139,7 @@ setup_world(void)
 		for (int i = 0; i < 3; i++)
 			op_persist();
 		op_delete();
-		if (S.m == NULL && !S.violated) {
+		if (S.m == NULL && !S.broken) {
 			bool dec;
 			if (!header_consistent(&S.tg[0], &dec))
 				violation("setup: the replica is not consistent after a clean close");
@@ -750,7 +1151,7 @@ static void
 heal_and_close(void)
 {
 	sim_faults_enable(false);
-	if (S.violated)
+	if (S.broken)
 		return;
 	if (S.m == NULL)
 		op_mirror_new();
@@ -772,7 +1173,7 @@ heal_and_close(void)
 		return;
 	}
 	check_point("after the heal");
-	for (unsigned k = 0; k < S.ntargets && !S.violated; k++) {
+	for (unsigned k = 0; k < S.ntargets && !S.broken; k++) {
 		struct pmrep_replica_status st;
 		(void) pmrep_mirror_get_replica_status(S.m, k, &st);
 		if (st.state != PMREP_REPLICA_IN_SYNC)
@@ -783,7 +1184,7 @@ heal_and_close(void)
 	(void) pmrep_mirror_delete(&S.m);
 	sim_run_idle(10);
 	check_header_pending();
-	for (unsigned k = 0; k < S.ntargets && !S.violated; k++) {
+	for (unsigned k = 0; k < S.ntargets && !S.broken; k++) {
 		struct target_slot *tg = &S.tg[k];
 		const uint8_t *d = target_data(tg);
 		if (d == NULL) {
@@ -801,11 +1202,11 @@ heal_and_close(void)
 			}
 		}
 		bool dec;
-		if (!S.violated && !header_consistent(tg, &dec))
+		if (!header_consistent(tg, &dec))
 			violation("heal: replica %u is not marked consistent after a clean close%s",
 					k, dec ? "" : " (its header does not decode)");
 	}
-	if (!S.violated && sim_stuck())
+	if (sim_stuck())
 		violation("liveness: a wait could never end (see --replay)");
 }
 
@@ -852,6 +1253,36 @@ scenario_body(void)
 		for (int i = 0; i < 6; i++)
 			if (!op_persist())
 				return;
+		op_delete();
+		break;
+	case SC_FENCED:
+		op_mirror_new();
+		for (int i = 0; i < 2; i++)
+			if (!op_persist())
+				return;
+		if (!op_failover())
+			return;
+		op_old_persist(false);
+		op_old_persist(false);
+		for (int i = 0; i < 2; i++)
+			if (!op_persist())
+				return;
+		op_old_persist(true);
+		if (!op_persist())
+			return;
+		op_delete();
+		op_old_persist(false);
+		op_old_delete();
+		break;
+	case SC_SCALE:
+		/* sequential 4 KiB persists over all 256 regions (4 times the
+		 * activity log's limit); the crash comes mid-stream */
+		op_mirror_new();
+		for (uint32_t k = 0; k < MAX_DATA_SIZE / REGION_SIZE; k++) {
+			S.ev_before[k] = sim_persist_events(SIM_PROC_WRITER);
+			if (!op_persist_at((uint64_t)k * REGION_SIZE, REGION_SIZE))
+				return;
+		}
 		op_delete();
 		break;
 	case SC_LOST_ACCEPT:
@@ -928,6 +1359,7 @@ run_schedule(struct run_stats *rs)
 	sim_world_reset(&wc, wseed, S.faults, S.nfaults);
 	S.wrng.s = mix(wseed, 0x77);
 	S.nh = 0;
+	S.data_size = S.sc == SC_SCALE ? MAX_DATA_SIZE : 64u << 10;
 	memset(S.last_done, 0, sizeof(S.last_done));
 	memset(S.conf, 0, sizeof(S.conf));
 	memset(S.tg, 0, sizeof(S.tg));
@@ -936,8 +1368,21 @@ run_schedule(struct run_stats *rs)
 	S.logf = S.statef = NULL;
 	S.violated = false;
 	S.why[0] = '\0';
+	S.kinds = 0;
+	S.broken = false;
+	S.nwhy = 0;
 	S.restarted_writer = false;
 	S.restart_resync_bytes = UINT64_MAX;
+	S.wproc = SIM_PROC_WRITER;
+	S.gen = 1;
+	memcpy(S.log_path, S.log_path0, sizeof(S.log_path));
+	S.old_m = NULL;
+	S.old_pmem = NULL;
+	S.old_base = NULL;
+	S.old_statef = NULL;
+	S.takeover_seen = false;
+	sim_set_current_proc(SIM_PROC_WRITER);
+	sim_set_conn_tag(1);
 	S.last_persist_event = 0;
 	pmrep_log_set_threshold(S.verbose ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
 
@@ -949,7 +1394,7 @@ run_schedule(struct run_stats *rs)
 			rs->setup_events[p] = sim_persist_events(p);
 	}
 	sim_faults_enable(true);
-	if (!S.violated)
+	if (!S.broken)
 		scenario_body();
 	if (rs) {
 		for (unsigned p = 0; p < SIM_MAX_PROCS; p++)
@@ -982,9 +1427,14 @@ run_schedule(struct run_stats *rs)
 	/* teardown: nothing of this schedule survives into the next */
 	if (S.m)
 		(void) pmrep_mirror_delete(&S.m);
+	if (S.old_m)
+		(void) pmrep_mirror_delete(&S.old_m);
+	(void) pmrep_pmem_close(&S.old_pmem);
 	for (unsigned i = 0; i < S.ntargets; i++) {
 		sim_proc_set(S.tg[i].proc, NULL);
 		(void) pmrep_target_delete(&S.tg[i].t);
+		free(S.tg[i].data_snap);
+		S.tg[i].data_snap = NULL;
 	}
 	(void) pmrep_pmem_close(&S.pmem);
 	sim_world_reset(&wc, 0, NULL, 0);
@@ -1079,30 +1529,9 @@ describe(char *out, size_t n)
 
 static unsigned g_violations;
 static uint64_t g_first_bad;
-/* violations by invariant (the word before the first ':' of the report) */
-static struct {
-	char name[24];
-	unsigned n;
-} g_by_kind[16];
-
-static void
-count_kind(const char *why)
-{
-	size_t k = strcspn(why, ":");
-	if (k >= sizeof(g_by_kind[0].name))
-		k = sizeof(g_by_kind[0].name) - 1;
-	for (int i = 0; i < 16; i++) {
-		if (g_by_kind[i].n == 0) {
-			memcpy(g_by_kind[i].name, why, k);
-			g_by_kind[i].name[k] = '\0';
-		}
-		if (strncmp(g_by_kind[i].name, why, k) == 0 &&
-				g_by_kind[i].name[k] == '\0') {
-			g_by_kind[i].n++;
-			return;
-		}
-	}
-}
+/* schedules that violated each invariant (kind_names[]) */
+static unsigned g_by_kind[NKINDS];
+static uint64_t g_first_of_kind[NKINDS];
 
 /* run one schedule (its base run first when it is a combination) */
 static bool
@@ -1129,11 +1558,15 @@ run_id(uint64_t id, struct run_stats *rs_out)
 		char d[400];
 		describe(d, sizeof(d));
 		printf("VIOLATION schedule 0x%016" PRIx64 " (%s): %s\n", id, d, S.why);
+		for (unsigned i = 1; i < S.nwhy; i++)
+			printf("  and: %s\n", S.whys[i]);
 		printf("  replay: pmrep_sim --replay 0x%016" PRIx64 "\n", id);
 		fflush(stdout);
 		if (g_violations++ == 0)
 			g_first_bad = id;
-		count_kind(S.why);
+		for (unsigned k = 0; k < NKINDS; k++)
+			if (S.kinds & (1u << k) && g_by_kind[k]++ == 0)
+				g_first_of_kind[k] = id;
 	}
 	return !S.violated;
 }
@@ -1311,6 +1744,81 @@ named_writer_restart(uint64_t seed)
 	return bad ? 1 : 0;
 }
 
+/*
+ * writer restart at scale: 1 MiB in 4 KiB regions (256 > MSTATE_AL_LIMIT =
+ * 64), sequential 4 KiB persists, the writer crashed at every persist
+ * event of some persists mid-stream (around the activity log's lazy
+ * clears). The restart's resync copies at most (MSTATE_AL_LIMIT + 2)
+ * regions (AL's limit, the region being marked, the one in flight) and
+ * the heal ends with the replica equal to the log; with the state file
+ * removed before the restart it copies everything.
+ */
+static int
+named_writer_scale(uint64_t seed)
+{
+	if (pmrep_mirror_cfg_set_state_path == NULL) {
+		printf("writer_scale: this build has no state file\n");
+		return 1;
+	}
+	const uint64_t limit = (uint64_t)(MSTATE_AL_LIMIT + 2) * REGION_SIZE;
+	const uint32_t at[] = { 100, 129, 130 };
+	unsigned bad = 0, runs = 0;
+	for (unsigned m = 0; m < M_N; m++) {
+		uint32_t s32 = pair_seed(seed, SC_SCALE, m);
+		struct run_stats b;
+		S.rm_state_on_restart = false;
+		if (!run_id(sched_id(T_BASE, SC_SCALE, m, 0, s32), &b))
+			bad++;
+		free(b.is_send);
+		uint64_t ev[MAX_DATA_SIZE / REGION_SIZE];
+		memcpy(ev, S.ev_before, sizeof(ev));
+		uint64_t worst = 0, worst_e = 0;
+		for (unsigned a = 0; a < sizeof(at) / sizeof(at[0]); a++) {
+			for (uint64_t e = ev[at[a]] + 1; e <= ev[at[a] + 1] && e < 0xffff; e++) {
+				for (unsigned rm = 0; rm < 2; rm++) {
+					/* the lost state file: once per persist */
+					if (rm && e != ev[at[a]] + 1)
+						continue;
+					S.rm_state_on_restart = rm;
+					uint64_t id = sched_id(T_CRASH, SC_SCALE, m,
+							(uint64_t)SIM_PROC_WRITER << 20 | e << 4, s32);
+					bool ok = run_id(id, NULL);
+					runs++;
+					uint64_t got = S.restart_resync_bytes;
+					if (!S.restarted_writer) {
+						printf("writer_scale (%s): schedule 0x%016" PRIx64 " did not crash the writer\n",
+								m_names[m], id);
+						bad++;
+					} else if (!ok) {
+						bad++;
+					} else if (!rm && got > limit) {
+						printf("scale: writer_scale (%s): schedule 0x%016" PRIx64 ": the restart copied %" PRIu64 " bytes (%" PRIu64 " regions), more than (MSTATE_AL_LIMIT + 2) = %d regions\n",
+								m_names[m], id, got, got / REGION_SIZE,
+								MSTATE_AL_LIMIT + 2);
+						bad++;
+					} else if (rm && got != DATA_SIZE) {
+						printf("scale: writer_scale (%s): schedule 0x%016" PRIx64 ": without its state file the restart copied %" PRIu64 " of %u bytes, not all\n",
+								m_names[m], id, got, DATA_SIZE);
+						bad++;
+					} else if (rm) {
+						printf("writer_scale (%s): crash in persist %u, state file removed: the restart copied all %" PRIu64 " bytes\n",
+								m_names[m], at[a], got);
+					} else if (got >= worst) {
+						worst = got;
+						worst_e = e;
+					}
+				}
+			}
+		}
+		S.rm_state_on_restart = false;
+		printf("writer_scale (%s): crashes in persists 100, 129, 130 (events %" PRIu64 "..%" PRIu64 "): the restart copied at most %" PRIu64 " bytes = %" PRIu64 " regions (limit %d; worst at event %" PRIu64 "); every replica equal to the log after the heal\n",
+				m_names[m], ev[100] + 1, ev[131], worst, worst / REGION_SIZE,
+				MSTATE_AL_LIMIT + 2, worst_e);
+	}
+	printf("writer_scale: %u crash schedules, %u failed\n", runs, bad);
+	return bad || runs == 0 ? 1 : 0;
+}
+
 /* every schedule twice: the same deliveries, outcomes and bytes */
 static int
 check_determinism(uint64_t seed, unsigned budget)
@@ -1356,13 +1864,15 @@ usage(void)
 {
 	fprintf(stderr,
 		"usage: pmrep_sim [--schedules N] [--seed S] [--replay ID] [--expect-violation]\n"
-		"                 [--named lost_accept|torn_header|writer_restart]\n"
+		"                 [--named lost_accept|torn_header|writer_restart|writer_scale]\n"
 		"  --schedules N       schedules to run (default 6000, ASan 1000; env PMREP_SIM_SCHEDULES;\n"
 		"                      50 under PMREP_TEST_UNDER_VALGRIND)\n"
 		"  --seed S            the base seed (default 1)\n"
 		"  --replay ID         rerun one schedule (its hex id) verbosely\n"
 		"  --broken-order      set pmrep_test_hooks.repl_commit_before_confirm\n"
 		"  --expect-violation  exit 0 only if some schedule violated an invariant\n"
+		"  --expect-kind K     exit 0 only if some schedule violated invariant K (repeatable:\n"
+		"                      identical, durable, \"no trace\", atomic, fenced)\n"
 		"  --check-determinism run --schedules N schedules twice each, compare digests\n"
 		"  --named TEST        one of the issue's demonstrated faults\n");
 }
@@ -1380,6 +1890,8 @@ main(int argc, char **argv)
 	uint64_t seed = 1, replay = 0;
 	bool expect = false, have_replay = false, determinism = false;
 	const char *named = NULL;
+	const char *expect_kind[NKINDS];
+	unsigned nexpect = 0;
 	const char *env = getenv("PMREP_SIM_SCHEDULES");
 	if (getenv("PMREP_TEST_UNDER_VALGRIND"))
 		budget = 50;
@@ -1405,6 +1917,10 @@ main(int argc, char **argv)
 			determinism = true;
 		} else if (strcmp(a, "--expect-violation") == 0) {
 			expect = true;
+		} else if (strcmp(a, "--expect-kind") == 0 && v && nexpect < NKINDS) {
+			expect_kind[nexpect++] = v;
+			expect = true;
+			i++;
 		} else if (strcmp(a, "--broken-order") == 0) {
 			pmrep_test_hooks.repl_commit_before_confirm = true;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -1421,8 +1937,10 @@ main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(S.log_path, sizeof(S.log_path), "%s/log", S.dir);
+	memcpy(S.log_path0, S.log_path, sizeof(S.log_path0));
 	snprintf(S.state_path, sizeof(S.state_path), "%s/state", S.dir);
 	sim_world_install_hooks();
+	sim_set_landing_hook(on_landing);
 
 	printf("pmrep_sim: protocol version %d, base seed %" PRIu64 "%s%s\n",
 			REPL_PROTO_VERSION, seed,
@@ -1452,6 +1970,8 @@ main(int argc, char **argv)
 			rc = named_torn_header(seed);
 		else if (strcmp(named, "writer_restart") == 0)
 			rc = named_writer_restart(seed);
+		else if (strcmp(named, "writer_scale") == 0)
+			rc = named_writer_scale(seed);
 		else {
 			usage();
 			rc = 2;
@@ -1462,21 +1982,50 @@ main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) +
 		(double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (!named)
-		printf("schedules run: %u, violations: %u, %.1f schedules/s, base seed %" PRIu64 "\n",
-				ran, g_violations, secs > 0 ? ran / secs : 0.0, seed);
+	if (!named) {
+		printf("schedules run: %u, violations: %u, %.1f schedules/s, base seed %" PRIu64 "; landing writes checked against the record: %u\n",
+				ran, g_violations, secs > 0 ? ran / secs : 0.0, seed,
+				g_landings_checked);
+		printf("fenced: %u landing writes checked against the header's generation; %u persists of the first writer begun after the takeover (each must fail)\n",
+				g_fenced_landings, g_old_after_takeover);
+	}
 	if (g_violations && !named) {
-		printf("first violating schedule: 0x%016" PRIx64 "\nviolations by invariant:",
-				g_first_bad);
-		for (int i = 0; i < 16 && g_by_kind[i].n; i++)
-			printf(" %s %u", g_by_kind[i].name, g_by_kind[i].n);
-		printf("\n");
+		printf("first violating schedule: 0x%016" PRIx64 "\n", g_first_bad);
+	}
+	if (!named || g_violations) {
+		/* every invariant, also the ones never violated */
+		printf("schedules violating each invariant:\n");
+		for (unsigned k = 0; k < NKINDS; k++) {
+			printf("  %-10s %u", kind_names[k], g_by_kind[k]);
+			if (g_by_kind[k])
+				printf(" (first: --replay 0x%016" PRIx64 ")",
+						g_first_of_kind[k]);
+			printf("\n");
+		}
+	}
+	/* --expect-violation / --expect-kind: a checker that cannot fail
+	 * proves nothing; the run passes only when it did fail */
+	int expect_rc = g_violations ? 0 : 1;
+	for (unsigned i = 0; i < nexpect; i++) {
+		int k = kind_of(expect_kind[i]);
+		if (strcmp(kind_names[k], expect_kind[i]) != 0) {
+			printf("--expect-kind %s: no such invariant\n", expect_kind[i]);
+			expect_rc = 2;
+		} else if (g_by_kind[k] == 0) {
+			printf("expected a violation of \"%s\": none found\n",
+					kind_names[k]);
+			if (expect_rc == 0)
+				expect_rc = 1;
+		} else {
+			printf("expected a violation of \"%s\": %u schedules\n",
+					kind_names[k], g_by_kind[k]);
+		}
 	}
 	rmdir(S.dir);
 	sim_world_fini();
+	if (expect)
+		return rc == 2 ? 2 : expect_rc;
 	if (named)
 		return rc;
-	if (expect)
-		return g_violations ? 0 : 1;
 	return g_violations ? 1 : 0;
 }

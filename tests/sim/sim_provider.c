@@ -94,6 +94,7 @@ struct sim_end {
 	bool dead;		/* nothing more to or from it */
 	bool deleted;		/* the conn was deleted: freed once drained */
 	bool terminal_queued;
+	unsigned tag;		/* sim_set_conn_tag when it was made */
 	enum pmrep_conn_event ev[MAX_EV];
 	int nev;
 	struct sim_cq cq;
@@ -111,6 +112,7 @@ struct sim_peer {
 struct sim_mr {
 	struct pmrep_mr_local base;
 	unsigned proc;
+	int in_file;		/* maps a followed file: -1 not known yet, 0, 1 */
 };
 
 struct sim_req {
@@ -139,6 +141,8 @@ static struct {
 	uint32_t next_rkey;
 	struct sim_ep *eps[MAX_EPS];
 	uint64_t activity;
+	sim_landing_fn landing;		/* the harness's check of landing writes */
+	unsigned tag;			/* of the ends made from now on */
 } P;
 
 uint64_t sim_activity(void) { return P.activity; }
@@ -344,6 +348,7 @@ end_new(struct pmrep_peer *peer, const struct pmrep_conn_cfg *cfg,
 	e->id = P.nends++;
 	P.ends[e->id] = e;
 	e->proc = proc;
+	e->tag = P.tag;
 	e->base.peer = peer;
 	e->base.cfg = *cfg;
 	e->base.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -426,6 +431,7 @@ s_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size, int usage,
 	m->base.raddr = (uint64_t)(uintptr_t)ptr;
 	m->base.rkey = P.next_rkey;
 	m->proc = peer_proc(peer);
+	m->in_file = -1;
 	P.mrs[P.next_rkey] = m;
 	P.next_rkey++;
 	*mr = &m->base;
@@ -965,6 +971,17 @@ apply(struct sim_end *s, struct sim_pkt *p)
 		return false;
 	}
 	if (p->kind == PK_WRITE) {
+		if (m->in_file < 0)
+			m->in_file = sim_file_of_addr(m->proc, m->base.ptr) != NULL;
+		if (m->in_file && P.landing && p->len) {
+			struct sim_file *f = sim_file_of_addr(m->proc,
+					(void *)(uintptr_t)p->raddr);
+			if (f)
+				P.landing(m->proc, s->id, s->tag, f,
+						(size_t)(p->raddr -
+						(uint64_t)(uintptr_t)f->pmem_base),
+						p->data, p->len);
+		}
 		memcpy((void *)(uintptr_t)p->raddr, p->data, p->len);
 		P.activity++;
 		return true;
@@ -1008,7 +1025,8 @@ sim_prov_deliver_one(struct sim_rng *rng, bool faults,
 	struct sim_end *d = end_get(s->peer_id);
 	struct sim_delivery rec = { .from_proc = s->proc,
 		.to_proc = d ? d->proc : SIM_MAX_PROCS, .kind = (int)p->kind,
-		.msg_type = msg_type_of(p), .conn = s->peer_id, .src_conn = s->id, .fault = f };
+		.msg_type = msg_type_of(p), .conn = s->peer_id, .src_conn = s->id,
+		.src_tag = s->tag, .fault = f };
 	if (p->kind == PK_CONNECT) {
 		rec.to_proc = SIM_MAX_PROCS;
 		for (int i = 0; i < MAX_EPS; i++)
@@ -1122,9 +1140,13 @@ sim_prov_idle(void)
 	return true;
 }
 
+void sim_set_landing_hook(sim_landing_fn fn) { P.landing = fn; }
+void sim_set_conn_tag(unsigned tag) { P.tag = tag; }
+
 void
 sim_prov_reset(void)
 {
+	sim_landing_fn landing = P.landing;
 	for (uint64_t id = 1; id < P.nends; id++)
 		if (P.ends[id])
 			end_free(P.ends[id]);
@@ -1136,6 +1158,7 @@ sim_prov_reset(void)
 		}
 	}
 	memset(&P, 0, sizeof(P));
+	P.landing = landing;	/* the harness's, for every schedule */
 }
 
 const struct pmrep_provider_ops sim_provider_ops = {

@@ -521,8 +521,8 @@ sim_pmem_persist_hook(struct pmrep_pmem *pmem, const void *ptr, size_t len)
 
 /* the replica file of `proc` whose mapping holds `ptr`, by the harness's
  * knowledge of where the target mapped it (/proc/self/maps, once) */
-static struct sim_file *
-file_of_addr(unsigned proc, const void *ptr)
+struct sim_file *
+sim_file_of_addr(unsigned proc, const void *ptr)
 {
 	for (int i = 0; i < MAX_FILES; i++) {
 		struct sim_file *f = &W.files[i];
@@ -568,7 +568,7 @@ sim_remote_persist_event(unsigned proc, const void *ptr, size_t len)
 		return false;
 	if (persist_event(proc))
 		return true;
-	struct sim_file *f = file_of_addr(proc, ptr);
+	struct sim_file *f = sim_file_of_addr(proc, ptr);
 	if (f)
 		sim_file_persisted(f, (size_t)((const uint8_t *)ptr - f->pmem_base),
 				len);
