@@ -472,6 +472,112 @@ state_file_created_by_a_racing_mirror_is_not_removed_under_it(void **state)
 		skip();	/* the race was never won here */
 }
 
+/* the operator deletes the record after a run that one replica missed:
+ * the new record file vouches for nothing, so that replica, still marked
+ * consistent from before, is resynced in full (it was taken as in sync) */
+static void
+state_file_deleted_while_a_replica_lagged_is_not_trusted(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	mirror_round(c, order01, 1, 7);	/* both consistent */
+	/* replica 1 is down for a whole run of the writer */
+	char path1[160];
+	snprintf(path1, sizeof(path1), "%s", c->g[1].path);
+	tgt_stop(&c->g[1]);
+	struct pmrep_mirror_cfg *cfg = mcfg(c, order01, 2, 1, 64u << 10);
+	assert_int_equal(pmrep_mirror_cfg_set_quorum(cfg, 1), 0);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(c->log, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	func_pattern(pmrep_pmem_get_address(c->log), SIZE, 8);
+	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 3000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	/* the operator deletes the record */
+	assert_int_equal(unlink(c->statepath), 0);
+	tgt_start(&c->g[1], path1);
+	assert_int_equal(mirror_try(c, order01, 2, 1, 64u << 10, &m), 0);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
+	bool in_sync = st.state == PMREP_REPLICA_IN_SYNC;
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	if (in_sync)
+		func_assert_replica_equals(c->log, path1);
+}
+
+/*
+ * two histories under one (set UUID, generation) -- a second log, a test
+ * copy: the later mirror's COMMIT fences the earlier one and leaves the
+ * replica consistent with ITS data. The first mirror's restart must not
+ * take that replica as covered by its record (its owner is another
+ * mirror): full resync, and the replica holds the first log again.
+ */
+static void
+replica_claimed_by_another_mirror_of_the_same_set_is_resynced_in_full(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	mirror_round(c, order01, 1, 21);	/* ours: both consistent */
+	char other[160];
+	snprintf(other, sizeof(other), "%s/otherlog", c->dir);
+	struct pmrep_pmem *olog;
+	assert_int_equal(pmrep_pmem_open(other, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &olog), 0);
+	func_pattern(pmrep_pmem_get_address(olog), SIZE, 22);
+	struct pmrep_mirror_cfg *cfg = mcfg(c, order01, 1, 1, 64u << 10);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(olog, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	func_assert_replica_equals(olog, c->g[0].path);	/* the other's data */
+	(void) pmrep_pmem_close(&olog);
+
+	assert_int_equal(mirror_try(c, order01, 2, 1, 64u << 10, &m), 0);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(st.resync_bytes, SIZE);	/* in full */
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
+	assert_int_equal(st.resync_bytes, 0);		/* still ours */
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	for (int i = 0; i < 2; i++)
+		func_assert_replica_equals(c->log, c->g[i].path);
+}
+
+/*
+ * a brand-new log (and so a new record file) under the set UUID and
+ * generation of replicas another log left consistent: the new record
+ * vouches for none of them, so they are resynced in full (they were taken
+ * as complete copies: 0 bytes copied, then DIFFERENT)
+ */
+static void
+new_record_file_does_not_trust_a_consistent_replica_it_never_saw(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	mirror_round(c, order01, 1, 31);	/* consistent with the log */
+	char fresh[160];
+	snprintf(fresh, sizeof(fresh), "%s/freshlog", c->dir);
+	struct pmrep_pmem *flog;
+	assert_int_equal(pmrep_pmem_open(fresh, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &flog), 0);
+	func_pattern(pmrep_pmem_get_address(flog), SIZE, 32);
+	struct pmrep_mirror_cfg *cfg = mcfg(c, order01, 2, 1, 64u << 10);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(flog, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	struct pmrep_replica_status st;
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(pmrep_mirror_get_replica_status(m, i, &st), 0);
+		assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+		assert_int_equal(st.resync_bytes, SIZE);
+	}
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	for (int i = 0; i < 2; i++)
+		func_assert_replica_equals(flog, c->g[i].path);
+	(void) pmrep_pmem_close(&flog);
+}
+
 #ifdef PMREP_BREAK_V2_OPEN
 /* open finding: fails today */
 static void
@@ -507,37 +613,6 @@ replica_restored_from_an_old_copy_is_not_reported_in_sync(void **state)
 		func_assert_replica_equals(c->log, path1);
 }
 
-/* documented limit (PROTOCOL.md "Mirror, attach", the rule for a replica
- * the record does not know): fails today */
-static void
-state_file_deleted_while_a_replica_lagged_is_not_trusted(void **state)
-{
-	FUNC_TCP_ONLY();
-	struct ctx *c = *state;
-	mirror_round(c, order01, 1, 7);	/* both consistent */
-	/* replica 1 is down for a whole run of the writer */
-	char path1[160];
-	snprintf(path1, sizeof(path1), "%s", c->g[1].path);
-	tgt_stop(&c->g[1]);
-	struct pmrep_mirror_cfg *cfg = mcfg(c, order01, 2, 1, 64u << 10);
-	assert_int_equal(pmrep_mirror_cfg_set_quorum(cfg, 1), 0);
-	struct pmrep_mirror *m = NULL;
-	assert_int_equal(pmrep_mirror_new(c->log, cfg, &m), 0);
-	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
-	func_pattern(pmrep_pmem_get_address(c->log), SIZE, 8);
-	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 3000 * func_slow()), 0);
-	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	/* the operator deletes the record */
-	assert_int_equal(unlink(c->statepath), 0);
-	tgt_start(&c->g[1], path1);
-	assert_int_equal(mirror_try(c, order01, 2, 1, 64u << 10, &m), 0);
-	struct pmrep_replica_status st;
-	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
-	bool in_sync = st.state == PMREP_REPLICA_IN_SYNC;
-	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	if (in_sync)
-		func_assert_replica_equals(c->log, path1);
-}
 #endif
 
 /* ------------------------------------------ a tiny file system (child) */
@@ -741,9 +816,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(new_state_file_on_a_full_file_system_is_refused_with_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(sparse_state_file_on_a_full_file_system_does_not_kill_the_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(read_only_state_file_is_refused_with_its_reason, setup, teardown),
+		cmocka_unit_test_setup_teardown(state_file_deleted_while_a_replica_lagged_is_not_trusted, setup, teardown),
+		cmocka_unit_test_setup_teardown(replica_claimed_by_another_mirror_of_the_same_set_is_resynced_in_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(new_record_file_does_not_trust_a_consistent_replica_it_never_saw, setup, teardown),
 #ifdef PMREP_BREAK_V2_OPEN
 		cmocka_unit_test_setup_teardown(replica_restored_from_an_old_copy_is_not_reported_in_sync, setup, teardown),
-		cmocka_unit_test_setup_teardown(state_file_deleted_while_a_replica_lagged_is_not_trusted, setup, teardown),
 #endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
