@@ -691,15 +691,21 @@ reply_and_close(struct pmrep_target *t, struct session *s,
 static struct session *
 free_session(struct pmrep_target *t)
 {
+	/* who makes room first: one being refused, then one that has not
+	 * authenticated, then the oldest read-only query (a querier that
+	 * stays connected must not lock every mirror out; it loses nothing
+	 * but its connection). ATTACHING and ACTIVE sessions never. */
+	static const int rank[] = { [S_CLOSING] = 1, [S_WAIT_AUTH] = 2,
+		[S_QUERY] = 3 };
 	struct session *victim = NULL;
 	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
 		struct session *s = &t->s[i];
 		if (s->state == S_FREE)
 			return s;
-		if (s->state != S_WAIT_AUTH && s->state != S_CLOSING)
+		if (s->state != S_WAIT_AUTH && s->state != S_CLOSING &&
+				s->state != S_QUERY)
 			continue;
-		if (victim == NULL ||
-				(s->state == S_CLOSING && victim->state != S_CLOSING) ||
+		if (victim == NULL || rank[s->state] < rank[victim->state] ||
 				(s->state == victim->state &&
 				 s->deadline < victim->deadline))
 			victim = s;
@@ -710,6 +716,9 @@ free_session(struct pmrep_target *t)
 		t->stats.sessions_refused++;
 		t->stats.last_refusal = PMREP_E_TIMEOUT;
 		PMREP_LOG_ERR("initiator refused: every session slot is taken and it has not authenticated yet (session %d evicted for a new connection request)",
+				(int)(victim - t->s));
+	} else if (victim->state == S_QUERY) {
+		PMREP_LOG_WARN("session %d: a read-only query closed to make room for a new connection request (every session slot is taken)",
 				(int)(victim - t->s));
 	}
 	session_close(t, victim, "evicted for a new connection request");
