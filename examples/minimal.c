@@ -21,6 +21,13 @@
 #define SIZE (1u << 20)
 #define RECORD 64
 
+/*
+ * the replica set's UUID, fixed here for the example. A real application
+ * draws it once (random) and keeps it with its data: a (UUID, generation)
+ * pair names ONE history of the data -- a new or re-created log needs a
+ * new UUID (or generation + 1), or replicas another log left consistent
+ * could be taken for its own.
+ */
 static const uint8_t uuid[PMREP_UUID_SIZE] = { 0x6d, 0x69, 0x6e, 0x69, 0x6d,
 	0x61, 0x6c, 0x2d, 0x65, 0x78, 0x61, 0x6d, 0x70, 0x6c, 0x65, 0x01 };
 

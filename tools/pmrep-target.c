@@ -290,8 +290,9 @@ main(int argc, char *argv[])
 	}
 	struct pmrep_target_stats st;
 	if (pmrep_target_get_stats(t, &st) == 0)
-		fprintf(stderr, "pmrep-target: %llu sessions accepted, %llu refused, %llu GPSPM persist requests (native / APM flushes are not seen by the target process)\n",
+		fprintf(stderr, "pmrep-target: %llu session%s accepted, %llu refused, %llu GPSPM persist requests (native / APM flushes are not seen by the target process)\n",
 				(unsigned long long)st.sessions_accepted,
+				st.sessions_accepted == 1 ? "" : "s",
 				(unsigned long long)st.sessions_refused,
 				(unsigned long long)st.persist_requests);
 	(void) pmrep_target_delete(&t);

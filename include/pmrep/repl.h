@@ -50,7 +50,7 @@ struct pmrep_replica_info {
 	uint8_t replica_id[PMREP_UUID_SIZE];
 	uint64_t owner;			/* primary id of the last committed attach (0: none) */
 	uint64_t seq;			/* sequence of the header slot read (v1 header: 0) */
-	uint64_t last_persist_seq;	/* written by failover; 0 until then */
+	uint64_t last_persist_seq;	/* reserved for failover: nothing writes it yet (0) */
 };
 
 /*
@@ -336,12 +336,16 @@ PMREP_API int pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg,
  * pmrep_mirror_cfg_set_state_path -- where the mirror keeps its record
  * (docs/PROTOCOL.md "Mirror state file"): its primary id, per replica
  * slot the replica it last attached and the regions that replica may
- * miss, and the activity log of the persists in flight. With the record
- * in a file, a mirror started again after a crash or a clean stop
- * resyncs only what the record holds (the regions of the persists that
- * were in flight, and what a replica missed) instead of the whole
- * mapping. The file (mode 0600, about (1 + 8) * data size / region size
- * / 8 bytes plus 4 KiB) is created by pmrep_mirror_new when it does not
+ * miss, and the activity log of the regions written lately. With the
+ * record in a file, a mirror started again after a crash or a clean stop
+ * resyncs only what the record holds (the activity log's regions -- it is
+ * cleared lazily, once more than 64 regions are marked, so a crash
+ * resyncs up to about 64 regions, 4 MiB at the default region size --
+ * and what a replica missed) instead of the whole mapping. Bytes stored
+ * into the mapping but never passed to a persist are not resynced:
+ * re-persist what your recovery keeps. The file (mode 0600, 4 KiB plus
+ * 9 bitmaps of data size / region size / 8 bytes, each rounded up to 4
+ * KiB) is created by pmrep_mirror_new when it does not
  * exist; it belongs to one mapping, replica-set UUID and region size.
  * Keep it next to the mapping, on storage at least as durable.
  * `path` NULL: keep the record in memory only -- each pmrep_mirror_new
@@ -398,9 +402,10 @@ struct pmrep_replica_status {
  * each replica's resync (docs/PROTOCOL.md "Mirror, attach": in full when
  * the replica is unclaimed, of another set or an older generation, or when
  * the mirror's record does not cover it; incremental when the record names
- * this replica (its replica id) and its header is ours or consistent at
- * this generation, or when there is no record of it and it was left
- * consistent at this generation), make the record cover it (out-of-sync
+ * this replica (its replica id), its header holds this generation and no
+ * other mirror claimed it since (its owner is our primary id), or -- with
+ * a record kept in memory only -- when the record has no entry for it and
+ * it was left consistent at this generation), make the record cover it (out-of-sync
  * marks, replica id), then commit the attach (the target writes its claim
  * only then) and resync. `pmem` must stay open until the mirror is deleted.
  * First the mirror's record is opened (pmrep_mirror_cfg_set_state_path:
@@ -627,7 +632,7 @@ PMREP_API int pmrep_replica_query(const char *addr, const char *port,
 /*
  * pmrep_mirror_recover -- rebuild the local mapping `pmem` (all of it) from
  * the replica target at `addr`:`port`: connect and authenticate with `key`
- * (`key_len` bytes) like a mirror, claiming replica set `uuid` at
+ * (`key_len` bytes) like a mirror, naming replica set `uuid` at
  * `generation`, check what the replica held, then RDMA-read its whole data
  * area into the mapping and persist the mapping. The replica (data and
  * header) is never written. *info (may be NULL) receives the replica's

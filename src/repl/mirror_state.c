@@ -271,7 +271,7 @@ al_fold(struct mirror_state *st)
 			"the out-of-sync sets");
 	if (ret)
 		return ret;
-	PMREP_LOG(PMREP_LOG_NOTICE, "mirror state file %s: %zu regions of the activity log were in flight: out of sync now",
+	PMREP_LOG(PMREP_LOG_NOTICE, "mirror state file %s: %zu regions marked in the activity log (written since it was last cleared; a crash may have left them in flight): out of sync for every replica now",
 			st->path, st->al.nset);
 	memset(al, 0, st->nwords * sizeof(uint64_t));
 	st->al.nset = 0;

@@ -2021,6 +2021,7 @@ main(int argc, char **argv)
 					kind_names[k], g_by_kind[k]);
 		}
 	}
+	rm_rf_dir();	/* the last schedule's files */
 	rmdir(S.dir);
 	sim_world_fini();
 	if (expect)
