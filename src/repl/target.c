@@ -34,589 +34,7 @@
 #include <linux/magic.h>
 #include <unistd.h>
 
-#include <pmrep/transport.h>
-
-#include "common/log.h"
-#include "common/testhook.h"
-#include "replica_hdr.h"
-#include "chan.h"
-
-#define TARGET_MAX_SESSIONS 4
-#define TAG_EP UINT64_MAX
-
-struct pmrep_target_cfg {
-	char *path;
-	uint64_t data_size;
-	bool create;
-	char *addr;
-	char *port;
-	uint8_t key[PMREP_KEY_MAX];
-	size_t key_len;
-	bool direct_write_to_pmem;
-	bool staging;
-	int timeout_ms;
-};
-
-enum session_state {
-	S_FREE = 0,
-	S_WAIT_AUTH,	/* accepted; waiting for AUTH until the deadline */
-	S_ATTACHING,	/* ACCEPT sent (nothing written); waiting for COMMIT until the deadline */
-	S_ACTIVE,	/* committed: the claim is durable; serving PERSIST, CLOSE */
-	S_QUERY,	/* read-only: ACCEPT sent; COMMIT, PERSIST, CLOSE refused */
-	S_CLOSING,	/* a REFUSE / last reply is on its way; closed when sent or at the deadline */
-};
-
-struct session {
-	enum session_state state;
-	struct repl_chan ch;
-	struct pmrep_conn *conn;
-	long long deadline;
-	uint8_t nonce_i[REPL_NONCE_SIZE];
-	uint8_t nonce_t[REPL_NONCE_SIZE];
-	/* the HELLO's */
-	uint32_t key_id;
-	char selector[REPL_SELECTOR_SIZE + 1];
-	/* the AUTH's (what a COMMIT claims the replica for) */
-	uint8_t uuid[PMREP_UUID_SIZE];
-	uint64_t generation;
-	uint64_t primary_id;
-};
-
-struct pmrep_target {
-	struct pmrep_target_cfg cfg;
-	struct pmrep_pmem *pmem;
-	int lock_fd;			/* holds the replica's flock: -1 none */
-	uint8_t *base;			/* the mapping: header ... */
-	uint8_t *data;			/* ... and data area */
-	pmrep_pmem_persist_fn *persist;	/* for the data MR (direct mode) */
-	struct replica_hdr hdr;		/* the newest state (what is durable) */
-	bool poisoned;			/* a persist failed: nothing is confirmed any more */
-	struct pmrep_peer *peer;
-	struct pmrep_peer_cfg *peer_cfg;
-	struct pmrep_conn_cfg *conn_cfg;
-	struct pmrep_ep *ep;
-	struct pmrep_mr_local *data_mr;
-	struct pmrep_mr_local *query_mr;	/* the same memory, READ_SRC only: a QUERY's ACCEPT */
-	uint8_t *staging;		/* NULL: direct */
-	enum pmrep_target_mode mode;
-	int epfd;
-	struct session s[TARGET_MAX_SESSIONS];
-	struct pmrep_target_stats stats;
-};
-
-/* --------------------------------------------------------------- cfg */
-
-int
-pmrep_target_cfg_new(struct pmrep_target_cfg **cfg_ptr)
-{
-	if (cfg_ptr == NULL) {
-		PMREP_LOG_ERR("invalid argument: cfg_ptr is NULL");
-		return PMREP_E_INVAL;
-	}
-	struct pmrep_target_cfg *cfg = calloc(1, sizeof(*cfg));
-	if (cfg == NULL)
-		goto nomem;
-	cfg->addr = strdup("127.0.0.1");
-	cfg->port = strdup("0");
-	if (cfg->addr == NULL || cfg->port == NULL)
-		goto nomem;
-	cfg->timeout_ms = 5000;
-	*cfg_ptr = cfg;
-	return 0;
-nomem:
-	if (cfg) {
-		free(cfg->addr);
-		free(cfg->port);
-		free(cfg);
-	}
-	PMREP_LOG_ERR("out of memory for a target configuration");
-	return PMREP_E_NOMEM;
-}
-
-int
-pmrep_target_cfg_delete(struct pmrep_target_cfg **cfg_ptr)
-{
-	if (cfg_ptr == NULL) {
-		PMREP_LOG_ERR("invalid argument: cfg_ptr is NULL");
-		return PMREP_E_INVAL;
-	}
-	struct pmrep_target_cfg *cfg = *cfg_ptr;
-	if (cfg == NULL)
-		return 0;
-	repl_wipe(cfg->key, sizeof(cfg->key));
-	free(cfg->path);
-	free(cfg->addr);
-	free(cfg->port);
-	free(cfg);
-	*cfg_ptr = NULL;
-	return 0;
-}
-
-static int
-set_str(char **dst, const char *src, const char *what)
-{
-	if (src == NULL || src[0] == '\0') {
-		PMREP_LOG_ERR("invalid argument: %s is NULL or empty", what);
-		return PMREP_E_INVAL;
-	}
-	char *c = strdup(src);
-	if (c == NULL) {
-		PMREP_LOG_ERR("out of memory for %s", what);
-		return PMREP_E_NOMEM;
-	}
-	free(*dst);
-	*dst = c;
-	return 0;
-}
-
-#define CHECK_CFG(cfg) do { \
-	if ((cfg) == NULL) { \
-		PMREP_LOG_ERR("invalid argument: cfg is NULL"); \
-		return PMREP_E_INVAL; \
-	} \
-} while (0)
-
-int
-pmrep_target_cfg_set_path(struct pmrep_target_cfg *cfg, const char *path)
-{
-	CHECK_CFG(cfg);
-	return set_str(&cfg->path, path, "path");
-}
-
-int
-pmrep_target_cfg_set_data_size(struct pmrep_target_cfg *cfg,
-		uint64_t data_size, bool create)
-{
-	CHECK_CFG(cfg);
-	if (create && data_size == 0) {
-		PMREP_LOG_ERR("creating a replica needs a data size > 0");
-		return PMREP_E_INVAL;
-	}
-	/* header + data area must be a file size (an off_t): a larger value
-	 * would wrap data_size + PMREP_REPLICA_DATA_OFFSET and register far
-	 * more memory than the file maps */
-	if (data_size > (uint64_t)INT64_MAX - PMREP_REPLICA_DATA_OFFSET) {
-		PMREP_LOG_ERR("data size %llu: at most %llu bytes",
-				(unsigned long long)data_size,
-				(unsigned long long)((uint64_t)INT64_MAX -
-					PMREP_REPLICA_DATA_OFFSET));
-		return PMREP_E_INVAL;
-	}
-	cfg->data_size = data_size;
-	cfg->create = create;
-	return 0;
-}
-
-int
-pmrep_target_cfg_set_address(struct pmrep_target_cfg *cfg, const char *addr,
-		const char *port)
-{
-	CHECK_CFG(cfg);
-	if (addr == NULL || port == NULL) {
-		PMREP_LOG_ERR("invalid argument: addr or port is NULL");
-		return PMREP_E_INVAL;
-	}
-	if (addr[0] == '\0') {
-		PMREP_LOG_ERR("invalid argument: addr is empty");
-		return PMREP_E_INVAL;
-	}
-	int ret = repl_port_check(port, true);
-	if (ret)
-		return ret;
-	ret = set_str(&cfg->addr, addr, "addr");
-	return ret ? ret : set_str(&cfg->port, port, "port");
-}
-
-int
-pmrep_target_cfg_set_key(struct pmrep_target_cfg *cfg, const uint8_t *key,
-		size_t len)
-{
-	CHECK_CFG(cfg);
-	int ret = repl_key_check(key, len);
-	if (ret)
-		return ret;
-	memcpy(cfg->key, key, len);
-	cfg->key_len = len;
-	return 0;
-}
-
-int
-pmrep_target_cfg_set_direct_write_to_pmem(struct pmrep_target_cfg *cfg,
-		bool direct)
-{
-	CHECK_CFG(cfg);
-	cfg->direct_write_to_pmem = direct;
-	return 0;
-}
-
-int
-pmrep_target_cfg_set_staging(struct pmrep_target_cfg *cfg, bool force)
-{
-	CHECK_CFG(cfg);
-	cfg->staging = force;
-	return 0;
-}
-
-int
-pmrep_target_cfg_set_timeout(struct pmrep_target_cfg *cfg, int timeout_ms)
-{
-	CHECK_CFG(cfg);
-	if (timeout_ms <= 0) {
-		PMREP_LOG_ERR("timeout must be > 0 ms, got %d", timeout_ms);
-		return PMREP_E_INVAL;
-	}
-	cfg->timeout_ms = timeout_ms;
-	return 0;
-}
-
-/* ------------------------------------------------------------ header */
-
-/* write `next` as the header's new state, crash-atomically (the slot not
- * holding the newest state, then its persist); t->hdr follows on success */
-static int
-hdr_update(struct pmrep_target *t, const struct replica_hdr *next)
-{
-	return replica_hdr_write(t->pmem, t->base, &t->hdr, next);
-}
-
-/* format a new replica: a random replica id, unclaimed, into slot 0 */
-static int
-hdr_format(struct pmrep_target *t, uint64_t data_size)
-{
-	struct replica_hdr h;
-	memset(&h, 0, sizeof(h));
-	h.data_size = data_size;
-	int ret = repl_random(h.replica_id, PMREP_UUID_SIZE);
-	if (ret)
-		return ret;
-	/* "the newest state is in slot 1, sequence 0": the one write goes to
-	 * slot 0 with sequence 1; slot 1 stays zero (invalid) */
-	memset(&t->hdr, 0, sizeof(t->hdr));
-	t->hdr.slot = 1;
-	return hdr_update(t, &h);
-}
-
-/* a persist failed: what reached the media is unknown, and no later
- * persist can vouch for it */
-static void
-poison(struct pmrep_target *t, int err, const char *what)
-{
-	if (!t->poisoned)
-		PMREP_LOG_ERR("replica %s: %s failed (%s): the target is poisoned: every later COMMIT, PERSIST and CLOSE is refused (a later successful msync is no proof for earlier data)",
-				t->cfg.path, what, pmrep_err_to_str(err));
-	t->poisoned = true;
-}
-
-/*
- * is the target poisoned? Also when the pmem layer poisoned the mapping
- * behind our back: in direct mode the transport persists remote writes
- * through pmrep_pmem_persist_cb (a failed one NAKs the flush and poisons
- * the mapping, but never reaches this file). Checked before every header
- * write: replica_hdr_write stores the new slot before its persist fails,
- * so writing into a poisoned mapping would leave a refused COMMIT's claim
- * (or a refused CLOSE's mark) in the file's pages.
- */
-static bool
-target_poisoned(struct pmrep_target *t)
-{
-	if (!t->poisoned && pmrep_pmem_is_poisoned(t->pmem))
-		poison(t, PMREP_E_PROVIDER, "a write-back of the mapping (a flush of remote writes)");
-	return t->poisoned;
-}
-
-/*
- * one target per replica: an exclusive advisory lock (flock) on the
- * replica file or device, held on an fd of its own for the target's life.
- * flock locks belong to the open file description, so a second target in
- * this process conflicts as one in another process does. Taken before
- * anything is written to the replica.
- */
-static int
-lock_replica(struct pmrep_target *t)
-{
-	const char *path = t->cfg.path;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return PMREP_ERR_PROVIDER(errno, path);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int err = errno;
-		close(fd);
-		if (err == EWOULDBLOCK) {
-			pmrep_err_set_errno(err);
-			PMREP_LOG_ERR("replica %s is already served by another target",
-					path);
-			return PMREP_E_BUSY;
-		}
-		char what[300];
-		snprintf(what, sizeof(what), "flock(%s)", path);
-		return PMREP_ERR_PROVIDER(err, what);
-	}
-	t->lock_fd = fd;
-	return 0;
-}
-
-static void
-unlock_replica(struct pmrep_target *t)
-{
-	if (t->lock_fd >= 0)
-		close(t->lock_fd);	/* releases the flock */
-	t->lock_fd = -1;
-}
-
-/*
- * close the replica's mapping on an error path. pmrep_pmem_close starts by
- * clearing this thread's error record, which would leave the caller of
- * pmrep_target_new with an empty pmrep_err_msg(): keep the reason.
- */
-static void
-close_pmem_keep_error(struct pmrep_target *t)
-{
-	char why[256];
-	int err = pmrep_err_errno();
-	snprintf(why, sizeof(why), "%s", pmrep_err_msg());
-	(void) pmrep_pmem_close(&t->pmem);
-	unlock_replica(t);
-	if (why[0] != '\0' && pmrep_err_msg()[0] == '\0')
-		PMREP_LOG_ERR("cannot serve %s: %s", t->cfg.path, why);
-	pmrep_err_set_errno(err);
-}
-
-/*
- * give every block of an existing replica file its storage now. A sparse
- * replica (made with truncate, copied with cp --sparse, holes punched)
- * maps fine, but the first remote write into a hole on a full file system
- * raises SIGBUS in a progress thread and the whole target dies. Refuse to
- * serve it instead, with the reason. Device DAX: nothing to do.
- */
-static int
-allocate_blocks(const char *path, uint64_t size)
-{
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return PMREP_ERR_PROVIDER(errno, path);
-	struct stat st;
-	int ret = 0;
-	if (fstat(fd, &st) != 0) {
-		ret = PMREP_ERR_PROVIDER(errno, path);
-	} else if (S_ISREG(st.st_mode)) {
-		int err = posix_fallocate(fd, 0, (off_t)size);
-		if (err == EOPNOTSUPP || err == EINVAL) {
-			PMREP_LOG_WARN("replica %s: the file system cannot preallocate (%s); a sparse replica on a full file system would crash the target",
-					path, strerror(err));
-		} else if (err != 0) {
-			pmrep_err_set_errno(err);
-			PMREP_LOG_ERR("replica %s: cannot give its %llu bytes their storage (%s); refusing to serve it (a write into a hole would crash the target)",
-					path, (unsigned long long)size, strerror(err));
-			ret = PMREP_E_PROVIDER;
-		}
-	}
-	close(fd);
-	return ret;
-}
-
-static bool
-all_zero(const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != 0)
-			return false;
-	return true;
-}
-
-/* open (create + format) the replica and check its header */
-static int
-open_replica(struct pmrep_target *t)
-{
-	const struct pmrep_target_cfg *c = &t->cfg;
-	uint64_t file_size = c->data_size ? c->data_size + PMREP_REPLICA_DATA_OFFSET : 0;
-	bool existed = access(c->path, F_OK) == 0;
-	int ret = pmrep_pmem_open(c->path, c->create ? PMREP_PMEM_CREATE : 0,
-			(size_t)file_size, PMREP_PMEM_GRANULARITY_PAGE, &t->pmem);
-	if (ret) {
-		/* keep the pmem layer's cause (ENOENT, the sizes ...) */
-		char why[256];
-		int err = pmrep_err_errno();
-		snprintf(why, sizeof(why), "%s", pmrep_err_msg());
-		const char *w = why;
-		size_t pl = strlen(c->path);
-		if (strncmp(w, c->path, pl) == 0 && w[pl] == ':' && w[pl + 1] == ' ')
-			w += pl + 2;	/* it starts with the path: once is enough */
-		PMREP_LOG_ERR("cannot open replica %s: %s", c->path,
-				w[0] ? w : pmrep_err_to_str(ret));
-		pmrep_err_set_errno(err);
-		return ret;
-	}
-	/* before anything is written to it: another target may serve it */
-	ret = lock_replica(t);
-	if (ret)
-		goto err;
-	t->base = pmrep_pmem_get_address(t->pmem);
-	t->data = t->base + PMREP_REPLICA_DATA_OFFSET;
-	t->persist = pmrep_pmem_get_persist_fn(t->pmem);
-	size_t size = pmrep_pmem_get_size(t->pmem);
-
-	if (!existed && c->create) {
-		ret = hdr_format(t, c->data_size);	/* unclaimed */
-		if (ret)
-			goto err;
-		PMREP_LOG(PMREP_LOG_NOTICE, "created replica %s: %llu data bytes",
-				c->path, (unsigned long long)c->data_size);
-		return 0;
-	}
-	/*
-	 * a device DAX always exists: "create" formats one that was never
-	 * formatted -- its header block all zero (a new namespace reads as
-	 * zeros) -- and nothing else. Its size is the device's own, which
-	 * pmrep_pmem_open checked against the configured one.
-	 */
-	if (c->create && pmrep_pmem_is_devdax(t->pmem) &&
-			size > PMREP_REPLICA_DATA_OFFSET &&
-			all_zero(t->base, PMREP_REPLICA_DATA_OFFSET)) {
-		ret = hdr_format(t, size - PMREP_REPLICA_DATA_OFFSET);
-		if (ret)
-			goto err;
-		PMREP_LOG(PMREP_LOG_NOTICE, "formatted device DAX %s as a replica (its header block was all zero): %llu data bytes",
-				c->path, (unsigned long long)t->hdr.data_size);
-		return 0;
-	}
-	ret = replica_hdr_decode(t->base, size, size, &t->hdr);
-	if (ret) {
-		PMREP_LOG_ERR("replica %s: its header is not valid (%s); refusing to serve it",
-				c->path, pmrep_err_to_str(ret));
-		goto err;
-	}
-	if (c->data_size != 0 && t->hdr.data_size != c->data_size) {
-		PMREP_LOG_ERR("replica %s holds %llu data bytes, %llu were asked for",
-				c->path, (unsigned long long)t->hdr.data_size,
-				(unsigned long long)c->data_size);
-		ret = PMREP_E_RANGE;
-		goto err;
-	}
-	if (replica_uuid_is_nil(t->hdr.replica_id)) {
-		/* a version 1 header: its id is drawn now and written with
-		 * the header's first update (into the slot at 2048) */
-		ret = repl_random(t->hdr.replica_id, PMREP_UUID_SIZE);
-		if (ret)
-			goto err;
-		PMREP_LOG(PMREP_LOG_NOTICE, "replica %s: a version %u header without a replica id; drew one, written at its first header update",
-				c->path, t->hdr.version);
-	}
-	ret = allocate_blocks(c->path, size);
-	if (ret)
-		goto err;
-	return 0;
-err:
-	close_pmem_keep_error(t);
-	return ret;
-}
-
-/*
- * verbs: may the device write straight into the mapping? Not when the
- * replica is a regular file in a page cache (ext4, xfs, 9p, nfs ... without
- * DAX): the device writes into pages pinned at registration, which nothing
- * marks dirty, so the mapping's persist (msync) does not write them back
- * and the file does not hold what the mirror was told is durable. Kernels
- * from 6.5 on refuse such a registration (EFAULT); older ones (Debian 12's
- * 6.1) accept it, so pmrep must not try (T11). Fine: device DAX, a DAX
- * file (finer than page granularity: no page cache), and memory file
- * systems, whose pages are the file. The tcp provider's target stores
- * with the CPU, which dirties the pages: no restriction there.
- * NULL when registering is fine, else why not.
- */
-static const char *
-unregistrable_why(struct pmrep_target *t)
-{
-	enum pmrep_provider prov = PMREP_PROVIDER_TCP;
-	(void) pmrep_peer_get_provider(t->peer, &prov);
-	if (prov != PMREP_PROVIDER_VERBS || pmrep_pmem_is_devdax(t->pmem) ||
-			pmrep_pmem_get_granularity(t->pmem) !=
-			PMREP_PMEM_GRANULARITY_PAGE)
-		return NULL;
-	struct statfs sf;
-	if (statfs(t->cfg.path, &sf) != 0) {
-		PMREP_LOG_WARN("statfs(%s): %s", t->cfg.path, strerror(errno));
-		return "its file system is unknown (statfs failed)";
-	}
-	switch ((unsigned long)sf.f_type) {
-	case TMPFS_MAGIC:
-	case HUGETLBFS_MAGIC:
-	case RAMFS_MAGIC:
-		return NULL;
-	default:
-		return "it is a file in a page cache (no DAX): the device's writes into its pinned pages would never be written back by persist";
-	}
-}
-
-/* register the data area; staging buffer when the mapping cannot be */
-static int
-register_data_rw(struct pmrep_target *t)
-{
-	const int usage = PMREP_MR_USAGE_WRITE_DST | PMREP_MR_USAGE_READ_SRC |
-		PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
-	size_t len = (size_t)t->hdr.data_size;
-	int ret;
-	const char *why = t->cfg.staging ? NULL : unregistrable_why(t);
-
-	if (why != NULL)
-		PMREP_LOG_WARN("the mapping of %s is not registered for RDMA: %s; serving through a staging buffer with GPSPM",
-				t->cfg.path, why);
-	if (!t->cfg.staging && why == NULL) {
-		ret = pmrep_mr_reg(t->peer, t->data, len,
-				usage | PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT,
-				&t->data_mr);
-		if (ret == 0) {
-			(void) pmrep_mr_set_persist_fn(t->data_mr, pmrep_pmem_persist_cb, t->pmem);
-			t->mode = PMREP_TARGET_MODE_DIRECT;
-			return 0;
-		}
-		if (ret != PMREP_E_NOSUPP && ret != PMREP_E_PROVIDER)
-			return ret;
-		PMREP_LOG_WARN("the mapping of %s cannot be registered for RDMA (%s: %s); serving through a staging buffer with GPSPM",
-				t->cfg.path, pmrep_err_to_str(ret), pmrep_err_msg());
-	}
-	/* writes land here; a persist request copies into the mapping. No
-	 * PERSISTENT flush usage: a native persistent flush into it must
-	 * fail, not pretend */
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return PMREP_ERR_PROVIDER(errno, "mmap staging buffer");
-	ret = pmrep_mr_reg(t->peer, p, len, usage, &t->data_mr);
-	if (ret) {
-		munmap(p, len);
-		return ret;
-	}
-	t->staging = p;
-	t->mode = PMREP_TARGET_MODE_STAGING;
-	return 0;
-}
-
-/*
- * the data area's registrations: data_mr (what an attach writes into) and
- * query_mr, the same memory for remote reads only: a QUERY's ACCEPT
- * carries query_mr's descriptor, so a read-only session is not handed
- * write access to the replica (an ACTIVE mirror's data would change under
- * it, with no COMMIT and no fencing)
- */
-static int
-register_data(struct pmrep_target *t)
-{
-	int ret = register_data_rw(t);
-	if (ret)
-		return ret;
-	void *base = t->staging ? (void *)t->staging : (void *)t->data;
-	ret = pmrep_mr_reg(t->peer, base, (size_t)t->hdr.data_size,
-			PMREP_MR_USAGE_READ_SRC, &t->query_mr);
-	if (ret) {
-		PMREP_LOG_ERR("cannot register the data area of %s for queries: %s",
-				t->cfg.path, pmrep_err_to_str(ret));
-		(void) pmrep_mr_dereg(&t->data_mr);
-		if (t->staging)
-			munmap(t->staging, (size_t)t->hdr.data_size);
-		t->staging = NULL;
-	}
-	return ret;
-}
+#include "target_int.h"
 
 /* ----------------------------------------------------------- sessions */
 
@@ -806,7 +224,7 @@ write_claim(struct pmrep_target *t, const struct session *s,
 	next.generation = generation;
 	next.owner = s->primary_id;
 	next.flags &= ~PMREP_REPLICA_F_CONSISTENT;
-	return hdr_update(t, &next);
+	return target_hdr_update(t, &next);
 }
 
 /* fencing: end every session but `keep` (their connections end before the
@@ -906,7 +324,7 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		int ret = target_poisoned(t) ? PMREP_E_STATE : write_claim(t, s, a->generation);
 		if (ret) {
 			if (!t->poisoned)
-				poison(t, ret, "the header's claim");
+				target_poison(t, ret, "the header's claim");
 			refuse(t, s, REPL_ST_INTERNAL, "the claim could not be written");
 			return;
 		}
@@ -967,7 +385,7 @@ on_commit(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	close_others(t, s, "fenced: another initiator committed an attach");
 	int ret = write_claim(t, s, c->generation);
 	if (ret) {
-		poison(t, ret, "writing the header's claim");
+		target_poison(t, ret, "writing the header's claim");
 		r.status = REPL_ST_INTERNAL;
 		reply_and_close(t, s, &r);
 		return;
@@ -1038,7 +456,7 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 				memcpy(t->data + off, t->staging + off, (size_t)len);
 			ret = pmrep_pmem_persist(t->pmem, t->data + off, (size_t)len);
 			if (ret) {
-				poison(t, ret, "a persist request");
+				target_poison(t, ret, "a persist request");
 				r.status = REPL_ST_INTERNAL;
 			} else {
 				t->stats.persist_requests++;
@@ -1054,9 +472,9 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		}
 		struct replica_hdr next = t->hdr;
 		next.flags |= PMREP_REPLICA_F_CONSISTENT;
-		ret = hdr_update(t, &next);
+		ret = target_hdr_update(t, &next);
 		if (ret) {
-			poison(t, ret, "marking the header consistent");
+			target_poison(t, ret, "marking the header consistent");
 			r.status = REPL_ST_INTERNAL;
 			break;
 		}
@@ -1172,7 +590,7 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 		PMREP_LOG_ERR("out of memory for a target");
 		goto err_cfg;
 	}
-	ret = open_replica(t);
+	ret = target_open_replica(t);
 	if (ret)
 		goto err_cfg;
 	ret = pmrep_peer_open(t->cfg.addr, true, &t->peer);
@@ -1190,7 +608,7 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 	(void) pmrep_conn_cfg_set_sq_size(t->conn_cfg, 16);
 	(void) pmrep_conn_cfg_set_rq_size(t->conn_cfg, CHAN_NRECV);
 	(void) pmrep_conn_cfg_set_cq_size(t->conn_cfg, 32);
-	ret = register_data(t);
+	ret = target_register_data(t);
 	if (ret)
 		goto err_ccfg;
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1226,7 +644,7 @@ err_pcfg:
 err_peer:
 	(void) pmrep_peer_delete(&t->peer);
 err_pmem:
-	close_pmem_keep_error(t);
+	target_close_pmem_keep_error(t);
 err_cfg:
 	free(t->cfg.path);
 	free(t->cfg.addr);
@@ -1260,7 +678,7 @@ pmrep_target_delete(struct pmrep_target **target_ptr)
 	if (ret)
 		PMREP_LOG_ERR("deleting the target's peer: %s", pmrep_err_to_str(ret));
 	(void) pmrep_pmem_close(&t->pmem);
-	unlock_replica(t);
+	target_unlock_replica(t);
 	free(t->cfg.path);
 	free(t->cfg.addr);
 	free(t->cfg.port);

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * target_int.h -- the replica target's objects shared by its files: the
+ * configuration (target_cfg.c), the replica it serves (target_replica.c:
+ * open, lock, header updates, registration, poisoning) and the sessions
+ * with their protocol (target.c).
+ */
+#ifndef PMREP_REPL_TARGET_INT_H
+#define PMREP_REPL_TARGET_INT_H
+
+#include <pmrep/repl.h>
+#include <pmrep/transport.h>
+
+#include "common/log.h"
+#include "common/testhook.h"
+#include "replica_hdr.h"
+#include "chan.h"
+
+#define TARGET_MAX_SESSIONS 4
+#define TAG_EP UINT64_MAX
+
+struct pmrep_target_cfg {
+	char *path;
+	uint64_t data_size;
+	bool create;
+	char *addr;
+	char *port;
+	uint8_t key[PMREP_KEY_MAX];
+	size_t key_len;
+	bool direct_write_to_pmem;
+	bool staging;
+	int timeout_ms;
+};
+
+enum session_state {
+	S_FREE = 0,
+	S_WAIT_AUTH,	/* accepted; waiting for AUTH until the deadline */
+	S_ATTACHING,	/* ACCEPT sent (nothing written); waiting for COMMIT until the deadline */
+	S_ACTIVE,	/* committed: the claim is durable; serving PERSIST, CLOSE */
+	S_QUERY,	/* read-only: ACCEPT sent; COMMIT, PERSIST, CLOSE refused */
+	S_CLOSING,	/* a REFUSE / last reply is on its way; closed when sent or at the deadline */
+};
+
+struct session {
+	enum session_state state;
+	struct repl_chan ch;
+	struct pmrep_conn *conn;
+	long long deadline;
+	uint8_t nonce_i[REPL_NONCE_SIZE];
+	uint8_t nonce_t[REPL_NONCE_SIZE];
+	/* the HELLO's */
+	uint32_t key_id;
+	char selector[REPL_SELECTOR_SIZE + 1];
+	/* the AUTH's (what a COMMIT claims the replica for) */
+	uint8_t uuid[PMREP_UUID_SIZE];
+	uint64_t generation;
+	uint64_t primary_id;
+};
+
+struct pmrep_target {
+	struct pmrep_target_cfg cfg;
+	struct pmrep_pmem *pmem;
+	int lock_fd;			/* holds the replica's flock: -1 none */
+	uint8_t *base;			/* the mapping: header ... */
+	uint8_t *data;			/* ... and data area */
+	pmrep_pmem_persist_fn *persist;	/* for the data MR (direct mode) */
+	struct replica_hdr hdr;		/* the newest state (what is durable) */
+	bool poisoned;			/* a persist failed: nothing is confirmed any more */
+	struct pmrep_peer *peer;
+	struct pmrep_peer_cfg *peer_cfg;
+	struct pmrep_conn_cfg *conn_cfg;
+	struct pmrep_ep *ep;
+	struct pmrep_mr_local *data_mr;
+	struct pmrep_mr_local *query_mr;	/* the same memory, READ_SRC only: a QUERY's ACCEPT */
+	uint8_t *staging;		/* NULL: direct */
+	enum pmrep_target_mode mode;
+	int epfd;
+	struct session s[TARGET_MAX_SESSIONS];
+	struct pmrep_target_stats stats;
+};
+
+/* target_replica.c */
+int target_hdr_update(struct pmrep_target *t, const struct replica_hdr *next);
+void target_poison(struct pmrep_target *t, int err, const char *what);
+bool target_poisoned(struct pmrep_target *t);
+void target_unlock_replica(struct pmrep_target *t);
+void target_close_pmem_keep_error(struct pmrep_target *t);
+int target_open_replica(struct pmrep_target *t);
+int target_register_data(struct pmrep_target *t);
+
+#endif /* PMREP_REPL_TARGET_INT_H */
