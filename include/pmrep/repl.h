@@ -402,8 +402,10 @@ struct pmrep_replica_status {
  * each replica's resync (docs/PROTOCOL.md "Mirror, attach": in full when
  * the replica is unclaimed, of another set or an older generation, or when
  * the mirror's record does not cover it; incremental when the record names
- * this replica (its replica id), its header holds this generation and no
- * other mirror claimed it since (its owner is our primary id), or -- with
+ * this replica (its replica id), its header holds this generation, no
+ * other mirror claimed it since (its owner is our primary id) and its
+ * header is the one the record left it with (its slot sequence: an old
+ * copy of the replica file restored is resynced in full), or -- with
  * a record kept in memory only -- when the record has no entry for it and
  * it was left consistent at this generation), make the record cover it (out-of-sync
  * marks, replica id), then commit the attach (the target writes its claim

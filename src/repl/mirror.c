@@ -279,18 +279,26 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 		struct replica *r = &m->r[i];
 		if (r->state != PMREP_REPLICA_IN_SYNC || r->oos->nset != 0)
 			continue;
-		/* a clean end: the replica may say it is consistent */
+		/* a clean end: the replica may say it is consistent. The
+		 * record first: the header sequence the mark will have */
+		int ret = mstate_set_rec(m->state, i, mstate_rec_id(m->state, i),
+				mstate_rec_seq(m->state, i) + 1);
+		if (ret) {
+			PMREP_LOG_WARN("replica %u: not marked consistent: its record could not be updated (%s)",
+					i, pmrep_err_to_str(ret));
+			continue;
+		}
 		struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = m->next_seq++ };
 		struct repl_msg reply;
 		long long deadline = repl_deadline(m->cfg.timeout_ms);
-		int ret = repl_chan_send(&r->ch, &msg);
+		ret = repl_chan_send(&r->ch, &msg);
 		if (ret == 0)
 			ret = replica_wait_msg(r, deadline, &reply);
 		if (ret == 0 && (reply.type != REPL_MSG_CLOSE_REPLY ||
 				reply.seq != msg.seq || reply.status != REPL_ST_OK))
 			ret = PMREP_E_MALFORMED;
 		if (ret)
-			PMREP_LOG_WARN("replica %u: could not mark it consistent (%s); it will be resynced in full next time",
+			PMREP_LOG_WARN("replica %u: could not mark it consistent (%s); the next mirror without this record resyncs it in full",
 					i, pmrep_err_to_str(ret));
 	}
 	/* nothing in flight: what AL covers is on the replicas or in their

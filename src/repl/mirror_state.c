@@ -17,7 +17,7 @@
  * Slot:
  *      0  u8[8]  magic "PMREPMST"
  *      8  u32    version (1)
- *     12  u32    slot length (MST_SLOT_SIZE = 208)
+ *     12  u32    slot length (MST_SLOT_SIZE = 272)
  *     16  u64    slot sequence (> 0; the valid slot with the highest wins)
  *     24  u8[16] replica-set UUID
  *     40  u64    primary id
@@ -25,7 +25,10 @@
  *     56  u64    data size in bytes
  *     64  u64    region size in bytes (a power of two)
  *     72  u8[16][PMREP_MIRROR_MAX_REPLICAS]  rec_id[i] (all zero: none)
- *    200  u64    checksum: Fletcher-64 (replica_fletcher64) of bytes 0..199
+ *    200  u64[PMREP_MIRROR_MAX_REPLICAS]  rec_seq[i]: the header slot
+ *           sequence replica rec_id[i] holds after the last header write
+ *           of ours it was sent (COMMIT, CLOSE)
+ *    264  u64    checksum: Fletcher-64 (replica_fletcher64) of bytes 0..263
  *
  * An update encodes the whole state with sequence + 1 into the slot not
  * holding the newest state and persists that slot: a torn update leaves
@@ -53,8 +56,9 @@
 #include "replica_hdr.h"
 
 #define MST_VERSION 1
-#define MST_SLOT_SIZE 208
-#define MST_CSUM_OFF 200
+#define MST_SLOT_SIZE 272
+#define MST_REC_SEQ_OFF 200
+#define MST_CSUM_OFF 264
 #define MST_SLOT1_OFF 2048
 #define MST_BITMAP_OFF 4096
 #define MST_NBITMAPS (1 + PMREP_MIRROR_MAX_REPLICAS)
@@ -77,6 +81,7 @@ struct mirror_state {
 	uint64_t data_size;
 	uint64_t region_size;
 	uint8_t rec_id[PMREP_MIRROR_MAX_REPLICAS][PMREP_UUID_SIZE];
+	uint64_t rec_seq[PMREP_MIRROR_MAX_REPLICAS];
 	/* the bitmaps (their words in the file when persistent) */
 	size_t bm_bytes;		/* each bitmap's area in the file */
 	size_t nwords;			/* words of each bitmap */
@@ -115,6 +120,8 @@ slot_encode(const struct mirror_state *st, uint64_t seq, uint8_t *out)
 	pmrep_put_le64(out + 56, st->data_size);
 	pmrep_put_le64(out + 64, st->region_size);
 	memcpy(out + 72, st->rec_id, sizeof(st->rec_id));
+	for (unsigned i = 0; i < PMREP_MIRROR_MAX_REPLICAS; i++)
+		pmrep_put_le64(out + MST_REC_SEQ_OFF + 8 * i, st->rec_seq[i]);
 	pmrep_put_le64(out + MST_CSUM_OFF, replica_fletcher64(out, MST_CSUM_OFF));
 }
 
@@ -123,6 +130,7 @@ struct slot {
 	uint8_t uuid[PMREP_UUID_SIZE];
 	uint64_t primary_id, generation, data_size, region_size;
 	uint8_t rec_id[PMREP_MIRROR_MAX_REPLICAS][PMREP_UUID_SIZE];
+	uint64_t rec_seq[PMREP_MIRROR_MAX_REPLICAS];
 };
 
 /* true when the slot bytes are a complete, valid slot */
@@ -142,6 +150,8 @@ slot_decode(const uint8_t *in, struct slot *s)
 	s->data_size = pmrep_get_le64(in + 56);
 	s->region_size = pmrep_get_le64(in + 64);
 	memcpy(s->rec_id, in + 72, sizeof(s->rec_id));
+	for (unsigned i = 0; i < PMREP_MIRROR_MAX_REPLICAS; i++)
+		s->rec_seq[i] = pmrep_get_le64(in + MST_REC_SEQ_OFF + 8 * i);
 	return s->seq != 0 && repl_bitmap_words(s->data_size, s->region_size) != 0;
 }
 
@@ -239,6 +249,7 @@ st_format(struct mirror_state *st, const uint8_t uuid[PMREP_UUID_SIZE],
 	memcpy(st->uuid, uuid, PMREP_UUID_SIZE);
 	st->generation = generation;
 	memset(st->rec_id, 0, sizeof(st->rec_id));
+	memset(st->rec_seq, 0, sizeof(st->rec_seq));
 	st->seq = 0;
 	st->cur = 1;		/* the first slot written is slot 0 */
 	return slot_write(st);
@@ -392,6 +403,7 @@ st_load(struct mirror_state *st, const uint8_t uuid[PMREP_UUID_SIZE],
 	st->primary_id = s[c].primary_id;
 	st->generation = s[c].generation;
 	memcpy(st->rec_id, s[c].rec_id, sizeof(st->rec_id));
+	memcpy(st->rec_seq, s[c].rec_seq, sizeof(st->rec_seq));
 	ret = bitmaps_init(st);
 	if (ret)
 		return ret;
@@ -567,18 +579,37 @@ mstate_oos(struct mirror_state *st, unsigned i)
 /* ---------------------------------------------------------- updates */
 
 int
+mstate_set_rec(struct mirror_state *st, unsigned i,
+		const uint8_t id[PMREP_UUID_SIZE], uint64_t seq)
+{
+	if (memcmp(st->rec_id[i], id, PMREP_UUID_SIZE) == 0 &&
+			st->rec_seq[i] == seq)
+		return 0;
+	uint8_t old[PMREP_UUID_SIZE];
+	uint64_t old_seq = st->rec_seq[i];
+	memcpy(old, st->rec_id[i], PMREP_UUID_SIZE);
+	memcpy(st->rec_id[i], id, PMREP_UUID_SIZE);
+	st->rec_seq[i] = seq;
+	int ret = slot_write(st);
+	if (ret) {
+		/* what is durable */
+		memcpy(st->rec_id[i], old, PMREP_UUID_SIZE);
+		st->rec_seq[i] = old_seq;
+	}
+	return ret;
+}
+
+int
 mstate_set_rec_id(struct mirror_state *st, unsigned i,
 		const uint8_t id[PMREP_UUID_SIZE])
 {
-	if (memcmp(st->rec_id[i], id, PMREP_UUID_SIZE) == 0)
-		return 0;
-	uint8_t old[PMREP_UUID_SIZE];
-	memcpy(old, st->rec_id[i], PMREP_UUID_SIZE);
-	memcpy(st->rec_id[i], id, PMREP_UUID_SIZE);
-	int ret = slot_write(st);
-	if (ret)
-		memcpy(st->rec_id[i], old, PMREP_UUID_SIZE);	/* what is durable */
-	return ret;
+	return mstate_set_rec(st, i, id, st->rec_seq[i]);
+}
+
+uint64_t
+mstate_rec_seq(const struct mirror_state *st, unsigned i)
+{
+	return st->rec_seq[i];
 }
 
 /* the words of a bitmap covering [off, off + len): false when none */

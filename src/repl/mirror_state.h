@@ -47,6 +47,18 @@ const uint8_t *mstate_rec_id(const struct mirror_state *st, unsigned i);
 /* record slot i's replica id (crash-atomic, durable on return) */
 int mstate_set_rec_id(struct mirror_state *st, unsigned i,
 		const uint8_t id[PMREP_UUID_SIZE]);
+/*
+ * slot i's rec_seq: the header slot sequence its replica holds after the
+ * last header write of ours it was sent (a COMMIT's claim, a CLOSE's
+ * mark). A replica whose header has another sequence is not the one the
+ * record covers -- restored from an old copy, or written by another --
+ * and is resynced in full.
+ */
+uint64_t mstate_rec_seq(const struct mirror_state *st, unsigned i);
+/* record slot i's replica id and rec_seq in one crash-atomic update
+ * (durable on return; no write when both are as recorded) */
+int mstate_set_rec(struct mirror_state *st, unsigned i,
+		const uint8_t id[PMREP_UUID_SIZE], uint64_t seq);
 
 /*
  * OOS[i], as the bitmap the mirror marks and clears (its words are in the

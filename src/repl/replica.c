@@ -153,6 +153,14 @@ decide_resync(struct replica *r, const struct repl_accept *acc,
 	 * keeps it). A replica another mirror claimed, even one it left
 	 * consistent, may hold that mirror's data: full.
 	 */
+	bool same_hdr = acc->hdr_seq == mstate_rec_seq(m->state, r->idx);
+	if (rec_match && same_gen && ours && !same_hdr) {
+		/* the replica our record names, but not the header we left
+		 * it with: restored from an old copy (same replica id, older
+		 * data), or written by someone else since */
+		*why = "our record's replica, but its header is not the one we left it with (restored from an old copy, or written since by another)";
+		return REPL_RESYNC_FULL;
+	}
 	if (rec_match && same_gen && ours) {
 		*why = consistent ? "our record covers this replica (we left it consistent)" :
 			"our record covers this replica (its owner is our primary id)";
@@ -203,14 +211,13 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 			return ret;
 		}
 	}
-	if (memcmp(mstate_rec_id(m->state, r->idx), acc->replica_id,
-			PMREP_UUID_SIZE) != 0) {
-		ret = mstate_set_rec_id(m->state, r->idx, acc->replica_id);
-		if (ret) {
-			PMREP_LOG_ERR("replica %u: cannot record its replica id: %s",
-					r->idx, pmrep_err_to_str(ret));
-			return ret;
-		}
+	/* the replica, and the header sequence its claim will have (the
+	 * target writes it into the other slot: sequence + 1) */
+	ret = mstate_set_rec(m->state, r->idx, acc->replica_id, acc->hdr_seq + 1);
+	if (ret) {
+		PMREP_LOG_ERR("replica %u: cannot record its replica id: %s",
+				r->idx, pmrep_err_to_str(ret));
+		return ret;
 	}
 	struct repl_msg msg = { .type = REPL_MSG_COMMIT, .seq = m->next_seq++ };
 	memcpy(msg.u.commit.replica_id, acc->replica_id, PMREP_UUID_SIZE);

@@ -27,15 +27,13 @@
  *    file must still be there when the creating mirror was refused BUSY
  *    (src/repl/mirror_state.c).
  *
- * Open finding, left out of the build (PMREP_BREAK_V2_OPEN): a replica
- * file restored from an old copy (same replica id, older data, left
- * consistent) is resynced incrementally and reported in sync while it
- * holds the old data: neither the header nor the mirror's record carries
- * anything that tells an old copy from the current one. And the documented
- * trust of the rule for a replica the record does not know: the state file
- * deleted after a run during which a replica (left consistent before) was
- * down -- that replica is resynced from nothing and reported in sync
- * while it holds the data of before that run.
+ * Found and fixed later: a replica file restored from an old copy (same
+ * replica id, older data, left consistent) was resynced incrementally and
+ * reported in sync while it held the old data; the record now keeps the
+ * header sequence it left each replica with (rec_seq), and another one
+ * means a full resync. A state file deleted after a run a replica missed
+ * (left consistent before): a new record file vouches for no replica, so
+ * that one is resynced in full.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -578,8 +576,10 @@ new_record_file_does_not_trust_a_consistent_replica_it_never_saw(void **state)
 	(void) pmrep_pmem_close(&flog);
 }
 
-#ifdef PMREP_BREAK_V2_OPEN
-/* open finding: fails today */
+/* a replica file restored from an old copy (same replica id, older data
+ * and an older header): the record keeps the header sequence it left the
+ * replica with, so the old copy is resynced in full, never taken as in
+ * sync (it was, with the old data) */
 static void
 replica_restored_from_an_old_copy_is_not_reported_in_sync(void **state)
 {
@@ -606,14 +606,14 @@ replica_restored_from_an_old_copy_is_not_reported_in_sync(void **state)
 	assert_int_equal(mirror_try(c, order01, 2, 1, 64u << 10, &m), 0);
 	struct pmrep_replica_status st;
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
-	bool in_sync = st.state == PMREP_REPLICA_IN_SYNC;
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(st.resync_bytes, SIZE);	/* in full */
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.resync_bytes, 0);		/* the other one: nothing */
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	/* reported in sync: then it must hold the log */
-	if (in_sync)
-		func_assert_replica_equals(c->log, path1);
+	func_assert_replica_equals(c->log, path1);
 }
 
-#endif
 
 /* ------------------------------------------ a tiny file system (child) */
 
@@ -819,9 +819,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(state_file_deleted_while_a_replica_lagged_is_not_trusted, setup, teardown),
 		cmocka_unit_test_setup_teardown(replica_claimed_by_another_mirror_of_the_same_set_is_resynced_in_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(new_record_file_does_not_trust_a_consistent_replica_it_never_saw, setup, teardown),
-#ifdef PMREP_BREAK_V2_OPEN
 		cmocka_unit_test_setup_teardown(replica_restored_from_an_old_copy_is_not_reported_in_sync, setup, teardown),
-#endif
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -456,6 +456,12 @@ check_data_change(unsigned i, size_t off, size_t len, const char *how,
 		if (record_bit(st->shadow, st->size, 0, r) ||
 				record_bit(st->shadow, st->size, 1 + i, r))
 			continue;
+		if (getenv("PMREP_SIM_DEBUG"))
+			fprintf(stderr, "DEBUG state %s tag %u old %p cur %p live bit %d pmem_base %p\n",
+					st->path, src_tag, (void *)S.old_statef,
+					(void *)S.statef,
+					st->live ? (int)record_bit(st->live, st->size, 1 + i, r) : -1,
+					(void *)st->pmem_base);
 		violation("no trace: replica %u's data changed in [%zu, +%zu) (region %zu) by %s from conn %" PRIu64 " while the mirror's durable record (its state file) holds that region neither in AL nor in OOS[%u]",
 				i, off, len, r, how, src_conn, i);
 		return;

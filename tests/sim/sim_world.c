@@ -487,13 +487,15 @@ sim_proc_turn_done(unsigned proc)
 	}
 }
 
-/* the file whose process mapping holds [ptr, ptr + len) */
+/*
+ * the file whose process mapping holds [ptr, ptr + len): by the mapping's
+ * path -- never by the pmem object's address or its mapping's, which a
+ * mapping closed and another opened may both reuse (two followed files
+ * then matched one persist, and the other's shadow went stale)
+ */
 static struct sim_file *
 file_of_pmem(struct pmrep_pmem *pmem, const void *ptr)
 {
-	for (int i = 0; i < MAX_FILES; i++)
-		if (W.files[i].used && W.files[i].pmem == pmem)
-			return &W.files[i];
 	const char *path = pmrep_pmem_get_path(pmem);
 	for (int i = 0; path && i < MAX_FILES; i++) {
 		struct sim_file *f = &W.files[i];

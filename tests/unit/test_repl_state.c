@@ -164,6 +164,14 @@ a_new_file_is_0600_of_its_computed_size_and_loads_back(void **state)
 	repl_bitmap_mark(mstate_oos(st, 2), 7 * R, 1);
 	assert_int_equal(mstate_oos_persist(st, 2, 7 * R, 1), 0);
 	assert_int_equal(mstate_writes(st), 3);
+	/* the header sequence a replica was left with: one update with its id */
+	assert_int_equal(mstate_rec_seq(st, 3), 0);
+	assert_int_equal(mstate_set_rec(st, 3, id_1, 41), 0);
+	assert_int_equal(mstate_writes(st), 4);
+	assert_int_equal(mstate_set_rec(st, 3, id_1, 41), 0);	/* the same: no write */
+	assert_int_equal(mstate_writes(st), 4);
+	assert_int_equal(mstate_set_rec_id(st, 3, id_1), 0);	/* keeps the sequence */
+	assert_int_equal(mstate_rec_seq(st, 3), 41);
 	mstate_close(&st);
 	assert_null(st);
 
@@ -176,6 +184,8 @@ a_new_file_is_0600_of_its_computed_size_and_loads_back(void **state)
 	assert_int_equal(mstate_writes(st), 0);		/* nothing to write */
 	assert_int_equal(mstate_primary_id(st), pid);
 	assert_memory_equal(mstate_rec_id(st, 3), id_1, PMREP_UUID_SIZE);
+	assert_int_equal(mstate_rec_seq(st, 3), 41);
+	assert_int_equal(mstate_rec_seq(st, 2), 0);
 	assert_memory_equal(mstate_rec_id(st, 2), nil, PMREP_UUID_SIZE);
 	assert_int_equal(mstate_oos(st, 2)->nset, 1);
 	assert_true(repl_bitmap_test(mstate_oos(st, 2), 7));
