@@ -732,7 +732,7 @@ fs_child(struct ctx *c, enum fs_case k)
 			ret = 10;
 			break;
 		}
-		if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL) != 0) {
+		if (mount("tmpfs", mnt, "tmpfs", MS_REMOUNT | MS_RDONLY, NULL) != 0) {
 			ret = 77;
 			break;
 		}
