@@ -8,8 +8,11 @@
  *    0  u16 magic 0x5052 ("RP")   2  u8 version (2)   3  u8 type (1)
  *    4  u32 key id (0: the target's key)
  *    8  u8[16] nonce_i
- *   24  char[32] replica selector, NUL padded (all NUL: the target's one
+ *   24  char[20] replica selector, NUL padded (all NUL: the target's one
  *       replica); bytes after the first NUL must be NUL
+ *   44  u8[12] admission proof (u32 time window, u8[8] truncated MAC over
+ *       it and nonce_i; all zero: none) -- carried, not checked by this
+ *       version: room for refusing keyless HELLOs without a new format
  * CHALLENGE (private data of the accept), 24 bytes:
  *    0  u16 magic 0x5052   2  u8 version (2)   3  u8 type (2)
  *    4  u32 flags (0)      8  u8[16] nonce_t
@@ -66,6 +69,7 @@ repl_pdata_encode(const struct repl_pdata *p, uint8_t *out)
 		pmrep_put_le32(out + 4, p->key_id);
 		size_t n = strnlen(p->selector, REPL_SELECTOR_SIZE);
 		memcpy(out + 24, p->selector, n);
+		memcpy(out + 24 + REPL_SELECTOR_SIZE, p->proof, REPL_PROOF_SIZE);
 	}
 	return len;
 }
@@ -108,6 +112,7 @@ repl_pdata_decode(const void *buf, size_t len, enum repl_pdata_type want,
 		p->key_id = pmrep_get_le32(b + 4);
 		memcpy(p->selector, sel, n);
 		p->selector[n] = '\0';
+		memcpy(p->proof, sel + REPL_SELECTOR_SIZE, REPL_PROOF_SIZE);
 	}
 	/* bytes past the format's length (a verbs CM event pads) are not
 	 * looked at */

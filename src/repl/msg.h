@@ -18,7 +18,12 @@
 #define REPL_HELLO_SIZE 56	/* HELLO: PMREP_PDATA_CONNECT_MAX */
 #define REPL_CHALLENGE_SIZE 24	/* CHALLENGE */
 #define REPL_PDATA_SIZE REPL_HELLO_SIZE	/* room for either */
-#define REPL_SELECTOR_SIZE 32	/* HELLO's replica selector, NUL padded */
+#define REPL_SELECTOR_SIZE 20	/* HELLO's replica selector, NUL padded */
+/* HELLO's admission proof: u32 time window + 8 bytes of a truncated MAC
+ * that lets a target refuse a keyless HELLO before any session exists
+ * (the trust-boundary work); all zero: none. This version carries it
+ * and does not check it. */
+#define REPL_PROOF_SIZE 12
 #define REPL_MSG_HDR_SIZE 16
 #define REPL_MSG_SLOT 256	/* every message fits one slot */
 
@@ -77,6 +82,7 @@ struct repl_pdata {
 	/* HELLO only */
 	uint32_t key_id;		/* 0: the target's (only) key */
 	char selector[REPL_SELECTOR_SIZE + 1]; /* "": the target's one replica */
+	uint8_t proof[REPL_PROOF_SIZE];	/* admission proof; all zero: none */
 };
 
 struct repl_auth {

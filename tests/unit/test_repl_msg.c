@@ -82,23 +82,30 @@ pdata_roundtrip_and_fits_connect_private_data(void **state)
 	struct repl_pdata in = { .type = REPL_PDATA_HELLO, .key_id = 7 }, out;
 	memcpy(in.nonce, nonce_i, REPL_NONCE_SIZE);
 	strcpy(in.selector, "replica-a.pool");
+	for (int i = 0; i < REPL_PROOF_SIZE; i++)
+		in.proof[i] = (uint8_t)(0xa0 + i);
 	uint8_t b[REPL_PDATA_SIZE + 8];
 	memset(b, 0, sizeof(b));
 	assert_int_equal(repl_pdata_encode(&in, b), REPL_HELLO_SIZE);
-	/* fixed offsets: version 2, key id at 4, nonce at 8, selector at 24 */
+	/* fixed offsets: version 2, key id at 4, nonce at 8, selector at 24
+	 * (20 bytes), admission proof at 44 (12 bytes, to the end) */
+	assert_int_equal(24 + REPL_SELECTOR_SIZE + REPL_PROOF_SIZE, REPL_HELLO_SIZE);
 	assert_int_equal(pmrep_get_le16(b), 0x5052);
 	assert_int_equal(b[2], 2);
 	assert_int_equal(b[3], REPL_PDATA_HELLO);
 	assert_int_equal(pmrep_get_le32(b + 4), 7);
 	assert_memory_equal(b + 8, nonce_i, REPL_NONCE_SIZE);
 	assert_memory_equal(b + 24, "replica-a.pool", 15);
+	assert_memory_equal(b + 44, in.proof, REPL_PROOF_SIZE);
 	assert_int_equal(repl_pdata_decode(b, REPL_HELLO_SIZE, REPL_PDATA_HELLO, &out), 0);
 	assert_memory_equal(out.nonce, nonce_i, REPL_NONCE_SIZE);
 	assert_int_equal(out.key_id, 7);
 	assert_string_equal(out.selector, "replica-a.pool");
+	/* carried as it is (this version does not check it) */
+	assert_memory_equal(out.proof, in.proof, REPL_PROOF_SIZE);
 	/* zero padding after it (a verbs CM event) is fine */
 	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), 0);
-	/* a selector of all 32 bytes, no NUL */
+	/* a selector of all REPL_SELECTOR_SIZE bytes, no NUL */
 	memset(in.selector, 'x', REPL_SELECTOR_SIZE);
 	in.selector[REPL_SELECTOR_SIZE] = '\0';
 	repl_pdata_encode(&in, b);
