@@ -219,7 +219,9 @@ PMREP_API int pmrep_target_delete(struct pmrep_target **target_ptr);
 PMREP_API int pmrep_target_get_fd(const struct pmrep_target *target, int *fd);
 /*
  * pmrep_target_process -- wait up to timeout_ms (0: do not wait; -1: no
- * limit) for work and do all that is pending: accept and authenticate
+ * limit; a handshaking or closing session's deadline may end the wait
+ * earlier, with PMREP_E_TIMEOUT after that session is dropped) for work
+ * and do all that is pending: accept and authenticate
  * initiators, commit attaches, answer persist requests and closing marks,
  * answer read-only queries, drop failed or timed-out sessions.
  * The replica header is written only for a COMMIT (the claim: set UUID,
@@ -340,8 +342,9 @@ PMREP_API int pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg,
  * record in a file, a mirror started again after a crash or a clean stop
  * resyncs only what the record holds (the activity log's regions -- it is
  * cleared lazily, once more than 64 regions are marked, so a crash
- * resyncs up to about 64 regions, 4 MiB at the default region size --
- * and what a replica missed) instead of the whole mapping. Bytes stored
+ * resyncs up to about 64 regions, 4 MiB at the default region size; while
+ * asynchronous persists stay queued it is not cleared, so more may be
+ * marked -- and what a replica missed) instead of the whole mapping. Bytes stored
  * into the mapping but never passed to a persist are not resynced:
  * re-persist what your recovery keeps. The file (mode 0600, 4 KiB plus
  * 9 bitmaps of data size / region size / 8 bytes, each rounded up to 4
@@ -418,8 +421,10 @@ struct pmrep_replica_status {
  * call before any replica is contacted and is left as it was; an older
  * generation in it is raised to the cfg's.
  * Succeeds when the policy is met (every replica in sync; with a quorum k,
- * at least k); replicas that could not be reached are FAILED and wholly out
- * of sync (pmrep_mirror_reconnect).
+ * at least k); replicas that could not be reached are FAILED; what they
+ * miss is what the record holds for them (all of it when the record has no
+ * entry for them: their lag is the data size), and pmrep_mirror_reconnect
+ * decides their resync by the rules above.
  * Errors: PMREP_E_INVAL (NULL, no replica, no key, nil UUID, quorum above
  * the replica count; the record's set UUID or region size differs),
  * PMREP_E_MALFORMED (the record file holds no valid record),
@@ -600,23 +605,25 @@ PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
  *
  * Nothing changes, whatever the outcome: the target writes nothing for a
  * query (the header stays byte-identical; a header marked consistent
- * stays so), and a query neither ends, evicts nor takes over any other
- * session of the target, so a running mirror attached to the replica goes
- * on persisting (a query takes one of the target's session slots while it
- * runs). A mirror that attaches meanwhile ends the query's session.
+ * stays so), and a query never ends or takes over an ATTACHING or ACTIVE
+ * session, so a running mirror attached to the replica goes on persisting
+ * (a query takes one of the target's session slots while it runs; when
+ * every slot is taken, its connection request -- like any -- may evict a
+ * handshaking, closing or older query session). A mirror that attaches
+ * meanwhile ends the query's session.
  *
  * Errors: PMREP_E_INVAL (NULL argument, empty address, key length outside
  * PMREP_KEY_MIN..PMREP_KEY_MAX, a port that is not 1..65535, timeout_ms
  * below -1), PMREP_E_AUTH (the target refused our key, or failed to prove
  * it holds it), PMREP_E_UNREACHABLE (nobody listens there), PMREP_E_REJECTED
  * (the connection was refused, e.g. every session slot of the target is
- * held by authenticated sessions), PMREP_E_TIMEOUT (no answer within
+ * held by ATTACHING or ACTIVE sessions), PMREP_E_TIMEOUT (no answer within
  * timeout_ms), PMREP_E_CONN_LOST (the connection ended during the
  * handshake), PMREP_E_MALFORMED (the target's answer or its region
  * descriptor did not decode: not a pmrep protocol 2 target), PMREP_E_RANGE
  * (a target refused the data size of "any": one that predates this
- * call), PMREP_E_UNKNOWN (the target failed: it could not compute its
- * MAC), PMREP_E_PROVIDER (the transport or the random generator failed:
+ * call), PMREP_E_PROVIDER (the target failed, e.g. it could not compute
+ * its MAC; or the transport or the random generator failed:
  * pmrep_err_errno()), PMREP_E_NOMEM. pmrep_err_msg() names the replica and
  * the reason.
  * Thread-safe (each call has its own connection).
@@ -640,7 +647,8 @@ PMREP_API int pmrep_replica_query(const char *addr, const char *port,
  * header) is never written. *info (may be NULL) receives the replica's
  * header as the target reported it (uuid, data offset and size in bytes,
  * generation, flags, replica id, owner, slot sequence, last persist
- * sequence) whenever the target answered, also when it is then refused as
+ * sequence) whenever the target answered with ACCEPT (after a REFUSE
+ * *info is not written), also when it is then refused as
  * a source.
  *
  * A replica is taken as a source only when it belongs to `uuid`, holds

@@ -135,11 +135,10 @@ struct repl_msg {
 
 /* encode HELLO (REPL_HELLO_SIZE bytes) or CHALLENGE (REPL_CHALLENGE_SIZE)
  * into `out` (REPL_PDATA_SIZE bytes of room); returns the length. A HELLO's
- * selector longer than REPL_SELECTOR_SIZE - 1 characters is cut there (the
- * caller checks lengths: repl_selector_check). */
+ * selector longer than REPL_SELECTOR_SIZE characters is cut there. */
 size_t repl_pdata_encode(const struct repl_pdata *p, uint8_t *out);
-/* PMREP_E_MALFORMED: short, bad magic / version / type, reserved set, a
- * selector without a NUL or with bytes after it that are not NUL */
+/* PMREP_E_MALFORMED: short, bad magic / version / type, reserved set,
+ * bytes after the selector's first NUL that are not NUL */
 int repl_pdata_decode(const void *buf, size_t len, enum repl_pdata_type want,
 		struct repl_pdata *p);
 

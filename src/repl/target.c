@@ -102,9 +102,9 @@ reply_and_close(struct pmrep_target *t, struct session *s,
  * taken, the oldest session that has not authenticated (one being refused
  * first, then one still waiting for AUTH) makes room: otherwise a few
  * connections that send a HELLO (whose format is public) and then nothing
- * would lock every initiator out, again and again. An authenticated
- * session (ATTACHING, ACTIVE, QUERY) is never evicted. NULL when every
- * slot is authenticated.
+ * would lock every initiator out, again and again; then the oldest
+ * read-only QUERY. ATTACHING and ACTIVE sessions are never evicted. NULL
+ * when every slot holds one of those.
  */
 static struct session *
 free_session(struct pmrep_target *t)
