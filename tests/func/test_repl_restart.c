@@ -123,7 +123,11 @@ writer_main(void)
 		atomic_store(&prog->ready, -2);
 		_exit(1);
 	}
-	if (pmrep_mirror_new(log, c, &m) != 0) {
+	int ret = pmrep_mirror_new(log, c, &m);
+	if (ret != 0) {
+		/* why, for the parent's failure message (the log is off) */
+		fprintf(stderr, "writer: pmrep_mirror_new: %s: %s\n",
+				pmrep_err_to_str(ret), pmrep_err_msg());
 		atomic_store(&prog->ready, -3);
 		_exit(1);
 	}
