@@ -79,6 +79,31 @@ struct progress {
 	atomic_int err;		/* a persist's error */
 };
 static struct progress *prog;
+static char prog_path[96];	/* the file it lives in, shared across exec */
+static const char *unlink_at_exit_path;
+
+static void
+unlink_at_exit(void)
+{
+	if (unlink_at_exit_path)
+		(void) unlink(unlink_at_exit_path);
+}
+
+/* map the progress record of `path` (created by the parent) */
+static int
+prog_map(const char *path, bool create)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0600);
+	if (fd < 0)
+		return -1;
+	if (create && ftruncate(fd, sizeof(*prog)) != 0) {
+		close(fd);
+		return -1;
+	}
+	prog = mmap(NULL, sizeof(*prog), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return prog == MAP_FAILED ? -1 : 0;
+}
 
 /* ----------------------------------------------------------- helpers */
 
@@ -158,8 +183,15 @@ writer_start(void)
 	fflush(NULL);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0)
-		writer_main();
+	if (pid == 0) {
+		/* a fresh process, not a fork that runs on: a process that
+		 * inherited this one's rdma-core state (librdmacm opens the
+		 * devices once per process) is refused by the kernel
+		 * (ibv_post_send: EACCES on rxe) once this one used verbs */
+		execl("/proc/self/exe", "test_repl_restart", "--restart-writer",
+				dir, tgt.port, prog_path, (char *)NULL);
+		_exit(127);
+	}
 	writer = pid;
 }
 
@@ -446,10 +478,22 @@ main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
-	prog = mmap(NULL, sizeof(*prog), PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (prog == MAP_FAILED)
+	if (argc == 5 && strcmp(argv[1], "--restart-writer") == 0) {
+		/* the writer child, re-executed: dir, target port, progress */
+		snprintf(dir, sizeof(dir), "%s", argv[2]);
+		snprintf(lpath, sizeof(lpath), "%s/log", dir);
+		snprintf(spath, sizeof(spath), "%s/log.pmrep-state", dir);
+		snprintf(tgt.port, sizeof(tgt.port), "%s", argv[3]);
+		if (prog_map(argv[4], false) != 0)
+			_exit(126);
+		writer_main();
+	}
+	snprintf(prog_path, sizeof(prog_path), "/dev/shm/pmrep-test-restart-prog-%d",
+			(int)getpid());
+	if (prog_map(prog_path, true) != 0)
 		return 1;
+	unlink_at_exit_path = prog_path;
+	atexit(unlink_at_exit);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(crash_in_a_stream_of_persists_resyncs_only_the_activity_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(clean_restart_resyncs_nothing, setup, teardown),
