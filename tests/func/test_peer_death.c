@@ -22,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -586,6 +589,103 @@ T24_live_attempt_behind_abandoned_ones_is_served_first(void **state)
 	pmrep_conn_cfg_delete(&lcfg);
 }
 
+/* ------------------------------------- wire version 1 peers (tcp_wire.h) */
+
+static void
+raw_read(int s, uint8_t *b, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		struct pollfd pfd = { .fd = s, .events = POLLIN };
+		assert_int_equal(poll(&pfd, 1, T * func_slow()), 1);
+		ssize_t n = recv(s, b + got, len - got, 0);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+}
+
+/*
+ * Version 2 keeps version 1 peers: a v1 initiator gets ACCEPT(version 1)
+ * from a v2 endpoint; a v2 initiator refused with REJECT(version) by a
+ * v1 listener offers 1 at once and connects. Neither side expects a
+ * heartbeat from the v1 peer: two liveness periods idle, no event.
+ */
+static void
+wire_v1_peers_connect_both_ways_and_are_not_held_to_the_heartbeat(
+		void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();
+	/* a v1 initiator (raw) to our endpoint */
+	struct func_pair p;
+	func_pair_listen(&p);
+	int s = func_raw_connect(p.port);
+	uint8_t b[64];
+	memset(b, 0, 24);
+	b[0] = 1;				/* HELLO */
+	func_put_le32(b + 8, 0x54524d50);
+	func_put_le16(b + 12, 1);		/* version 1 */
+	func_put_le32(b + 16, 1000);
+	assert_int_equal(send(s, b, 24, 0), 24);
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_ep_wait_conn_req(p.ep, NULL, T * func_slow(),
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &p.sconn), 0);
+	raw_read(s, b, 16);
+	assert_int_equal(b[0], 2);		/* ACCEPT */
+	assert_int_equal(b[8] | b[9] << 8, 1);	/* of version 1 */
+	func_expect_event(p.sconn, PMREP_CONN_ESTABLISHED, T * func_slow());
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_wait_event(p.sconn, 2 * LIVE(1000), &ev),
+			PMREP_E_TIMEOUT);
+	close(s);
+	func_expect_event(p.sconn, PMREP_CONN_LOST, T * func_slow());
+	func_pair_close_all(&p, NULL);
+
+	/* our initiator to a v1 listener (raw) */
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(l >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t alen = sizeof(a);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+	char port[16];
+	snprintf(port, sizeof(port), "%u", ntohs(a.sin_port));
+	struct pmrep_peer *peer = func_peer(false);
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_new(peer, "127.0.0.1", port, NULL,
+			&req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	raw_read(s, b, 24);
+	assert_int_equal(b[0], 1);
+	assert_int_equal(b[12] | b[13] << 8, 2);	/* offered: 2 */
+	memset(b, 0, 16);
+	b[0] = 3;				/* REJECT(version) */
+	func_put_le32(b + 8, 4);
+	assert_int_equal(send(s, b, 16, 0), 16);
+	close(s);
+	s = accept(l, NULL, NULL);
+	assert_true(s >= 0);
+	raw_read(s, b, 24);
+	assert_int_equal(b[12] | b[13] << 8, 1);	/* now 1, at once */
+	memset(b, 0, 16);
+	b[0] = 2;				/* ACCEPT, version 1 */
+	func_put_le16(b + 8, 1);
+	func_put_le32(b + 12, 1000);
+	assert_int_equal(send(s, b, 16, 0), 16);
+	func_expect_event(conn, PMREP_CONN_ESTABLISHED, T * func_slow());
+	assert_int_equal(pmrep_conn_wait_event(conn, 2 * LIVE(1000), &ev),
+			PMREP_E_TIMEOUT);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	close(s);
+	close(l);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
 int
 main(void)
 {
@@ -601,6 +701,7 @@ main(void)
 		cmocka_unit_test(idle_conn_to_a_frozen_peer_is_lost_within_the_timeout),
 		cmocka_unit_test(idle_conn_to_a_live_peer_stays_established),
 		cmocka_unit_test(T24_live_attempt_behind_abandoned_ones_is_served_first),
+		cmocka_unit_test(wire_v1_peers_connect_both_ways_and_are_not_held_to_the_heartbeat),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,9 @@
  * receive not yet completed is flushed (IBV_WC_WR_FLUSH_ERR) and every
  * later frame but DISCONNECT is ignored. Socket errors, EOF without
  * DISCONNECT and protocol violations end the conn with LOST; the oldest
- * request in flight then completes with IBV_WC_RETRY_EXC_ERR.
+ * request in flight then completes with IBV_WC_RETRY_EXC_ERR. So does a
+ * wire version 2 peer that sent nothing for the liveness period (it
+ * heartbeats: see "liveness" below and README.md).
  */
 #include <errno.h>
 #include <poll.h>
