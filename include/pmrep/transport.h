@@ -278,7 +278,11 @@ PMREP_API int pmrep_conn_cfg_delete(struct pmrep_conn_cfg **cfg_ptr);
 /*
  * pmrep_conn_cfg_set_timeout -- the limit (ms, > 0) for address and route
  * resolution and for the connect handshake; pmrep_conn_delete also drains
- * in-flight requests for at most this long.
+ * in-flight requests for at most this long. tcp: also the conn's liveness
+ * period L = max(timeout_ms, 500 ms): a peer that sent nothing for L
+ * (peers heartbeat every quarter of it) is LOST, idle or with requests in
+ * flight; TCP_USER_TIMEOUT and keepalive are derived from L
+ * (src/transport/tcp/README.md "Liveness").
  * Errors: PMREP_E_INVAL (NULL cfg, timeout_ms <= 0; the old value stays).
  * Not thread-safe against other use of the same cfg.
  */

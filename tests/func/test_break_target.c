@@ -621,33 +621,34 @@ garbage_and_broken_handshakes_leave_the_target_serving(void **state)
 		if (k == 0)
 			f[8] ^= 0xff;
 		else if (k == 1)
-			func_put_le16(f + 12, 2);
+			func_put_le16(f + 12, 3);	/* tcp speaks 1, 2 */
 		else
 			f[2] = 1;
 		s = raw_connect(c->g.port);
 		raw_send(s, f, n);
 		close(s);
 	}
+	/* well-formed tcp HELLOs the replication refuses; kept open until
+	 * the end: a HELLO whose sender already closed is an abandoned
+	 * attempt the endpoint drops unseen (T24), never a refusal */
+	int held[3];
 	/* a valid tcp HELLO whose private data is not the replication's */
 	uint8_t bad[HELLO_LEN];
 	memcpy(bad, pd, sizeof(bad));
 	bad[3] = 2;
 	n = tcp_hello(f, bad, sizeof(bad), sizeof(bad));
-	s = raw_connect(c->g.port);
+	held[0] = s = raw_connect(c->g.port);
 	raw_send(s, f, n);
-	close(s);
 	/* a protocol v1 HELLO (24 bytes, version 1) */
 	memcpy(bad, pd, sizeof(bad));
 	bad[2] = 1;
 	n = tcp_hello(f, bad, 24, 24);
-	s = raw_connect(c->g.port);
+	held[1] = s = raw_connect(c->g.port);
 	raw_send(s, f, n);
-	close(s);
 	/* a too short private data */
 	n = tcp_hello(f, pd, 10, 10);
-	s = raw_connect(c->g.port);
+	held[2] = s = raw_connect(c->g.port);
 	raw_send(s, f, n);
-	close(s);
 	/* every prefix of a valid HELLO, then the connection goes */
 	n = tcp_hello(f, pd, sizeof(pd), sizeof(pd));
 	for (size_t cut = 0; cut < n; cut++) {
@@ -669,6 +670,8 @@ garbage_and_broken_handshakes_leave_the_target_serving(void **state)
 
 	mirror_works(c);
 	tgt_halt(c);
+	for (int k = 0; k < 3; k++)
+		close(held[k]);
 	struct pmrep_target_stats st;
 	assert_int_equal(pmrep_target_get_stats(c->g.t, &st), 0);
 	assert_int_equal(st.sessions_accepted, 1);

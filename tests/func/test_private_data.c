@@ -237,9 +237,9 @@ T06_malformed_hello_is_rejected_and_the_endpoint_survives_tcp(void **state)
 	assert_int_equal(send(s, b, 24, 0), 24);
 	expect_refused(p.ep, s, 2);
 
-	/* a version this side does not speak */
+	/* a version this side does not speak (it speaks 1 and 2) */
 	s = func_raw_connect(p.port);
-	n = hello(b, 1, 0x54524d50, 2, 0);
+	n = hello(b, 1, 0x54524d50, 3, 0);
 	assert_int_equal(send(s, b, n, 0), (ssize_t)n);
 	expect_refused(p.ep, s, 4);
 

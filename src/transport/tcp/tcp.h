@@ -38,14 +38,21 @@
 #define TCP_RX_DIRECT_MIN	(32 * 1024)	/* larger payload rest: recv in place */
 #define TCP_TX_FRAMES		64		/* frames in one sendmsg at most */
 #define TCP_TX_BATCH_BYTES	(4u << 20)	/* payload bytes in one batch at most */
-#define TCP_KA_IDLE_S		2		/* dead peer: keepalive after 2 s idle, */
-#define TCP_KA_INTVL_S		1		/* every 1 s, */
-#define TCP_KA_COUNT		3		/* 3 probes (~5 s) */
-#define TCP_UNACKED_MAX_MS	5000		/* unacknowledged data: 5 s */
+/*
+ * Liveness (README.md "Peer death"), all derived from the conn's cfg
+ * timeout T: the liveness period L = max(T, TCP_LIVE_MIN_MS); a peer of
+ * wire version 2 that sent nothing for L is lost, idle or not; each side
+ * sends a heartbeat after min(L, the peer's L) / TCP_HEARTBEAT_DIV of
+ * sending nothing; TCP_USER_TIMEOUT = L; keepalive after L / 2 idle
+ * (whole seconds, at least 1), probes 1 s apart, L / 1 s of them (>= 1).
+ */
+#define TCP_LIVE_MIN_MS		500		/* the smallest liveness period */
+#define TCP_HEARTBEAT_DIV	4		/* heartbeats per liveness period */
+#define TCP_V1_REQUEST_FACTOR	8		/* v1 peer: silent 8 x T with requests in flight */
 #define TCP_PENDING_MAX		64		/* accepted sockets awaiting HELLO; full: the oldest silent one goes */
 #define TCP_PENDING_EXPIRE_MS	10000		/* ... for the cfg timeout, at most this long */
 #define TCP_BACKOFF_CAP_MS	2000
-#define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* silent peer with requests in flight */
+#define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* ... and at least this long */
 #define TCP_MR_BUCKETS		256
 #define TCP_CQE_BATCH		64		/* completions pushed at once */
 #define TCP_FAST_POST_MAX	2		/* posted from the app thread up to this many outstanding */
@@ -235,6 +242,7 @@ struct tcp_conn_req {
 	/* passive: the accepted socket and the initiator's receiver budget */
 	int sock;
 	uint32_t peer_rnr_ms;
+	uint16_t peer_version;		/* the HELLO's wire version */
 	struct tcp_rq rq;		/* receives posted before connect */
 };
 
@@ -318,7 +326,11 @@ struct tcp_conn {
 	socklen_t addrlen;
 	uint8_t my_pdata[TCP_WIRE_ACCEPT_PDATA_MAX];
 	uint8_t my_pdata_len;
-	uint32_t peer_rnr_ms;		/* the peer's receiver-not-ready budget */
+	uint32_t peer_rnr_ms;		/* the peer's receiver-not-ready budget (its cfg timeout) */
+	/* the wire version: active, what the HELLO offers (TCP_WIRE_VERSION,
+	 * 1 after a REJECT(version)); both once open, the one agreed on
+	 * (2: the peer heartbeats, see tcp_live_period) */
+	uint16_t wire_version;
 	long long connect_start;	/* when the app called connect (ms) */
 
 	struct tcp_cq *cq;
@@ -375,7 +387,10 @@ struct tcp_conn {
 	bool qp_error;			/* the conn failed: flush everything */
 	bool terminal_queued;
 	long long closing_deadline;
-	long long last_rx_ms;		/* bytes last arrived (request timeout) */
+	long long last_rx_ms;		/* bytes last arrived (liveness, request timeout) */
+	long long last_tx_ms;		/* bytes last handed to the kernel (heartbeat) */
+	int rx_queued;			/* input paused: bytes seen queued in the socket */
+	uint32_t ack_sent;		/* the last ACK put in the stream (-1: none): the heartbeat */
 	uint32_t sq_tx;			/* next request to transmit */
 	uint32_t sq_acked;		/* requests before it acknowledged */
 
@@ -482,8 +497,16 @@ void tcp_progress_forget_mr(struct tcp_conn *c, const struct tcp_mr *mr);
 /* resolve addr:port (numeric first) into *ss */
 int tcp_sock_resolve(const char *addr, const char *port, bool passive,
 		struct sockaddr_storage *ss, socklen_t *len);
-/* TCP_NODELAY, keepalive and the user timeout on a connected socket */
-void tcp_sock_tune(int fd);
+/* the liveness period of a cfg timeout: max(timeout_ms, TCP_LIVE_MIN_MS) */
+static inline long long
+tcp_live_period(long long timeout_ms)
+{
+	return timeout_ms < TCP_LIVE_MIN_MS ? TCP_LIVE_MIN_MS : timeout_ms;
+}
+
+/* TCP_NODELAY, keepalive and the user timeout on a connected socket, the
+ * last two derived from the conn's cfg timeout (see TCP_LIVE_MIN_MS) */
+void tcp_sock_tune(int fd, int timeout_ms);
 /* write all of buf to a non-blocking socket, waiting up to deadline_ms
  * (pmrep_now_ms scale); 0 or -errno (-ETIMEDOUT) */
 int tcp_sock_write_all(int fd, const void *buf, size_t len,

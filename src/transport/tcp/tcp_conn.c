@@ -189,6 +189,11 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 	c->addr = req->addr;
 	c->addrlen = req->addrlen;
 	c->peer_rnr_ms = req->peer_rnr_ms;
+	/* active: offer ours; passive: the lower of ours and the HELLO's */
+	c->wire_version = req->base.passive && req->peer_version <
+		TCP_WIRE_VERSION ? req->peer_version : TCP_WIRE_VERSION;
+	c->ack_sent = UINT32_MAX;	/* "all before request 0": a no-op */
+	c->rx_queued = -1;
 	c->state = TCP_CONN_CONNECTING;
 	c->connect_start = pmrep_now_ms();	/* the retry budget starts now */
 	if (pdata != NULL && pdata->len > 0) {

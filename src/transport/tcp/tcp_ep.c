@@ -16,6 +16,7 @@
  * refuse) waits for the application and is never evicted.
  */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,8 +154,9 @@ hello_read(struct tcp_pending *p, struct tcp_frame *f)
 		}
 		if (p->got == want) {
 			p->settled = true;
-			return f->version == TCP_WIRE_VERSION ? HELLO_OK :
-				HELLO_VERSION;
+			/* every version up to ours: the conn speaks the lower */
+			return f->version >= 1 && f->version <= TCP_WIRE_VERSION ?
+				HELLO_OK : HELLO_VERSION;
 		}
 		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, 0);
 		if (n > 0) {
@@ -170,6 +172,39 @@ hello_read(struct tcp_pending *p, struct tcp_frame *f)
 bad:
 	p->settled = true;
 	return HELLO_BAD;
+}
+
+/*
+ * Has the initiator of a pending socket given up (FIN or RST in)? An
+ * initiator sends nothing after its HELLO until it has our ACCEPT and
+ * never shuts down its sending half while it waits, so an end of its
+ * stream (POLLRDHUP, seen behind unread HELLO bytes too) means it
+ * closed: a connection attempt abandoned while this side was frozen or
+ * busy (its accept queue keeps such attempts). Serving one would cost
+ * the application a conn that is lost at once, ahead of the live one.
+ */
+static bool
+pending_gone(const struct tcp_pending *p)
+{
+	struct pollfd pfd = { .fd = p->fd, .events = POLLRDHUP };
+	return poll(&pfd, 1, 0) > 0 &&
+		(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* drop every pending socket whose initiator gave up; how many */
+static unsigned
+pending_reap(struct tcp_ep *ep)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < ep->npending; ) {
+		if (pending_gone(&ep->pending[i])) {
+			pending_drop(ep, i, 0);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
 }
 
 /* how long a socket may wait for its HELLO: the handshake timeout */
@@ -241,10 +276,11 @@ accept_waiting(struct tcp_ep *ep)
 				PMREP_LOG_WARN("accept4: %s", strerror(errno));
 			return evicted;
 		}
-		if (ep->npending == TCP_PENDING_MAX) {
-			if (pending_evict(ep))
-				evicted++;
-		}
+		/* full: first the attempts whose initiators gave up, then
+		 * the oldest silent one */
+		if (ep->npending == TCP_PENDING_MAX && pending_reap(ep) == 0 &&
+				pending_evict(ep))
+			evicted++;
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
 		if (ep->npending == TCP_PENDING_MAX ||
 				epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, fd, &ev)) {
@@ -300,6 +336,11 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 		case HELLO_OK:
 			break;
 		}
+		if (pending_gone(p)) {
+			/* abandoned: never handed out before a live one */
+			pending_drop(ep, i, 0);
+			continue;
+		}
 
 		struct tcp_conn_req *req = calloc(1, sizeof(*req));
 		if (req == NULL) {
@@ -314,6 +355,7 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 		req->base.pdata_len = (uint8_t)f.payload_len;
 		memcpy(req->base.pdata, p->buf + HELLO_HDR, f.payload_len);
 		req->peer_rnr_ms = f.rnr_ms;
+		req->peer_version = f.version;
 		req->sock = p->fd;
 		(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
 		ep->pending[i] = ep->pending[--ep->npending];

@@ -17,13 +17,16 @@
  * receive not yet completed is flushed (IBV_WC_WR_FLUSH_ERR) and every
  * later frame but DISCONNECT is ignored. Socket errors, EOF without
  * DISCONNECT and protocol violations end the conn with LOST; the oldest
- * request in flight then completes with IBV_WC_RETRY_EXC_ERR.
+ * request in flight then completes with IBV_WC_RETRY_EXC_ERR. So does a
+ * wire version 2 peer that sent nothing for the liveness period (it
+ * heartbeats: see "liveness" below and README.md).
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -981,6 +984,90 @@ tx_request(struct tcp_conn *c, uint32_t seq, uint64_t *bytes)
 	return true;
 }
 
+/* ---------------------------------------------------------- liveness */
+
+/*
+ * A v2 peer sends at least every quarter of our liveness period L (its
+ * heartbeat), so nothing from it for L means it is gone: frozen, wedged,
+ * blackholed, its host dead -- idle or with requests in flight. A v1
+ * peer does not heartbeat: lost when requests are in flight and nothing
+ * arrived for TCP_V1_REQUEST_FACTOR x the cfg timeout (at least
+ * TCP_REQUEST_TIMEOUT_MIN_MS), as before. -1: no deadline.
+ */
+static long long
+request_period(const struct tcp_conn *c)
+{
+	long long t = TCP_V1_REQUEST_FACTOR * (long long)c->base.cfg.timeout_ms;
+	return t < TCP_REQUEST_TIMEOUT_MIN_MS ? TCP_REQUEST_TIMEOUT_MIN_MS : t;
+}
+
+static long long
+live_deadline(const struct tcp_conn *c)
+{
+	if (c->state != TCP_CONN_OPEN)
+		return -1;
+	if (c->wire_version >= 2)
+		return c->last_rx_ms + tcp_live_period(c->base.cfg.timeout_ms);
+	if (c->qp_error || c->sq_head == c->sq_tx)
+		return -1;
+	return c->last_rx_ms + request_period(c);
+}
+
+/* our heartbeat: after a quarter of the peer's liveness period (its cfg
+ * timeout came in its HELLO / ACCEPT) without sending; sent to v1 peers
+ * too (harmless); -1: none due (not open, or bytes wait for POLLOUT) */
+static long long
+heartbeat_deadline(const struct tcp_conn *c)
+{
+	if (c->state != TCP_CONN_OPEN || c->sock < 0 || c->tx_count > 0)
+		return -1;
+	long long h = tcp_live_period(c->peer_rnr_ms) / TCP_HEARTBEAT_DIV;
+	return c->last_tx_ms + h;
+}
+
+static bool
+heartbeat_due(const struct tcp_conn *c, long long now)
+{
+	long long d = heartbeat_deadline(c);
+	return d >= 0 && now >= d;
+}
+
+/*
+ * Our input is paused (a request waits for a receive, for reads to go
+ * out, for owed responses to drain): what the peer sent meanwhile waits
+ * in the socket, unread, so the silence clock must not run on our
+ * account. A stall for a receive is bounded by the peer's own budget:
+ * the clock is held. The other pauses wait for our output: bytes newly
+ * queued in the socket show the peer alive; none for L (the peer frozen,
+ * or both sides stuck on each other) is a loss.
+ */
+static void
+live_paused(struct tcp_conn *c, long long now)
+{
+	if (c->sock < 0)
+		return;
+	if (c->stalled) {
+		c->last_rx_ms = now;
+		return;
+	}
+	if (!c->rx_gated && !c->rx_full) {
+		c->rx_queued = -1;
+		return;
+	}
+	int q = 0;
+	if (ioctl(c->sock, FIONREAD, &q) == 0 && q != c->rx_queued) {
+		c->rx_queued = q;
+		c->last_rx_ms = now;
+	}
+}
+
+/* the conn is open: both clocks start */
+static void
+live_start(struct tcp_conn *c)
+{
+	c->last_rx_ms = c->last_tx_ms = pmrep_now_ms();
+}
+
 /* queue frames into the transmit batch, in protocol order */
 static void
 tx_fill(struct tcp_conn *c)
@@ -994,7 +1081,7 @@ tx_fill(struct tcp_conn *c)
 		if (c->accept_queued) {
 			c->accept_queued = false;
 			f.type = TCP_WIRE_ACCEPT;
-			f.version = TCP_WIRE_VERSION;
+			f.version = c->wire_version;	/* the lower of the two */
 			f.rnr_ms = (uint32_t)c->base.cfg.timeout_ms;
 			f.payload_len = c->my_pdata_len;
 			struct tcp_txf *t = tx_add(c, &f);
@@ -1004,6 +1091,7 @@ tx_fill(struct tcp_conn *c)
 			c->ack_dirty = false;
 			f.type = TCP_WIRE_ACK;
 			f.seq = c->ack_seq;
+			c->ack_sent = c->ack_seq;
 			tx_add(c, &f);
 		} else if (c->resp_count > 0) {
 			struct tcp_resp *r = &c->resp[c->resp_head];
@@ -1035,13 +1123,23 @@ tx_fill(struct tcp_conn *c)
 				c->sq_tx != tail) {
 			if (!tx_request(c, c->sq_tx, &bytes))
 				return;
-			if (c->sq_head == c->sq_tx)	/* the clock starts */
+			/* v1: the request timeout's clock starts (v2: the
+			 * peer's silence is timed whatever we send) */
+			if (c->wire_version < 2 && c->sq_head == c->sq_tx)
 				c->last_rx_ms = pmrep_now_ms();
 			c->sq_tx++;
 		} else if (c->disconnect_queued) {
 			c->disconnect_queued = false;
 			f.type = TCP_WIRE_DISCONNECT;
 			tx_add(c, &f);
+		} else if (c->tx_count == 0 && heartbeat_due(c, pmrep_now_ms())) {
+			/* the heartbeat: our last ACK again, a no-op to
+			 * every peer (v1 too: an ACK of requests completed
+			 * already, or of none, -1, is ignored) */
+			f.type = TCP_WIRE_ACK;
+			f.seq = c->ack_sent;
+			tx_add(c, &f);
+			break;
 		} else {
 			break;
 		}
@@ -1053,6 +1151,7 @@ tx_frame_sent(struct tcp_conn *c, struct tcp_txf *t)
 {
 	if (t->hdr[0] == TCP_WIRE_ACCEPT && c->state == TCP_CONN_CONNECTING) {
 		c->state = TCP_CONN_OPEN;
+		live_start(c);
 		push_event(c, PMREP_CONN_ESTABLISHED);
 	}
 	free(t->owned);
@@ -1127,6 +1226,8 @@ tx_progress(struct tcp_conn *c)
 			sock_ended(c, errno);
 			return;
 		}
+		if (n > 0)
+			c->last_tx_ms = pmrep_now_ms();
 		tx_advance(c, (size_t)n);
 		c->tx_blocked = c->tx_count > 0;
 	}
@@ -1210,7 +1311,8 @@ wait_fd(struct tcp_conn *c, int fd, short events, long long deadline,
 	}
 }
 
-enum attempt { ATT_OK, ATT_RETRY, ATT_REJECTED, ATT_STOP };
+/* ATT_DOWNGRADE: REJECT(version) from a version 1 listener: offer 1 now */
+enum attempt { ATT_OK, ATT_RETRY, ATT_REJECTED, ATT_STOP, ATT_DOWNGRADE };
 
 /* one TCP connect + HELLO / ACCEPT exchange, bounded by `end` */
 static enum attempt
@@ -1243,14 +1345,14 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 			goto out_close;
 		}
 	}
-	tcp_sock_tune(s);
+	tcp_sock_tune(s, c->base.cfg.timeout_ms);
 
 	uint8_t hello[TCP_WIRE_HDR_MAX + TCP_WIRE_HELLO_PDATA_MAX];
 	struct tcp_frame f;
 	memset(&f, 0, sizeof(f));
 	f.type = TCP_WIRE_HELLO;
 	f.magic = TCP_WIRE_MAGIC;
-	f.version = TCP_WIRE_VERSION;
+	f.version = c->wire_version;
 	f.rnr_ms = (uint32_t)c->base.cfg.timeout_ms;
 	f.payload_len = c->my_pdata_len;
 	size_t n = tcp_wire_encode(&f, hello);
@@ -1277,6 +1379,14 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 			*why = ECONNREFUSED;
 			if (f.status == TCP_WIRE_REJ_NOT_LISTENING)
 				goto out_close;
+			if (f.status == TCP_WIRE_REJ_VERSION &&
+					c->wire_version > 1) {
+				/* a version 1 listener: offer 1, at once */
+				PMREP_LOG_WARN("connect: the passive side speaks tcp wire version 1: connecting with it (it sends no heartbeat: an idle conn to it does not notice its death)");
+				c->wire_version = 1;
+				res = ATT_DOWNGRADE;
+				goto out_close;
+			}
 			PMREP_LOG_ERR("connect: rejected by the passive side (%s)",
 					f.status == TCP_WIRE_REJ_APP ?
 					"by the application" :
@@ -1286,12 +1396,13 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 			goto out_close;
 		}
 		if (h > 0 && c->rx_end >= (size_t)h + f.payload_len) {
-			if (f.version != TCP_WIRE_VERSION) {
-				PMREP_LOG_ERR("connect: accepted with protocol version %u",
-						f.version);
+			if (f.version < 1 || f.version > c->wire_version) {
+				PMREP_LOG_ERR("connect: accepted with protocol version %u (we offered %u)",
+						f.version, c->wire_version);
 				res = ATT_REJECTED;
 				goto out_close;
 			}
+			c->wire_version = f.version;
 			c->base.pdata_len = (uint8_t)f.payload_len;
 			memcpy(c->base.pdata, c->rxbuf + h, f.payload_len);
 			c->peer_rnr_ms = f.rnr_ms;
@@ -1357,6 +1468,8 @@ connect_phase(struct tcp_conn *c)
 			return PMREP_CONN_REJECTED;
 		case ATT_STOP:
 			return disc ? PMREP_CONN_CLOSED : PMREP_CONN_UNDEFINED;
+		case ATT_DOWNGRADE:
+			continue;	/* once: wire_version is 1 now */
 		case ATT_RETRY:
 			break;
 		}
@@ -1382,27 +1495,6 @@ connect_phase(struct tcp_conn *c)
 
 /* ----------------------------------------------------------- main loop */
 
-/*
- * A peer whose kernel still acknowledges but whose pmrep no longer answers
- * (frozen, wedged) is lost when requests are in flight and nothing arrived
- * for 8 x the cfg timeout (at least TCP_REQUEST_TIMEOUT_MIN_MS). Returns
- * that deadline, or -1 when nothing is in flight.
- */
-static long long
-request_period(const struct tcp_conn *c)
-{
-	long long t = 8LL * c->base.cfg.timeout_ms;
-	return t < TCP_REQUEST_TIMEOUT_MIN_MS ? TCP_REQUEST_TIMEOUT_MIN_MS : t;
-}
-
-static long long
-request_deadline(const struct tcp_conn *c)
-{
-	if (c->state != TCP_CONN_OPEN || c->qp_error || c->sq_head == c->sq_tx)
-		return -1;
-	return c->last_rx_ms + request_period(c);
-}
-
 static void
 begin_disconnect(struct tcp_conn *c)
 {
@@ -1423,16 +1515,22 @@ shutdown_socket(struct tcp_conn *c)
 	c->sock = -1;
 }
 
-/* the conn's timers: closing, the silent-peer request timeout */
+/* the conn's timers: closing, the silent peer (liveness) */
 static void
 timers(struct tcp_conn *c, long long now)
 {
 	if (c->state == TCP_CONN_CLOSING && now >= c->closing_deadline)
 		finish(c, PMREP_CONN_CLOSED);
-	long long silent = request_deadline(c);
+	live_paused(c, now);
+	long long silent = live_deadline(c);
 	if (silent >= 0 && now >= silent) {
-		PMREP_LOG_ERR("no answer from the peer for %lld ms with requests in flight",
-				now - c->last_rx_ms);
+		if (c->wire_version >= 2)
+			PMREP_LOG_ERR("connection lost: nothing from the peer for %lld ms (liveness period %lld ms: its heartbeat stopped)",
+					now - c->last_rx_ms,
+					tcp_live_period(c->base.cfg.timeout_ms));
+		else
+			PMREP_LOG_ERR("connection lost: no answer from the peer for %lld ms with requests in flight",
+					now - c->last_rx_ms);
 		finish(c, PMREP_CONN_LOST);
 	}
 }
@@ -1469,18 +1567,22 @@ turn(struct tcp_conn *c, bool readable)
 
 /*
  * What to wait for after a turn: socket events, a deadline (-1: none) and
- * whether to look again at once. An open conn with nothing in flight
- * still wakes every request-timeout period, so that a request an
- * application thread sends meanwhile (without ringing the doorbell) is
- * timed within two periods.
+ * whether to look again at once. The deadline is the earliest of the
+ * liveness deadline, our next heartbeat, a stall, closing. A v1 conn
+ * with nothing in flight still wakes every request-timeout period, so
+ * that a request an application thread sends meanwhile (without ringing
+ * the doorbell) is timed within two periods.
  */
 static void
 wait_plan(const struct tcp_conn *c, long long now, short *events,
 		long long *deadline, bool *zero)
 {
-	long long d = request_deadline(c);
+	long long d = live_deadline(c);
 	if (d < 0 && c->state == TCP_CONN_OPEN && !c->qp_error)
 		d = now + request_period(c);
+	long long hb = heartbeat_deadline(c);
+	if (hb >= 0 && (d < 0 || hb < d))
+		d = hb;
 	if (c->stalled && (d < 0 || c->stall_deadline < d))
 		d = c->stall_deadline;
 	if (c->state == TCP_CONN_CLOSING && (d < 0 || c->closing_deadline < d))
@@ -1548,12 +1650,13 @@ tcp_progress_main(void *arg)
 		pthread_mutex_lock(&c->prog_lock);
 		if (ev == PMREP_CONN_ESTABLISHED) {
 			c->state = TCP_CONN_OPEN;
+			live_start(c);
 			push_event(c, ev);
 		} else if (ev != PMREP_CONN_UNDEFINED) {
 			finish(c, ev);
 		}
 	} else {
-		tcp_sock_tune(c->sock);
+		tcp_sock_tune(c->sock, c->base.cfg.timeout_ms);
 		c->accept_queued = true;
 	}
 

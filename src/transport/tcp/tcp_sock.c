@@ -4,6 +4,7 @@
  * the options every connected socket gets, and a bounded write.
  */
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -50,18 +51,31 @@ set_int(int fd, int level, int name, int val, const char *what)
 }
 
 void
-tcp_sock_tune(int fd)
+tcp_sock_tune(int fd, int timeout_ms)
 {
+	long long live = tcp_live_period(timeout_ms);
 	/* small frames go out at once; batching is done above the socket */
 	set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
-	/* a peer that vanished without RST / FIN is noticed in seconds */
+	/*
+	 * Backstops under the heartbeat (tcp_progress.c), which keeps bytes
+	 * in flight at least every L / 4: data the peer's kernel does not
+	 * acknowledge for L ends the socket (a blackholed or dead host; a
+	 * frozen process still acknowledges: the heartbeat's silence rule
+	 * finds it). Keepalive after L / 2 idle covers a v1 peer with nothing
+	 * to send either way; with TCP_USER_TIMEOUT set the kernel aborts a
+	 * keepalive-probed socket once L passed without an acknowledgment.
+	 * Keepalive's unit is the second: at least 1.
+	 */
+	int idle = (int)(live / 2000);
+	int count = (int)(live / 1000);
 	set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE");
-	set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, TCP_KA_IDLE_S, "TCP_KEEPIDLE");
-	set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, TCP_KA_INTVL_S, "TCP_KEEPINTVL");
-	set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, TCP_KA_COUNT, "TCP_KEEPCNT");
-	/* ... and so is one that stopped acknowledging what we sent */
-	set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, TCP_UNACKED_MAX_MS,
-			"TCP_USER_TIMEOUT");
+	idle = idle < 1 ? 1 : idle > 32767 ? 32767 : idle;	/* the kernel's range */
+	count = count < 1 ? 1 : count > 127 ? 127 : count;
+	set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, idle, "TCP_KEEPIDLE");
+	set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, 1, "TCP_KEEPINTVL");
+	set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, count, "TCP_KEEPCNT");
+	set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT,
+			live > INT_MAX ? INT_MAX : (int)live, "TCP_USER_TIMEOUT");
 }
 
 void

@@ -37,7 +37,12 @@
 #include <stdint.h>
 
 #define TCP_WIRE_MAGIC		0x54524d50u	/* "PMRT" */
-#define TCP_WIRE_VERSION	1
+/* 2: the same frames as 1; a version 2 side sends a heartbeat (its last
+ * ACK again) at least every quarter of the peer's liveness period, so a
+ * peer may count its silence as death. HELLO offers it, ACCEPT answers
+ * the lower of the two; a version 1 passive side REJECTs(version) a
+ * version 2 HELLO and the initiator offers 1 at once. */
+#define TCP_WIRE_VERSION	2
 #define TCP_WIRE_COMMON_SIZE	8
 #define TCP_WIRE_HDR_MAX	40		/* the largest header (FLUSH) */
 #define TCP_WIRE_DATA_MAX	(1u << 31)
