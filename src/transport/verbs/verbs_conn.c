@@ -675,6 +675,37 @@ verbs_conn_mark_lost(struct verbs_conn *conn, const char *why)
 		PMREP_LOG_ERR("write(eventfd): %s", strerror(errno));
 }
 
+/*
+ * An error completion of the conn's current QP (T21, T27): on an RC QP
+ * every error completion -- a remote access error (a wrong rkey), the
+ * transport's or RNR retries exhausted, a local protection error, or a
+ * flush error of a QP that went to error by itself -- means the QP is in
+ * the error state now, and no rdma_cm event and no async event may ever
+ * follow: nothing would report the connection's end. So it is lost, at
+ * once: later posts are refused (verbs_post: PMREP_E_CONN_LOST) and the
+ * event fd wakes for the one LOST that next_event reports. Not when the
+ * end is ours or already decided: after a local disconnect (CLOSED), after
+ * the terminal event (its QP was moved to error by go_terminal), or while
+ * an active conn still tries to connect (a failed attempt is retried;
+ * what its QP flushed is stale). Called by whoever polls the CQ (any
+ * thread); the state is read without sm_lock, as in verbs_post: a step of
+ * the machine in flight decides the same terminal event first.
+ */
+void
+verbs_conn_wc_error(struct verbs_conn *conn, const struct ibv_wc *wc)
+{
+	enum verbs_conn_state st = conn->state;
+	bool live = st == VERBS_ST_ESTABLISHED ||
+		(conn->passive && st == VERBS_ST_CONNECTING);
+	if (!live || conn->local_close || atomic_load(&conn->lost))
+		return;
+	PMREP_LOG_ERR("QP %u: a %s completed with \"%s\" (vendor error 0x%x): the QP is in the error state, the connection is lost",
+			wc->qp_num, (wc->wr_id & VERBS_WR_RECV) ? "receive" :
+			"send-queue request", ibv_wc_status_str(wc->status),
+			wc->vendor_err);
+	verbs_conn_mark_lost(conn, ibv_wc_status_str(wc->status));
+}
+
 /* -------------------------------------------------------- state machine */
 
 static int

@@ -203,6 +203,14 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 				wc->qp_num, cq->qp_num);
 		return false;
 	}
+	/* an error completion: the QP is in error, the conn ends (T21) */
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (cq->base.conn != NULL)
+			verbs_conn_wc_error((struct verbs_conn *)cq->base.conn,
+					wc);
+		else
+			verbs_peer_wc_error(verbs_peer(cq->base.peer), wc);
+	}
 	memset(out, 0, sizeof(*out));
 	out->status = wc->status;
 	if (wc->wr_id & VERBS_WR_RECV) {

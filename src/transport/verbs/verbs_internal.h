@@ -397,6 +397,14 @@ bool verbs_conn_pump(struct verbs_conn *conn);
 bool verbs_conn_watchable(const struct verbs_conn *conn);
 /* mark lost from an async event (any thread) and wake the event fd */
 void verbs_conn_mark_lost(struct verbs_conn *conn, const char *why);
+/*
+ * An error completion of the conn's current QP was polled (any thread):
+ * the QP is in error, so the conn is lost now (marked, its event fd woken)
+ * unless its end is already decided or ours (see verbs_conn.c).
+ */
+void verbs_conn_wc_error(struct verbs_conn *conn, const struct ibv_wc *wc);
+/* the same for an SRQ's receive completion: the conn whose QP it names */
+void verbs_peer_wc_error(struct verbs_peer *peer, const struct ibv_wc *wc);
 
 /*
  * Wait up to timeout_ms for the next CM event on `ch` (non-blocking fd),

@@ -376,6 +376,10 @@ verbs_post(const struct pmrep_op_args *a)
 		return PMREP_E_INVAL;
 	}
 	if (a->op == PMREP_OP_RECV) {
+		if (atomic_load(&conn->lost)) {
+			PMREP_LOG_ERR("the connection is lost (its QP is in the error state): receive refused");
+			return PMREP_E_CONN_LOST;
+		}
 		if (conn->srq)
 			return verbs_srq_post_recv(conn->srq, a->local,
 					a->local_offset, a->len, a->op_context);
@@ -383,6 +387,13 @@ verbs_post(const struct pmrep_op_args *a)
 				(uintptr_t)a->local->ptr + a->local_offset,
 				(uint32_t)a->len, verbs_mr_lkey(a->local),
 				a->op_context);
+	}
+	/* an error completion put the QP in error (T21), or an async event
+	 * said it is gone: nothing posted now could complete but flushed */
+	if (atomic_load(&conn->lost)) {
+		PMREP_LOG_ERR("the connection is lost (its QP is in the error state): %s refused",
+				op_str((uint8_t)a->op));
+		return PMREP_E_CONN_LOST;
 	}
 	/* a message may arrive before this side read its ESTABLISHED event:
 	 * let the state machine catch up with what the CM already said */
