@@ -163,6 +163,208 @@ T21_flushes_after_a_local_disconnect_stay_closed(void **state)
 	tv_post_fx_close(&f);
 }
 
+/* ------------------------------------------------------------ T23 */
+
+static struct pmrep_conn_cfg *
+timeout_cfg(int timeout_ms, unsigned retries, int backoff_ms)
+{
+	struct pmrep_conn_cfg *cfg = tv_cfg();
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, timeout_ms), 0);
+	assert_int_equal(pmrep_conn_cfg_set_connect_retries(cfg, retries,
+			backoff_ms), 0);
+	return cfg;
+}
+
+/* one recorded ACK timeout option: level, name, one byte of value */
+static void
+assert_ack_option(const struct mock_cm_option *o, uint8_t exp)
+{
+	assert_int_equal(o->level, RDMA_OPTION_ID);
+	assert_int_equal(o->optname, RDMA_OPTION_ID_ACK_TIMEOUT);
+	assert_int_equal(o->optlen, 1);
+	assert_int_equal(o->value[0], exp);
+}
+
+/*
+ * Active side: the first id's ACK timeout is set before rdma_connect; two
+ * attempts are refused (nothing listens yet): each retry makes a new id,
+ * and each of them gets its ACK timeout before its rdma_connect. Passive
+ * side: set on the request's id before rdma_accept. The conn shows the
+ * timing it uses.
+ */
+static void
+T23_ack_timeout_is_set_before_connect_and_on_every_retry_id(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn_cfg *cfg = timeout_cfg(1000, 5, 10);
+	struct pmrep_conn_req *req = tv_req(peer, cfg);
+	assert_int_equal(mock_cm_option_count(), 0);	/* nothing yet */
+	mock_cm_react("rdma_connect", RDMA_CM_EVENT_REJECTED,
+			MOCK_REJ_INVALID_SERVICE_ID, NULL, 0);
+	mock_cm_react("rdma_connect", RDMA_CM_EVENT_REJECTED,
+			MOCK_REJ_INVALID_SERVICE_ID, NULL, 0);
+	struct mock_cm_event_spec est = {
+		.type = RDMA_CM_EVENT_ESTABLISHED, .set_param = true,
+		.param = { .responder_resources = 16, .initiator_depth = 16,
+			.retry_count = 6, .rnr_retry_count = 6 },
+	};
+	uint8_t f[4];
+	est.pdata = f;
+	est.len = tv_frame(f, NULL, 0);
+	mock_cm_react_ex("rdma_connect", &est);
+
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	const struct mock_cm_call *c = mock_cm_last("rdma_connect");
+	assert_int_equal(c->count, 1);
+	assert_true(c->ack_timeout_set);
+	assert_int_equal(c->ack_timeout, 15);
+	assert_int_equal(mock_cm_option_count(), 1);
+	const struct mock_cm_option *o0 = mock_cm_option(0);
+	assert_ack_option(o0, 15);
+	assert_ptr_equal(o0->id, c->id);
+	assert_true(o0->seq < c->seq);
+	unsigned first_connect_seq = c->seq;
+
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_wait_event(conn, 3000, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
+	c = mock_cm_last("rdma_connect");
+	assert_int_equal(c->count, 3);
+	/* every one of the three connects found its id's timeout set */
+	assert_int_equal(c->count_with_ack_timeout, 3);
+	assert_int_equal(mock_cm_option_count(), 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_ack_option(mock_cm_option(i), 15);
+	const struct mock_cm_option *o2 = mock_cm_option(2);
+	assert_ptr_equal(o2->id, tv_vconn(conn)->id);
+	assert_ptr_equal(o2->id, c->id);
+	assert_true(mock_cm_option(1)->seq > first_connect_seq);
+	assert_true(o2->seq > mock_cm_option(1)->seq);
+	assert_true(o2->seq < c->seq);
+	/* the retry count follows from the same timeout */
+	assert_int_equal(c->param.retry_count, 6);
+
+	struct pmrep_conn_rc_timing t;
+	assert_int_equal(pmrep_conn_get_rc_timing(conn, &t), 0);
+	assert_int_equal(t.ack_timeout_exp, 15);
+	assert_int_equal(t.ack_timeout_us, 134218);	/* 4.096 us * 2^15 */
+	assert_int_equal(t.retry_count, 6);
+	assert_int_equal(t.rnr_retry_count, 6);		/* the REP's */
+	assert_int_equal(t.detect_us, 7 * 134218ULL);
+	assert_true(t.detect_us <= 1000 * 1000);
+	assert_int_equal(pmrep_conn_get_rc_timing(conn, NULL), PMREP_E_INVAL);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
+
+	/* passive: the request's id, before rdma_accept; its own timeout */
+	cfg = timeout_cfg(100, 0, 1);
+	struct pmrep_ep *ep = tv_listen(peer);
+	struct mock_cm_event_spec rq = {
+		.set_param = true,
+		.param = { .responder_resources = 16, .initiator_depth = 16,
+			.retry_count = 4, .rnr_retry_count = 6 },
+	};
+	uint8_t g[4];
+	rq.pdata = g;
+	rq.len = tv_frame(g, NULL, 0);
+	mock_cm_queue_conn_request_ex(tv_ep_id(ep), &rq);
+	assert_int_equal(pmrep_ep_next_conn_req(ep, cfg, &req), 0);
+	size_t before = mock_cm_option_count();
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	c = mock_cm_last("rdma_accept");
+	assert_int_equal(mock_cm_option_count(), before + 1);
+	const struct mock_cm_option *op = mock_cm_option(before);
+	assert_ack_option(op, 12);	/* 100 ms: 16.8 ms per retransmission */
+	assert_ptr_equal(op->id, c->id);
+	assert_true(op->seq < c->seq);
+	assert_true(c->ack_timeout_set);
+	assert_int_equal(pmrep_conn_get_rc_timing(conn, &t), 0);
+	assert_int_equal(t.ack_timeout_exp, 12);
+	assert_int_equal(t.retry_count, 4);	/* the initiator's */
+	assert_int_equal(t.rnr_retry_count, 6);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+/* rdma_set_option failing: the connect fails, nothing is sent, no leak */
+static void
+T23_ack_timeout_failure_fails_the_connect(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn_req *req = tv_req(peer, NULL);
+	mock_fail("rdma_set_option", 1, ENOSYS);
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn),
+			PMREP_E_PROVIDER);
+	assert_null(conn);
+	assert_int_equal(mock_calls("rdma_connect"), 0);
+	assert_true(tv_logged("RDMA_OPTION_ID_ACK_TIMEOUT"));
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+/*
+ * The formula: the largest exponent whose 4.096 us * 2^exp fits T / 4,
+ * never 0 ("never retransmit"), at most 31; retries floor(T / t) - 1 in
+ * 1..7, so (retries + 1) * t <= T. The conn sends what it derives.
+ */
+static void
+T23_exponent_follows_the_configured_timeout_and_is_never_zero(void **state)
+{
+	(void) state;
+	static const struct { int ms; unsigned exp, retry; } known[] = {
+		{ 1, 5, 6 },		/* 131 us */
+		{ 10, 9, 3 },		/* 2.1 ms */
+		{ 100, 12, 4 },		/* 16.8 ms */
+		{ 1000, 15, 6 },	/* 134 ms */
+		{ 5000, 18, 3 },	/* 1.07 s */
+		{ 60000, 21, 5 },	/* 8.6 s */
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		struct pmrep_conn_rc_timing t;
+		verbs_rc_timing(known[i].ms, &t);
+		assert_int_equal(t.ack_timeout_exp, known[i].exp);
+		assert_int_equal(t.retry_count, known[i].retry);
+	}
+	int sweep[] = { 1, 2, 3, 7, 10, 33, 250, 999, 1000, 1001, 4321,
+		30000, 86400000, 0x7fffffff };
+	for (size_t i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++) {
+		struct pmrep_conn_rc_timing t;
+		uint64_t total_ns = (uint64_t)sweep[i] * 1000000ULL;
+		verbs_rc_timing(sweep[i], &t);
+		assert_true(t.ack_timeout_exp >= 1);
+		assert_true(t.ack_timeout_exp <= 31);
+		uint64_t ns = 4096ULL << t.ack_timeout_exp;
+		assert_int_equal(t.ack_timeout_us, (ns + 999) / 1000);
+		assert_true(t.retry_count >= 1 && t.retry_count <= 7);
+		if (t.ack_timeout_exp < 31) {
+			assert_true(ns <= total_ns / 4);
+			assert_true((ns << 1) > total_ns / 4);	/* the largest */
+			assert_true(ns * (t.retry_count + 1) <= total_ns);
+			assert_int_equal(t.retry_count, total_ns / ns - 1);
+		}
+		assert_int_equal(t.detect_us,
+				t.ack_timeout_us * (t.retry_count + 1));
+	}
+	/* the conn sends what it derives: 5000 ms -> exponent 18, 3 retries */
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn_cfg *cfg = timeout_cfg(5000, 0, 1);
+	struct pmrep_conn *conn = tv_active(peer, cfg, NULL, 0);
+	const struct mock_cm_call *c = mock_cm_last("rdma_connect");
+	assert_int_equal(c->ack_timeout, 18);
+	assert_int_equal(c->param.retry_count, 3);
+	assert_int_equal(mock_cm_option(mock_cm_option_count() - 1)->value[0],
+			18);
+	assert_int_not_equal(mock_cm_option(0)->value[0], 0);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
 int
 main(void)
 {
@@ -172,6 +374,9 @@ main(void)
 		T(T21_unsignalled_request_error_ends_the_conn_too),
 		T(T21_passive_receive_error_makes_the_conn_lost),
 		T(T21_flushes_after_a_local_disconnect_stay_closed),
+		T(T23_ack_timeout_is_set_before_connect_and_on_every_retry_id),
+		T(T23_ack_timeout_failure_fails_the_connect),
+		T(T23_exponent_follows_the_configured_timeout_and_is_never_zero),
 #undef T
 	};
 	return cmocka_run_group_tests_name("verbs faults", tests, NULL, NULL);

@@ -389,6 +389,64 @@ err_close_ep:
 	return ret;
 }
 
+/* ------------------------------------------------- RC timing (T23) */
+
+/* 4.096 us * 2^exp in ns */
+static uint64_t
+ack_timeout_ns(unsigned exp)
+{
+	return 4096ULL << exp;
+}
+
+void
+verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t)
+{
+	uint64_t total_ns = (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) *
+		1000000ULL;
+	unsigned exp = VERBS_ACK_TIMEOUT_EXP_MIN;
+	while (exp < VERBS_ACK_TIMEOUT_EXP_MAX &&
+			ack_timeout_ns(exp + 1) <= total_ns / 4)
+		exp++;
+	uint64_t tries = total_ns / ack_timeout_ns(exp);
+	uint64_t retry = tries > 1 ? tries - 1 : 1;
+	if (retry > 7)
+		retry = 7;
+	memset(t, 0, sizeof(*t));
+	t->ack_timeout_exp = exp;
+	t->ack_timeout_us = (ack_timeout_ns(exp) + 999) / 1000;
+	t->retry_count = (unsigned)retry;
+	t->rnr_retry_count = VERBS_RNR_RETRY_COUNT;
+	t->detect_us = t->ack_timeout_us * (retry + 1);
+}
+
+int
+verbs_conn_set_ack_timeout(struct verbs_conn *conn)
+{
+	struct pmrep_conn_rc_timing t;
+	verbs_rc_timing(conn->base.cfg.timeout_ms, &t);
+	if (conn->passive) {
+		/* the initiator's REQ decides both for our QP */
+		t.retry_count = conn->req_retry;
+		t.rnr_retry_count = conn->req_rnr_retry;
+		t.detect_us = t.ack_timeout_us * (t.retry_count + 1ULL);
+	}
+	uint8_t exp = (uint8_t)t.ack_timeout_exp;
+	if (rdma_set_option(conn->id, RDMA_OPTION_ID,
+			RDMA_OPTION_ID_ACK_TIMEOUT, &exp, sizeof(exp)))
+		return PMREP_ERR_PROVIDER(errno,
+				"rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
+	if (!conn->base.has_rc_timing)
+		PMREP_LOG_DBG("local ACK timeout exponent %u (%llu us per retransmission), %u retries: a dead peer is detected in about %llu us",
+				t.ack_timeout_exp,
+				(unsigned long long)t.ack_timeout_us,
+				t.retry_count, (unsigned long long)t.detect_us);
+	if (conn->passive && t.rnr_retry_count == VERBS_RNR_RETRY_INFINITE)
+		PMREP_LOG_WARN("the initiator asks for unbounded RNR retries (7): a peer that never posts a receive is never detected");
+	conn->base.rc_timing = t;
+	conn->base.has_rc_timing = true;
+	return 0;
+}
+
 void
 verbs_conn_param(const struct verbs_conn *conn, struct rdma_conn_param *param)
 {
@@ -396,7 +454,8 @@ verbs_conn_param(const struct verbs_conn *conn, struct rdma_conn_param *param)
 	param->private_data = conn->my_pdata.len ? conn->my_pdata.buf : NULL;
 	param->private_data_len = conn->my_pdata.len;
 	param->flow_control = conn->my_pdata.flow_control;
-	param->retry_count = VERBS_RETRY_COUNT;
+	/* the initiator's decides both QPs' (rdma_accept ignores it) */
+	param->retry_count = (uint8_t)conn->base.rc_timing.retry_count;
 	param->rnr_retry_count = VERBS_RNR_RETRY_COUNT;
 	if (conn->passive) {
 		/* at most what the initiator asked for, and what we have */
@@ -900,6 +959,11 @@ attempt_connect(struct verbs_conn *conn, struct step *s)
 			return;
 		}
 	}
+	/* a new id: its ACK timeout again (T23) */
+	if (verbs_conn_set_ack_timeout(conn)) {
+		attempt_failed(conn, "rdma_set_option", s);
+		return;
+	}
 	verbs_conn_param(conn, &param);
 	if (rdma_connect(conn->id, &param)) {
 		(void) PMREP_ERR_PROVIDER(errno, "rdma_connect");
@@ -943,6 +1007,10 @@ on_established(struct verbs_conn *conn, const struct verbs_cm_event *ev,
 			return;
 		}
 		conn->base.pdata_len = len;
+		/* the acceptor's REP decides our QP's RNR retries */
+		conn->base.rc_timing.rnr_retry_count = ev->rnr_retry_count;
+		if (ev->rnr_retry_count == VERBS_RNR_RETRY_INFINITE)
+			PMREP_LOG_WARN("the acceptor grants unbounded RNR retries (7): a peer that never posts a receive is never detected");
 		/* no retry from here on */
 		free(conn->prepost);
 		conn->prepost = NULL;
@@ -1099,6 +1167,10 @@ verbs_conn_start(struct verbs_conn *conn)
 	int ret;
 
 	ret = verbs_conn_fds_new(conn);
+	if (ret)
+		return ret;
+	/* each side its own id's local ACK timeout, before connect / accept */
+	ret = verbs_conn_set_ack_timeout(conn);
 	if (ret)
 		return ret;
 	verbs_conn_param(conn, &param);

@@ -26,9 +26,21 @@
 #define VERBS_DEV_CAP_FLUSH_PERSISTENT	(1ULL << 39)
 #define VERBS_DEV_CAP_ATOMIC_WRITE	(1ULL << 40)
 
-/* connection parameters pmrep asks of rdma_cm (3-bit fields) */
-#define VERBS_RETRY_COUNT	7	/* transport retries on ack timeout */
+/* connection parameters pmrep asks of rdma_cm (3-bit fields); the
+ * transport retries on ACK timeout follow from the cfg timeout (T23:
+ * verbs_rc_timing) */
 #define VERBS_RNR_RETRY_COUNT	6	/* bounded (7 would mean forever); ODP needs > 0 */
+#define VERBS_RNR_RETRY_INFINITE 7
+/* the local ACK timeout exponent (5 bits; 0 = never retransmit) */
+#define VERBS_ACK_TIMEOUT_EXP_MIN 1
+#define VERBS_ACK_TIMEOUT_EXP_MAX 31
+/*
+ * The RC timing a cfg timeout of timeout_ms (> 0) gives (T23, the formula
+ * is pmrep_conn_rc_timing's in transport.h): ack_timeout_exp, its
+ * ack_timeout_us, retry_count and detect_us; rnr_retry_count is
+ * VERBS_RNR_RETRY_COUNT.
+ */
+void verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t);
 #define VERBS_LISTEN_BACKLOG	16
 #define VERBS_BACKOFF_CAP_MS	2000
 /* bytes of inline data a QP must take: the fallback atomic write */
@@ -351,6 +363,7 @@ struct verbs_conn {
 	bool local_close;		/* disconnect before ESTABLISHED */
 	struct verbs_pdata my_pdata;	/* what we send (again on retry) */
 	uint8_t resp_res, init_depth;	/* passive: from the request */
+	uint8_t req_retry, req_rnr_retry;	/* passive: from the request */
 
 	/* peer's registry */
 	struct verbs_conn *reg_next, *reg_prev;
@@ -383,6 +396,12 @@ int verbs_conn_post_recv(struct verbs_conn *conn, uint64_t addr, uint32_t len,
  * channel, fds; then free. Returns the first error (everything freed).
  */
 int verbs_conn_destroy(struct verbs_conn *conn);
+/*
+ * Set the local ACK timeout of conn->id (T23) from the cfg timeout and
+ * note the conn's RC timing: before every rdma_connect / rdma_accept, on
+ * every id. 0 or PMREP_E_PROVIDER (rdma_set_option failed).
+ */
+int verbs_conn_set_ack_timeout(struct verbs_conn *conn);
 /* the rdma_conn_param pmrep uses for connect / accept */
 void verbs_conn_param(const struct verbs_conn *conn,
 		struct rdma_conn_param *param);
@@ -416,6 +435,7 @@ struct verbs_cm_event {
 	struct rdma_cm_id *id;
 	uint8_t flow_control;
 	uint8_t responder_resources, initiator_depth;
+	uint8_t retry_count, rnr_retry_count;
 	size_t pdata_len;		/* of the raw (padded) buffer */
 	uint8_t pdata[PMREP_PDATA_ACCEPT_MAX];
 };
