@@ -365,6 +365,129 @@ T23_exponent_follows_the_configured_timeout_and_is_never_zero(void **state)
 	assert_int_equal(pmrep_peer_delete(&peer), 0);
 }
 
+/* ------------------------------------------------------------ T27 */
+
+/*
+ * GPSPM: the target's receives for persist requests are posted on the
+ * request's QP before rdma_accept -- the initiator may send the moment it
+ * sees ESTABLISHED. The initiator's own receives (for the responses) are
+ * on its QP before rdma_connect, also on a retry's new QP.
+ */
+static void
+T27_gpspm_receives_are_posted_before_accept_and_connect(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_mr_local *mr = tv_mr(peer, 4096, PMREP_MR_USAGE_ALL);
+	struct pmrep_ep *ep = tv_listen(peer);
+	struct pmrep_conn_req *req = tv_passive_req(ep, NULL, NULL, 0);
+	for (uintptr_t i = 0; i < 4; i++)
+		assert_int_equal(pmrep_conn_req_recv(req, mr, i * 64, 64,
+				(void *)(i + 1)), 0);
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	const struct mock_cm_call *c = mock_cm_last("rdma_accept");
+	assert_int_equal(c->count, 1);
+	assert_int_equal(c->qp_rq_used, 4);
+	/* a persist request that arrives at once finds its receive */
+	mock_qp_recv(tv_vconn(conn)->qp, "persist", 7);
+	struct pmrep_completion wc[4];
+	struct pmrep_cq *rcq = conn->rcq ? conn->rcq : conn->cq;
+	assert_int_equal(poll_all(rcq, wc, 4), 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_ptr_equal(wc[0].op_context, (void *)1);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+
+	/* active: before rdma_connect, and again before a retry's connect */
+	struct pmrep_conn_cfg *cfg = timeout_cfg(1000, 2, 5);
+	req = tv_req(peer, cfg);
+	assert_int_equal(pmrep_conn_req_recv(req, mr, 0, 64, (void *)0xa), 0);
+	assert_int_equal(pmrep_conn_req_recv(req, mr, 64, 64, (void *)0xb), 0);
+	mock_cm_react("rdma_connect", RDMA_CM_EVENT_REJECTED,
+			MOCK_REJ_INVALID_SERVICE_ID, NULL, 0);
+	uint8_t f[4];
+	uint8_t flen = tv_frame(f, NULL, 0);
+	mock_cm_react("rdma_connect", RDMA_CM_EVENT_ESTABLISHED, 0, f, flen);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	assert_int_equal(mock_cm_last("rdma_connect")->qp_rq_used, 2);
+	enum pmrep_conn_event ev;
+	assert_int_equal(pmrep_conn_wait_event(conn, 3000, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
+	c = mock_cm_last("rdma_connect");
+	assert_int_equal(c->count, 2);
+	assert_int_equal(c->qp_rq_used, 2);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
+	tv_mr_free(mr);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+/*
+ * RNR retries are bounded on both sides (6; 7 would mean forever, and an
+ * unbounded detection time); a peer granting 7 is named in the log.
+ */
+static void
+T27_rnr_retries_are_bounded_on_connect_and_accept(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	/* the mock's default ESTABLISHED param grants 7: logged */
+	struct pmrep_conn *conn = tv_active(peer, NULL, NULL, 0);
+	const struct mock_cm_call *c = mock_cm_last("rdma_connect");
+	assert_int_equal(c->param.rnr_retry_count, 6);
+	assert_true(tv_logged("the acceptor grants unbounded RNR retries (7)"));
+	struct pmrep_conn_rc_timing t;
+	assert_int_equal(pmrep_conn_get_rc_timing(conn, &t), 0);
+	assert_int_equal(t.rnr_retry_count, 7);	/* as granted, shown */
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+
+	struct pmrep_ep *ep = tv_listen(peer);
+	conn = tv_passive(ep, NULL);
+	c = mock_cm_last("rdma_accept");
+	assert_int_equal(c->param.rnr_retry_count, 6);
+	assert_true(c->param.rnr_retry_count < 7);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
+/*
+ * A persist request finds no receive for longer than the RNR retries
+ * last: its SEND completes with IBV_WC_RNR_RETRY_EXC_ERR. That is an error
+ * completion like any other: reported with the request's context, the
+ * conn LOST at once (the mirror fails the replica and reconnects), never
+ * a hang or a silent drop.
+ */
+static void
+T27_rnr_retry_exceeded_is_an_error_completion_that_fails_the_conn(void **state)
+{
+	(void) state;
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
+	assert_int_equal(pmrep_send(f.conn, f.local, 0, 32,
+			PMREP_F_COMPLETION_ALWAYS, (void *)0x27), 0);
+	assert_int_equal(pmrep_send(f.conn, f.local, 32, 32,
+			PMREP_F_COMPLETION_ON_ERROR, (void *)0x28), 0);
+	assert_int_equal(mock_qp_complete_sends(f.vc->qp, 1,
+			IBV_WC_RNR_RETRY_EXC_ERR), 1);
+	struct pmrep_completion c[4];
+	assert_int_equal(poll_all(f.conn->cq, c, 4), 2);
+	assert_int_equal(c[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
+	assert_ptr_equal(c[0].op_context, (void *)0x27);
+	assert_int_equal(c[0].op, PMREP_OP_SEND);
+	assert_int_equal(c[1].status, IBV_WC_WR_FLUSH_ERR);
+	assert_ptr_equal(c[1].op_context, (void *)0x28);
+	int efd = -1;
+	assert_int_equal(pmrep_conn_get_event_fd(f.conn, &efd), 0);
+	assert_true(tv_readable(efd, 0));
+	assert_int_equal(pmrep_send(f.conn, f.local, 0, 32,
+			PMREP_F_COMPLETION_ALWAYS, NULL), PMREP_E_CONN_LOST);
+	expect_event(f.conn, PMREP_CONN_LOST);
+	expect_no_event(f.conn);
+	tv_post_fx_close(&f);
+}
+
 int
 main(void)
 {
@@ -377,6 +500,9 @@ main(void)
 		T(T23_ack_timeout_is_set_before_connect_and_on_every_retry_id),
 		T(T23_ack_timeout_failure_fails_the_connect),
 		T(T23_exponent_follows_the_configured_timeout_and_is_never_zero),
+		T(T27_gpspm_receives_are_posted_before_accept_and_connect),
+		T(T27_rnr_retries_are_bounded_on_connect_and_accept),
+		T(T27_rnr_retry_exceeded_is_an_error_completion_that_fails_the_conn),
 #undef T
 	};
 	return cmocka_run_group_tests_name("verbs faults", tests, NULL, NULL);
