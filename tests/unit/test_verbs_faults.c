@@ -488,6 +488,210 @@ T27_rnr_retry_exceeded_is_an_error_completion_that_fails_the_conn(void **state)
 	tv_post_fx_close(&f);
 }
 
+/* ------------------------------------------- FLUSH of 4 GiB or more */
+
+#define GiB (1ULL << 30)
+
+/* pieces of a split: each below 2^32, in order, contiguous, covering it */
+static void
+assert_pieces(uint64_t raddr, uint64_t len, const struct verbs_flush_piece *p,
+		unsigned n)
+{
+	uint64_t at = raddr;
+	for (unsigned k = 0; k < n; k++) {
+		assert_int_equal(p[k].raddr, at);
+		assert_true(p[k].len > 0);
+		assert_true(p[k].len < (1ULL << 32));
+		if (k + 1 < n)
+			assert_int_equal(p[k].len, VERBS_FLUSH_PIECE_MAX);
+		at += p[k].len;
+	}
+	assert_int_equal(at, raddr + len);
+}
+
+static void
+FLUSH_of_4_GiB_or_more_splits_into_contiguous_pieces_below_2_32(void **state)
+{
+	(void) state;
+	static const struct { uint64_t len; unsigned n; } cases[] = {
+		{ 1, 1 }, { 4096, 1 }, { VERBS_FLUSH_PIECE_MAX, 1 },
+		{ VERBS_FLUSH_PIECE_MAX + 1, 2 }, { (1ULL << 32) - 1, 2 },
+		{ 1ULL << 32, 2 }, { (1ULL << 32) + 1, 2 }, { 5 * GiB, 2 },
+		{ 8 * GiB, 3 }, { 16 * VERBS_FLUSH_PIECE_MAX, 16 },
+	};
+	const uint64_t raddr = 0x7f0000000123ULL;	/* not page aligned */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct verbs_flush_piece p[VERBS_FLUSH_PIECES_MAX];
+		unsigned n = verbs_flush_split(raddr, cases[i].len, p,
+				VERBS_FLUSH_PIECES_MAX);
+		assert_int_equal(n, cases[i].n);
+		assert_pieces(raddr, cases[i].len, p, n);
+	}
+	/* more pieces than allowed: none written past the array, 0 */
+	struct verbs_flush_piece p[3];
+	memset(p, 0xee, sizeof(p));
+	assert_int_equal(verbs_flush_split(raddr, 2 * VERBS_FLUSH_PIECE_MAX
+			+ 1, p, 2), 0);
+	assert_int_equal(verbs_flush_split(raddr, VERBS_FLUSH_PIECES_MAX *
+			VERBS_FLUSH_PIECE_MAX + 1, p, VERBS_FLUSH_PIECES_MAX), 0);
+	for (size_t i = 0; i < sizeof(p); i++)
+		assert_int_equal(((const uint8_t *)p)[i], 0xee);
+}
+
+/*
+ * The send ring reports a split request once: its earlier pieces never,
+ * an error one of them met comes with the last piece's completion (the
+ * device reports the flushed last piece with WR_FLUSH_ERR), and a request
+ * behind it keeps its own status.
+ */
+static void
+FLUSH_split_request_completes_once_with_the_first_error(void **state)
+{
+	(void) state;
+	struct verbs_sq_ring ring;
+	assert_int_equal(verbs_sq_ring_init(&ring, 8), 0);
+	uint64_t id[4];
+	for (int round = 0; round < 2; round++) {
+		for (int k = 0; k < 3; k++) {
+			assert_int_equal(verbs_sq_ring_get(&ring, PMREP_OP_FLUSH,
+					(void *)0xf1, &id[k]), 0);
+			if (k < 2)
+				verbs_sq_ring_set_piece(&ring, id[k]);
+		}
+		assert_int_equal(verbs_sq_ring_get(&ring, PMREP_OP_WRITE,
+				(void *)0x33, &id[3]), 0);
+		const void *ctx = NULL;
+		enum pmrep_op op = PMREP_OP_READ;
+		int st = -1;
+		if (round == 0) {
+			/* success: only the last piece is signalled */
+			assert_int_equal(verbs_sq_ring_complete_wc(&ring, id[2],
+					IBV_WC_SUCCESS, &ctx, &op, &st), 1);
+			assert_ptr_equal(ctx, (void *)0xf1);
+			assert_int_equal(op, PMREP_OP_FLUSH);
+			assert_int_equal(st, IBV_WC_SUCCESS);
+			assert_int_equal(verbs_sq_ring_complete_wc(&ring, id[3],
+					IBV_WC_SUCCESS, &ctx, &op, &st), 1);
+			assert_ptr_equal(ctx, (void *)0x33);
+		} else {
+			assert_int_equal(verbs_sq_ring_complete_wc(&ring, id[0],
+					IBV_WC_REM_ACCESS_ERR, &ctx, &op, &st), 0);
+			assert_int_equal(verbs_sq_ring_complete_wc(&ring, id[1],
+					IBV_WC_WR_FLUSH_ERR, &ctx, &op, &st), 0);
+			assert_int_equal(verbs_sq_ring_complete_wc(&ring, id[2],
+					IBV_WC_WR_FLUSH_ERR, &ctx, &op, &st), 1);
+			assert_ptr_equal(ctx, (void *)0xf1);
+			assert_int_equal(st, IBV_WC_REM_ACCESS_ERR);
+			assert_int_equal(verbs_sq_ring_complete_wc(&ring, id[3],
+					IBV_WC_WR_FLUSH_ERR, &ctx, &op, &st), 1);
+			assert_ptr_equal(ctx, (void *)0x33);
+			assert_int_equal(st, IBV_WC_WR_FLUSH_ERR);
+		}
+		assert_int_equal(verbs_sq_ring_outstanding(&ring), 0);
+		/* a slot used again is no piece and carries no old error */
+		assert_int_equal(verbs_sq_ring_complete_wc(&ring, id[3],
+				IBV_WC_SUCCESS, &ctx, &op, &st), -1);
+	}
+	verbs_sq_ring_fini(&ring);
+}
+
+#ifdef PMREP_HAVE_IBV_WR_FLUSH
+/* a remote region of `size` bytes (only its descriptor says so) */
+static struct pmrep_mr_remote *
+big_remote(struct tv_post_fx *f, uint64_t size)
+{
+	struct pmrep_mr_remote *r = tv_remote(f->target);
+	r->size = size;
+	return r;
+}
+
+/*
+ * Against the mocked ibv_wr_flush: a 5 GiB native FLUSH is posted as two
+ * flushes, each below 2^32, contiguous, covering the range, in one
+ * ibv_wr_complete, only the last signalled; one completion reports it.
+ */
+static void
+FLUSH_native_5_GiB_is_two_ibv_wr_flush_pieces_below_2_32(void **state)
+{
+	(void) state;
+	mock_dev_set_flush(true, true);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
+	enum pmrep_flush_method m;
+	assert_int_equal(pmrep_conn_get_flush_method(f.conn, &m), 0);
+	assert_int_equal(m, PMREP_FLUSH_METHOD_NATIVE);
+	struct pmrep_mr_remote *big = big_remote(&f, 8 * GiB);
+	unsigned completes = mock_calls("ibv_wr_complete");
+	const uint64_t off = 0x1000, len = 5 * GiB;
+	assert_int_equal(pmrep_flush(f.conn, big, off, len,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			(void *)0x5), 0);
+	assert_int_equal(mock_calls("ibv_wr_complete"), completes + 1);
+	assert_int_equal(mock_send_count(), 2);
+	uint64_t at = big->raddr + off;
+	for (size_t i = 0; i < 2; i++) {
+		const struct mock_wr *w = mock_send_wr(i);
+		assert_true(w->via_wr_api);
+		assert_int_equal(w->opcode, IBV_WR_FLUSH);
+		assert_int_equal(w->flush_type, IBV_FLUSH_PERSISTENT);
+		assert_int_equal(w->flush_level, IBV_FLUSH_RANGE);
+		assert_int_equal(w->rkey, big->rkey);
+		assert_int_equal(w->remote_addr, at);
+		assert_true(w->flush_len > 0 && w->flush_len < (1ULL << 32));
+		assert_int_equal(w->flush_len, w->length);	/* not cut */
+		assert_int_equal(!!(w->send_flags & IBV_SEND_SIGNALED),
+				i == 1);
+		at += w->flush_len;
+	}
+	assert_int_equal(at, big->raddr + off + len);
+	assert_int_equal(mock_qp_complete_sends(f.vc->qp, -1, IBV_WC_SUCCESS),
+			2);
+	struct pmrep_completion c[4];
+	assert_int_equal(poll_all(f.conn->cq, c, 4), 1);
+	assert_ptr_equal(c[0].op_context, (void *)0x5);
+	assert_int_equal(c[0].op, PMREP_OP_FLUSH);
+	assert_int_equal(c[0].status, IBV_WC_SUCCESS);
+
+	/* the first piece fails: one completion, with its status */
+	mock_wr_log_clear();
+	assert_int_equal(pmrep_flush(f.conn, big, 0, len,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ON_ERROR,
+			(void *)0x6), 0);
+	assert_int_equal(mock_send_count(), 2);
+	assert_int_equal(mock_qp_complete_sends(f.vc->qp, 1,
+			IBV_WC_REM_ACCESS_ERR), 1);
+	assert_int_equal(poll_all(f.conn->cq, c, 4), 1);
+	assert_ptr_equal(c[0].op_context, (void *)0x6);
+	assert_int_equal(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(poll_all(f.conn->cq, c, 4), 0);
+	expect_event(f.conn, PMREP_CONN_LOST);		/* T21 */
+	assert_int_equal(pmrep_mr_remote_delete(&big), 0);
+	tv_post_fx_close(&f);
+}
+
+/* more than VERBS_FLUSH_PIECES_MAX pieces: one flush of the whole MR */
+static void
+FLUSH_beyond_the_piece_limit_flushes_the_whole_mr(void **state)
+{
+	(void) state;
+	mock_dev_set_flush(true, true);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
+	uint64_t len = VERBS_FLUSH_PIECES_MAX * VERBS_FLUSH_PIECE_MAX + 1;
+	struct pmrep_mr_remote *big = big_remote(&f, len);
+	assert_int_equal(pmrep_flush(f.conn, big, 0, len,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			(void *)0x7), 0);
+	assert_int_equal(mock_send_count(), 1);
+	const struct mock_wr *w = mock_send_last();
+	assert_int_equal(w->opcode, IBV_WR_FLUSH);
+	assert_int_equal(w->flush_level, IBV_FLUSH_MR);
+	assert_true(w->send_flags & IBV_SEND_SIGNALED);
+	assert_int_equal(pmrep_mr_remote_delete(&big), 0);
+	tv_post_fx_close(&f);
+}
+#endif /* PMREP_HAVE_IBV_WR_FLUSH */
+
 int
 main(void)
 {
@@ -503,6 +707,12 @@ main(void)
 		T(T27_gpspm_receives_are_posted_before_accept_and_connect),
 		T(T27_rnr_retries_are_bounded_on_connect_and_accept),
 		T(T27_rnr_retry_exceeded_is_an_error_completion_that_fails_the_conn),
+		T(FLUSH_of_4_GiB_or_more_splits_into_contiguous_pieces_below_2_32),
+		T(FLUSH_split_request_completes_once_with_the_first_error),
+#ifdef PMREP_HAVE_IBV_WR_FLUSH
+		T(FLUSH_native_5_GiB_is_two_ibv_wr_flush_pieces_below_2_32),
+		T(FLUSH_beyond_the_piece_limit_flushes_the_whole_mr),
+#endif
 #undef T
 	};
 	return cmocka_run_group_tests_name("verbs faults", tests, NULL, NULL);

@@ -112,6 +112,11 @@ verbs_mr_lkey(const struct pmrep_mr_local *mr)
 struct verbs_slot {
 	const void *op_context;
 	uint8_t op;			/* enum pmrep_op */
+	/* send rings: a piece of a split request other than its last (its
+	 * completion is never reported), and the error status one of those
+	 * pieces met, kept on the last piece's slot (0: none) */
+	bool piece;
+	uint8_t piece_err;
 	uint32_t next_free;		/* receive tables only */
 };
 
@@ -147,6 +152,17 @@ void verbs_sq_ring_unget(struct verbs_sq_ring *ring, uint32_t n);
 /* a completion for wr_id: its slot's context / op; false if not outstanding */
 bool verbs_sq_ring_complete(struct verbs_sq_ring *ring, uint64_t wr_id,
 		const void **op_context, enum pmrep_op *op);
+/*
+ * The same for a completion the user may see: 1 -- report it (*status:
+ * a piece's error before the last piece's own status); 0 -- a non-last
+ * piece of a split request, not reported (its error status, if any, goes
+ * to the request's last piece); -1 -- not outstanding.
+ */
+int verbs_sq_ring_complete_wc(struct verbs_sq_ring *ring, uint64_t wr_id,
+		int wc_status, const void **op_context, enum pmrep_op *op,
+		int *status);
+/* the slot of wr_id (just taken) is a non-last piece of a split request */
+void verbs_sq_ring_set_piece(struct verbs_sq_ring *ring, uint64_t wr_id);
 void verbs_sq_ring_reset(struct verbs_sq_ring *ring);
 uint32_t verbs_sq_ring_outstanding(struct verbs_sq_ring *ring);
 
@@ -171,6 +187,35 @@ uint32_t verbs_rq_table_outstanding(struct verbs_rq_table *t);
  */
 #define VERBS_HOLD_MAX PMREP_MORE_MAX
 
+/*
+ * A native FLUSH names its range's length in 32 bits on the wire (the
+ * RETH's DMA length): ibv_wr_flush of 4 GiB or more would be cut. A range
+ * of VERBS_FLUSH_PIECE_MAX bytes or more is flushed as contiguous pieces
+ * of at most that (below 2^32, a multiple of 4 KiB so that every piece but
+ * the last keeps the range's page offset), posted together behind one
+ * doorbell, only the last signalled; the request is reported once, by its
+ * last piece (a piece's error status first). More than
+ * VERBS_FLUSH_PIECES_MAX pieces (a range of 64 GiB or more): one flush of
+ * the whole MR (IBV_FLUSH_MR), a superset of the range.
+ */
+#define VERBS_FLUSH_PIECE_MAX	0xfffff000ULL
+#define VERBS_FLUSH_PIECES_MAX	16
+/* what the hold array takes: a full MORE chain and a split flush */
+#define VERBS_HOLD_CAP		(VERBS_HOLD_MAX + VERBS_FLUSH_PIECES_MAX)
+
+struct verbs_flush_piece {
+	uint64_t raddr;
+	uint64_t len;
+};
+/*
+ * Split [raddr, raddr + len) (len > 0) into pieces of at most
+ * VERBS_FLUSH_PIECE_MAX bytes, in order, contiguous: their number (1 when
+ * it fits in one), or 0 when it would take more than `max` (then nothing
+ * is written past out[max - 1]).
+ */
+unsigned verbs_flush_split(uint64_t raddr, uint64_t len,
+		struct verbs_flush_piece *out, unsigned max);
+
 enum verbs_held_kind {
 	VERBS_HELD_SEND_WR = 0,		/* an ibv_send_wr as it is */
 	VERBS_HELD_ATOMIC_WRITE,	/* ibv_wr_atomic_write(rkey, raddr, data) */
@@ -183,6 +228,8 @@ struct verbs_held_wr {
 	uint8_t data[8];		/* inline bytes / the atomic value */
 	uint8_t kind;			/* enum verbs_held_kind */
 	uint8_t op;			/* enum pmrep_op (logs) */
+	uint8_t flush_level;		/* IBV_FLUSH_RANGE / IBV_FLUSH_MR */
+	bool piece;			/* a non-last piece of a split flush */
 	uint64_t flush_len;
 	const void *op_context;		/* (logs) */
 };
@@ -190,7 +237,7 @@ struct verbs_held_wr {
 struct verbs_hold {
 	/* posting ops and the CQ calls' safety net (maybe another thread) */
 	pthread_mutex_t lock;
-	struct verbs_held_wr wr[VERBS_HOLD_MAX];
+	struct verbs_held_wr wr[VERBS_HOLD_CAP];
 	unsigned n;
 	bool native;			/* a native op is held: post via ibv_wr_* */
 	/* n, for a look without the lock from the CQ side */

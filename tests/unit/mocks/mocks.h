@@ -369,8 +369,10 @@ struct mock_wr {
 	uint32_t data_len;
 	uint8_t data[MOCK_WR_DATA_MAX];
 	bool bad_lkey;			/* an SGE outside its MR: completes LOC_PROT_ERR */
-	/* ibv_wr_flush (rdma-core >= 45 only): opcode IBV_WR_FLUSH */
+	/* ibv_wr_flush (rdma-core >= 45 only): opcode IBV_WR_FLUSH; the
+	 * length as passed (size_t; `length` above is its low 32 bits) */
 	uint8_t flush_type, flush_level;
+	uint64_t flush_len;
 };
 size_t mock_send_count(void);
 const struct mock_wr *mock_send_wr(size_t i);	/* 0 = oldest; loud if out of range */
