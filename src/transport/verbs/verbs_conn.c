@@ -13,7 +13,8 @@
  * State machine (active: initiator, passive: acceptor; "retry" = tear down
  * id + QP, arm the backoff, or report UNREACHABLE when no retry is left;
  * "ignore" = acknowledged, logged, nothing else). Events of an id other than
- * the current one are ignored. Before any CM event: an async lost mark ->
+ * the current one are ignored. Before any CM event: a lost mark (an async
+ * event, or an error completion of the QP: verbs_conn_wc_error, T21) ->
  * LOST; a local disconnect (pmrep_conn_disconnect, in any state) -> CLOSED
  * at once, without waiting for the peer's DREP, which only comes when the
  * remote application looks at its own events.

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * verbs_ops.c -- posting: read, write (+imm), atomic write, flush,
- * send (+imm), recv; one work request each, held by PMREP_F_MORE and posted
- * with the next request behind one doorbell.
+ * send (+imm), recv; one work request each (a native FLUSH of 4 GiB or
+ * more: contiguous pieces below 2^32, see VERBS_FLUSH_PIECE_MAX), held by
+ * PMREP_F_MORE and posted with the next request behind one doorbell. A conn
+ * whose QP is known to be in error (an error completion, T21; an async
+ * event) refuses every post with PMREP_E_CONN_LOST.
  *
  * Flush, VISIBILITY: a signalled RDMA READ of the flushed range's last byte
  * into the peer's sink. Not a 0-length read: the IB spec lets a responder
