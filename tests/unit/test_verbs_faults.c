@@ -669,6 +669,32 @@ FLUSH_native_5_GiB_is_two_ibv_wr_flush_pieces_below_2_32(void **state)
 	tv_post_fx_close(&f);
 }
 
+/* a split flush takes all its slots or none: a short send queue is AGAIN */
+static void
+FLUSH_split_needs_a_slot_per_piece_or_posts_nothing(void **state)
+{
+	(void) state;
+	mock_dev_set_flush(true, true);
+	struct pmrep_conn_cfg *cfg = tv_cfg();
+	assert_int_equal(pmrep_conn_cfg_set_sq_size(cfg, 2), 0);
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, cfg);
+	struct pmrep_mr_remote *big = big_remote(&f, 16 * GiB);
+	assert_int_equal(pmrep_flush(f.conn, big, 0, 9 * GiB,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			NULL), PMREP_E_AGAIN);	/* 3 pieces, 2 slots */
+	assert_int_equal(mock_send_count(), 0);
+	assert_int_equal(verbs_sq_ring_outstanding(&f.vc->sq), 0);
+	assert_int_equal(pmrep_flush(f.conn, big, 0, 5 * GiB,
+			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
+			(void *)9), 0);	/* 2 pieces fit */
+	assert_int_equal(mock_send_count(), 2);
+	assert_int_equal(verbs_sq_ring_outstanding(&f.vc->sq), 2);
+	assert_int_equal(pmrep_mr_remote_delete(&big), 0);
+	tv_post_fx_close(&f);
+	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
+}
+
 /* more than VERBS_FLUSH_PIECES_MAX pieces: one flush of the whole MR */
 static void
 FLUSH_beyond_the_piece_limit_flushes_the_whole_mr(void **state)
@@ -711,6 +737,7 @@ main(void)
 		T(FLUSH_split_request_completes_once_with_the_first_error),
 #ifdef PMREP_HAVE_IBV_WR_FLUSH
 		T(FLUSH_native_5_GiB_is_two_ibv_wr_flush_pieces_below_2_32),
+		T(FLUSH_split_needs_a_slot_per_piece_or_posts_nothing),
 		T(FLUSH_beyond_the_piece_limit_flushes_the_whole_mr),
 #endif
 #undef T
