@@ -518,6 +518,46 @@ enum pmrep_flush_method {
 /* pmrep_conn_get_flush_method -- the PERSISTENT flush method. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_conn_get_flush_method(const struct pmrep_conn *conn,
 		enum pmrep_flush_method *method);
+/*
+ * How a verbs conn's reliable connection (RC QP) retransmits (T23). Each
+ * side sets its own local ACK timeout (rdma_set_option
+ * RDMA_OPTION_ID_ACK_TIMEOUT, before rdma_connect / rdma_accept and on
+ * every id a connect retry makes): a request not acknowledged within
+ * 4.096 us * 2^ack_timeout_exp is sent again, at most retry_count times,
+ * then it completes with IBV_WC_RETRY_EXC_ERR and the conn is LOST. Both
+ * follow from the conn cfg's timeout T (pmrep_conn_cfg_set_timeout):
+ *   ack_timeout_exp = the largest exp in 1..31 with 4.096 us * 2^exp <= T / 4
+ *                     (1 if none; never 0, which means "never retransmit"),
+ *   retry_count     = floor(T / ack_timeout) - 1, within 1..7,
+ * so one lost packet costs at most T / 4 and a dead peer is detected within
+ * (retry_count + 1) * ack_timeout <= T (for T >= 1 ms: retry_count 3..6,
+ * 7 only when T > 4.096 us * 2^31 * 4, about 9.8 hours). The initiator's
+ * retry_count (sent in its connect request) is used by both QPs: on the
+ * passive side this reports the initiator's. A device may enforce a longer
+ * minimum ACK timeout than asked (rxe rounds it up to a jiffy).
+ * rnr_retry_count: how often a SEND that finds no receive posted on the
+ * peer is retried (pmrep asks 6, bounded; 7 would mean forever) -- as the
+ * peer granted it for this conn's QP (the REP's on the active side, the
+ * REQ's on the passive side). rdma_cm's own REQ / REP retries (several
+ * seconds each) are not settable from user space.
+ */
+struct pmrep_conn_rc_timing {
+	unsigned ack_timeout_exp;	/* 1..31 */
+	uint64_t ack_timeout_us;	/* 4.096 us * 2^exp, rounded up */
+	unsigned retry_count;		/* 0..7 */
+	unsigned rnr_retry_count;	/* 0..7 (7: unbounded) */
+	uint64_t detect_us;		/* ack_timeout_us * (retry_count + 1) */
+};
+/*
+ * pmrep_conn_get_rc_timing -- the conn's effective retransmission timing
+ * (above), set from connect / accept on. Thread-safety: the values change
+ * only while a connect is (re)tried and when ESTABLISHED is decided; read
+ * them from the thread that reads the conn's events. Errors: PMREP_E_INVAL
+ * (a NULL argument), PMREP_E_NOSUPP (the tcp provider: it has no
+ * retransmission settings of its own; its timeouts are the cfg's).
+ */
+PMREP_API int pmrep_conn_get_rc_timing(const struct pmrep_conn *conn,
+		struct pmrep_conn_rc_timing *timing);
 /* pmrep_conn_get_provider -- the conn's provider. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_conn_get_provider(const struct pmrep_conn *conn,
 		enum pmrep_provider *provider);

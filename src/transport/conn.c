@@ -167,6 +167,20 @@ pmrep_conn_get_flush_method(const struct pmrep_conn *conn,
 }
 
 int
+pmrep_conn_get_rc_timing(const struct pmrep_conn *conn,
+		struct pmrep_conn_rc_timing *timing)
+{
+	PMREP_CHECK_ARG(conn);
+	PMREP_CHECK_ARG(timing);
+	if (!conn->has_rc_timing) {
+		PMREP_LOG_ERR("the conn's provider has no RC retransmission timing");
+		return PMREP_E_NOSUPP;
+	}
+	*timing = conn->rc_timing;
+	return 0;
+}
+
+int
 pmrep_conn_get_provider(const struct pmrep_conn *conn,
 		enum pmrep_provider *provider)
 {

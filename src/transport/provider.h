@@ -94,6 +94,9 @@ struct pmrep_conn {
 	enum pmrep_flush_method flush_method;
 	uint8_t pdata_len;
 	uint8_t pdata[PMREP_PDATA_ACCEPT_MAX];	/* peer's, our copy */
+	/* verbs: the RC QP's retransmission timing (T23); tcp: none */
+	bool has_rc_timing;
+	struct pmrep_conn_rc_timing rc_timing;
 };
 
 struct pmrep_comp_channel {

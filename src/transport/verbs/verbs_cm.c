@@ -48,6 +48,8 @@ verbs_cm_event_take(struct rdma_event_channel *ch, struct verbs_cm_event *ev)
 		ev->flow_control = p->flow_control;
 		ev->responder_resources = p->responder_resources;
 		ev->initiator_depth = p->initiator_depth;
+		ev->retry_count = p->retry_count;
+		ev->rnr_retry_count = p->rnr_retry_count;
 		if (p->private_data != NULL && p->private_data_len > 0) {
 			size_t n = p->private_data_len;
 			if (n > sizeof(ev->pdata))

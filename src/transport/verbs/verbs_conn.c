@@ -13,7 +13,8 @@
  * State machine (active: initiator, passive: acceptor; "retry" = tear down
  * id + QP, arm the backoff, or report UNREACHABLE when no retry is left;
  * "ignore" = acknowledged, logged, nothing else). Events of an id other than
- * the current one are ignored. Before any CM event: an async lost mark ->
+ * the current one are ignored. Before any CM event: a lost mark (an async
+ * event, or an error completion of the QP: verbs_conn_wc_error, T21) ->
  * LOST; a local disconnect (pmrep_conn_disconnect, in any state) -> CLOSED
  * at once, without waiting for the peer's DREP, which only comes when the
  * remote application looks at its own events.
@@ -389,6 +390,64 @@ err_close_ep:
 	return ret;
 }
 
+/* ------------------------------------------------- RC timing (T23) */
+
+/* 4.096 us * 2^exp in ns */
+static uint64_t
+ack_timeout_ns(unsigned exp)
+{
+	return 4096ULL << exp;
+}
+
+void
+verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t)
+{
+	uint64_t total_ns = (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) *
+		1000000ULL;
+	unsigned exp = VERBS_ACK_TIMEOUT_EXP_MIN;
+	while (exp < VERBS_ACK_TIMEOUT_EXP_MAX &&
+			ack_timeout_ns(exp + 1) <= total_ns / 4)
+		exp++;
+	uint64_t tries = total_ns / ack_timeout_ns(exp);
+	uint64_t retry = tries > 1 ? tries - 1 : 1;
+	if (retry > 7)
+		retry = 7;
+	memset(t, 0, sizeof(*t));
+	t->ack_timeout_exp = exp;
+	t->ack_timeout_us = (ack_timeout_ns(exp) + 999) / 1000;
+	t->retry_count = (unsigned)retry;
+	t->rnr_retry_count = VERBS_RNR_RETRY_COUNT;
+	t->detect_us = t->ack_timeout_us * (retry + 1);
+}
+
+int
+verbs_conn_set_ack_timeout(struct verbs_conn *conn)
+{
+	struct pmrep_conn_rc_timing t;
+	verbs_rc_timing(conn->base.cfg.timeout_ms, &t);
+	if (conn->passive) {
+		/* the initiator's REQ decides both for our QP */
+		t.retry_count = conn->req_retry;
+		t.rnr_retry_count = conn->req_rnr_retry;
+		t.detect_us = t.ack_timeout_us * (t.retry_count + 1ULL);
+	}
+	uint8_t exp = (uint8_t)t.ack_timeout_exp;
+	if (rdma_set_option(conn->id, RDMA_OPTION_ID,
+			RDMA_OPTION_ID_ACK_TIMEOUT, &exp, sizeof(exp)))
+		return PMREP_ERR_PROVIDER(errno,
+				"rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)");
+	if (!conn->base.has_rc_timing)
+		PMREP_LOG_DBG("local ACK timeout exponent %u (%llu us per retransmission), %u retries: a dead peer is detected in about %llu us",
+				t.ack_timeout_exp,
+				(unsigned long long)t.ack_timeout_us,
+				t.retry_count, (unsigned long long)t.detect_us);
+	if (conn->passive && t.rnr_retry_count == VERBS_RNR_RETRY_INFINITE)
+		PMREP_LOG_WARN("the initiator asks for unbounded RNR retries (7): a peer that never posts a receive is never detected");
+	conn->base.rc_timing = t;
+	conn->base.has_rc_timing = true;
+	return 0;
+}
+
 void
 verbs_conn_param(const struct verbs_conn *conn, struct rdma_conn_param *param)
 {
@@ -396,7 +455,8 @@ verbs_conn_param(const struct verbs_conn *conn, struct rdma_conn_param *param)
 	param->private_data = conn->my_pdata.len ? conn->my_pdata.buf : NULL;
 	param->private_data_len = conn->my_pdata.len;
 	param->flow_control = conn->my_pdata.flow_control;
-	param->retry_count = VERBS_RETRY_COUNT;
+	/* the initiator's decides both QPs' (rdma_accept ignores it) */
+	param->retry_count = (uint8_t)conn->base.rc_timing.retry_count;
 	param->rnr_retry_count = VERBS_RNR_RETRY_COUNT;
 	if (conn->passive) {
 		/* at most what the initiator asked for, and what we have */
@@ -675,6 +735,37 @@ verbs_conn_mark_lost(struct verbs_conn *conn, const char *why)
 		PMREP_LOG_ERR("write(eventfd): %s", strerror(errno));
 }
 
+/*
+ * An error completion of the conn's current QP (T21, T27): on an RC QP
+ * every error completion -- a remote access error (a wrong rkey), the
+ * transport's or RNR retries exhausted, a local protection error, or a
+ * flush error of a QP that went to error by itself -- means the QP is in
+ * the error state now, and no rdma_cm event and no async event may ever
+ * follow: nothing would report the connection's end. So it is lost, at
+ * once: later posts are refused (verbs_post: PMREP_E_CONN_LOST) and the
+ * event fd wakes for the one LOST that next_event reports. Not when the
+ * end is ours or already decided: after a local disconnect (CLOSED), after
+ * the terminal event (its QP was moved to error by go_terminal), or while
+ * an active conn still tries to connect (a failed attempt is retried;
+ * what its QP flushed is stale). Called by whoever polls the CQ (any
+ * thread); the state is read without sm_lock, as in verbs_post: a step of
+ * the machine in flight decides the same terminal event first.
+ */
+void
+verbs_conn_wc_error(struct verbs_conn *conn, const struct ibv_wc *wc)
+{
+	enum verbs_conn_state st = conn->state;
+	bool live = st == VERBS_ST_ESTABLISHED ||
+		(conn->passive && st == VERBS_ST_CONNECTING);
+	if (!live || conn->local_close || atomic_load(&conn->lost))
+		return;
+	PMREP_LOG_ERR("QP %u: a %s completed with \"%s\" (vendor error 0x%x): the QP is in the error state, the connection is lost",
+			wc->qp_num, (wc->wr_id & VERBS_WR_RECV) ? "receive" :
+			"send-queue request", ibv_wc_status_str(wc->status),
+			wc->vendor_err);
+	verbs_conn_mark_lost(conn, ibv_wc_status_str(wc->status));
+}
+
 /* -------------------------------------------------------- state machine */
 
 static int
@@ -869,6 +960,11 @@ attempt_connect(struct verbs_conn *conn, struct step *s)
 			return;
 		}
 	}
+	/* a new id: its ACK timeout again (T23) */
+	if (verbs_conn_set_ack_timeout(conn)) {
+		attempt_failed(conn, "rdma_set_option", s);
+		return;
+	}
 	verbs_conn_param(conn, &param);
 	if (rdma_connect(conn->id, &param)) {
 		(void) PMREP_ERR_PROVIDER(errno, "rdma_connect");
@@ -912,6 +1008,10 @@ on_established(struct verbs_conn *conn, const struct verbs_cm_event *ev,
 			return;
 		}
 		conn->base.pdata_len = len;
+		/* the acceptor's REP decides our QP's RNR retries */
+		conn->base.rc_timing.rnr_retry_count = ev->rnr_retry_count;
+		if (ev->rnr_retry_count == VERBS_RNR_RETRY_INFINITE)
+			PMREP_LOG_WARN("the acceptor grants unbounded RNR retries (7): a peer that never posts a receive is never detected");
 		/* no retry from here on */
 		free(conn->prepost);
 		conn->prepost = NULL;
@@ -1068,6 +1168,10 @@ verbs_conn_start(struct verbs_conn *conn)
 	int ret;
 
 	ret = verbs_conn_fds_new(conn);
+	if (ret)
+		return ret;
+	/* each side its own id's local ACK timeout, before connect / accept */
+	ret = verbs_conn_set_ack_timeout(conn);
 	if (ret)
 		return ret;
 	verbs_conn_param(conn, &param);

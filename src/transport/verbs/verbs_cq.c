@@ -203,6 +203,14 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 				wc->qp_num, cq->qp_num);
 		return false;
 	}
+	/* an error completion: the QP is in error, the conn ends (T21) */
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (cq->base.conn != NULL)
+			verbs_conn_wc_error((struct verbs_conn *)cq->base.conn,
+					wc);
+		else
+			verbs_peer_wc_error(verbs_peer(cq->base.peer), wc);
+	}
 	memset(out, 0, sizeof(*out));
 	out->status = wc->status;
 	if (wc->wr_id & VERBS_WR_RECV) {
@@ -222,14 +230,19 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 	} else {
 		const void *ctx = NULL;
 		enum pmrep_op op = PMREP_OP_WRITE;
-		if (cq->sq == NULL ||
-				!verbs_sq_ring_complete(cq->sq, wc->wr_id, &ctx, &op)) {
+		int status = (int)wc->status;
+		int r = cq->sq == NULL ? -1 : verbs_sq_ring_complete_wc(cq->sq,
+				wc->wr_id, status, &ctx, &op, &status);
+		if (r < 0) {
 			PMREP_LOG_ERR("a send completion with unknown wr_id 0x%llx",
 					(unsigned long long)wc->wr_id);
 			return false;
 		}
+		if (r == 0)
+			return false;	/* a split flush's earlier piece */
 		out->op_context = (void *)ctx;
 		out->op = op;
+		out->status = (enum ibv_wc_status)status;
 		if (wc->status != IBV_WC_SUCCESS)
 			return true;
 	}

@@ -141,6 +141,8 @@ req_build(struct verbs_ep *ep, const struct pmrep_conn_cfg *cfg,
 	}
 	conn->resp_res = ev->responder_resources;
 	conn->init_depth = ev->initiator_depth;
+	conn->req_retry = ev->retry_count;
+	conn->req_rnr_retry = ev->rnr_retry_count;
 	conn->evch = rdma_create_event_channel();
 	if (conn->evch == NULL) {
 		ret = PMREP_ERR_PROVIDER(errno, "rdma_create_event_channel");

@@ -26,9 +26,21 @@
 #define VERBS_DEV_CAP_FLUSH_PERSISTENT	(1ULL << 39)
 #define VERBS_DEV_CAP_ATOMIC_WRITE	(1ULL << 40)
 
-/* connection parameters pmrep asks of rdma_cm (3-bit fields) */
-#define VERBS_RETRY_COUNT	7	/* transport retries on ack timeout */
+/* connection parameters pmrep asks of rdma_cm (3-bit fields); the
+ * transport retries on ACK timeout follow from the cfg timeout (T23:
+ * verbs_rc_timing) */
 #define VERBS_RNR_RETRY_COUNT	6	/* bounded (7 would mean forever); ODP needs > 0 */
+#define VERBS_RNR_RETRY_INFINITE 7
+/* the local ACK timeout exponent (5 bits; 0 = never retransmit) */
+#define VERBS_ACK_TIMEOUT_EXP_MIN 1
+#define VERBS_ACK_TIMEOUT_EXP_MAX 31
+/*
+ * The RC timing a cfg timeout of timeout_ms (> 0) gives (T23, the formula
+ * is pmrep_conn_rc_timing's in transport.h): ack_timeout_exp, its
+ * ack_timeout_us, retry_count and detect_us; rnr_retry_count is
+ * VERBS_RNR_RETRY_COUNT.
+ */
+void verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t);
 #define VERBS_LISTEN_BACKLOG	16
 #define VERBS_BACKOFF_CAP_MS	2000
 /* bytes of inline data a QP must take: the fallback atomic write */
@@ -100,6 +112,11 @@ verbs_mr_lkey(const struct pmrep_mr_local *mr)
 struct verbs_slot {
 	const void *op_context;
 	uint8_t op;			/* enum pmrep_op */
+	/* send rings: a piece of a split request other than its last (its
+	 * completion is never reported), and the error status one of those
+	 * pieces met, kept on the last piece's slot (0: none) */
+	bool piece;
+	uint8_t piece_err;
 	uint32_t next_free;		/* receive tables only */
 };
 
@@ -135,6 +152,17 @@ void verbs_sq_ring_unget(struct verbs_sq_ring *ring, uint32_t n);
 /* a completion for wr_id: its slot's context / op; false if not outstanding */
 bool verbs_sq_ring_complete(struct verbs_sq_ring *ring, uint64_t wr_id,
 		const void **op_context, enum pmrep_op *op);
+/*
+ * The same for a completion the user may see: 1 -- report it (*status:
+ * a piece's error before the last piece's own status); 0 -- a non-last
+ * piece of a split request, not reported (its error status, if any, goes
+ * to the request's last piece); -1 -- not outstanding.
+ */
+int verbs_sq_ring_complete_wc(struct verbs_sq_ring *ring, uint64_t wr_id,
+		int wc_status, const void **op_context, enum pmrep_op *op,
+		int *status);
+/* the slot of wr_id (just taken) is a non-last piece of a split request */
+void verbs_sq_ring_set_piece(struct verbs_sq_ring *ring, uint64_t wr_id);
 void verbs_sq_ring_reset(struct verbs_sq_ring *ring);
 uint32_t verbs_sq_ring_outstanding(struct verbs_sq_ring *ring);
 
@@ -159,6 +187,35 @@ uint32_t verbs_rq_table_outstanding(struct verbs_rq_table *t);
  */
 #define VERBS_HOLD_MAX PMREP_MORE_MAX
 
+/*
+ * A native FLUSH names its range's length in 32 bits on the wire (the
+ * RETH's DMA length): ibv_wr_flush of 4 GiB or more would be cut. A range
+ * of VERBS_FLUSH_PIECE_MAX bytes or more is flushed as contiguous pieces
+ * of at most that (below 2^32, a multiple of 4 KiB so that every piece but
+ * the last keeps the range's page offset), posted together behind one
+ * doorbell, only the last signalled; the request is reported once, by its
+ * last piece (a piece's error status first). More than
+ * VERBS_FLUSH_PIECES_MAX pieces (a range of 64 GiB or more): one flush of
+ * the whole MR (IBV_FLUSH_MR), a superset of the range.
+ */
+#define VERBS_FLUSH_PIECE_MAX	0xfffff000ULL
+#define VERBS_FLUSH_PIECES_MAX	16
+/* what the hold array takes: a full MORE chain and a split flush */
+#define VERBS_HOLD_CAP		(VERBS_HOLD_MAX + VERBS_FLUSH_PIECES_MAX)
+
+struct verbs_flush_piece {
+	uint64_t raddr;
+	uint64_t len;
+};
+/*
+ * Split [raddr, raddr + len) (len > 0) into pieces of at most
+ * VERBS_FLUSH_PIECE_MAX bytes, in order, contiguous: their number (1 when
+ * it fits in one), or 0 when it would take more than `max` (then nothing
+ * is written past out[max - 1]).
+ */
+unsigned verbs_flush_split(uint64_t raddr, uint64_t len,
+		struct verbs_flush_piece *out, unsigned max);
+
 enum verbs_held_kind {
 	VERBS_HELD_SEND_WR = 0,		/* an ibv_send_wr as it is */
 	VERBS_HELD_ATOMIC_WRITE,	/* ibv_wr_atomic_write(rkey, raddr, data) */
@@ -171,6 +228,8 @@ struct verbs_held_wr {
 	uint8_t data[8];		/* inline bytes / the atomic value */
 	uint8_t kind;			/* enum verbs_held_kind */
 	uint8_t op;			/* enum pmrep_op (logs) */
+	uint8_t flush_level;		/* IBV_FLUSH_RANGE / IBV_FLUSH_MR */
+	bool piece;			/* a non-last piece of a split flush */
 	uint64_t flush_len;
 	const void *op_context;		/* (logs) */
 };
@@ -178,7 +237,7 @@ struct verbs_held_wr {
 struct verbs_hold {
 	/* posting ops and the CQ calls' safety net (maybe another thread) */
 	pthread_mutex_t lock;
-	struct verbs_held_wr wr[VERBS_HOLD_MAX];
+	struct verbs_held_wr wr[VERBS_HOLD_CAP];
 	unsigned n;
 	bool native;			/* a native op is held: post via ibv_wr_* */
 	/* n, for a look without the lock from the CQ side */
@@ -351,6 +410,7 @@ struct verbs_conn {
 	bool local_close;		/* disconnect before ESTABLISHED */
 	struct verbs_pdata my_pdata;	/* what we send (again on retry) */
 	uint8_t resp_res, init_depth;	/* passive: from the request */
+	uint8_t req_retry, req_rnr_retry;	/* passive: from the request */
 
 	/* peer's registry */
 	struct verbs_conn *reg_next, *reg_prev;
@@ -383,6 +443,12 @@ int verbs_conn_post_recv(struct verbs_conn *conn, uint64_t addr, uint32_t len,
  * channel, fds; then free. Returns the first error (everything freed).
  */
 int verbs_conn_destroy(struct verbs_conn *conn);
+/*
+ * Set the local ACK timeout of conn->id (T23) from the cfg timeout and
+ * note the conn's RC timing: before every rdma_connect / rdma_accept, on
+ * every id. 0 or PMREP_E_PROVIDER (rdma_set_option failed).
+ */
+int verbs_conn_set_ack_timeout(struct verbs_conn *conn);
 /* the rdma_conn_param pmrep uses for connect / accept */
 void verbs_conn_param(const struct verbs_conn *conn,
 		struct rdma_conn_param *param);
@@ -397,6 +463,14 @@ bool verbs_conn_pump(struct verbs_conn *conn);
 bool verbs_conn_watchable(const struct verbs_conn *conn);
 /* mark lost from an async event (any thread) and wake the event fd */
 void verbs_conn_mark_lost(struct verbs_conn *conn, const char *why);
+/*
+ * An error completion of the conn's current QP was polled (any thread):
+ * the QP is in error, so the conn is lost now (marked, its event fd woken)
+ * unless its end is already decided or ours (see verbs_conn.c).
+ */
+void verbs_conn_wc_error(struct verbs_conn *conn, const struct ibv_wc *wc);
+/* the same for an SRQ's receive completion: the conn whose QP it names */
+void verbs_peer_wc_error(struct verbs_peer *peer, const struct ibv_wc *wc);
 
 /*
  * Wait up to timeout_ms for the next CM event on `ch` (non-blocking fd),
@@ -408,6 +482,7 @@ struct verbs_cm_event {
 	struct rdma_cm_id *id;
 	uint8_t flow_control;
 	uint8_t responder_resources, initiator_depth;
+	uint8_t retry_count, rnr_retry_count;
 	size_t pdata_len;		/* of the raw (padded) buffer */
 	uint8_t pdata[PMREP_PDATA_ACCEPT_MAX];
 };

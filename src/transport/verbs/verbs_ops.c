@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * verbs_ops.c -- posting: read, write (+imm), atomic write, flush,
- * send (+imm), recv; one work request each, held by PMREP_F_MORE and posted
- * with the next request behind one doorbell.
+ * send (+imm), recv; one work request each (a native FLUSH of 4 GiB or
+ * more: contiguous pieces below 2^32, see VERBS_FLUSH_PIECE_MAX), held by
+ * PMREP_F_MORE and posted with the next request behind one doorbell. A conn
+ * whose QP is known to be in error (an error completion, T21; an async
+ * event) refuses every post with PMREP_E_CONN_LOST.
  *
  * Flush, VISIBILITY: a signalled RDMA READ of the flushed range's last byte
  * into the peer's sink. Not a 0-length read: the IB spec lets a responder
@@ -73,18 +76,18 @@ hold_clear(struct verbs_hold *h)
 
 /*
  * h->wr[from..n-1] were not posted: give their slots back (the last ones
- * taken) and name them -- except the last one when it is the calling
- * op's own request, whose return value says so.
+ * taken) and name them -- except the last `own` ones: the calling op's own
+ * request (a split flush: its pieces), whose return value says so.
  */
 static void
-hold_drop(struct verbs_conn *conn, unsigned from, bool own_last,
+hold_drop(struct verbs_conn *conn, unsigned from, unsigned own,
 		const char *why)
 {
 	struct verbs_hold *h = &conn->hold;
 	if (from >= h->n)
 		return;
 	verbs_sq_ring_unget(&conn->sq, h->n - from);
-	unsigned end = own_last ? h->n - 1 : h->n;
+	unsigned end = own < h->n ? h->n - own : 0;
 	for (unsigned i = from; i < end; i++)
 		PMREP_LOG_ERR("held request %u of %u (%s, op_context %p) was not posted (%s): it will not complete",
 				i + 1, h->n, op_str(h->wr[i].op),
@@ -117,7 +120,7 @@ hold_post_wr_api(struct verbs_conn *conn)
 		case VERBS_HELD_FLUSH:
 #ifdef PMREP_HAVE_IBV_WR_FLUSH
 			ibv_wr_flush(qpx, rkey, raddr, e->flush_len,
-					IBV_FLUSH_PERSISTENT, IBV_FLUSH_RANGE);
+					IBV_FLUSH_PERSISTENT, e->flush_level);
 			continue;
 #else
 			break;	/* never held without ibv_wr_flush */
@@ -163,18 +166,18 @@ unknown:
 }
 
 /*
- * Post everything held (hold.lock held): one doorbell. own_last: the last
- * entry is the calling op's own request.
+ * Post everything held (hold.lock held): one doorbell. own: the last `own`
+ * entries are the calling op's own request.
  */
 static int
-hold_post_locked(struct verbs_conn *conn, bool own_last)
+hold_post_locked(struct verbs_conn *conn, unsigned own)
 {
 	struct verbs_hold *h = &conn->hold;
 	unsigned n = h->n;
 	if (n == 0)
 		return 0;
 	if (conn->qp == NULL) {
-		hold_drop(conn, 0, own_last, "the connection has no QP");
+		hold_drop(conn, 0, own, "the connection has no QP");
 		hold_clear(h);
 		PMREP_LOG_ERR("the connection has no QP now");
 		return PMREP_E_STATE;
@@ -212,7 +215,7 @@ hold_post_locked(struct verbs_conn *conn, bool own_last)
 		if (n > 1)
 			PMREP_LOG_ERR("%s of %u held requests failed at request %u: %s",
 					what, n, posted + 1, strerror(err));
-		hold_drop(conn, posted, own_last, what);
+		hold_drop(conn, posted, own, what);
 		hold_clear(h);
 		return post_failed(err, what);
 	}
@@ -233,35 +236,53 @@ hold_post_locked(struct verbs_conn *conn, bool own_last)
 }
 
 /*
- * Take the request's slot, add it to the chain (its own copy of the SGE and
- * inline bytes) and post the chain unless MORE holds it (and it is not full).
- * A request that gets no slot leaves the chain as it was.
+ * Take the request's slots (one per entry: a split flush has several),
+ * add its entries to the chain (their own copy of the SGE and inline
+ * bytes) and post the chain unless MORE holds it (and it is not full).
+ * A request that does not get all its slots leaves the chain as it was.
  */
 static int
-hold_add(struct verbs_conn *conn, const struct verbs_held_wr *req, bool more)
+hold_add(struct verbs_conn *conn, const struct verbs_held_wr *req,
+		unsigned nreq, bool more)
 {
 	struct verbs_hold *h = &conn->hold;
+	int ret;
 
 	pthread_mutex_lock(&h->lock);
-	uint64_t wr_id;
-	int ret = verbs_sq_ring_get(&conn->sq, (enum pmrep_op)req->op,
-			req->op_context, &wr_id);
-	if (ret) {
-		pthread_mutex_unlock(&h->lock);
-		return ret;
+	if (h->n + nreq > VERBS_HOLD_CAP) {
+		/* (never: a chain is posted at VERBS_HOLD_MAX entries) */
+		ret = hold_post_locked(conn, 0);
+		if (ret) {
+			pthread_mutex_unlock(&h->lock);
+			return ret;
+		}
 	}
-	struct verbs_held_wr *e = &h->wr[h->n];
-	*e = *req;
-	e->wr.wr_id = wr_id;
-	e->wr.next = NULL;
-	e->wr.sg_list = e->wr.num_sge ? &e->sge : NULL;
-	if (e->wr.send_flags & IBV_SEND_INLINE)
-		e->sge.addr = (uintptr_t)e->data;
-	if (h->n > 0)
-		h->wr[h->n - 1].wr.next = &e->wr;
-	h->n++;
-	if (e->kind != VERBS_HELD_SEND_WR)
-		h->native = true;
+	uint64_t wr_id[VERBS_FLUSH_PIECES_MAX];
+	for (unsigned k = 0; k < nreq; k++) {
+		ret = verbs_sq_ring_get(&conn->sq, (enum pmrep_op)req[k].op,
+				req[k].op_context, &wr_id[k]);
+		if (ret) {
+			verbs_sq_ring_unget(&conn->sq, k);
+			pthread_mutex_unlock(&h->lock);
+			return ret;
+		}
+		if (req[k].piece)
+			verbs_sq_ring_set_piece(&conn->sq, wr_id[k]);
+	}
+	for (unsigned k = 0; k < nreq; k++) {
+		struct verbs_held_wr *e = &h->wr[h->n];
+		*e = req[k];
+		e->wr.wr_id = wr_id[k];
+		e->wr.next = NULL;
+		e->wr.sg_list = e->wr.num_sge ? &e->sge : NULL;
+		if (e->wr.send_flags & IBV_SEND_INLINE)
+			e->sge.addr = (uintptr_t)e->data;
+		if (h->n > 0)
+			h->wr[h->n - 1].wr.next = &e->wr;
+		h->n++;
+		if (e->kind != VERBS_HELD_SEND_WR)
+			h->native = true;
+	}
 	if (more && h->n < VERBS_HOLD_MAX) {
 		atomic_store_explicit(&h->pending, h->n, memory_order_relaxed);
 		pthread_mutex_unlock(&h->lock);
@@ -270,7 +291,7 @@ hold_add(struct verbs_conn *conn, const struct verbs_held_wr *req, bool more)
 	if (more)
 		PMREP_LOG_DBG("QP %u: %u requests held: posting them",
 				conn->qp->qp_num, h->n);
-	ret = hold_post_locked(conn, true);
+	ret = hold_post_locked(conn, nreq);
 	pthread_mutex_unlock(&h->lock);
 	return ret;
 }
@@ -287,7 +308,7 @@ verbs_hold_post(struct verbs_conn *conn, const char *why)
 	pthread_mutex_lock(&h->lock);
 	if (h->n)
 		PMREP_LOG_DBG("posting %u held request(s): %s", h->n, why);
-	int ret = hold_post_locked(conn, false);
+	int ret = hold_post_locked(conn, 0);
 	pthread_mutex_unlock(&h->lock);
 	return ret;
 }
@@ -345,6 +366,7 @@ prep_flush(struct verbs_conn *conn, const struct pmrep_op_args *a,
 #ifdef PMREP_HAVE_IBV_WR_FLUSH
 		if (conn->qpx != NULL) {
 			r->kind = VERBS_HELD_FLUSH;
+			r->flush_level = IBV_FLUSH_RANGE;
 			r->flush_len = a->len;
 			return 0;
 		}
@@ -365,6 +387,49 @@ prep_flush(struct verbs_conn *conn, const struct pmrep_op_args *a,
 	}
 }
 
+/*
+ * A native FLUSH whose length does not fit the wire's 32 bits: contiguous
+ * pieces below 2^32, all in one chain (one doorbell, all or none), only
+ * the last signalled as the request asked; the earlier ones never report
+ * (verbs_sq_ring_complete_wc). Too many pieces: one flush of the whole MR.
+ */
+static int
+post_split_flush(struct verbs_conn *conn, const struct verbs_held_wr *r,
+		bool more)
+{
+	struct verbs_flush_piece p[VERBS_FLUSH_PIECES_MAX];
+	struct verbs_held_wr pieces[VERBS_FLUSH_PIECES_MAX];
+	uint64_t raddr = r->wr.wr.rdma.remote_addr;
+	unsigned n = verbs_flush_split(raddr, r->flush_len, p,
+			VERBS_FLUSH_PIECES_MAX);
+	if (n == 0) {
+#ifdef PMREP_HAVE_IBV_WR_FLUSH
+		PMREP_LOG_INFO("flush of %llu bytes: more than %u pieces of %llu; flushing the whole MR instead",
+				(unsigned long long)r->flush_len,
+				VERBS_FLUSH_PIECES_MAX,
+				(unsigned long long)VERBS_FLUSH_PIECE_MAX);
+		struct verbs_held_wr whole = *r;
+		whole.flush_level = IBV_FLUSH_MR;
+		whole.flush_len = 0;
+		return hold_add(conn, &whole, 1, more);
+#else
+		return PMREP_E_NOSUPP;	/* (never: no native flush held) */
+#endif
+	}
+	for (unsigned k = 0; k < n; k++) {
+		pieces[k] = *r;
+		pieces[k].wr.wr.rdma.remote_addr = p[k].raddr;
+		pieces[k].flush_len = p[k].len;
+		pieces[k].piece = k + 1 < n;
+		if (pieces[k].piece)
+			pieces[k].wr.send_flags &= ~(unsigned)IBV_SEND_SIGNALED;
+	}
+	PMREP_LOG_DBG("flush of %llu bytes at 0x%llx: %u pieces",
+			(unsigned long long)r->flush_len,
+			(unsigned long long)raddr, n);
+	return hold_add(conn, pieces, n, more);
+}
+
 int
 verbs_post(const struct pmrep_op_args *a)
 {
@@ -376,6 +441,10 @@ verbs_post(const struct pmrep_op_args *a)
 		return PMREP_E_INVAL;
 	}
 	if (a->op == PMREP_OP_RECV) {
+		if (atomic_load(&conn->lost)) {
+			PMREP_LOG_ERR("the connection is lost (its QP is in the error state): receive refused");
+			return PMREP_E_CONN_LOST;
+		}
 		if (conn->srq)
 			return verbs_srq_post_recv(conn->srq, a->local,
 					a->local_offset, a->len, a->op_context);
@@ -383,6 +452,13 @@ verbs_post(const struct pmrep_op_args *a)
 				(uintptr_t)a->local->ptr + a->local_offset,
 				(uint32_t)a->len, verbs_mr_lkey(a->local),
 				a->op_context);
+	}
+	/* an error completion put the QP in error (T21), or an async event
+	 * said it is gone: nothing posted now could complete but flushed */
+	if (atomic_load(&conn->lost)) {
+		PMREP_LOG_ERR("the connection is lost (its QP is in the error state): %s refused",
+				op_str((uint8_t)a->op));
+		return PMREP_E_CONN_LOST;
 	}
 	/* a message may arrive before this side read its ESTABLISHED event:
 	 * let the state machine catch up with what the CM already said */
@@ -445,11 +521,14 @@ verbs_post(const struct pmrep_op_args *a)
 		int ret = prep_flush(conn, a, &r);
 		if (ret)
 			return ret;
+		if (r.kind == VERBS_HELD_FLUSH &&
+				r.flush_len > VERBS_FLUSH_PIECE_MAX)
+			return post_split_flush(conn, &r, a->more);
 		break;
 	}
 	default:
 		PMREP_LOG_ERR("unknown op %d", (int)a->op);
 		return PMREP_E_INVAL;
 	}
-	return hold_add(conn, &r, a->more);
+	return hold_add(conn, &r, 1, a->more);
 }

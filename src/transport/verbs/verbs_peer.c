@@ -289,6 +289,23 @@ verbs_peer_mark_device_lost(struct verbs_peer *peer, const char *why)
 	pthread_mutex_unlock(&Peers_lock);
 }
 
+/*
+ * An SRQ's receive CQ belongs to no conn: the completion names the QP.
+ * Under the registry's lock: a conn unregisters before its QP goes away.
+ */
+void
+verbs_peer_wc_error(struct verbs_peer *peer, const struct ibv_wc *wc)
+{
+	pthread_mutex_lock(&peer->lock);
+	for (struct verbs_conn *c = peer->conns; c; c = c->reg_next) {
+		if (c->qp != NULL && c->qp->qp_num == wc->qp_num) {
+			verbs_conn_wc_error(c, wc);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&peer->lock);
+}
+
 int
 verbs_peer_handle_async_event(struct pmrep_peer *base,
 		enum pmrep_async_event *event)

@@ -54,6 +54,8 @@ verbs_sq_ring_get(struct verbs_sq_ring *ring, enum pmrep_op op,
 	uint32_t i = ring->head;
 	ring->slots[i].op_context = op_context;
 	ring->slots[i].op = (uint8_t)op;
+	ring->slots[i].piece = false;
+	ring->slots[i].piece_err = 0;
 	ring->head = (i + 1) % ring->size;
 	ring->count++;
 	pthread_mutex_unlock(&ring->lock);
@@ -94,6 +96,61 @@ verbs_sq_ring_complete(struct verbs_sq_ring *ring, uint64_t wr_id,
 	}
 	pthread_mutex_unlock(&ring->lock);
 	return ok;
+}
+
+void
+verbs_sq_ring_set_piece(struct verbs_sq_ring *ring, uint64_t wr_id)
+{
+	uint32_t i = VERBS_WR_SLOT(wr_id);
+	pthread_mutex_lock(&ring->lock);
+	if (i < ring->size)
+		ring->slots[i].piece = true;
+	pthread_mutex_unlock(&ring->lock);
+}
+
+int
+verbs_sq_ring_complete_wc(struct verbs_sq_ring *ring, uint64_t wr_id,
+		int wc_status, const void **op_context, enum pmrep_op *op,
+		int *status)
+{
+	uint32_t i = VERBS_WR_SLOT(wr_id);
+	bool ok = false, report = false;
+
+	pthread_mutex_lock(&ring->lock);
+	if (i < ring->size && ring->count > 0) {
+		uint32_t tail = (ring->head + ring->size - ring->count) %
+			ring->size;
+		/* slots tail..i are done (RC completes the SQ in order) */
+		uint32_t n = (i + ring->size - tail) % ring->size + 1;
+		if (n <= ring->count) {
+			ring->count -= n;
+			ok = true;
+		}
+	}
+	if (ok && ring->slots[i].piece) {
+		/* a split request's earlier piece: its error is the
+		 * request's, reported by the last piece (still outstanding:
+		 * a split request's pieces are posted all or none) */
+		if (wc_status != 0) {
+			for (uint32_t k = 1; k <= ring->count; k++) {
+				struct verbs_slot *l =
+					&ring->slots[(i + k) % ring->size];
+				if (l->piece)
+					continue;
+				if (l->piece_err == 0)
+					l->piece_err = (uint8_t)wc_status;
+				break;
+			}
+		}
+	} else if (ok) {
+		report = true;
+		*op_context = ring->slots[i].op_context;
+		*op = (enum pmrep_op)ring->slots[i].op;
+		*status = wc_status != 0 && ring->slots[i].piece_err ?
+			ring->slots[i].piece_err : wc_status;
+	}
+	pthread_mutex_unlock(&ring->lock);
+	return !ok ? -1 : report ? 1 : 0;
 }
 
 void
@@ -223,4 +280,22 @@ verbs_rq_table_outstanding(struct verbs_rq_table *t)
 	uint32_t n = t->used;
 	pthread_mutex_unlock(&t->lock);
 	return n;
+}
+
+/* ------------------------------------------------------ flush pieces */
+
+unsigned
+verbs_flush_split(uint64_t raddr, uint64_t len, struct verbs_flush_piece *out,
+		unsigned max)
+{
+	uint64_t n = (len + VERBS_FLUSH_PIECE_MAX - 1) / VERBS_FLUSH_PIECE_MAX;
+	if (n == 0 || n > max)
+		return 0;
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t off = k * VERBS_FLUSH_PIECE_MAX;
+		out[k].raddr = raddr + off;
+		out[k].len = len - off < VERBS_FLUSH_PIECE_MAX ? len - off :
+			VERBS_FLUSH_PIECE_MAX;
+	}
+	return (unsigned)n;
 }

@@ -60,6 +60,8 @@ struct mock_cmid {
 	bool has_cm;			/* connect / accept / reject sent */
 	bool passive;			/* from a CONNECT_REQUEST */
 	struct mock_cmid *listener;	/* passive: its listener (identity) */
+	bool ack_timeout_set;		/* RDMA_OPTION_ID_ACK_TIMEOUT */
+	uint8_t ack_timeout;
 };
 
 struct mock_ai {
@@ -133,6 +135,10 @@ static const char *const Rec_names[C_COUNT] = {
 };
 
 static struct mock_cm_call Rec[C_COUNT];
+/* order of recorded calls (rec, rdma_set_option), from 1 */
+static unsigned Seq;
+static struct mock_cm_option Opts[MOCK_CM_MAX_OPTIONS];
+static size_t Nopts;
 
 static void
 react_defaults(void)
@@ -196,10 +202,16 @@ rec(enum rec_fn f, struct mock_cmid *m)
 {
 	struct mock_cm_call *r = &Rec[f];
 	unsigned count = r->count + 1;
+	unsigned with_ack = r->count_with_ack_timeout + m->ack_timeout_set;
 
 	memset(r, 0, sizeof(*r));
 	r->count = count;
+	r->count_with_ack_timeout = with_ack;
+	r->ack_timeout_set = m->ack_timeout_set;
+	r->ack_timeout = m->ack_timeout;
 	r->id = &m->id;
+	r->seq = ++Seq;
+	r->qp_rq_used = m->id.qp ? mock_qp_rq_used(m->id.qp) : -1;
 	return r;
 }
 
@@ -227,6 +239,26 @@ mock_cm_last(const char *fn)
 		}
 	}
 	mock_die("mock_cm_last: \"%s\" is not recorded", fn ? fn : "(null)");
+}
+
+size_t
+mock_cm_option_count(void)
+{
+	MOCK_LOCK();
+	size_t n = Nopts;
+	MOCK_UNLOCK();
+	return n;
+}
+
+const struct mock_cm_option *
+mock_cm_option(size_t i)
+{
+	MOCK_LOCK();
+	if (i >= Nopts)
+		mock_die("mock_cm_option(%zu): only %zu recorded", i, Nopts);
+	const struct mock_cm_option *o = &Opts[i];
+	MOCK_UNLOCK();
+	return o;
 }
 
 /* --------------------------------------------------------------- events */
@@ -1320,18 +1352,42 @@ rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 {
 	int rc = -1;
 
-	(void)level;
-	(void)optname;
 	MOCK_LOCK();
-	id_get(id, "rdma_set_option");
+	struct mock_cmid *m = id_get(id, "rdma_set_option");
 	int err = mock_enter(MF_RDMA_SET_OPTION, &rc);
 	if (!err && (optval == NULL || optlen == 0))
+		err = EINVAL;
+	/* the kernel (ucma_set_option): level RDMA_OPTION_IB knows only
+	 * RDMA_OPTION_IB_PATH (not modelled here) -- any other option at
+	 * that level, e.g. an ACK timeout asked at the wrong level, is
+	 * ENOSYS; the ACK timeout is RDMA_OPTION_ID's, one byte */
+	if (!err && level == RDMA_OPTION_IB)
+		err = ENOSYS;
+	if (!err && level == RDMA_OPTION_ID &&
+			optname == RDMA_OPTION_ID_ACK_TIMEOUT &&
+			optlen != sizeof(uint8_t))
 		err = EINVAL;
 	if (err) {
 		errno = err;
 		MOCK_UNLOCK();
 		return rc;
 	}
+	if (Nopts == MOCK_CM_MAX_OPTIONS)
+		mock_die("rdma_set_option: more than %d calls since reset",
+				MOCK_CM_MAX_OPTIONS);
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+		m->ack_timeout_set = true;
+		m->ack_timeout = *(const uint8_t *)optval;
+	}
+	struct mock_cm_option *o = &Opts[Nopts++];
+	memset(o, 0, sizeof(*o));
+	o->seq = ++Seq;
+	o->id = &m->id;
+	o->level = level;
+	o->optname = optname;
+	o->optlen = optlen;
+	memcpy(o->value, optval, optlen < sizeof(o->value) ? optlen :
+			sizeof(o->value));
 	MOCK_UNLOCK();
 	return 0;
 }
@@ -1619,6 +1675,8 @@ mock_cm_reset(void)
 		mock_free(l);
 	}
 	memset(Rec, 0, sizeof(Rec));
+	Seq = 0;
+	Nopts = 0;
 	react_defaults();
 	Padding = true;
 	Reachable = true;

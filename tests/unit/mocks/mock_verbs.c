@@ -2422,6 +2422,7 @@ wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, size_t len,
 	w->rkey = rkey;
 	w->remote_addr = raddr;
 	w->length = (uint32_t)len;
+	w->flush_len = len;
 	w->flush_type = type;
 	w->flush_level = level;
 	MOCK_UNLOCK();

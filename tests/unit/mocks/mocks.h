@@ -369,8 +369,10 @@ struct mock_wr {
 	uint32_t data_len;
 	uint8_t data[MOCK_WR_DATA_MAX];
 	bool bad_lkey;			/* an SGE outside its MR: completes LOC_PROT_ERR */
-	/* ibv_wr_flush (rdma-core >= 45 only): opcode IBV_WR_FLUSH */
+	/* ibv_wr_flush (rdma-core >= 45 only): opcode IBV_WR_FLUSH; the
+	 * length as passed (size_t; `length` above is its low 32 bits) */
 	uint8_t flush_type, flush_level;
+	uint64_t flush_len;
 };
 size_t mock_send_count(void);
 const struct mock_wr *mock_send_wr(size_t i);	/* 0 = oldest; loud if out of range */
@@ -501,11 +503,42 @@ struct mock_cm_call {
 	struct rdma_conn_param param;	/* private_data set to NULL */
 	uint8_t pdata_len;
 	uint8_t pdata[256];
+	/* the order of this call among recorded CM calls and
+	 * rdma_set_option calls (from 1 after reset) */
+	unsigned seq;
+	/* receives posted on the id's QP when it was made (-1: no QP) --
+	 * e.g. for rdma_accept: posted before the accept */
+	int qp_rq_used;
+	/* the id's RDMA_OPTION_ID_ACK_TIMEOUT at the time of this call,
+	 * and of the `count` calls how many found it set on their id */
+	bool ack_timeout_set;
+	uint8_t ack_timeout;
+	unsigned count_with_ack_timeout;
 };
 /* fn: rdma_connect, rdma_accept, rdma_reject, rdma_disconnect,
  * rdma_resolve_addr, rdma_resolve_route, rdma_bind_addr, rdma_listen,
  * rdma_migrate_id; loud failure for others */
 const struct mock_cm_call *mock_cm_last(const char *fn);
+
+/*
+ * Every successful rdma_set_option since reset, in order: the id, level,
+ * option, its value bytes (the first 8) and length, and its place among
+ * the recorded CM calls (seq, as in mock_cm_call). Mocked checks: a NULL
+ * or empty value is EINVAL, RDMA_OPTION_ID_ACK_TIMEOUT (level
+ * RDMA_OPTION_ID) takes one byte (else EINVAL), and level RDMA_OPTION_IB
+ * is ENOSYS (the kernel knows only RDMA_OPTION_IB_PATH there; not
+ * modelled). More than MOCK_CM_MAX_OPTIONS calls fail the test.
+ */
+#define MOCK_CM_MAX_OPTIONS 64
+struct mock_cm_option {
+	unsigned seq;
+	const void *id;			/* struct rdma_cm_id * (identity only) */
+	int level, optname;
+	size_t optlen;
+	uint8_t value[8];
+};
+size_t mock_cm_option_count(void);
+const struct mock_cm_option *mock_cm_option(size_t i);	/* loud if out of range */
 
 #ifdef __cplusplus
 }
