@@ -80,6 +80,10 @@ struct progress {
 };
 static struct progress *prog;
 static char prog_path[96];	/* the file it lives in, shared across exec */
+/* this binary, read from /proc/self/exe at start (under valgrind the
+ * link names the test, while exec of /proc/self/exe would run valgrind's
+ * tool itself) */
+static char self_exe[4096];
 static const char *unlink_at_exit_path;
 
 static void
@@ -188,8 +192,8 @@ writer_start(void)
 		 * inherited this one's rdma-core state (librdmacm opens the
 		 * devices once per process) is refused by the kernel
 		 * (ibv_post_send: EACCES on rxe) once this one used verbs */
-		execl("/proc/self/exe", "test_repl_restart", "--restart-writer",
-				dir, tgt.port, prog_path, (char *)NULL);
+		execl(self_exe, self_exe, "--restart-writer", dir, tgt.port,
+				prog_path, (char *)NULL);
 		_exit(127);
 	}
 	writer = pid;
@@ -488,6 +492,10 @@ main(int argc, char *argv[])
 			_exit(126);
 		writer_main();
 	}
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	if (n <= 0)
+		return 1;
+	self_exe[n] = '\0';
 	snprintf(prog_path, sizeof(prog_path), "/dev/shm/pmrep-test-restart-prog-%d",
 			(int)getpid());
 	if (prog_map(prog_path, true) != 0)
