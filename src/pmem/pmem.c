@@ -6,7 +6,7 @@
  *
  * Persisting a PAGE-granularity mapping never goes through libpmem2: its
  * page-granularity persist / flush / memcpy / memmove / memset functions
- * call abort() when msync fails (checked against libpmem2 1.12: each of
+ * end the process with SIGABRT when msync fails (libpmem2 1.12: each of
  * them kills the process on an msync that returns EIO; drain and the
  * NOFLUSH copies do not msync). pmrep msyncs the page-aligned range
  * itself (page_writeback), reports a failure and *poisons* the mapping:

@@ -155,15 +155,6 @@ slot_decode(const uint8_t *in, struct slot *s)
 	return s->seq != 0 && repl_bitmap_words(s->data_size, s->region_size) != 0;
 }
 
-static bool
-all_zero(const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != 0)
-			return false;
-	return true;
-}
-
 static void
 uuid_str(const uint8_t *u, char out[2 * PMREP_UUID_SIZE + 1])
 {
@@ -376,7 +367,7 @@ st_load(struct mirror_state *st, const uint8_t uuid[PMREP_UUID_SIZE],
 		 * slot 0 -- the file's creation -- was cut short (a crash
 		 * tears it), and no mirror ever used this record
 		 */
-		if (size == need && all_zero(st->base + MST_SLOT1_OFF,
+		if (size == need && replica_all_zero(st->base + MST_SLOT1_OFF,
 				MST_BITMAP_OFF - MST_SLOT1_OFF)) {
 			PMREP_LOG(PMREP_LOG_NOTICE, "mirror state file %s: its creation was cut short (no slot was ever complete): a new record",
 					st->path);

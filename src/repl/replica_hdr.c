@@ -61,12 +61,18 @@ replica_fletcher64(const uint8_t *buf, size_t len)
 }
 
 bool
-replica_uuid_is_nil(const uint8_t *uuid)
+replica_all_zero(const uint8_t *p, size_t len)
 {
-	for (int i = 0; i < PMREP_UUID_SIZE; i++)
-		if (uuid[i] != 0)
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != 0)
 			return false;
 	return true;
+}
+
+bool
+replica_uuid_is_nil(const uint8_t *uuid)
+{
+	return replica_all_zero(uuid, PMREP_UUID_SIZE);
 }
 
 void

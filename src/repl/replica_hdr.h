@@ -72,6 +72,8 @@ int replica_hdr_decode(const uint8_t *buf, size_t len, uint64_t file_size,
 int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
 		struct replica_hdr *cur, const struct replica_hdr *next);
 
+/* true when `len` bytes at `p` are all zero */
+bool replica_all_zero(const uint8_t *p, size_t len);
 /* true when the uuid (or replica id) is all zero */
 bool replica_uuid_is_nil(const uint8_t *uuid);
 

@@ -166,15 +166,6 @@ allocate_blocks(const char *path, uint64_t size)
 	return ret;
 }
 
-static bool
-all_zero(const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i] != 0)
-			return false;
-	return true;
-}
-
 /* open (create + format) the replica and check its header */
 int
 target_open_replica(struct pmrep_target *t)
@@ -223,7 +214,7 @@ target_open_replica(struct pmrep_target *t)
 	 */
 	if (c->create && pmrep_pmem_is_devdax(t->pmem) &&
 			size > PMREP_REPLICA_DATA_OFFSET &&
-			all_zero(t->base, PMREP_REPLICA_DATA_OFFSET)) {
+			replica_all_zero(t->base, PMREP_REPLICA_DATA_OFFSET)) {
 		ret = hdr_format(t, size - PMREP_REPLICA_DATA_OFFSET);
 		if (ret)
 			goto err;
