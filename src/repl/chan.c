@@ -309,7 +309,8 @@ repl_chan_check_conn(struct repl_chan *ch)
 int
 repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
-		uint32_t sq_size, uint32_t cq_size, const char *who,
+		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
+		const char *who,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE])
 {
@@ -318,8 +319,12 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	int ret = pmrep_conn_cfg_new(&ccfg);
 	if (ret)
 		return ret;
-	int left = repl_left_ms(deadline);
-	(void) pmrep_conn_cfg_set_timeout(ccfg, left < 0 ? 5000 : (left ? left : 1));
+	/* the conn's own timeout (its liveness period; on verbs its ACK
+	 * timeout and retries) is the caller's configured one, never what
+	 * is left of this dial's deadline: a dial late in a step would
+	 * make a conn that declares a live peer dead after a few ms */
+	(void) pmrep_conn_cfg_set_timeout(ccfg, conn_timeout_ms > 0 ?
+			conn_timeout_ms : REPL_CONN_TIMEOUT_DEFAULT_MS);
 	(void) pmrep_conn_cfg_set_sq_size(ccfg, sq_size);
 	(void) pmrep_conn_cfg_set_rq_size(ccfg, CHAN_NRECV);
 	(void) pmrep_conn_cfg_set_cq_size(ccfg, cq_size);
@@ -345,7 +350,7 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	(void) repl_chan_attach(ch, *conn);
 
 	enum pmrep_conn_event ev;
-	left = repl_left_ms(deadline);
+	int left = repl_left_ms(deadline);
 	ret = pmrep_conn_wait_event(*conn, left < 0 ? -1 : (left ? left : 1), &ev);
 	if (ret)
 		goto out;

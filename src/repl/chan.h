@@ -12,6 +12,11 @@
 
 #include "msg.h"
 
+/* a conn's own timeout (pmrep_conn_cfg_set_timeout) when its caller has
+ * no limit (-1): the transport's liveness period and, on verbs, its ACK
+ * timeout and retries follow from it */
+#define REPL_CONN_TIMEOUT_DEFAULT_MS 5000
+
 #define CHAN_NRECV 4
 #define CHAN_NSEND 4
 
@@ -52,7 +57,9 @@ void repl_chan_detach(struct repl_chan *ch);
  * The initiator's half of connecting to a replica target, shared by the
  * mirror and recover: a conn request of `sq_size` / `cq_size` entries with
  * the channel's receives posted, a HELLO carrying a fresh nonce (kept in
- * nonce_i), ESTABLISHED by `deadline`, and the target's CHALLENGE (its
+ * nonce_i), ESTABLISHED by `deadline`, the conn's own timeout
+ * conn_timeout_ms (the caller's configured timeout, not what is left of
+ * the deadline; <= 0: REPL_CONN_TIMEOUT_DEFAULT_MS), and the target's CHALLENGE (its
  * nonce in nonce_t). *conn is set as soon as the connect was issued (the
  * caller deletes it on every path) and attached to `ch`. Errors: the
  * transport's, PMREP_E_REJECTED / PMREP_E_UNREACHABLE / PMREP_E_CONN_LOST
@@ -61,7 +68,8 @@ void repl_chan_detach(struct repl_chan *ch);
  */
 int repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
-		uint32_t sq_size, uint32_t cq_size, const char *who,
+		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
+		const char *who,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE]);
 /* encode and send `m` (signalled). PMREP_E_AGAIN: every send slot busy */

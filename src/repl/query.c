@@ -22,13 +22,14 @@ repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, const uint8_t *key,
 		size_t key_len, const uint8_t uuid[PMREP_UUID_SIZE],
 		uint64_t generation, uint64_t data_size, long long deadline,
-		const char *who, struct pmrep_conn **conn,
+		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,
 		struct repl_accept *acc)
 {
 	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
 	char what[64];
 	snprintf(what, sizeof(what), "%s: replica", who);
-	int ret = repl_chan_dial(ch, peer, addr, port, deadline, 16, 32, what,
+	int ret = repl_chan_dial(ch, peer, addr, port, deadline,
+			conn_timeout_ms, 16, 32, what,
 			conn, nonce_i, nonce_t);
 	if (ret)
 		return ret;
@@ -136,7 +137,7 @@ pmrep_replica_query(const char *addr, const char *port, const uint8_t *key,
 	static const uint8_t any_set[PMREP_UUID_SIZE];
 	struct repl_accept acc;
 	ret = repl_query_open(&ch, peer, addr, port, key, key_len, any_set, 0,
-			0, deadline, "query", &conn, &acc);
+			0, deadline, timeout_ms, "query", &conn, &acc);
 	if (ret)
 		goto out;
 	/* the data area's size: the registered region the target offers

@@ -19,7 +19,8 @@
  * for set `uuid` (all zero: any set; then the target checks neither set
  * nor generation) at `generation`, data size `data_size` (0: whatever
  * the replica holds), and take the target's answer by `deadline`
- * (repl_deadline). On success *acc is its ACCEPT, whose MAC was verified
+ * (repl_deadline); the conn's own timeout is conn_timeout_ms (the
+ * caller's configured timeout; -1: REPL_CONN_TIMEOUT_DEFAULT_MS). On success *acc is its ACCEPT, whose MAC was verified
  * (the target proved it holds the key). *conn is set as soon as the
  * connect was issued: the caller disconnects and deletes it on every
  * path (and detaches `ch`). Nothing on the target is written for this.
@@ -33,7 +34,7 @@ int repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, const uint8_t *key,
 		size_t key_len, const uint8_t uuid[PMREP_UUID_SIZE],
 		uint64_t generation, uint64_t data_size, long long deadline,
-		const char *who, struct pmrep_conn **conn,
+		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,
 		struct repl_accept *acc);
 
 /* *info (NULL: nothing) from an ACCEPT's header fields, with `data_size`

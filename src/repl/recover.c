@@ -191,7 +191,8 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 
 	struct repl_accept acc;
 	ret = repl_query_open(&rc.ch, rc.peer, addr, port, key, key_len, uuid,
-			generation, size, rc.deadline, "recover", &rc.conn, &acc);
+			generation, size, rc.deadline, timeout_ms, "recover",
+			&rc.conn, &acc);
 	if (ret)
 		goto out;
 	/* the target checked that the replica's data size is ours */
