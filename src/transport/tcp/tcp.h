@@ -371,6 +371,8 @@ struct tcp_conn {
 	bool rnr_waiting;		/* the thread waits for a receive */
 	bool app_wake;			/* kick on recv too (error, terminal) */
 	bool established;		/* ESTABLISHED queued: requests may go */
+	bool failed;			/* a request failed (enter_lost): posts
+					 * and receives refused (CONN_LOST) */
 	unsigned held;			/* requests posted with PMREP_F_MORE, not sent yet */
 	bool disconnecting;		/* pmrep_conn_disconnect was called */
 	struct tcp_wr *sq;

@@ -313,6 +313,11 @@ tcp_post(const struct pmrep_op_args *a)
 			return PMREP_E_INVAL;
 		}
 		pthread_mutex_lock(&c->lock);
+		if (c->failed) {
+			pthread_mutex_unlock(&c->lock);
+			PMREP_LOG_ERR("the connection is lost (a request failed: its queues are in the error state): receive refused");
+			return PMREP_E_CONN_LOST;
+		}
 		ret = tcp_rq_put(&c->rq, a->local, a->local_offset, a->len,
 				a->op_context);
 		if (ret == 0 && (c->rnr_waiting || c->app_wake))
@@ -327,6 +332,11 @@ tcp_post(const struct pmrep_op_args *a)
 	}
 
 	pthread_mutex_lock(&c->lock);
+	if (c->failed) {
+		pthread_mutex_unlock(&c->lock);
+		PMREP_LOG_ERR("the connection is lost (a request failed: its queues are in the error state): post refused");
+		return PMREP_E_CONN_LOST;
+	}
 	if (c->disconnecting || !c->established) {
 		bool lost = c->disconnecting || c->app_wake;
 		pthread_mutex_unlock(&c->lock);

@@ -213,6 +213,28 @@ enter_error(struct tcp_conn *c, enum ibv_wc_status first)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/*
+ * A request failed on the wire (a NAK sent or received): as a verbs RC QP
+ * in the error state (T21), the conn is lost at once -- one LOST event,
+ * later posts and receives refused with PMREP_E_CONN_LOST (tcp_post) --
+ * not merely flushing until the application disconnects. The socket
+ * stays until the application deletes or disconnects the conn, so what
+ * was owed before the failure (the NAK itself) still goes out.
+ */
+static void
+enter_lost(struct tcp_conn *c, const char *why)
+{
+	enter_error(c, IBV_WC_WR_FLUSH_ERR);
+	pthread_mutex_lock(&c->lock);
+	c->failed = true;
+	pthread_mutex_unlock(&c->lock);
+	if (c->terminal_queued)
+		return;
+	PMREP_LOG_WARN("connection lost: %s", why);
+	c->terminal_queued = true;
+	push_event(c, PMREP_CONN_LOST);
+}
+
 /* the socket ended: it leaves the conn now; the thread closes the fd
  * after its turn (a turn run by an application thread must not close
  * what the thread's poll is watching: the number could be reused) */
@@ -322,7 +344,7 @@ nak(struct tcp_conn *c, uint32_t seq, enum ibv_wc_status status)
 	 * them in order); nothing after it */
 	uint32_t keep = c->resp_count;
 	bool ack = c->ack_dirty;
-	enter_error(c, IBV_WC_WR_FLUSH_ERR);
+	enter_lost(c, "a request of the peer failed here");
 	c->resp_count = keep;
 	c->ack_dirty = ack;
 }
@@ -666,7 +688,7 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 		wr->done = true;
 		acked_through(c, f->seq);
 		sq_complete(c);
-		enter_error(c, IBV_WC_WR_FLUSH_ERR);
+		enter_lost(c, ibv_wc_status_str(wr->status));
 		break;
 	}
 	return HDR_GO;
@@ -1107,7 +1129,7 @@ tx_fill(struct tcp_conn *c)
 				f.type = TCP_WIRE_NAK;
 				f.status = IBV_WC_REM_ACCESS_ERR;
 				tx_add(c, &f);
-				enter_error(c, IBV_WC_WR_FLUSH_ERR);
+				enter_lost(c, "a read of a deregistered region");
 				continue;
 			}
 			if (r->type == TCP_WIRE_READ_RESP)
