@@ -42,10 +42,10 @@ expect_status(struct pmrep_cq *cq, uintptr_t ctx, enum ibv_wc_status st)
 
 /*
  * A message the peer has no receive for: RNR_RETRY_EXC_ERR once the RNR
- * retries are spent. rxe on the 6.1 kernel keeps its retransmit timer
- * running while it waits out an RNR NAK: with the short ACK timeout a
- * small cfg timeout gives (T23: <= T/4), the transport's retries run out
- * first there (RETRY_EXC_ERR); 6.12 reports RNR. Either fails the conn
+ * retries are spent. Seen on the 6.1 guest with the short ACK timeout a
+ * small cfg timeout gives (T23: <= T/4): the transport's retries ran out
+ * first (RETRY_EXC_ERR; its retransmit timer apparently runs through the
+ * RNR waits there); 6.12 reports RNR. Either fails the conn
  * (T21) within a bounded time, which is what pmrep relies on.
  */
 static void
