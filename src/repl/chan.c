@@ -124,6 +124,14 @@ repl_chan_detach(struct repl_chan *ch)
 int
 repl_chan_send(struct repl_chan *ch, const struct repl_msg *m)
 {
+	unsigned slot;
+	return repl_chan_send_at(ch, m, &slot);
+}
+
+int
+repl_chan_send_at(struct repl_chan *ch, const struct repl_msg *m,
+		unsigned *slot)
+{
 	unsigned i;
 	for (i = 0; i < CHAN_NSEND; i++)
 		if (!ch->send_busy[i])
@@ -140,6 +148,7 @@ repl_chan_send(struct repl_chan *ch, const struct repl_msg *m)
 		return ret;
 	ch->send_busy[i] = true;
 	ch->sends_in_flight++;
+	*slot = i;
 	return 0;
 }
 

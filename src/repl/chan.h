@@ -75,6 +75,19 @@ int repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 /* encode and send `m` (signalled). PMREP_E_AGAIN: every send slot busy */
 int repl_chan_send(struct repl_chan *ch, const struct repl_msg *m);
 /*
+ * The same, telling which send slot carries it (*slot, on success): the
+ * slot is busy until the send's own completion is taken (repl_chan_next),
+ * never freed by the peer's answer -- which may be polled first (T26).
+ */
+int repl_chan_send_at(struct repl_chan *ch, const struct repl_msg *m,
+		unsigned *slot);
+/* has the send in `slot` (repl_chan_send_at) completed? */
+static inline bool
+repl_chan_send_done(const struct repl_chan *ch, unsigned slot)
+{
+	return slot >= CHAN_NSEND || !ch->send_busy[slot];
+}
+/*
  * take completions until one is an event for the caller: *ev is
  * REPL_CHAN_NONE when the CQ is empty. Errors: PMREP_E_CONN_LOST (an error
  * completion: the connection is unusable; logged with the op and status),

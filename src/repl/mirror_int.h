@@ -76,8 +76,12 @@ struct replica {
 	uint64_t resyncs, resync_bytes;
 	long long next_try;		/* ms; reconnect not before */
 	int backoff_ms;
-	/* the one persist step in flight */
+	/* the one persist step in flight; GPSPM: done when both the
+	 * target's reply (p_replied) and the request's own send completion
+	 * (its send slot p_send free again) were seen, in either order (T26) */
 	bool pending;
+	bool p_replied;
+	unsigned p_send;
 	uint64_t seq;
 	uint64_t p_off, p_len;
 };

@@ -46,7 +46,8 @@ replica_post_range(struct replica *r, uint64_t off, uint64_t len)
 	if (r->method == PMREP_MIRROR_METHOD_GPSPM) {
 		struct repl_msg m = { .type = REPL_MSG_PERSIST, .seq = r->seq,
 			.u.persist = { .offset = off, .length = len } };
-		ret = repl_chan_send(&r->ch, &m);
+		r->p_replied = false;
+		ret = repl_chan_send_at(&r->ch, &m, &r->p_send);
 	} else {
 		ret = pmrep_flush(r->conn, r->rmr, (size_t)off, (size_t)len,
 				PMREP_FLUSH_TYPE_PERSISTENT,
@@ -62,7 +63,13 @@ replica_post_range(struct replica *r, uint64_t off, uint64_t len)
 
 /*
  * take the replica's completions: clears r->pending on confirmation;
- * returns an error when the replica must be failed
+ * returns an error when the replica must be failed.
+ * A GPSPM persist is a send and the target's reply. CQEs are ordered only
+ * within one work queue: the reply (a receive) may be polled before the
+ * send completion of the request it answers. The step is done only when
+ * both were seen, in either order (T26): until the send completes, its
+ * slot -- and on verbs its send-queue slots, the writes' before it -- are
+ * still taken, and the next step must not count them free.
  */
 int
 replica_progress(struct replica *r)
@@ -73,6 +80,10 @@ replica_progress(struct replica *r)
 		int ret = repl_chan_next(&r->ch, &ev, &msg);
 		if (ret)
 			return ret;
+		if (r->pending && r->method == PMREP_MIRROR_METHOD_GPSPM &&
+				r->p_replied &&
+				repl_chan_send_done(&r->ch, r->p_send))
+			r->pending = false;
 		if (ev == REPL_CHAN_NONE)
 			break;
 		if (ev == REPL_CHAN_FLUSH && r->pending &&
@@ -81,13 +92,16 @@ replica_progress(struct replica *r)
 			continue;
 		}
 		if (ev == REPL_CHAN_MSG && msg.type == REPL_MSG_PERSIST_REPLY &&
-				r->pending && msg.seq == r->seq) {
+				r->pending && !r->p_replied &&
+				msg.seq == r->seq) {
 			if (msg.status != REPL_ST_OK) {
 				PMREP_LOG_ERR("replica %u: persist request refused: %s",
 						r->idx, repl_status_str(msg.status));
 				return repl_status_to_err(msg.status);
 			}
-			r->pending = false;
+			r->p_replied = true;
+			if (repl_chan_send_done(&r->ch, r->p_send))
+				r->pending = false;
 			continue;
 		}
 		PMREP_LOG_ERR("replica %u: unexpected %s (type %d, seq %llu)",

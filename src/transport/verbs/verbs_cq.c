@@ -8,6 +8,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,21 @@ verbs_cq_new(struct verbs_peer *peer, int size, struct ibv_comp_channel *shared,
 		ret = PMREP_ERR_PROVIDER(errno, "ibv_create_cq");
 		goto err_destroy_channel;
 	}
+	/*
+	 * Every completion the CQ's queues can hold at once must fit (T26):
+	 * the caller asked for the sum of what they may post. The device may
+	 * round up; one that grants fewer entries than asked would overrun
+	 * (IBV_EVENT_CQ_ERR, a dead CQ) when the queues are full: refused.
+	 */
+	if (cq->cq->cqe < size) {
+		PMREP_LOG_ERR("ibv_create_cq: the device gave the CQ %d entries, %d are needed (the sum of the queues it serves): refused, it could overrun",
+				cq->cq->cqe, size);
+		pmrep_err_set_errno(ENOSPC);
+		ret = PMREP_E_PROVIDER;
+		goto err_destroy_cq;
+	}
+	atomic_init(&cq->stale, 0);
+	cq->cqe = cq->cq->cqe;
 	/* armed from the start: the first completion raises an event */
 	ret = ibv_req_notify_cq(cq->cq, 0);
 	if (ret) {
@@ -191,6 +207,35 @@ verbs_cq_wait(struct pmrep_cq *base, int timeout_ms)
 			(struct verbs_conn *)cq->base.conn, timeout_ms, &got);
 }
 
+static void
+stale_drop(struct verbs_cq *cq, const struct ibv_wc *wc)
+{
+	unsigned long long n = atomic_fetch_add(&cq->stale, 1) + 1;
+	PMREP_LOG_DBG("QP %u: dropping a completion of an earlier incarnation (wr_id 0x%llx, generation %u, status %d; %llu dropped on this CQ)",
+			wc->qp_num, (unsigned long long)wc->wr_id,
+			VERBS_WR_GEN(wc->wr_id), (int)wc->status, n);
+}
+
+/*
+ * Before anything acts on the completion (an error one marks the conn
+ * lost): does its wr_id carry another generation than the queue it names
+ * has now? Then it is an earlier incarnation's: counted, dropped.
+ */
+static bool
+wc_stale(struct verbs_cq *cq, const struct ibv_wc *wc)
+{
+	bool stale;
+	if (wc->wr_id & VERBS_WR_RECV)
+		stale = cq->rq != NULL &&
+			!verbs_rq_table_current(cq->rq, wc->wr_id);
+	else
+		stale = cq->sq != NULL &&
+			!verbs_sq_ring_current(cq->sq, wc->wr_id);
+	if (stale)
+		stale_drop(cq, wc);
+	return stale;
+}
+
 /* a work completion as a pmrep completion; false: not for the user */
 static bool
 convert(struct verbs_cq *cq, const struct ibv_wc *wc,
@@ -199,10 +244,15 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 	if (wc->wr_id & VERBS_WR_DRAIN)
 		return false;
 	if (cq->filter_qp && wc->qp_num != cq->qp_num) {
+		atomic_fetch_add(&cq->stale, 1);
 		PMREP_LOG_DBG("dropping a completion of an earlier QP %u (now %u)",
 				wc->qp_num, cq->qp_num);
 		return false;
 	}
+	/* an earlier incarnation's (the same QP number, maybe): it acts on
+	 * nothing -- neither a slot nor the conn's state (T25) */
+	if (wc_stale(cq, wc))
+		return false;
 	/* an error completion: the QP is in error, the conn ends (T21) */
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (cq->base.conn != NULL)
@@ -215,8 +265,13 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 	out->status = wc->status;
 	if (wc->wr_id & VERBS_WR_RECV) {
 		const void *ctx = NULL;
-		if (cq->rq == NULL ||
-				!verbs_rq_table_complete(cq->rq, wc->wr_id, &ctx)) {
+		int r = cq->rq == NULL ? VERBS_WR_UNKNOWN :
+			verbs_rq_table_complete(cq->rq, wc->wr_id, &ctx);
+		if (r == VERBS_WR_STALE) {
+			stale_drop(cq, wc);
+			return false;
+		}
+		if (r != VERBS_WR_DONE) {
 			PMREP_LOG_ERR("a receive completion with unknown wr_id 0x%llx",
 					(unsigned long long)wc->wr_id);
 			return false;
@@ -231,8 +286,13 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 		const void *ctx = NULL;
 		enum pmrep_op op = PMREP_OP_WRITE;
 		int status = (int)wc->status;
-		int r = cq->sq == NULL ? -1 : verbs_sq_ring_complete_wc(cq->sq,
-				wc->wr_id, status, &ctx, &op, &status);
+		int r = cq->sq == NULL ? VERBS_WR_UNKNOWN :
+			verbs_sq_ring_complete_wc(cq->sq, wc->wr_id, status,
+					&ctx, &op, &status);
+		if (r == VERBS_WR_STALE) {
+			stale_drop(cq, wc);
+			return false;
+		}
 		if (r < 0) {
 			PMREP_LOG_ERR("a send completion with unknown wr_id 0x%llx",
 					(unsigned long long)wc->wr_id);
@@ -252,6 +312,32 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 		out->imm = be32toh(wc->imm_data);
 	}
 	return true;
+}
+
+/*
+ * The device refused to poll the CQ: it is in error (an overrun, a CQ_ERR)
+ * and will deliver nothing more. Every conn it serves is lost now, with a
+ * clear reason, rather than waiting for completions that never come (T26).
+ */
+static void
+cq_failed(struct verbs_cq *cq, int err)
+{
+	char why[160];
+	snprintf(why, sizeof(why), "polling its %s failed (%s): the CQ is in error (overrun?) and delivers nothing more",
+			cq->base.is_rcq ? "receive CQ" : "CQ", strerror(err));
+	if (cq->base.conn != NULL) {
+		PMREP_LOG_ERR("%s", why);
+		verbs_conn_mark_lost((struct verbs_conn *)cq->base.conn, why);
+		return;
+	}
+	/* an SRQ's receive CQ: every conn on that SRQ */
+	struct verbs_peer *peer = verbs_peer(cq->base.peer);
+	PMREP_LOG_ERR("SRQ: %s", why);
+	pthread_mutex_lock(&peer->lock);
+	for (struct verbs_conn *c = peer->conns; c; c = c->reg_next)
+		if (c->srq != NULL && c->srq->rcq == cq)
+			verbs_conn_mark_lost(c, why);
+	pthread_mutex_unlock(&peer->lock);
 }
 
 int
@@ -278,8 +364,9 @@ verbs_cq_get_completions(struct pmrep_cq *base, struct pmrep_completion *out,
 		if (ret < 0) {
 			*n = got;
 			/* ibv_poll_cq gives no errno; some providers set it */
-			return PMREP_ERR_PROVIDER(errno ? errno : EIO,
-					"ibv_poll_cq");
+			int err = errno ? errno : EIO;
+			cq_failed(cq, err);
+			return PMREP_ERR_PROVIDER(err, "ibv_poll_cq");
 		}
 		for (int i = 0; i < ret; i++) {
 			if (convert(cq, &wc[i], &out[got]))

@@ -102,12 +102,39 @@ verbs_mr_lkey(const struct pmrep_mr_local *mr)
 
 /*
  * wr_id layout: bit 63 -- a receive; bit 62 -- a drain marker posted by
- * conn delete (never reported); bits 0..31 -- the slot that holds the
- * request's op_context and op.
+ * conn delete (never reported); bits 32..61 -- the generation of the
+ * queue incarnation that posted it (T25); bits 0..31 -- the slot that
+ * holds the request's op_context and op.
+ *
+ * Generations (T25): every send ring / receive table takes a fresh
+ * process-wide generation when it is made and whenever its QP is replaced
+ * (a connect retry: verbs_sq_ring_reset / verbs_rq_table_reset). A
+ * completion whose wr_id carries another generation belongs to an earlier
+ * incarnation -- an earlier attempt's QP, maybe with the same QP number,
+ * or a completion polled before the QP was replaced and looked at after --
+ * and is counted (verbs_cq.stale) and dropped, never applied: it can
+ * neither complete nor free the slot of a request of the new incarnation.
  */
 #define VERBS_WR_RECV	(1ULL << 63)
 #define VERBS_WR_DRAIN	(1ULL << 62)
 #define VERBS_WR_SLOT(wr_id)	((uint32_t)((wr_id) & 0xffffffffu))
+#define VERBS_WR_GEN_SHIFT	32
+#define VERBS_WR_GEN_MASK	0x3fffffffu	/* 30 bits */
+#define VERBS_WR_GEN(wr_id) \
+	((uint32_t)((wr_id) >> VERBS_WR_GEN_SHIFT) & VERBS_WR_GEN_MASK)
+/* a fresh generation (never 0, wraps after 2^30 - 1 incarnations) */
+uint32_t verbs_wr_next_gen(void);
+struct verbs_sq_ring;
+struct verbs_rq_table;
+/* does wr_id carry the ring's / table's generation of now? */
+bool verbs_sq_ring_current(struct verbs_sq_ring *ring, uint64_t wr_id);
+bool verbs_rq_table_current(struct verbs_rq_table *t, uint64_t wr_id);
+
+/* what completing a wr_id found */
+#define VERBS_WR_DONE		1	/* outstanding: completed now */
+#define VERBS_WR_PIECE		0	/* a split request's earlier piece */
+#define VERBS_WR_UNKNOWN	(-1)	/* not outstanding */
+#define VERBS_WR_STALE		(-2)	/* an earlier incarnation's */
 
 struct verbs_slot {
 	const void *op_context;
@@ -130,6 +157,7 @@ struct verbs_sq_ring {
 	pthread_mutex_t lock;
 	struct verbs_slot *slots;
 	uint32_t size, head, count;
+	uint32_t gen;			/* the incarnation's (T25) */
 };
 
 /*
@@ -140,6 +168,7 @@ struct verbs_rq_table {
 	pthread_mutex_t lock;
 	struct verbs_slot *slots;
 	uint32_t size, free_head, used;
+	uint32_t gen;			/* the incarnation's (T25) */
 };
 
 int verbs_sq_ring_init(struct verbs_sq_ring *ring, uint32_t size);
@@ -149,20 +178,24 @@ int verbs_sq_ring_get(struct verbs_sq_ring *ring, enum pmrep_op op,
 		const void *op_context, uint64_t *wr_id);
 /* give back the n slots taken last (their post failed or never happened) */
 void verbs_sq_ring_unget(struct verbs_sq_ring *ring, uint32_t n);
-/* a completion for wr_id: its slot's context / op; false if not outstanding */
+/* a completion for wr_id: its slot's context / op; false if not
+ * outstanding or of an earlier incarnation (another generation) */
 bool verbs_sq_ring_complete(struct verbs_sq_ring *ring, uint64_t wr_id,
 		const void **op_context, enum pmrep_op *op);
 /*
- * The same for a completion the user may see: 1 -- report it (*status:
- * a piece's error before the last piece's own status); 0 -- a non-last
- * piece of a split request, not reported (its error status, if any, goes
- * to the request's last piece); -1 -- not outstanding.
+ * The same for a completion the user may see: VERBS_WR_DONE -- report it
+ * (*status: a piece's error before the last piece's own status);
+ * VERBS_WR_PIECE -- a non-last piece of a split request, not reported (its
+ * error status, if any, goes to the request's last piece);
+ * VERBS_WR_UNKNOWN -- not outstanding; VERBS_WR_STALE -- another
+ * generation's (nothing is freed).
  */
 int verbs_sq_ring_complete_wc(struct verbs_sq_ring *ring, uint64_t wr_id,
 		int wc_status, const void **op_context, enum pmrep_op *op,
 		int *status);
 /* the slot of wr_id (just taken) is a non-last piece of a split request */
 void verbs_sq_ring_set_piece(struct verbs_sq_ring *ring, uint64_t wr_id);
+/* empty, with a fresh generation: the QP behind it was replaced */
 void verbs_sq_ring_reset(struct verbs_sq_ring *ring);
 uint32_t verbs_sq_ring_outstanding(struct verbs_sq_ring *ring);
 
@@ -171,8 +204,10 @@ void verbs_rq_table_fini(struct verbs_rq_table *t);
 int verbs_rq_table_get(struct verbs_rq_table *t, const void *op_context,
 		uint64_t *wr_id);
 void verbs_rq_table_put(struct verbs_rq_table *t, uint64_t wr_id);
-bool verbs_rq_table_complete(struct verbs_rq_table *t, uint64_t wr_id,
+/* VERBS_WR_DONE (*op_context set), VERBS_WR_UNKNOWN, VERBS_WR_STALE */
+int verbs_rq_table_complete(struct verbs_rq_table *t, uint64_t wr_id,
 		const void **op_context);
+/* empty, with a fresh generation: the QP behind it was replaced */
 void verbs_rq_table_reset(struct verbs_rq_table *t);
 uint32_t verbs_rq_table_outstanding(struct verbs_rq_table *t);
 
@@ -295,6 +330,12 @@ struct verbs_cq {
 	 * attempt's) are stale and dropped; 0 = no QP yet */
 	bool filter_qp;
 	uint32_t qp_num;
+	/* completions dropped as an earlier incarnation's (another QP, or
+	 * another generation in the wr_id: T25) */
+	atomic_ullong stale;
+	/* entries the device granted (ibv_create_cq may round up; fewer
+	 * than asked is refused: T26) */
+	int cqe;
 };
 
 /*

@@ -6,9 +6,30 @@
  * READ / WRITE on the wire, so the op cannot come from the completion.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "verbs_internal.h"
+
+/* the process's generation counter (T25): every incarnation its own */
+static atomic_uint Next_gen = 0;
+
+uint32_t
+verbs_wr_next_gen(void)
+{
+	for (;;) {
+		uint32_t g = (atomic_fetch_add(&Next_gen, 1) + 1) &
+			VERBS_WR_GEN_MASK;
+		if (g != 0)
+			return g;
+	}
+}
+
+static uint64_t
+wr_id_make(uint32_t gen, uint32_t slot)
+{
+	return ((uint64_t)gen << VERBS_WR_GEN_SHIFT) | slot;
+}
 
 int
 verbs_sq_ring_init(struct verbs_sq_ring *ring, uint32_t size)
@@ -27,6 +48,7 @@ verbs_sq_ring_init(struct verbs_sq_ring *ring, uint32_t size)
 	ring->size = size;
 	ring->head = 0;
 	ring->count = 0;
+	ring->gen = verbs_wr_next_gen();
 	return 0;
 }
 
@@ -58,8 +80,8 @@ verbs_sq_ring_get(struct verbs_sq_ring *ring, enum pmrep_op op,
 	ring->slots[i].piece_err = 0;
 	ring->head = (i + 1) % ring->size;
 	ring->count++;
+	*wr_id = wr_id_make(ring->gen, i);
 	pthread_mutex_unlock(&ring->lock);
-	*wr_id = i;
 	return 0;
 }
 
@@ -82,7 +104,8 @@ verbs_sq_ring_complete(struct verbs_sq_ring *ring, uint64_t wr_id,
 	bool ok = false;
 
 	pthread_mutex_lock(&ring->lock);
-	if (i < ring->size && ring->count > 0) {
+	if (i < ring->size && ring->count > 0 &&
+			VERBS_WR_GEN(wr_id) == ring->gen) {
 		uint32_t tail = (ring->head + ring->size - ring->count) %
 			ring->size;
 		/* slots tail..i are done (RC completes the SQ in order) */
@@ -117,6 +140,11 @@ verbs_sq_ring_complete_wc(struct verbs_sq_ring *ring, uint64_t wr_id,
 	bool ok = false, report = false;
 
 	pthread_mutex_lock(&ring->lock);
+	if (VERBS_WR_GEN(wr_id) != ring->gen) {
+		/* an earlier incarnation's: frees nothing (T25) */
+		pthread_mutex_unlock(&ring->lock);
+		return VERBS_WR_STALE;
+	}
 	if (i < ring->size && ring->count > 0) {
 		uint32_t tail = (ring->head + ring->size - ring->count) %
 			ring->size;
@@ -150,7 +178,7 @@ verbs_sq_ring_complete_wc(struct verbs_sq_ring *ring, uint64_t wr_id,
 			ring->slots[i].piece_err : wc_status;
 	}
 	pthread_mutex_unlock(&ring->lock);
-	return !ok ? -1 : report ? 1 : 0;
+	return !ok ? VERBS_WR_UNKNOWN : report ? VERBS_WR_DONE : VERBS_WR_PIECE;
 }
 
 void
@@ -159,7 +187,17 @@ verbs_sq_ring_reset(struct verbs_sq_ring *ring)
 	pthread_mutex_lock(&ring->lock);
 	ring->head = 0;
 	ring->count = 0;
+	ring->gen = verbs_wr_next_gen();
 	pthread_mutex_unlock(&ring->lock);
+}
+
+bool
+verbs_sq_ring_current(struct verbs_sq_ring *ring, uint64_t wr_id)
+{
+	pthread_mutex_lock(&ring->lock);
+	bool cur = VERBS_WR_GEN(wr_id) == ring->gen;
+	pthread_mutex_unlock(&ring->lock);
+	return cur;
 }
 
 uint32_t
@@ -197,6 +235,7 @@ verbs_rq_table_init(struct verbs_rq_table *t, uint32_t size)
 		return PMREP_ERR_PROVIDER(ret, "pthread_mutex_init");
 	}
 	t->size = size;
+	t->gen = verbs_wr_next_gen();
 	rq_table_link_all(t);
 	return 0;
 }
@@ -228,8 +267,8 @@ verbs_rq_table_get(struct verbs_rq_table *t, const void *op_context,
 	t->slots[i].op = PMREP_OP_RECV;
 	t->slots[i].next_free = UINT32_MAX;	/* in use */
 	t->used++;
+	*wr_id = VERBS_WR_RECV | wr_id_make(t->gen, i);
 	pthread_mutex_unlock(&t->lock);
-	*wr_id = VERBS_WR_RECV | i;
 	return 0;
 }
 
@@ -238,7 +277,8 @@ verbs_rq_table_put(struct verbs_rq_table *t, uint64_t wr_id)
 {
 	uint32_t i = VERBS_WR_SLOT(wr_id);
 	pthread_mutex_lock(&t->lock);
-	if (i < t->size && t->slots[i].next_free == UINT32_MAX) {
+	if (i < t->size && t->slots[i].next_free == UINT32_MAX &&
+			VERBS_WR_GEN(wr_id) == t->gen) {
 		t->slots[i].next_free = t->free_head;
 		t->free_head = i;
 		t->used--;
@@ -246,23 +286,25 @@ verbs_rq_table_put(struct verbs_rq_table *t, uint64_t wr_id)
 	pthread_mutex_unlock(&t->lock);
 }
 
-bool
+int
 verbs_rq_table_complete(struct verbs_rq_table *t, uint64_t wr_id,
 		const void **op_context)
 {
 	uint32_t i = VERBS_WR_SLOT(wr_id);
-	bool ok = false;
+	int ret = VERBS_WR_UNKNOWN;
 
 	pthread_mutex_lock(&t->lock);
-	if (i < t->size && t->slots[i].next_free == UINT32_MAX) {
+	if (VERBS_WR_GEN(wr_id) != t->gen) {
+		ret = VERBS_WR_STALE;	/* frees nothing (T25) */
+	} else if (i < t->size && t->slots[i].next_free == UINT32_MAX) {
 		*op_context = t->slots[i].op_context;
 		t->slots[i].next_free = t->free_head;
 		t->free_head = i;
 		t->used--;
-		ok = true;
+		ret = VERBS_WR_DONE;
 	}
 	pthread_mutex_unlock(&t->lock);
-	return ok;
+	return ret;
 }
 
 void
@@ -270,7 +312,17 @@ verbs_rq_table_reset(struct verbs_rq_table *t)
 {
 	pthread_mutex_lock(&t->lock);
 	rq_table_link_all(t);
+	t->gen = verbs_wr_next_gen();
 	pthread_mutex_unlock(&t->lock);
+}
+
+bool
+verbs_rq_table_current(struct verbs_rq_table *t, uint64_t wr_id)
+{
+	pthread_mutex_lock(&t->lock);
+	bool cur = VERBS_WR_GEN(wr_id) == t->gen;
+	pthread_mutex_unlock(&t->lock);
+	return cur;
 }
 
 uint32_t

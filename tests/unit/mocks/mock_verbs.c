@@ -151,6 +151,8 @@ static int Ndevs = 1;
 static struct ibv_device_attr_ex Dev_attr;
 static struct ibv_port_attr Port_attr;
 static uint32_t Max_inline = 256;
+static int Cq_grant_max = 0;	/* 0: a CQ gets the entries it asks for */
+static int Cq_last_requested = 0;
 static bool Auto_complete;
 static uint32_t Next_key;
 static uint32_t Next_qpn;
@@ -1249,6 +1251,8 @@ defaults(void)
 	Port_attr.link_layer = IBV_LINK_LAYER_ETHERNET;
 
 	Max_inline = 256;
+	Cq_grant_max = 0;
+	Cq_last_requested = 0;
 	Auto_complete = false;
 	Next_key = 0x1000;
 	Next_qpn = 0x11;
@@ -1329,6 +1333,23 @@ mock_dev_set_count(int n)
 		mock_die("mock_dev_set_count(%d): 0..%d", n, MAX_DEVS);
 	Ndevs = n;
 	MOCK_UNLOCK();
+}
+
+void
+mock_cq_set_grant_max(int max_cqe)
+{
+	MOCK_LOCK();
+	Cq_grant_max = max_cqe;
+	MOCK_UNLOCK();
+}
+
+int
+mock_cq_last_requested(void)
+{
+	MOCK_LOCK();
+	int n = Cq_last_requested;
+	MOCK_UNLOCK();
+	return n;
 }
 
 void
@@ -1886,6 +1907,9 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 	}
 	struct mock_cq *c = mock_alloc(sizeof(*c));
 
+	Cq_last_requested = cqe;
+	if (Cq_grant_max > 0 && cqe > Cq_grant_max)
+		cqe = Cq_grant_max;	/* a device that grants less */
 	c->cap = cqe;
 	c->ring = mock_alloc((size_t)cqe * sizeof(*c->ring));
 	c->cc = cc;

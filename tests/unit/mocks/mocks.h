@@ -280,6 +280,14 @@ unsigned mock_cq_unacked(struct ibv_cq *cq);	/* events got, not acked */
 unsigned mock_cq_overruns(struct ibv_cq *cq);
 /* completion events queued on a channel, not got yet */
 int mock_comp_channel_pending(struct ibv_comp_channel *ch);
+/*
+ * mock_cq_set_grant_max -- a device that grants fewer entries than asked:
+ * ibv_create_cq with cqe > max_cqe succeeds with cq->cqe = max_cqe (and
+ * that capacity: more WCs overrun). 0 (default): as asked.
+ * mock_cq_last_requested -- the cqe the last ibv_create_cq asked for.
+ */
+void mock_cq_set_grant_max(int max_cqe);
+int mock_cq_last_requested(void);
 
 /* ----------------------------------------------------------- queue pairs */
 
