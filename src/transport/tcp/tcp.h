@@ -387,6 +387,7 @@ struct tcp_conn {
 	int sock_dead;			/* ended; closed by the thread (its poll may hold it) */
 	enum tcp_conn_state state;
 	bool qp_error;			/* the conn failed: flush everything */
+	bool cq_overrun;		/* a completion could not be queued */
 	bool terminal_queued;
 	long long closing_deadline;
 	long long last_rx_ms;		/* bytes last arrived (liveness, request timeout) */

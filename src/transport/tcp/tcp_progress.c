@@ -39,14 +39,22 @@
 
 /* ------------------------------------------------------------ completions */
 
+/* a CQ that cannot take a completion (out of memory to grow it) is a
+ * verbs CQ overrun: the conn cannot go on (T26) -- the turn ends it
+ * (cq_overrun_check), since a request whose completion is gone would
+ * otherwise be waited for forever */
 static void
 cqes_flush(struct tcp_conn *c)
 {
-	if (c->nscqe && !tcp_cq_push(c->cq, c->scqe, c->nscqe))
+	if (c->nscqe && !tcp_cq_push(c->cq, c->scqe, c->nscqe)) {
 		PMREP_LOG_ERR("out of memory: %d completions lost", c->nscqe);
+		c->cq_overrun = true;
+	}
 	c->nscqe = 0;
-	if (c->nrcqe && !tcp_cq_push(c->recv_cq, c->rcqe, c->nrcqe))
+	if (c->nrcqe && !tcp_cq_push(c->recv_cq, c->rcqe, c->nrcqe)) {
 		PMREP_LOG_ERR("out of memory: %d completions lost", c->nrcqe);
+		c->cq_overrun = true;
+	}
 	c->nrcqe = 0;
 }
 
@@ -1584,6 +1592,10 @@ turn(struct tcp_conn *c, bool readable)
 	}
 	pthread_rwlock_unlock(&p->mem_lock);
 	cqes_flush(c);
+	if (c->cq_overrun && c->state != TCP_CONN_DEAD) {
+		PMREP_LOG_ERR("connection lost: completions could not be queued (the CQ overran)");
+		finish(c, PMREP_CONN_LOST);
+	}
 	timers(c, pmrep_now_ms());
 }
 
