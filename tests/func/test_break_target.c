@@ -615,6 +615,10 @@ garbage_and_broken_handshakes_leave_the_target_serving(void **state)
 	s = raw_connect(c->g.port);
 	raw_send(s, f, n);
 	close(s);
+	/* every request that must count as refused is kept open until the
+	 * end: a HELLO whose sender already closed is an abandoned attempt
+	 * the endpoint may drop unseen (T24), never a refusal */
+	int held[6];
 	/* HELLO with a bad magic, a bad version, reserved bits */
 	for (int k = 0; k < 3; k++) {
 		n = tcp_hello(f, pd, sizeof(pd), sizeof(pd));
@@ -624,14 +628,10 @@ garbage_and_broken_handshakes_leave_the_target_serving(void **state)
 			func_put_le16(f + 12, 3);	/* tcp speaks 1, 2 */
 		else
 			f[2] = 1;
-		s = raw_connect(c->g.port);
+		held[3 + k] = s = raw_connect(c->g.port);
 		raw_send(s, f, n);
-		close(s);
 	}
-	/* well-formed tcp HELLOs the replication refuses; kept open until
-	 * the end: a HELLO whose sender already closed is an abandoned
-	 * attempt the endpoint drops unseen (T24), never a refusal */
-	int held[3];
+	/* well-formed tcp HELLOs the replication refuses */
 	/* a valid tcp HELLO whose private data is not the replication's */
 	uint8_t bad[HELLO_LEN];
 	memcpy(bad, pd, sizeof(bad));
@@ -670,7 +670,7 @@ garbage_and_broken_handshakes_leave_the_target_serving(void **state)
 
 	mirror_works(c);
 	tgt_halt(c);
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 6; k++)
 		close(held[k]);
 	struct pmrep_target_stats st;
 	assert_int_equal(pmrep_target_get_stats(c->g.t, &st), 0);
