@@ -718,6 +718,122 @@ FLUSH_beyond_the_piece_limit_flushes_the_whole_mr(void **state)
 }
 #endif /* PMREP_HAVE_IBV_WR_FLUSH */
 
+
+/* ------------------------------------------------------------ idle check */
+
+/* a conn whose cfg timeout is `ms` (tick: ms / 4) */
+static void
+idle_fx_open(struct tv_post_fx *f, int ms)
+{
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_timeout(cfg, ms), 0);
+	tv_post_fx_open(f, cfg);
+	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
+}
+
+/* wait for the event fd (the tick wakes it), then run the conn's events */
+static void
+run_tick(struct tv_post_fx *f, int ms)
+{
+	int efd = -1;
+	assert_int_equal(pmrep_conn_get_event_fd(f->conn, &efd), 0);
+	assert_true(tv_readable(efd, ms));
+	expect_no_event(f->conn);
+}
+
+/*
+ * An idle conn: each tick of its timer (T/4) posts one heartbeat -- a
+ * signalled zero-length RDMA WRITE, no SGE, no address, no rkey -- while
+ * the send queue is empty, none while one is outstanding or the
+ * application's requests are; its completion never reaches the user.
+ */
+static void
+IDLE_heartbeat_is_a_zero_length_write_posted_only_when_the_queue_is_empty(
+		void **state)
+{
+	(void) state;
+	struct tv_post_fx f;
+	idle_fx_open(&f, 200);
+	run_tick(&f, 1000);
+	assert_int_equal(mock_send_count(), 1);
+	const struct mock_wr *w = mock_send_last();
+	assert_int_equal(w->opcode, IBV_WR_RDMA_WRITE);
+	assert_int_equal(w->num_sge, 0);
+	assert_int_equal(w->length, 0);
+	assert_int_equal(w->remote_addr, 0);
+	assert_int_equal(w->rkey, 0);
+	assert_true(w->send_flags & IBV_SEND_SIGNALED);
+	/* outstanding (not completed yet): the next tick posts nothing */
+	run_tick(&f, 1000);
+	assert_int_equal(mock_send_count(), 1);
+	/* it completes: nothing for the user, and the conn is fine */
+	assert_int_equal(mock_qp_complete_sends(f.vc->qp, 1, IBV_WC_SUCCESS),
+			1);
+	struct pmrep_completion c[4];
+	assert_int_equal(poll_all(f.conn->cq, c, 4), 0);
+	/* an application request in flight: no heartbeat beside it */
+	assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 64,
+			PMREP_F_COMPLETION_ALWAYS, (void *)9), 0);
+	run_tick(&f, 1000);
+	assert_int_equal(mock_send_count(), 2);
+	assert_int_equal(mock_qp_complete_sends(f.vc->qp, 1, IBV_WC_SUCCESS),
+			1);
+	assert_int_equal(poll_all(f.conn->cq, c, 4), 1);
+	assert_ptr_equal(c[0].op_context, (void *)9);
+	/* idle again: the next tick sends the next heartbeat */
+	run_tick(&f, 1000);
+	assert_int_equal(mock_send_count(), 3);
+	assert_int_equal(mock_send_last()->num_sge, 0);
+	tv_post_fx_close(&f);
+}
+
+/*
+ * A dead peer of an idle conn: the heartbeat's retries run out and the QP
+ * goes to error, and nobody polls the CQ. The next tick finds the QP in
+ * error and the conn reports LOST by itself; posts are refused.
+ */
+static void
+IDLE_qp_in_error_found_by_the_tick_makes_the_conn_lost_unpolled(void **state)
+{
+	(void) state;
+	struct tv_post_fx f;
+	idle_fx_open(&f, 200);
+	run_tick(&f, 1000);
+	assert_int_equal(mock_send_count(), 1);
+	/* the retries of the heartbeat ran out: the QP is in error now,
+	 * the error completion waits in the CQ, unpolled */
+	mock_qp_set_state(f.vc->qp, IBV_QPS_ERR);
+	int efd = -1;
+	assert_int_equal(pmrep_conn_get_event_fd(f.conn, &efd), 0);
+	assert_true(tv_readable(efd, 1000));
+	expect_event(f.conn, PMREP_CONN_LOST);
+	assert_true(tv_logged("found by the idle check"));
+	assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 64,
+			PMREP_F_COMPLETION_ALWAYS, NULL), PMREP_E_CONN_LOST);
+	tv_post_fx_close(&f);
+}
+
+/* the heartbeat's own error completion, when polled, ends the conn (T21)
+ * and is not shown to the user (it has no context of theirs) */
+static void
+IDLE_heartbeat_error_completion_ends_the_conn_and_is_not_reported(
+		void **state)
+{
+	(void) state;
+	struct tv_post_fx f;
+	idle_fx_open(&f, 200);
+	run_tick(&f, 1000);
+	assert_int_equal(mock_send_count(), 1);
+	assert_int_equal(mock_qp_complete_sends(f.vc->qp, 1,
+			IBV_WC_RETRY_EXC_ERR), 1);
+	struct pmrep_completion c[4];
+	assert_int_equal(poll_all(f.conn->cq, c, 4), 0);
+	expect_event(f.conn, PMREP_CONN_LOST);
+	expect_no_event(f.conn);
+	tv_post_fx_close(&f);
+}
+
 int
 main(void)
 {
@@ -733,6 +849,9 @@ main(void)
 		T(T27_gpspm_receives_are_posted_before_accept_and_connect),
 		T(T27_rnr_retries_are_bounded_on_connect_and_accept),
 		T(T27_rnr_retry_exceeded_is_an_error_completion_that_fails_the_conn),
+		T(IDLE_heartbeat_is_a_zero_length_write_posted_only_when_the_queue_is_empty),
+		T(IDLE_qp_in_error_found_by_the_tick_makes_the_conn_lost_unpolled),
+		T(IDLE_heartbeat_error_completion_ends_the_conn_and_is_not_reported),
 		T(FLUSH_of_4_GiB_or_more_splits_into_contiguous_pieces_below_2_32),
 		T(FLUSH_split_request_completes_once_with_the_first_error),
 #ifdef PMREP_HAVE_IBV_WR_FLUSH

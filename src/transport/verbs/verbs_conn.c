@@ -992,6 +992,51 @@ up(const struct verbs_conn *conn)
 		conn->state == VERBS_ST_DISCONNECTING;
 }
 
+/*
+ * Idle detection: an RC QP notices a dead peer only when something it
+ * sent goes unacknowledged, so an idle conn would never notice. While
+ * ESTABLISHED, the conn's timer ticks every VERBS_TICK_DIV-th of the cfg
+ * timeout T. A tick
+ *  - asks the QP's state: in error (the retries of something posted ran
+ *    out, unseen because nobody polled the CQ yet) -> LOST;
+ *  - when the send queue is empty, posts a heartbeat: a signalled
+ *    zero-length RDMA WRITE with no address and no rkey (a zero-byte
+ *    RDMA op needs neither: IBA C9-88), which the peer's RNIC
+ *    acknowledges without its application; its completion is never
+ *    reported (verbs_cq.c), an error one fails the conn (T21).
+ * So a dead peer of an idle conn is declared lost within T/4 (the next
+ * tick) + T (the heartbeat's retransmissions, T23) + T/4 (the tick that
+ * finds the QP in error) = 1.5 T -- whether or not the application polls
+ * the CQ, as long as it runs the conn's events (the event fd, an epoll set
+ * holding the timerfd, wakes it for each tick; next_event returns
+ * PMREP_E_NO_EVENT for a quiet one).
+ */
+static int
+tick_period_ms(const struct verbs_conn *conn)
+{
+	int t = conn->base.cfg.timeout_ms / VERBS_TICK_DIV;
+	return t > 0 ? t : 1;
+}
+
+static void
+on_tick(struct verbs_conn *conn, struct step *s)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	if (conn->qp != NULL &&
+			ibv_query_qp(conn->qp, &attr, IBV_QP_STATE, &init) == 0 &&
+			(attr.qp_state == IBV_QPS_ERR ||
+			attr.qp_state == IBV_QPS_SQE)) {
+		PMREP_LOG_ERR("QP %u is in the error state (found by the idle check): the connection is lost",
+				conn->qp->qp_num);
+		step_report(s, PMREP_CONN_LOST);
+		return;
+	}
+	if (conn->qp != NULL && verbs_sq_ring_outstanding(&conn->sq) == 0)
+		(void) verbs_post_heartbeat(conn);
+	(void) timer_arm(conn, tick_period_ms(conn));
+}
+
 /* the connection came up: ESTABLISHED (active: with the accept's data) */
 static void
 on_established(struct verbs_conn *conn, const struct verbs_cm_event *ev,
@@ -1024,6 +1069,8 @@ on_established(struct verbs_conn *conn, const struct verbs_cm_event *ev,
 		return;
 	}
 	conn->state = VERBS_ST_ESTABLISHED;
+	/* from now on the timer is the idle check's (on_tick) */
+	(void) timer_arm(conn, tick_period_ms(conn));
 	step_report(s, PMREP_CONN_ESTABLISHED);
 }
 
@@ -1155,6 +1202,9 @@ on_timer(struct verbs_conn *conn, struct step *s)
 			step_report(s, PMREP_CONN_LOST);
 		else
 			attempt_failed(conn, "connect timed out", s);
+		return;
+	case VERBS_ST_ESTABLISHED:
+		on_tick(conn, s);
 		return;
 	default:
 		return;	/* a stale expiry */

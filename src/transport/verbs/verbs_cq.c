@@ -300,6 +300,9 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 		}
 		if (r == 0)
 			return false;	/* a split flush's earlier piece */
+		if (ctx == &verbs_heartbeat_ctx)
+			return false;	/* the idle check's own (an error one
+					 * failed the conn above) */
 		out->op_context = (void *)ctx;
 		out->op = op;
 		out->status = (enum ibv_wc_status)status;

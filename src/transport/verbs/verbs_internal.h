@@ -45,6 +45,9 @@ void verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t);
 #define VERBS_BACKOFF_CAP_MS	2000
 /* bytes of inline data a QP must take: the fallback atomic write */
 #define VERBS_MAX_INLINE	8
+/* an ESTABLISHED conn's idle check ticks every T / VERBS_TICK_DIV
+ * (T = the cfg timeout; verbs_conn.c on_tick) */
+#define VERBS_TICK_DIV		4
 
 /* ------------------------------------------------------------------ peer */
 
@@ -287,6 +290,14 @@ struct verbs_conn;
  * the requests not posted are dropped and logged.
  */
 int verbs_hold_post(struct verbs_conn *conn, const char *why);
+/*
+ * Post the idle check's heartbeat (verbs_conn.c on_tick): a signalled
+ * zero-length RDMA WRITE taking one send-queue slot, whose completion is
+ * never reported (its op_context is verbs_heartbeat_ctx). 0, or the
+ * post's error (PMREP_E_AGAIN: the send queue is full, so not idle).
+ */
+int verbs_post_heartbeat(struct verbs_conn *conn);
+extern const char verbs_heartbeat_ctx;
 
 /* ---------------------------------------------------- completion channel */
 
