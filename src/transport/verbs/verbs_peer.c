@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "verbs_internal.h"
+#include "transport/common.h"
 
 const struct pmrep_provider_ops pmrep_verbs_ops = {
 	.peer_delete = verbs_peer_delete,
@@ -147,6 +150,13 @@ pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
 		ret = PMREP_ERR_PROVIDER(ret, "pthread_mutex_init");
 		goto err_dereg_sink;
 	}
+	ret = pthread_rwlock_init(&peer->dev_lock, NULL);
+	if (ret) {
+		(void) pthread_mutex_destroy(&peer->lock);
+		ret = PMREP_ERR_PROVIDER(ret, "pthread_rwlock_init");
+		goto err_dereg_sink;
+	}
+	atomic_init(&peer->removed, false);
 
 	peer->ctx = ibv_ctx;
 	peer->max_rd_atom = clamp_u8(attr.orig_attr.max_qp_rd_atom);
@@ -186,12 +196,18 @@ verbs_peer_delete(struct pmrep_peer *base)
 
 	peers_remove(peer);
 	verbs_devx_destroy(peer);
-	err = ibv_dereg_mr(peer->sink_mr);
-	if (err)
-		ret = PMREP_ERR_PROVIDER(err, "ibv_dereg_mr(flush sink)");
-	err = ibv_dealloc_pd(peer->pd);
-	if (err && ret == 0)
-		ret = PMREP_ERR_PROVIDER(err, "ibv_dealloc_pd");
+	/* a removed device's objects are gone already (T22) */
+	if (peer->sink_mr != NULL) {
+		err = ibv_dereg_mr(peer->sink_mr);
+		if (err)
+			ret = PMREP_ERR_PROVIDER(err, "ibv_dereg_mr(flush sink)");
+	}
+	if (peer->pd != NULL) {
+		err = ibv_dealloc_pd(peer->pd);
+		if (err && ret == 0)
+			ret = PMREP_ERR_PROVIDER(err, "ibv_dealloc_pd");
+	}
+	(void) pthread_rwlock_destroy(&peer->dev_lock);
 	(void) pthread_mutex_destroy(&peer->lock);
 	free(peer->sink);
 	free(peer);
@@ -260,6 +276,10 @@ static void
 mark_affected(struct verbs_peer *peer, const struct ibv_async_event *ev)
 {
 	pthread_mutex_lock(&Peers_lock);
+	if (peer->ctx == NULL) {
+		pthread_mutex_unlock(&Peers_lock);
+		return;
+	}
 	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
 		if (p->ctx != peer->ctx)
 			continue;
@@ -278,6 +298,10 @@ void
 verbs_peer_mark_device_lost(struct verbs_peer *peer, const char *why)
 {
 	pthread_mutex_lock(&Peers_lock);
+	if (peer->ctx == NULL) {
+		pthread_mutex_unlock(&Peers_lock);
+		return;
+	}
 	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
 		if (p->ctx != peer->ctx)
 			continue;
@@ -287,6 +311,42 @@ verbs_peer_mark_device_lost(struct verbs_peer *peer, const char *why)
 		pthread_mutex_unlock(&p->lock);
 	}
 	pthread_mutex_unlock(&Peers_lock);
+}
+
+void
+verbs_device_removed(struct verbs_peer *peer, const char *why)
+{
+	pthread_mutex_lock(&Peers_lock);
+	struct ibv_context *ctx = peer->ctx;
+	if (ctx == NULL) {
+		/* released already (by another conn, endpoint or event) */
+		pthread_mutex_unlock(&Peers_lock);
+		return;
+	}
+	long long t0 = pmrep_now_ms();
+	char name[IBV_SYSFS_NAME_MAX] = "?";
+	if (ctx->device != NULL)
+		snprintf(name, sizeof(name), "%s",
+				ibv_get_device_name(ctx->device));
+	PMREP_LOG_ERR("RDMA device %s removed (%s): releasing every object on it",
+			name, why);
+	unsigned n = 0;
+	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
+		if (p->ctx != ctx)
+			continue;
+		pthread_rwlock_wrlock(&p->dev_lock);
+		verbs_peer_release_locked(p);
+		pthread_rwlock_unlock(&p->dev_lock);
+		n++;
+	}
+	pthread_mutex_unlock(&Peers_lock);
+	/* librdmacm closes its context of a device that left the device
+	 * list once no id of it remains: let it look at the list again */
+	struct ibv_context **list = rdma_get_devices(NULL);
+	if (list != NULL)
+		rdma_free_devices(list);
+	PMREP_LOG(PMREP_LOG_NOTICE, "RDMA device %s: %u peer(s) released their objects in %lld ms",
+			name, n, pmrep_now_ms() - t0);
 }
 
 /*
@@ -314,6 +374,8 @@ verbs_peer_handle_async_event(struct pmrep_peer *base,
 	struct ibv_async_event ev;
 
 	*event = PMREP_ASYNC_NONE;
+	if (atomic_load(&peer->removed))
+		return verbs_peer_gone(peer, "pmrep_peer_handle_async_event");
 	if (ibv_get_async_event(peer->ctx, &ev)) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return 0;
@@ -349,5 +411,8 @@ verbs_peer_handle_async_event(struct pmrep_peer *base,
 		PMREP_LOG_WARN("async event: %s",
 				ibv_event_type_str(ev.event_type));
 	ibv_ack_async_event(&ev);
+	/* the device is unusable for good: let go of it (T22) */
+	if (*event == PMREP_ASYNC_DEVICE_FATAL)
+		verbs_device_removed(peer, "IBV_EVENT_DEVICE_FATAL");
 	return 0;
 }
