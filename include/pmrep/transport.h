@@ -117,6 +117,28 @@ PMREP_API int pmrep_peer_get_provider(const struct pmrep_peer *peer,
 PMREP_API int pmrep_peer_get_caps(const struct pmrep_peer *peer,
 		uint32_t *caps);
 
+/*
+ * pmrep_peer_get_device_removed -- *removed = true once the peer's RDMA
+ * device was removed (T22). pmrep learns it from an rdma_cm
+ * DEVICE_REMOVAL event on any conn or endpoint of the device (read by
+ * pmrep_conn_next_event, a CQ wait, pmrep_ep_next_conn_req, or found by
+ * pmrep_conn_delete), from IBV_EVENT_DEVICE_FATAL
+ * (pmrep_peer_handle_async_event), or when a connection attempt finds the
+ * device gone from the device list; it then releases at once every verbs
+ * object of every peer on that device -- QPs, CQs, completion channels,
+ * SRQs, MRs, PDs, rdma_cm ids -- so that the kernel can complete the
+ * removal while the process lives. The pmrep objects stay valid: conns
+ * report PMREP_CONN_LOST and refuse posts and CQ calls with
+ * PMREP_E_CONN_LOST; endpoints, the peer and its other objects refuse
+ * new work with PMREP_E_DEVICE_REMOVED; the async fd is -1 from then on
+ * (librdmacm closes its context of the device). Delete them as usual
+ * (nothing is destroyed twice) and open a new peer, by address, once the
+ * device is back (pmrep_utils_get_ibv_context + pmrep_peer_new). Always
+ * false for tcp. Errors: PMREP_E_INVAL. Thread-safe.
+ */
+PMREP_API int pmrep_peer_get_device_removed(const struct pmrep_peer *peer,
+		bool *removed);
+
 /* Device (async) events, as reported by pmrep_peer_handle_async_event. */
 enum pmrep_async_event {
 	PMREP_ASYNC_NONE = 0,		/* nothing pending */

@@ -94,6 +94,15 @@ pmrep_peer_get_caps(const struct pmrep_peer *peer, uint32_t *caps)
 }
 
 int
+pmrep_peer_get_device_removed(const struct pmrep_peer *peer, bool *removed)
+{
+	PMREP_CHECK_ARG(peer);
+	PMREP_CHECK_ARG(removed);
+	*removed = atomic_load(&peer->device_removed);
+	return 0;
+}
+
+int
 pmrep_peer_get_async_fd(const struct pmrep_peer *peer, int *fd)
 {
 	PMREP_CHECK_ARG(peer);

@@ -24,6 +24,7 @@ struct pmrep_peer {
 	uint32_t caps;			/* PMREP_CAP_* probed once */
 	int async_fd;			/* owned by the provider */
 	atomic_int nobjects;		/* objects made from it (delete: BUSY) */
+	atomic_bool device_removed;	/* its RDMA device was removed (T22) */
 };
 
 struct pmrep_conn_cfg {

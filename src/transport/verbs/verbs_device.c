@@ -231,4 +231,5 @@ verbs_peer_release_locked(struct verbs_peer *p)
 	p->base.async_fd = -1;
 	p->ctx = NULL;
 	atomic_store(&p->removed, true);
+	atomic_store(&p->base.device_removed, true);
 }

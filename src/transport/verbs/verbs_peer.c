@@ -167,6 +167,7 @@ pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
 	peer->base.caps = caps_from_attr(&attr);
 	peer->base.async_fd = ibv_ctx->async_fd;
 	atomic_init(&peer->base.nobjects, 0);
+	atomic_init(&peer->base.device_removed, false);
 	peers_add(peer);
 	PMREP_LOG_INFO("verbs peer on %s: caps%s%s%s",
 			ibv_ctx->device ? ibv_get_device_name(ibv_ctx->device) : "?",
