@@ -46,7 +46,7 @@ cleanup() {
 	for f in "$DIR/mirror.pid" "$DIR/target.pid"; do
 		[ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null
 	done
-	wait 2>/dev/null
+	# (no `wait`: a delete stuck in D state would keep it for ever)
 	# leave the guest's device as we found it
 	if [ "$DEV_DELETED" = 1 ] && ! rdma link show "$DEV/1" >/dev/null 2>&1; then
 		timeout 10 rdma link add "$DEV" type rxe netdev "$NETDEV" 2>/dev/null
@@ -96,15 +96,29 @@ wait_for "$DIR/mirror.log" "acked 100\b" 30000 || { cat "$DIR/mirror.log"; fail 
 MIRROR=$(cat "$DIR/mirror.pid")
 
 # ---- the device goes
+# (`timeout` would wait for ever for a delete stuck in D state: watch it from here)
 T_DEL=$(now_ms)
-timeout 10 rdma link delete "$DEV"; rc=$?
+( timeout 10 rdma link delete "$DEV"; echo $? > "$DIR/del.rc" ) &
+for _ in $(seq 200); do [ -s "$DIR/del.rc" ] && break; sleep 0.05; done
 T_DEL_END=$(now_ms)
 DEV_DELETED=1
-if [ $rc = 124 ]; then
-	fail "rdma link delete $DEV did not complete in 10 s (stuck in D state: some process keeps the device open)"
-	ps -eo pid,stat,wchan:32,cmd | grep -E "rdma|pmrep|log-mirror" | grep -v grep
+if [ ! -s "$DIR/del.rc" ]; then
+	fail "rdma link delete $DEV did not complete in 10 s (stuck in D state: a process keeps the device open)"
+	ps -eo pid,stat,wchan:32,args | grep -E "rdma link|pmrep-target|log-mirror" | grep -v grep
+	for p in "$TARGET" "$MIRROR"; do
+		echo "---- pid $p: device files open / mapped"
+		ls -l "/proc/$p/fd" 2>/dev/null | grep -E "infiniband|uverbs|rdma" | sed 's/.*-> //' | sort | uniq -c
+		grep -E "infiniband|uverbs" "/proc/$p/maps" 2>/dev/null | awk '{print $6}' | sort | uniq -c
+	done
+	echo "---- target log"; grep -v "acked" "$DIR/target.log" | tail -30
+	echo "---- mirror log"; grep -v "acked" "$DIR/mirror.log" | tail -30
+	kill "$TARGET" "$MIRROR" 2>/dev/null
+	for _ in $(seq 200); do [ -s "$DIR/del.rc" ] && break; sleep 0.05; done
+	[ -s "$DIR/del.rc" ] && echo "t22: the delete completed once both processes had exited"
+	rm -f "$DIR/mirror.pid" "$DIR/target.pid"
 	exit 1
 fi
+rc=$(cat "$DIR/del.rc")
 [ $rc = 0 ] || fail "rdma link delete $DEV failed ($rc)"
 echo "t22: rdma link delete $DEV took $((T_DEL_END - T_DEL)) ms"
 kill -0 "$TARGET" 2>/dev/null || fail "the target died with the device"

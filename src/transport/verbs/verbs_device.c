@@ -27,9 +27,78 @@
  * application closes that one).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "verbs_internal.h"
+
+/* the resync thread: how often, how long (see verbs_librdmacm_resync) */
+#define RESYNC_PERIOD_MS	20
+#define RESYNC_MAX_MS		30000
+
+bool verbs_resync_thread_enabled = true;
+
+/* does librdmacm list `ctx` (a pointer compare only: it may be freed)? */
+static bool
+librdmacm_lists(const struct ibv_context *ctx)
+{
+	struct ibv_context **list = rdma_get_devices(NULL);
+	bool found = false;
+	if (list == NULL)
+		return false;
+	for (int i = 0; list[i] != NULL; i++) {
+		if (list[i] == ctx)
+			found = true;
+	}
+	rdma_free_devices(list);
+	return found;
+}
+
+static void *
+resync_thread(void *arg)
+{
+	const struct ibv_context *ctx = arg;
+	struct timespec ts = { 0, RESYNC_PERIOD_MS * 1000000L };
+	for (int waited = 0; waited < RESYNC_MAX_MS; waited += RESYNC_PERIOD_MS) {
+		(void) nanosleep(&ts, NULL);
+		if (!librdmacm_lists(ctx)) {
+			PMREP_LOG_INFO("librdmacm let go of the removed device after %d ms more",
+					waited + RESYNC_PERIOD_MS);
+			return NULL;
+		}
+	}
+	PMREP_LOG_WARN("librdmacm still lists the removed RDMA device after %d ms: something else in the process keeps it",
+			RESYNC_MAX_MS);
+	return NULL;
+}
+
+void
+verbs_librdmacm_resync(const struct ibv_context *ctx)
+{
+	/* librdmacm re-reads the device list in rdma_get_devices and closes
+	 * its context of a device that left it (no id of it remains) */
+	if (!librdmacm_lists(ctx))
+		return;
+	/*
+	 * rdma_cm tells of the removal before uverbs takes the device off
+	 * the list (and uverbs then waits for every process to close it):
+	 * look again a little later, without waiting for the application's
+	 * next call, on a thread of its own.
+	 */
+	if (!verbs_resync_thread_enabled)
+		return;
+	pthread_t th;
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) != 0)
+		return;
+	(void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int err = pthread_create(&th, &attr, resync_thread, (void *)ctx);
+	(void) pthread_attr_destroy(&attr);
+	if (err)
+		PMREP_LOG_WARN("pthread_create(librdmacm resync): %s: the removed device is let go of at the next peer made",
+				strerror(err));
+}
 
 #define REG_ADD(head, obj) do {					\
 	(obj)->reg_prev = NULL;					\

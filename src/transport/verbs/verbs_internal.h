@@ -110,6 +110,15 @@ void verbs_devx_destroy(struct verbs_peer *peer);
  * Call it holding no pmrep lock. Idempotent.
  */
 void verbs_device_removed(struct verbs_peer *peer, const char *why);
+/*
+ * Let librdmacm re-read its device list until it no longer lists `ctx`
+ * (a released device's context: compared, never used), at once and then
+ * from a detached thread for a while (verbs_device.c). The thread is off
+ * while verbs_resync_thread_enabled is false (the unit tests' mocks are
+ * single-threaded).
+ */
+void verbs_librdmacm_resync(const struct ibv_context *ctx);
+extern bool verbs_resync_thread_enabled;
 /* does librdmacm still list the peer's device? (true when unsure) */
 bool verbs_device_listed(const struct verbs_peer *peer);
 /* release every verbs object of `p` (dev_lock held for writing) */

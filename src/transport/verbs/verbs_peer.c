@@ -343,9 +343,7 @@ verbs_device_removed(struct verbs_peer *peer, const char *why)
 	pthread_mutex_unlock(&Peers_lock);
 	/* librdmacm closes its context of a device that left the device
 	 * list once no id of it remains: let it look at the list again */
-	struct ibv_context **list = rdma_get_devices(NULL);
-	if (list != NULL)
-		rdma_free_devices(list);
+	verbs_librdmacm_resync(ctx);
 	PMREP_LOG(PMREP_LOG_NOTICE, "RDMA device %s: %u peer(s) released their objects in %lld ms",
 			name, n, pmrep_now_ms() - t0);
 }
