@@ -102,6 +102,17 @@ PMREP_API int pmrep_peer_open(const char *addr, bool is_local,
 		struct pmrep_peer **peer_ptr);
 
 /*
+ * pmrep_peer_open_verbs -- pmrep_peer_open with the verbs provider only,
+ * whatever PMREP_PROVIDER says: e.g. to make a peer again once an RDMA
+ * device removed under the old one is back (T22), without falling back
+ * to tcp meanwhile.
+ * Errors: PMREP_E_NOSUPP (no RDMA device owns / reaches `addr` now), those
+ * of pmrep_utils_get_ibv_context and pmrep_peer_new.
+ */
+PMREP_API int pmrep_peer_open_verbs(const char *addr, bool is_local,
+		struct pmrep_peer **peer_ptr);
+
+/*
  * pmrep_peer_delete -- free the peer (deallocates its PD, closes its async
  * fd). All objects made from the peer must be deleted first.
  * Errors: PMREP_E_BUSY (objects still use the peer; nothing freed),

@@ -70,16 +70,13 @@ repl_peer_open(const char *addr, bool is_local, bool verbs,
 {
 	if (!verbs)
 		return pmrep_peer_open(addr, is_local, peer);
-	struct ibv_context *ctx = NULL;
-	int ret = pmrep_utils_get_ibv_context(addr, is_local, &ctx);
+	int ret = pmrep_peer_open_verbs(addr, is_local, peer);
 	if (ret == PMREP_E_NOSUPP) {
 		PMREP_LOG_INFO("no RDMA device %s %s (yet): waiting for it",
 				is_local ? "owns" : "reaches", addr);
 		return PMREP_E_DEVICE_REMOVED;
 	}
-	if (ret)
-		return ret;
-	return pmrep_peer_new(ctx, peer);
+	return ret;
 }
 
 bool

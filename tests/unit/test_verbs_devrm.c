@@ -10,7 +10,18 @@
  * PMREP_E_CONN_LOST, new work PMREP_E_DEVICE_REMOVED); freeing them later
  * destroys nothing twice; and a new peer on the device (back again) works.
  */
+#include <sys/stat.h>
+
 #include "test_verbs_util.h"
+
+/* does fd refer to /dev/null? */
+static bool
+is_dev_null(int fd)
+{
+	struct stat st, null;
+	return fstat(fd, &st) == 0 && stat("/dev/null", &null) == 0 &&
+		S_ISCHR(st.st_mode) && st.st_rdev == null.st_rdev;
+}
 
 static void
 expect_event(struct pmrep_conn *conn, enum pmrep_conn_event want)
@@ -80,7 +91,8 @@ world_open(struct world *w)
 	assert_int_equal(mock_live(MOCK_CM_ID), 4);	/* listener + 3 conns */
 }
 
-/* nothing of the device is left: every create has had its destroy */
+/* nothing of the device is left: every create has had its destroy
+ * (get_devices_before: rdma_get_devices calls before the removal) */
 static void
 assert_device_released(const struct world *w, unsigned get_devices_before,
 		int cm_channels)
@@ -93,10 +105,10 @@ assert_device_released(const struct world *w, unsigned get_devices_before,
 	assert_int_equal(mock_live(MOCK_PD), 0);
 	assert_int_equal(mock_live(MOCK_CM_ID), 0);
 	assert_int_equal(mock_unacked_cm_events(), 0);
-	/* librdmacm looked at its device list again (it closes its context
-	 * of a device that left it once no id of it remains) */
-	assert_true(mock_calls("rdma_get_devices") > get_devices_before);
-	assert_int_equal(mock_live(MOCK_CM_DEVICE_LIST), 0);
+	/* no rdma_get_devices: it would open a dying device again */
+	assert_int_equal(mock_calls("rdma_get_devices"), get_devices_before);
+	/* the context is the application's (pmrep_peer_new): untouched */
+	assert_false(is_dev_null(mock_cm_context()->async_fd));
 	/* the rdma_cm channels (not the device's) stay for the objects */
 	assert_int_equal(mock_live(MOCK_CM_CHANNEL), cm_channels);
 	bool removed = false;
@@ -374,6 +386,37 @@ T22_every_peer_on_the_device_is_released(void **state)
 	assert_int_equal(pmrep_peer_delete(&b), 0);
 }
 
+/* a peer on librdmacm's own context (pmrep_peer_open): once pmrep let go
+ * of everything on it, the context's fds no longer hold the device (the
+ * kernel waits for those files); librdmacm closes them later */
+static void
+T22_librdmacm_context_lets_go_of_the_device_files(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = NULL;
+	assert_int_equal(pmrep_peer_open(TV_ADDR, false, &peer), 0);
+	enum pmrep_provider prov;
+	assert_int_equal(pmrep_peer_get_provider(peer, &prov), 0);
+	assert_int_equal(prov, PMREP_PROVIDER_VERBS);
+	struct ibv_context *ctx = mock_cm_context();
+	int async_fd = ctx->async_fd;
+	assert_false(is_dev_null(async_fd));
+	struct pmrep_mr_local *mr = tv_mr(peer, 64, PMREP_MR_USAGE_ALL);
+	struct pmrep_conn *conn = tv_active(peer, NULL, NULL, 0);
+	mock_cm_queue_event(tv_vconn(conn)->id, RDMA_CM_EVENT_DEVICE_REMOVAL,
+			0, NULL, 0);
+	expect_event(conn, PMREP_CONN_LOST);
+	assert_int_equal(mock_live(MOCK_PD), 0);
+	assert_int_equal(mock_live(MOCK_QP), 0);
+	/* the same fd numbers, now /dev/null */
+	assert_int_equal(ctx->async_fd, async_fd);
+	assert_true(is_dev_null(ctx->async_fd));
+	/* (the mock's command fd is /dev/null from the start) */
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+	tv_mr_free(mr);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
 int
 main(void)
 {
@@ -386,6 +429,7 @@ main(void)
 		T(T22_device_gone_from_the_list_is_found_by_a_connect),
 		T(T22_device_back_a_new_peer_ep_and_conn_work),
 		T(T22_every_peer_on_the_device_is_released),
+		T(T22_librdmacm_context_lets_go_of_the_device_files),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

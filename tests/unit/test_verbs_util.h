@@ -70,9 +70,6 @@ tv_setup(void **state)
 {
 	mock_extra_clear();
 	tv_log_capture();
-	/* no librdmacm resync thread after a device removal (T22): the
-	 * mocks are single-threaded */
-	verbs_resync_thread_enabled = false;
 	return mock_test_setup(state);
 }
 

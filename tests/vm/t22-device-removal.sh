@@ -76,7 +76,7 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DIR/key"
 chmod 600 "$DIR/key"
 SIZE=4M
 NREC=900
-export PMREP_LOG_LEVEL=NOTICE PMREP_PROVIDER=verbs
+export PMREP_LOG_LEVEL=3 PMREP_PROVIDER=verbs	# 3: notice
 
 # (each process writes its own pid: $! of a pipeline is its last command's)
 ( echo "$BASHPID" > "$DIR/target.pid"

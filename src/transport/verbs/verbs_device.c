@@ -27,77 +27,44 @@
  * application closes that one).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "verbs_internal.h"
 
-/* the resync thread: how often, how long (see verbs_librdmacm_resync) */
-#define RESYNC_PERIOD_MS	20
-#define RESYNC_MAX_MS		30000
-
-bool verbs_resync_thread_enabled = true;
-
-/* does librdmacm list `ctx` (a pointer compare only: it may be freed)? */
-static bool
-librdmacm_lists(const struct ibv_context *ctx)
-{
-	struct ibv_context **list = rdma_get_devices(NULL);
-	bool found = false;
-	if (list == NULL)
-		return false;
-	for (int i = 0; list[i] != NULL; i++) {
-		if (list[i] == ctx)
-			found = true;
-	}
-	rdma_free_devices(list);
-	return found;
-}
-
-static void *
-resync_thread(void *arg)
-{
-	const struct ibv_context *ctx = arg;
-	struct timespec ts = { 0, RESYNC_PERIOD_MS * 1000000L };
-	for (int waited = 0; waited < RESYNC_MAX_MS; waited += RESYNC_PERIOD_MS) {
-		(void) nanosleep(&ts, NULL);
-		if (!librdmacm_lists(ctx)) {
-			PMREP_LOG_INFO("librdmacm let go of the removed device after %d ms more",
-					waited + RESYNC_PERIOD_MS);
-			return NULL;
-		}
-	}
-	PMREP_LOG_WARN("librdmacm still lists the removed RDMA device after %d ms: something else in the process keeps it",
-			RESYNC_MAX_MS);
-	return NULL;
-}
-
+/*
+ * librdmacm's context of a removed device: pmrep released everything it
+ * had on it, but librdmacm closes its context only when it re-reads the
+ * device list and finds the device gone -- and it gives up re-reading
+ * when the list is empty (a single-device host: the removed device was
+ * the only one), while reading it at the wrong moment (rdma_get_devices)
+ * opens the dying device again. The kernel waits for the device's files
+ * to be closed: so replace both of the context's fds (its command fd and
+ * async event fd) by /dev/null, which lets go of the device's files at
+ * once while the fd numbers stay taken: librdmacm closes them (and frees
+ * the context) whenever it next syncs, harmlessly. Only for contexts
+ * librdmacm handed out; an application's own context is its to close.
+ */
 void
-verbs_librdmacm_resync(const struct ibv_context *ctx)
+verbs_cm_ctx_let_go(struct ibv_context *ctx, const char *name)
 {
-	/* librdmacm re-reads the device list in rdma_get_devices and closes
-	 * its context of a device that left it (no id of it remains) */
-	if (!librdmacm_lists(ctx))
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0) {
+		PMREP_LOG_ERR("open(/dev/null): %s: librdmacm's context of %s stays open (the device's removal waits for this process)",
+				strerror(errno), name);
 		return;
-	/*
-	 * rdma_cm tells of the removal before uverbs takes the device off
-	 * the list (and uverbs then waits for every process to close it):
-	 * look again a little later, without waiting for the application's
-	 * next call, on a thread of its own.
-	 */
-	if (!verbs_resync_thread_enabled)
-		return;
-	pthread_t th;
-	pthread_attr_t attr;
-	if (pthread_attr_init(&attr) != 0)
-		return;
-	(void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int err = pthread_create(&th, &attr, resync_thread, (void *)ctx);
-	(void) pthread_attr_destroy(&attr);
-	if (err)
-		PMREP_LOG_WARN("pthread_create(librdmacm resync): %s: the removed device is let go of at the next peer made",
-				strerror(err));
+	}
+	int fds[2] = { ctx->cmd_fd, ctx->async_fd };
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] >= 0 && dup3(null, fds[i], O_CLOEXEC) < 0)
+			PMREP_LOG_ERR("dup3(/dev/null, %d): %s: librdmacm's context of %s stays open",
+					fds[i], strerror(errno), name);
+	}
+	(void) close(null);
+	PMREP_LOG(PMREP_LOG_NOTICE, "RDMA device %s: librdmacm's context let go of (its fds now /dev/null)",
+			name);
 }
 
 #define REG_ADD(head, obj) do {					\
@@ -194,18 +161,18 @@ verbs_peer_gone(const struct verbs_peer *peer, const char *what)
 bool
 verbs_device_listed(const struct verbs_peer *peer)
 {
+	/* libibverbs' list (librdmacm's rdma_get_devices would open every
+	 * device it lists, a dying one too) */
 	int n = 0;
-	struct ibv_context **list = rdma_get_devices(&n);
+	struct ibv_device **list = ibv_get_device_list(&n);
 	if (list == NULL)
-		return n == 0 ? false : true;
+		return true;	/* unsure */
 	bool found = false;
-	for (int i = 0; list[i] != NULL; i++) {
-		/* by device: an application's context is not librdmacm's */
-		if (list[i] == peer->ctx || (peer->ctx != NULL &&
-				list[i]->device == peer->ctx->device))
+	for (int i = 0; i < n && list[i] != NULL; i++) {
+		if (peer->ctx != NULL && list[i] == peer->ctx->device)
 			found = true;
 	}
-	rdma_free_devices(list);
+	ibv_free_device_list(list);
 	return found;
 }
 

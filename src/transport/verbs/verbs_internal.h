@@ -83,6 +83,7 @@ struct verbs_peer {
 	struct verbs_comp_channel *chans;
 	struct verbs_peer *next;	/* the process's list of verbs peers */
 	uint8_t nports;			/* phys_port_cnt */
+	bool cm_ctx;			/* ctx is librdmacm's (pmrep_peer_open) */
 	/* DEVX event channel (verbs_devx.c), made at the first subscribe */
 	struct mlx5dv_devx_event_channel *devx_ch;
 };
@@ -110,16 +111,10 @@ void verbs_devx_destroy(struct verbs_peer *peer);
  * Call it holding no pmrep lock. Idempotent.
  */
 void verbs_device_removed(struct verbs_peer *peer, const char *why);
-/*
- * Let librdmacm re-read its device list until it no longer lists `ctx`
- * (a released device's context: compared, never used), at once and then
- * from a detached thread for a while (verbs_device.c). The thread is off
- * while verbs_resync_thread_enabled is false (the unit tests' mocks are
- * single-threaded).
- */
-void verbs_librdmacm_resync(const struct ibv_context *ctx);
-extern bool verbs_resync_thread_enabled;
-/* does librdmacm still list the peer's device? (true when unsure) */
+/* make librdmacm's context `ctx` of a removed device let go of the
+ * device's files (verbs_device.c); `name`: the device's, for logs */
+void verbs_cm_ctx_let_go(struct ibv_context *ctx, const char *name);
+/* does libibverbs still list the peer's device? (true when unsure) */
 bool verbs_device_listed(const struct verbs_peer *peer);
 /* release every verbs object of `p` (dev_lock held for writing) */
 void verbs_peer_release_locked(struct verbs_peer *p);

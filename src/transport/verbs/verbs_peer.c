@@ -106,6 +106,15 @@ caps_from_attr(const struct ibv_device_attr_ex *attr)
 }
 
 int
+pmrep_verbs_peer_new_cm(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
+{
+	int ret = pmrep_verbs_peer_new(ibv_ctx, peer_ptr);
+	if (ret == 0)
+		verbs_peer(*peer_ptr)->cm_ctx = true;
+	return ret;
+}
+
+int
 pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
 {
 	struct ibv_device_attr_ex attr;
@@ -332,18 +341,20 @@ verbs_device_removed(struct verbs_peer *peer, const char *why)
 	PMREP_LOG_ERR("RDMA device %s removed (%s): releasing every object on it",
 			name, why);
 	unsigned n = 0;
+	bool cm_ctx = false;
 	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
 		if (p->ctx != ctx)
 			continue;
+		cm_ctx = cm_ctx || p->cm_ctx;
 		pthread_rwlock_wrlock(&p->dev_lock);
 		verbs_peer_release_locked(p);
 		pthread_rwlock_unlock(&p->dev_lock);
 		n++;
 	}
+	/* librdmacm's context: nothing of pmrep is on it any more */
+	if (cm_ctx)
+		verbs_cm_ctx_let_go(ctx, name);
 	pthread_mutex_unlock(&Peers_lock);
-	/* librdmacm closes its context of a device that left the device
-	 * list once no id of it remains: let it look at the list again */
-	verbs_librdmacm_resync(ctx);
 	PMREP_LOG(PMREP_LOG_NOTICE, "RDMA device %s: %u peer(s) released their objects in %lld ms",
 			name, n, pmrep_now_ms() - t0);
 }
