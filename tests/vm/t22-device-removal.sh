@@ -137,8 +137,8 @@ T_ADD=$(now_ms)
 out=$(timeout 10 rdma link add "$DEV" type rxe netdev "$NETDEV" 2>&1); rc=$?
 [ $rc = 0 ] || fail "rdma link add $DEV failed ($rc): $out"
 [ $rc = 0 ] && DEV_DELETED=0
-if wait_for "$DIR/target.log" "listening again" 20000; then
-	echo "t22: target listening again $(( $(first "$DIR/target.log" "listening again") - T_ADD )) ms after the add"
+if wait_for "$DIR/target.log" "listening again on" 20000; then
+	echo "t22: target listening again $(( $(first "$DIR/target.log" "listening again on") - T_ADD )) ms after the add"
 else
 	fail "the target did not listen again within 20 s"
 fi
