@@ -412,7 +412,10 @@ PMREP_API int pmrep_ep_get_port(const struct pmrep_ep *ep, uint16_t *port);
  * event is copied and acknowledged before its id moves to its own event
  * channel. Errors: PMREP_E_INVAL, PMREP_E_NO_EVENT (nothing pending),
  * PMREP_E_MALFORMED (a request with bad private data: rejected, logged),
- * PMREP_E_PROVIDER, PMREP_E_NOMEM.
+ * PMREP_E_PROVIDER, PMREP_E_NOMEM, PMREP_E_DEVICE_REMOVED (the RDMA device
+ * was removed -- a DEVICE_REMOVAL on the listener releases every object of
+ * the device, see pmrep_peer_get_device_removed; shut the endpoint down
+ * and listen on a new peer once the device is back).
  */
 PMREP_API int pmrep_ep_next_conn_req(struct pmrep_ep *ep,
 		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr);
@@ -736,7 +739,9 @@ PMREP_API int pmrep_cq_get_fd(const struct pmrep_cq *cq, int *fd);
  * CQ's own channel, acknowledge it and re-arm the CQ. A wakeup with an
  * empty CQ is not an error. Requests its conn holds by PMREP_F_MORE are
  * posted first. Errors: PMREP_E_INVAL, PMREP_E_SHARED_CHANNEL
- * (wait on the conn / comp channel), PMREP_E_TIMEOUT, PMREP_E_PROVIDER;
+ * (wait on the conn / comp channel), PMREP_E_TIMEOUT, PMREP_E_PROVIDER,
+ * PMREP_E_CONN_LOST (the RDMA device was removed, T22; also from
+ * pmrep_conn_wait and pmrep_comp_channel_wait);
  * PMREP_E_AGAIN / PMREP_E_PROVIDER when posting the held requests failed
  * (nothing waited for; see the posting rules).
  * Thread-safety: may run concurrently with posting ops on its conn.
@@ -765,7 +770,8 @@ PMREP_API int pmrep_cq_wait_any(struct pmrep_cq *const *cqs, int n,
  * pmrep_cq_get_completions -- take up to `max` completions without
  * blocking into `out`, count in *n. Requests its conn holds by
  * PMREP_F_MORE are posted first. Errors: PMREP_E_INVAL (max < 1),
- * PMREP_E_NO_COMPLETION (none now), PMREP_E_PROVIDER (poll failed);
+ * PMREP_E_NO_COMPLETION (none now), PMREP_E_PROVIDER (poll failed),
+ * PMREP_E_CONN_LOST (the CQ's RDMA device was removed: T22);
  * PMREP_E_AGAIN / PMREP_E_PROVIDER when posting the held requests failed
  * (nothing polled, *n = 0; the next call polls; see the posting rules).
  * Thread-safety: may run concurrently with posting ops on its conn.
