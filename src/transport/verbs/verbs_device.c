@@ -19,12 +19,10 @@
  * endpoints, SRQs, channels: PMREP_E_DEVICE_REMOVED) and is freed by its
  * owner's delete as usual, which destroys nothing twice.
  * The peers' contexts belong to librdmacm (pmrep_peer_open) or to the
- * application (pmrep_peer_new): pmrep opens none itself. librdmacm closes
- * its context of a device once no id of it is left and it has seen the
- * device disappear from the device list, which it re-reads in
- * rdma_get_devices: so the release ends with rdma_get_devices +
- * rdma_free_devices (harmless for an application's context: the
- * application closes that one).
+ * application (pmrep_peer_new): pmrep opens none itself. librdmacm's
+ * context would outlive the release (see verbs_cm_ctx_let_go): the
+ * release ends by making it let go of the device's files. An
+ * application's context is the application's to close.
  */
 #include <errno.h>
 #include <fcntl.h>
