@@ -46,6 +46,7 @@ enum pmrep_err {
 	PMREP_E_RANGE = -100018,	/* offset / length outside the object */
 	PMREP_E_STATE = -100019,	/* the object is not in a state that allows this */
 	PMREP_E_GRANULARITY = -100020,	/* mapping cannot offer the required granularity */
+	PMREP_E_DEVICE_REMOVED = -100021, /* the peer's RDMA device was removed: open a new peer */
 };
 
 /*

@@ -102,6 +102,17 @@ PMREP_API int pmrep_peer_open(const char *addr, bool is_local,
 		struct pmrep_peer **peer_ptr);
 
 /*
+ * pmrep_peer_open_verbs -- pmrep_peer_open with the verbs provider only,
+ * whatever PMREP_PROVIDER says: e.g. to make a peer again once an RDMA
+ * device removed under the old one is back (T22), without falling back
+ * to tcp meanwhile.
+ * Errors: PMREP_E_NOSUPP (no RDMA device owns / reaches `addr` now), those
+ * of pmrep_utils_get_ibv_context and pmrep_peer_new.
+ */
+PMREP_API int pmrep_peer_open_verbs(const char *addr, bool is_local,
+		struct pmrep_peer **peer_ptr);
+
+/*
  * pmrep_peer_delete -- free the peer (deallocates its PD, closes its async
  * fd). All objects made from the peer must be deleted first.
  * Errors: PMREP_E_BUSY (objects still use the peer; nothing freed),
@@ -116,6 +127,28 @@ PMREP_API int pmrep_peer_get_provider(const struct pmrep_peer *peer,
 /* pmrep_peer_get_caps -- PMREP_CAP_* bits probed at creation. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_peer_get_caps(const struct pmrep_peer *peer,
 		uint32_t *caps);
+
+/*
+ * pmrep_peer_get_device_removed -- *removed = true once the peer's RDMA
+ * device was removed (T22). pmrep learns it from an rdma_cm
+ * DEVICE_REMOVAL event on any conn or endpoint of the device (read by
+ * pmrep_conn_next_event, a CQ wait, pmrep_ep_next_conn_req, or found by
+ * pmrep_conn_delete), from IBV_EVENT_DEVICE_FATAL
+ * (pmrep_peer_handle_async_event), or when a connection attempt finds the
+ * device gone from the device list; it then releases at once every verbs
+ * object of every peer on that device -- QPs, CQs, completion channels,
+ * SRQs, MRs, PDs, rdma_cm ids -- so that the kernel can complete the
+ * removal while the process lives. The pmrep objects stay valid: conns
+ * report PMREP_CONN_LOST and refuse posts and CQ calls with
+ * PMREP_E_CONN_LOST; endpoints, the peer and its other objects refuse
+ * new work with PMREP_E_DEVICE_REMOVED; the async fd is -1 from then on
+ * (librdmacm closes its context of the device). Delete them as usual
+ * (nothing is destroyed twice) and open a new peer, by address, once the
+ * device is back (pmrep_utils_get_ibv_context + pmrep_peer_new). Always
+ * false for tcp. Errors: PMREP_E_INVAL. Thread-safe.
+ */
+PMREP_API int pmrep_peer_get_device_removed(const struct pmrep_peer *peer,
+		bool *removed);
 
 /* Device (async) events, as reported by pmrep_peer_handle_async_event. */
 enum pmrep_async_event {
@@ -379,7 +412,10 @@ PMREP_API int pmrep_ep_get_port(const struct pmrep_ep *ep, uint16_t *port);
  * event is copied and acknowledged before its id moves to its own event
  * channel. Errors: PMREP_E_INVAL, PMREP_E_NO_EVENT (nothing pending),
  * PMREP_E_MALFORMED (a request with bad private data: rejected, logged),
- * PMREP_E_PROVIDER, PMREP_E_NOMEM.
+ * PMREP_E_PROVIDER, PMREP_E_NOMEM, PMREP_E_DEVICE_REMOVED (the RDMA device
+ * was removed -- a DEVICE_REMOVAL on the listener releases every object of
+ * the device, see pmrep_peer_get_device_removed; shut the endpoint down
+ * and listen on a new peer once the device is back).
  */
 PMREP_API int pmrep_ep_next_conn_req(struct pmrep_ep *ep,
 		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr);
@@ -703,7 +739,9 @@ PMREP_API int pmrep_cq_get_fd(const struct pmrep_cq *cq, int *fd);
  * CQ's own channel, acknowledge it and re-arm the CQ. A wakeup with an
  * empty CQ is not an error. Requests its conn holds by PMREP_F_MORE are
  * posted first. Errors: PMREP_E_INVAL, PMREP_E_SHARED_CHANNEL
- * (wait on the conn / comp channel), PMREP_E_TIMEOUT, PMREP_E_PROVIDER;
+ * (wait on the conn / comp channel), PMREP_E_TIMEOUT, PMREP_E_PROVIDER,
+ * PMREP_E_CONN_LOST (the RDMA device was removed, T22; also from
+ * pmrep_conn_wait and pmrep_comp_channel_wait);
  * PMREP_E_AGAIN / PMREP_E_PROVIDER when posting the held requests failed
  * (nothing waited for; see the posting rules).
  * Thread-safety: may run concurrently with posting ops on its conn.
@@ -732,7 +770,8 @@ PMREP_API int pmrep_cq_wait_any(struct pmrep_cq *const *cqs, int n,
  * pmrep_cq_get_completions -- take up to `max` completions without
  * blocking into `out`, count in *n. Requests its conn holds by
  * PMREP_F_MORE are posted first. Errors: PMREP_E_INVAL (max < 1),
- * PMREP_E_NO_COMPLETION (none now), PMREP_E_PROVIDER (poll failed);
+ * PMREP_E_NO_COMPLETION (none now), PMREP_E_PROVIDER (poll failed),
+ * PMREP_E_CONN_LOST (the CQ's RDMA device was removed: T22);
  * PMREP_E_AGAIN / PMREP_E_PROVIDER when posting the held requests failed
  * (nothing polled, *n = 0; the next call polls; see the posting rules).
  * Thread-safety: may run concurrently with posting ops on its conn.

@@ -158,6 +158,7 @@ pmrep_err_to_str(int err)
 	case PMREP_E_RANGE: return "offset or length out of range";
 	case PMREP_E_STATE: return "invalid state for this operation";
 	case PMREP_E_GRANULARITY: return "granularity not supported by the mapping";
+	case PMREP_E_DEVICE_REMOVED: return "the RDMA device was removed";
 	default: return "unknown error code";
 	}
 }

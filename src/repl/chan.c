@@ -65,6 +65,29 @@ repl_left_ms(long long deadline)
 }
 
 int
+repl_peer_open(const char *addr, bool is_local, bool verbs,
+		struct pmrep_peer **peer)
+{
+	if (!verbs)
+		return pmrep_peer_open(addr, is_local, peer);
+	int ret = pmrep_peer_open_verbs(addr, is_local, peer);
+	if (ret == PMREP_E_NOSUPP) {
+		PMREP_LOG_INFO("no RDMA device %s %s (yet): waiting for it",
+				is_local ? "owns" : "reaches", addr);
+		return PMREP_E_DEVICE_REMOVED;
+	}
+	return ret;
+}
+
+bool
+repl_peer_removed(const struct pmrep_peer *peer)
+{
+	bool removed = false;
+	return peer != NULL &&
+		pmrep_peer_get_device_removed(peer, &removed) == 0 && removed;
+}
+
+int
 repl_chan_init(struct repl_chan *ch, struct pmrep_peer *peer)
 {
 	memset(ch, 0, sizeof(*ch));

@@ -44,6 +44,18 @@ enum repl_chan_ev {
 	REPL_CHAN_FLUSH,	/* a signalled flush completed successfully */
 };
 
+/*
+ * A peer for `addr` (pmrep_peer_open's is_local). verbs: the verbs
+ * provider only, never the tcp fallback -- a peer made again after its
+ * RDMA device was removed (T22) waits for the device instead of
+ * switching providers; PMREP_E_DEVICE_REMOVED while no RDMA device owns /
+ * reaches the address. Else pmrep_peer_open.
+ */
+int repl_peer_open(const char *addr, bool is_local, bool verbs,
+		struct pmrep_peer **peer);
+/* is the peer's RDMA device removed (T22)? */
+bool repl_peer_removed(const struct pmrep_peer *peer);
+
 /* allocate and register the slots on `peer`. PMREP_E_NOMEM, transport errors */
 int repl_chan_init(struct repl_chan *ch, struct pmrep_peer *peer);
 void repl_chan_fini(struct repl_chan *ch);

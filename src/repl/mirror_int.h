@@ -67,6 +67,9 @@ struct replica {
 	struct pmrep_mr_remote *rmr;
 	struct repl_chan ch;
 	bool chan_ready;
+	/* its peer's RDMA device was removed once: a new peer is verbs
+	 * only (T22) */
+	bool verbs_only;
 	enum pmrep_replica_state state;
 	enum pmrep_mirror_method method;
 	struct repl_bitmap *oos;	/* OOS[idx] of the mirror's record */
@@ -118,6 +121,8 @@ struct pmrep_mirror {
 
 /* replica.c: the replica state machine */
 void replica_disconnect(struct replica *r);
+/* free a peer whose RDMA device was removed, with its MR and channel */
+void replica_drop_peer(struct replica *r);
 void replica_fail(struct replica *r, int err, uint64_t off, uint64_t len);
 int replica_resync(struct replica *r, long long deadline);
 int replica_attach(struct replica *r, long long connect_deadline, long long deadline);

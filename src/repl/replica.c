@@ -53,6 +53,31 @@ replica_disconnect(struct replica *r)
 	r->method = PMREP_MIRROR_METHOD_NONE;
 }
 
+/*
+ * Its peer's RDMA device was removed (T22): the peer, the mapping's
+ * registration and the channel are dead objects. Free them (nothing is
+ * destroyed twice); the next connect makes new ones, on the verbs
+ * provider only. The conn is gone already (replica_disconnect).
+ */
+void
+replica_drop_peer(struct replica *r)
+{
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s): the RDMA device was removed; a new peer is made when it is back",
+			r->idx, r->addr, r->port);
+	replica_disconnect(r);
+	if (r->chan_ready) {
+		repl_chan_fini(&r->ch);
+		r->chan_ready = false;
+	}
+	(void) pmrep_mr_dereg(&r->src);
+	int ret = pmrep_peer_delete(&r->peer);
+	if (ret)
+		PMREP_LOG_ERR("replica %u: deleting its peer: %s", r->idx,
+				pmrep_err_to_str(ret));
+	r->peer = NULL;
+	r->verbs_only = true;
+}
+
 /* the replica is lost: [off, off + len) and all it misses from now on
  * are out of sync */
 void
@@ -270,8 +295,12 @@ replica_connect(struct replica *r, long long deadline)
 
 	r->why[0] = '\0';
 
+	/* T22: the peer's RDMA device was removed, and with it the peer's
+	 * MRs and channel: start over on a new peer once it is back */
+	if (repl_peer_removed(r->peer))
+		replica_drop_peer(r);
 	if (r->peer == NULL) {
-		ret = pmrep_peer_open(r->addr, false, &r->peer);
+		ret = repl_peer_open(r->addr, false, r->verbs_only, &r->peer);
 		if (ret)
 			return ret;
 	}

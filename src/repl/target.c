@@ -624,6 +624,7 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 	epoll_add(t, fd, TAG_EP);
 	uint16_t port = 0;
 	(void) pmrep_ep_get_port(t->ep, &port);
+	t->port = port;
 	PMREP_LOG(PMREP_LOG_NOTICE, "serving %s (%llu data bytes, %s mode) on %s:%u",
 			t->cfg.path, (unsigned long long)t->hdr.data_size,
 			t->staging ? "staging" : "direct", t->cfg.addr, port);
@@ -706,6 +707,11 @@ pmrep_target_get_port(const struct pmrep_target *target, uint16_t *port)
 		PMREP_LOG_ERR("invalid argument: target or port is NULL");
 		return PMREP_E_INVAL;
 	}
+	if (target->ep == NULL) {
+		/* lost with its RDMA device: listened on again when back */
+		*port = target->port;
+		return 0;
+	}
 	return pmrep_ep_get_port(target->ep, port);
 }
 
@@ -733,11 +739,79 @@ pmrep_target_get_stats(const struct pmrep_target *target,
 	return 0;
 }
 
+/* ------------------------------------------- device removal (T22) */
+
+#define RELISTEN_PERIOD_MS 100
+
+/*
+ * The endpoint's RDMA device was removed: the transport released every
+ * verbs object already; free the dead pmrep objects (sessions, endpoint,
+ * MRs, peer) and try to listen again every RELISTEN_PERIOD_MS.
+ */
+static void
+target_endpoint_lost(struct pmrep_target *t)
+{
+	PMREP_LOG(PMREP_LOG_NOTICE, "endpoint %s:%u lost: its RDMA device was removed; listening again when it is back",
+			t->cfg.addr, (unsigned)t->port);
+	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
+		session_close(t, &t->s[i], "the RDMA device was removed");
+	(void) pmrep_ep_shutdown(&t->ep);
+	(void) pmrep_mr_dereg(&t->query_mr);
+	(void) pmrep_mr_dereg(&t->data_mr);
+	if (t->staging)
+		munmap(t->staging, (size_t)t->hdr.data_size);
+	t->staging = NULL;
+	int ret = pmrep_peer_delete(&t->peer);
+	if (ret)
+		PMREP_LOG_ERR("deleting the target's peer: %s", pmrep_err_to_str(ret));
+	t->ep_lost = true;
+	t->relisten_at = repl_now_ms();
+}
+
+/* a new peer, registrations and endpoint on the device, once it is back */
+static void
+target_relisten(struct pmrep_target *t)
+{
+	if (repl_now_ms() < t->relisten_at)
+		return;
+	t->relisten_at = repl_now_ms() + RELISTEN_PERIOD_MS;
+	int ret = repl_peer_open(t->cfg.addr, true, true, &t->peer);
+	if (ret)
+		return;		/* not back yet */
+	ret = target_register_data(t);
+	if (ret)
+		goto err_peer;
+	char port[8];
+	snprintf(port, sizeof(port), "%u", (unsigned)t->port);
+	ret = pmrep_ep_listen(t->peer, t->cfg.addr, port, &t->ep);
+	if (ret)
+		goto err_mr;
+	int fd;
+	(void) pmrep_ep_get_fd(t->ep, &fd);
+	epoll_add(t, fd, TAG_EP);
+	t->ep_lost = false;
+	PMREP_LOG(PMREP_LOG_NOTICE, "listening again on %s:%u (%s mode): the RDMA device is back",
+			t->cfg.addr, (unsigned)t->port,
+			t->staging ? "staging" : "direct");
+	return;
+err_mr:
+	(void) pmrep_mr_dereg(&t->query_mr);
+	(void) pmrep_mr_dereg(&t->data_mr);
+	if (t->staging)
+		munmap(t->staging, (size_t)t->hdr.data_size);
+	t->staging = NULL;
+err_peer:
+	PMREP_LOG_INFO("cannot listen again yet: %s", pmrep_err_to_str(ret));
+	(void) pmrep_peer_delete(&t->peer);
+}
+
 /* the earliest session deadline, or `limit` */
 static int
 wait_limit(const struct pmrep_target *t, int timeout_ms)
 {
 	int left = timeout_ms;
+	if (t->ep_lost && (left < 0 || left > RELISTEN_PERIOD_MS))
+		left = RELISTEN_PERIOD_MS;
 	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
 		const struct session *s = &t->s[i];
 		if (s->state != S_WAIT_AUTH && s->state != S_ATTACHING &&
@@ -760,6 +834,11 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 	int ret = repl_timeout_check(timeout_ms, "pmrep_target_process");
 	if (ret)
 		return ret;
+	/* T22: the device went (whoever noticed) or may be back */
+	if (!t->ep_lost && repl_peer_removed(t->peer))
+		target_endpoint_lost(t);
+	if (t->ep_lost)
+		target_relisten(t);
 	struct epoll_event evs[2 * TARGET_MAX_SESSIONS + 1];
 	int n;
 	do {
@@ -772,7 +851,7 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 	bool busy[TARGET_MAX_SESSIONS] = { false };
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 == TAG_EP) {
-			for (;;) {
+			for (; t->ep != NULL;) {
 				struct pmrep_conn_req *req = NULL;
 				int ret = pmrep_ep_next_conn_req(t->ep, t->conn_cfg, &req);
 				if (ret == PMREP_E_NO_EVENT)
@@ -781,6 +860,10 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 					t->stats.sessions_refused++;
 					t->stats.last_refusal = ret;
 					continue;
+				}
+				if (ret == PMREP_E_DEVICE_REMOVED) {
+					target_endpoint_lost(t);
+					break;
 				}
 				if (ret) {
 					PMREP_LOG_ERR("taking a connection request: %s",
@@ -799,6 +882,8 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 			continue;
 		if (busy[i])
 			session_progress(t, s);
+		if (s->state == S_FREE)
+			continue;
 		if ((s->state == S_WAIT_AUTH || s->state == S_ATTACHING ||
 				s->state == S_CLOSING) &&
 				repl_left_ms(s->deadline) == 0) {

@@ -75,6 +75,11 @@ struct pmrep_target {
 	uint8_t *staging;		/* NULL: direct */
 	enum pmrep_target_mode mode;
 	int epfd;
+	/* T22: the endpoint's RDMA device was removed: no peer, no MRs,
+	 * no endpoint until it is back (target_relisten) */
+	bool ep_lost;
+	uint16_t port;			/* the port listened on */
+	long long relisten_at;		/* next try, repl_now_ms() */
 	struct session s[TARGET_MAX_SESSIONS];
 	struct pmrep_target_stats stats;
 };

@@ -121,7 +121,8 @@ pmrep_conn_wait(struct pmrep_conn *conn, int timeout_ms, struct pmrep_cq **cq,
 {
 	PMREP_CHECK_ARG(conn);
 	PMREP_CHECK_ARG(cq);
-	if (conn->comp_fd < 0) {
+	/* (a removed device's conn has none any more: its provider says so) */
+	if (conn->comp_fd < 0 && !atomic_load(&conn->peer->device_removed)) {
 		PMREP_LOG_ERR("pmrep_conn_wait needs a shared completion channel");
 		return PMREP_E_NOT_SHARED_CHNL;
 	}

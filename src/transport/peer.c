@@ -45,7 +45,7 @@ pmrep_peer_open(const char *addr, bool is_local, struct pmrep_peer **peer_ptr)
 	struct ibv_context *ibv_ctx = NULL;
 	int ret = pmrep_utils_get_ibv_context(addr, is_local, &ibv_ctx);
 	if (ret == 0)
-		return pmrep_verbs_peer_new(ibv_ctx, peer_ptr);
+		return pmrep_verbs_peer_new_cm(ibv_ctx, peer_ptr);
 
 	if (force != NULL && strcmp(force, "verbs") == 0) {
 		PMREP_LOG_ERR("PMREP_PROVIDER=verbs but no RDMA device %s %s",
@@ -55,6 +55,19 @@ pmrep_peer_open(const char *addr, bool is_local, struct pmrep_peer **peer_ptr)
 	PMREP_LOG_INFO("no RDMA device for %s: using the tcp provider", addr);
 	pmrep_err_clear();
 	return pmrep_tcp_peer_new(peer_ptr);
+}
+
+int
+pmrep_peer_open_verbs(const char *addr, bool is_local,
+		struct pmrep_peer **peer_ptr)
+{
+	PMREP_CHECK_ARG(addr);
+	PMREP_CHECK_ARG(peer_ptr);
+	struct ibv_context *ibv_ctx = NULL;
+	int ret = pmrep_utils_get_ibv_context(addr, is_local, &ibv_ctx);
+	if (ret)
+		return ret;
+	return pmrep_verbs_peer_new_cm(ibv_ctx, peer_ptr);
 }
 
 int
@@ -90,6 +103,15 @@ pmrep_peer_get_caps(const struct pmrep_peer *peer, uint32_t *caps)
 	PMREP_CHECK_ARG(peer);
 	PMREP_CHECK_ARG(caps);
 	*caps = peer->caps;
+	return 0;
+}
+
+int
+pmrep_peer_get_device_removed(const struct pmrep_peer *peer, bool *removed)
+{
+	PMREP_CHECK_ARG(peer);
+	PMREP_CHECK_ARG(removed);
+	*removed = atomic_load(&peer->device_removed);
 	return 0;
 }
 

@@ -24,6 +24,7 @@ struct pmrep_peer {
 	uint32_t caps;			/* PMREP_CAP_* probed once */
 	int async_fd;			/* owned by the provider */
 	atomic_int nobjects;		/* objects made from it (delete: BUSY) */
+	atomic_bool device_removed;	/* its RDMA device was removed (T22) */
 };
 
 struct pmrep_conn_cfg {
@@ -205,6 +206,9 @@ extern const struct pmrep_provider_ops pmrep_tcp_ops;
 
 /* provider-specific peer constructors (the generic peer.c dispatches) */
 int pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer);
+/* the same on a context librdmacm handed out (pmrep_utils_get_ibv_context):
+ * pmrep lets go of it itself when its device is removed (T22) */
+int pmrep_verbs_peer_new_cm(struct ibv_context *ibv_ctx, struct pmrep_peer **peer);
 int pmrep_tcp_peer_new(struct pmrep_peer **peer);
 
 /* wait for `fd` to become readable up to timeout_ms (-1 forever):

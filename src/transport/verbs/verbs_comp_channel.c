@@ -17,6 +17,8 @@ verbs_comp_channel_new(struct pmrep_peer *base, struct pmrep_comp_channel **ch_p
 	struct verbs_peer *peer = verbs_peer(base);
 	int ret;
 
+	if (atomic_load(&peer->removed))
+		return verbs_peer_gone(peer, "pmrep_comp_channel_new");
 	struct verbs_comp_channel *ch = calloc(1, sizeof(*ch));
 	if (ch == NULL) {
 		PMREP_LOG_ERR("out of memory for a completion channel");
@@ -38,6 +40,7 @@ verbs_comp_channel_new(struct pmrep_peer *base, struct pmrep_comp_channel **ch_p
 	ch->base.peer = base;
 	ch->base.fd = ch->ch->fd;
 	atomic_init(&ch->base.ncqs, 0);
+	verbs_peer_add_chan(peer, ch);
 	*ch_ptr = &ch->base;
 	return 0;
 
@@ -52,9 +55,15 @@ int
 verbs_comp_channel_delete(struct pmrep_comp_channel *base)
 {
 	struct verbs_comp_channel *ch = (struct verbs_comp_channel *)base;
+	struct verbs_peer *peer = verbs_peer(base->peer);
 
+	verbs_dev_rdlock(peer);
+	/* NULL: released with its removed device (T22) */
 	/* returns the errno itself (a positive value), not -1 (T02) */
-	int err = ibv_destroy_comp_channel(ch->ch);
+	int err = ch->ch != NULL ? ibv_destroy_comp_channel(ch->ch) : 0;
+	if (err != EBUSY)
+		verbs_peer_del_chan(peer, ch);
+	verbs_dev_unlock(peer);
 	if (err == EBUSY) {
 		pmrep_err_set_errno(err);
 		PMREP_LOG_ERR("ibv_destroy_comp_channel: a CQ is still attached; the channel stays usable");
@@ -77,7 +86,12 @@ static int
 try_take(void *arg)
 {
 	struct take_args *a = arg;
-	return verbs_channel_take_event(a->ch->ch, &a->ch->lock, &a->got);
+	struct verbs_peer *peer = verbs_peer(a->ch->base.peer);
+	verbs_dev_rdlock(peer);
+	int ret = atomic_load(&peer->removed) ? PMREP_E_CONN_LOST :
+		verbs_channel_take_event(a->ch->ch, &a->ch->lock, &a->got);
+	verbs_dev_unlock(peer);
+	return ret;
 }
 
 int
@@ -86,8 +100,16 @@ verbs_comp_channel_wait(struct pmrep_comp_channel *base, int timeout_ms,
 {
 	struct verbs_comp_channel *ch = (struct verbs_comp_channel *)base;
 	struct take_args a = { ch, NULL };
+	struct verbs_peer *peer = verbs_peer(base->peer);
 
-	int ret = pmrep_wait_for(ch->ch->fd, timeout_ms, try_take, &a);
+	verbs_dev_rdlock(peer);
+	int fd = ch->ch != NULL ? ch->ch->fd : -1;
+	verbs_dev_unlock(peer);
+	if (fd < 0) {
+		PMREP_LOG_ERR("the completion channel's RDMA device was removed");
+		return PMREP_E_CONN_LOST;
+	}
+	int ret = pmrep_wait_for(fd, timeout_ms, try_take, &a);
 	if (ret == PMREP_E_TIMEOUT && timeout_ms == 0)
 		return PMREP_E_NO_COMPLETION;
 	if (ret)

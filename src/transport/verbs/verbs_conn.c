@@ -112,6 +112,7 @@ verbs_conn_alloc(struct verbs_peer *peer, const struct pmrep_conn_cfg *cfg,
 	conn->timerfd = -1;
 	conn->notifyfd = -1;
 	atomic_init(&conn->lost, false);
+	atomic_init(&conn->dev_removal_seen, false);
 	return conn;
 }
 
@@ -722,7 +723,74 @@ verbs_conn_delete(struct pmrep_conn *base)
 	if (conn->state == VERBS_ST_ESTABLISHED && conn->id &&
 			rdma_disconnect(conn->id))
 		PMREP_LOG_INFO("rdma_disconnect: %s", strerror(errno));
-	return verbs_conn_destroy(conn);
+	/* a DEVICE_REMOVAL nobody read yet still tells the peer (T22):
+	 * deleting the conn must not hide that the device is gone */
+	struct verbs_peer *peer = conn->peer;
+	bool removal = atomic_load(&conn->dev_removal_seen);
+	if (!removal && conn->evch != NULL && !conn->dev_released) {
+		struct verbs_cm_event ev;
+		while (verbs_cm_event_take(conn->evch, &ev) == 0) {
+			if (ev.type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+				removal = true;
+		}
+	}
+	int ret = verbs_conn_destroy(conn);
+	if (removal && !atomic_load(&peer->removed))
+		verbs_device_removed(peer,
+				"RDMA_CM_EVENT_DEVICE_REMOVAL on a deleted connection");
+	return ret;
+}
+
+static void go_terminal(struct verbs_conn *conn);
+static void notify_raise(struct verbs_conn *conn);
+
+void
+verbs_conn_release(struct verbs_conn *conn)
+{
+	pthread_mutex_lock(&conn->sm_lock);
+	if (conn->dev_released) {
+		pthread_mutex_unlock(&conn->sm_lock);
+		return;
+	}
+	conn->dev_released = true;
+	atomic_store(&conn->lost, true);
+	if (conn->state != VERBS_ST_TERMINAL) {
+		/* its one terminal event, for next_event to report */
+		if (conn->npending < VERBS_PENDING_MAX)
+			conn->pending[conn->npending++] = PMREP_CONN_LOST;
+		go_terminal(conn);
+	}
+	if (conn->npending)
+		notify_raise(conn);
+	/* what PMREP_F_MORE holds can never be posted now */
+	pthread_mutex_lock(&conn->hold.lock);
+	conn->hold.n = 0;
+	conn->hold.native = false;
+	atomic_store(&conn->hold.pending, 0);
+	pthread_mutex_unlock(&conn->hold.lock);
+	if (conn->qp != NULL && qp_destroy(conn))
+		PMREP_LOG_WARN("ibv_destroy_qp on a removed device failed");
+	if (conn->cq != NULL)
+		verbs_cq_release(conn->cq);
+	if (conn->rcq != NULL)
+		verbs_cq_release(conn->rcq);
+	if (conn->own_shared_ch != NULL) {
+		int err = ibv_destroy_comp_channel(conn->own_shared_ch);
+		if (err)
+			PMREP_LOG_WARN("ibv_destroy_comp_channel on a removed device: %s",
+					strerror(err));
+		conn->own_shared_ch = NULL;
+	}
+	conn->base.comp_fd = -1;
+	if (conn->id != NULL) {
+		if (rdma_destroy_id(conn->id)) {
+			PMREP_LOG_WARN("rdma_destroy_id on a removed device: %s",
+					strerror(errno));
+			conn->evch_pinned = true;
+		}
+		conn->id = NULL;
+	}
+	pthread_mutex_unlock(&conn->sm_lock);
 }
 
 void
@@ -731,7 +799,9 @@ verbs_conn_mark_lost(struct verbs_conn *conn, const char *why)
 	uint64_t one = 1;
 	PMREP_LOG_WARN("connection lost: %s", why);
 	atomic_store(&conn->lost, true);
-	if (write(conn->notifyfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (conn->notifyfd >= 0 &&
+			write(conn->notifyfd, &one, sizeof(one)) < 0 &&
+			errno != EAGAIN)
 		PMREP_LOG_ERR("write(eventfd): %s", strerror(errno));
 }
 
@@ -1173,7 +1243,9 @@ on_cm_event(struct verbs_conn *conn, const struct verbs_cm_event *ev,
 		}
 		return;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* the caller releases the device once sm_lock is dropped */
 		PMREP_LOG_ERR("the RDMA device was removed");
+		atomic_store(&conn->dev_removal_seen, true);
 		step_report(s, PMREP_CONN_LOST);
 		return;
 	default:
@@ -1297,6 +1369,19 @@ sm_decided(struct verbs_conn *conn, enum pmrep_conn_event ev)
 		go_terminal(conn);
 }
 
+/*
+ * The conn's id saw DEVICE_REMOVAL: release the device (T22) now, holding
+ * no lock (every caller of the state machine: next_event, the pump).
+ */
+static void
+device_removal_due(struct verbs_conn *conn)
+{
+	if (atomic_load(&conn->dev_removal_seen) &&
+			!atomic_load(&conn->peer->removed))
+		verbs_device_removed(conn->peer,
+				"RDMA_CM_EVENT_DEVICE_REMOVAL on a connection");
+}
+
 bool
 verbs_conn_pump(struct verbs_conn *conn)
 {
@@ -1314,6 +1399,7 @@ verbs_conn_pump(struct verbs_conn *conn)
 	if (conn->npending)
 		notify_raise(conn);
 	pthread_mutex_unlock(&conn->sm_lock);
+	device_removal_due(conn);
 	return true;
 }
 
@@ -1354,6 +1440,7 @@ verbs_conn_next_event(struct pmrep_conn *base, enum pmrep_conn_event *event)
 	}
 out:
 	pthread_mutex_unlock(&conn->sm_lock);
+	device_removal_due(conn);
 	return ret;
 }
 
@@ -1404,6 +1491,10 @@ verbs_conn_wait(struct pmrep_conn *base, int timeout_ms, struct pmrep_cq **cq,
 {
 	struct verbs_conn *conn = (struct verbs_conn *)base;
 
+	if (atomic_load(&conn->peer->removed)) {
+		PMREP_LOG_ERR("the connection is lost: its RDMA device was removed");
+		return PMREP_E_CONN_LOST;
+	}
 	if (conn->own_shared_ch == NULL) {
 		/* a pmrep_comp_channel carries other conns' events too */
 		PMREP_LOG_ERR("the conn's CQs are on a pmrep_comp_channel: use pmrep_comp_channel_wait");
@@ -1413,7 +1504,8 @@ verbs_conn_wait(struct pmrep_conn *base, int timeout_ms, struct pmrep_cq **cq,
 	if (ret)
 		return ret;
 	struct verbs_cq *got = NULL;
-	ret = verbs_wait_cq_event(conn->own_shared_ch, conn, timeout_ms, &got);
+	ret = verbs_wait_cq_event(conn->peer, conn->own_shared_ch, conn,
+			timeout_ms, &got);
 	if (ret == PMREP_E_TIMEOUT && timeout_ms == 0)
 		return PMREP_E_NO_COMPLETION;
 	if (ret)

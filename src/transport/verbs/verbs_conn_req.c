@@ -101,6 +101,8 @@ verbs_conn_req_new(struct pmrep_peer *base, const char *addr, const char *port,
 	struct addrinfo *ai = NULL;
 	int ret;
 
+	if (atomic_load(&peer->removed))
+		return verbs_peer_gone(peer, "pmrep_conn_req_new");
 	ret = verbs_getaddrinfo(addr, port, false, &ai);
 	if (ret)
 		return ret;
@@ -133,12 +135,29 @@ verbs_conn_req_new(struct pmrep_peer *base, const char *addr, const char *port,
 		goto err_destroy_conn;
 	}
 	ret = verbs_conn_resolve(conn);
-	if (ret)
+	if (ret) {
+		/* no route any more: maybe the peer's device is gone and
+		 * nothing told us (its conns were deleted unread) -- T22 */
+		if (!verbs_device_listed(peer)) {
+			(void) verbs_conn_destroy(conn);
+			conn = NULL;
+			verbs_device_removed(peer,
+				"the device left the device list");
+			ret = verbs_peer_gone(peer, "pmrep_conn_req_new");
+		}
 		goto err_destroy_conn;
+	}
+	/* the queues on the device: not while it is being released */
+	verbs_dev_rdlock(peer);
+	if (atomic_load(&peer->removed)) {
+		verbs_dev_unlock(peer);
+		ret = verbs_peer_gone(peer, "pmrep_conn_req_new");
+		goto err_destroy_conn;
+	}
 	ret = verbs_conn_queues_new(conn);
-	if (ret)
-		goto err_destroy_conn;
-	ret = verbs_conn_qp_new(conn);
+	if (ret == 0)
+		ret = verbs_conn_qp_new(conn);
+	verbs_dev_unlock(peer);
 	if (ret)
 		goto err_destroy_conn;
 
@@ -153,7 +172,8 @@ verbs_conn_req_new(struct pmrep_peer *base, const char *addr, const char *port,
 
 	/* verbs_conn_destroy undoes exactly what exists, in reverse order */
 err_destroy_conn:
-	(void) verbs_conn_destroy(conn);
+	if (conn != NULL)
+		(void) verbs_conn_destroy(conn);
 err_free_req:
 	free(req);
 err_free_ai:
@@ -171,11 +191,18 @@ verbs_conn_req_recv(struct pmrep_conn_req *base, struct pmrep_mr_local *dst,
 		PMREP_LOG_ERR("a receive of %zu bytes: at most 4 GiB - 1", len);
 		return PMREP_E_INVAL;
 	}
-	if (conn->srq)
-		return verbs_srq_post_recv(conn->srq, dst, offset, len,
+	int ret;
+	verbs_dev_rdlock(conn->peer);
+	if (atomic_load(&conn->peer->removed))
+		ret = verbs_peer_gone(conn->peer, "pmrep_conn_req_recv");
+	else if (conn->srq)
+		ret = verbs_srq_post_recv(conn->srq, dst, offset, len,
 				op_context);
-	return verbs_conn_post_recv(conn, (uintptr_t)dst->ptr + offset,
-			(uint32_t)len, verbs_mr_lkey(dst), op_context);
+	else
+		ret = verbs_conn_post_recv(conn, (uintptr_t)dst->ptr + offset,
+				(uint32_t)len, verbs_mr_lkey(dst), op_context);
+	verbs_dev_unlock(conn->peer);
+	return ret;
 }
 
 int
@@ -195,7 +222,11 @@ verbs_conn_req_connect(struct pmrep_conn_req *base,
 
 	verbs_pdata_encode(pdata, passive ? PMREP_PDATA_ACCEPT_MAX :
 			PMREP_PDATA_CONNECT_MAX, &conn->my_pdata);
-	ret = verbs_conn_start(conn);
+	verbs_dev_rdlock(conn->peer);
+	ret = atomic_load(&conn->peer->removed) ?
+		verbs_peer_gone(conn->peer, "pmrep_conn_req_connect") :
+		verbs_conn_start(conn);
+	verbs_dev_unlock(conn->peer);
 	if (ret) {
 		/* the initiator may retry: this is no explicit reject */
 		if (passive && rdma_reject(conn->id, NULL, 0))

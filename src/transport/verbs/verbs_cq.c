@@ -100,7 +100,8 @@ verbs_cq_delete(struct verbs_cq *cq)
 	 * (or be about to re-arm it) while it goes away */
 	if (cq->ext != NULL)
 		pthread_mutex_lock(&cq->ext->lock);
-	err = ibv_destroy_cq(cq->cq);
+	/* NULL: released with its removed device (T22) */
+	err = cq->cq != NULL ? ibv_destroy_cq(cq->cq) : 0;
 	if (cq->ext != NULL) {
 		pthread_mutex_unlock(&cq->ext->lock);
 		atomic_fetch_sub(&cq->ext->base.ncqs, 1);
@@ -108,7 +109,7 @@ verbs_cq_delete(struct verbs_cq *cq)
 	if (err)
 		ret = PMREP_ERR_PROVIDER(err, "ibv_destroy_cq");
 	/* the channel after its CQ: destroying it first would be EBUSY */
-	if (cq->own_channel) {
+	if (cq->own_channel && cq->channel != NULL) {
 		err = ibv_destroy_comp_channel(cq->channel);
 		if (err && ret == 0)
 			ret = PMREP_ERR_PROVIDER(err, "ibv_destroy_comp_channel");
@@ -151,13 +152,21 @@ out:
 }
 
 int
-verbs_wait_cq_event(struct ibv_comp_channel *ch, struct verbs_conn *conn,
-		int timeout_ms, struct verbs_cq **got)
+verbs_wait_cq_event(struct verbs_peer *peer, struct ibv_comp_channel *ch,
+		struct verbs_conn *conn, int timeout_ms, struct verbs_cq **got)
 {
 	long long deadline = timeout_ms < 0 ? -1 : pmrep_now_ms() + timeout_ms;
 
 	for (;;) {
+		/* T22: the channel goes away with a removed device */
+		verbs_dev_rdlock(peer);
+		if (atomic_load(&peer->removed)) {
+			verbs_dev_unlock(peer);
+			return PMREP_E_CONN_LOST;
+		}
+		int ch_fd = ch->fd;
 		int ret = verbs_channel_take_event(ch, NULL, got);
+		verbs_dev_unlock(peer);
 		if (ret != PMREP_E_NO_EVENT)
 			return ret;
 		int left = -1;
@@ -167,7 +176,7 @@ verbs_wait_cq_event(struct ibv_comp_channel *ch, struct verbs_conn *conn,
 		}
 		/* the conn's fd too: a peer's disconnect flushes the QP */
 		struct pollfd fds[2] = {
-			{ .fd = ch->fd, .events = POLLIN },
+			{ .fd = ch_fd, .events = POLLIN },
 			{ .fd = conn ? conn->epfd : -1, .events = POLLIN },
 		};
 		nfds_t n = conn != NULL && verbs_conn_watchable(conn) ? 2 : 1;
@@ -183,7 +192,10 @@ verbs_wait_cq_event(struct ibv_comp_channel *ch, struct verbs_conn *conn,
 			(void) verbs_conn_pump(conn);
 		if (!(fds[0].revents & POLLIN) && deadline >= 0 &&
 				pmrep_now_ms() >= deadline) {
-			ret = verbs_channel_take_event(ch, NULL, got);
+			verbs_dev_rdlock(peer);
+			ret = atomic_load(&peer->removed) ? PMREP_E_CONN_LOST :
+				verbs_channel_take_event(ch, NULL, got);
+			verbs_dev_unlock(peer);
 			return ret == PMREP_E_NO_EVENT ? PMREP_E_TIMEOUT : ret;
 		}
 	}
@@ -203,7 +215,7 @@ verbs_cq_wait(struct pmrep_cq *base, int timeout_ms)
 			return ret;
 	}
 	/* the CQ's own channel: any event on it is this CQ's */
-	return verbs_wait_cq_event(cq->channel,
+	return verbs_wait_cq_event(verbs_peer(cq->base.peer), cq->channel,
 			(struct verbs_conn *)cq->base.conn, timeout_ms, &got);
 }
 
@@ -360,11 +372,21 @@ verbs_cq_get_completions(struct pmrep_cq *base, struct pmrep_completion *out,
 			return ret;
 		}
 	}
+	/* T22: the CQ goes away with a removed device */
+	struct verbs_peer *peer = verbs_peer(cq->base.peer);
+	verbs_dev_rdlock(peer);
+	if (atomic_load(&peer->removed)) {
+		verbs_dev_unlock(peer);
+		*n = 0;
+		PMREP_LOG_ERR("the CQ's RDMA device was removed");
+		return PMREP_E_CONN_LOST;
+	}
 	while (got < max) {
 		int want = max - got < POLL_BATCH ? max - got : POLL_BATCH;
 		errno = 0;
 		int ret = ibv_poll_cq(cq->cq, want, wc);
 		if (ret < 0) {
+			verbs_dev_unlock(peer);
 			*n = got;
 			/* ibv_poll_cq gives no errno; some providers set it */
 			int err = errno ? errno : EIO;
@@ -378,6 +400,7 @@ verbs_cq_get_completions(struct pmrep_cq *base, struct pmrep_completion *out,
 		if (ret < want)
 			break;	/* the CQ is empty */
 	}
+	verbs_dev_unlock(peer);
 	*n = got;
 	return got ? 0 : PMREP_E_NO_COMPLETION;
 }

@@ -13,17 +13,28 @@
 
 #include "verbs_internal.h"
 
-struct verbs_ep {
-	struct pmrep_ep base;
-	struct rdma_event_channel *evch;
-	struct rdma_cm_id *id;
-};
+static int ep_listen_locked(struct verbs_peer *peer, const char *addr,
+		const char *port, struct pmrep_ep **ep_ptr);
 
 int
 verbs_ep_listen(struct pmrep_peer *base, const char *addr, const char *port,
 		struct pmrep_ep **ep_ptr)
 {
 	struct verbs_peer *peer = verbs_peer(base);
+
+	verbs_dev_rdlock(peer);
+	int ret = atomic_load(&peer->removed) ?
+		verbs_peer_gone(peer, "pmrep_ep_listen") :
+		ep_listen_locked(peer, addr, port, ep_ptr);
+	verbs_dev_unlock(peer);
+	return ret;
+}
+
+static int
+ep_listen_locked(struct verbs_peer *peer, const char *addr, const char *port,
+		struct pmrep_ep **ep_ptr)
+{
+	struct pmrep_peer *base = &peer->base;
 	struct addrinfo *ai = NULL;
 	int ret;
 
@@ -67,6 +78,7 @@ verbs_ep_listen(struct pmrep_peer *base, const char *addr, const char *port,
 	ep->base.peer = base;
 	ep->base.fd = ep->evch->fd;
 	ep->base.port = ntohs(rdma_get_src_port(ep->id));
+	verbs_peer_add_ep(peer, ep);
 	*ep_ptr = &ep->base;
 	return 0;
 
@@ -92,12 +104,43 @@ refuse(struct rdma_cm_id *id, bool final)
 		PMREP_LOG_INFO("rdma_destroy_id: %s", strerror(errno));
 }
 
+void
+verbs_ep_release(struct verbs_ep *ep)
+{
+	struct verbs_cm_event ev;
+
+	if (ep->id == NULL)
+		return;
+	/* requests queued: their ids are on the device too */
+	while (verbs_cm_event_take(ep->evch, &ev) == 0) {
+		if (ev.type == RDMA_CM_EVENT_CONNECT_REQUEST)
+			refuse(ev.id, false);
+	}
+	if (rdma_destroy_id(ep->id))
+		PMREP_LOG_WARN("rdma_destroy_id(listener) on a removed device: %s",
+				strerror(errno));
+	ep->id = NULL;
+	PMREP_LOG_ERR("endpoint on port %u lost: its RDMA device was removed",
+			(unsigned)ep->base.port);
+}
+
 int
 verbs_ep_shutdown(struct pmrep_ep *base)
 {
 	struct verbs_ep *ep = (struct verbs_ep *)base;
+	struct verbs_peer *peer = verbs_peer(ep->base.peer);
 	struct verbs_cm_event ev;
 	int ret = 0, err;
+
+	verbs_peer_del_ep(peer, ep);
+	if (ep->id == NULL) {
+		/* released with its removed device (T22): the channel is left */
+		while (verbs_cm_event_take(ep->evch, &ev) == 0)
+			;
+		rdma_destroy_event_channel(ep->evch);
+		free(ep);
+		return 0;
+	}
 
 	/* requests nobody took: refused as if nothing listened (the
 	 * initiator may retry against a restarted endpoint) */
@@ -192,11 +235,39 @@ err_refuse:
 	return ret;
 }
 
+static int next_conn_req_locked(struct verbs_ep *ep,
+		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr,
+		bool *removal);
+
 int
 verbs_ep_next_conn_req(struct pmrep_ep *base, const struct pmrep_conn_cfg *cfg,
 		struct pmrep_conn_req **req_ptr)
 {
 	struct verbs_ep *ep = (struct verbs_ep *)base;
+	struct verbs_peer *peer = verbs_peer(ep->base.peer);
+	bool removal = false;
+
+	verbs_dev_rdlock(peer);
+	int ret = atomic_load(&peer->removed) || ep->id == NULL ?
+		PMREP_E_DEVICE_REMOVED :
+		next_conn_req_locked(ep, cfg, req_ptr, &removal);
+	verbs_dev_unlock(peer);
+	if (removal) {
+		/* the listener's id saw DEVICE_REMOVAL (T22) */
+		verbs_device_removed(peer,
+				"RDMA_CM_EVENT_DEVICE_REMOVAL on a listener");
+		ret = PMREP_E_DEVICE_REMOVED;
+	}
+	if (ret == PMREP_E_DEVICE_REMOVED)
+		PMREP_LOG_ERR("endpoint on port %u: its RDMA device was removed; shut it down and listen on a new peer",
+				(unsigned)ep->base.port);
+	return ret;
+}
+
+static int
+next_conn_req_locked(struct verbs_ep *ep, const struct pmrep_conn_cfg *cfg,
+		struct pmrep_conn_req **req_ptr, bool *removal)
+{
 	struct verbs_peer *peer = verbs_peer(ep->base.peer);
 	struct verbs_cm_event ev;
 
@@ -205,9 +276,10 @@ verbs_ep_next_conn_req(struct pmrep_ep *base, const struct pmrep_conn_cfg *cfg,
 		if (ret)
 			return ret;	/* PMREP_E_NO_EVENT or _PROVIDER */
 		if (ev.type != RDMA_CM_EVENT_CONNECT_REQUEST) {
-			if (ev.type == RDMA_CM_EVENT_DEVICE_REMOVAL)
-				PMREP_LOG_ERR("the endpoint's RDMA device was removed");
-			else
+			if (ev.type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+				*removal = true;
+				return PMREP_E_DEVICE_REMOVED;
+			} else
 				PMREP_LOG_INFO("endpoint: ignoring %s (status %d)",
 						rdma_event_str(ev.type),
 						ev.status);

@@ -52,10 +52,24 @@ void verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t);
 /* ------------------------------------------------------------------ peer */
 
 struct verbs_conn;
+struct verbs_mr;
+struct verbs_ep;
+struct verbs_srq;
+struct verbs_comp_channel;
 
 struct verbs_peer {
 	struct pmrep_peer base;
-	struct ibv_context *ctx;	/* not owned */
+	struct ibv_context *ctx;	/* not owned; NULL once its device is released */
+	/*
+	 * Device removal (T22, verbs_device.c): `removed` is set, and every
+	 * verbs object of the peer released, under dev_lock held for
+	 * writing. The calls that use those objects (posts, CQ polls and
+	 * event takes, SRQ receives, making objects) hold it for reading
+	 * for their short, non-blocking part. Lock order: Peers_lock,
+	 * dev_lock, lock, a conn's sm_lock.
+	 */
+	pthread_rwlock_t dev_lock;
+	atomic_bool removed;
 	struct ibv_pd *pd;
 	uint8_t max_rd_atom;		/* responder resources we can give */
 	uint8_t max_init_rd_atom;	/* reads we can have outstanding */
@@ -65,8 +79,14 @@ struct verbs_peer {
 	/* registry of conns, for async events (QP / CQ / device fatal) */
 	pthread_mutex_t lock;
 	struct verbs_conn *conns;
+	/* registries of the peer's other objects, for device removal */
+	struct verbs_mr *mrs;
+	struct verbs_ep *eps;
+	struct verbs_srq *srqs;
+	struct verbs_comp_channel *chans;
 	struct verbs_peer *next;	/* the process's list of verbs peers */
 	uint8_t nports;			/* phys_port_cnt */
+	bool cm_ctx;			/* ctx is librdmacm's (pmrep_peer_open) */
 	/* DEVX event channel (verbs_devx.c), made at the first subscribe */
 	struct mlx5dv_devx_event_channel *devx_ch;
 };
@@ -84,12 +104,55 @@ void verbs_peer_mark_device_lost(struct verbs_peer *peer, const char *why);
 /* destroy the DEVX event channel, if any (peer delete) */
 void verbs_devx_destroy(struct verbs_peer *peer);
 
+/*
+ * Device removal (T22, verbs_device.c). verbs_device_removed: the device
+ * of `peer` is gone (an rdma_cm DEVICE_REMOVAL, IBV_EVENT_DEVICE_FATAL):
+ * release every verbs object of every peer on it -- conns (QP, CQs,
+ * their channels, id), listeners' ids, SRQs, completion channels, MRs,
+ * the flush sink, PDs, the DEVX channel -- then let librdmacm close its
+ * context of the device. The pmrep objects stay (they report the loss).
+ * Call it holding no pmrep lock. Idempotent.
+ */
+void verbs_device_removed(struct verbs_peer *peer, const char *why);
+/* make librdmacm's context `ctx` of a removed device let go of the
+ * device's files (verbs_device.c); `name`: the device's, for logs */
+void verbs_cm_ctx_let_go(struct ibv_context *ctx, const char *name);
+/* does libibverbs still list the peer's device? (true when unsure) */
+bool verbs_device_listed(const struct verbs_peer *peer);
+/* release every verbs object of `p` (dev_lock held for writing) */
+void verbs_peer_release_locked(struct verbs_peer *p);
+/* the peer's device was released: PMREP_E_DEVICE_REMOVED, logged */
+int verbs_peer_gone(const struct verbs_peer *peer, const char *what);
+/* registries (peer->lock) */
+void verbs_peer_add_mr(struct verbs_peer *peer, struct verbs_mr *mr);
+void verbs_peer_del_mr(struct verbs_peer *peer, struct verbs_mr *mr);
+void verbs_peer_add_ep(struct verbs_peer *peer, struct verbs_ep *ep);
+void verbs_peer_del_ep(struct verbs_peer *peer, struct verbs_ep *ep);
+void verbs_peer_add_srq(struct verbs_peer *peer, struct verbs_srq *srq);
+void verbs_peer_del_srq(struct verbs_peer *peer, struct verbs_srq *srq);
+void verbs_peer_add_chan(struct verbs_peer *peer, struct verbs_comp_channel *ch);
+void verbs_peer_del_chan(struct verbs_peer *peer, struct verbs_comp_channel *ch);
+
+static inline void
+verbs_dev_rdlock(struct verbs_peer *peer)
+{
+	pthread_rwlock_rdlock(&peer->dev_lock);
+}
+
+static inline void
+verbs_dev_unlock(struct verbs_peer *peer)
+{
+	pthread_rwlock_unlock(&peer->dev_lock);
+}
+
 /* -------------------------------------------------------------------- MR */
 
 struct verbs_mr {
 	struct pmrep_mr_local base;
-	struct ibv_mr *mr;
+	struct ibv_mr *mr;		/* NULL once its device is released */
+	uint32_t lkey;			/* mr->lkey, kept: posts never read mr */
 	bool odp;			/* registered on demand (fsdax & co.) */
+	struct verbs_mr *reg_next, *reg_prev;	/* peer's registry */
 };
 
 /* the ibv access flags a region registered for `usage` gets */
@@ -98,7 +161,7 @@ int verbs_mr_access(const struct verbs_peer *peer, int usage);
 static inline uint32_t
 verbs_mr_lkey(const struct pmrep_mr_local *mr)
 {
-	return ((const struct verbs_mr *)mr)->mr->lkey;
+	return ((const struct verbs_mr *)mr)->lkey;
 }
 
 /* ---------------------------------------------- work request bookkeeping */
@@ -307,6 +370,7 @@ struct verbs_comp_channel {
 	/* held from ibv_get_cq_event to the re-arm, and around destroying a
 	 * CQ attached to the channel: a CQ never goes away under a waiter */
 	pthread_mutex_t lock;
+	struct verbs_comp_channel *reg_next, *reg_prev;	/* peer's registry */
 };
 
 /*
@@ -321,11 +385,12 @@ int verbs_channel_take_event(struct ibv_comp_channel *ch,
  * Wait up to timeout_ms for a CQ event on `ch` (a channel only this conn's
  * CQs use), taking it as above. Meanwhile input on the conn's event fd
  * pumps its state machine (verbs_conn_pump). 0, PMREP_E_TIMEOUT,
- * PMREP_E_PROVIDER.
+ * PMREP_E_PROVIDER; PMREP_E_CONN_LOST once the peer's device is released
+ * (T22: `ch` is gone then).
  */
 struct verbs_conn;
-int verbs_wait_cq_event(struct ibv_comp_channel *ch, struct verbs_conn *conn,
-		int timeout_ms, struct verbs_cq **got);
+int verbs_wait_cq_event(struct verbs_peer *peer, struct ibv_comp_channel *ch,
+		struct verbs_conn *conn, int timeout_ms, struct verbs_cq **got);
 
 /* ------------------------------------------------------------------- CQ */
 
@@ -363,10 +428,25 @@ int verbs_cq_delete(struct verbs_cq *cq);
 
 struct verbs_srq {
 	struct pmrep_srq base;
-	struct ibv_srq *srq;
+	struct ibv_srq *srq;		/* NULL once its device is released */
 	struct verbs_cq *rcq;
 	struct verbs_rq_table table;
+	struct verbs_srq *reg_next, *reg_prev;	/* peer's registry */
 };
+
+/* the listening endpoint (verbs_ep.c) */
+struct verbs_ep {
+	struct pmrep_ep base;
+	struct rdma_event_channel *evch;
+	struct rdma_cm_id *id;		/* NULL once its device is released */
+	struct verbs_ep *reg_next, *reg_prev;	/* peer's registry */
+};
+/* release the ep's listener id and the requests queued on it (dev_lock
+ * held for writing) */
+void verbs_ep_release(struct verbs_ep *ep);
+/* release a CQ's verbs objects (the CQ itself, its own channel); the
+ * struct stays for its owner's delete (dev_lock held for writing) */
+void verbs_cq_release(struct verbs_cq *cq);
 
 int verbs_srq_post_recv(struct verbs_srq *srq, struct pmrep_mr_local *dst,
 		size_t offset, size_t len, const void *op_context);
@@ -467,7 +547,14 @@ struct verbs_conn {
 	/* peer's registry */
 	struct verbs_conn *reg_next, *reg_prev;
 	bool registered;
+	/* T22: its id saw DEVICE_REMOVAL (the release is due); released */
+	atomic_bool dev_removal_seen;
+	bool dev_released;
 };
+
+/* release the conn's verbs objects (dev_lock held for writing): QP, CQs,
+ * channels, id; a terminal event not reported yet becomes LOST */
+void verbs_conn_release(struct verbs_conn *conn);
 
 struct verbs_conn_req {
 	struct pmrep_conn_req base;

@@ -99,11 +99,28 @@ unpinnable(int err, void *ptr, size_t size)
 	return PMREP_E_NOSUPP;
 }
 
+static int mr_reg_locked(struct verbs_peer *peer, void *ptr, size_t size,
+		int usage, struct pmrep_mr_local **mr_ptr);
+
 int
 verbs_mr_reg(struct pmrep_peer *base, void *ptr, size_t size, int usage,
 		struct pmrep_mr_local **mr_ptr)
 {
 	struct verbs_peer *peer = verbs_peer(base);
+
+	verbs_dev_rdlock(peer);
+	int ret = atomic_load(&peer->removed) ?
+		verbs_peer_gone(peer, "pmrep_mr_reg") :
+		mr_reg_locked(peer, ptr, size, usage, mr_ptr);
+	verbs_dev_unlock(peer);
+	return ret;
+}
+
+static int
+mr_reg_locked(struct verbs_peer *peer, void *ptr, size_t size, int usage,
+		struct pmrep_mr_local **mr_ptr)
+{
+	struct pmrep_peer *base = &peer->base;
 	int access = verbs_mr_access(peer, usage);
 	bool odp = false;
 	int ret;
@@ -177,7 +194,9 @@ verbs_mr_reg(struct pmrep_peer *base, void *ptr, size_t size, int usage,
 	mr->base.usage = usage;
 	mr->base.raddr = (uint64_t)(uintptr_t)ptr;
 	mr->base.rkey = mr->mr->rkey;
+	mr->lkey = mr->mr->lkey;
 	mr->base.persist = NULL;
+	verbs_peer_add_mr(peer, mr);
 	*mr_ptr = &mr->base;
 	return 0;
 
@@ -190,11 +209,18 @@ int
 verbs_mr_dereg(struct pmrep_mr_local *base)
 {
 	struct verbs_mr *mr = (struct verbs_mr *)base;
+	struct verbs_peer *peer = verbs_peer(base->peer);
 	int ret = 0;
 
-	int err = ibv_dereg_mr(mr->mr);
-	if (err)
-		ret = PMREP_ERR_PROVIDER(err, "ibv_dereg_mr");
+	verbs_dev_rdlock(peer);
+	verbs_peer_del_mr(peer, mr);
+	/* NULL: released with its removed device (T22) */
+	if (mr->mr != NULL) {
+		int err = ibv_dereg_mr(mr->mr);
+		if (err)
+			ret = PMREP_ERR_PROVIDER(err, "ibv_dereg_mr");
+	}
+	verbs_dev_unlock(peer);
 	free(mr);
 	return ret;
 }

@@ -305,11 +305,14 @@ verbs_hold_post(struct verbs_conn *conn, const char *why)
 	 * another thread right now is posted by the next call) */
 	if (atomic_load_explicit(&h->pending, memory_order_relaxed) == 0)
 		return 0;
+	/* T22: a removed device's release drops what is held */
+	verbs_dev_rdlock(conn->peer);
 	pthread_mutex_lock(&h->lock);
 	if (h->n)
 		PMREP_LOG_DBG("posting %u held request(s): %s", h->n, why);
 	int ret = hold_post_locked(conn, 0);
 	pthread_mutex_unlock(&h->lock);
+	verbs_dev_unlock(conn->peer);
 	return ret;
 }
 
@@ -430,8 +433,36 @@ post_split_flush(struct verbs_conn *conn, const struct verbs_held_wr *r,
 	return hold_add(conn, pieces, n, more);
 }
 
+static int post_locked(const struct pmrep_op_args *a);
+
+/*
+ * Every post runs under the peer's dev_lock (read): a removed device's
+ * release (T22) waits for it, and a post after the release is refused.
+ * The state machine's catch-up runs before: it may release the device.
+ */
 int
 verbs_post(const struct pmrep_op_args *a)
+{
+	struct verbs_conn *conn = (struct verbs_conn *)a->conn;
+
+	if (a->op != PMREP_OP_RECV && conn->state == VERBS_ST_CONNECTING &&
+			!atomic_load(&conn->lost))
+		(void) verbs_conn_pump(conn);
+	verbs_dev_rdlock(conn->peer);
+	int ret;
+	if (atomic_load(&conn->peer->removed)) {
+		PMREP_LOG_ERR("the connection is lost: its RDMA device was removed (%s refused)",
+				op_str((uint8_t)a->op));
+		ret = PMREP_E_CONN_LOST;
+	} else {
+		ret = post_locked(a);
+	}
+	verbs_dev_unlock(conn->peer);
+	return ret;
+}
+
+static int
+post_locked(const struct pmrep_op_args *a)
 {
 	struct verbs_conn *conn = (struct verbs_conn *)a->conn;
 
@@ -461,9 +492,8 @@ verbs_post(const struct pmrep_op_args *a)
 		return PMREP_E_CONN_LOST;
 	}
 	/* a message may arrive before this side read its ESTABLISHED event:
-	 * let the state machine catch up with what the CM already said */
-	if (conn->state == VERBS_ST_CONNECTING)
-		(void) verbs_conn_pump(conn);
+	 * the state machine caught up with what the CM already said
+	 * (verbs_post, before taking dev_lock) */
 	/* the passive side's QP is in RTS once rdma_accept returned (the
 	 * initiator's RTU, i.e. ESTABLISHED here, may still be in flight):
 	 * it may answer what it received */

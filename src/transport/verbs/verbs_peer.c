@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "verbs_internal.h"
+#include "transport/common.h"
 
 const struct pmrep_provider_ops pmrep_verbs_ops = {
 	.peer_delete = verbs_peer_delete,
@@ -103,6 +106,15 @@ caps_from_attr(const struct ibv_device_attr_ex *attr)
 }
 
 int
+pmrep_verbs_peer_new_cm(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
+{
+	int ret = pmrep_verbs_peer_new(ibv_ctx, peer_ptr);
+	if (ret == 0)
+		verbs_peer(*peer_ptr)->cm_ctx = true;
+	return ret;
+}
+
+int
 pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
 {
 	struct ibv_device_attr_ex attr;
@@ -147,6 +159,13 @@ pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
 		ret = PMREP_ERR_PROVIDER(ret, "pthread_mutex_init");
 		goto err_dereg_sink;
 	}
+	ret = pthread_rwlock_init(&peer->dev_lock, NULL);
+	if (ret) {
+		(void) pthread_mutex_destroy(&peer->lock);
+		ret = PMREP_ERR_PROVIDER(ret, "pthread_rwlock_init");
+		goto err_dereg_sink;
+	}
+	atomic_init(&peer->removed, false);
 
 	peer->ctx = ibv_ctx;
 	peer->max_rd_atom = clamp_u8(attr.orig_attr.max_qp_rd_atom);
@@ -157,6 +176,7 @@ pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer_ptr)
 	peer->base.caps = caps_from_attr(&attr);
 	peer->base.async_fd = ibv_ctx->async_fd;
 	atomic_init(&peer->base.nobjects, 0);
+	atomic_init(&peer->base.device_removed, false);
 	peers_add(peer);
 	PMREP_LOG_INFO("verbs peer on %s: caps%s%s%s",
 			ibv_ctx->device ? ibv_get_device_name(ibv_ctx->device) : "?",
@@ -186,12 +206,18 @@ verbs_peer_delete(struct pmrep_peer *base)
 
 	peers_remove(peer);
 	verbs_devx_destroy(peer);
-	err = ibv_dereg_mr(peer->sink_mr);
-	if (err)
-		ret = PMREP_ERR_PROVIDER(err, "ibv_dereg_mr(flush sink)");
-	err = ibv_dealloc_pd(peer->pd);
-	if (err && ret == 0)
-		ret = PMREP_ERR_PROVIDER(err, "ibv_dealloc_pd");
+	/* a removed device's objects are gone already (T22) */
+	if (peer->sink_mr != NULL) {
+		err = ibv_dereg_mr(peer->sink_mr);
+		if (err)
+			ret = PMREP_ERR_PROVIDER(err, "ibv_dereg_mr(flush sink)");
+	}
+	if (peer->pd != NULL) {
+		err = ibv_dealloc_pd(peer->pd);
+		if (err && ret == 0)
+			ret = PMREP_ERR_PROVIDER(err, "ibv_dealloc_pd");
+	}
+	(void) pthread_rwlock_destroy(&peer->dev_lock);
 	(void) pthread_mutex_destroy(&peer->lock);
 	free(peer->sink);
 	free(peer);
@@ -260,6 +286,10 @@ static void
 mark_affected(struct verbs_peer *peer, const struct ibv_async_event *ev)
 {
 	pthread_mutex_lock(&Peers_lock);
+	if (peer->ctx == NULL) {
+		pthread_mutex_unlock(&Peers_lock);
+		return;
+	}
 	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
 		if (p->ctx != peer->ctx)
 			continue;
@@ -278,6 +308,10 @@ void
 verbs_peer_mark_device_lost(struct verbs_peer *peer, const char *why)
 {
 	pthread_mutex_lock(&Peers_lock);
+	if (peer->ctx == NULL) {
+		pthread_mutex_unlock(&Peers_lock);
+		return;
+	}
 	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
 		if (p->ctx != peer->ctx)
 			continue;
@@ -287,6 +321,42 @@ verbs_peer_mark_device_lost(struct verbs_peer *peer, const char *why)
 		pthread_mutex_unlock(&p->lock);
 	}
 	pthread_mutex_unlock(&Peers_lock);
+}
+
+void
+verbs_device_removed(struct verbs_peer *peer, const char *why)
+{
+	pthread_mutex_lock(&Peers_lock);
+	struct ibv_context *ctx = peer->ctx;
+	if (ctx == NULL) {
+		/* released already (by another conn, endpoint or event) */
+		pthread_mutex_unlock(&Peers_lock);
+		return;
+	}
+	long long t0 = pmrep_now_ms();
+	char name[IBV_SYSFS_NAME_MAX] = "?";
+	if (ctx->device != NULL)
+		snprintf(name, sizeof(name), "%s",
+				ibv_get_device_name(ctx->device));
+	PMREP_LOG_ERR("RDMA device %s removed (%s): releasing every object on it",
+			name, why);
+	unsigned n = 0;
+	bool cm_ctx = false;
+	for (struct verbs_peer *p = Peers; p != NULL; p = p->next) {
+		if (p->ctx != ctx)
+			continue;
+		cm_ctx = cm_ctx || p->cm_ctx;
+		pthread_rwlock_wrlock(&p->dev_lock);
+		verbs_peer_release_locked(p);
+		pthread_rwlock_unlock(&p->dev_lock);
+		n++;
+	}
+	/* librdmacm's context: nothing of pmrep is on it any more */
+	if (cm_ctx)
+		verbs_cm_ctx_let_go(ctx, name);
+	pthread_mutex_unlock(&Peers_lock);
+	PMREP_LOG(PMREP_LOG_NOTICE, "RDMA device %s: %u peer(s) released their objects in %lld ms",
+			name, n, pmrep_now_ms() - t0);
 }
 
 /*
@@ -314,6 +384,8 @@ verbs_peer_handle_async_event(struct pmrep_peer *base,
 	struct ibv_async_event ev;
 
 	*event = PMREP_ASYNC_NONE;
+	if (atomic_load(&peer->removed))
+		return verbs_peer_gone(peer, "pmrep_peer_handle_async_event");
 	if (ibv_get_async_event(peer->ctx, &ev)) {
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return 0;
@@ -349,5 +421,8 @@ verbs_peer_handle_async_event(struct pmrep_peer *base,
 		PMREP_LOG_WARN("async event: %s",
 				ibv_event_type_str(ev.event_type));
 	ibv_ack_async_event(&ev);
+	/* the device is unusable for good: let go of it (T22) */
+	if (*event == PMREP_ASYNC_DEVICE_FATAL)
+		verbs_device_removed(peer, "IBV_EVENT_DEVICE_FATAL");
 	return 0;
 }

@@ -15,6 +15,8 @@ verbs_srq_new(struct pmrep_peer *base, uint32_t rq_size, uint32_t rcq_size,
 	struct verbs_peer *peer = verbs_peer(base);
 	int ret;
 
+	if (atomic_load(&peer->removed))
+		return verbs_peer_gone(peer, "pmrep_srq_new");
 	struct verbs_srq *srq = calloc(1, sizeof(*srq));
 	if (srq == NULL) {
 		PMREP_LOG_ERR("out of memory for an SRQ");
@@ -42,6 +44,7 @@ verbs_srq_new(struct pmrep_peer *base, uint32_t rq_size, uint32_t rcq_size,
 	srq->base.peer = base;
 	srq->base.rcq = &srq->rcq->base;
 	atomic_init(&srq->base.nconns, 0);
+	verbs_peer_add_srq(peer, srq);
 	*srq_ptr = &srq->base;
 	return 0;
 
@@ -58,12 +61,19 @@ int
 verbs_srq_delete(struct pmrep_srq *base)
 {
 	struct verbs_srq *srq = (struct verbs_srq *)base;
-	int ret = 0;
+	struct verbs_peer *peer = verbs_peer(base->peer);
+	int ret = 0, err;
 
-	int err = ibv_destroy_srq(srq->srq);
-	if (err)
-		ret = PMREP_ERR_PROVIDER(err, "ibv_destroy_srq");
+	verbs_dev_rdlock(peer);
+	verbs_peer_del_srq(peer, srq);
+	/* NULL: released with its removed device (T22) */
+	if (srq->srq != NULL) {
+		err = ibv_destroy_srq(srq->srq);
+		if (err)
+			ret = PMREP_ERR_PROVIDER(err, "ibv_destroy_srq");
+	}
 	err = verbs_cq_delete(srq->rcq);
+	verbs_dev_unlock(peer);
 	if (err && ret == 0)
 		ret = err;
 	verbs_rq_table_fini(&srq->table);
@@ -102,6 +112,12 @@ int
 verbs_srq_recv(struct pmrep_srq *srq, struct pmrep_mr_local *dst,
 		size_t offset, size_t len, const void *op_context)
 {
-	return verbs_srq_post_recv((struct verbs_srq *)srq, dst, offset, len,
+	struct verbs_peer *peer = verbs_peer(srq->peer);
+	verbs_dev_rdlock(peer);
+	int ret = atomic_load(&peer->removed) ?
+		verbs_peer_gone(peer, "pmrep_srq_recv") :
+		verbs_srq_post_recv((struct verbs_srq *)srq, dst, offset, len,
 			op_context);
+	verbs_dev_unlock(peer);
+	return ret;
 }
