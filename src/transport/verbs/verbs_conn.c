@@ -1088,23 +1088,31 @@ tick_period_ms(const struct verbs_conn *conn)
 	return t > 0 ? t : 1;
 }
 
+/* (sm_lock held: the device's lock only if free -- lock order is
+ * dev_lock before sm_lock; a release in progress ends the conn anyway) */
 static void
 on_tick(struct verbs_conn *conn, struct step *s)
 {
-	struct ibv_qp_attr attr;
-	struct ibv_qp_init_attr init;
-	if (conn->qp != NULL &&
-			ibv_query_qp(conn->qp, &attr, IBV_QP_STATE, &init) == 0 &&
-			(attr.qp_state == IBV_QPS_ERR ||
-			attr.qp_state == IBV_QPS_SQE)) {
-		PMREP_LOG_ERR("QP %u is in the error state (found by the idle check): the connection is lost",
-				conn->qp->qp_num);
-		step_report(s, PMREP_CONN_LOST);
-		return;
-	}
-	if (conn->qp != NULL && verbs_sq_ring_outstanding(&conn->sq) == 0)
-		(void) verbs_post_heartbeat(conn);
 	(void) timer_arm(conn, tick_period_ms(conn));
+	if (pthread_rwlock_tryrdlock(&conn->peer->dev_lock))
+		return;
+	bool lost = false;
+	if (!atomic_load(&conn->peer->removed) && conn->qp != NULL) {
+		struct ibv_qp_attr attr;
+		struct ibv_qp_init_attr init;
+		if (ibv_query_qp(conn->qp, &attr, IBV_QP_STATE, &init) == 0 &&
+				(attr.qp_state == IBV_QPS_ERR ||
+				attr.qp_state == IBV_QPS_SQE)) {
+			PMREP_LOG_ERR("QP %u is in the error state (found by the idle check): the connection is lost",
+					conn->qp->qp_num);
+			lost = true;
+		} else if (verbs_sq_ring_outstanding(&conn->sq) == 0) {
+			(void) verbs_post_heartbeat(conn);
+		}
+	}
+	verbs_dev_unlock(conn->peer);
+	if (lost)
+		step_report(s, PMREP_CONN_LOST);
 }
 
 /* the connection came up: ESTABLISHED (active: with the accept's data) */
