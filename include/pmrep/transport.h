@@ -315,7 +315,12 @@ PMREP_API int pmrep_conn_cfg_delete(struct pmrep_conn_cfg **cfg_ptr);
  * period L = max(timeout_ms, 500 ms): a peer that sent nothing for L
  * (peers heartbeat every quarter of it) is LOST, idle or with requests in
  * flight; TCP_USER_TIMEOUT and keepalive are derived from L
- * (src/transport/tcp/README.md "Liveness").
+ * (src/transport/tcp/README.md "Liveness"). verbs: the local ACK timeout
+ * is T/4 and the initiator's retry count follows from T (T23;
+ * pmrep_conn_get_rc_timing), and an established conn's event fd ticks
+ * every T/4: a QP found in error is LOST, an idle one sends a zero-length
+ * RDMA WRITE as its heartbeat, so a dead peer of an idle conn is LOST
+ * within about 1.5 T while the application runs the conn's events.
  * Errors: PMREP_E_INVAL (NULL cfg, timeout_ms <= 0; the old value stays).
  * Not thread-safe against other use of the same cfg.
  */
