@@ -16,7 +16,7 @@
  *       VIOLATION seq S slot L: right on G of N replicas, policy requires R: replica I missing|different ...
  *     and a summary. Exit 0 no violation, 1 violations, 2 usage / I/O error.
  *
- *   rig-check report --events FILE --faults FILE [--slack MS]
+ *   rig-check report --events FILE --faults FILE [--history FILE] [--slack MS]
  *     The figures of one run from rig-writer's events and the nemesis'
  *     fault log ("fault KIND REPLICA START_MS END_MS" lines): faults by
  *     kind, calls and failed calls, the longest call of each kind and the
@@ -273,13 +273,15 @@ cmd_report(int argc, char *argv[])
 		{ "events", required_argument, NULL, 'e' },
 		{ "faults", required_argument, NULL, 'f' },
 		{ "slack", required_argument, NULL, 's' },
+		{ "history", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *evp = NULL, *fp = NULL;
+	const char *evp = NULL, *fp = NULL, *hp = NULL;
 	double slack = 2000;
 	int c;
-	while ((c = getopt_long(argc, argv, "e:f:s:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "e:f:s:H:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'H': hp = optarg; break;
 		case 'e': evp = optarg; break;
 		case 'f': fp = optarg; break;
 		case 's': slack = atof(optarg); break;
@@ -287,7 +289,7 @@ cmd_report(int argc, char *argv[])
 		}
 	}
 	if (evp == NULL || fp == NULL) {
-		fprintf(stderr, "usage: rig-check report --events FILE --faults FILE [--slack MS]\n");
+		fprintf(stderr, "usage: rig-check report --events FILE --faults FILE [--history FILE] [--slack MS]\n");
 		return 2;
 	}
 	FILE *e = fopen(evp, "r"), *f = fopen(fp, "r");
@@ -360,6 +362,19 @@ cmd_report(int argc, char *argv[])
 			*(struct fault *)vec_push(&faults) = x;
 	}
 	fclose(f);
+	if (hp != NULL) {
+		/* the acknowledged records are the history's (a writer killed
+		 * with SIGKILL logs no "stop" line) */
+		FILE *h = fopen(hp, "r");
+		if (h == NULL) {
+			fprintf(stderr, "rig-check: %s: %s\n", hp, strerror(errno));
+			return 2;
+		}
+		acked = 0;
+		while (fgets(line, sizeof(line), h))
+			acked++;
+		fclose(h);
+	}
 	struct fault *fa = faults.p;
 	qsort(fa, faults.n, sizeof(*fa), cmp_fault);
 	struct state_ev *se = states.p;
@@ -482,6 +497,6 @@ main(int argc, char *argv[])
 	if (argc >= 2 && strcmp(argv[1], "report") == 0)
 		return cmd_report(argc - 1, argv + 1);
 	fprintf(stderr, "usage: rig-check history --history FILE --source LOG --replica FILE [...] [--quorum K]\n"
-			"       rig-check report --events FILE --faults FILE [--slack MS]\n");
+			"       rig-check report --events FILE --faults FILE [--history FILE] [--slack MS]\n");
 	return 2;
 }

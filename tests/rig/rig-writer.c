@@ -605,10 +605,11 @@ main(int argc, char *argv[])
 			continue;
 		}
 		/* not acknowledged: the same records again, once the policy
-		 * can be met (or every 100 ms) */
+		 * can be met (or after a second: a persist while a required
+		 * replica is failed fails at once, and would only count) */
 		w.failed_persists++;
 		hist_flush(&w);
-		double retry = rig_now_ms() + 100;
+		double retry = rig_now_ms() + 1000;
 		while (!(stop = stop_requested(&w))) {
 			tend(&w);
 			if (scan(&w) >= w.required || rig_now_ms() >= retry)
