@@ -380,18 +380,30 @@ cmd_report(int argc, char *argv[])
 	struct state_ev *se = states.p;
 	struct win *iw = idles.p;
 
-	const char *fk[] = { "kill", "stop", "link", "drop" };
-	unsigned long long by_kind[4] = { 0 }, undetected[4] = { 0 },
+	/* the kinds, in order of first appearance (the tcp nemesis: kill,
+	 * stop, link, drop; the verbs one: kill, stop, partition, delay, loss) */
+	enum { NK = 8 };
+	char fk[NK][16];
+	int nk = 0;
+	for (size_t i = 0; i < faults.n; i++) {
+		int j;
+		for (j = 0; j < nk; j++)
+			if (strcmp(fk[j], fa[i].kind) == 0)
+				break;
+		if (j == nk && nk < NK)
+			snprintf(fk[nk++], sizeof(fk[0]), "%s", fa[i].kind);
+	}
+	unsigned long long by_kind[NK] = { 0 }, undetected[NK] = { 0 },
 		unmeasured = 0;
 	struct vec det_idle = { .sz = sizeof(double) }, det_load = { .sz = sizeof(double) };
 	struct vec healv = { .sz = sizeof(double) };
-	struct vec det_kind[4];
-	for (int i = 0; i < 4; i++)
+	struct vec det_kind[NK];
+	for (int i = 0; i < NK; i++)
 		det_kind[i] = (struct vec){ .sz = sizeof(double) };
 	for (size_t i = 0; i < faults.n; i++) {
 		struct fault *x = &fa[i];
 		int ki = -1;
-		for (int j = 0; j < 4; j++)
+		for (int j = 0; j < nk; j++)
 			if (strcmp(x->kind, fk[j]) == 0)
 				ki = j;
 		if (ki >= 0)
@@ -442,7 +454,7 @@ cmd_report(int argc, char *argv[])
 	}
 	unsigned long long total = 0;
 	printf("faults by kind:");
-	for (int j = 0; j < 4; j++) {
+	for (int j = 0; j < nk; j++) {
 		printf(" %s %llu", fk[j], by_kind[j]);
 		total += by_kind[j];
 	}
@@ -457,13 +469,13 @@ cmd_report(int argc, char *argv[])
 	printf("detection (fault start to the replica's first \"failed\"):\n");
 	print_dist("idle (writer pausing):", &det_idle);
 	print_dist("under load:", &det_load);
-	for (int j = 0; j < 4; j++) {
+	for (int j = 0; j < nk; j++) {
 		char t[64];
 		snprintf(t, sizeof(t), "%s:", fk[j]);
 		print_dist(t, &det_kind[j]);
 	}
 	printf("  undetected (the replica never failed; a fault shorter than the timeout need not be):");
-	for (int j = 0; j < 4; j++)
+	for (int j = 0; j < nk; j++)
 		printf(" %s %llu", fk[j], undetected[j]);
 	printf("\n  not measured (replica not in sync when the fault began): %llu\n", unmeasured);
 	printf("heal (fault end to \"in sync\"):\n");
@@ -482,7 +494,7 @@ cmd_report(int argc, char *argv[])
 	free(det_idle.p);
 	free(det_load.p);
 	free(healv.p);
-	for (int j = 0; j < 4; j++)
+	for (int j = 0; j < NK; j++)
 		free(det_kind[j].p);
 	return hangs ? 1 : 0;
 }

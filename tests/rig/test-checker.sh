@@ -86,4 +86,25 @@ fresh; echo "3000 2999 0.000" >>"$D/h"
 out=$(chk "$D/h" "$D/c0" "$D/c1" 1); rc=$?
 expect "history names a record never written" $rc "$out" 1 1 \
 	"VIOLATION seq 3000 slot 2999: right on 0 of 2 replicas"
+
+# the writer's SIGTERM path: stop writing, heal, exit 0 (on the same log
+# and replica set: the records it rewrites are the same bytes)
+"$RIG/rig-writer" --file "$D/src" --size $SIZE --replica 127.0.0.1:${ports[0]} \
+	--replica 127.0.0.1:${ports[1]} --key-file "$D/key" --history "$D/hist2" \
+	--events "$D/ev2" --rate 500 --idle-every 300 --idle-max 200 >"$D/w2.out" 2>&1 &
+wp=$!
+pids+=($wp)
+sleep 1.5
+kill -TERM $wp
+wait $wp; rc=$?
+cat "$D/w2.out"
+[ $rc -eq 0 ] || fail "writer stopped by SIGTERM: exit $rc"
+grep -q "heal: all 2 replicas in sync" "$D/w2.out" || fail "no heal line after SIGTERM"
+[ -s "$D/hist2" ] || fail "the writer acknowledged no record in 1.5 s"
+out=$(chk "$D/hist2" "$D/r0" "$D/r1" 0); rc=$?
+echo "$out"
+[ $rc -eq 0 ] || fail "after SIGTERM: rc $rc"
+for i in 0 1; do
+	"$CLI/pmrep" verify "$D/src" "$D/r$i" | grep -q IDENTICAL || fail "after SIGTERM: replica $i not IDENTICAL"
+done
 echo "rig.checker: PASSED"
