@@ -470,8 +470,8 @@ cmd_report(int argc, char *argv[])
 	print_dist("idle (writer pausing):", &det_idle);
 	print_dist("under load:", &det_load);
 	for (int j = 0; j < nk; j++) {
-		char t[64];
-		snprintf(t, sizeof(t), "%s:", fk[j]);
+		char t[32];
+		snprintf(t, sizeof(t), "%.16s:", fk[j]);
 		print_dist(t, &det_kind[j]);
 	}
 	printf("  undetected (the replica never failed; a fault shorter than the timeout need not be):");
