@@ -400,6 +400,9 @@ cmd_report(int argc, char *argv[])
 	struct vec det_kind[NK];
 	for (int i = 0; i < NK; i++)
 		det_kind[i] = (struct vec){ .sz = sizeof(double) };
+	double worst = -1;
+	size_t worst_i = 0;
+	bool worst_idle = false;
 	for (size_t i = 0; i < faults.n; i++) {
 		struct fault *x = &fa[i];
 		int ki = -1;
@@ -448,6 +451,11 @@ cmd_report(int argc, char *argv[])
 			if (x->start >= iw[j].a && x->start <= iw[j].b)
 				idle = true;
 		*(double *)vec_push(idle ? &det_idle : &det_load) = det - x->start;
+		if (det - x->start > worst) {
+			worst = det - x->start;
+			worst_i = i;
+			worst_idle = idle;
+		}
 		*(double *)vec_push(&det_kind[ki]) = det - x->start;
 		if (healed >= 0)
 			*(double *)vec_push(&healv) = healed - x->end;
@@ -478,6 +486,11 @@ cmd_report(int argc, char *argv[])
 	for (int j = 0; j < nk; j++)
 		printf(" %s %llu", fk[j], undetected[j]);
 	printf("\n  not measured (replica not in sync when the fault began): %llu\n", unmeasured);
+	if (worst >= 0)
+		printf("  slowest: %s on replica %u at %.3f (%s, lasting %.0f ms): %.0f ms\n",
+				fa[worst_i].kind, fa[worst_i].r, fa[worst_i].start,
+				worst_idle ? "idle" : "under load",
+				fa[worst_i].end - fa[worst_i].start, worst);
 	printf("heal (fault end to \"in sync\"):\n");
 	print_dist("detected faults:", &healv);
 	if (heal_final >= 0)

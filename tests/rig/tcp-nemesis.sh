@@ -277,6 +277,10 @@ run_policy() { # quorum (0: all)
 		rm -f "$WORK/t$r.pid"
 	done
 	[ "$ok" -eq 1 ] && [ "${RIG_KEEP:-0}" != 1 ] && rm -f "$WORK"/rep? "$WORK"/src*
+	# this policy's logs, kept apart (the work directory is kept on a failure or RIG_KEEP=1)
+	for f in ev ev-heal faults hist writer.out writer.err heal.err; do
+		[ -f "$WORK/$f" ] && mv "$WORK/$f" "$WORK/$f.q$q"
+	done
 }
 
 for q in $POLICIES; do run_policy "$q"; done
