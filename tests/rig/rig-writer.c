@@ -519,8 +519,10 @@ main(int argc, char *argv[])
 	for (;;) {
 		double t0 = rig_now_ms();
 		ret = pmrep_mirror_new(w.pmem, cfg, &w.m);
+		/* pmrep_mirror_new attaches the replicas one after the
+		 * other, each within the cfg timeout: its bound is N of them */
 		ev(&w, "call %.3f new %s %.3f %d 0 0", t0, err_name(ret),
-				rig_now_ms() - t0, timeout);
+				rig_now_ms() - t0, timeout * (int)nrep);
 		if (ret == 0 || rig_now_ms() > attach_deadline)
 			break;
 		sleep_ms(100);

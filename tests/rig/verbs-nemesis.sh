@@ -21,7 +21,9 @@
 #   VM_KERNEL=backports VM_TIMEOUT=300 ../tests/vm/run-in-vm.sh ../tests/rig/verbs-nemesis.sh .
 # environment: RIG_SEED, RIG_SECONDS (per policy, default 55), RIG_POLICIES
 # ("0 1"), RIG_MIN_FAULTS (default 40 for the default length), RIG_WALL
-# (default 2 x (RIG_SECONDS + 30)).
+# (default 2 x (RIG_SECONDS + 45)), RIG_TIMEOUT_MS (persist / connect /
+# target timeout, default 2000: an emulated guest), RIG_LOG_DIR (where the
+# logs are copied at the end; default BUILD_DIR/rig-verbs-logs).
 # exit: 0 passed, 1 failed, 77 not in the guest / no rxe / no netem (SKIPPED).
 set -u
 BUILD=${1:?usage: verbs-nemesis.sh BUILD_DIR}
@@ -45,13 +47,18 @@ POLICIES=${RIG_POLICIES:-0 1}
 npol=$(wc -w <<<"$POLICIES")
 SEED=${RIG_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000 ))}
 MIN_FAULTS=${RIG_MIN_FAULTS:-$(( 40 * PER * npol / 110 ))}
-WALL=${RIG_WALL:-$(( npol * (PER + 30) ))}
+WALL=${RIG_WALL:-$(( npol * (PER + 45) ))}
 ADDR_W=10.77.0.1 ADDR_T=10.77.0.2
 PORTS=("" 7301 7302)
 REC=256
 RATE=500
 SIZE=$(( ( (PER * RATE * REC * 5 / 4) / 1048576 + 16 ) * 1048576 ))
 WORK=$(mktemp -d /dev/shm/rig-verbs.XXXXXX)
+# the guest's /dev/shm is gone with it: the logs are copied here at the end
+LOGDIR=${RIG_LOG_DIR:-$BUILD/rig-verbs-logs}
+# the guest is emulated (TCG) on a shared machine: rdma_cm's connect alone
+# can take a second there
+TMO=${RIG_TIMEOUT_MS:-2000}
 export PMREP_PROVIDER=verbs
 ok=1
 now() { "$CLOCK"; }
@@ -76,7 +83,10 @@ cleanup() {
 	ip rule add pref 0 lookup local 2>/dev/null
 	for p in 10 11 12 13 100; do ip rule del pref $p 2>/dev/null; done
 	ip route flush table 100 2>/dev/null; ip route flush table 101 2>/dev/null
-	[ "$rc" -ne 0 ] && say "logs in $WORK (the guest's tmpfs: tail them above)"
+	rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
+	cp "$WORK"/*.q? "$WORK"/*.err "$WORK"/*.out "$WORK"/faults "$WORK"/ev* "$LOGDIR"/ 2>/dev/null
+	say "logs copied to $LOGDIR"
+	rm -rf "$WORK"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -127,7 +137,7 @@ msleep() { sleep "$(printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )))"; }
 start_target() { # replica 1|2
 	local r=$1 i
 	"$TARGET" --path "$WORK/rep$r" --size "$SIZE" --create --address $ADDR_T \
-		--port "${PORTS[r]}" --key-file "$WORK/key" --timeout 1000 --staging \
+		--port "${PORTS[r]}" --key-file "$WORK/key" --timeout "$TMO" --staging \
 		>"$WORK/t$r.out" 2>>"$WORK/t$r.err" &
 	TPID=$!
 	echo $TPID >"$WORK/t$r.pid"
@@ -204,11 +214,18 @@ run_policy() {
 	"$WRITER" --file "$WORK/src" --size "$SIZE" \
 		--replica "$ADDR_T:${PORTS[1]}" --replica "$ADDR_T:${PORTS[2]}" --key-file "$WORK/key" \
 		--quorum "$q" --history "$WORK/hist" --events "$WORK/ev" --record-size $REC \
-		--group 2 --rate $RATE --timeout 1000 --reconnect-timeout 2000 --gpspm \
-		--idle-every 1500 --idle-max 1200 --seed "$SEED" >"$WORK/writer.out" 2>"$WORK/writer.err" &
+		--group 2 --rate $RATE --timeout "$TMO" --reconnect-timeout $((2 * TMO)) --gpspm \
+		--idle-every 1500 --idle-max 1200 --heal-timeout 60000 --seed "$SEED" \
+		>"$WORK/writer.out" 2>"$WORK/writer.err" &
 	local wpid=$!
 	echo $wpid >"$WORK/writer.pid"
-	sleep 2
+	# the faults begin once the writer is attached
+	for _ in $(seq 600); do
+		grep -q "attached" "$WORK/writer.out" 2>/dev/null && break
+		kill -0 $wpid 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q "attached" "$WORK/writer.out" || { say "the writer did not attach: $(tail -3 "$WORK/writer.err")"; ok=0; }
 	touch "$WORK/go"
 	local t_end=$(( SECONDS + PER ))
 	while [ "$SECONDS" -lt "$t_end" ]; do
@@ -232,7 +249,7 @@ run_policy() {
 	total_viol=$(( total_viol + ${v:-1} ))
 	"$WRITER" --heal-only --file "$WORK/src" --gpspm \
 		--replica "$ADDR_T:${PORTS[1]}" --replica "$ADDR_T:${PORTS[2]}" --key-file "$WORK/key" \
-		--quorum "$q" --events "$WORK/ev-heal" --timeout 1000 --heal-timeout 30000 \
+		--quorum "$q" --events "$WORK/ev-heal" --timeout "$TMO" --heal-timeout 60000 \
 		2>"$WORK/heal.err" || { ok=0; say "HEAL FAILED: $(tail -3 "$WORK/heal.err")"; }
 	for r in 1 2; do
 		if out=$("$PMREP" verify "$WORK/src" "$WORK/rep$r"); then
