@@ -333,7 +333,8 @@ cmd_report(int argc, char *argv[])
 				longest[i] = dur;
 				longest_tmo[i] = tmo;
 			}
-			if (dur > tmo + slack) {
+			/* timeout -1: a call without an overall limit */
+			if (tmo >= 0 && dur > tmo + slack) {
 				hangs++;
 				printf("HANG: %s at %.3f took %.0f ms (timeout %d ms + %.0f ms slack), result %s\n",
 						k, t, dur, tmo, slack, res);
@@ -471,8 +472,12 @@ cmd_report(int argc, char *argv[])
 	printf("calls: %llu persists, %llu failed; %llu reconnects, %llu failed, %llu in back-off (AGAIN)\n",
 			persists, persist_fail, rcs, rc_fail, rc_again);
 	for (int i = 0; i < 3; i++)
-		printf("longest %-9s %.0f ms (its timeout %.0f ms)\n", kinds[i],
-				longest[i], longest_tmo[i]);
+		if (longest_tmo[i] >= 0)
+			printf("longest %-9s %.0f ms (its timeout %.0f ms)\n", kinds[i],
+					longest[i], longest_tmo[i]);
+		else
+			printf("longest %-9s %.0f ms (no overall limit: attach + full resync)\n",
+					kinds[i], longest[i]);
 	printf("hangs (a call longer than its timeout + %.0f ms): %llu\n", slack, hangs);
 	printf("detection (fault start to the replica's first \"failed\"):\n");
 	print_dist("idle (writer pausing):", &det_idle);

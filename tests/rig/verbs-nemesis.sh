@@ -21,7 +21,7 @@
 #   VM_KERNEL=backports VM_TIMEOUT=300 ../tests/vm/run-in-vm.sh ../tests/rig/verbs-nemesis.sh .
 # environment: RIG_SEED, RIG_SECONDS (per policy, default 55), RIG_POLICIES
 # ("0 1"), RIG_MIN_FAULTS (default 40 for the default length), RIG_WALL
-# (default 2 x (RIG_SECONDS + 45)), RIG_TIMEOUT_MS (persist / connect /
+# (default 2 x (RIG_SECONDS + 75)), RIG_TIMEOUT_MS (persist / connect /
 # target timeout, default 2000: an emulated guest), RIG_LOG_DIR (where the
 # logs are copied at the end; default BUILD_DIR/rig-verbs-logs).
 # exit: 0 passed, 1 failed, 77 not in the guest / no rxe / no netem (SKIPPED).
@@ -47,12 +47,12 @@ POLICIES=${RIG_POLICIES:-0 1}
 npol=$(wc -w <<<"$POLICIES")
 SEED=${RIG_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000 ))}
 MIN_FAULTS=${RIG_MIN_FAULTS:-$(( 40 * PER * npol / 110 ))}
-WALL=${RIG_WALL:-$(( npol * (PER + 45) ))}
+WALL=${RIG_WALL:-$(( npol * (PER + 75) ))}
 ADDR_W=10.77.0.1 ADDR_T=10.77.0.2
 PORTS=("" 7301 7302)
 REC=256
-RATE=500
-SIZE=$(( ( (PER * RATE * REC * 5 / 4) / 1048576 + 16 ) * 1048576 ))
+RATE=200
+SIZE=$(( ( (PER * RATE * REC * 5 / 4) / 1048576 + 4 ) * 1048576 ))
 WORK=$(mktemp -d /dev/shm/rig-verbs.XXXXXX)
 # the guest's /dev/shm is gone with it: the logs are copied here at the end
 LOGDIR=${RIG_LOG_DIR:-$BUILD/rig-verbs-logs}
@@ -171,6 +171,9 @@ worker() { # policy who(1|2: a target; 0: the link) deadline
 	if [ "$r" -gt 0 ]; then start_target_retry "$r" || exit 1; fi
 	touch "$WORK/ready$r"
 	while [ ! -f "$WORK/go" ]; do sleep 0.05; done
+	# the fault window begins once the writer is attached (a fresh
+	# replica's full resync takes seconds in the emulated guest)
+	deadline=$(( SECONDS + PER ))
 	local g k d t0 t1 n=0
 	while read -r g k d; do
 		msleep "$g"
