@@ -2,7 +2,7 @@
 # Runs every pmrep test stage, as CI does. Usage (root, Debian 12):
 #   scripts/test.sh                 all stages
 #   PMREP_TEST_STAGES="build asan" scripts/test.sh     only some
-# Stages: deps build asan valgrind install fuzz rig bench vm native-flush
+# Stages: deps build asan valgrind install fuzz rig bench vm rig-verbs native-flush
 # A stage that cannot run here prints SKIPPED (exit 77 of its script) and
 # counts as skipped, never as passed.
 # Each stage streams its output; the last line counts the stages.
@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${PMREP_TEST_OUT:-$ROOT/build-test}
-STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz rig bench vm native-flush}
+STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz rig bench vm rig-verbs native-flush}
 JOBS=$(nproc)
 passed=0; failed=0; skipped=0; failed_names=""
 
@@ -149,6 +149,14 @@ do_vm() {
 		ctest -L verbs --output-on-failure --timeout 300
 }
 
+do_rig_verbs() {
+	# the fault rig on verbs: two rxe devices on a veth pair in the 6.12
+	# guest, netem partitions / delay / loss, target kill / freeze (GPSPM)
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+	(cd "$OUT/release" && VM_KERNEL=backports VM_TIMEOUT=330 \
+		"$ROOT/tests/vm/run-in-vm.sh" "$ROOT/tests/rig/verbs-nemesis.sh" .)
+}
+
 do_native_flush() {
 	# rdma-core >= 45 (ibv_wr_flush) from a Debian 13 userspace, run as the
 	# root of the 6.12 guest: the native RDMA FLUSH path for real
@@ -165,6 +173,7 @@ stage fuzz do_fuzz
 stage rig do_rig
 stage bench do_bench
 stage vm do_vm
+stage rig-verbs do_rig_verbs
 stage native-flush do_native_flush
 
 [ -n "$failed_names" ] && echo "failed stages:$failed_names"

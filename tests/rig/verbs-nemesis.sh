@@ -19,7 +19,7 @@
 #
 # usage (host, from the build directory):
 #   VM_KERNEL=backports VM_TIMEOUT=300 ../tests/vm/run-in-vm.sh ../tests/rig/verbs-nemesis.sh .
-# environment: RIG_SEED, RIG_SECONDS (per policy, default 55), RIG_POLICIES
+# environment: RIG_SEED, RIG_SECONDS (per policy, default 45), RIG_POLICIES
 # ("0 1"), RIG_MIN_FAULTS (default 40 for the default length), RIG_WALL
 # (default 2 x (RIG_SECONDS + 75)), RIG_TIMEOUT_MS (persist / connect /
 # target timeout, default 2000: an emulated guest), RIG_LOG_DIR (where the
@@ -42,7 +42,7 @@ for b in "$WRITER" "$CHECK" "$CLOCK" "$TARGET" "$PMREP"; do
 	[ -x "$b" ] || { echo "verbs-nemesis: $b missing (build first)"; exit 1; }
 done
 
-PER=${RIG_SECONDS:-55}
+PER=${RIG_SECONDS:-45}
 POLICIES=${RIG_POLICIES:-0 1}
 npol=$(wc -w <<<"$POLICIES")
 SEED=${RIG_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000 ))}
