@@ -401,6 +401,7 @@ cmd_report(int argc, char *argv[])
 	struct vec det_kind[NK];
 	for (int i = 0; i < NK; i++)
 		det_kind[i] = (struct vec){ .sz = sizeof(double) };
+	unsigned long long overlaps = 0;
 	double worst = -1;
 	size_t worst_i = 0;
 	bool worst_idle = false;
@@ -414,10 +415,23 @@ cmd_report(int argc, char *argv[])
 			by_kind[ki]++;
 		if (x->start > t_stop || ki < 0)
 			continue;
-		/* the next fault on the same replica bounds what is this one's */
+		/* two faults on the same replica at once (verbs: a link
+		 * fault and a target's): which one a failure belongs to is
+		 * not known, neither is measured */
+		bool overlapped = false;
+		for (size_t j = 0; j < faults.n; j++)
+			if (j != i && fa[j].r == x->r && fa[j].start < x->end &&
+					x->start < fa[j].end)
+				overlapped = true;
+		if (overlapped) {
+			overlaps++;
+			continue;
+		}
+		/* the next fault on the same replica that begins after this
+		 * one ended bounds what is this one's */
 		double next = 1e300;
 		for (size_t j = i + 1; j < faults.n; j++)
-			if (fa[j].r == x->r) {
+			if (fa[j].r == x->r && fa[j].start >= x->end) {
 				next = fa[j].start;
 				break;
 			}
@@ -491,6 +505,7 @@ cmd_report(int argc, char *argv[])
 	for (int j = 0; j < nk; j++)
 		printf(" %s %llu", fk[j], undetected[j]);
 	printf("\n  not measured (replica not in sync when the fault began): %llu\n", unmeasured);
+	printf("  not measured (overlapping another fault on the same replica): %llu\n", overlaps);
 	if (worst >= 0)
 		printf("  slowest: %s on replica %u at %.3f (%s, lasting %.0f ms): %.0f ms\n",
 				fa[worst_i].kind, fa[worst_i].r, fa[worst_i].start,

@@ -8,11 +8,12 @@
 # routing so that traffic between the two addresses crosses the veth. The
 # writer (rig-writer) uses rxeA; two pmrep-targets listen on 10.77.0.2
 # (rxeB), ports 7301 and 7302, serving replica files in /dev/shm.
-# Faults (seeded, 0.2 .. 3 s each): per target kill -9 + restart and
+# Faults (seeded, 0.2 .. 3 s each; never two on one replica at once, the
+# two targets' faults overlapping freely): per target kill -9 + restart and
 # SIGSTOP .. SIGCONT -- GPSPM only (targets --staging, writer --gpspm): rxe's
 # responder runs in the kernel, a stopped target would not stop an APM or a
-# native persist -- and, on the link (both replicas at once, overlapping the
-# targets' faults), netem partition (loss 100 % both ends), delay (1 ms) and
+# native persist -- and, on the link (both replicas at once, so it waits for
+# and holds off the targets' faults), netem partition (loss 100 % both ends), delay (1 ms) and
 # loss (1 %). No `rdma link delete` faults (shared/cases/T22 first).
 # Then, per policy ("all", quorum 1 of 2): SIGKILL the writer, rig-check
 # history, rig-writer --heal-only, pmrep verify, rig-check report.
@@ -179,6 +180,17 @@ worker() { # policy who(1|2: a target; 0: the link) deadline
 		msleep "$g"
 		[ "$SECONDS" -lt "$deadline" ] || break
 		[ -f "$WORK/halt" ] && break
+		# one fault at a time per replica (a failure must be some
+		# fault's): a target's fault holds its replica's lock, a link
+		# fault both (taken in order: no deadlock)
+		local locks=("$r")
+		[ "$r" -eq 0 ] && locks=(1 2)
+		local l fds=()
+		for l in "${locks[@]}"; do
+			exec {fd}>"$WORK/lock$l"
+			flock "$fd"
+			fds+=("$fd")
+		done
 		t0=$(now)
 		case $k in
 		kill) kill -9 "$TPID"; wait "$TPID" 2>/dev/null; msleep "$d"; start_target_retry "$r" || exit 1 ;;
@@ -188,6 +200,7 @@ worker() { # policy who(1|2: a target; 0: the link) deadline
 		loss) netem loss 1%; msleep "$d"; netem off ;;
 		esac
 		t1=$(now)
+		for fd in "${fds[@]}"; do exec {fd}>&-; done
 		n=$((n + 1))
 		if [ "$r" -gt 0 ]; then
 			echo "fault $k $((r - 1)) $t0 $t1" >>"$WORK/faults"
