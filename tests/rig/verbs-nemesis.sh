@@ -137,9 +137,14 @@ msleep() { sleep "$(printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )))"; }
 
 start_target() { # replica 1|2
 	local r=$1 i
-	"$TARGET" --path "$WORK/rep$r" --size "$SIZE" --create --address $ADDR_T \
-		--port "${PORTS[r]}" --key-file "$WORK/key" --timeout "$TMO" --staging \
-		>"$WORK/t$r.out" 2>>"$WORK/t$r.err" &
+	# the worker's lock fds are not the target's: a restarted target
+	# would hold its replica's lock for its whole life
+	(
+		for fd in ${fds[@]+"${fds[@]}"}; do exec {fd}>&-; done
+		exec "$TARGET" --path "$WORK/rep$r" --size "$SIZE" --create --address $ADDR_T \
+			--port "${PORTS[r]}" --key-file "$WORK/key" --timeout "$TMO" --staging \
+			>"$WORK/t$r.out" 2>>"$WORK/t$r.err"
+	) &
 	TPID=$!
 	echo $TPID >"$WORK/t$r.pid"
 	for i in $(seq 500); do
