@@ -73,8 +73,14 @@ pids_to_kill=()
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	# the watchdog, the workers, and their children (sleep, ip, nft)
-	for p in ${WD:-} "${pids_to_kill[@]}"; do pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+	# the watchdog, the workers, and their children (sleep, ip, nft, tc):
+	# the parent first -- a child killed first would let it run on (the
+	# watchdog would TERM us in the middle of this)
+	for p in ${WD:-} "${pids_to_kill[@]}"; do
+		local kids; kids=$(pgrep -P "$p")
+		kill -9 "$p" 2>/dev/null
+		[ -n "$kids" ] && kill -9 $kids 2>/dev/null
+	done
 	for f in "$WORK"/t*.pid "$WORK"/writer.pid; do
 		[ -f "$f" ] || continue
 		p=$(cat "$f"); kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null

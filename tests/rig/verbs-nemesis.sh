@@ -69,12 +69,24 @@ pids_to_kill=()
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	for p in ${WD:-} "${pids_to_kill[@]}"; do pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+	# the watchdog, the workers, and their children (sleep, ip, nft, tc):
+	# the parent first -- a child killed first would let it run on (the
+	# watchdog would TERM us in the middle of this)
+	for p in ${WD:-} "${pids_to_kill[@]}"; do
+		local kids; kids=$(pgrep -P "$p")
+		kill -9 "$p" 2>/dev/null
+		[ -n "$kids" ] && kill -9 $kids 2>/dev/null
+	done
 	for f in "$WORK"/t*.pid "$WORK"/writer.pid; do
 		[ -f "$f" ] || continue
 		p=$(cat "$f"); kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
+	# the logs first: the guest's /dev/shm dies with it
+	rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
+	cp "$WORK"/*.q? "$WORK"/*.err "$WORK"/*.out "$WORK"/faults "$WORK"/ev* "$LOGDIR"/ 2>/dev/null
+	tc -s qdisc show dev vethA >"$LOGDIR/qdisc.txt" 2>&1; rdma link show >>"$LOGDIR/qdisc.txt" 2>&1
+	say "logs copied to $LOGDIR"
 	tc qdisc del dev vethA root 2>/dev/null; tc qdisc del dev vethB root 2>/dev/null
 	# every pmrep process is gone: the deletes cannot hang on an open
 	# device (T22); bounded all the same
@@ -84,9 +96,6 @@ cleanup() {
 	ip rule add pref 0 lookup local 2>/dev/null
 	for p in 10 11 12 13 100; do ip rule del pref $p 2>/dev/null; done
 	ip route flush table 100 2>/dev/null; ip route flush table 101 2>/dev/null
-	rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
-	cp "$WORK"/*.q? "$WORK"/*.err "$WORK"/*.out "$WORK"/faults "$WORK"/ev* "$LOGDIR"/ 2>/dev/null
-	say "logs copied to $LOGDIR"
 	rm -rf "$WORK"
 	exit "$rc"
 }
