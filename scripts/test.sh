@@ -2,24 +2,31 @@
 # Runs every pmrep test stage, as CI does. Usage (root, Debian 12):
 #   scripts/test.sh                 all stages
 #   PMREP_TEST_STAGES="build asan" scripts/test.sh     only some
-# Stages: deps build asan valgrind install fuzz bench vm native-flush
+# Stages: deps build asan valgrind install fuzz rig bench vm native-flush
+# (and rig-verbs, not in the default list yet: see tests/rig/README.md)
+# A stage that cannot run here prints SKIPPED (exit 77 of its script) and
+# counts as skipped, never as passed.
 # Each stage streams its output; the last line counts the stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${PMREP_TEST_OUT:-$ROOT/build-test}
-STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz bench vm native-flush}
+STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz rig bench vm native-flush}
 JOBS=$(nproc)
-passed=0; failed=0; failed_names=""
+passed=0; failed=0; skipped=0; failed_names=""
 
 stage() {
 	local name=$1; shift
 	case " $STAGES " in *" $name "*) ;; *) return 0;; esac
 	echo "=== stage $name: start $(date -u +%T)"
-	local t0=$SECONDS
-	if "$@"; then
+	local t0=$SECONDS rc=0
+	"$@" || rc=$?
+	if [ "$rc" -eq 0 ]; then
 		passed=$((passed + 1))
 		echo "=== stage $name: PASSED in $((SECONDS - t0)) s"
+	elif [ "$rc" -eq 77 ]; then
+		skipped=$((skipped + 1))
+		echo "=== stage $name: SKIPPED in $((SECONDS - t0)) s"
 	else
 		failed=$((failed + 1)); failed_names="$failed_names $name"
 		echo "=== stage $name: FAILED in $((SECONDS - t0)) s"
@@ -120,6 +127,14 @@ do_fuzz() {
 	"$ROOT/tests/fuzz/run.sh"
 }
 
+do_rig() {
+	# the multi-node fault rig (tests/rig): tcp between network namespaces,
+	# a seeded nemesis, the history checker, figures; 77 (SKIPPED) when it
+	# cannot run here (not root, no ip netns, no nft)
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+	"$ROOT/tests/rig/tcp-nemesis.sh" "$OUT/release"
+}
+
 do_bench() {
 	# prints ratios against floors measured in the same run; never a
 	# pass/fail on numbers (shared, noisy machines): exit 0 whenever it ran
@@ -135,6 +150,17 @@ do_vm() {
 		ctest -L verbs --output-on-failure --timeout 300
 }
 
+do_rig_verbs() {
+	# the fault rig on verbs: two rxe devices on a veth pair in the 6.12
+	# guest, netem partitions / delay / loss, target kill / freeze (GPSPM).
+	# Not a default stage yet: in 2 of 3 clean runs every new rdma_cm
+	# connection timed out after some fault, failing the final heal
+	# (tests/rig/README.md "verbs: open problem")
+	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+	(cd "$OUT/release" && VM_KERNEL=backports VM_TIMEOUT=330 \
+		"$ROOT/tests/vm/run-in-vm.sh" "$ROOT/tests/rig/verbs-nemesis.sh" .)
+}
+
 do_native_flush() {
 	# rdma-core >= 45 (ibv_wr_flush) from a Debian 13 userspace, run as the
 	# root of the 6.12 guest: the native RDMA FLUSH path for real
@@ -148,10 +174,12 @@ stage asan do_asan
 stage valgrind do_valgrind
 stage install do_install
 stage fuzz do_fuzz
+stage rig do_rig
 stage bench do_bench
 stage vm do_vm
+stage rig-verbs do_rig_verbs
 stage native-flush do_native_flush
 
 [ -n "$failed_names" ] && echo "failed stages:$failed_names"
-echo "stages: $passed passed, $failed failed"
+echo "stages: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

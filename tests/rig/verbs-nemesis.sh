@@ -1,0 +1,323 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# verbs-nemesis.sh -- the fault rig on the verbs provider, inside the
+# soft-RoCE guest (tests/vm/run-in-vm.sh; the 6.12 kernel: VM_KERNEL=backports).
+# rxe devices cannot move into network namespaces there, so the layout is
+# /work/shared/docs/network-faults.md's: a veth pair vethA (10.77.0.1) /
+# vethB (10.77.0.2) in the root namespace, rxeA and rxeB on them, policy
+# routing so that traffic between the two addresses crosses the veth. The
+# writer (rig-writer) uses rxeA; two pmrep-targets listen on 10.77.0.2
+# (rxeB), ports 7301 and 7302, serving replica files in /dev/shm.
+# Faults (seeded, 0.2 .. 3 s each; never two on one replica at once, the
+# two targets' faults overlapping freely): per target kill -9 + restart and
+# SIGSTOP .. SIGCONT -- GPSPM only (targets --staging, writer --gpspm): rxe's
+# responder runs in the kernel, a stopped target would not stop an APM or a
+# native persist -- and, on the link (both replicas at once, so it waits for
+# and holds off the targets' faults), netem partition (loss 100 % both ends), delay (1 ms) and
+# loss (1 %). No `rdma link delete` faults (shared/cases/T22 first).
+# Then, per policy ("all", quorum 1 of 2): SIGKILL the writer, rig-check
+# history, rig-writer --heal-only, pmrep verify, rig-check report.
+#
+# usage (host, from the build directory):
+#   VM_KERNEL=backports VM_TIMEOUT=300 ../tests/vm/run-in-vm.sh ../tests/rig/verbs-nemesis.sh .
+# environment: RIG_SEED, RIG_SECONDS (per policy, default 45), RIG_POLICIES
+# ("0 1"), RIG_MIN_FAULTS (default 40 for the default length), RIG_WALL
+# (default 2 x (RIG_SECONDS + 75)), RIG_TIMEOUT_MS (persist / connect /
+# target timeout, default 2000: an emulated guest), RIG_LOG_DIR (where the
+# logs are copied at the end; default BUILD_DIR/rig-verbs-logs).
+# exit: 0 passed, 1 failed, 77 not in the guest / no rxe / no netem (SKIPPED).
+set -u
+BUILD=${1:?usage: verbs-nemesis.sh BUILD_DIR}
+BUILD=$(cd "$BUILD" && pwd)
+WRITER=$BUILD/tests/rig/rig-writer
+CHECK=$BUILD/tests/rig/rig-check
+CLOCK=$BUILD/tests/rig/rig-clock
+TARGET=$BUILD/tools/pmrep-target
+PMREP=$BUILD/tools/pmrep
+
+skip() { echo "verbs-nemesis: SKIPPED: $*"; exit 77; }
+[ "${IN_VM:-0}" = 1 ] || skip "runs inside the soft-RoCE guest (tests/vm/run-in-vm.sh)"
+[ "$(id -u)" -eq 0 ] || skip "needs root"
+command -v rdma >/dev/null && command -v tc >/dev/null || skip "no rdma / tc"
+for b in "$WRITER" "$CHECK" "$CLOCK" "$TARGET" "$PMREP"; do
+	[ -x "$b" ] || { echo "verbs-nemesis: $b missing (build first)"; exit 1; }
+done
+
+PER=${RIG_SECONDS:-45}
+POLICIES=${RIG_POLICIES:-0 1}
+npol=$(wc -w <<<"$POLICIES")
+SEED=${RIG_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000 ))}
+MIN_FAULTS=${RIG_MIN_FAULTS:-$(( 40 * PER * npol / 110 ))}
+WALL=${RIG_WALL:-$(( npol * (PER + 75) ))}
+ADDR_W=10.77.0.1 ADDR_T=10.77.0.2
+PORTS=("" 7301 7302)
+REC=256
+RATE=200
+SIZE=$(( ( (PER * RATE * REC * 5 / 4) / 1048576 + 4 ) * 1048576 ))
+WORK=$(mktemp -d /dev/shm/rig-verbs.XXXXXX)
+# the guest's /dev/shm is gone with it: the logs are copied here at the end
+LOGDIR=${RIG_LOG_DIR:-$BUILD/rig-verbs-logs}
+# the guest is emulated (TCG) on a shared machine: rdma_cm's connect alone
+# can take a second there
+TMO=${RIG_TIMEOUT_MS:-2000}
+export PMREP_PROVIDER=verbs
+ok=1
+now() { "$CLOCK"; }
+say() { echo "[$(date -u +%T)] $*"; }
+
+pids_to_kill=()
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	# the watchdog, the workers, and their children (sleep, ip, nft, tc):
+	# the parent first -- a child killed first would let it run on (the
+	# watchdog would TERM us in the middle of this)
+	for p in ${WD:-} "${pids_to_kill[@]}"; do
+		local kids; kids=$(pgrep -P "$p")
+		kill -9 "$p" 2>/dev/null
+		[ -n "$kids" ] && kill -9 $kids 2>/dev/null
+	done
+	for f in "$WORK"/t*.pid "$WORK"/writer.pid; do
+		[ -f "$f" ] || continue
+		p=$(cat "$f"); kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	# the logs first: the guest's /dev/shm dies with it
+	rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
+	cp "$WORK"/*.q? "$WORK"/*.err "$WORK"/*.out "$WORK"/faults "$WORK"/ev* "$LOGDIR"/ 2>/dev/null
+	tc -s qdisc show dev vethA >"$LOGDIR/qdisc.txt" 2>&1; rdma link show >>"$LOGDIR/qdisc.txt" 2>&1
+	say "logs copied to $LOGDIR"
+	tc qdisc del dev vethA root 2>/dev/null; tc qdisc del dev vethB root 2>/dev/null
+	# every pmrep process is gone: the deletes cannot hang on an open
+	# device (T22); bounded all the same
+	timeout 10 rdma link delete rxeA 2>/dev/null
+	timeout 10 rdma link delete rxeB 2>/dev/null
+	ip link del vethA 2>/dev/null
+	ip rule add pref 0 lookup local 2>/dev/null
+	for p in 10 11 12 13 100; do ip rule del pref $p 2>/dev/null; done
+	ip route flush table 100 2>/dev/null; ip route flush table 101 2>/dev/null
+	rm -rf "$WORK"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'say "interrupted"; exit 1' INT TERM
+( sleep "$WALL"; echo "verbs-nemesis: WALL TIME of $WALL s exceeded"; kill -TERM $$ ) &
+WD=$!
+
+say "verbs-nemesis: seed $SEED (replay: RIG_SEED=$SEED), $PER s per policy, policies '$POLICIES', kernel $(uname -r), wall limit $WALL s"
+
+# ---- the link: network-faults.md's layout
+ip link add vethA type veth peer name vethB || exit 1
+ip addr add $ADDR_W/32 dev vethA; ip addr add $ADDR_T/32 dev vethB
+ip link set vethA up; ip link set vethB up
+for i in all default vethA vethB; do
+	sysctl -qw net.ipv4.conf.$i.rp_filter=0 net.ipv4.conf.$i.accept_local=1
+done
+ip rule add pref 10 iif lo to $ADDR_T lookup 100
+ip rule add pref 11 iif lo to $ADDR_W lookup 101
+ip rule add pref 12 oif vethA to $ADDR_T lookup 100
+ip rule add pref 13 oif vethB to $ADDR_W lookup 101
+ip rule add pref 100 lookup local; ip rule del pref 0
+ip route replace $ADDR_T dev vethA src $ADDR_W table 100
+ip route replace $ADDR_W dev vethB src $ADDR_T table 101
+ip neigh replace $ADDR_T lladdr "$(cat /sys/class/net/vethB/address)" dev vethA nud permanent
+ip neigh replace $ADDR_W lladdr "$(cat /sys/class/net/vethA/address)" dev vethB nud permanent
+rdma link add rxeA type rxe netdev vethA || exit 1
+rdma link add rxeB type rxe netdev vethB || exit 1
+tc qdisc replace dev vethA root netem delay 0ms 2>/dev/null || skip "no netem in this kernel"
+tc qdisc del dev vethA root
+say "rxeA on vethA ($ADDR_W), rxeB on vethB ($ADDR_T), policy routed"
+head -c 32 /dev/urandom | base64 >"$WORK/key"
+chmod 600 "$WORK/key"
+
+rng=1
+rnd() { rng=$(( (rng * 1103515245 + 12345) % 2147483648 )); R=$(( rng >> 8 )); }
+make_schedule() { # policy worker file kinds...
+	local p=$1 w=$2 f=$3 i; shift 3
+	local kinds=("$@")
+	rng=$(( (SEED * 7919 + p * 31 + w) % 2147483648 ))
+	for i in $(seq $(( PER + 20 ))); do
+		local g k d
+		rnd; g=$(( 300 + R % 2201 )); rnd; k=${kinds[$(( R % ${#kinds[@]} ))]}; rnd; d=$(( 200 + R % 2801 ))
+		echo "$g $k $d"
+	done >"$f"
+}
+msleep() { sleep "$(printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )))"; }
+
+start_target() { # replica 1|2
+	local r=$1 i
+	# the worker's lock fds are not the target's: a restarted target
+	# would hold its replica's lock for its whole life
+	(
+		for fd in ${fds[@]+"${fds[@]}"}; do exec {fd}>&-; done
+		exec "$TARGET" --path "$WORK/rep$r" --size "$SIZE" --create --address $ADDR_T \
+			--port "${PORTS[r]}" --key-file "$WORK/key" --timeout "$TMO" --staging \
+			>"$WORK/t$r.out" 2>>"$WORK/t$r.err"
+	) &
+	TPID=$!
+	echo $TPID >"$WORK/t$r.pid"
+	for i in $(seq 500); do
+		grep -q "listening on" "$WORK/t$r.out" 2>/dev/null && return 0
+		kill -0 $TPID 2>/dev/null || return 1
+		sleep 0.02
+	done
+	return 1
+}
+start_target_retry() {
+	local i
+	for i in $(seq 20); do
+		start_target "$1" && return 0
+		kill -9 "$TPID" 2>/dev/null; wait "$TPID" 2>/dev/null
+		sleep 0.2
+	done
+	say "replica $1: target does not start again: $(tail -2 "$WORK/t$1.err")"
+	return 1
+}
+netem() { # args for both ends, or "off"
+	local d
+	for d in vethA vethB; do
+		if [ "$1" = off ]; then tc qdisc del dev $d root 2>/dev/null
+		else tc qdisc replace dev $d root netem "$@"; fi
+	done
+}
+worker() { # policy who(1|2: a target; 0: the link) deadline
+	local pol=$1 r=$2 deadline=$3
+	trap - EXIT
+	if [ "$r" -gt 0 ]; then start_target_retry "$r" || exit 1; fi
+	touch "$WORK/ready$r"
+	while [ ! -f "$WORK/go" ]; do sleep 0.05; done
+	# the fault window begins once the writer is attached (a fresh
+	# replica's full resync takes seconds in the emulated guest)
+	deadline=$(( SECONDS + PER ))
+	local g k d t0 t1 n=0
+	while read -r g k d; do
+		msleep "$g"
+		[ "$SECONDS" -lt "$deadline" ] || break
+		[ -f "$WORK/halt" ] && break
+		# one fault at a time per replica (a failure must be some
+		# fault's): a target's fault holds its replica's lock, a link
+		# fault both (taken in order: no deadlock)
+		local locks=("$r")
+		[ "$r" -eq 0 ] && locks=(1 2)
+		local l fds=()
+		for l in "${locks[@]}"; do
+			exec {fd}>"$WORK/lock$l"
+			flock "$fd"
+			fds+=("$fd")
+		done
+		t0=$(now)
+		case $k in
+		kill) kill -9 "$TPID"; wait "$TPID" 2>/dev/null; msleep "$d"; start_target_retry "$r" || exit 1 ;;
+		stop) kill -STOP "$TPID"; msleep "$d"; kill -CONT "$TPID" ;;
+		partition) netem loss 100%; msleep "$d"; netem off ;;
+		delay) netem delay 1ms; msleep "$d"; netem off ;;
+		loss) netem loss 1%; msleep "$d"; netem off ;;
+		esac
+		t1=$(now)
+		for fd in "${fds[@]}"; do exec {fd}>&-; done
+		n=$((n + 1))
+		if [ "$r" -gt 0 ]; then
+			echo "fault $k $((r - 1)) $t0 $t1" >>"$WORK/faults"
+		else	# the link: both replicas
+			printf 'fault %s 0 %s %s\nfault %s 1 %s %s\n' "$k" "$t0" "$t1" "$k" "$t0" "$t1" >>"$WORK/faults"
+		fi
+		echo "    fault $k ${r/#0/link} ${d} ms ($t0 .. $t1)"
+	done <"$WORK/sched$r"
+	say "worker $r: $n faults"
+}
+
+total_faults=0; total_viol=0; total_hangs=0
+run_policy() {
+	local q=$1 name
+	[ "$q" -eq 0 ] && name="all" || name="quorum $q of 2"
+	say "=== policy $name: $PER s of faults (GPSPM)"
+	rm -f "$WORK"/rep? "$WORK"/src* "$WORK"/go "$WORK"/halt "$WORK"/ready? "$WORK"/hist "$WORK"/ev "$WORK"/ev-heal
+	: >"$WORK/faults"
+	local r wp=() deadline=$(( SECONDS + PER + 3 ))
+	make_schedule "$q" 0 "$WORK/sched0" partition delay loss partition
+	make_schedule "$q" 1 "$WORK/sched1" kill stop
+	make_schedule "$q" 2 "$WORK/sched2" kill stop
+	for r in 0 1 2; do worker "$q" "$r" "$deadline" & wp+=($!); done
+	pids_to_kill=("${wp[@]}")
+	for _ in $(seq 500); do [ -f "$WORK/ready1" ] && [ -f "$WORK/ready2" ] && [ -f "$WORK/ready0" ] && break; sleep 0.02; done
+	[ -f "$WORK/ready1" ] && [ -f "$WORK/ready2" ] || { say "targets did not start: $(tail -2 "$WORK"/t?.err)"; ok=0; return; }
+	"$WRITER" --file "$WORK/src" --size "$SIZE" \
+		--replica "$ADDR_T:${PORTS[1]}" --replica "$ADDR_T:${PORTS[2]}" --key-file "$WORK/key" \
+		--quorum "$q" --history "$WORK/hist" --events "$WORK/ev" --record-size $REC \
+		--group 2 --rate $RATE --timeout "$TMO" --reconnect-timeout $((2 * TMO)) --gpspm \
+		--idle-every 1500 --idle-max 1200 --heal-timeout 60000 --seed "$SEED" \
+		>"$WORK/writer.out" 2>"$WORK/writer.err" &
+	local wpid=$!
+	echo $wpid >"$WORK/writer.pid"
+	# the faults begin once the writer is attached
+	for _ in $(seq 600); do
+		grep -q "attached" "$WORK/writer.out" 2>/dev/null && break
+		kill -0 $wpid 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q "attached" "$WORK/writer.out" || { say "the writer did not attach: $(tail -3 "$WORK/writer.err")"; ok=0; }
+	touch "$WORK/go"
+	local t_end=$(( SECONDS + PER ))
+	while [ "$SECONDS" -lt "$t_end" ]; do
+		sleep 10 & wait $!
+		kill -0 $wpid 2>/dev/null || { say "the writer died: $(tail -3 "$WORK/writer.err")"; ok=0; break; }
+		say "  $(wc -l <"$WORK/hist") records acknowledged, $(wc -l <"$WORK/faults") fault lines so far"
+	done
+	touch "$WORK/halt"
+	for r in "${wp[@]}"; do wait "$r"; done
+	pids_to_kill=()
+	kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null
+	rm -f "$WORK/writer.pid"
+	cat "$WORK/writer.out"
+	say "writer's library log: $(wc -l <"$WORK/writer.err") lines; the first 3:"; head -3 "$WORK/writer.err" | cut -c1-200
+	local out rc v f h
+	out=$("$CHECK" history --history "$WORK/hist" --source "$WORK/src" \
+		--replica "$WORK/rep1" --replica "$WORK/rep2" --quorum "$q"); rc=$?
+	echo "$out"
+	v=$(sed -n 's/.*; violations \([0-9]*\);.*/\1/p' <<<"$out")
+	[ "$rc" -eq 0 ] || { ok=0; say "CHECK FAILED (exit $rc) under policy $name, seed $SEED"; }
+	total_viol=$(( total_viol + ${v:-1} ))
+	"$WRITER" --heal-only --file "$WORK/src" --gpspm \
+		--replica "$ADDR_T:${PORTS[1]}" --replica "$ADDR_T:${PORTS[2]}" --key-file "$WORK/key" \
+		--quorum "$q" --events "$WORK/ev-heal" --timeout "$TMO" --heal-timeout 60000 \
+		2>"$WORK/heal.err" || { ok=0; say "HEAL FAILED: $(tail -3 "$WORK/heal.err")"; }
+	for r in 1 2; do
+		if out=$("$PMREP" verify "$WORK/src" "$WORK/rep$r"); then
+			say "pmrep verify replica $((r - 1)): $(grep -E 'IDENTICAL|DIFFERENT' <<<"$out")"
+		else
+			ok=0; say "pmrep verify replica $((r - 1)) FAILED: $out"
+		fi
+	done
+	out=$("$CHECK" report --events "$WORK/ev" --faults "$WORK/faults" --history "$WORK/hist"); rc=$?
+	echo "$out"
+	[ "$rc" -eq 0 ] || { ok=0; say "HANG under policy $name, seed $SEED"; }
+	# a link fault is two lines (one per replica): count it once
+	f=$(awk '$1 == "fault" && !($2 ~ /partition|delay|loss/ && $3 == 1)' "$WORK/faults" | wc -l)
+	h=$(sed -n 's/^figures: .* hangs=\([0-9]*\) .*/\1/p' <<<"$out")
+	say "faults injected under policy $name: $f (a link fault counted once)"
+	total_faults=$(( total_faults + f )); total_hangs=$(( total_hangs + ${h:-0} ))
+	out=$("$CHECK" report --events "$WORK/ev-heal" --faults /dev/null | grep -E '^(HANG|final heal)')
+	echo "$out"
+	grep -q '^HANG' <<<"$out" && { ok=0; total_hangs=$((total_hangs + 1)); }
+	for r in 1 2; do
+		local p; p=$(cat "$WORK/t$r.pid" 2>/dev/null) || continue
+		kill -TERM "$p" 2>/dev/null
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+		kill -9 "$p" 2>/dev/null
+		rm -f "$WORK/t$r.pid"
+	done
+	rm -f "$WORK"/rep? "$WORK"/src*
+	# this policy's logs, kept apart (the work directory is kept on a failure or RIG_KEEP=1)
+	for f in ev ev-heal faults hist writer.out writer.err heal.err; do
+		[ -f "$WORK/$f" ] && mv "$WORK/$f" "$WORK/$f.q$q"
+	done
+}
+
+for q in $POLICIES; do run_policy "$q"; done
+
+say "=== verbs-nemesis: seed $SEED: $total_faults faults (at least $MIN_FAULTS required), $total_viol violations, $total_hangs hangs"
+[ "$total_faults" -ge "$MIN_FAULTS" ] || { ok=0; say "TOO FEW FAULTS"; }
+[ "$total_viol" -eq 0 ] && [ "$total_hangs" -eq 0 ] || ok=0
+if [ "$ok" -eq 1 ]; then say "verbs-nemesis: PASSED"; exit 0; fi
+say "verbs-nemesis: FAILED (replay: RIG_SEED=$SEED)"
+exit 1
