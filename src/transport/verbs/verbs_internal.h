@@ -46,7 +46,7 @@ void verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t);
 /* bytes of inline data a QP must take: the fallback atomic write */
 #define VERBS_MAX_INLINE	8
 /* an ESTABLISHED conn's idle check ticks every T / VERBS_TICK_DIV
- * (T = the cfg timeout; verbs_conn.c on_tick) */
+ * (T = the cfg timeout; verbs_conn_sm.c on_tick) */
 #define VERBS_TICK_DIV		4
 
 /* ------------------------------------------------------------------ peer */
@@ -354,7 +354,7 @@ struct verbs_conn;
  */
 int verbs_hold_post(struct verbs_conn *conn, const char *why);
 /*
- * Post the idle check's heartbeat (verbs_conn.c on_tick): a signalled
+ * Post the idle check's heartbeat (verbs_conn_sm.c on_tick): a signalled
  * zero-length RDMA WRITE taking one send-queue slot, whose completion is
  * never reported (its op_context is verbs_heartbeat_ctx). 0, or the
  * post's error (PMREP_E_AGAIN: the send queue is full, so not idle).
@@ -602,6 +602,29 @@ bool verbs_conn_pump(struct verbs_conn *conn);
 bool verbs_conn_watchable(const struct verbs_conn *conn);
 /* mark lost from an async event (any thread) and wake the event fd */
 void verbs_conn_mark_lost(struct verbs_conn *conn, const char *why);
+/*
+ * Shared by verbs_conn.c (the conn's objects, teardown) and
+ * verbs_conn_sm.c (its state machine):
+ * verbs_conn_cqs_set_qp -- the conn's CQs take completions of QP qp_num
+ *   only (0: of none yet);
+ * verbs_conn_qp_allow_flush -- grant the peer remote FLUSH on the QP
+ *   where the device has it (0, or the modify's error);
+ * verbs_conn_qp_destroy -- destroy the current QP (0 or its error);
+ * verbs_conn_cqs_drop_stale -- drop the completions a replaced QP left;
+ * verbs_conn_go_terminal -- the machine's end: QP to error, the rdma_cm
+ *   fd out of the epoll set, TERMINAL (sm_lock held);
+ * verbs_conn_notify_raise -- wake the event fd for a decided event;
+ * verbs_conn_post_recv_locked -- post a receive on the current QP (the
+ *   conn is ESTABLISHED, or sm_lock is held).
+ */
+void verbs_conn_cqs_set_qp(struct verbs_conn *conn, uint32_t qp_num);
+int verbs_conn_qp_allow_flush(struct verbs_conn *conn);
+int verbs_conn_qp_destroy(struct verbs_conn *conn);
+void verbs_conn_cqs_drop_stale(struct verbs_conn *conn);
+void verbs_conn_go_terminal(struct verbs_conn *conn);
+void verbs_conn_notify_raise(struct verbs_conn *conn);
+int verbs_conn_post_recv_locked(struct verbs_conn *conn, uint64_t addr,
+		uint32_t len, uint32_t lkey, const void *op_context);
 /*
  * An error completion of the conn's current QP was polled (any thread):
  * the QP is in error, so the conn is lost now (marked, its event fd woken)
