@@ -525,9 +525,13 @@ persist_fn_failure_refuses_the_flush_never_acks_it_tcp(void **state)
 	assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, 0, 512,
 			PMREP_FLUSH_TYPE_PERSISTENT, PMREP_F_COMPLETION_ALWAYS,
 			(void *)2), 0);
-	assert_int_equal(pmrep_flush(f->p.cconn, f->srmt, 0, 512,
+	/* the failed flush's NAK may be back before this post: then the
+	 * conn is lost already and the post is refused (T21), else it is
+	 * accepted and flushed */
+	int r3 = pmrep_flush(f->p.cconn, f->srmt, 0, 512,
 			PMREP_FLUSH_TYPE_VISIBILITY, PMREP_F_COMPLETION_ALWAYS,
-			(void *)3), 0);
+			(void *)3);
+	assert_true(r3 == 0 || r3 == PMREP_E_CONN_LOST);
 	/* the write itself was applied and may be acknowledged; the flush
 	 * is a remote operation error; what follows is flushed */
 	struct pmrep_completion c = func_wait_one(cq, T);
@@ -537,9 +541,11 @@ persist_fn_failure_refuses_the_flush_never_acks_it_tcp(void **state)
 	}
 	assert_int_equal((uintptr_t)c.op_context, 2);
 	assert_int_equal(c.status, IBV_WC_REM_OP_ERR);
-	c = func_wait_one(cq, T);
-	assert_int_equal((uintptr_t)c.op_context, 3);
-	assert_int_equal(c.status, IBV_WC_WR_FLUSH_ERR);
+	if (r3 == 0) {
+		c = func_wait_one(cq, T);
+		assert_int_equal((uintptr_t)c.op_context, 3);
+		assert_int_equal(c.status, IBV_WC_WR_FLUSH_ERR);
+	}
 	func_expect_no_completion(cq, 50);
 	assert_int_equal(atomic_load(&failing_calls), 1);
 	assert_ptr_equal(failing_ctx_seen, &my_ctx);
