@@ -66,26 +66,13 @@ RATE=1000
 SIZE=$(( ( (PER * RATE * REC * 5 / 4) / 1048576 + 64 ) * 1048576 ))
 WORK=$(mktemp -d /dev/shm/rig-tcp.XXXXXX)
 ok=1
-now() { "$CLOCK"; }
-say() { echo "[$(date -u +%T)] $*"; }
+. "$(dirname "$0")/rig-lib.sh"
 
 pids_to_kill=()
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	# the watchdog, the workers, and their children (sleep, ip, nft, tc):
-	# the parent first -- a child killed first would let it run on (the
-	# watchdog would TERM us in the middle of this)
-	for p in ${WD:-} "${pids_to_kill[@]}"; do
-		local kids; kids=$(pgrep -P "$p")
-		kill -9 "$p" 2>/dev/null
-		[ -n "$kids" ] && kill -9 $kids 2>/dev/null
-	done
-	for f in "$WORK"/t*.pid "$WORK"/writer.pid; do
-		[ -f "$f" ] || continue
-		p=$(cat "$f"); kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
+	rig_kill_all
 	for n in "$NS_P" "${NS[1]}" "${NS[2]}"; do
 		# deleting a namespace deletes its veth ends and nft tables
 		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
@@ -128,20 +115,6 @@ say "namespaces $NS_P ${NS[1]} ${NS[2]} and their veth links up"
 head -c 32 /dev/urandom | base64 >"$WORK/key"
 chmod 600 "$WORK/key"
 
-# ---- the schedule: a 31-bit LCG per (policy, replica), seeded from SEED
-rng=1
-rnd() { rng=$(( (rng * 1103515245 + 12345) % 2147483648 )); R=$(( rng >> 8 )); }
-make_schedule() { # policy replica file: lines "gap_ms kind dur_ms"
-	local kinds=(kill stop link drop) i
-	rng=$(( (SEED * 7919 + $1 * 31 + $2) % 2147483648 ))
-	for i in $(seq $(( PER + 20 ))); do
-		local g k d
-		rnd; g=$(( 300 + R % 2201 )); rnd; k=${kinds[$(( R % 4 ))]}; rnd; d=$(( 200 + R % 2801 ))
-		echo "$g $k $d"
-	done >"$3"
-}
-
-msleep() { sleep "$(printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )))"; }
 
 # ---- one replica's worker: owns its target (so it can wait for it),
 # runs its schedule until the deadline, leaves the target running
@@ -213,7 +186,7 @@ run_policy() { # quorum (0: all)
 	local r wp=()
 	local deadline=$(( SECONDS + PER + 3 ))
 	for r in 1 2; do
-		make_schedule "$q" "$r" "$WORK/sched$r"
+		make_schedule "$q" "$r" "$WORK/sched$r" kill stop link drop
 		worker "$q" "$r" "$deadline" &
 		wp+=($!)
 	done

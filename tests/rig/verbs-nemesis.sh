@@ -62,26 +62,13 @@ LOGDIR=${RIG_LOG_DIR:-$BUILD/rig-verbs-logs}
 TMO=${RIG_TIMEOUT_MS:-2000}
 export PMREP_PROVIDER=verbs
 ok=1
-now() { "$CLOCK"; }
-say() { echo "[$(date -u +%T)] $*"; }
+. "$(dirname "$0")/rig-lib.sh"
 
 pids_to_kill=()
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	# the watchdog, the workers, and their children (sleep, ip, nft, tc):
-	# the parent first -- a child killed first would let it run on (the
-	# watchdog would TERM us in the middle of this)
-	for p in ${WD:-} "${pids_to_kill[@]}"; do
-		local kids; kids=$(pgrep -P "$p")
-		kill -9 "$p" 2>/dev/null
-		[ -n "$kids" ] && kill -9 $kids 2>/dev/null
-	done
-	for f in "$WORK"/t*.pid "$WORK"/writer.pid; do
-		[ -f "$f" ] || continue
-		p=$(cat "$f"); kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
+	rig_kill_all
 	# the logs first: the guest's /dev/shm dies with it
 	rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
 	cp "$WORK"/*.q? "$WORK"/*.err "$WORK"/*.out "$WORK"/faults "$WORK"/ev* "$LOGDIR"/ 2>/dev/null
@@ -130,19 +117,6 @@ say "rxeA on vethA ($ADDR_W), rxeB on vethB ($ADDR_T), policy routed"
 head -c 32 /dev/urandom | base64 >"$WORK/key"
 chmod 600 "$WORK/key"
 
-rng=1
-rnd() { rng=$(( (rng * 1103515245 + 12345) % 2147483648 )); R=$(( rng >> 8 )); }
-make_schedule() { # policy worker file kinds...
-	local p=$1 w=$2 f=$3 i; shift 3
-	local kinds=("$@")
-	rng=$(( (SEED * 7919 + p * 31 + w) % 2147483648 ))
-	for i in $(seq $(( PER + 20 ))); do
-		local g k d
-		rnd; g=$(( 300 + R % 2201 )); rnd; k=${kinds[$(( R % ${#kinds[@]} ))]}; rnd; d=$(( 200 + R % 2801 ))
-		echo "$g $k $d"
-	done >"$f"
-}
-msleep() { sleep "$(printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )))"; }
 
 start_target() { # replica 1|2
 	local r=$1 i

@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# rig-lib.sh -- what tcp-nemesis.sh and verbs-nemesis.sh share (sourced):
+# the writer's clock, the log line, the seeded fault schedule, a sleep in
+# ms, and the kill of every process a rig started.
+
+now() { "$CLOCK"; }
+say() { echo "[$(date -u +%T)] $*"; }
+msleep() { sleep "$(printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )))"; }
+
+# the schedule: a 31-bit LCG per (policy, worker), seeded from SEED
+rng=1
+rnd() { rng=$(( (rng * 1103515245 + 12345) % 2147483648 )); R=$(( rng >> 8 )); }
+# make_schedule POLICY WORKER FILE KIND...: PER + 20 lines "gap_ms kind
+# dur_ms" (gap 300..2500 ms, duration 200..3000 ms, a kind of those given)
+make_schedule() {
+	local p=$1 w=$2 f=$3 i; shift 3
+	local kinds=("$@")
+	rng=$(( (SEED * 7919 + p * 31 + w) % 2147483648 ))
+	for i in $(seq $(( PER + 20 ))); do
+		local g k d
+		rnd; g=$(( 300 + R % 2201 )); rnd; k=${kinds[$(( R % ${#kinds[@]} ))]}; rnd; d=$(( 200 + R % 2801 ))
+		echo "$g $k $d"
+	done >"$f"
+}
+
+# rig_kill_all: the watchdog ($WD), the workers (pids_to_kill) and their
+# children (sleep, ip, nft, tc) -- a parent before its children: a child
+# killed first would let the parent run on (the watchdog would TERM the
+# script in the middle of its cleanup) -- then the targets and the writer
+# by their pid files in $WORK (a stopped one continued first)
+rig_kill_all() {
+	local p kids f
+	for p in ${WD:-} "${pids_to_kill[@]}"; do
+		kids=$(pgrep -P "$p")
+		kill -9 "$p" 2>/dev/null
+		[ -n "$kids" ] && kill -9 $kids 2>/dev/null
+	done
+	for f in "$WORK"/t*.pid "$WORK"/writer.pid; do
+		[ -f "$f" ] || continue
+		p=$(cat "$f"); kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+}
