@@ -71,7 +71,7 @@ cleanup() {
 	rig_kill_all
 	# the logs first: the guest's /dev/shm dies with it
 	rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
-	cp "$WORK"/*.q? "$WORK"/*.err "$WORK"/*.out "$WORK"/faults "$WORK"/ev* "$LOGDIR"/ 2>/dev/null
+	cp "$WORK"/*.q? "$WORK"/*.err "$WORK"/*.out "$WORK"/faults "$WORK"/ev* "$WORK"/diag* "$LOGDIR"/ 2>/dev/null
 	tc -s qdisc show dev vethA >"$LOGDIR/qdisc.txt" 2>&1; rdma link show >>"$LOGDIR/qdisc.txt" 2>&1
 	say "logs copied to $LOGDIR"
 	tc qdisc del dev vethA root 2>/dev/null; tc qdisc del dev vethB root 2>/dev/null
@@ -201,6 +201,27 @@ worker() { # policy who(1|2: a target; 0: the link) deadline
 }
 
 total_faults=0; total_viol=0; total_hangs=0
+# after a failed heal: can a plain rdma_cm client (rping) still connect
+# between the two devices -- is it the kernel / rxe or pmrep's connect path?
+diagnose() {
+	local d="$WORK/diag"
+	{
+		echo "== rping $ADDR_W -> $ADDR_T (a fresh rdma_cm connection)"
+		timeout 10 rping -s -a "$ADDR_T" -p 7999 -C 3 -v >"$WORK/rping-s" 2>&1 &
+		local sp=$!
+		sleep 0.5
+		timeout 8 rping -c -a "$ADDR_T" -I "$ADDR_W" -p 7999 -C 3 -v; echo "rping client exit $?"
+		wait $sp; echo "rping server exit $?"; cat "$WORK/rping-s"
+		echo "== rdma res"; rdma res show; rdma -d res show qp 2>&1 | head -60; rdma res show cm_id 2>&1 | head -40
+		echo "== links"; rdma link show; ip -s link show vethA; ip -s link show vethB
+		echo "== qdisc"; tc qdisc show
+		echo "== rules / routes / neigh"; ip rule; ip route show table 100; ip route show table 101; ip neigh show
+		for c in /sys/class/infiniband/rxe[AB]/ports/1/hw_counters/*; do
+			echo "$c $(cat "$c")"; done 2>/dev/null
+	} >"$d" 2>&1
+	say "diagnostics: $(grep -E 'rping client exit|rping server exit' "$d" | tr '\n' ' ')"
+}
+
 run_policy() {
 	local q=$1 name
 	[ "$q" -eq 0 ] && name="all" || name="quorum $q of 2"
@@ -254,7 +275,7 @@ run_policy() {
 	"$WRITER" --heal-only --file "$WORK/src" --gpspm \
 		--replica "$ADDR_T:${PORTS[1]}" --replica "$ADDR_T:${PORTS[2]}" --key-file "$WORK/key" \
 		--quorum "$q" --events "$WORK/ev-heal" --timeout "$TMO" --heal-timeout 60000 \
-		2>"$WORK/heal.err" || { ok=0; say "HEAL FAILED: $(tail -3 "$WORK/heal.err")"; }
+		2>"$WORK/heal.err" || { ok=0; say "HEAL FAILED: $(tail -3 "$WORK/heal.err")"; diagnose; }
 	for r in 1 2; do
 		if out=$("$PMREP" verify "$WORK/src" "$WORK/rep$r"); then
 			say "pmrep verify replica $((r - 1)): $(grep -E 'IDENTICAL|DIFFERENT' <<<"$out")"
