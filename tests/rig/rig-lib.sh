@@ -41,3 +41,25 @@ rig_kill_all() {
 	done
 	wait 2>/dev/null
 }
+
+# rig_fault_window WRITER_PID WHAT: start the writer and the fault workers
+# (the "go" file), report every 10 s for PER seconds ("N records
+# acknowledged, M WHAT so far"), stop the workers ("halt", waits for the
+# pids in wp), then kill the writer outright -- the check comes before any
+# heal -- and show its summary. A writer that died is a failure (ok=0).
+rig_fault_window() {
+	local wpid=$1 what=$2 r
+	touch "$WORK/go"
+	local t_end=$(( SECONDS + PER ))
+	while [ "$SECONDS" -lt "$t_end" ]; do
+		sleep 10 & wait $!
+		kill -0 "$wpid" 2>/dev/null || { say "the writer died: $(tail -3 "$WORK/writer.err")"; ok=0; break; }
+		say "  $(wc -l <"$WORK/hist") records acknowledged, $(wc -l <"$WORK/faults") $what so far"
+	done
+	touch "$WORK/halt"
+	for r in "${wp[@]}"; do wait "$r"; done
+	pids_to_kill=()
+	kill -9 "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
+	rm -f "$WORK/writer.pid"
+	cat "$WORK/writer.out"
+}

@@ -201,20 +201,7 @@ run_policy() { # quorum (0: all)
 	local wpid=$!
 	echo $wpid >"$WORK/writer.pid"
 	sleep 1
-	touch "$WORK/go"
-	local t_end=$(( SECONDS + PER ))
-	while [ "$SECONDS" -lt "$t_end" ]; do
-		sleep 10 & wait $!
-		kill -0 $wpid 2>/dev/null || { say "the writer died: $(tail -3 "$WORK/writer.err")"; ok=0; break; }
-		say "  $(wc -l <"$WORK/hist") records acknowledged, $(wc -l <"$WORK/faults") faults so far"
-	done
-	touch "$WORK/halt"
-	for r in "${wp[@]}"; do wait "$r"; done
-	pids_to_kill=()
-	# the check before any heal: kill the writer outright
-	kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null
-	rm -f "$WORK/writer.pid"
-	cat "$WORK/writer.out"
+	rig_fault_window "$wpid" faults
 	say "writer's library log: $(wc -l <"$WORK/writer.err") lines (first: $(head -1 "$WORK/writer.err" | cut -c1-160))"
 	local out rc
 	out=$("$CHECK" history --history "$WORK/hist" --source "$WORK/src" \

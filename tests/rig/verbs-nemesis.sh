@@ -251,19 +251,7 @@ run_policy() {
 		sleep 0.1
 	done
 	grep -q "attached" "$WORK/writer.out" || { say "the writer did not attach: $(tail -3 "$WORK/writer.err")"; ok=0; }
-	touch "$WORK/go"
-	local t_end=$(( SECONDS + PER ))
-	while [ "$SECONDS" -lt "$t_end" ]; do
-		sleep 10 & wait $!
-		kill -0 $wpid 2>/dev/null || { say "the writer died: $(tail -3 "$WORK/writer.err")"; ok=0; break; }
-		say "  $(wc -l <"$WORK/hist") records acknowledged, $(wc -l <"$WORK/faults") fault lines so far"
-	done
-	touch "$WORK/halt"
-	for r in "${wp[@]}"; do wait "$r"; done
-	pids_to_kill=()
-	kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null
-	rm -f "$WORK/writer.pid"
-	cat "$WORK/writer.out"
+	rig_fault_window "$wpid" "fault lines"
 	say "writer's library log: $(wc -l <"$WORK/writer.err") lines; the first 3:"; head -3 "$WORK/writer.err" | cut -c1-200
 	local out rc v f h
 	out=$("$CHECK" history --history "$WORK/hist" --source "$WORK/src" \
