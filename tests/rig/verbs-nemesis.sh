@@ -22,7 +22,7 @@
 #   VM_KERNEL=backports VM_TIMEOUT=300 ../tests/vm/run-in-vm.sh ../tests/rig/verbs-nemesis.sh .
 # environment: RIG_SEED, RIG_SECONDS (per policy, default 45), RIG_POLICIES
 # ("0 1"), RIG_MIN_FAULTS (default 20 for the default length), RIG_WALL
-# (default 2 x (RIG_SECONDS + 75)), RIG_TIMEOUT_MS (persist / connect /
+# (default 2 x (RIG_SECONDS + 90)), RIG_TIMEOUT_MS (persist / connect /
 # target timeout, default 2000: an emulated guest), RIG_LOG_DIR (where the
 # logs are copied at the end; default BUILD_DIR/rig-verbs-logs).
 # exit: 0 passed, 1 failed, 77 not in the guest / no rxe / no netem (SKIPPED).
@@ -51,7 +51,7 @@ SEED=${RIG_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000 ))}
 # PER seconds depends on the emulated guest's share of the host (25 seen
 # with other builds on the host, 48..74 alone)
 MIN_FAULTS=${RIG_MIN_FAULTS:-$(( 20 * PER * npol / 90 ))}
-WALL=${RIG_WALL:-$(( npol * (PER + 75) ))}
+WALL=${RIG_WALL:-$(( npol * (PER + 90) ))}
 ADDR_W=10.77.0.1 ADDR_T=10.77.0.2
 PORTS=("" 7301 7302)
 REC=256
