@@ -72,23 +72,68 @@ PMREP_API int pmrep_replica_read_info(const char *path,
 
 /* ------------------------------------------------------------ shared keys */
 
-/* A pre-shared key is 16 to PMREP_KEY_MAX bytes. */
+/* A pre-shared key is 16 to PMREP_KEY_MAX bytes; PMREP_KEY_GOOD and more
+ * are taken without a warning (pmrep_key_write_file writes that many). */
 #define PMREP_KEY_MIN 16
+#define PMREP_KEY_GOOD 32
 #define PMREP_KEY_MAX 64
 
+/* pmrep_key_read_file_ex flags */
+/* accept a key file that others than its owner may read, or that the
+ * effective user does not own (a WARNING is logged instead) */
+#define PMREP_KEY_FILE_INSECURE_OK (1u << 0)
+
 /*
- * pmrep_key_read_file -- read a pre-shared key from the file at `path`:
- * its bytes, without one trailing newline (so `head -c 32 /dev/urandom |
- * base64 > key` works). The key is written to `key` (room for `key_size`
- * bytes) and its length to *key_len. A file that others than its owner can
- * read is accepted with a WARNING log line.
- * Errors: PMREP_E_INVAL (NULL argument, key shorter than PMREP_KEY_MIN or
- * longer than min(key_size, PMREP_KEY_MAX)), PMREP_E_PROVIDER (open / read
- * failed: pmrep_err_errno()).
+ * pmrep_key_read_file_ex -- read a pre-shared key and its key id from the
+ * file at `path`. The last path component is opened without following a
+ * symbolic link (O_NOFOLLOW: a link there is refused; a path under
+ * /dev/fd/ or /proc/self/fd/, e.g. a shell's `<(...)`, is followed: it names
+ * an open file). Unless `flags` has PMREP_KEY_FILE_INSECURE_OK, a file
+ * that group or others may read or write (mode & 077), or that the
+ * effective user does not own, is refused. Two formats:
+ *  - the key file pmrep_key_write_file / `pmrep keygen` writes, one line
+ *    "pmrep-key 1 ID HEX CHECK\n": format version 1, the key id (decimal
+ *    u32), the key in lowercase hex (PMREP_KEY_MIN..PMREP_KEY_MAX bytes),
+ *    and the first 4 bytes (8 hex digits) of SHA-256("pmrep-key check" NUL
+ *    ‖ id (LE32) ‖ key): a truncated or changed file does not check and is
+ *    refused;
+ *  - any other content: the file's bytes, without one trailing newline,
+ *    are the key (the format before keygen: `head -c 32 /dev/urandom |
+ *    base64 > key` works), key id 0.
+ * A key shorter than PMREP_KEY_GOOD bytes is accepted with a WARNING
+ * (rotate it: docs/DESIGN.md "Keys"). The key is written to `key` (room
+ * for `key_size` bytes), its length to *key_len, its id to *key_id (may be
+ * NULL).
+ * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a key shorter than
+ * PMREP_KEY_MIN or longer than min(key_size, PMREP_KEY_MAX), a "pmrep-key"
+ * line that does not parse or check, a directory, a symbolic link as last
+ * component: pmrep_err_errno() ELOOP), PMREP_E_AUTH (the file is readable
+ * by group / others or not ours, without the flag), PMREP_E_PROVIDER (open
+ * / read failed: pmrep_err_errno()).
  * Thread-safe.
+ */
+PMREP_API int pmrep_key_read_file_ex(const char *path, unsigned flags,
+		uint8_t *key, size_t key_size, size_t *key_len, uint32_t *key_id);
+/*
+ * pmrep_key_read_file -- pmrep_key_read_file_ex(path, 0, key, key_size,
+ * key_len, NULL): strict about the file's owner and mode, the key id
+ * dropped. Errors: those of pmrep_key_read_file_ex. Thread-safe.
  */
 PMREP_API int pmrep_key_read_file(const char *path, uint8_t *key,
 		size_t key_size, size_t *key_len);
+/*
+ * pmrep_key_write_file -- make a new key file at `path`: `len` random
+ * bytes (PMREP_KEY_GOOD..PMREP_KEY_MAX; RAND_bytes) with id `key_id`, in
+ * the "pmrep-key 1" format pmrep_key_read_file_ex reads. Created with
+ * O_EXCL | O_NOFOLLOW, mode 0600 (an existing file or link is never
+ * overwritten), written and fsync'ed; a failed write removes it.
+ * Errors: PMREP_E_INVAL (NULL, len out of range), PMREP_E_PROVIDER (the
+ * file exists: pmrep_err_errno() EEXIST; open / write / fsync failed, the
+ * random generator failed).
+ * Thread-safe.
+ */
+PMREP_API int pmrep_key_write_file(const char *path, uint32_t key_id,
+		size_t len);
 
 /* ------------------------------------------------------------------ target */
 
@@ -134,11 +179,33 @@ PMREP_API int pmrep_target_cfg_set_address(struct pmrep_target_cfg *cfg,
 		const char *addr, const char *port);
 /*
  * pmrep_target_cfg_set_key -- the pre-shared key (`len` bytes, copied)
- * initiators must prove they hold. Required.
- * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX).
+ * initiators must prove they hold: the key of id 0
+ * (pmrep_target_cfg_add_key). A key is required.
+ * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX),
+ * PMREP_E_RANGE (PMREP_TARGET_MAX_KEYS other keys held).
  */
 PMREP_API int pmrep_target_cfg_set_key(struct pmrep_target_cfg *cfg,
 		const uint8_t *key, size_t len);
+/* at most this many keys per target (rotation: old and new at once) */
+#define PMREP_TARGET_MAX_KEYS 4
+/*
+ * pmrep_target_cfg_add_key -- a key with id `key_id` (`len` bytes, copied):
+ * a HELLO naming key id `key_id` is checked with it (its admission proof,
+ * AUTH and ACCEPT MACs); one naming key id 0 with the key of id 0 if there
+ * is one, else with each key in turn (the admission proof tells which).
+ * A key with that id is replaced. pmrep_target_cfg_set_key(cfg, k, l) is
+ * pmrep_target_cfg_add_key(cfg, 0, k, l). Errors: PMREP_E_INVAL (NULL, len
+ * outside PMREP_KEY_MIN..PMREP_KEY_MAX), PMREP_E_RANGE (PMREP_TARGET_MAX_KEYS
+ * keys held already).
+ */
+PMREP_API int pmrep_target_cfg_add_key(struct pmrep_target_cfg *cfg,
+		uint32_t key_id, const uint8_t *key, size_t len);
+/*
+ * pmrep_target_cfg_remove_key -- forget (and wipe) the key with id `key_id`.
+ * Errors: PMREP_E_INVAL (NULL; no key with that id).
+ */
+PMREP_API int pmrep_target_cfg_remove_key(struct pmrep_target_cfg *cfg,
+		uint32_t key_id);
 /*
  * pmrep_target_cfg_set_direct_write_to_pmem -- the operator declares that
  * RDMA writes reaching this node's memory are persistent (no DDIO, eADR /
@@ -240,6 +307,20 @@ PMREP_API int pmrep_target_get_fd(const struct pmrep_target *target, int *fd);
  * failure), PMREP_E_PROVIDER (waiting failed).
  */
 PMREP_API int pmrep_target_process(struct pmrep_target *target, int timeout_ms);
+/*
+ * pmrep_target_add_key / pmrep_target_remove_key -- key rotation on a
+ * running target: add (or replace) the key with id `key_id`, or remove it
+ * (wiped). The next connection request is checked against the keys held
+ * then; a session admitted with a key that is removed before its AUTH is
+ * refused (AUTH); attached sessions stay. Call from the thread that calls
+ * pmrep_target_process. Errors: PMREP_E_INVAL (NULL, bad length, no key
+ * with that id), PMREP_E_RANGE (PMREP_TARGET_MAX_KEYS held), PMREP_E_STATE
+ * (removing the last key).
+ */
+PMREP_API int pmrep_target_add_key(struct pmrep_target *target,
+		uint32_t key_id, const uint8_t *key, size_t len);
+PMREP_API int pmrep_target_remove_key(struct pmrep_target *target,
+		uint32_t key_id);
 /* pmrep_target_get_port -- the port it listens on (host order). Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_target_get_port(const struct pmrep_target *target,
 		uint16_t *port);
@@ -253,6 +334,15 @@ struct pmrep_target_stats {
 	uint64_t sessions_refused;	/* handshakes refused (auth, size, uuid, malformed, timeout) */
 	uint64_t persist_requests;	/* GPSPM persist requests answered */
 	int last_refusal;		/* PMREP_E_* of the last refusal, 0 if none */
+	/* connection requests rejected before any session existed (also
+	 * counted in sessions_refused): no / a wrong / a stale admission
+	 * proof, an unknown key id, a replay, the endpoint full of
+	 * handshakes and attached mirrors, or the per-source bound */
+	uint64_t admission_refused;
+	uint64_t admission_replayed;	/* of those: a proof seen before */
+	uint64_t admission_busy;	/* of those: no slot, or the per-source bound */
+	uint64_t sessions_started;	/* connection requests admitted: a session slot and a connection */
+	unsigned sessions_in_use;	/* session slots taken now (any state but free) */
 };
 /* pmrep_target_get_stats -- its counters. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_target_get_stats(const struct pmrep_target *target,
@@ -287,6 +377,15 @@ PMREP_API int pmrep_mirror_cfg_add_replica(struct pmrep_mirror_cfg *cfg,
  * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX). */
 PMREP_API int pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg,
 		const uint8_t *key, size_t len);
+/*
+ * pmrep_mirror_cfg_set_key_id -- the id of the key (sent in the HELLO: the
+ * target checks the admission proof and the MACs with its key of that id;
+ * one it does not hold rejects the connection request). Default 0: the
+ * target's key of id 0, else whichever of its keys the proof verifies
+ * with. Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_mirror_cfg_set_key_id(struct pmrep_mirror_cfg *cfg,
+		uint32_t key_id);
 /*
  * pmrep_mirror_cfg_set_uuid -- the replica set's UUID (16 bytes, not all
  * zero; required). A replica whose header names another UUID is refused;

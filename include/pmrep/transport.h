@@ -26,6 +26,8 @@
 #ifndef PMREP_TRANSPORT_H
 #define PMREP_TRANSPORT_H
 
+#include <sys/socket.h>
+
 #include <pmrep/base.h>
 #include <infiniband/verbs.h>
 
@@ -459,6 +461,15 @@ PMREP_API int pmrep_conn_req_recv(struct pmrep_conn_req *req,
  */
 PMREP_API int pmrep_conn_req_get_private_data(const struct pmrep_conn_req *req,
 		struct pmrep_conn_private_data *pdata);
+/*
+ * pmrep_conn_req_get_src_addr -- passive side: the initiator's address
+ * (IP address and port, as the transport saw the request come in) into
+ * *addr. Errors: PMREP_E_INVAL (NULL argument, an active-side request),
+ * PMREP_E_NOSUPP (the provider did not record it: *addr zeroed, family
+ * AF_UNSPEC). Thread-safe on a request no other thread consumes.
+ */
+PMREP_API int pmrep_conn_req_get_src_addr(const struct pmrep_conn_req *req,
+		struct sockaddr_storage *addr);
 /*
  * pmrep_conn_req_connect -- connect (active side) or accept (passive side)
  * with optional private data (NULL: none); the request is consumed (*req_ptr

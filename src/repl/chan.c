@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "auth.h"
+#include "admission.h"
 #include "chan.h"
 
 #define NSLOTS (CHAN_NRECV + CHAN_NSEND)
@@ -342,7 +343,8 @@ int
 repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
 		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
-		const char *who,
+		const char *who, const uint8_t *key, size_t key_len,
+		uint32_t key_id,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE])
 {
@@ -370,9 +372,15 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	ret = repl_random(nonce_i, REPL_NONCE_SIZE);
 	if (ret)
 		goto out;
-	/* key id 0 (the target's key), empty selector (its one replica) */
-	struct repl_pdata hello = { .type = REPL_PDATA_HELLO, .key_id = 0 };
+	/* our key's id, empty selector (the target's one replica), and the
+	 * admission proof: we hold the key, now */
+	struct repl_pdata hello = { .type = REPL_PDATA_HELLO, .key_id = key_id };
 	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
+	ret = repl_admit_proof(key, key_len,
+			repl_admit_window(repl_wall_ms()), key_id, nonce_i,
+			hello.selector, hello.proof);
+	if (ret)
+		goto out;
 	uint8_t enc[REPL_PDATA_SIZE];
 	struct pmrep_conn_private_data pd = { enc,
 		(uint8_t)repl_pdata_encode(&hello, enc) };

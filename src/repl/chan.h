@@ -76,12 +76,16 @@ void repl_chan_detach(struct repl_chan *ch);
  * caller deletes it on every path) and attached to `ch`. Errors: the
  * transport's, PMREP_E_REJECTED / PMREP_E_UNREACHABLE / PMREP_E_CONN_LOST
  * for a terminal event instead of ESTABLISHED (logged with `who`),
- * PMREP_E_MALFORMED (a bad CHALLENGE).
+ * PMREP_E_MALFORMED (a bad CHALLENGE). The HELLO names `key_id` and
+ * carries the admission proof made with `key` (admission.h) at the wall
+ * clock's window now: a target refuses a request without a valid one
+ * before anything exists (the initiator sees PMREP_E_REJECTED).
  */
 int repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
 		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
-		const char *who,
+		const char *who, const uint8_t *key, size_t key_len,
+		uint32_t key_id,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE]);
 /* encode and send `m` (signalled). PMREP_E_AGAIN: every send slot busy */

@@ -4,6 +4,8 @@
  * out by an endpoint on the passive side; consumed by connect / accept or
  * dropped (a passive drop is an explicit reject).
  */
+#include <string.h>
+
 #include "common.h"
 
 int
@@ -43,6 +45,24 @@ pmrep_conn_req_get_private_data(const struct pmrep_conn_req *req,
 	PMREP_CHECK_ARG(pdata);
 	pdata->len = req->pdata_len;
 	pdata->ptr = req->pdata_len ? req->pdata : NULL;
+	return 0;
+}
+
+int
+pmrep_conn_req_get_src_addr(const struct pmrep_conn_req *req,
+		struct sockaddr_storage *addr)
+{
+	PMREP_CHECK_ARG(req);
+	PMREP_CHECK_ARG(addr);
+	if (!req->passive) {
+		PMREP_LOG_ERR("the source address is the passive side's to ask");
+		return PMREP_E_INVAL;
+	}
+	if (req->src.ss_family == AF_UNSPEC) {
+		memset(addr, 0, sizeof(*addr));
+		return PMREP_E_NOSUPP;
+	}
+	*addr = req->src;
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #define PMREP_TRANSPORT_PROVIDER_H
 
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <pmrep/transport.h>
 
 struct pmrep_provider_ops;
@@ -71,6 +72,9 @@ struct pmrep_conn_req {
 	bool passive;
 	uint8_t pdata_len;
 	uint8_t pdata[PMREP_PDATA_ACCEPT_MAX];	/* initiator's, passive side */
+	/* passive side: the initiator's address as the provider saw it;
+	 * ss_family AF_UNSPEC (0): not known */
+	struct sockaddr_storage src;
 };
 
 struct pmrep_cq {
