@@ -489,6 +489,15 @@ PMREP_API int pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
  * frees its resources. Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (freed anyway).
  */
 PMREP_API int pmrep_conn_req_delete(struct pmrep_conn_req **req_ptr);
+/*
+ * pmrep_conn_req_reject -- passive side: reject the request and free it
+ * (*req_ptr NULL). retry false: as pmrep_conn_req_delete (the initiator
+ * sees PMREP_CONN_REJECTED, final); true: the initiator retries until its
+ * connect deadline, as when nothing listened yet (a refusal for now: no
+ * room). Errors: PMREP_E_INVAL (NULL, an active-side request; nothing
+ * freed), PMREP_E_PROVIDER (freed anyway).
+ */
+PMREP_API int pmrep_conn_req_reject(struct pmrep_conn_req **req_ptr, bool retry);
 
 /* -------------------------------------------------------------- connection */
 

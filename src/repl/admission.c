@@ -249,11 +249,13 @@ repl_src_str(const struct repl_src *s, char *buf, size_t len)
 /* ------------------------------------------------------ the target's */
 
 /* a refusal at the connection request: counted, logged (rate-limited),
- * the request rejected */
+ * the request rejected: PMREP_E_BUSY (no room now) so that the initiator
+ * retries within its connect deadline, any other finally */
 static void
 admit_refuse(struct pmrep_target *t, struct pmrep_conn_req **req,
 		const struct repl_src *src, int err, const char *why)
 {
+	bool retry = err == PMREP_E_BUSY;
 	t->stats.sessions_refused++;
 	t->stats.admission_refused++;
 	t->stats.last_refusal = err;
@@ -268,7 +270,7 @@ admit_refuse(struct pmrep_target *t, struct pmrep_conn_req **req,
 			PMREP_LOG_ERR("connection request from %s refused: %s",
 					repl_src_str(src, a, sizeof(a)), why);
 	}
-	(void) pmrep_conn_req_delete(req);
+	(void) pmrep_conn_req_reject(req, retry);
 }
 
 /* a slot for an admitted request: free, else the oldest CLOSING, else the

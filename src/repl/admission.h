@@ -23,8 +23,9 @@
 #define REPL_ADMIT_WINDOW_S 30
 /* the truncated MAC's bytes in the proof */
 #define REPL_ADMIT_MAC_SIZE 8
-/* nonces remembered (each one for the acceptance span, 3 windows) */
-#define REPL_ADMIT_REPLAY_MAX 256
+/* nonces remembered (each one for the acceptance span, 3 windows): room
+ * for more than 45 admissions a second from key holders */
+#define REPL_ADMIT_REPLAY_MAX 4096
 /* at most this many sessions not yet authenticated (WAIT_AUTH) per source
  * address: below the target's slots, so one source cannot take them all */
 #define REPL_ADMIT_PER_SOURCE 2

@@ -394,10 +394,21 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	ret = pmrep_conn_wait_event(*conn, left < 0 ? -1 : (left ? left : 1), &ev);
 	if (ret)
 		goto out;
+	if (ev == PMREP_CONN_REJECTED) {
+		/* a pmrep target rejects a connection request finally only
+		 * at admission: the proof of our key did not verify (a
+		 * retryable refusal -- no room -- is retried by the
+		 * transport until the deadline, then UNREACHABLE) */
+		ch->lost = true;
+		ret = PMREP_E_AUTH;
+		PMREP_LOG_ERR("%s (%s:%s): authentication failed (wrong key) at admission: the target rejected the connection request (a wrong key, a key id %u it does not hold, clocks more than %d s apart, or not a pmrep target of protocol version %d)",
+				who, addr, port, key_id, REPL_ADMIT_WINDOW_S,
+				REPL_PROTO_VERSION);
+		goto out;
+	}
 	if (ev != PMREP_CONN_ESTABLISHED) {
 		ch->lost = true;
-		ret = ev == PMREP_CONN_REJECTED ? PMREP_E_REJECTED :
-			ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
+		ret = ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
 			PMREP_E_CONN_LOST;
 		PMREP_LOG_ERR("%s (%s:%s): connection %s%s", who, addr, port,
 				pmrep_conn_event_str(ev),

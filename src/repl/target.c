@@ -160,8 +160,8 @@ fini:
 	repl_chan_fini(&s->ch);
 reject:
 	PMREP_LOG_ERR("cannot accept a connection: %s", pmrep_err_to_str(ret));
-	if (req)
-		(void) pmrep_conn_req_delete(&req);
+	if (req)	/* our failure, not the initiator's: it may retry */
+		(void) pmrep_conn_req_reject(&req, true);
 	memset(s, 0, sizeof(*s));
 }
 

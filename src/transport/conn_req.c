@@ -103,6 +103,19 @@ pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
 }
 
 int
+pmrep_conn_req_reject(struct pmrep_conn_req **req_ptr, bool retry)
+{
+	PMREP_CHECK_ARG(req_ptr);
+	PMREP_CHECK_ARG(*req_ptr);
+	if (!(*req_ptr)->passive) {
+		PMREP_LOG_ERR("only a passive request can be rejected");
+		return PMREP_E_INVAL;
+	}
+	(*req_ptr)->reject_retry = retry;
+	return pmrep_conn_req_delete(req_ptr);
+}
+
+int
 pmrep_conn_req_delete(struct pmrep_conn_req **req_ptr)
 {
 	PMREP_CHECK_ARG(req_ptr);

@@ -75,6 +75,10 @@ struct pmrep_conn_req {
 	/* passive side: the initiator's address as the provider saw it;
 	 * ss_family AF_UNSPEC (0): not known */
 	struct sockaddr_storage src;
+	/* passive side, set by pmrep_conn_req_reject: the provider's delete
+	 * rejects so that the initiator retries (tcp: REJECT(not listening);
+	 * verbs: a REJ without pmrep's marker) instead of a final reject */
+	bool reject_retry;
 };
 
 struct pmrep_cq {
