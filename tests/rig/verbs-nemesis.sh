@@ -115,6 +115,7 @@ tc qdisc replace dev vethA root netem delay 0ms 2>/dev/null || skip "no netem in
 tc qdisc del dev vethA root
 say "rxeA on vethA ($ADDR_W), rxeB on vethB ($ADDR_T), policy routed"
 head -c 32 /dev/urandom | base64 >"$WORK/key"
+chmod 600 "$WORK/key"	# key files others may read are refused
 chmod 600 "$WORK/key"
 
 
