@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * admission.c -- a target's decision on a connection request, before
- * anything is accepted (docs/PROTOCOL.md "Admission"):
+ * admission.c -- the pieces of a target's admission of a connection
+ * request (docs/PROTOCOL.md "Admission"), free of any target state (the
+ * fuzz target links them alone): the proof, its checker, the replay cache,
+ * the rate-limited log, the key table, source addresses. The decision
+ * itself (target_admission.c), in this order:
  *  1. the HELLO's admission proof: window within the target's w-1..w+1,
  *     the truncated HMAC right for the key the key id selects;
- *  2. its nonce not admitted before within the acceptance span (the
- *     replay cache);
+ *  2. at most REPL_ADMIT_PER_SOURCE sessions in WAIT_AUTH per source
+ *     address;
  *  3. a session slot: a free one, else the oldest CLOSING session, else
  *     the oldest QUERY session (authenticated, read-only: it loses only
  *     its connection). A session mid-handshake (WAIT_AUTH: a key holder
  *     now), ATTACHING or ACTIVE is never displaced: the request is
  *     refused instead;
- *  4. at most REPL_ADMIT_PER_SOURCE sessions in WAIT_AUTH per source
- *     address.
+ *  4. its nonce not admitted before within the acceptance span (the
+ *     replay cache; a refused request leaves no entry).
  * A refusal is the transport's reject of the request, counted in the
  * target's stats and logged at most once per REPL_ADMIT_LOG_PERIOD_MS (a
  * flood must not flood the log: the next line names how many were not
@@ -24,9 +27,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "common/log.h"
+#include "common/testhook.h"
 #include "common/wire.h"
 #include "admission.h"
-#include "target_int.h"
 
 static const char admit_label[] = "pmrep-repl-v2 admission";
 
@@ -246,119 +250,3 @@ repl_src_str(const struct repl_src *s, char *buf, size_t len)
 	return buf;
 }
 
-/* ------------------------------------------------------ the target's */
-
-/* a refusal at the connection request: counted, logged (rate-limited),
- * the request rejected: PMREP_E_BUSY (no room now) so that the initiator
- * retries within its connect deadline, any other finally */
-static void
-admit_refuse(struct pmrep_target *t, struct pmrep_conn_req **req,
-		const struct repl_src *src, int err, const char *why)
-{
-	bool retry = err == PMREP_E_BUSY;
-	t->stats.sessions_refused++;
-	t->stats.admission_refused++;
-	t->stats.last_refusal = err;
-	uint64_t suppressed = 0;
-	if (repl_ratelog_allow(&t->admit_log, repl_now_ms(), &suppressed)) {
-		char a[64];
-		if (suppressed > 0)
-			PMREP_LOG_ERR("connection request from %s refused: %s (and %llu more refused since the last such line)",
-					repl_src_str(src, a, sizeof(a)), why,
-					(unsigned long long)suppressed);
-		else
-			PMREP_LOG_ERR("connection request from %s refused: %s",
-					repl_src_str(src, a, sizeof(a)), why);
-	}
-	(void) pmrep_conn_req_reject(req, retry);
-}
-
-/* a slot for an admitted request: free, else the oldest CLOSING, else the
- * oldest QUERY (closed for it); NULL: none (never a WAIT_AUTH, ATTACHING
- * or ACTIVE session) */
-static struct session *
-admit_slot(struct pmrep_target *t)
-{
-	struct session *victim = NULL;
-	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
-		struct session *s = &t->s[i];
-		if (s->state == S_FREE)
-			return s;
-		if (s->state != S_CLOSING && s->state != S_QUERY)
-			continue;
-		/* CLOSING before QUERY; of one state the oldest (a QUERY's
-		 * deadline is its admission's, never renewed) */
-		if (victim == NULL ||
-				(s->state == S_CLOSING && victim->state == S_QUERY) ||
-				(s->state == victim->state &&
-				 s->deadline < victim->deadline))
-			victim = s;
-	}
-	if (victim == NULL)
-		return NULL;
-	if (victim->state == S_QUERY)
-		PMREP_LOG_WARN("session %d: a read-only query closed to make room for a new connection request (every session slot is taken)",
-				(int)(victim - t->s));
-	target_session_close(t, victim, "evicted for a new connection request");
-	return victim;
-}
-
-struct session *
-target_admit(struct pmrep_target *t, struct pmrep_conn_req **req,
-		const struct repl_pdata *hello)
-{
-	struct repl_src src;
-	repl_src_of(*req, &src);
-	uint32_t now_w = repl_admit_window(repl_wall_ms());
-	unsigned k = 0;
-	enum repl_admit_verdict v = repl_admit_check(t->cfg.keys, t->cfg.nkeys,
-			now_w, hello->key_id, hello->nonce, hello->selector,
-			hello->proof, &k);
-	if (v != REPL_ADMIT_OK) {
-		admit_refuse(t, req, &src, v == REPL_ADMIT_ERROR ?
-				PMREP_E_PROVIDER : PMREP_E_AUTH,
-				repl_admit_verdict_str(v));
-		return NULL;
-	}
-	/* a key holder: bounded per source, never displacing a handshake */
-	if (src.family != 0) {
-		int pending = 0;
-		for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
-			if (t->s[i].state == S_WAIT_AUTH &&
-					repl_src_equal(&t->s[i].src, &src))
-				pending++;
-		if (pending >= REPL_ADMIT_PER_SOURCE) {
-			t->stats.admission_busy++;
-			admit_refuse(t, req, &src, PMREP_E_BUSY,
-					"its address has as many handshakes pending as one source may have");
-			return NULL;
-		}
-	}
-	/* replay last among the checks that do not change state, first of
-	 * those that do: a refused request leaves no entry */
-	bool slot_free = false;
-	for (int i = 0; i < TARGET_MAX_SESSIONS && !slot_free; i++)
-		slot_free = t->s[i].state == S_FREE ||
-			t->s[i].state == S_CLOSING || t->s[i].state == S_QUERY;
-	if (!slot_free) {
-		t->stats.admission_busy++;
-		char why[120];
-		snprintf(why, sizeof(why), "every one of the %d session slots holds a handshake or an attached mirror (never displaced)",
-				TARGET_MAX_SESSIONS);
-		admit_refuse(t, req, &src, PMREP_E_BUSY, why);
-		return NULL;
-	}
-	v = repl_replay_admit(&t->admit_replay, now_w,
-			pmrep_get_le32(hello->proof), hello->nonce);
-	if (v != REPL_ADMIT_OK) {
-		if (v == REPL_ADMIT_REPLAY)
-			t->stats.admission_replayed++;
-		admit_refuse(t, req, &src, v == REPL_ADMIT_REPLAY ?
-				PMREP_E_AUTH : PMREP_E_BUSY, repl_admit_verdict_str(v));
-		return NULL;
-	}
-	struct session *s = admit_slot(t);	/* not NULL: checked above */
-	s->src = src;
-	s->key_id = t->cfg.keys[k].id;
-	return s;
-}

@@ -89,7 +89,7 @@ struct pmrep_target {
 	struct repl_ratelog admit_log;
 };
 
-/* admission.c: the admission of a connection request whose HELLO decoded:
+/* target_admission.c: the admission of a connection request whose HELLO decoded:
  * its session slot (the caller makes the session; s->src and s->key_id
  * set), or NULL: the request was rejected (*req NULL), counted, logged */
 struct session *target_admit(struct pmrep_target *t,
