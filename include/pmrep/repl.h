@@ -302,7 +302,13 @@ PMREP_API int pmrep_target_get_fd(const struct pmrep_target *target, int *fd);
  * PERSIST and CLOSE is answered "the target failed" and its session
  * closed (a later successful write-back is no proof for the earlier data;
  * restart the target and let the mirror resync the replica).
- * A refused initiator is not an error of this call (it is logged).
+ * A connection request is admitted before anything of a session exists
+ * only with a valid admission proof of one of the target's keys, a nonce
+ * not seen within the proof's span, at most 2 handshakes pending from its
+ * source address, and a free slot (a handshake in progress is never
+ * displaced; docs/PROTOCOL.md "Admission"): otherwise the transport
+ * rejects it, counted in pmrep_target_stats and logged at most once a
+ * second. A refused initiator is not an error of this call (it is logged).
  * Errors: PMREP_E_INVAL, PMREP_E_TIMEOUT (nothing happened in time; not a
  * failure), PMREP_E_PROVIDER (waiting failed).
  */
@@ -531,11 +537,16 @@ struct pmrep_replica_status {
  * PMREP_E_PROVIDER (the record file cannot be created, opened or
  * written: pmrep_err_errno(); or a replica's target failed -- e.g. it is
  * poisoned by a failed persist -- its status says "the target failed"),
- * PMREP_E_AUTH (a replica refused our key or failed to
- * prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
+ * PMREP_E_AUTH (a replica refused our key -- at the connection request:
+ * the HELLO's admission proof did not verify, i.e. a wrong key, a key id
+ * the target does not hold, or clocks more than 30 s apart; or at AUTH --
+ * or failed to prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_INVAL (it belongs to another replica set: UUID), PMREP_E_STATE
  * (it holds a newer generation), PMREP_E_MALFORMED (a malformed handshake),
- * PMREP_E_UNREACHABLE / PMREP_E_REJECTED / PMREP_E_TIMEOUT /
+ * PMREP_E_UNREACHABLE (also: the target had no room for another handshake
+ * -- its slots held by handshakes and attached mirrors, or two handshakes
+ * of our address pending -- a refusal to retry, e.g. with
+ * pmrep_mirror_reconnect) / PMREP_E_TIMEOUT /
  * PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM; with several failures, the
  * first replica's. When the policy is not met, pmrep_err_msg() is
  * "mirror: I of N replicas in sync, K required; " followed by that first
@@ -713,10 +724,13 @@ PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
  *
  * Errors: PMREP_E_INVAL (NULL argument, empty address, key length outside
  * PMREP_KEY_MIN..PMREP_KEY_MAX, a port that is not 1..65535, timeout_ms
- * below -1), PMREP_E_AUTH (the target refused our key, or failed to prove
- * it holds it), PMREP_E_UNREACHABLE (nobody listens there), PMREP_E_REJECTED
- * (the connection was refused, e.g. every session slot of the target is
- * held by ATTACHING or ACTIVE sessions), PMREP_E_TIMEOUT (no answer within
+ * below -1), PMREP_E_AUTH (the target refused our key -- at the connection
+ * request, by its admission proof: a wrong key, clocks more than 30 s
+ * apart; the query names key id 0, so any key the target holds is right --
+ * or failed to prove it holds it), PMREP_E_UNREACHABLE (nobody listens
+ * there, or the target had no room: every session slot held by
+ * handshakes or attached mirrors, or two handshakes of our address
+ * pending), PMREP_E_TIMEOUT (no answer within
  * timeout_ms), PMREP_E_CONN_LOST (the connection ended during the
  * handshake), PMREP_E_MALFORMED (the target's answer or its region
  * descriptor did not decode: not a pmrep protocol 2 target), PMREP_E_RANGE
@@ -776,8 +790,8 @@ PMREP_API int pmrep_replica_query(const char *addr, const char *port,
  * newer generation, is fresh, or is not marked consistent without the
  * flag), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_NOSUPP (it serves through a staging buffer), PMREP_E_AUTH,
- * PMREP_E_MALFORMED, PMREP_E_UNREACHABLE / PMREP_E_REJECTED /
- * PMREP_E_TIMEOUT / PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM,
+ * PMREP_E_MALFORMED, PMREP_E_UNREACHABLE / PMREP_E_TIMEOUT /
+ * PMREP_E_CONN_LOST (transport; as for pmrep_replica_query), PMREP_E_NOMEM,
  * PMREP_E_PROVIDER (persisting the mapping failed: pmrep_err_errno(), e.g.
  * EIO; the mapping is then poisoned, see pmrep_pmem_persist).
  * Thread-safe for different mappings.
