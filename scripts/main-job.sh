@@ -57,6 +57,7 @@ trap cleanup EXIT
 
 SIZE=$((4 << 20))
 head -c 32 /dev/urandom | base64 | head -c 40 >"$W/key"
+chmod 600 "$W/key"	# key files others may read are refused
 chmod 600 "$W/key"
 PORT=$((20000 + RANDOM % 20000))
 

@@ -40,9 +40,16 @@ usage(FILE *f)
 		"  -a, --address ADDR       IP address to listen on (default 127.0.0.1)\n"
 		"  -P, --port PORT          TCP / RDMA CM port (default 7204; 0: any free\n"
 		"                           port, see the \"listening on\" line)\n"
-		"  -k, --key-file FILE      pre-shared key: the file's bytes without one\n"
-		"                           trailing newline, 16..64 bytes (keep it mode\n"
-		"                           0600: others' read access is warned about)\n"
+		"  -k, --key-file FILE      a pre-shared key: a file `pmrep keygen` wrote\n"
+		"                           (its key id in it), or the older form: the\n"
+		"                           file's bytes without one trailing newline,\n"
+		"                           16..64 bytes (key id 0). Mode 0600 and owned\n"
+		"                           by the user, else refused. Give it up to 4\n"
+		"                           times, each key with its own id: initiators\n"
+		"                           name the id (key rotation: docs/DESIGN.md\n"
+		"                           \"Keys\"); SIGHUP reads the files again\n"
+		"      --insecure-key-file  accept key files others may read or that\n"
+		"                           another user owns (a warning instead)\n"
 		"  -d, --direct-write-to-pmem  declare RDMA writes land in the persistence\n"
 		"                           domain on this node (default: not declared)\n"
 		"  -S, --staging            serve through a staging buffer (GPSPM)\n"
@@ -56,6 +63,8 @@ usage(FILE *f)
 		"which is how to learn the port chosen with --port 0. One target per\n"
 		"replica: while it runs it holds a lock on PATH, and a second\n"
 		"pmrep-target on the same PATH (any port) refuses to start.\n"
+		"SIGHUP reads every --key-file again: the target then holds exactly\n"
+		"their keys (when one does not read, the keys stay as they were).\n"
 		"SIGINT or SIGTERM shuts it down cleanly: any session is closed, the\n"
 		"replica file unmapped, and a line of statistics logged (its persist\n"
 		"requests are GPSPM's only: native / APM flushes never reach the\n"
@@ -151,6 +160,81 @@ report_start_failure(int ret, const char *path, uint64_t size, bool create,
 	}
 }
 
+/* the keys of the --key-file list */
+struct keyset {
+	unsigned n;
+	uint32_t id[PMREP_TARGET_MAX_KEYS];
+	size_t len[PMREP_TARGET_MAX_KEYS];
+	uint8_t key[PMREP_TARGET_MAX_KEYS][PMREP_KEY_MAX];
+};
+
+/* read every file: 0, or -1 (said why on stderr; ks wiped) */
+static int
+keyset_read(struct keyset *ks, const char *const *files, unsigned n,
+		unsigned flags)
+{
+	memset(ks, 0, sizeof(*ks));
+	for (unsigned i = 0; i < n; i++) {
+		int ret = pmrep_key_read_file_ex(files[i], flags, ks->key[i],
+				sizeof(ks->key[i]), &ks->len[i], &ks->id[i]);
+		if (ret) {
+			fprintf(stderr, "pmrep-target: %s: %s\n", files[i],
+					pmrep_err_msg());
+			memset(ks, 0, sizeof(*ks));
+			return -1;
+		}
+		for (unsigned j = 0; j < i; j++) {
+			if (ks->id[j] == ks->id[i]) {
+				fprintf(stderr, "pmrep-target: %s and %s both hold key id %u: each key needs its own id (pmrep keygen --key-id N)\n",
+						files[j], files[i], ks->id[i]);
+				memset(ks, 0, sizeof(*ks));
+				return -1;
+			}
+		}
+		ks->n++;
+	}
+	return 0;
+}
+
+static int
+keyset_to_cfg(const struct keyset *ks, struct pmrep_target_cfg *cfg)
+{
+	for (unsigned i = 0; i < ks->n; i++) {
+		int ret = pmrep_target_cfg_add_key(cfg, ks->id[i], ks->key[i],
+				ks->len[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* SIGHUP: the target holds exactly the keys of the files now */
+static void
+keyset_reload(struct keyset *ks, struct pmrep_target *t,
+		const char *const *files, unsigned n, unsigned flags)
+{
+	struct keyset next;
+	if (keyset_read(&next, files, n, flags) != 0) {
+		fprintf(stderr, "pmrep-target: SIGHUP: the keys stay as they were\n");
+		return;
+	}
+	/* add (or replace) the new ones first: never without a key */
+	for (unsigned i = 0; i < next.n; i++)
+		if (pmrep_target_add_key(t, next.id[i], next.key[i], next.len[i]) != 0)
+			fprintf(stderr, "pmrep-target: SIGHUP: key id %u: %s\n",
+					next.id[i], pmrep_err_msg());
+	for (unsigned i = 0; i < ks->n; i++) {
+		bool kept = false;
+		for (unsigned j = 0; j < next.n; j++)
+			kept = kept || next.id[j] == ks->id[i];
+		if (!kept)
+			(void) pmrep_target_remove_key(t, ks->id[i]);
+	}
+	*ks = next;
+	memset(&next, 0, sizeof(next));
+	fprintf(stderr, "pmrep-target: SIGHUP: %u key(s) held\n", ks->n);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -161,6 +245,7 @@ main(int argc, char *argv[])
 		{ "address", required_argument, NULL, 'a' },
 		{ "port", required_argument, NULL, 'P' },
 		{ "key-file", required_argument, NULL, 'k' },
+		{ "insecure-key-file", no_argument, NULL, 'K' },
 		{ "direct-write-to-pmem", no_argument, NULL, 'd' },
 		{ "staging", no_argument, NULL, 'S' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -168,7 +253,9 @@ main(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = NULL, *addr = "127.0.0.1", *port = "7204", *key_file = NULL;
+	const char *path = NULL, *addr = "127.0.0.1", *port = "7204";
+	const char *key_files[PMREP_TARGET_MAX_KEYS];
+	unsigned nfiles = 0, key_flags = 0;
 	uint64_t size = 0;
 	bool create = false, direct = false, staging = false, verbose = false;
 	int timeout = 5000, c;
@@ -185,7 +272,15 @@ main(int argc, char *argv[])
 		case 'c': create = true; break;
 		case 'a': addr = optarg; break;
 		case 'P': port = optarg; break;
-		case 'k': key_file = optarg; break;
+		case 'k':
+			if (nfiles == PMREP_TARGET_MAX_KEYS) {
+				fprintf(stderr, "pmrep-target: at most %d --key-file\n",
+						PMREP_TARGET_MAX_KEYS);
+				return 2;
+			}
+			key_files[nfiles++] = optarg;
+			break;
+		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'd': direct = true; break;
 		case 'S': staging = true; break;
 		case 't':
@@ -200,27 +295,24 @@ main(int argc, char *argv[])
 		default: usage(stderr); return 2;
 		}
 	}
-	if (path == NULL || key_file == NULL || optind != argc) {
+	if (path == NULL || nfiles == 0 || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(verbose ? PMREP_LOG_INFO : PMREP_LOG_NOTICE);
 
-	uint8_t key[PMREP_KEY_MAX];
-	size_t key_len = 0;
+	struct keyset ks;
 	struct pmrep_target_cfg *cfg = NULL;
 	struct pmrep_target *t = NULL;
-	int ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
-	if (ret) {
-		fprintf(stderr, "pmrep-target: %s: %s\n", key_file, pmrep_err_msg());
+	int ret = keyset_read(&ks, key_files, nfiles, key_flags);
+	if (ret)
 		return 1;
-	}
 	if ((ret = pmrep_target_cfg_new(&cfg)) ||
 			(ret = pmrep_target_cfg_set_path(cfg, path)) ||
 			(ret = pmrep_target_cfg_set_data_size(cfg, size, create)) ||
 			(ret = pmrep_target_cfg_set_address(cfg, addr, port)) ||
-			(ret = pmrep_target_cfg_set_key(cfg, key, key_len)) ||
+			(ret = keyset_to_cfg(&ks, cfg)) ||
 			(ret = pmrep_target_cfg_set_direct_write_to_pmem(cfg, direct)) ||
 			(ret = pmrep_target_cfg_set_staging(cfg, staging)) ||
 			(ret = pmrep_target_cfg_set_timeout(cfg, timeout))) {
@@ -228,13 +320,13 @@ main(int argc, char *argv[])
 				pmrep_err_to_str(ret), pmrep_err_msg());
 		goto out;
 	}
-	memset(key, 0, sizeof(key));
 
 	/* signals arrive through the poll loop, never asynchronously */
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0) {
 		perror("pmrep-target: sigprocmask");
 		ret = 1;
@@ -274,7 +366,10 @@ main(int argc, char *argv[])
 		}
 		if (n > 0 && (p[0].revents & POLLIN)) {
 			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			bool got = read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si);
+			if (got && si.ssi_signo == SIGHUP) {
+				keyset_reload(&ks, t, key_files, nfiles, key_flags);
+			} else if (got) {
 				fprintf(stderr, "pmrep-target: %s, shutting down\n",
 						strsignal((int)si.ssi_signo));
 				ret = 0;
@@ -298,7 +393,7 @@ main(int argc, char *argv[])
 	(void) pmrep_target_delete(&t);
 	close(sfd);
 out:
-	memset(key, 0, sizeof(key));
+	memset(&ks, 0, sizeof(ks));
 	(void) pmrep_target_cfg_delete(&cfg);
 	return ret == 0 ? 0 : 1;
 }

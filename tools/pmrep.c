@@ -5,6 +5,7 @@
  *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS]
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]
+ *   pmrep keygen FILE [--key-id N] [--bytes N]
  *   pmrep [COMMAND] --help | pmrep --version
  * Errors are reported as one line each; -v (any command) also shows the
  * library's log lines (PMREP_LOG_LEVEL, when set, decides instead).
@@ -36,6 +37,8 @@
 #endif
 
 static bool verbose;
+/* --insecure-key-file: PMREP_KEY_FILE_INSECURE_OK */
+static unsigned key_flags;
 
 static const char help_verify[] =
 	"  pmrep verify SOURCE REPLICA [--range BYTES] [-v]\n"
@@ -71,6 +74,18 @@ static const char help_recover[] =
 	"      refused as a source, 2 usage error or failure (I/O, connection,\n"
 	"      authentication).\n";
 
+static const char help_keygen[] =
+	"  pmrep keygen FILE [--key-id N] [--bytes N] [-v]\n"
+	"      write a new pre-shared key to FILE (created, mode 0600; an existing\n"
+	"      FILE or a link there is never overwritten): N random bytes (32 ..\n"
+	"      64, default 32) as one checked line \"pmrep-key 1 ID HEX CHECK\" that\n"
+	"      --key-file reads (a truncated or changed file is refused). --key-id:\n"
+	"      the key's id (0 .. 4294967295, default 1): a target holds several\n"
+	"      keys by id for a rotation (docs/DESIGN.md \"Keys\"). Key files must\n"
+	"      stay mode 0600 and owned by their user: --key-file refuses others\n"
+	"      unless --insecure-key-file. Exit 0 written, 2 usage error or\n"
+	"      failure (FILE exists, I/O).\n";
+
 static void
 usage(FILE *f)
 {
@@ -78,7 +93,9 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n"
+		"%s\n%s\n%s\n%s\n"
+		"  --insecure-key-file (status, recover): accept a key file others may\n"
+		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
 		"  (by default each error is one line from pmrep; PMREP_LOG_LEVEL=0..5,\n"
 		"  when set, decides instead). PMREP_PROVIDER=tcp|verbs forces a provider.\n"
@@ -87,7 +104,7 @@ usage(FILE *f)
 		"different, or REPLICA is not a valid replica; status: not a valid\n"
 		"replica; recover: the replica was refused as a source); 2 usage error or\n"
 		"failure (I/O, connection, authentication).\n",
-		help_verify, help_status, help_recover);
+		help_verify, help_status, help_recover, help_keygen);
 }
 
 /* one command's help */
@@ -379,7 +396,8 @@ status_remote(const char *target, const char *key_file, int timeout)
 	*colon = '\0';
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len = 0;
-	int ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
+	int ret = pmrep_key_read_file_ex(key_file, key_flags, key, sizeof(key),
+			&key_len, NULL);
 	if (ret) {
 		report("status", key_file, ret);
 		return EX_ERR;
@@ -405,6 +423,7 @@ cmd_status(int argc, char *argv[])
 {
 	static const struct option opts[] = {
 		{ "key-file", required_argument, NULL, 'k' },
+		{ "insecure-key-file", no_argument, NULL, 'K' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "replica", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -418,6 +437,7 @@ cmd_status(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, "k:t:r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k': key_file = optarg; break;
+		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 't':
 			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
 				return usage_error("status: bad --timeout '%s' (ms, >= 1)", optarg);
@@ -470,6 +490,7 @@ cmd_recover(int argc, char *argv[])
 		{ "file", required_argument, NULL, 'f' },
 		{ "replica", required_argument, NULL, 'r' },
 		{ "key-file", required_argument, NULL, 'k' },
+		{ "insecure-key-file", no_argument, NULL, 'K' },
 		{ "uuid", required_argument, NULL, 'u' },
 		{ "generation", required_argument, NULL, 'g' },
 		{ "allow-inconsistent", no_argument, NULL, 'I' },
@@ -489,6 +510,7 @@ cmd_recover(int argc, char *argv[])
 		case 'f': file = optarg; break;
 		case 'r': replica = optarg; break;
 		case 'k': key_file = optarg; break;
+		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'u':
 			if (uuid_parse(optarg, uuid))
 				return usage_error("recover: bad --uuid '%s' (32 hex digits)", optarg);
@@ -523,7 +545,8 @@ cmd_recover(int argc, char *argv[])
 
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len = 0;
-	int ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
+	int ret = pmrep_key_read_file_ex(key_file, key_flags, key, sizeof(key),
+			&key_len, NULL);
 	if (ret) {
 		report("recover", key_file, ret);
 		return EX_ERR;
@@ -565,6 +588,56 @@ cmd_recover(int argc, char *argv[])
 	return rc;
 }
 
+/* pmrep keygen FILE [--key-id N] [--bytes N] */
+static int
+cmd_keygen(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "key-id", required_argument, NULL, 'i' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long long id = 1, bytes = PMREP_KEY_GOOD;
+	int c;
+	while ((c = getopt_long(argc, argv, "i:b:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			{
+				/* decimal digits only; 0 allowed (the unnamed key) */
+				char *end;
+				errno = 0;
+				id = strtoull(optarg, &end, 10);
+				if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' ||
+						errno || id > UINT32_MAX)
+					return usage_error("keygen: bad --key-id '%s' (0 .. 4294967295)", optarg);
+			}
+			break;
+		case 'b':
+			if (parse_size(optarg, PMREP_KEY_MAX, &bytes) ||
+					strpbrk(optarg, "kKmMgG") || bytes < PMREP_KEY_GOOD)
+				return usage_error("keygen: bad --bytes '%s' (32 .. 64)", optarg);
+			break;
+		case 'v': verbose = true; break;
+		case 'h': return cmd_help(help_keygen);
+		default: return usage_error("keygen: %s", "unknown option");
+		}
+	}
+	if (optind + 1 != argc)
+		return usage_error("keygen: %s", "expected one FILE");
+	log_setup();
+	const char *file = argv[optind];
+	int ret = pmrep_key_write_file(file, (uint32_t)id, (size_t)bytes);
+	if (ret) {
+		report("keygen", file, ret);
+		return EX_ERR;
+	}
+	printf("%s: a key of %llu random bytes, key id %llu (mode 0600)\n", file,
+			bytes, id);
+	return EX_OK;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -597,6 +670,8 @@ main(int argc, char *argv[])
 			return cmd_help(help_status);
 		if (argc >= 3 && strcmp(argv[2], "recover") == 0)
 			return cmd_help(help_recover);
+		if (argc >= 3 && strcmp(argv[2], "keygen") == 0)
+			return cmd_help(help_keygen);
 		usage(stdout);
 		return EX_OK;
 	}
@@ -609,5 +684,7 @@ main(int argc, char *argv[])
 		return cmd_status(argc, argv);
 	if (strcmp(cmd, "recover") == 0)
 		return cmd_recover(argc, argv);
+	if (strcmp(cmd, "keygen") == 0)
+		return cmd_keygen(argc, argv);
 	return usage_error("unknown command '%s'", cmd);
 }

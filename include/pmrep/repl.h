@@ -72,23 +72,68 @@ PMREP_API int pmrep_replica_read_info(const char *path,
 
 /* ------------------------------------------------------------ shared keys */
 
-/* A pre-shared key is 16 to PMREP_KEY_MAX bytes. */
+/* A pre-shared key is 16 to PMREP_KEY_MAX bytes; PMREP_KEY_GOOD and more
+ * are taken without a warning (pmrep_key_write_file writes that many). */
 #define PMREP_KEY_MIN 16
+#define PMREP_KEY_GOOD 32
 #define PMREP_KEY_MAX 64
 
+/* pmrep_key_read_file_ex flags */
+/* accept a key file that others than its owner may read, or that the
+ * effective user does not own (a WARNING is logged instead) */
+#define PMREP_KEY_FILE_INSECURE_OK (1u << 0)
+
 /*
- * pmrep_key_read_file -- read a pre-shared key from the file at `path`:
- * its bytes, without one trailing newline (so `head -c 32 /dev/urandom |
- * base64 > key` works). The key is written to `key` (room for `key_size`
- * bytes) and its length to *key_len. A file that others than its owner can
- * read is accepted with a WARNING log line.
- * Errors: PMREP_E_INVAL (NULL argument, key shorter than PMREP_KEY_MIN or
- * longer than min(key_size, PMREP_KEY_MAX)), PMREP_E_PROVIDER (open / read
- * failed: pmrep_err_errno()).
+ * pmrep_key_read_file_ex -- read a pre-shared key and its key id from the
+ * file at `path`. The last path component is opened without following a
+ * symbolic link (O_NOFOLLOW: a link there is refused; a path under
+ * /dev/fd/ or /proc/self/fd/, e.g. a shell's `<(...)`, is followed: it names
+ * an open file). Unless `flags` has PMREP_KEY_FILE_INSECURE_OK, a file
+ * that group or others may read or write (mode & 077), or that the
+ * effective user does not own, is refused. Two formats:
+ *  - the key file pmrep_key_write_file / `pmrep keygen` writes, one line
+ *    "pmrep-key 1 ID HEX CHECK\n": format version 1, the key id (decimal
+ *    u32), the key in lowercase hex (PMREP_KEY_MIN..PMREP_KEY_MAX bytes),
+ *    and the first 4 bytes (8 hex digits) of SHA-256("pmrep-key check" NUL
+ *    ‖ id (LE32) ‖ key): a truncated or changed file does not check and is
+ *    refused;
+ *  - any other content: the file's bytes, without one trailing newline,
+ *    are the key (the format before keygen: `head -c 32 /dev/urandom |
+ *    base64 > key` works), key id 0.
+ * A key shorter than PMREP_KEY_GOOD bytes is accepted with a WARNING
+ * (rotate it: docs/DESIGN.md "Keys"). The key is written to `key` (room
+ * for `key_size` bytes), its length to *key_len, its id to *key_id (may be
+ * NULL).
+ * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a key shorter than
+ * PMREP_KEY_MIN or longer than min(key_size, PMREP_KEY_MAX), a "pmrep-key"
+ * line that does not parse or check, a directory, a symbolic link as last
+ * component: pmrep_err_errno() ELOOP), PMREP_E_AUTH (the file is readable
+ * by group / others or not ours, without the flag), PMREP_E_PROVIDER (open
+ * / read failed: pmrep_err_errno()).
  * Thread-safe.
+ */
+PMREP_API int pmrep_key_read_file_ex(const char *path, unsigned flags,
+		uint8_t *key, size_t key_size, size_t *key_len, uint32_t *key_id);
+/*
+ * pmrep_key_read_file -- pmrep_key_read_file_ex(path, 0, key, key_size,
+ * key_len, NULL): strict about the file's owner and mode, the key id
+ * dropped. Errors: those of pmrep_key_read_file_ex. Thread-safe.
  */
 PMREP_API int pmrep_key_read_file(const char *path, uint8_t *key,
 		size_t key_size, size_t *key_len);
+/*
+ * pmrep_key_write_file -- make a new key file at `path`: `len` random
+ * bytes (PMREP_KEY_GOOD..PMREP_KEY_MAX; RAND_bytes) with id `key_id`, in
+ * the "pmrep-key 1" format pmrep_key_read_file_ex reads. Created with
+ * O_EXCL | O_NOFOLLOW, mode 0600 (an existing file or link is never
+ * overwritten), written and fsync'ed; a failed write removes it.
+ * Errors: PMREP_E_INVAL (NULL, len out of range), PMREP_E_PROVIDER (the
+ * file exists: pmrep_err_errno() EEXIST; open / write / fsync failed, the
+ * random generator failed).
+ * Thread-safe.
+ */
+PMREP_API int pmrep_key_write_file(const char *path, uint32_t key_id,
+		size_t len);
 
 /* ------------------------------------------------------------------ target */
 
@@ -134,11 +179,33 @@ PMREP_API int pmrep_target_cfg_set_address(struct pmrep_target_cfg *cfg,
 		const char *addr, const char *port);
 /*
  * pmrep_target_cfg_set_key -- the pre-shared key (`len` bytes, copied)
- * initiators must prove they hold. Required.
- * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX).
+ * initiators must prove they hold: the key of id 0
+ * (pmrep_target_cfg_add_key). A key is required.
+ * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX),
+ * PMREP_E_RANGE (PMREP_TARGET_MAX_KEYS other keys held).
  */
 PMREP_API int pmrep_target_cfg_set_key(struct pmrep_target_cfg *cfg,
 		const uint8_t *key, size_t len);
+/* at most this many keys per target (rotation: old and new at once) */
+#define PMREP_TARGET_MAX_KEYS 4
+/*
+ * pmrep_target_cfg_add_key -- a key with id `key_id` (`len` bytes, copied):
+ * a HELLO naming key id `key_id` is checked with it (its admission proof,
+ * AUTH and ACCEPT MACs); one naming key id 0 with the key of id 0 if there
+ * is one, else with each key in turn (the admission proof tells which).
+ * A key with that id is replaced. pmrep_target_cfg_set_key(cfg, k, l) is
+ * pmrep_target_cfg_add_key(cfg, 0, k, l). Errors: PMREP_E_INVAL (NULL, len
+ * outside PMREP_KEY_MIN..PMREP_KEY_MAX), PMREP_E_RANGE (PMREP_TARGET_MAX_KEYS
+ * keys held already).
+ */
+PMREP_API int pmrep_target_cfg_add_key(struct pmrep_target_cfg *cfg,
+		uint32_t key_id, const uint8_t *key, size_t len);
+/*
+ * pmrep_target_cfg_remove_key -- forget (and wipe) the key with id `key_id`.
+ * Errors: PMREP_E_INVAL (NULL; no key with that id).
+ */
+PMREP_API int pmrep_target_cfg_remove_key(struct pmrep_target_cfg *cfg,
+		uint32_t key_id);
 /*
  * pmrep_target_cfg_set_direct_write_to_pmem -- the operator declares that
  * RDMA writes reaching this node's memory are persistent (no DDIO, eADR /
@@ -235,11 +302,31 @@ PMREP_API int pmrep_target_get_fd(const struct pmrep_target *target, int *fd);
  * PERSIST and CLOSE is answered "the target failed" and its session
  * closed (a later successful write-back is no proof for the earlier data;
  * restart the target and let the mirror resync the replica).
- * A refused initiator is not an error of this call (it is logged).
+ * A connection request is admitted before anything of a session exists
+ * only with a valid admission proof of one of the target's keys, a nonce
+ * not seen within the proof's span, at most 2 handshakes pending from its
+ * source address, and a free slot (a handshake in progress is never
+ * displaced; docs/PROTOCOL.md "Admission"): otherwise the transport
+ * rejects it, counted in pmrep_target_stats and logged at most once a
+ * second. A refused initiator is not an error of this call (it is logged).
  * Errors: PMREP_E_INVAL, PMREP_E_TIMEOUT (nothing happened in time; not a
  * failure), PMREP_E_PROVIDER (waiting failed).
  */
 PMREP_API int pmrep_target_process(struct pmrep_target *target, int timeout_ms);
+/*
+ * pmrep_target_add_key / pmrep_target_remove_key -- key rotation on a
+ * running target: add (or replace) the key with id `key_id`, or remove it
+ * (wiped). The next connection request is checked against the keys held
+ * then; a session admitted with a key that is removed before its AUTH is
+ * refused (AUTH); attached sessions stay. Call from the thread that calls
+ * pmrep_target_process. Errors: PMREP_E_INVAL (NULL, bad length, no key
+ * with that id), PMREP_E_RANGE (PMREP_TARGET_MAX_KEYS held), PMREP_E_STATE
+ * (removing the last key).
+ */
+PMREP_API int pmrep_target_add_key(struct pmrep_target *target,
+		uint32_t key_id, const uint8_t *key, size_t len);
+PMREP_API int pmrep_target_remove_key(struct pmrep_target *target,
+		uint32_t key_id);
 /* pmrep_target_get_port -- the port it listens on (host order). Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_target_get_port(const struct pmrep_target *target,
 		uint16_t *port);
@@ -253,6 +340,15 @@ struct pmrep_target_stats {
 	uint64_t sessions_refused;	/* handshakes refused (auth, size, uuid, malformed, timeout) */
 	uint64_t persist_requests;	/* GPSPM persist requests answered */
 	int last_refusal;		/* PMREP_E_* of the last refusal, 0 if none */
+	/* connection requests rejected before any session existed (also
+	 * counted in sessions_refused): no / a wrong / a stale admission
+	 * proof, an unknown key id, a replay, the endpoint full of
+	 * handshakes and attached mirrors, or the per-source bound */
+	uint64_t admission_refused;
+	uint64_t admission_replayed;	/* of those: a proof seen before */
+	uint64_t admission_busy;	/* of those: no slot, or the per-source bound */
+	uint64_t sessions_started;	/* connection requests admitted: a session slot and a connection */
+	unsigned sessions_in_use;	/* session slots taken now (any state but free) */
 };
 /* pmrep_target_get_stats -- its counters. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_target_get_stats(const struct pmrep_target *target,
@@ -287,6 +383,15 @@ PMREP_API int pmrep_mirror_cfg_add_replica(struct pmrep_mirror_cfg *cfg,
  * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX). */
 PMREP_API int pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg,
 		const uint8_t *key, size_t len);
+/*
+ * pmrep_mirror_cfg_set_key_id -- the id of the key (sent in the HELLO: the
+ * target checks the admission proof and the MACs with its key of that id;
+ * one it does not hold rejects the connection request). Default 0: the
+ * target's key of id 0, else whichever of its keys the proof verifies
+ * with. Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_mirror_cfg_set_key_id(struct pmrep_mirror_cfg *cfg,
+		uint32_t key_id);
 /*
  * pmrep_mirror_cfg_set_uuid -- the replica set's UUID (16 bytes, not all
  * zero; required). A replica whose header names another UUID is refused;
@@ -432,11 +537,16 @@ struct pmrep_replica_status {
  * PMREP_E_PROVIDER (the record file cannot be created, opened or
  * written: pmrep_err_errno(); or a replica's target failed -- e.g. it is
  * poisoned by a failed persist -- its status says "the target failed"),
- * PMREP_E_AUTH (a replica refused our key or failed to
- * prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
+ * PMREP_E_AUTH (a replica refused our key -- at the connection request:
+ * the HELLO's admission proof did not verify, i.e. a wrong key, a key id
+ * the target does not hold, or clocks more than 30 s apart; or at AUTH --
+ * or failed to prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_INVAL (it belongs to another replica set: UUID), PMREP_E_STATE
  * (it holds a newer generation), PMREP_E_MALFORMED (a malformed handshake),
- * PMREP_E_UNREACHABLE / PMREP_E_REJECTED / PMREP_E_TIMEOUT /
+ * PMREP_E_UNREACHABLE (also: the target had no room for another handshake
+ * -- its slots held by handshakes and attached mirrors, or two handshakes
+ * of our address pending -- a refusal to retry, e.g. with
+ * pmrep_mirror_reconnect) / PMREP_E_TIMEOUT /
  * PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM; with several failures, the
  * first replica's. When the policy is not met, pmrep_err_msg() is
  * "mirror: I of N replicas in sync, K required; " followed by that first
@@ -614,10 +724,13 @@ PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
  *
  * Errors: PMREP_E_INVAL (NULL argument, empty address, key length outside
  * PMREP_KEY_MIN..PMREP_KEY_MAX, a port that is not 1..65535, timeout_ms
- * below -1), PMREP_E_AUTH (the target refused our key, or failed to prove
- * it holds it), PMREP_E_UNREACHABLE (nobody listens there), PMREP_E_REJECTED
- * (the connection was refused, e.g. every session slot of the target is
- * held by ATTACHING or ACTIVE sessions), PMREP_E_TIMEOUT (no answer within
+ * below -1), PMREP_E_AUTH (the target refused our key -- at the connection
+ * request, by its admission proof: a wrong key, clocks more than 30 s
+ * apart; the query names key id 0, so any key the target holds is right --
+ * or failed to prove it holds it), PMREP_E_UNREACHABLE (nobody listens
+ * there, or the target had no room: every session slot held by
+ * handshakes or attached mirrors, or two handshakes of our address
+ * pending), PMREP_E_TIMEOUT (no answer within
  * timeout_ms), PMREP_E_CONN_LOST (the connection ended during the
  * handshake), PMREP_E_MALFORMED (the target's answer or its region
  * descriptor did not decode: not a pmrep protocol 2 target), PMREP_E_RANGE
@@ -677,8 +790,8 @@ PMREP_API int pmrep_replica_query(const char *addr, const char *port,
  * newer generation, is fresh, or is not marked consistent without the
  * flag), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_NOSUPP (it serves through a staging buffer), PMREP_E_AUTH,
- * PMREP_E_MALFORMED, PMREP_E_UNREACHABLE / PMREP_E_REJECTED /
- * PMREP_E_TIMEOUT / PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM,
+ * PMREP_E_MALFORMED, PMREP_E_UNREACHABLE / PMREP_E_TIMEOUT /
+ * PMREP_E_CONN_LOST (transport; as for pmrep_replica_query), PMREP_E_NOMEM,
  * PMREP_E_PROVIDER (persisting the mapping failed: pmrep_err_errno(), e.g.
  * EIO; the mapping is then poisoned, see pmrep_pmem_persist).
  * Thread-safe for different mappings.

@@ -26,6 +26,8 @@
 #ifndef PMREP_TRANSPORT_H
 #define PMREP_TRANSPORT_H
 
+#include <sys/socket.h>
+
 #include <pmrep/base.h>
 #include <infiniband/verbs.h>
 
@@ -460,6 +462,15 @@ PMREP_API int pmrep_conn_req_recv(struct pmrep_conn_req *req,
 PMREP_API int pmrep_conn_req_get_private_data(const struct pmrep_conn_req *req,
 		struct pmrep_conn_private_data *pdata);
 /*
+ * pmrep_conn_req_get_src_addr -- passive side: the initiator's address
+ * (IP address and port, as the transport saw the request come in) into
+ * *addr. Errors: PMREP_E_INVAL (NULL argument, an active-side request),
+ * PMREP_E_NOSUPP (the provider did not record it: *addr zeroed, family
+ * AF_UNSPEC). Thread-safe on a request no other thread consumes.
+ */
+PMREP_API int pmrep_conn_req_get_src_addr(const struct pmrep_conn_req *req,
+		struct sockaddr_storage *addr);
+/*
  * pmrep_conn_req_connect -- connect (active side) or accept (passive side)
  * with optional private data (NULL: none); the request is consumed (*req_ptr
  * = NULL) whether or not this succeeds. The result is reported later by
@@ -478,6 +489,15 @@ PMREP_API int pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
  * frees its resources. Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (freed anyway).
  */
 PMREP_API int pmrep_conn_req_delete(struct pmrep_conn_req **req_ptr);
+/*
+ * pmrep_conn_req_reject -- passive side: reject the request and free it
+ * (*req_ptr NULL). retry false: as pmrep_conn_req_delete (the initiator
+ * sees PMREP_CONN_REJECTED, final); true: the initiator retries until its
+ * connect deadline, as when nothing listened yet (a refusal for now: no
+ * room). Errors: PMREP_E_INVAL (NULL, an active-side request; nothing
+ * freed), PMREP_E_PROVIDER (freed anyway).
+ */
+PMREP_API int pmrep_conn_req_reject(struct pmrep_conn_req **req_ptr, bool retry);
 
 /* -------------------------------------------------------------- connection */
 

@@ -22,6 +22,9 @@ struct pmrep_pmem;
 struct pmrep_test_hooks {
 	/* the clock of every deadline, in ms (pmrep_now_ms) */
 	long long (*now_ms)(void);
+	/* the wall clock of the admission proof's time window, in ms since
+	 * the epoch (repl_wall_ms; CLOCK_REALTIME when NULL) */
+	long long (*wall_ms)(void);
 	/* wait until `fd` is readable or timeout_ms (-1: none) passed:
 	 * 0, PMREP_E_TIMEOUT or an error (pmrep_fd_wait_readable) */
 	int (*fd_wait)(int fd, int timeout_ms);

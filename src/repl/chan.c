@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "auth.h"
+#include "admission.h"
 #include "chan.h"
 
 #define NSLOTS (CHAN_NRECV + CHAN_NSEND)
@@ -342,7 +343,8 @@ int
 repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
 		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
-		const char *who,
+		const char *who, const uint8_t *key, size_t key_len,
+		uint32_t key_id,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE])
 {
@@ -370,9 +372,15 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	ret = repl_random(nonce_i, REPL_NONCE_SIZE);
 	if (ret)
 		goto out;
-	/* key id 0 (the target's key), empty selector (its one replica) */
-	struct repl_pdata hello = { .type = REPL_PDATA_HELLO, .key_id = 0 };
+	/* our key's id, empty selector (the target's one replica), and the
+	 * admission proof: we hold the key, now */
+	struct repl_pdata hello = { .type = REPL_PDATA_HELLO, .key_id = key_id };
 	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
+	ret = repl_admit_proof(key, key_len,
+			repl_admit_window(repl_wall_ms()), key_id, nonce_i,
+			hello.selector, hello.proof);
+	if (ret)
+		goto out;
 	uint8_t enc[REPL_PDATA_SIZE];
 	struct pmrep_conn_private_data pd = { enc,
 		(uint8_t)repl_pdata_encode(&hello, enc) };
@@ -386,10 +394,21 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	ret = pmrep_conn_wait_event(*conn, left < 0 ? -1 : (left ? left : 1), &ev);
 	if (ret)
 		goto out;
+	if (ev == PMREP_CONN_REJECTED) {
+		/* a pmrep target rejects a connection request finally only
+		 * at admission: the proof of our key did not verify (a
+		 * retryable refusal -- no room -- is retried by the
+		 * transport until the deadline, then UNREACHABLE) */
+		ch->lost = true;
+		ret = PMREP_E_AUTH;
+		PMREP_LOG_ERR("%s (%s:%s): authentication failed (wrong key) at admission: the target rejected the connection request (a wrong key, a key id %u it does not hold, clocks more than %d s apart, or not a pmrep target of protocol version %d)",
+				who, addr, port, key_id, REPL_ADMIT_WINDOW_S,
+				REPL_PROTO_VERSION);
+		goto out;
+	}
 	if (ev != PMREP_CONN_ESTABLISHED) {
 		ch->lost = true;
-		ret = ev == PMREP_CONN_REJECTED ? PMREP_E_REJECTED :
-			ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
+		ret = ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
 			PMREP_E_CONN_LOST;
 		PMREP_LOG_ERR("%s (%s:%s): connection %s%s", who, addr, port,
 				pmrep_conn_event_str(ev),

@@ -73,15 +73,22 @@ void repl_chan_detach(struct repl_chan *ch);
  * conn_timeout_ms (the caller's configured timeout, not what is left of
  * the deadline; <= 0: REPL_CONN_TIMEOUT_DEFAULT_MS), and the target's CHALLENGE (its
  * nonce in nonce_t). *conn is set as soon as the connect was issued (the
- * caller deletes it on every path) and attached to `ch`. Errors: the
- * transport's, PMREP_E_REJECTED / PMREP_E_UNREACHABLE / PMREP_E_CONN_LOST
- * for a terminal event instead of ESTABLISHED (logged with `who`),
- * PMREP_E_MALFORMED (a bad CHALLENGE).
+ * caller deletes it on every path) and attached to `ch`. The HELLO
+ * names `key_id` and carries the admission proof made with `key`
+ * (admission.h) at the wall clock's window now: a target rejects a
+ * request without a valid one before anything of a session exists.
+ * Errors: the transport's; for a terminal event instead of ESTABLISHED
+ * (logged with `who`): PMREP_E_AUTH (REJECTED: a pmrep target rejects
+ * finally only at admission -- wrong key, unknown key id, clocks apart),
+ * PMREP_E_UNREACHABLE (nobody listens, or the target's retryable refusal:
+ * no room), PMREP_E_CONN_LOST; PMREP_E_MALFORMED (a bad CHALLENGE),
+ * those of repl_admit_proof.
  */
 int repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
 		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
-		const char *who,
+		const char *who, const uint8_t *key, size_t key_len,
+		uint32_t key_id,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE]);
 /* encode and send `m` (signalled). PMREP_E_AGAIN: every send slot busy */

@@ -136,6 +136,14 @@ pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg, const uint8_t *key,
 }
 
 int
+pmrep_mirror_cfg_set_key_id(struct pmrep_mirror_cfg *cfg, uint32_t key_id)
+{
+	CHECK_ARG(cfg);
+	cfg->key_id = key_id;
+	return 0;
+}
+
+int
 pmrep_mirror_cfg_set_uuid(struct pmrep_mirror_cfg *cfg,
 		const uint8_t uuid[PMREP_UUID_SIZE])
 {

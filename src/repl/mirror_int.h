@@ -47,6 +47,7 @@ struct pmrep_mirror_cfg {
 	unsigned n;
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len;
+	uint32_t key_id;		/* sent in the HELLO */
 	uint8_t uuid[PMREP_UUID_SIZE];
 	uint64_t generation;
 	unsigned quorum;

@@ -29,7 +29,7 @@ repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 	char what[64];
 	snprintf(what, sizeof(what), "%s: replica", who);
 	int ret = repl_chan_dial(ch, peer, addr, port, deadline,
-			conn_timeout_ms, 16, 32, what,
+			conn_timeout_ms, 16, 32, what, key, key_len, 0,
 			conn, nonce_i, nonce_t);
 	if (ret)
 		return ret;

@@ -97,50 +97,11 @@ reply_and_close(struct pmrep_target *t, struct session *s,
 	s->deadline = repl_deadline(t->cfg.timeout_ms);
 }
 
-/*
- * a free session slot for a new connection request. When every slot is
- * taken, the oldest session that has not authenticated (one being refused
- * first, then one still waiting for AUTH) makes room: otherwise a few
- * connections that send a HELLO (whose format is public) and then nothing
- * would lock every initiator out, again and again; then the oldest
- * read-only QUERY. ATTACHING and ACTIVE sessions are never evicted. NULL
- * when every slot holds one of those.
- */
-static struct session *
-free_session(struct pmrep_target *t)
+void
+target_session_close(struct pmrep_target *t, struct session *s,
+		const char *why)
 {
-	/* who makes room first: one being refused, then one that has not
-	 * authenticated, then the oldest read-only query (a querier that
-	 * stays connected must not lock every mirror out; it loses nothing
-	 * but its connection). ATTACHING and ACTIVE sessions never. */
-	static const int rank[] = { [S_CLOSING] = 1, [S_WAIT_AUTH] = 2,
-		[S_QUERY] = 3 };
-	struct session *victim = NULL;
-	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
-		struct session *s = &t->s[i];
-		if (s->state == S_FREE)
-			return s;
-		if (s->state != S_WAIT_AUTH && s->state != S_CLOSING &&
-				s->state != S_QUERY)
-			continue;
-		if (victim == NULL || rank[s->state] < rank[victim->state] ||
-				(s->state == victim->state &&
-				 s->deadline < victim->deadline))
-			victim = s;
-	}
-	if (victim == NULL)
-		return NULL;
-	if (victim->state == S_WAIT_AUTH) {
-		t->stats.sessions_refused++;
-		t->stats.last_refusal = PMREP_E_TIMEOUT;
-		PMREP_LOG_ERR("initiator refused: every session slot is taken and it has not authenticated yet (session %d evicted for a new connection request)",
-				(int)(victim - t->s));
-	} else if (victim->state == S_QUERY) {
-		PMREP_LOG_WARN("session %d: a read-only query closed to make room for a new connection request (every session slot is taken)",
-				(int)(victim - t->s));
-	}
-	session_close(t, victim, "evicted for a new connection request");
-	return victim;
+	session_close(t, s, why);
 }
 
 /* a connection request on the endpoint */
@@ -158,15 +119,13 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 		(void) pmrep_conn_req_delete(&req);
 		return;
 	}
-	struct session *s = free_session(t);
-	if (s == NULL) {
-		PMREP_LOG_ERR("connection request refused: %d sessions already open",
-				TARGET_MAX_SESSIONS);
-		(void) pmrep_conn_req_delete(&req);
+	/* admission (admission.c): the proof, the replay cache, a slot that
+	 * displaces no handshake, the per-source bound -- before anything
+	 * of a session exists */
+	struct session *s = target_admit(t, &req, &hello);
+	if (s == NULL)
 		return;
-	}
 	memcpy(s->nonce_i, hello.nonce, REPL_NONCE_SIZE);
-	s->key_id = hello.key_id;
 	memcpy(s->selector, hello.selector, sizeof(s->selector));
 	struct repl_pdata chal = { .type = REPL_PDATA_CHALLENGE };
 	uint8_t enc[REPL_PDATA_SIZE];
@@ -193,15 +152,16 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 	}
 	s->state = S_WAIT_AUTH;
 	s->deadline = repl_deadline(t->cfg.timeout_ms);
-	PMREP_LOG_INFO("session %d: accepted a connection, waiting for AUTH",
-			(int)(s - t->s));
+	t->stats.sessions_started++;
+	PMREP_LOG_INFO("session %d: accepted a connection (admission proof of key id %u), waiting for AUTH",
+			(int)(s - t->s), s->key_id);
 	return;
 fini:
 	repl_chan_fini(&s->ch);
 reject:
 	PMREP_LOG_ERR("cannot accept a connection: %s", pmrep_err_to_str(ret));
-	if (req)
-		(void) pmrep_conn_req_delete(&req);
+	if (req)	/* our failure, not the initiator's: it may retry */
+		(void) pmrep_conn_req_reject(&req, true);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -246,14 +206,18 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	}
 	const struct repl_auth *a = &m->u.auth;
 	char detail[200];
-	if (s->key_id != 0) {
-		snprintf(detail, sizeof(detail), "the HELLO names key id %u; this target has one key (id 0)",
+	/* the key the admission proof verified with (by its id: it may
+	 * have been removed since) */
+	int k = repl_keys_find(t->cfg.keys, t->cfg.nkeys, s->key_id);
+	if (k < 0) {
+		snprintf(detail, sizeof(detail), "key id %u was removed after the connection request was admitted",
 				s->key_id);
 		refuse(t, s, REPL_ST_AUTH, detail);
 		return;
 	}
+	const struct repl_key *key = &t->cfg.keys[k];
 	uint8_t mac[REPL_MAC_SIZE];
-	if (repl_auth_mac(t->cfg.key, t->cfg.key_len, s->nonce_i, s->nonce_t,
+	if (repl_auth_mac(key->key, key->len, s->nonce_i, s->nonce_t,
 			a, mac) != 0) {
 		refuse(t, s, REPL_ST_INTERNAL, "cannot compute the HMAC");
 		return;
@@ -312,7 +276,7 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	acc->hdr_flags = t->hdr.flags;
 	acc->target_flags = (t->staging ? REPL_TF_STAGING : 0) |
 		(fresh ? REPL_TF_FRESH : 0);
-	if (repl_accept_mac(t->cfg.key, t->cfg.key_len, s->nonce_i, s->nonce_t,
+	if (repl_accept_mac(key->key, key->len, s->nonce_i, s->nonce_t,
 			acc, acc->mac) != 0) {
 		refuse(t, s, REPL_ST_INTERNAL, "cannot compute the HMAC");
 		return;
@@ -570,7 +534,7 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 		PMREP_LOG_ERR("invalid argument: cfg or target_ptr is NULL");
 		return PMREP_E_INVAL;
 	}
-	if (cfg->path == NULL || cfg->key_len == 0) {
+	if (cfg->path == NULL || cfg->nkeys == 0) {
 		PMREP_LOG_ERR("a target needs a path and a key");
 		return PMREP_E_INVAL;
 	}
@@ -650,7 +614,7 @@ err_cfg:
 	free(t->cfg.path);
 	free(t->cfg.addr);
 	free(t->cfg.port);
-	repl_wipe(t->cfg.key, sizeof(t->cfg.key));
+	repl_wipe(t->cfg.keys, sizeof(t->cfg.keys));
 	free(t);
 	return ret;
 }
@@ -683,7 +647,7 @@ pmrep_target_delete(struct pmrep_target **target_ptr)
 	free(t->cfg.path);
 	free(t->cfg.addr);
 	free(t->cfg.port);
-	repl_wipe(t->cfg.key, sizeof(t->cfg.key));
+	repl_wipe(t->cfg.keys, sizeof(t->cfg.keys));
 	free(t);
 	*target_ptr = NULL;
 	return 0;
@@ -736,7 +700,47 @@ pmrep_target_get_stats(const struct pmrep_target *target,
 		return PMREP_E_INVAL;
 	}
 	*stats = target->stats;
+	stats->sessions_in_use = 0;
+	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
+		if (target->s[i].state != S_FREE)
+			stats->sessions_in_use++;
 	return 0;
+}
+
+int
+pmrep_target_add_key(struct pmrep_target *target, uint32_t key_id,
+		const uint8_t *key, size_t len)
+{
+	if (target == NULL) {
+		PMREP_LOG_ERR("invalid argument: target is NULL");
+		return PMREP_E_INVAL;
+	}
+	int ret = repl_keys_add(target->cfg.keys, &target->cfg.nkeys, key_id,
+			key, len);
+	if (ret == 0)
+		PMREP_LOG(PMREP_LOG_NOTICE, "key id %u added (%u keys held)",
+				key_id, target->cfg.nkeys);
+	return ret;
+}
+
+int
+pmrep_target_remove_key(struct pmrep_target *target, uint32_t key_id)
+{
+	if (target == NULL) {
+		PMREP_LOG_ERR("invalid argument: target is NULL");
+		return PMREP_E_INVAL;
+	}
+	if (target->cfg.nkeys == 1 &&
+			repl_keys_find(target->cfg.keys, 1, key_id) == 0) {
+		PMREP_LOG_ERR("key id %u is the target's last key: add another first",
+				key_id);
+		return PMREP_E_STATE;
+	}
+	int ret = repl_keys_remove(target->cfg.keys, &target->cfg.nkeys, key_id);
+	if (ret == 0)
+		PMREP_LOG(PMREP_LOG_NOTICE, "key id %u removed (%u keys held)",
+				key_id, target->cfg.nkeys);
+	return ret;
 }
 
 /* ------------------------------------------- device removal (T22) */

@@ -56,7 +56,7 @@ pmrep_target_cfg_delete(struct pmrep_target_cfg **cfg_ptr)
 	struct pmrep_target_cfg *cfg = *cfg_ptr;
 	if (cfg == NULL)
 		return 0;
-	repl_wipe(cfg->key, sizeof(cfg->key));
+	repl_wipe(cfg->keys, sizeof(cfg->keys));
 	free(cfg->path);
 	free(cfg->addr);
 	free(cfg->port);
@@ -145,12 +145,22 @@ pmrep_target_cfg_set_key(struct pmrep_target_cfg *cfg, const uint8_t *key,
 		size_t len)
 {
 	CHECK_CFG(cfg);
-	int ret = repl_key_check(key, len);
-	if (ret)
-		return ret;
-	memcpy(cfg->key, key, len);
-	cfg->key_len = len;
-	return 0;
+	return repl_keys_add(cfg->keys, &cfg->nkeys, 0, key, len);
+}
+
+int
+pmrep_target_cfg_add_key(struct pmrep_target_cfg *cfg, uint32_t key_id,
+		const uint8_t *key, size_t len)
+{
+	CHECK_CFG(cfg);
+	return repl_keys_add(cfg->keys, &cfg->nkeys, key_id, key, len);
+}
+
+int
+pmrep_target_cfg_remove_key(struct pmrep_target_cfg *cfg, uint32_t key_id)
+{
+	CHECK_CFG(cfg);
+	return repl_keys_remove(cfg->keys, &cfg->nkeys, key_id);
 }
 
 int

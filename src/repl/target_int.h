@@ -15,6 +15,7 @@
 #include "common/testhook.h"
 #include "replica_hdr.h"
 #include "chan.h"
+#include "admission.h"
 
 #define TARGET_MAX_SESSIONS 4
 #define TAG_EP UINT64_MAX
@@ -25,8 +26,9 @@ struct pmrep_target_cfg {
 	bool create;
 	char *addr;
 	char *port;
-	uint8_t key[PMREP_KEY_MAX];
-	size_t key_len;
+	/* keys[0..nkeys): the ones in use have len > 0 (admission.h) */
+	struct repl_key keys[PMREP_TARGET_MAX_KEYS];
+	unsigned nkeys;
 	bool direct_write_to_pmem;
 	bool staging;
 	int timeout_ms;
@@ -48,8 +50,9 @@ struct session {
 	long long deadline;
 	uint8_t nonce_i[REPL_NONCE_SIZE];
 	uint8_t nonce_t[REPL_NONCE_SIZE];
-	/* the HELLO's */
+	/* the HELLO's: key_id is the id of the key its proof verified with */
 	uint32_t key_id;
+	struct repl_src src;		/* the request's source address */
 	char selector[REPL_SELECTOR_SIZE + 1];
 	/* the AUTH's (what a COMMIT claims the replica for) */
 	uint8_t uuid[PMREP_UUID_SIZE];
@@ -82,7 +85,18 @@ struct pmrep_target {
 	long long relisten_at;		/* next try, repl_now_ms() */
 	struct session s[TARGET_MAX_SESSIONS];
 	struct pmrep_target_stats stats;
+	struct repl_replay admit_replay;	/* admission.c */
+	struct repl_ratelog admit_log;
 };
+
+/* target_admission.c: the admission of a connection request whose HELLO decoded:
+ * its session slot (the caller makes the session; s->src and s->key_id
+ * set), or NULL: the request was rejected (*req NULL), counted, logged */
+struct session *target_admit(struct pmrep_target *t,
+		struct pmrep_conn_req **req, const struct repl_pdata *hello);
+/* target.c */
+void target_session_close(struct pmrep_target *t, struct session *s,
+		const char *why);
 
 /* target_replica.c */
 int target_hdr_update(struct pmrep_target *t, const struct replica_hdr *next);

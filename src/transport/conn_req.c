@@ -4,6 +4,8 @@
  * out by an endpoint on the passive side; consumed by connect / accept or
  * dropped (a passive drop is an explicit reject).
  */
+#include <string.h>
+
 #include "common.h"
 
 int
@@ -47,6 +49,24 @@ pmrep_conn_req_get_private_data(const struct pmrep_conn_req *req,
 }
 
 int
+pmrep_conn_req_get_src_addr(const struct pmrep_conn_req *req,
+		struct sockaddr_storage *addr)
+{
+	PMREP_CHECK_ARG(req);
+	PMREP_CHECK_ARG(addr);
+	if (!req->passive) {
+		PMREP_LOG_ERR("the source address is the passive side's to ask");
+		return PMREP_E_INVAL;
+	}
+	if (req->src.ss_family == AF_UNSPEC) {
+		memset(addr, 0, sizeof(*addr));
+		return PMREP_E_NOSUPP;
+	}
+	*addr = req->src;
+	return 0;
+}
+
+int
 pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
 		const struct pmrep_conn_private_data *pdata,
 		struct pmrep_conn **conn_ptr)
@@ -80,6 +100,19 @@ pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
 	}
 	pmrep_conn_update_flush_method(*conn_ptr);
 	return 0;	/* the conn inherits the request's reference */
+}
+
+int
+pmrep_conn_req_reject(struct pmrep_conn_req **req_ptr, bool retry)
+{
+	PMREP_CHECK_ARG(req_ptr);
+	PMREP_CHECK_ARG(*req_ptr);
+	if (!(*req_ptr)->passive) {
+		PMREP_LOG_ERR("only a passive request can be rejected");
+		return PMREP_E_INVAL;
+	}
+	(*req_ptr)->reject_retry = retry;
+	return pmrep_conn_req_delete(req_ptr);
 }
 
 int

@@ -14,6 +14,7 @@
 #define PMREP_TRANSPORT_PROVIDER_H
 
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <pmrep/transport.h>
 
 struct pmrep_provider_ops;
@@ -71,6 +72,13 @@ struct pmrep_conn_req {
 	bool passive;
 	uint8_t pdata_len;
 	uint8_t pdata[PMREP_PDATA_ACCEPT_MAX];	/* initiator's, passive side */
+	/* passive side: the initiator's address as the provider saw it;
+	 * ss_family AF_UNSPEC (0): not known */
+	struct sockaddr_storage src;
+	/* passive side, set by pmrep_conn_req_reject: the provider's delete
+	 * rejects so that the initiator retries (tcp: REJECT(not listening);
+	 * verbs: a REJ without pmrep's marker) instead of a final reject */
+	bool reject_retry;
 };
 
 struct pmrep_cq {

@@ -53,6 +53,7 @@
 #include <pmrep/repl.h>
 
 #include "func.h"
+#include "repl_hello.h"
 
 #define SIZE (256u << 10)
 
@@ -177,15 +178,28 @@ mirror_works(struct ctx *c)
 
 /* ---------------------------------------------------------- raw sockets */
 
+/* a TCP connection to the target from source address `from` (NULL: any;
+ * every 127/8 address is loopback) */
 static int
-raw_connect(uint16_t port)
+raw_connect_from(uint16_t port, const char *from)
 {
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(s >= 0);
+	if (from != NULL) {
+		struct sockaddr_in b = { .sin_family = AF_INET };
+		assert_int_equal(inet_pton(AF_INET, from, &b.sin_addr), 1);
+		assert_int_equal(bind(s, (struct sockaddr *)&b, sizeof(b)), 0);
+	}
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
 	return s;
+}
+
+static int
+raw_connect(uint16_t port)
+{
+	return raw_connect_from(port, NULL);
 }
 
 static void
@@ -228,31 +242,47 @@ tcp_hello(uint8_t *out, const uint8_t *pdata, uint32_t plen, uint32_t plen_field
 }
 
 /* the replication layer's HELLO private data (protocol v2: 56 bytes;
- * key id 0, empty replica selector) */
-#define HELLO_LEN 56
+ * key id 0, empty replica selector, a fresh nonce and the admission proof
+ * of our key now) */
+#define HELLO_LEN FUNC_HELLO_LEN
 static void
 repl_hello(uint8_t *out)
 {
-	memset(out, 0, HELLO_LEN);
-	func_put_le16(out, 0x5052);
-	out[2] = 2;
-	out[3] = 1;	/* HELLO */
-	for (int i = 0; i < 16; i++)
-		out[8 + i] = (uint8_t)(i * 37 + 1);
+	func_repl_hello(out, key, sizeof(key), 0, NULL, func_admit_window(0),
+			NULL);
 }
 
-/* connect and send a valid HELLO; true when the target accepted it (an
- * ACCEPT frame, type 2, came back): a session now waits for our AUTH */
+/* connect from `from` and send the HELLO `pd`: the tcp frame type that
+ * came back (2 ACCEPT: a session waits for our AUTH; 3 REJECT, its reason
+ * in *reason; 0 nothing). The socket stays open in *sock. */
+static int
+hello_from(uint16_t port, const char *from, const uint8_t *pd, int *sock,
+		uint32_t *reason)
+{
+	uint8_t f[24 + HELLO_LEN], r[16 + 24];
+	size_t n = tcp_hello(f, pd, HELLO_LEN, HELLO_LEN);
+	*sock = raw_connect_from(port, from);
+	raw_send(*sock, f, n);
+	size_t got = raw_recv(*sock, r, 16, 3000 * func_slow());
+	if (got < 16)
+		return 0;
+	if (r[0] == 3 && reason)
+		*reason = (uint32_t)r[8] | (uint32_t)r[9] << 8 |
+			(uint32_t)r[10] << 16 | (uint32_t)r[11] << 24;
+	if (r[0] == 2)	/* and its CHALLENGE */
+		(void) raw_recv(*sock, r + 16, 24, 3000 * func_slow());
+	return r[0];
+}
+
+/* connect and send a valid HELLO (the admission proof of our key); true
+ * when the target accepted it (an ACCEPT frame, type 2, came back): a
+ * session now waits for our AUTH */
 static bool
 silent_session(uint16_t port, int *sock)
 {
-	uint8_t pd[HELLO_LEN], f[24 + HELLO_LEN], r[16 + 24];
+	uint8_t pd[HELLO_LEN];
 	repl_hello(pd);
-	size_t n = tcp_hello(f, pd, sizeof(pd), sizeof(pd));
-	*sock = raw_connect(port);
-	raw_send(*sock, f, n);
-	return raw_recv(*sock, r, sizeof(r), 3000 * func_slow()) == sizeof(r) &&
-		r[0] == 2;
+	return hello_from(port, NULL, pd, sock, NULL) == 2;
 }
 
 /* ------------------------------------------- a fake initiator (transport) */
@@ -273,16 +303,33 @@ struct fake {
 	uint64_t seq;
 };
 
+/* connect with the private data `hello`; the connection's first event */
+static enum pmrep_conn_event
+hello_event(uint16_t port, const uint8_t *hello)
+{
+	char sport[8];
+	snprintf(sport, sizeof(sport), "%u", port);
+	struct pmrep_peer *peer = func_peer(false);
+	struct pmrep_conn_req *req;
+	struct pmrep_conn *conn;
+	assert_int_equal(pmrep_conn_req_new(peer, "127.0.0.1", sport, NULL, &req), 0);
+	struct pmrep_conn_private_data pd = { hello, HELLO_LEN };
+	assert_int_equal(pmrep_conn_req_connect(&req, &pd, &conn), 0);
+	enum pmrep_conn_event ev = PMREP_CONN_UNDEFINED;
+	assert_int_equal(pmrep_conn_wait_event(conn, 5000 * func_slow(), &ev), 0);
+	(void) pmrep_conn_disconnect(conn);
+	(void) pmrep_conn_delete(&conn);
+	(void) pmrep_peer_delete(&peer);
+	return ev;
+}
+
 static void
 fake_connect(struct fake *f, uint16_t port, uint32_t key_id, const char *selector)
 {
 	memset(f, 0, sizeof(*f));
 	uint8_t hello[HELLO_LEN];
-	repl_hello(hello);
-	func_put_le32(hello + 4, key_id);
-	if (selector)
-		memcpy(hello + 24, selector, strlen(selector));
-	memcpy(f->nonce_i, hello + 8, 16);
+	func_repl_hello(hello, key, sizeof(key), key_id, selector,
+			func_admit_window(0), f->nonce_i);
 	char sport[8];
 	snprintf(sport, sizeof(sport), "%u", port);
 	f->peer = func_peer(false);
@@ -539,11 +586,12 @@ refused_auth_leaves_the_replica_header_unchanged(void **state)
 	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 3);
 	assert_int_equal(st, 5);
 	fake_close(&f);
-	/* a key id the target does not have: REFUSE(AUTH) */
-	fake_connect(&f, c->g.port, 1, NULL);
-	assert_int_equal(fake_auth(&f, key, sizeof(key), 2, 1, &st), 3);
-	assert_int_equal(st, 1);
-	fake_close(&f);
+	/* a key id the target does not have: rejected at the connection
+	 * request (its admission proof names a key the target lacks) */
+	uint8_t hello[HELLO_LEN];
+	func_repl_hello(hello, key, sizeof(key), 1, NULL, func_admit_window(0),
+			NULL);
+	assert_int_equal(hello_event(c->g.port, hello), PMREP_CONN_REJECTED);
 	/* a selector naming another replica: REFUSE(NO_REPLICA = 9) */
 	fake_connect(&f, c->g.port, 0, "other-replica");
 	assert_int_equal(fake_auth(&f, key, sizeof(key), 2, 1, &st), 3);
@@ -565,8 +613,84 @@ refused_auth_leaves_the_replica_header_unchanged(void **state)
 
 /* ------------------------------------------------------------------ tests */
 
+/* tcp REJECT reasons (src/transport/tcp/tcp_wire.h) */
+#define REJ_APP 1		/* final */
+#define REJ_NOT_LISTENING 3	/* retry */
+
+/*
+ * (a) keyless, wrong-proof, stale and replayed HELLOs are rejected at the
+ * connection request: no session slot is ever taken for them (the target's
+ * sessions_started stays 0 and no slot is in use), each is counted; a
+ * valid one is admitted once, and its verbatim copy is a replay.
+ */
 static void
-silent_unauthenticated_sessions_cannot_lock_out_a_mirror(void **state)
+hello_without_a_valid_proof_is_rejected_before_a_session_exists(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	tgt_new(c, 30000);
+	tgt_run(c);
+	uint8_t pd[HELLO_LEN], wrong[sizeof(key)];
+	memcpy(wrong, key, sizeof(key));
+	wrong[5] ^= 0x40;
+	int socks[8], n = 0;
+	uint32_t reason = 0;
+	/* keyless: the proof all zero */
+	func_repl_hello(pd, NULL, 0, 0, NULL, 0, NULL);
+	assert_int_equal(hello_from(c->g.port, NULL, pd, &socks[n++], &reason), 3);
+	assert_int_equal(reason, REJ_APP);
+	/* a proof made with another key */
+	func_repl_hello(pd, wrong, sizeof(wrong), 0, NULL, func_admit_window(0), NULL);
+	assert_int_equal(hello_from(c->g.port, NULL, pd, &socks[n++], &reason), 3);
+	/* the right key, windows 2 away (the clocks 60 s apart) */
+	func_repl_hello(pd, key, sizeof(key), 0, NULL, func_admit_window(-2), NULL);
+	assert_int_equal(hello_from(c->g.port, NULL, pd, &socks[n++], &reason), 3);
+	func_repl_hello(pd, key, sizeof(key), 0, NULL, func_admit_window(2), NULL);
+	assert_int_equal(hello_from(c->g.port, NULL, pd, &socks[n++], &reason), 3);
+	/* one bit of the MAC flipped */
+	func_repl_hello(pd, key, sizeof(key), 0, NULL, func_admit_window(0), NULL);
+	pd[50] ^= 1;
+	assert_int_equal(hello_from(c->g.port, NULL, pd, &socks[n++], &reason), 3);
+	/* the proof bound to the selector: another selector than proved */
+	func_repl_hello(pd, key, sizeof(key), 0, NULL, func_admit_window(0), NULL);
+	memcpy(pd + 24, "replica", 7);
+	assert_int_equal(hello_from(c->g.port, NULL, pd, &socks[n++], &reason), 3);
+	settle();
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &ts), 0);
+	assert_int_equal(ts.sessions_started, 0);
+	assert_int_equal(ts.sessions_in_use, 0);
+	assert_int_equal(ts.admission_refused, 6);
+	assert_int_equal(ts.last_refusal, PMREP_E_AUTH);
+
+	/* a valid proof, the window before ours (accepted: w-1): admitted */
+	func_repl_hello(pd, key, sizeof(key), 0, NULL, func_admit_window(-1), NULL);
+	assert_int_equal(hello_from(c->g.port, NULL, pd, &socks[n++], &reason), 2);
+	/* the same HELLO again (a replay of what was on the wire) */
+	assert_int_equal(hello_from(c->g.port, NULL, pd, &socks[n++], &reason), 3);
+	assert_int_equal(reason, REJ_APP);
+	settle();
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &ts), 0);
+	assert_int_equal(ts.sessions_started, 1);
+	assert_int_equal(ts.sessions_in_use, 1);
+	assert_int_equal(ts.admission_refused, 7);
+	assert_int_equal(ts.admission_replayed, 1);
+	tgt_halt(c);
+	for (int i = 0; i < n; i++)
+		close(socks[i]);
+}
+
+/*
+ * (c) a same-source flood: from 127.0.0.2, TCP connections that never
+ * send a HELLO, keyless HELLOs, and valid HELLOs that then stay silent
+ * (key holders mid-handshake, up to the per-source bound of 2: the third
+ * is refused for now). A mirror from 127.0.0.1 attaches at once (these
+ * sessions used to be evicted by newcomers, and a full endpoint used to
+ * refuse the mirror). Nothing mid-handshake is displaced by a newcomer
+ * (the mirror's COMMIT then fences every other session, as always).
+ */
+static void
+a_same_source_flood_does_not_lock_out_another_source(void **state)
 {
 	FUNC_TCP_ONLY();
 	struct ctx *c = *state;
@@ -574,11 +698,33 @@ silent_unauthenticated_sessions_cannot_lock_out_a_mirror(void **state)
 	 * slots for all of this test */
 	tgt_new(c, 30000);
 	tgt_run(c);
-	/* more than the target has slots (4), each one accepted: the later
-	 * ones evict the earlier ones */
-	int socks[6];
-	for (int i = 0; i < 6; i++)
-		assert_true(silent_session(c->g.port, &socks[i]));
+	const char *src = "127.0.0.2";
+	int socks[64], n = 0;
+	uint8_t pd[HELLO_LEN];
+	uint32_t reason = 0;
+	/* valid connects that say nothing */
+	for (int i = 0; i < 10; i++)
+		socks[n++] = raw_connect_from(c->g.port, src);
+	/* keyless HELLOs */
+	for (int i = 0; i < 20; i++) {
+		func_repl_hello(pd, NULL, 0, 0, NULL, 0, NULL);
+		assert_int_equal(hello_from(c->g.port, src, pd, &socks[n++], &reason), 3);
+		assert_int_equal(reason, REJ_APP);
+	}
+	/* key holders that stop after their HELLO: two admitted, then the
+	 * per-source bound (a rejection the initiator retries) */
+	for (int i = 0; i < 2; i++) {
+		repl_hello(pd);
+		assert_int_equal(hello_from(c->g.port, src, pd, &socks[n++], NULL), 2);
+	}
+	for (int i = 0; i < 3; i++) {
+		repl_hello(pd);
+		assert_int_equal(hello_from(c->g.port, src, pd, &socks[n++], &reason), 3);
+		assert_int_equal(reason, REJ_NOT_LISTENING);
+	}
+	struct pmrep_target_stats st;
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &st), 0);
+	assert_int_equal(st.sessions_in_use, 2);
 
 	long long t0 = func_now_ms();
 	mirror_works(c);
@@ -586,12 +732,12 @@ silent_unauthenticated_sessions_cannot_lock_out_a_mirror(void **state)
 	assert_true(func_now_ms() - t0 < 10000 * func_slow());
 
 	tgt_halt(c);
-	struct pmrep_target_stats st;
 	assert_int_equal(pmrep_target_get_stats(c->g.t, &st), 0);
 	assert_int_equal(st.sessions_accepted, 1);
-	/* 2 evicted by silent newcomers, 1 by the mirror */
-	assert_true(st.sessions_refused >= 3);
-	for (int i = 0; i < 6; i++)
+	assert_int_equal(st.sessions_started, 3);
+	assert_int_equal(st.admission_busy, 3);
+	assert_int_equal(st.admission_refused, 23);
+	for (int i = 0; i < n; i++)
 		close(socks[i]);
 }
 
@@ -946,7 +1092,8 @@ main(void)
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(silent_unauthenticated_sessions_cannot_lock_out_a_mirror, setup, teardown),
+		cmocka_unit_test_setup_teardown(hello_without_a_valid_proof_is_rejected_before_a_session_exists, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_same_source_flood_does_not_lock_out_another_source, setup, teardown),
 		cmocka_unit_test_setup_teardown(garbage_and_broken_handshakes_leave_the_target_serving, setup, teardown),
 		cmocka_unit_test_setup_teardown(waits_below_minus_1_ms_are_refused_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(sparse_replica_on_a_full_file_system_is_refused_at_start, setup, teardown),

@@ -36,6 +36,7 @@
 #include <pmrep/transport.h>
 
 #include "func.h"
+#include "repl_hello.h"
 #include "repl_target.h"
 
 #define SIZE (1u << 20)
@@ -684,9 +685,22 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 	pmrep_conn_delete(&conn);
 	pmrep_peer_delete(&peer);
 
-	/* 3: a valid HELLO, then a garbage message instead of AUTH: the
-	 * target answers REFUSE(malformed) and closes */
-	uint8_t hello[56] = { 0x52, 0x50, 2, 1 };	/* v2 HELLO: key id 0, no selector */
+	/* 2b: a well-formed v2 HELLO without an admission proof (keyless):
+	 * rejected at the connection request */
+	uint8_t hello[FUNC_HELLO_LEN];
+	func_repl_hello(hello, NULL, 0, 0, NULL, 0, NULL);
+	assert_int_equal(raw_connect(g->port, hello, sizeof(hello), &peer, &conn, &ev), 0);
+	assert_int_equal(ev, PMREP_CONN_REJECTED);
+	pmrep_conn_delete(&conn);
+	pmrep_peer_delete(&peer);
+	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_AUTH);
+	assert_int_equal(ts.sessions_started, 0);
+
+	/* 3: a valid HELLO (v2, key id 0, no selector, the proof of our
+	 * key), then a garbage message instead of AUTH: the target answers
+	 * REFUSE(malformed) and closes */
+	func_repl_hello(hello, key, sizeof(key), 0, NULL, func_admit_window(0), NULL);
 	assert_int_equal(raw_connect(g->port, hello, sizeof(hello), &peer, &conn, &ev), 0);
 	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
 	static uint8_t buf[256];
@@ -721,7 +735,9 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_MALFORMED);
 
-	/* 4: a valid HELLO and then silence: dropped after the timeout */
+	/* 4: a valid HELLO (a fresh nonce: the last one's copy would be a
+	 * replay) and then silence: dropped after the timeout */
+	func_repl_hello(hello, key, sizeof(key), 0, NULL, func_admit_window(0), NULL);
 	assert_int_equal(raw_connect(g->port, hello, sizeof(hello), &peer, &conn, &ev), 0);
 	assert_int_equal(ev, PMREP_CONN_ESTABLISHED);
 	assert_int_equal(pmrep_conn_wait_event(conn, 5000, &ev), 0);

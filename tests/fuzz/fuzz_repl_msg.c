@@ -5,7 +5,11 @@
  * CHALLENGE private data and as a message. Whatever a decoder accepts
  * must re-encode to exactly the bytes it read (private data: the first
  * REPL_PDATA_SIZE; a message: header + its type's body), which must not
- * exceed what was received nor a message slot.
+ * exceed what was received nor a message slot. A decoded HELLO's
+ * admission proof goes through the target's checker (src/repl/admission.c)
+ * against two keys at a few windows, and its nonce through a replay cache:
+ * neither may crash, and random bytes are never admitted (a MAC that
+ * verifies by chance is a 2^-64 event).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,7 +17,35 @@
 
 #include <pmrep/base.h>
 
+#include "repl/admission.h"
 #include "repl/msg.h"
+
+static struct repl_replay replay;
+static const struct repl_key keys[2] = {
+	{ .id = 0, .len = 32, .key = "fuzz-admission-key-0-0123456789a" },
+	{ .id = 7, .len = 16, .key = "fuzz-adm-key-7-x" },
+};
+
+static void
+check_admission(const struct repl_pdata *p)
+{
+	uint32_t w = (uint32_t)p->proof[0] | (uint32_t)p->proof[1] << 8 |
+		(uint32_t)p->proof[2] << 16 | (uint32_t)p->proof[3] << 24;
+	for (uint32_t now = w - 1; now != w + 2; now++) {
+		unsigned k = 99;
+		enum repl_admit_verdict v = repl_admit_check(keys, 2, now,
+				p->key_id, p->nonce, p->selector, p->proof, &k);
+		if (v == REPL_ADMIT_OK)
+			abort();
+		if (v != REPL_ADMIT_NONE && v != REPL_ADMIT_STALE &&
+				v != REPL_ADMIT_BAD && v != REPL_ADMIT_UNKNOWN_KEY)
+			abort();
+	}
+	enum repl_admit_verdict v = repl_replay_admit(&replay, w, w, p->nonce);
+	if (v != REPL_ADMIT_OK && v != REPL_ADMIT_REPLAY &&
+			v != REPL_ADMIT_CACHE_FULL)
+		abort();
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -43,6 +75,8 @@ check_pdata(const uint8_t *data, size_t size, enum repl_pdata_type want)
 	if (repl_pdata_encode(&p, again) != need ||
 			memcmp(again, data, need) != 0)
 		abort();
+	if (want == REPL_PDATA_HELLO)
+		check_admission(&p);
 }
 
 static void

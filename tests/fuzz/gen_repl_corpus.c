@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "repl/admission.h"
 #include "repl/msg.h"
 #include "repl/replica_hdr.h"
 #include "transport/provider.h"
@@ -91,6 +92,15 @@ msgs(void)
 	p.key_id = 3;
 	strcpy(p.selector, "replica-a");
 	emit("repl_msg", "hello_selector", out, repl_pdata_encode(&p, out));
+	/* with an admission proof (made with the fuzz target's key of id 7;
+	 * never admitted there: a window around this one is tried, but the
+	 * key id 3 is not the proof's) */
+	static const uint8_t k7[16] = "fuzz-adm-key-7-x";
+	if (repl_admit_proof(k7, sizeof(k7), 59000000, 3, p.nonce, p.selector,
+			p.proof) != 0)
+		exit(1);
+	emit("repl_msg", "hello_proof", out, repl_pdata_encode(&p, out));
+	memset(p.proof, 0, sizeof(p.proof));
 	p.type = REPL_PDATA_CHALLENGE;
 	emit("repl_msg", "challenge", out, repl_pdata_encode(&p, out));
 

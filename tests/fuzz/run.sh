@@ -40,6 +40,7 @@ $CC $FLAGS -o "$OUT/fuzz_tcp_conn" "$ROOT/tests/fuzz/fuzz_tcp_conn.c" \
 # the replication wire formats: replica header, private data + messages,
 # and the MR / peer cfg descriptors of the handshake
 REPL_LIBS="$ROOT/src/repl/replica_hdr.c $ROOT/src/repl/msg.c $ROOT/src/repl/auth.c
+	$ROOT/src/repl/admission.c
 	$ROOT/tests/fuzz/fuzz_verbs_stub.c $ROOT/src/common/log.c $ROOT/src/common/clock.c
 	$ROOT/src/transport/*.c $ROOT/src/transport/tcp/*.c $ROOT/src/pmem/*.c
 	-lpmem2 -lcrypto -libverbs -lrdmacm -lpthread"

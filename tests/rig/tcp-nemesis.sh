@@ -113,6 +113,7 @@ for r in 1 2; do  # no ping here: wait for both ends to be up (the writer's atta
 done
 say "namespaces $NS_P ${NS[1]} ${NS[2]} and their veth links up"
 head -c 32 /dev/urandom | base64 >"$WORK/key"
+chmod 600 "$WORK/key"	# key files others may read are refused
 chmod 600 "$WORK/key"
 
 

@@ -23,6 +23,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 head -c 32 /dev/urandom | base64 >"$D/key"
+chmod 600 "$D/key"	# key files others may read are refused
 chmod 600 "$D/key"
 SIZE=1048576	# 4096 header + 4080 slots of 256 bytes
 ports=()

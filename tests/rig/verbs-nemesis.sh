@@ -126,6 +126,7 @@ for d in vethA vethB; do
 done
 say "rxeA on vethA ($ADDR_W), rxeB on vethB ($ADDR_T), policy routed"
 head -c 32 /dev/urandom | base64 >"$WORK/key"
+chmod 600 "$WORK/key"	# key files others may read are refused
 chmod 600 "$WORK/key"
 
 

@@ -145,6 +145,14 @@ hook_now(void)
 	return W.now;
 }
 
+/* the admission proof's wall clock: the virtual clock from a fixed epoch
+ * (2026-01-01), so a run replays bit for bit */
+static long long
+hook_wall(void)
+{
+	return 1767225600000LL + W.now;
+}
+
 static bool
 fd_ready(void *arg)
 {
@@ -162,6 +170,7 @@ void
 sim_world_install_hooks(void)
 {
 	pmrep_test_hooks.now_ms = hook_now;
+	pmrep_test_hooks.wall_ms = hook_wall;
 	pmrep_test_hooks.fd_wait = hook_fd_wait;
 	pmrep_test_hooks.peer_open = sim_peer_open;
 	pmrep_test_hooks.pmem_persist = sim_pmem_persist_hook;

@@ -73,6 +73,7 @@ wait_for() {
 }
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DIR/key"
+chmod 600 "$DIR/key"	# key files others may read are refused
 chmod 600 "$DIR/key"
 SIZE=4M
 NREC=900

@@ -61,8 +61,12 @@ tcp_conn_req_delete(struct pmrep_conn_req *req_base)
 {
 	struct tcp_conn_req *req = (struct tcp_conn_req *)req_base;
 	if (req->sock >= 0) {
-		/* an explicit reject: the initiator reports REJECTED, no retry */
-		tcp_sock_send_now(req->sock, TCP_WIRE_REJECT, TCP_WIRE_REJ_APP);
+		/* an explicit reject: the initiator reports REJECTED, no
+		 * retry; or, asked for (pmrep_conn_req_reject), one it
+		 * retries until its deadline */
+		tcp_sock_send_now(req->sock, TCP_WIRE_REJECT,
+				req->base.reject_retry ?
+				TCP_WIRE_REJ_NOT_LISTENING : TCP_WIRE_REJ_APP);
 		tcp_sock_close_gently(req->sock);
 	}
 	tcp_rq_fini(&req->rq);

@@ -244,9 +244,11 @@ verbs_conn_req_delete(struct pmrep_conn_req *base)
 	struct verbs_conn_req *req = (struct verbs_conn_req *)base;
 	int ret = 0;
 
-	/* a refusal by the application: final for the initiator */
+	/* a refusal by the application: final for the initiator (with the
+	 * marker), or one it retries (without: pmrep_conn_req_reject) */
 	if (req->base.passive && rdma_reject(req->conn->id,
-			verbs_reject_marker, VERBS_REJECT_MARKER_SIZE))
+			req->base.reject_retry ? NULL : verbs_reject_marker,
+			req->base.reject_retry ? 0 : VERBS_REJECT_MARKER_SIZE))
 		ret = PMREP_ERR_PROVIDER(errno, "rdma_reject");
 	int err = verbs_conn_destroy(req->conn);
 	if (err && ret == 0)

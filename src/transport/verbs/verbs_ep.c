@@ -215,6 +215,10 @@ req_build(struct verbs_ep *ep, const struct pmrep_conn_cfg *cfg,
 	req->base.passive = true;
 	req->base.pdata_len = pdata_len;
 	memcpy(req->base.pdata, pdata, pdata_len);
+	const struct sockaddr *sa = rdma_get_peer_addr(conn->id);
+	if (sa != NULL && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6))
+		memcpy(&req->base.src, sa, sa->sa_family == AF_INET ?
+				sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
 	*req_ptr = &req->base;
 	return 0;
 

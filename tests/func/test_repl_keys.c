@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_repl_keys.c -- flood resistance and keys of a replica target, over
+ * tcp on loopback (tcp provider only):
+ *  - (b) a flood of keyless HELLOs from another source address (127.0.0.2;
+ *    every 127/8 address is loopback) while 10 mirrors attach one after
+ *    another from 127.0.0.1: all 10 attach within their timeouts (before
+ *    the admission proof, 0 of 10 got through such a flood: refused at the
+ *    full endpoint, or evicted before their AUTH), and the flood really ran
+ *    (its rejections are counted) without any of it taking a session slot;
+ *  - (e) key rotation: a target with keys 1 and 2; mirrors with either key
+ *    attach, and one naming key id 0 too (the target tries its keys); a
+ *    key named by the wrong id is refused; after key 1 is removed from
+ *    the running target, the mirror attached with it goes on (its
+ *    session stays), but a new attach with key 1 is refused with
+ *    PMREP_E_AUTH, while key 2 still attaches;
+ *  - pmrep-target's key files: mode 0644 refused (exit 1) unless
+ *    --insecure-key-file; two keygen files (ids 1, 2) served at once; a
+ *    SIGHUP after one file was replaced swaps the key without a restart.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cmocka.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+
+#include "func.h"
+#include "repl_hello.h"
+
+#define SIZE (256u << 10)
+#define MIRROR_TIMEOUT_MS 5000
+
+static const uint8_t key1[32] = "rotation-key-1-0123456789abcdefg";
+static const uint8_t key2[32] = "rotation-key-2-0123456789abcdefg";
+static const uint8_t uuid[PMREP_UUID_SIZE] = { 0xfe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+
+struct ctx {
+	char dir[64];
+	struct pmrep_pmem *src;
+	struct pmrep_target *t;
+	pthread_t th;
+	bool running;
+	atomic_bool stop;
+	char port[8];
+	uint16_t nport;
+};
+
+static void *
+tgt_loop(void *arg)
+{
+	struct ctx *c = arg;
+	while (!atomic_load(&c->stop))
+		(void) pmrep_target_process(c->t, 20);
+	return NULL;
+}
+
+static void
+tgt_run(struct ctx *c)
+{
+	atomic_store(&c->stop, false);
+	assert_int_equal(pthread_create(&c->th, NULL, tgt_loop, c), 0);
+	c->running = true;
+}
+
+static void
+tgt_halt(struct ctx *c)
+{
+	if (!c->running)
+		return;
+	atomic_store(&c->stop, true);
+	pthread_join(c->th, NULL);
+	c->running = false;
+}
+
+/* a target holding keys[0..n) with ids ids[0..n) */
+static void
+tgt_new(struct ctx *c, const uint8_t *const *keys, const uint32_t *ids, int n)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/replica", c->dir);
+	struct pmrep_target_cfg *cfg;
+	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
+	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(pmrep_target_cfg_add_key(cfg, ids[i], keys[i], 32), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, 3000), 0);
+	assert_int_equal(pmrep_target_new(cfg, &c->t), 0);
+	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_target_get_port(c->t, &c->nport), 0);
+	snprintf(c->port, sizeof(c->port), "%u", c->nport);
+}
+
+static int
+setup(void **state)
+{
+	if (!func_is_tcp())
+		return 0;
+	struct ctx *c = calloc(1, sizeof(*c));
+	assert_non_null(c);
+	snprintf(c->dir, sizeof(c->dir), "/dev/shm/pmrep-test-keys-XXXXXX");
+	assert_non_null(mkdtemp(c->dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/source", c->dir);
+	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &c->src), 0);
+	func_pattern(pmrep_pmem_get_address(c->src), SIZE, 11);
+	*state = c;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct ctx *c = *state;
+	if (c == NULL)
+		return 0;
+	tgt_halt(c);
+	(void) pmrep_target_delete(&c->t);
+	(void) pmrep_pmem_close(&c->src);
+	(void) func_rm_rf(c->dir);
+	free(c);
+	return 0;
+}
+
+/* a mirror with `key` naming `key_id`: pmrep_mirror_new's result (on 0 it
+ * persisted everything; *keep: left attached for the caller, else deleted) */
+static int
+mirror_try(struct ctx *c, const uint8_t *key, uint32_t key_id,
+		struct pmrep_mirror **keep)
+{
+	struct pmrep_mirror_cfg *cfg;
+	assert_int_equal(pmrep_mirror_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", c->port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(cfg, key, 32), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key_id(cfg, key_id), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(cfg, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(cfg, MIRROR_TIMEOUT_MS * func_slow()), 0);
+	struct pmrep_mirror *m = NULL;
+	int ret = pmrep_mirror_new(c->src, cfg, &m);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	if (ret) {
+		assert_null(m);
+		return ret;
+	}
+	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 3000 * func_slow()), 0);
+	if (keep)
+		*keep = m;
+	else
+		assert_int_equal(pmrep_mirror_delete(&m), 0);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the flood */
+
+struct flood {
+	uint16_t port;
+	const char *from;
+	atomic_bool stop;
+	atomic_ulong sent;
+	pthread_t th[3];
+};
+
+/* keyless HELLOs as fast as the target answers them, from f->from */
+static void *
+flood_loop(void *arg)
+{
+	struct flood *f = arg;
+	uint8_t frame[24 + FUNC_HELLO_LEN], r[64];
+	while (!atomic_load(&f->stop)) {
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s < 0)
+			continue;
+		struct sockaddr_in b = { .sin_family = AF_INET };
+		inet_pton(AF_INET, f->from, &b.sin_addr);
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(f->port) };
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(s, (struct sockaddr *)&b, sizeof(b)) != 0 ||
+				connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
+			close(s);
+			continue;
+		}
+		/* the tcp provider's HELLO frame around a v2 HELLO whose
+		 * admission proof is all zero */
+		memset(frame, 0, 24);
+		frame[0] = 1;
+		func_put_le32(frame + 4, FUNC_HELLO_LEN);
+		func_put_le32(frame + 8, 0x54524d50);
+		func_put_le16(frame + 12, 1);
+		func_put_le32(frame + 16, 5000);
+		func_repl_hello(frame + 24, NULL, 0, 0, NULL, 0, NULL);
+		if (send(s, frame, sizeof(frame), MSG_NOSIGNAL) == (ssize_t)sizeof(frame)) {
+			atomic_fetch_add(&f->sent, 1);
+			struct pollfd p = { .fd = s, .events = POLLIN };
+			if (poll(&p, 1, 1000) > 0)
+				(void) recv(s, r, sizeof(r), 0);
+		}
+		close(s);
+	}
+	return NULL;
+}
+
+static void
+keyless_flood_from_another_address_lets_10_mirrors_attach(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	const uint8_t *keys[] = { key1 };
+	const uint32_t ids[] = { 0 };
+	tgt_new(c, keys, ids, 1);
+	tgt_run(c);
+	struct flood f = { .port = c->nport, .from = "127.0.0.2" };
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&f.th[i], NULL, flood_loop, &f), 0);
+	/* let the flood get going */
+	while (atomic_load(&f.sent) < 50)
+		usleep(1000);
+	int attached = 0;
+	for (int i = 0; i < 10; i++) {
+		long long t0 = func_now_ms();
+		int ret = mirror_try(c, key1, 0, NULL);
+		long long took = func_now_ms() - t0;
+		if (ret == 0 && took <= MIRROR_TIMEOUT_MS * func_slow())
+			attached++;
+		else
+			fprintf(stderr, "mirror %d: %s after %lld ms\n", i,
+					pmrep_err_to_str(ret), took);
+	}
+	unsigned long sent_during = atomic_load(&f.sent);
+	atomic_store(&f.stop, true);
+	for (int i = 0; i < 3; i++)
+		pthread_join(f.th[i], NULL);
+	tgt_halt(c);
+	assert_int_equal(attached, 10);
+
+	struct pmrep_target_stats st;
+	assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	fprintf(stderr, "flood: %lu keyless HELLOs sent, %llu rejected at admission, %llu sessions started\n",
+			sent_during, (unsigned long long)st.admission_refused,
+			(unsigned long long)st.sessions_started);
+	/* the flood ran all along: hundreds of requests, each rejected at
+	 * the connection request; only the 10 mirrors got a session */
+	assert_true(st.admission_refused >= 100);
+	assert_int_equal(st.sessions_started, 10);
+	assert_int_equal(st.sessions_accepted, 10);
+	assert_int_equal(st.sessions_in_use, 0);
+}
+
+/* ------------------------------------------------------------- rotation */
+
+static void
+rotation_two_keys_then_the_old_one_removed(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	const uint8_t *keys[] = { key1, key2 };
+	const uint32_t ids[] = { 1, 2 };
+	tgt_new(c, keys, ids, 2);
+	tgt_run(c);
+
+	/* either key, by its id */
+	assert_int_equal(mirror_try(c, key1, 1, NULL), 0);
+	assert_int_equal(mirror_try(c, key2, 2, NULL), 0);
+	/* key id 0: the target tries its keys (query / recover use it) */
+	assert_int_equal(mirror_try(c, key2, 0, NULL), 0);
+	/* a key under another key's id, or an id the target lacks */
+	assert_int_equal(mirror_try(c, key1, 2, NULL), PMREP_E_AUTH);
+	assert_int_equal(mirror_try(c, key1, 3, NULL), PMREP_E_AUTH);
+	/* a status query with key 2 (key id 0) is answered */
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_query("127.0.0.1", c->port, key2, 32,
+			3000 * func_slow(), &info), 0);
+
+	/* a mirror attached with key 1 when key 1 is removed */
+	struct pmrep_mirror *old = NULL;
+	assert_int_equal(mirror_try(c, key1, 1, &old), 0);
+	tgt_halt(c);
+	assert_int_equal(pmrep_target_remove_key(c->t, 1), 0);
+	assert_int_equal(pmrep_target_remove_key(c->t, 1), PMREP_E_INVAL);
+	/* never the last key */
+	assert_int_equal(pmrep_target_remove_key(c->t, 2), PMREP_E_STATE);
+	tgt_run(c);
+	/* its session stays: it goes on persisting */
+	assert_int_equal(pmrep_mirror_persist(old, 0, SIZE, 3000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_delete(&old), 0);
+	/* a new attach with key 1 is refused, with either id */
+	assert_int_equal(mirror_try(c, key1, 1, NULL), PMREP_E_AUTH);
+	assert_int_equal(mirror_try(c, key1, 0, NULL), PMREP_E_AUTH);
+	assert_int_equal(pmrep_replica_query("127.0.0.1", c->port, key1, 32,
+			3000 * func_slow(), &info), PMREP_E_AUTH);
+	/* key 2 attaches */
+	assert_int_equal(mirror_try(c, key2, 2, NULL), 0);
+	/* and a key added to the running target is taken at once */
+	tgt_halt(c);
+	assert_int_equal(pmrep_target_add_key(c->t, 7, key1, 32), 0);
+	tgt_run(c);
+	assert_int_equal(mirror_try(c, key1, 7, NULL), 0);
+	tgt_halt(c);
+
+	struct pmrep_target_stats st;
+	assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	/* every refusal above happened at the connection request */
+	assert_int_equal(st.admission_refused, 5);
+	assert_int_equal(st.last_refusal, PMREP_E_AUTH);
+}
+
+/* ------------------------------------------------------ pmrep-target */
+
+static char root[512];
+
+/* pmrep-target with args (NULL-terminated, after the program), stdout to a
+ * pipe: its pid; *out the read end */
+static pid_t
+target_spawn(char *const *args, int *out)
+{
+	char exe[600];
+	snprintf(exe, sizeof(exe), "%s/tools/pmrep-target", root);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		char *argv[32] = { exe };
+		int n = 1;
+		while (args[n - 1] != NULL && n < 31) {
+			argv[n] = args[n - 1];
+			n++;
+		}
+		argv[n] = NULL;
+		execv(exe, argv);
+		_exit(127);
+	}
+	close(p[1]);
+	*out = p[0];
+	return pid;
+}
+
+/* the port of the "listening on ADDR:PORT" line within 10 s, or 0 */
+static unsigned
+target_port(int fd)
+{
+	char buf[256];
+	size_t got = 0;
+	long long end = func_now_ms() + 10000 * func_slow();
+	while (got < sizeof(buf) - 1 && func_now_ms() < end) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		buf[got] = '\0';
+		char *nl = strchr(buf, '\n');
+		if (nl) {
+			char *colon = strrchr(buf, ':');
+			return colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 0;
+		}
+	}
+	return 0;
+}
+
+static int
+wait_exit(pid_t pid)
+{
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void
+pmrep_target_key_files_modes_two_ids_and_sighup(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	char rpath[128], k1[128], k2[128], loose[128];
+	snprintf(rpath, sizeof(rpath), "%s/replica", c->dir);
+	snprintf(k1, sizeof(k1), "%s/k1", c->dir);
+	snprintf(k2, sizeof(k2), "%s/k2", c->dir);
+	snprintf(loose, sizeof(loose), "%s/loose", c->dir);
+	assert_int_equal(pmrep_key_write_file(k1, 1, 32), 0);
+	assert_int_equal(pmrep_key_write_file(k2, 2, 32), 0);
+	func_write_file(loose, key1, sizeof(key1));
+	assert_int_equal(chmod(loose, 0644), 0);
+	int out;
+
+	/* 0644: refused, exit 1 */
+	char *a_loose[] = { "--path", rpath, "--size", "256K", "--create",
+		"--port", "0", "--key-file", loose, NULL };
+	pid_t pid = target_spawn(a_loose, &out);
+	assert_int_equal(wait_exit(pid), 1);
+	close(out);
+	/* ... unless asked for */
+	char *a_ok[] = { "--path", rpath, "--size", "256K", "--create",
+		"--port", "0", "--key-file", loose, "--insecure-key-file", NULL };
+	pid = target_spawn(a_ok, &out);
+	unsigned port = target_port(out);
+	assert_true(port > 0);
+	kill(pid, SIGTERM);
+	assert_int_equal(wait_exit(pid), 0);
+	close(out);
+
+	/* two keygen files: both keys served, each by its id */
+	char *a_two[] = { "--path", rpath, "--port", "0", "--key-file", k1,
+		"--key-file", k2, NULL };
+	pid = target_spawn(a_two, &out);
+	port = target_port(out);
+	assert_true(port > 0);
+	snprintf(c->port, sizeof(c->port), "%u", port);
+	uint8_t kb1[PMREP_KEY_MAX], kb2[PMREP_KEY_MAX];
+	size_t l1, l2;
+	uint32_t id1, id2;
+	assert_int_equal(pmrep_key_read_file_ex(k1, 0, kb1, sizeof(kb1), &l1, &id1), 0);
+	assert_int_equal(pmrep_key_read_file_ex(k2, 0, kb2, sizeof(kb2), &l2, &id2), 0);
+	assert_int_equal(id1, 1);
+	assert_int_equal(id2, 2);
+	assert_int_equal(mirror_try(c, kb1, 1, NULL), 0);
+	assert_int_equal(mirror_try(c, kb2, 2, NULL), 0);
+	/* k1 replaced by a new key of id 3, then SIGHUP: key 1 is gone
+	 * and key 3 is served, without a restart */
+	assert_int_equal(unlink(k1), 0);
+	assert_int_equal(pmrep_key_write_file(k1, 3, 32), 0);
+	uint8_t kb3[PMREP_KEY_MAX];
+	size_t l3;
+	uint32_t id3;
+	assert_int_equal(pmrep_key_read_file_ex(k1, 0, kb3, sizeof(kb3), &l3, &id3), 0);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	/* the reload happens in the target's loop: wait for key 3 */
+	int ret = -1;
+	for (int i = 0; i < 50 && ret != 0; i++) {
+		ret = mirror_try(c, kb3, 3, NULL);
+		if (ret)
+			usleep(100000);
+	}
+	assert_int_equal(ret, 0);
+	assert_int_equal(mirror_try(c, kb1, 1, NULL), PMREP_E_AUTH);
+	assert_int_equal(mirror_try(c, kb2, 2, NULL), 0);
+	kill(pid, SIGTERM);
+	assert_int_equal(wait_exit(pid), 0);
+	close(out);
+
+	/* two files of one key id: refused */
+	char *a_dup[] = { "--path", rpath, "--port", "0", "--key-file", k2,
+		"--key-file", k2, NULL };
+	pid = target_spawn(a_dup, &out);
+	assert_int_equal(wait_exit(pid), 1);
+	close(out);
+}
+
+int
+main(int argc, char *argv[])
+{
+	(void)argc;
+	func_build_root(root, sizeof(root), argv[0]);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(keyless_flood_from_another_address_lets_10_mirrors_attach, setup, teardown),
+		cmocka_unit_test_setup_teardown(rotation_two_keys_then_the_old_one_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(pmrep_target_key_files_modes_two_ids_and_sighup, setup, teardown),
+	};
+	pmrep_log_set_threshold(getenv("TEST_LOG") ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
