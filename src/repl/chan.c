@@ -342,7 +342,7 @@ int
 repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
 		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
-		const char *who,
+		const char *who, const struct repl_tls *tls,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE])
 {
@@ -360,6 +360,9 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	(void) pmrep_conn_cfg_set_sq_size(ccfg, sq_size);
 	(void) pmrep_conn_cfg_set_rq_size(ccfg, CHAN_NRECV);
 	(void) pmrep_conn_cfg_set_cq_size(ccfg, cq_size);
+	ret = repl_tls_client_cfg(ccfg, peer, tls, addr, port);
+	if (ret)
+		goto out;
 
 	ret = pmrep_conn_req_new(peer, addr, port, ccfg, &req);
 	if (ret)
@@ -391,6 +394,10 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		ret = ev == PMREP_CONN_REJECTED ? PMREP_E_REJECTED :
 			ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
 			PMREP_E_CONN_LOST;
+		int cause = 0;
+		(void) pmrep_conn_get_failure(*conn, &cause);
+		if (cause)
+			ret = cause;	/* PMREP_E_TLS: named, logged */
 		PMREP_LOG_ERR("%s (%s:%s): connection %s%s", who, addr, port,
 				pmrep_conn_event_str(ev),
 				ev == PMREP_CONN_UNREACHABLE ?

@@ -11,6 +11,7 @@
 #include <pmrep/transport.h>
 
 #include "msg.h"
+#include "tls_psk.h"
 
 /* a conn's own timeout (pmrep_conn_cfg_set_timeout) when its caller has
  * no limit (-1): the transport's liveness period and, on verbs, its ACK
@@ -76,12 +77,15 @@ void repl_chan_detach(struct repl_chan *ch);
  * caller deletes it on every path) and attached to `ch`. Errors: the
  * transport's, PMREP_E_REJECTED / PMREP_E_UNREACHABLE / PMREP_E_CONN_LOST
  * for a terminal event instead of ESTABLISHED (logged with `who`),
- * PMREP_E_MALFORMED (a bad CHALLENGE).
+ * PMREP_E_MALFORMED (a bad CHALLENGE), PMREP_E_TLS (tcp with `tls` on:
+ * the TLS handshake failed -- a wrong key, a plaintext target, a handshake
+ * not meant for this target -- or the target is TLS and we are not).
+ * `tls` (NULL: off): the TLS 1.3 PSK channel on tcp (tls_psk.h).
  */
 int repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
 		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
-		const char *who,
+		const char *who, const struct repl_tls *tls,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE]);
 /* encode and send `m` (signalled). PMREP_E_AGAIN: every send slot busy */

@@ -206,9 +206,11 @@ ini_open(struct ctx *c, struct ini *x)
 	memset(x, 0, sizeof(*x));
 	assert_int_equal(pmrep_peer_open("127.0.0.1", false, &x->peer), 0);
 	assert_int_equal(repl_chan_init(&x->ch, x->peer), 0);
+	/* TLS as a mirror would (the target's default) */
+	struct repl_tls tls = { true, key, sizeof(key), 0 };
 	assert_int_equal(repl_chan_dial(&x->ch, x->peer, "127.0.0.1", c->port,
-			repl_deadline(3000), 1234, 16, 32, "fake", &x->conn, x->ni,
-			x->nt), 0);
+			repl_deadline(3000), 1234, 16, 32, "fake", &tls, &x->conn,
+			x->ni, x->nt), 0);
 	/* the conn's own timeout is the one given, not what was left of
 	 * the dial's deadline (its liveness period follows from it) */
 	assert_int_equal(x->conn->cfg.timeout_ms, 1234);

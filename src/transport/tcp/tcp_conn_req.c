@@ -62,9 +62,14 @@ tcp_conn_req_delete(struct pmrep_conn_req *req_base)
 	struct tcp_conn_req *req = (struct tcp_conn_req *)req_base;
 	if (req->sock >= 0) {
 		/* an explicit reject: the initiator reports REJECTED, no retry */
-		tcp_sock_send_now(req->sock, TCP_WIRE_REJECT, TCP_WIRE_REJ_APP);
+		if (req->tls)
+			tcp_tls_send_now(req->tls, TCP_WIRE_REJECT, TCP_WIRE_REJ_APP);
+		else
+			tcp_sock_send_now(req->sock, TCP_WIRE_REJECT, TCP_WIRE_REJ_APP);
 		tcp_sock_close_gently(req->sock);
 	}
+	tcp_tls_free(req->tls);
+	tcp_tls_wipe_cfg(&req->base.cfg);
 	tcp_rq_fini(&req->rq);
 	free(req);
 	return 0;
