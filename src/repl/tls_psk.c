@@ -38,6 +38,8 @@
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 
+#include <pmrep/repl.h>
+
 #include "common/log.h"
 #include "tls_psk.h"
 

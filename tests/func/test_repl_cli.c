@@ -723,7 +723,8 @@ status_queries_a_target_read_only_while_a_mirror_persists(void **state)
 	static const uint8_t wrong[] = "not-the-cli-test-key-0123456789";
 	read_hdr_block(tg[0].path, h0);
 	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, wrong,
-			sizeof(wrong) - 1, 5000 * func_slow(), &q), PMREP_E_AUTH);
+			sizeof(wrong) - 1, 5000 * func_slow(), &q),
+			func_is_tcp() ? PMREP_E_TLS : PMREP_E_AUTH);	/* tcp: TLS first */
 	snprintf(badkey, sizeof(badkey), "%s/badkey", dir);
 	func_write_file(badkey, wrong, sizeof(wrong) - 1);
 	char *st_bad[] = { exe, "status", rep, "--key-file", badkey, NULL };
