@@ -25,9 +25,12 @@
  * the staging buffer is fully written (SSL_write retried with the same
  * buffer, as OpenSSL requires after WANT_WRITE) the next write returns
  * EAGAIN and tcp_tls_tx_pending() is true (the conn waits for POLLOUT).
- * Reads: SSL_read until the caller's buffer is full or OpenSSL holds no
- * more decrypted bytes (SSL_has_pending), so what is left unread is in
- * the kernel's socket buffer, where poll sees it (no read-ahead).
+ * Reads (with read-ahead: one recv takes all the socket holds, up to
+ * TLS_STAGE bytes): SSL_read until the caller's buffer is full or OpenSSL
+ * holds nothing more, decrypted or not (SSL_has_pending), so a short
+ * read means what is left is in the kernel's socket buffer, where poll
+ * sees it; a full one makes the conn read again (rx_more), as with its
+ * own receive buffer.
  *
  * Key exchange psk_dhe_ke only (SSL_OP_ALLOW_NO_DHE_KEX is never set);
  * no session tickets (no resumption PSKs), no 0-RTT, no certificates: a
@@ -219,6 +222,11 @@ ctx_make(bool server)
 	SSL_CTX_set_max_early_data(ctx, 0);
 	/* non-blocking: a non-application record makes SSL_read return */
 	SSL_CTX_clear_mode(ctx, SSL_MODE_AUTO_RETRY);
+	/* read-ahead: one recv takes what the socket holds (not a record
+	 * header and then its body); tcp_tls_recv returns short only when
+	 * OpenSSL holds nothing more, so poll still sees what is left */
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(ctx, TLS_STAGE);
 	if (server) {
 		(void) SSL_CTX_set_num_tickets(ctx, 0);
 		SSL_CTX_set_psk_find_session_callback(ctx, find_session_cb);
