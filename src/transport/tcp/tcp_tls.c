@@ -55,6 +55,7 @@
 #include "transport/common.h"
 
 #define TLS_STAGE (64 * 1024)		/* plaintext bytes per SSL_write */
+#define TLS_OBUF (TLS_STAGE + 4096)	/* its records (and slack) per send */
 #define TLS_SUITES "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256"
 
 struct tcp_tls {
@@ -75,6 +76,11 @@ struct tcp_tls {
 	/* write staging */
 	uint8_t *wbuf;
 	size_t wlen;
+	/* the records OpenSSL wrote, sent with one send() per SSL_write (not
+	 * one per 16 KiB record: each would wake the peer); [ooff, olen) */
+	uint8_t *obuf;
+	size_t ooff, olen;
+	bool hs_ok;			/* SSL_do_handshake returned 1 */
 };
 
 static SSL_CTX *ctx_client, *ctx_server;
@@ -83,23 +89,53 @@ static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 
 /* ------------------------------------------------------------------ BIO */
 
+/* send what the output buffer holds: 0 all out, -1 with errno (EAGAIN:
+ * the rest stays for POLLOUT) */
+static int
+obuf_flush(struct tcp_tls *t)
+{
+	while (t->ooff < t->olen) {
+		ssize_t n = send(t->fd, t->obuf + t->ooff, t->olen - t->ooff,
+				MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			t->ooff += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EWOULDBLOCK)
+			errno = EAGAIN;
+		if (n == 0)
+			errno = EPIPE;
+		return -1;
+	}
+	t->ooff = t->olen = 0;
+	return 0;
+}
+
+/* OpenSSL's records go to the output buffer; a full one is sent first */
 static int
 bio_write(BIO *b, const char *buf, int len)
 {
 	struct tcp_tls *t = BIO_get_data(b);
 	BIO_clear_retry_flags(b);
-	for (;;) {
-		ssize_t n = send(t->fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n >= 0) {
-			t->wire_out += (uint64_t)n;
-			return (int)n;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			BIO_set_retry_write(b);
+	if (t->obuf == NULL && (t->obuf = malloc(TLS_OBUF)) == NULL) {
+		errno = ENOMEM;
 		return -1;
 	}
+	if (t->olen + (size_t)len > TLS_OBUF) {
+		if (obuf_flush(t) != 0) {
+			if (errno == EAGAIN)
+				BIO_set_retry_write(b);
+			return -1;
+		}
+		if ((size_t)len > TLS_OBUF)
+			len = TLS_OBUF;	/* OpenSSL writes the rest next */
+	}
+	memcpy(t->obuf + t->olen, buf, (size_t)len);
+	t->olen += (size_t)len;
+	t->wire_out += (uint64_t)len;
+	return len;
 }
 
 static int
@@ -122,10 +158,17 @@ bio_read(BIO *b, char *buf, int len)
 static long
 bio_ctrl(BIO *b, int cmd, long num, void *ptr)
 {
-	(void) b;
 	(void) num;
 	(void) ptr;
-	return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+	if (cmd != BIO_CTRL_FLUSH)
+		return 0;
+	struct tcp_tls *t = BIO_get_data(b);
+	BIO_clear_retry_flags(b);
+	if (obuf_flush(t) == 0)
+		return 1;
+	if (errno == EAGAIN)
+		BIO_set_retry_write(b);
+	return 0;
 }
 
 static int
@@ -377,20 +420,31 @@ tcp_tls_handshake(struct tcp_tls *t, short *events)
 	if (t->done)
 		return 1;
 	ERR_clear_error();
-	int r = SSL_do_handshake(t->ssl);
-	if (r == 1) {
+	int r = t->hs_ok ? 1 : SSL_do_handshake(t->ssl);
+	int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, r);
+	int saved = errno;
+	/* what it wrote goes out first (an alert too, on a failure) */
+	bool out_blocked = obuf_flush(t) != 0;
+	bool out_failed = out_blocked && errno != EAGAIN;
+	errno = saved;
+	if (e == SSL_ERROR_NONE) {
+		t->hs_ok = true;
+		if (out_failed)
+			return PMREP_E_CONN_LOST;
+		if (out_blocked) {
+			*events = POLLOUT;
+			return 0;
+		}
 		t->done = true;
 		/* the client's PSK is not needed any more */
 		OPENSSL_cleanse(t->psk, sizeof(t->psk));
 		return 1;
 	}
-	int e = SSL_get_error(t->ssl, r);
-	if (e == SSL_ERROR_WANT_READ) {
-		*events = POLLIN;
-		return 0;
-	}
-	if (e == SSL_ERROR_WANT_WRITE) {
-		*events = POLLOUT;
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		if (out_failed)
+			return PMREP_E_CONN_LOST;
+		*events = e == SSL_ERROR_WANT_WRITE || out_blocked ? POLLOUT :
+			POLLIN;
 		return 0;
 	}
 	/* an end or a socket error mid-handshake: the caller retries or
@@ -439,15 +493,29 @@ tcp_tls_recv(struct tcp_tls *t, void *buf, size_t len)
 		}
 		if (got > 0)
 			break;	/* the failure shows on the next call */
-		return tls_failure(t, r, "receive") == 0 ? 0 : -1;
+		int f = tls_failure(t, r, "receive");
+		int saved = errno;
+		(void) obuf_flush(t);	/* OpenSSL's alert, best effort */
+		errno = saved;
+		return f == 0 ? 0 : -1;
+	}
+	if (t->olen > t->ooff) {
+		/* OpenSSL answered something (a key update): send it */
+		int saved = errno;
+		(void) obuf_flush(t);
+		errno = saved;
 	}
 	return (ssize_t)got;
 }
 
-/* write the staging buffer: 0 all out, -1 with errno (EAGAIN: retry) */
+/* push out what is taken: the output buffer, then the staging buffer
+ * (SSL_write into the output buffer), then that: 0 nothing left, -1 with
+ * errno (EAGAIN: the rest waits for POLLOUT) */
 static int
 stage_flush(struct tcp_tls *t)
 {
+	if (obuf_flush(t) != 0)
+		return -1;
 	if (t->wlen == 0)
 		return 0;
 	size_t n = 0;
@@ -455,7 +523,7 @@ stage_flush(struct tcp_tls *t)
 	int r = SSL_write_ex(t->ssl, t->wbuf, t->wlen, &n);
 	if (r == 1) {
 		t->wlen = 0;
-		return 0;
+		return obuf_flush(t);
 	}
 	int e = SSL_get_error(t->ssl, r);
 	if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
@@ -478,7 +546,7 @@ tcp_tls_flush(struct tcp_tls *t)
 bool
 tcp_tls_tx_pending(const struct tcp_tls *t)
 {
-	return t->wlen > 0;
+	return t->wlen > 0 || t->olen > t->ooff;
 }
 
 ssize_t
@@ -522,7 +590,7 @@ tcp_tls_write_all(struct tcp_tls *t, const void *buf, size_t len,
 		/* nothing staged yet (an earlier record is stuck): not ours */
 		return -EAGAIN;
 	}
-	while (t->wlen > 0) {
+	while (tcp_tls_tx_pending(t)) {
 		if (stage_flush(t) == 0)
 			break;
 		if (errno != EAGAIN)
@@ -540,7 +608,7 @@ tcp_tls_write_all(struct tcp_tls *t, const void *buf, size_t len,
 void
 tcp_tls_send_now(struct tcp_tls *t, uint8_t type, uint32_t status)
 {
-	if (!t->done || t->wlen > 0)
+	if (!t->done || tcp_tls_tx_pending(t))
 		return;	/* no session yet, or mid-record: nothing can go */
 	struct tcp_frame f;
 	memset(&f, 0, sizeof(f));
@@ -550,7 +618,8 @@ tcp_tls_send_now(struct tcp_tls *t, uint8_t type, uint32_t status)
 	size_t n = tcp_wire_encode(&f, hdr);
 	size_t w = 0;
 	ERR_clear_error();
-	(void) SSL_write_ex(t->ssl, hdr, n, &w);
+	if (SSL_write_ex(t->ssl, hdr, n, &w) == 1)
+		(void) obuf_flush(t);
 	ERR_clear_error();
 }
 
@@ -561,6 +630,7 @@ tcp_tls_free(struct tcp_tls *t)
 		return;
 	SSL_free(t->ssl);
 	free(t->wbuf);
+	free(t->obuf);
 	OPENSSL_cleanse(t, sizeof(*t));
 	free(t);
 }
