@@ -21,6 +21,10 @@
  *   - the reflection (Selfie, RFC 9257): a handshake meant for target T
  *     (which answers to the relay's name) relayed to another target N of
  *     the same key is refused by N (PMREP_E_TLS), while T accepts it.
+ *   - the transport alone: the cfg API's limits, a TLS pair's writes and
+ *     reads byte-exact at every size, a plaintext client at a TLS
+ *     endpoint and a TLS client at a plaintext one both REJECTED with
+ *     pmrep_conn_get_failure = PMREP_E_TLS, an unknown identity too.
  * tcp only (verbs has no TLS: skipped).
  */
 #include <errno.h>
@@ -725,6 +729,132 @@ reflected_handshake_is_refused_by_the_other_target(void **state)
 	pmrep_pmem_close(&local);
 }
 
+/* ------------------------------------------------- the transport alone */
+
+static const uint8_t tpsk[32] = "transport-psk-0123456789-abcdefg";
+
+static int
+tfind(void *arg, const uint8_t *id, size_t len, const char *local,
+		uint8_t *psk, size_t *psk_len)
+{
+	(void)arg;
+	assert_non_null(strstr(local, "127.0.0.1:"));
+	if (len != 6 || memcmp(id, "client", 6) != 0)
+		return -1;
+	memcpy(psk, tpsk, sizeof(tpsk));
+	*psk_len = sizeof(tpsk);
+	return 0;
+}
+
+/* the cfg API's limits, a TLS pair's one-sided ops byte-exact, and both
+ * mismatches refused with the cause named on the conn */
+static void
+transport_tls_pair_ops_and_refusals(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	struct pmrep_conn_cfg *cc, *sc, *plain;
+	assert_int_equal(pmrep_conn_cfg_new(&cc), 0);
+	assert_int_equal(pmrep_conn_cfg_new(&sc), 0);
+	assert_int_equal(pmrep_conn_cfg_new(&plain), 0);
+	bool on = true;
+	assert_int_equal(pmrep_conn_cfg_get_tls(cc, &on), 0);
+	assert_false(on);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk(cc, "client", tpsk, 31), PMREP_E_INVAL);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk(cc, "", tpsk, 32), PMREP_E_INVAL);
+	char longid[PMREP_TLS_IDENTITY_MAX + 2];
+	memset(longid, 'x', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = '\0';
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk(cc, longid, tpsk, 32), PMREP_E_INVAL);
+	assert_int_equal(pmrep_conn_cfg_get_tls(cc, &on), 0);
+	assert_false(on);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk_find(sc, NULL, NULL), PMREP_E_INVAL);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk(cc, "client", tpsk, 32), 0);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk_find(sc, tfind, NULL), 0);
+	assert_int_equal(pmrep_conn_cfg_get_tls(cc, &on), 0);
+	assert_true(on);
+
+	/* a TLS pair: writes and reads of every size byte-exact */
+	struct func_pair p;
+	struct func_opts o = { .ccfg = cc, .scfg = sc };
+	func_pair_open(&p, &o);
+	struct func_mrs m;
+	func_mrs_reg(&m, &p, 1u << 20, PMREP_MR_USAGE_ALL);
+	for (unsigned i = 0; i < FUNC_NSIZES; i++) {
+		size_t n = func_sizes[i];
+		func_pattern(m.cbuf, n, i + 1);
+		assert_int_equal(pmrep_write(p.cconn, m.srmt, 0, m.cmr, 0, n,
+				PMREP_F_COMPLETION_ALWAYS, NULL), 0);
+		assert_int_equal(func_wait_one(func_cq(p.cconn), 5000).status,
+				IBV_WC_SUCCESS);
+		assert_memory_equal(m.sbuf, m.cbuf, n);
+		memset(m.cbuf, 0, n);
+		assert_int_equal(pmrep_read(p.cconn, m.cmr, 0, m.srmt, 0, n,
+				PMREP_F_COMPLETION_ALWAYS, NULL), 0);
+		assert_int_equal(func_wait_one(func_cq(p.cconn), 5000).status,
+				IBV_WC_SUCCESS);
+		assert_memory_equal(m.cbuf, m.sbuf, n);
+	}
+	int cause = -1;
+	assert_int_equal(pmrep_conn_get_failure(p.cconn, &cause), 0);
+	assert_int_equal(cause, 0);
+
+	/* a plaintext client to the TLS endpoint: REJECTED, cause TLS; the
+	 * endpoint reports the refusal */
+	struct pmrep_conn_req *req = NULL;
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, "127.0.0.1", p.port, plain, &req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	int r = PMREP_E_NO_EVENT;
+	for (int i = 0; i < 300 && r != PMREP_E_TLS; i++) {
+		struct pmrep_conn_req *sreq = NULL;
+		r = pmrep_ep_next_conn_req(p.ep, sc, &sreq);
+		assert_int_not_equal(r, 0);
+		usleep(10000);
+	}
+	assert_int_equal(r, PMREP_E_TLS);
+	func_expect_event(conn, PMREP_CONN_REJECTED, 5000);
+	assert_int_equal(pmrep_conn_get_failure(conn, &cause), 0);
+	assert_int_equal(cause, PMREP_E_TLS);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+
+	/* a TLS client to a plaintext endpoint: REJECTED, cause TLS */
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, "127.0.0.1", p.port, cc, &req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	r = PMREP_E_NO_EVENT;
+	for (int i = 0; i < 300 && r == PMREP_E_NO_EVENT; i++) {
+		struct pmrep_conn_req *sreq = NULL;
+		r = pmrep_ep_next_conn_req(p.ep, plain, &sreq);
+		usleep(10000);
+	}
+	assert_int_equal(r, PMREP_E_MALFORMED);	/* not a HELLO */
+	func_expect_event(conn, PMREP_CONN_REJECTED, 5000);
+	assert_int_equal(pmrep_conn_get_failure(conn, &cause), 0);
+	assert_int_equal(cause, PMREP_E_TLS);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+
+	/* an unknown identity: the handshake fails on both ends */
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk(plain, "stranger", tpsk, 32), 0);
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, "127.0.0.1", p.port, plain, &req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	r = PMREP_E_NO_EVENT;
+	for (int i = 0; i < 300 && r != PMREP_E_TLS; i++) {
+		struct pmrep_conn_req *sreq = NULL;
+		r = pmrep_ep_next_conn_req(p.ep, sc, &sreq);
+		assert_int_not_equal(r, 0);
+		usleep(10000);
+	}
+	func_expect_event(conn, PMREP_CONN_REJECTED, 5000);
+	assert_int_equal(pmrep_conn_get_failure(conn, &cause), 0);
+	assert_int_equal(cause, PMREP_E_TLS);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+
+	func_pair_close_all(&p, &m);
+	pmrep_conn_cfg_delete(&cc);
+	pmrep_conn_cfg_delete(&sc);
+	pmrep_conn_cfg_delete(&plain);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -739,6 +869,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(downgrade_attempts_are_refused_with_the_tls_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(wrong_key_fails_the_tls_handshake_on_both_ends, setup, teardown),
 		cmocka_unit_test_setup_teardown(reflected_handshake_is_refused_by_the_other_target, setup, teardown),
+		cmocka_unit_test_setup_teardown(transport_tls_pair_ops_and_refusals, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
