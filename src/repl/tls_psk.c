@@ -20,10 +20,11 @@
  * identity alone does not stop that. With T's name in the identity and
  * in the PSK, N's target refuses it: the name is not one of its own (the
  * local address the client's bytes arrived at, or a name its operator
- * listed for relays / NAT), and even if the check were skipped, N's
- * target would derive the PSK for its own name and the binder would not
- * verify. A target's identity ("target" role) is never issued and never
- * accepted: no PSK exists for the server role.
+ * listed for relays / NAT); and the identity cannot be edited in transit
+ * to name N, since the ClientHello's PSK binder was made with T's PSK and
+ * does not verify with N's. A target's identity ("target" role) is never
+ * issued and never accepted: no PSK exists for the server role. (With the
+ * name check removed, test_repl_tls's reflected handshake is accepted.)
  */
 #include <stdatomic.h>
 #include <stdio.h>
