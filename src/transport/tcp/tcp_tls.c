@@ -370,10 +370,20 @@ tcp_tls_new(const struct pmrep_conn_cfg *cfg, int fd, bool server,
 		socklen_t len = sizeof(ss);
 		char host[INET6_ADDRSTRLEN] = "?";
 		unsigned port = 0;
+		bool v6 = false;
 		if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
 			if (ss.ss_family == AF_INET6) {
 				struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-				(void) inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+				/* an IPv4 client of a dual-stack listener dialed
+				 * the IPv4 address: name it so */
+				if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+					(void) inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12],
+							host, sizeof(host));
+				} else {
+					(void) inet_ntop(AF_INET6, &a->sin6_addr, host,
+							sizeof(host));
+					v6 = true;
+				}
 				port = ntohs(a->sin6_port);
 			} else {
 				struct sockaddr_in *a = (struct sockaddr_in *)&ss;
@@ -381,8 +391,7 @@ tcp_tls_new(const struct pmrep_conn_cfg *cfg, int fd, bool server,
 				port = ntohs(a->sin_port);
 			}
 		}
-		snprintf(t->local, sizeof(t->local),
-				ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u",
+		snprintf(t->local, sizeof(t->local), v6 ? "[%s]:%u" : "%s:%u",
 				host, port);
 	} else {
 		memcpy(t->psk, cfg->tls_psk, cfg->tls_psk_len);
