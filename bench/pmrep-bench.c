@@ -77,6 +77,22 @@
 #define OP_TIMEOUT_MS 10000
 
 static const uint8_t Key[32] = "pmrep-bench-key-0123456789abcdef";
+/* the tls sweep's PSK (TLS 1.3, external PSK: transport.h "TLS") */
+static const uint8_t Tls_psk[32] = "pmrep-bench-tls-psk-0123456789ab";
+static bool Raw_tls;	/* raw_open: the next connection inside TLS */
+
+static int
+tls_find(void *arg, const uint8_t *id, size_t len, const char *local,
+		uint8_t *psk, size_t *psk_len)
+{
+	(void) arg;
+	(void) local;
+	if (len != 11 || memcmp(id, "pmrep-bench", 11) != 0)
+		return -1;
+	memcpy(psk, Tls_psk, sizeof(Tls_psk));
+	*psk_len = sizeof(Tls_psk);
+	return 0;
+}
 
 /*
  * the raw level's write is a hint-able post: "more follows" (the flush),
@@ -96,7 +112,7 @@ struct opts {
 	const char *addr;
 	const char *dev;		/* verbs: perftest's -d */
 	bool raw, mirror;
-	bool sweep_lat, sweep_bw, sweep_rep, sweep_restart;
+	bool sweep_lat, sweep_bw, sweep_rep, sweep_restart, sweep_tls;
 	size_t sizes[MAX_LIST];
 	unsigned nsizes;
 	size_t bw_sizes[MAX_LIST];
@@ -136,9 +152,11 @@ usage(FILE *f)
 "  --addr IP              address of both sides (tcp 127.0.0.1; verbs $RXE_IP or 10.11.12.1)\n"
 "  --dev NAME             RDMA device for perftest (verbs; default $RXE_DEV or rxe0)\n"
 "  --level raw|mirror|all what to measure (default all)\n"
-"  --sweep lat,bw,rep,restart  latency vs size, throughput vs queue depth, replicas, the\n"
-"                         mirror's record: restart after a crash (1 GiB log; --quick 64 MiB)\n"
-"                         and its price on the persist path (default all)\n"
+"  --sweep lat,bw,rep,restart,tls  latency vs size, throughput vs queue depth, replicas,\n"
+"                         the mirror's record: restart after a crash (1 GiB log; --quick\n"
+"                         64 MiB) and its price on the persist path; tls (tcp, raw level):\n"
+"                         64 B latency and 4 KiB qd 16 stream, TLS 1.3 against plain tcp\n"
+"                         (default all)\n"
 "  --sizes LIST           latency sweep record sizes (default 64,512,4096,65536,1048576)\n"
 "  --bw-sizes LIST        throughput sweep record sizes (default 4096)\n"
 "  --qd LIST              queue depths of the throughput sweep (default 1,4,16,64)\n"
@@ -217,7 +235,7 @@ parse_opts(int argc, char *argv[])
 		{ 0, 0, 0, 0 },
 	};
 	const char *sizes = NULL, *bw = NULL, *qd = NULL, *reps = NULL;
-	const char *wait = NULL, *level = "all", *sweep = "lat,bw,rep,restart";
+	const char *wait = NULL, *level = "all", *sweep = "lat,bw,rep,restart,tls";
 	int ms = -1, rounds = -1;
 	O.prov = PMREP_PROVIDER_TCP;
 	O.floor = true;
@@ -273,6 +291,7 @@ parse_opts(int argc, char *argv[])
 	O.sweep_bw = strstr(sweep, "bw") != NULL;
 	O.sweep_rep = strstr(sweep, "rep") != NULL;
 	O.sweep_restart = strstr(sweep, "restart") != NULL;
+	O.sweep_tls = strstr(sweep, "tls") != NULL;
 	if (O.addr == NULL) {
 		const char *ip = getenv("RXE_IP");
 		O.addr = O.prov == PMREP_PROVIDER_TCP ? "127.0.0.1" :
@@ -572,7 +591,7 @@ server_end(struct server *sv)
 
 /* RAW <remote size>: one more registered region, listen, accept one conn */
 static int
-server_raw(struct server *sv, size_t size)
+server_raw(struct server *sv, size_t size, bool tls)
 {
 	char path[128];
 	if (sv->nraw == MAX_RAW)
@@ -603,7 +622,14 @@ server_raw(struct server *sv, size_t size)
 	ctrl_send(Ctrl, "OK %u", port);
 
 	struct pmrep_conn_req *req = NULL;
-	ret = pmrep_ep_wait_conn_req(w->ep, NULL, OP_TIMEOUT_MS, &req);
+	struct pmrep_conn_cfg *acfg = NULL;
+	if (tls && (pmrep_conn_cfg_new(&acfg) ||
+			pmrep_conn_cfg_set_tls_psk_find(acfg, tls_find, NULL))) {
+		(void) pmrep_conn_cfg_delete(&acfg);
+		return PMREP_E_NOMEM;
+	}
+	ret = pmrep_ep_wait_conn_req(w->ep, acfg, OP_TIMEOUT_MS, &req);
+	(void) pmrep_conn_cfg_delete(&acfg);
 	if (ret)
 		return ret;
 	uint8_t pd_buf[PMREP_MR_DESC_SIZE + PMREP_PEER_CFG_DESC_SIZE];
@@ -730,7 +756,8 @@ server_main(int ctrl)
 		unsigned n;
 		unsigned long long sz;
 		if (sscanf(line, "RAW %llu", &sz) == 1) {
-			ret = server_raw(&sv, (size_t)sz);
+			ret = server_raw(&sv, (size_t)sz,
+					strstr(line, " TLS") != NULL);
 			if (ret == 0)
 				ctrl_send(ctrl, "OK");
 		} else if (sscanf(line, "TGT %u %llu", &n, &sz) == 2) {
@@ -937,7 +964,7 @@ raw_open(struct raw *r, size_t max_size)
 	unsigned port;
 	memset(r, 0, sizeof(*r));
 	r->rsize = RAW_REMOTE_SIZE;
-	if (ctrl_send(Ctrl, "RAW %zu", r->rsize) ||
+	if (ctrl_send(Ctrl, "RAW %zu%s", r->rsize, Raw_tls ? " TLS" : "") ||
 			ctrl_recv(Ctrl, reply, sizeof(reply), OP_TIMEOUT_MS) ||
 			sscanf(reply, "OK %u", &port) != 1) {
 		fprintf(stderr, "pmrep-bench: raw server: %s\n", reply);
@@ -963,6 +990,9 @@ raw_open(struct raw *r, size_t max_size)
 	(void) pmrep_conn_cfg_set_timeout(ccfg, OP_TIMEOUT_MS);
 	(void) pmrep_conn_cfg_set_sq_size(ccfg, 2 * MAX_QD + 4);
 	(void) pmrep_conn_cfg_set_cq_size(ccfg, 2 * MAX_QD + 4);
+	if (Raw_tls && (ret = pmrep_conn_cfg_set_tls_psk(ccfg, "pmrep-bench",
+			Tls_psk, sizeof(Tls_psk))))
+		goto err;
 	ret = pmrep_conn_req_new(r->peer, O.addr, sport, ccfg, &req);
 	if (ret)
 		goto err;
@@ -2027,6 +2057,78 @@ sweep_replicas(void)
 	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
 }
 
+/* ------------------------------------------------------ tls: its cost */
+
+/*
+ * TLS 1.3 (external PSK, AES-128-GCM or ChaCha20-Poly1305, psk_dhe_ke)
+ * against plain tcp, the same raw level (write + flush PERSISTENT), both
+ * connections open at once to one server, alternated in every round
+ * (the order swapped each round), ratios taken within a round, the
+ * median [min-max] of the rounds reported: 64 B at qd 1 (p50 latency,
+ * TLS / plain: > 1 is TLS's cost) and 4 KiB at qd 16 (MiB/s, TLS /
+ * plain: < 1 is its cost). No timed assertion: figures only.
+ */
+static void
+sweep_tls(void)
+{
+	struct raw r[2];
+	Raw_tls = false;
+	int ok = raw_open(&r[0], 4096) == 0;
+	Raw_tls = true;
+	ok = ok && raw_open(&r[1], 4096) == 0;
+	Raw_tls = false;
+	if (!ok) {
+		fprintf(Tab, "\ntls: not measured (a connection failed)\n");
+		Failures++;
+		if (r[0].conn)
+			raw_close(&r[0]);
+		char reply[64];
+		(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+		return;
+	}
+	double lat[2][16], bw[2][16], lr[16], br[16];
+	int n = O.rounds < 16 ? O.rounds : 16;
+	for (int k = 0; k < n; k++) {
+		for (int j = 0; j < 2; j++) {
+			int i = (j + k) % 2;	/* alternate who goes first */
+			struct bench_result res;
+			bench_samples_reset(&S_round);
+			if (raw_run(&r[i], 64, 1, O.ms, &S_round)) {
+				Failures++;
+				goto out;
+			}
+			bench_summarize(&S_round, &res);
+			lat[i][k] = res.p50_us;
+			bench_samples_reset(&S_round);
+			if (raw_run(&r[i], 4096, 16, O.ms, &S_round)) {
+				Failures++;
+				goto out;
+			}
+			bench_summarize(&S_round, &res);
+			bw[i][k] = res.mib_per_s;
+		}
+		lr[k] = lat[1][k] / lat[0][k];
+		br[k] = bw[1][k] / bw[0][k];
+	}
+	double lp = median(lat[0], n), lt = median(lat[1], n);
+	double bp = median(bw[0], n), bt = median(bw[1], n);
+	double lmed = median(lr, n), bmed = median(br, n);
+	fprintf(Tab, "\ntls: TLS 1.3 (external PSK) against plain tcp, raw level write+flush, %d round(s) x %d ms, alternated\n",
+			n, O.ms);
+	fprintf(Tab, "  64 B qd 1   p50: plain %8.1f us  tls %8.1f us   ratio tls/plain %.3f [%.3f-%.3f]\n",
+			lp, lt, lmed, lr[0], lr[n - 1]);
+	fprintf(Tab, "  4 KiB qd 16 bw:  plain %8.1f MiB/s tls %8.1f MiB/s  ratio tls/plain %.3f [%.3f-%.3f]\n",
+			bp, bt, bmed, br[0], br[n - 1]);
+	if (Json)
+		fprintf(Json, "{\"run\":\"%s\",\"sweep\":\"tls\",\"lat64_plain_us\":%.2f,\"lat64_tls_us\":%.2f,\"lat64_ratio\":%.4f,\"bw4k_plain_mibs\":%.1f,\"bw4k_tls_mibs\":%.1f,\"bw4k_ratio\":%.4f}\n",
+				Run_id, lp, lt, lmed, bp, bt, bmed);
+out:
+	raw_close(&r[0]);
+	raw_close(&r[1]);
+	char reply[64];
+	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+}
+
 /* ------------------------------------------------ the record: restart */
 
 /*
@@ -2488,6 +2590,8 @@ main(int argc, char *argv[])
 		sweep_replicas();
 	if (O.mirror && O.sweep_restart)
 		sweep_restart();
+	if (O.raw && O.sweep_tls && O.prov == PMREP_PROVIDER_TCP)
+		sweep_tls();
 	cpu_table_print();
 	fprintf(Tab, "done in %.1f s%s\n", (double)(bench_now_ns() - t0) / 1e9,
 			Failures ? " (with failures)" : "");

@@ -55,6 +55,12 @@ usage(FILE *f)
 		"  -S, --staging            serve through a staging buffer (GPSPM)\n"
 		"  -t, --timeout MS         handshake / connection timeout in milliseconds\n"
 		"                           (default 5000)\n"
+		"      --no-tls             tcp: serve plaintext initiators only (default:\n"
+		"                           TLS 1.3 with a PSK derived from the key; a TLS\n"
+		"                           target refuses plaintext initiators and vice\n"
+		"                           versa). No effect on RDMA (use IPsec / MACsec)\n"
+		"      --tls-name HOST:PORT another numeric address initiators dial to\n"
+		"                           reach this target (a relay, a NAT); up to 8\n"
 		"  -v, --verbose            log at INFO (PMREP_LOG_LEVEL overrides)\n"
 		"  -h, --help               this help\n"
 		"\n"
@@ -249,6 +255,8 @@ main(int argc, char *argv[])
 		{ "direct-write-to-pmem", no_argument, NULL, 'd' },
 		{ "staging", no_argument, NULL, 'S' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "no-tls", no_argument, NULL, 'N' },
+		{ "tls-name", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -258,6 +266,9 @@ main(int argc, char *argv[])
 	unsigned nfiles = 0, key_flags = 0;
 	uint64_t size = 0;
 	bool create = false, direct = false, staging = false, verbose = false;
+	bool tls = true;
+	const char *tls_names[8];
+	unsigned ntls_names = 0;
 	int timeout = 5000, c;
 
 	while ((c = getopt_long(argc, argv, "p:s:ca:P:k:dSt:vh", opts, NULL)) != -1) {
@@ -290,6 +301,14 @@ main(int argc, char *argv[])
 				return 2;
 			}
 			break;
+		case 'N': tls = false; break;
+		case 'T':
+			if (ntls_names == 8) {
+				fprintf(stderr, "pmrep-target: at most 8 --tls-name\n");
+				return 2;
+			}
+			tls_names[ntls_names++] = optarg;
+			break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -315,10 +334,18 @@ main(int argc, char *argv[])
 			(ret = keyset_to_cfg(&ks, cfg)) ||
 			(ret = pmrep_target_cfg_set_direct_write_to_pmem(cfg, direct)) ||
 			(ret = pmrep_target_cfg_set_staging(cfg, staging)) ||
-			(ret = pmrep_target_cfg_set_timeout(cfg, timeout))) {
+			(ret = pmrep_target_cfg_set_timeout(cfg, timeout)) ||
+			(ret = pmrep_target_cfg_set_tls(cfg, tls))) {
 		fprintf(stderr, "pmrep-target: bad configuration: %s (%s)\n",
 				pmrep_err_to_str(ret), pmrep_err_msg());
 		goto out;
+	}
+	for (unsigned i = 0; i < ntls_names; i++) {
+		if ((ret = pmrep_target_cfg_add_tls_name(cfg, tls_names[i]))) {
+			fprintf(stderr, "pmrep-target: bad --tls-name '%s' (%s)\n",
+					tls_names[i], pmrep_err_msg());
+			goto out;
+		}
 	}
 
 	/* signals arrive through the poll loop, never asynchronously */

@@ -49,7 +49,7 @@ static const char help_verify[] =
 	"      valid replica, 2 usage error or failure (e.g. a missing file).\n";
 static const char help_status[] =
 	"  pmrep status REPLICA_FILE [-v]\n"
-	"  pmrep status ADDR:PORT --key-file FILE [--timeout MS] [-v]\n"
+	"  pmrep status ADDR:PORT --key-file FILE [--timeout MS] [--no-tls] [-v]\n"
 	"      print a replica's header: replica set UUID, generation, data size,\n"
 	"      consistent mark, replica id, owner (the primary id of the last\n"
 	"      committed attach), header slot sequence, last persist sequence.\n"
@@ -60,11 +60,13 @@ static const char help_status[] =
 	"      the query (default 10000). Either way nothing is written.\n"
 	"      Exit 0 a valid replica (whatever its mark), 1 REPLICA_FILE is not a\n"
 	"      valid replica, 2 usage error or failure (e.g. a missing file; over\n"
-	"      the network: connection, authentication, timeout).\n";
+	"      the network: connection, authentication, timeout). --no-tls: tcp\n"
+	"      without TLS, for a target run with --no-tls (default: TLS 1.3 with a\n"
+	"      PSK derived from the key; each end refuses the other kind).\n";
 static const char help_recover[] =
 	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
 	"                --uuid HEX --generation N [--allow-inconsistent]\n"
-	"                [--timeout MS] [-v]\n"
+	"                [--timeout MS] [--no-tls] [-v]\n"
 	"      rebuild LOCAL (an existing file of the replica's data size) from the\n"
 	"      replica: read all its data, then persist. The replica must belong to\n"
 	"      replica set UUID (32 hex digits, see pmrep status) and hold exactly\n"
@@ -72,7 +74,7 @@ static const char help_recover[] =
 	"      unless --allow-inconsistent. --timeout: milliseconds for the whole\n"
 	"      recovery (default 60000). Exit 0 recovered, 1 the replica was\n"
 	"      refused as a source, 2 usage error or failure (I/O, connection,\n"
-	"      authentication).\n";
+	"      authentication). --no-tls: as for status.\n";
 
 static const char help_keygen[] =
 	"  pmrep keygen FILE [--key-id N] [--bytes N] [-v]\n"
@@ -426,6 +428,7 @@ cmd_status(int argc, char *argv[])
 		{ "insecure-key-file", no_argument, NULL, 'K' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "replica", required_argument, NULL, 'r' },
+		{ "no-tls", no_argument, NULL, 'N' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -438,6 +441,7 @@ cmd_status(int argc, char *argv[])
 		switch (c) {
 		case 'k': key_file = optarg; break;
 		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
+		case 'N': (void) pmrep_repl_set_tls_default(false); break;
 		case 't':
 			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
 				return usage_error("status: bad --timeout '%s' (ms, >= 1)", optarg);
@@ -495,6 +499,7 @@ cmd_recover(int argc, char *argv[])
 		{ "generation", required_argument, NULL, 'g' },
 		{ "allow-inconsistent", no_argument, NULL, 'I' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "no-tls", no_argument, NULL, 'N' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -511,6 +516,7 @@ cmd_recover(int argc, char *argv[])
 		case 'r': replica = optarg; break;
 		case 'k': key_file = optarg; break;
 		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
+		case 'N': (void) pmrep_repl_set_tls_default(false); break;
 		case 'u':
 			if (uuid_parse(optarg, uuid))
 				return usage_error("recover: bad --uuid '%s' (32 hex digits)", optarg);

@@ -47,6 +47,8 @@ enum pmrep_err {
 	PMREP_E_STATE = -100019,	/* the object is not in a state that allows this */
 	PMREP_E_GRANULARITY = -100020,	/* mapping cannot offer the required granularity */
 	PMREP_E_DEVICE_REMOVED = -100021, /* the peer's RDMA device was removed: open a new peer */
+	PMREP_E_TLS = -100022,		/* TLS: handshake failed, the peer did not speak TLS (or spoke it
+					 * to a plaintext end), or a record failed authentication */
 };
 
 /*

@@ -207,6 +207,26 @@ PMREP_API int pmrep_target_cfg_add_key(struct pmrep_target_cfg *cfg,
 PMREP_API int pmrep_target_cfg_remove_key(struct pmrep_target_cfg *cfg,
 		uint32_t key_id);
 /*
+ * pmrep_target_cfg_set_tls -- on the tcp provider, accept only initiators
+ * that speak TLS 1.3 with a PSK derived from the key, their identity
+ * naming the initiator role, the key id and this target's address as they
+ * dialed it (default: on; false: plaintext only). Local configuration: a
+ * TLS target refuses plaintext initiators and vice versa (the refusal is
+ * counted in the stats with PMREP_E_TLS). No effect on verbs.
+ * Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_target_cfg_set_tls(struct pmrep_target_cfg *cfg, bool on);
+/*
+ * pmrep_target_cfg_add_tls_name -- one more "host:port" (numeric;
+ * "[addr]:port" for IPv6) initiators may dial to reach this target, e.g. a
+ * relay's or a NAT's address. Without it only the address the connection
+ * arrived at is accepted: an initiator's handshake meant for another
+ * target (reflected or redirected to this one) is refused. At most 8.
+ * Errors: PMREP_E_INVAL (NULL, empty, longer than 63 bytes, 8 already).
+ */
+PMREP_API int pmrep_target_cfg_add_tls_name(struct pmrep_target_cfg *cfg,
+		const char *name);
+/*
  * pmrep_target_cfg_set_direct_write_to_pmem -- the operator declares that
  * RDMA writes reaching this node's memory are persistent (no DDIO, eADR /
  * ADR platform set up for it). pmrep cannot detect this. Default false.
@@ -388,10 +408,22 @@ PMREP_API int pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg,
  * target checks the admission proof and the MACs with its key of that id;
  * one it does not hold rejects the connection request). Default 0: the
  * target's key of id 0, else whichever of its keys the proof verifies
- * with. Errors: PMREP_E_INVAL (NULL).
+ * with (with TLS on tcp, key id 0 selects the target's key of id 0, or its
+ * only key: name the id when a target holds several). Errors:
+ * PMREP_E_INVAL (NULL).
  */
 PMREP_API int pmrep_mirror_cfg_set_key_id(struct pmrep_mirror_cfg *cfg,
 		uint32_t key_id);
+/*
+ * pmrep_mirror_cfg_set_tls -- on the tcp provider, run every replica's
+ * connection inside TLS 1.3 with a PSK derived from the key (default:
+ * on, see docs/PROTOCOL.md "The tcp channel"); false: plaintext tcp (only
+ * the HMAC handshake guards the session). Local configuration: a mirror
+ * with TLS refuses a plaintext target and vice versa (PMREP_E_TLS). No
+ * effect on verbs (no TLS there: use IPsec / MACsec).
+ * Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_mirror_cfg_set_tls(struct pmrep_mirror_cfg *cfg, bool on);
 /*
  * pmrep_mirror_cfg_set_uuid -- the replica set's UUID (16 bytes, not all
  * zero; required). A replica whose header names another UUID is refused;
@@ -697,6 +729,14 @@ PMREP_API int pmrep_mirror_get_replica_status(const struct pmrep_mirror *mirror,
 PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
 /* pmrep_replica_state_str -- a static name ("in sync", "failed", ...). Thread-safe. */
 PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
+
+/*
+ * pmrep_repl_set_tls_default -- whether pmrep_replica_query and
+ * pmrep_mirror_recover (which take no cfg) use TLS on the tcp provider
+ * (default true), as pmrep_mirror_cfg_set_tls does for a mirror.
+ * Returns 0. Thread-safe (an atomic store); affects later calls.
+ */
+PMREP_API int pmrep_repl_set_tls_default(bool on);
 
 /* ------------------------------------------------------------------ query */
 

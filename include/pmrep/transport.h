@@ -391,6 +391,85 @@ PMREP_API int pmrep_conn_cfg_set_connect_retries(struct pmrep_conn_cfg *cfg, uns
  */
 PMREP_API int pmrep_conn_cfg_set_srq(struct pmrep_conn_cfg *cfg, struct pmrep_srq *srq);
 
+/* ------------------------------------------------ TLS (tcp provider only) */
+
+/*
+ * TLS 1.3 with an external pre-shared key (RFC 8446 section 2.2, RFC 9258
+ * terms: an "external PSK" with an identity), on the tcp provider. When a
+ * conn cfg has TLS on, the tcp byte stream of every conn made with it --
+ * the HELLO / ACCEPT of the connection handshake and every frame after --
+ * runs inside one TLS 1.3 session keyed by the PSK (key exchange
+ * psk_dhe_ke: the PSK authenticates, an (EC)DHE share gives forward
+ * secrecy; psk_ke alone is never allowed; no certificates, no session
+ * tickets, no 0-RTT). Cipher suites: TLS_AES_128_GCM_SHA256 and
+ * TLS_CHACHA20_POLY1305_SHA256 (both hash SHA-256, the PSK's hash).
+ *
+ * TLS on / off is each end's own configuration and never negotiated in
+ * the clear: a TLS client refuses a plaintext listener, a TLS listener a
+ * plaintext client; a failed handshake (wrong PSK, unknown identity, no
+ * TLS on the other end) fails the connect (REJECTED, not retried) and a
+ * record that fails authentication later ends the conn (LOST); in both
+ * cases pmrep_conn_get_failure reports PMREP_E_TLS and an error line names
+ * the cause. A plaintext client that meets a TLS listener is REJECTED
+ * with PMREP_E_TLS too (it recognises the TLS alert).
+ *
+ * verbs: there is no TLS; a cfg with TLS on is refused there
+ * (PMREP_E_NOSUPP from pmrep_conn_req_new / pmrep_ep_next_conn_req). To
+ * protect RDMA traffic on the wire use the fabric's own protection (IPsec
+ * for RoCEv2, MACsec on the link): RoCE's ICRC is a CRC anyone on the path
+ * can recompute, not authentication.
+ */
+#define PMREP_TLS_PSK_MIN 32		/* PSK bytes, at least */
+#define PMREP_TLS_PSK_MAX 64		/* ... at most */
+#define PMREP_TLS_IDENTITY_MAX 128	/* identity bytes, at most */
+
+/*
+ * pmrep_tls_psk_find_fn -- the listener's PSK look-up: `identity`
+ * (`identity_len` bytes, not NUL-terminated, as the client sent it) of a
+ * client connecting to `local` (the accepted socket's local address as a
+ * numeric "host:port", IPv6 as "[addr]:port": where the client's bytes
+ * arrived). Write the PSK to `psk` (room for PMREP_TLS_PSK_MAX bytes) and
+ * its length (PMREP_TLS_PSK_MIN..PMREP_TLS_PSK_MAX) to *psk_len and return
+ * 0 to accept the identity; any other value refuses it (the handshake
+ * fails). Called from pmrep_ep_next_conn_req, in its thread, while it
+ * runs; must not call pmrep functions on the endpoint. pmrep wipes `psk`
+ * after use.
+ */
+typedef int pmrep_tls_psk_find_fn(void *arg, const uint8_t *identity,
+		size_t identity_len, const char *local, uint8_t *psk,
+		size_t *psk_len);
+
+/*
+ * pmrep_conn_cfg_set_tls_psk -- the client side: conns made with this cfg
+ * (pmrep_conn_req_new) run TLS 1.3 with `psk` (psk_len bytes,
+ * PMREP_TLS_PSK_MIN..PMREP_TLS_PSK_MAX) offered under `identity` (a
+ * NUL-terminated string of 1..PMREP_TLS_IDENTITY_MAX bytes). Turns TLS on.
+ * The cfg keeps a copy (wiped by pmrep_conn_cfg_delete /
+ * pmrep_conn_cfg_clear_tls; a conn wipes its own copy once it is open).
+ * Errors: PMREP_E_INVAL (NULL argument, a length out of range; nothing
+ * changes). Not thread-safe against other use of the same cfg.
+ */
+PMREP_API int pmrep_conn_cfg_set_tls_psk(struct pmrep_conn_cfg *cfg,
+		const char *identity, const uint8_t *psk, size_t psk_len);
+/*
+ * pmrep_conn_cfg_set_tls_psk_find -- the listener side: requests taken
+ * with this cfg (pmrep_ep_next_conn_req) first complete a TLS 1.3
+ * handshake whose PSK `fn(arg, ...)` finds for the client's identity (see
+ * pmrep_tls_psk_find_fn). Turns TLS on. `arg` is not owned; it must stay
+ * valid while pmrep_ep_next_conn_req may run with this cfg. Errors:
+ * PMREP_E_INVAL (NULL cfg or fn). Not thread-safe against other use of
+ * the same cfg.
+ */
+PMREP_API int pmrep_conn_cfg_set_tls_psk_find(struct pmrep_conn_cfg *cfg,
+		pmrep_tls_psk_find_fn *fn, void *arg);
+/*
+ * pmrep_conn_cfg_clear_tls -- TLS off for conns made with this cfg from
+ * now on (the default); the PSK copy is wiped. Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_conn_cfg_clear_tls(struct pmrep_conn_cfg *cfg);
+/* pmrep_conn_cfg_get_tls -- whether TLS is on. Errors: PMREP_E_INVAL (NULL). */
+PMREP_API int pmrep_conn_cfg_get_tls(const struct pmrep_conn_cfg *cfg, bool *on);
+
 /* ---------------------------------------------------------------- endpoint */
 
 /*
@@ -562,6 +641,15 @@ PMREP_API int pmrep_conn_wait(struct pmrep_conn *conn, int timeout_ms,
  */
 PMREP_API int pmrep_conn_get_private_data(const struct pmrep_conn *conn,
 		struct pmrep_conn_private_data *pdata);
+/*
+ * pmrep_conn_get_failure -- the named cause of the conn's failed connect
+ * (REJECTED) or loss (LOST), when the provider knows one: PMREP_E_TLS (the
+ * TLS handshake failed, the other end did not speak TLS, or a record
+ * failed authentication: tampering on the wire); 0 when none is known
+ * (a plain socket error, a timeout, the peer's reject). Read it after the
+ * terminal event. Errors: PMREP_E_INVAL (NULL). Thread-safe.
+ */
+PMREP_API int pmrep_conn_get_failure(const struct pmrep_conn *conn, int *cause);
 /*
  * pmrep_conn_apply_remote_peer_cfg -- tell the conn what the remote peer
  * declared (e.g. direct write to pmem), which decides the PERSISTENT flush

@@ -159,6 +159,7 @@ pmrep_err_to_str(int err)
 	case PMREP_E_STATE: return "invalid state for this operation";
 	case PMREP_E_GRANULARITY: return "granularity not supported by the mapping";
 	case PMREP_E_DEVICE_REMOVED: return "the RDMA device was removed";
+	case PMREP_E_TLS: return "TLS: handshake failed / peer did not speak TLS / record authentication failed";
 	default: return "unknown error code";
 	}
 }

@@ -343,8 +343,7 @@ int
 repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
 		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
-		const char *who, const uint8_t *key, size_t key_len,
-		uint32_t key_id,
+		const char *who, const struct repl_tls *tls,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE])
 {
@@ -362,6 +361,9 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	(void) pmrep_conn_cfg_set_sq_size(ccfg, sq_size);
 	(void) pmrep_conn_cfg_set_rq_size(ccfg, CHAN_NRECV);
 	(void) pmrep_conn_cfg_set_cq_size(ccfg, cq_size);
+	ret = repl_tls_client_cfg(ccfg, peer, tls, addr, port);
+	if (ret)
+		goto out;
 
 	ret = pmrep_conn_req_new(peer, addr, port, ccfg, &req);
 	if (ret)
@@ -374,9 +376,10 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		goto out;
 	/* our key's id, empty selector (the target's one replica), and the
 	 * admission proof: we hold the key, now */
+	const uint32_t key_id = tls->key_id;
 	struct repl_pdata hello = { .type = REPL_PDATA_HELLO, .key_id = key_id };
 	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
-	ret = repl_admit_proof(key, key_len,
+	ret = repl_admit_proof(tls->key, tls->key_len,
 			repl_admit_window(repl_wall_ms()), key_id, nonce_i,
 			hello.selector, hello.proof);
 	if (ret)
@@ -394,7 +397,10 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	ret = pmrep_conn_wait_event(*conn, left < 0 ? -1 : (left ? left : 1), &ev);
 	if (ret)
 		goto out;
-	if (ev == PMREP_CONN_REJECTED) {
+	int cause = 0;
+	if (ev != PMREP_CONN_ESTABLISHED)
+		(void) pmrep_conn_get_failure(*conn, &cause);
+	if (ev == PMREP_CONN_REJECTED && cause == 0) {
 		/* a pmrep target rejects a connection request finally only
 		 * at admission: the proof of our key did not verify (a
 		 * retryable refusal -- no room -- is retried by the
@@ -410,6 +416,8 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		ch->lost = true;
 		ret = ev == PMREP_CONN_UNREACHABLE ? PMREP_E_UNREACHABLE :
 			PMREP_E_CONN_LOST;
+		if (cause)
+			ret = cause;	/* PMREP_E_TLS: named, logged */
 		PMREP_LOG_ERR("%s (%s:%s): connection %s%s", who, addr, port,
 				pmrep_conn_event_str(ev),
 				ev == PMREP_CONN_UNREACHABLE ?

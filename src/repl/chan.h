@@ -11,6 +11,7 @@
 #include <pmrep/transport.h>
 
 #include "msg.h"
+#include "tls_psk.h"
 
 /* a conn's own timeout (pmrep_conn_cfg_set_timeout) when its caller has
  * no limit (-1): the transport's liveness period and, on verbs, its ACK
@@ -73,22 +74,26 @@ void repl_chan_detach(struct repl_chan *ch);
  * conn_timeout_ms (the caller's configured timeout, not what is left of
  * the deadline; <= 0: REPL_CONN_TIMEOUT_DEFAULT_MS), and the target's CHALLENGE (its
  * nonce in nonce_t). *conn is set as soon as the connect was issued (the
- * caller deletes it on every path) and attached to `ch`. The HELLO
- * names `key_id` and carries the admission proof made with `key`
- * (admission.h) at the wall clock's window now: a target rejects a
- * request without a valid one before anything of a session exists.
+ * caller deletes it on every path) and attached to `ch`. `tls` (never
+ * NULL) names the key, its id and whether the channel runs inside TLS
+ * 1.3 on tcp (tls_psk.h). The HELLO names the key id and carries the
+ * admission proof made with the key (admission.h) at the wall clock's
+ * window now: a target rejects a request without a valid one before
+ * anything of a session exists.
  * Errors: the transport's; for a terminal event instead of ESTABLISHED
- * (logged with `who`): PMREP_E_AUTH (REJECTED: a pmrep target rejects
- * finally only at admission -- wrong key, unknown key id, clocks apart),
- * PMREP_E_UNREACHABLE (nobody listens, or the target's retryable refusal:
- * no room), PMREP_E_CONN_LOST; PMREP_E_MALFORMED (a bad CHALLENGE),
- * those of repl_admit_proof.
+ * (logged with `who`): PMREP_E_TLS (tcp with TLS on: the handshake failed
+ * -- a wrong key, a plaintext target, a handshake not meant for this
+ * target -- or the target is TLS and we are not), PMREP_E_AUTH (REJECTED
+ * otherwise: a pmrep target rejects finally only at admission -- wrong
+ * key, unknown key id, clocks apart), PMREP_E_UNREACHABLE (nobody
+ * listens, or the target's retryable refusal: no room),
+ * PMREP_E_CONN_LOST; PMREP_E_MALFORMED (a bad CHALLENGE), those of
+ * repl_admit_proof.
  */
 int repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		const char *addr, const char *port, long long deadline,
 		int conn_timeout_ms, uint32_t sq_size, uint32_t cq_size,
-		const char *who, const uint8_t *key, size_t key_len,
-		uint32_t key_id,
+		const char *who, const struct repl_tls *tls,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE]);
 /* encode and send `m` (signalled). PMREP_E_AGAIN: every send slot busy */

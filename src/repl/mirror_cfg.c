@@ -239,3 +239,14 @@ pmrep_mirror_cfg_set_state_path(struct pmrep_mirror_cfg *cfg, const char *path)
 	cfg->state_path_set = true;
 	return 0;
 }
+
+int
+pmrep_mirror_cfg_set_tls(struct pmrep_mirror_cfg *cfg, bool on)
+{
+	if (cfg == NULL) {
+		PMREP_LOG_ERR("invalid argument: cfg is NULL");
+		return PMREP_E_INVAL;
+	}
+	cfg->no_tls = !on;
+	return 0;
+}

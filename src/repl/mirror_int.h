@@ -54,6 +54,7 @@ struct pmrep_mirror_cfg {
 	uint64_t region_size;
 	int timeout_ms;
 	bool force_gpspm;
+	bool no_tls;		/* pmrep_mirror_cfg_set_tls(false) */
 	bool state_path_set;	/* pmrep_mirror_cfg_set_state_path was called */
 	char *state_path;	/* its path (NULL: in memory); owned by the cfg */
 };

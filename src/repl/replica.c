@@ -325,10 +325,11 @@ replica_connect(struct replica *r, long long deadline)
 	char who[32];
 	snprintf(who, sizeof(who), "replica %u", r->idx);
 	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
+	struct repl_tls tls = { !r->m->cfg.no_tls, r->m->cfg.key,
+		r->m->cfg.key_len, r->m->cfg.key_id };
 	ret = repl_chan_dial(&r->ch, r->peer, r->addr, r->port, deadline,
 			r->m->cfg.timeout_ms, 64,
-			128, who, r->m->cfg.key, r->m->cfg.key_len,
-			r->m->cfg.key_id, &r->conn, nonce_i, nonce_t);
+			128, who, &tls, &r->conn, nonce_i, nonce_t);
 	if (r->conn != NULL)
 		epoll_update(r, EPOLL_CTL_ADD);
 	if (ret) {

@@ -572,6 +572,17 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 	(void) pmrep_conn_cfg_set_sq_size(t->conn_cfg, 16);
 	(void) pmrep_conn_cfg_set_rq_size(t->conn_cfg, CHAN_NRECV);
 	(void) pmrep_conn_cfg_set_cq_size(t->conn_cfg, 32);
+	/* tcp: TLS 1.3 with a PSK derived from the key (tls_psk.c) */
+	enum pmrep_provider prov;
+	if (!t->cfg.no_tls && t->cfg.nkeys > 0 &&
+			pmrep_peer_get_provider(t->peer, &prov) == 0 &&
+			prov == PMREP_PROVIDER_TCP) {
+		t->tls = (struct repl_tls_target){ t->cfg.keys, &t->cfg.nkeys,
+			(const char (*)[REPL_TLS_NAME_MAX])t->cfg.tls_names,
+			t->cfg.ntls_names };
+		(void) pmrep_conn_cfg_set_tls_psk_find(t->conn_cfg,
+				repl_tls_target_find, &t->tls);
+	}
 	ret = target_register_data(t);
 	if (ret)
 		goto err_ccfg;
@@ -860,7 +871,7 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 				int ret = pmrep_ep_next_conn_req(t->ep, t->conn_cfg, &req);
 				if (ret == PMREP_E_NO_EVENT)
 					break;
-				if (ret == PMREP_E_MALFORMED) {
+				if (ret == PMREP_E_MALFORMED || ret == PMREP_E_TLS) {
 					t->stats.sessions_refused++;
 					t->stats.last_refusal = ret;
 					continue;

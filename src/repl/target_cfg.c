@@ -191,3 +191,26 @@ pmrep_target_cfg_set_timeout(struct pmrep_target_cfg *cfg, int timeout_ms)
 	cfg->timeout_ms = timeout_ms;
 	return 0;
 }
+
+int
+pmrep_target_cfg_set_tls(struct pmrep_target_cfg *cfg, bool on)
+{
+	CHECK_CFG(cfg);
+	cfg->no_tls = !on;
+	return 0;
+}
+
+int
+pmrep_target_cfg_add_tls_name(struct pmrep_target_cfg *cfg, const char *name)
+{
+	CHECK_CFG(cfg);
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n >= REPL_TLS_NAME_MAX ||
+			cfg->ntls_names == REPL_TLS_NAMES_MAX) {
+		PMREP_LOG_ERR("TLS name: a \"host:port\" of 1..%d bytes, at most %d names",
+				REPL_TLS_NAME_MAX - 1, REPL_TLS_NAMES_MAX);
+		return PMREP_E_INVAL;
+	}
+	memcpy(cfg->tls_names[cfg->ntls_names++], name, n + 1);
+	return 0;
+}

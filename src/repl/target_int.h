@@ -16,6 +16,7 @@
 #include "replica_hdr.h"
 #include "chan.h"
 #include "admission.h"
+#include "tls_psk.h"
 
 #define TARGET_MAX_SESSIONS 4
 #define TAG_EP UINT64_MAX
@@ -32,6 +33,9 @@ struct pmrep_target_cfg {
 	bool direct_write_to_pmem;
 	bool staging;
 	int timeout_ms;
+	bool no_tls;			/* pmrep_target_cfg_set_tls(false) */
+	char tls_names[REPL_TLS_NAMES_MAX][REPL_TLS_NAME_MAX];
+	unsigned ntls_names;
 };
 
 enum session_state {
@@ -72,6 +76,7 @@ struct pmrep_target {
 	struct pmrep_peer *peer;
 	struct pmrep_peer_cfg *peer_cfg;
 	struct pmrep_conn_cfg *conn_cfg;
+	struct repl_tls_target tls;	/* the TLS PSK look-up (conn_cfg's find arg) */
 	struct pmrep_ep *ep;
 	struct pmrep_mr_local *data_mr;
 	struct pmrep_mr_local *query_mr;	/* the same memory, READ_SRC only: a QUERY's ACCEPT */

@@ -145,6 +145,15 @@ pmrep_conn_get_private_data(const struct pmrep_conn *conn,
 }
 
 int
+pmrep_conn_get_failure(const struct pmrep_conn *conn, int *cause)
+{
+	PMREP_CHECK_ARG(conn);
+	PMREP_CHECK_ARG(cause);
+	*cause = atomic_load(&((struct pmrep_conn *)conn)->cause);
+	return 0;
+}
+
+int
 pmrep_conn_apply_remote_peer_cfg(struct pmrep_conn *conn,
 		const struct pmrep_peer_cfg *cfg)
 {

@@ -4,6 +4,8 @@
  * completion channels, connect retries, SRQ.
  */
 #include <stdlib.h>
+#include <string.h>
+#include <openssl/crypto.h>
 
 #include "common.h"
 
@@ -40,6 +42,8 @@ int
 pmrep_conn_cfg_delete(struct pmrep_conn_cfg **cfg_ptr)
 {
 	PMREP_CHECK_ARG(cfg_ptr);
+	if (*cfg_ptr != NULL)
+		OPENSSL_cleanse((*cfg_ptr)->tls_psk, sizeof((*cfg_ptr)->tls_psk));
 	free(*cfg_ptr);
 	*cfg_ptr = NULL;
 	return 0;
@@ -149,5 +153,65 @@ pmrep_conn_cfg_set_srq(struct pmrep_conn_cfg *cfg, struct pmrep_srq *srq)
 {
 	PMREP_CHECK_ARG(cfg);
 	cfg->srq = srq;
+	return 0;
+}
+
+int
+pmrep_conn_cfg_set_tls_psk(struct pmrep_conn_cfg *cfg, const char *identity,
+		const uint8_t *psk, size_t psk_len)
+{
+	PMREP_CHECK_ARG(cfg);
+	PMREP_CHECK_ARG(identity);
+	PMREP_CHECK_ARG(psk);
+	size_t n = strlen(identity);
+	if (n == 0 || n > PMREP_TLS_IDENTITY_MAX) {
+		PMREP_LOG_ERR("TLS PSK identity must be 1..%d bytes, got %zu",
+				PMREP_TLS_IDENTITY_MAX, n);
+		return PMREP_E_INVAL;
+	}
+	if (psk_len < PMREP_TLS_PSK_MIN || psk_len > PMREP_TLS_PSK_MAX) {
+		PMREP_LOG_ERR("TLS PSK must be %d..%d bytes, got %zu",
+				PMREP_TLS_PSK_MIN, PMREP_TLS_PSK_MAX, psk_len);
+		return PMREP_E_INVAL;
+	}
+	memcpy(cfg->tls_identity, identity, n + 1);
+	OPENSSL_cleanse(cfg->tls_psk, sizeof(cfg->tls_psk));
+	memcpy(cfg->tls_psk, psk, psk_len);
+	cfg->tls_psk_len = psk_len;
+	cfg->tls = true;
+	return 0;
+}
+
+int
+pmrep_conn_cfg_set_tls_psk_find(struct pmrep_conn_cfg *cfg,
+		pmrep_tls_psk_find_fn *fn, void *arg)
+{
+	PMREP_CHECK_ARG(cfg);
+	PMREP_CHECK_ARG(fn);
+	cfg->tls_find = fn;
+	cfg->tls_find_arg = arg;
+	cfg->tls = true;
+	return 0;
+}
+
+int
+pmrep_conn_cfg_clear_tls(struct pmrep_conn_cfg *cfg)
+{
+	PMREP_CHECK_ARG(cfg);
+	OPENSSL_cleanse(cfg->tls_psk, sizeof(cfg->tls_psk));
+	cfg->tls_psk_len = 0;
+	cfg->tls_identity[0] = '\0';
+	cfg->tls_find = NULL;
+	cfg->tls_find_arg = NULL;
+	cfg->tls = false;
+	return 0;
+}
+
+int
+pmrep_conn_cfg_get_tls(const struct pmrep_conn_cfg *cfg, bool *on)
+{
+	PMREP_CHECK_ARG(cfg);
+	PMREP_CHECK_ARG(on);
+	*on = cfg->tls;
 	return 0;
 }

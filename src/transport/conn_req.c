@@ -18,6 +18,10 @@ pmrep_conn_req_new(struct pmrep_peer *peer, const char *addr, const char *port,
 	PMREP_CHECK_ARG(req_ptr);
 	if (cfg == NULL)
 		cfg = &pmrep_conn_cfg_default;
+	if (cfg->tls && peer->provider != PMREP_PROVIDER_TCP) {
+		PMREP_LOG_ERR("TLS is a tcp provider setting: on verbs protect the wire with IPsec / MACsec (RoCE's ICRC is not authentication)");
+		return PMREP_E_NOSUPP;
+	}
 	int ret = peer->ops->conn_req_new(peer, addr, port, cfg, req_ptr);
 	if (ret)
 		return ret;

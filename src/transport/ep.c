@@ -60,6 +60,10 @@ pmrep_ep_next_conn_req(struct pmrep_ep *ep, const struct pmrep_conn_cfg *cfg,
 	PMREP_CHECK_ARG(req_ptr);
 	if (cfg == NULL)
 		cfg = &pmrep_conn_cfg_default;
+	if (cfg->tls && ep->peer->provider != PMREP_PROVIDER_TCP) {
+		PMREP_LOG_ERR("TLS is a tcp provider setting: on verbs protect the wire with IPsec / MACsec (RoCE's ICRC is not authentication)");
+		return PMREP_E_NOSUPP;
+	}
 	int ret = ep->peer->ops->ep_next_conn_req(ep, cfg, req_ptr);
 	if (ret)
 		return ret;

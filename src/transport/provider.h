@@ -36,6 +36,15 @@ struct pmrep_conn_cfg {
 	unsigned connect_retries;
 	int retry_backoff_ms;
 	struct pmrep_srq *srq;				/* not owned */
+	/* TLS 1.3 with an external PSK (tcp provider; tcp_tls.c): off when
+	 * neither side is set; the PSK is wiped when the cfg (or a copy held
+	 * by a request / conn) is deleted, and by the conn once open */
+	bool tls;
+	uint8_t tls_psk[PMREP_TLS_PSK_MAX];		/* client */
+	size_t tls_psk_len;
+	char tls_identity[PMREP_TLS_IDENTITY_MAX + 1];	/* client */
+	pmrep_tls_psk_find_fn *tls_find;		/* server */
+	void *tls_find_arg;
 };
 
 /* the defaults of pmrep_conn_cfg_new (used when a NULL cfg is passed) */
@@ -106,6 +115,9 @@ struct pmrep_conn {
 	/* verbs: the RC QP's retransmission timing (T23); tcp: none */
 	bool has_rc_timing;
 	struct pmrep_conn_rc_timing rc_timing;
+	/* the named cause of a failed connect / a lost conn (PMREP_E_TLS),
+	 * 0: none known; set by the provider before the terminal event */
+	atomic_int cause;
 };
 
 struct pmrep_comp_channel {

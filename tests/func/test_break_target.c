@@ -94,6 +94,8 @@ tgt_new(struct ctx *c, int timeout_ms)
 	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
 	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
 	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	/* the fake initiators speak plaintext tcp (TLS: test_repl_tls.c) */
+	assert_int_equal(pmrep_target_cfg_set_tls(cfg, false), 0);
 	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, timeout_ms), 0);
 	assert_int_equal(pmrep_target_new(cfg, &c->g.t), 0);
 	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);
@@ -159,6 +161,7 @@ mcfg(const char *port)
 	assert_int_equal(pmrep_mirror_cfg_new(&m), 0);
 	assert_int_equal(pmrep_mirror_cfg_add_replica(m, "127.0.0.1", port), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_key(m, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_tls(m, false), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_uuid(m, uuid), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_timeout(m, 3000 * func_slow()), 0);
 	return m;
@@ -897,7 +900,8 @@ sparse_child(const char *good)
 	struct pmrep_target *t = NULL;
 	if (pmrep_target_cfg_new(&cfg) ||
 			pmrep_target_cfg_set_path(cfg, path) ||
-			pmrep_target_cfg_set_key(cfg, key, sizeof(key)))
+			pmrep_target_cfg_set_key(cfg, key, sizeof(key)) ||
+			pmrep_target_cfg_set_tls(cfg, false))
 		goto out;
 	int r = pmrep_target_new(cfg, &t);
 	pmrep_target_cfg_delete(&cfg);
@@ -931,6 +935,8 @@ sparse_replica_on_a_full_file_system_is_refused_at_start(void **state)
 	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
 	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, 4 * SIZE, true), 0);
 	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	/* the fake initiators speak plaintext tcp (TLS: test_repl_tls.c) */
+	assert_int_equal(pmrep_target_cfg_set_tls(cfg, false), 0);
 	assert_int_equal(pmrep_target_new(cfg, &t), 0);
 	assert_int_equal(pmrep_target_delete(&t), 0);
 	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);
@@ -959,6 +965,8 @@ tgt_try(struct ctx *c, struct pmrep_target **t)
 	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
 	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
 	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	/* the fake initiators speak plaintext tcp (TLS: test_repl_tls.c) */
+	assert_int_equal(pmrep_target_cfg_set_tls(cfg, false), 0);
 	int ret = pmrep_target_new(cfg, t);
 	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);
 	return ret;
@@ -1030,6 +1038,7 @@ mirror_fails(struct pmrep_pmem *src, const char *port, const uint8_t *k,
 {
 	struct pmrep_mirror_cfg *cfg = mcfg(port);
 	assert_int_equal(pmrep_mirror_cfg_set_key(cfg, k, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_tls(cfg, false), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_timeout(cfg, 2000 * func_slow()), 0);
 	struct pmrep_mirror *m = NULL;
 	int ret = pmrep_mirror_new(src, cfg, &m);

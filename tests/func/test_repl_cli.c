@@ -99,7 +99,8 @@ program(const char *rel, char *buf, size_t len)
 /* start pmrep-target on a new replica `name` (DATA_SIZE or `size`
  * bytes), port 0; wait for its "listening on" line */
 static void
-target_start(struct target *t, const char *name, const char *size)
+target_start_opt(struct target *t, const char *name, const char *size,
+		const char *opt)
 {
 	char exe[PATH_MAX], log[200];
 	program("tools/pmrep-target", exe, sizeof(exe));
@@ -116,7 +117,7 @@ target_start(struct target *t, const char *name, const char *size)
 		close(p[0]);
 		execl(exe, exe, "--path", t->path, "--size", size, "--create",
 				"--address", "127.0.0.1", "--port", "0",
-				"--key-file", keyfile, (char *)NULL);
+				"--key-file", keyfile, opt, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -138,6 +139,12 @@ target_start(struct target *t, const char *name, const char *size)
 	char *at = strstr(buf, "127.0.0.1:");
 	assert_non_null(at);
 	assert_int_equal(sscanf(at, "127.0.0.1:%7[0-9]", t->port), 1);
+}
+
+static void
+target_start(struct target *t, const char *name, const char *size)
+{
+	target_start_opt(t, name, size, NULL);
 }
 
 /* run argv with stdout (with `err`: stdout and stderr) into `out` (may be
@@ -723,7 +730,8 @@ status_queries_a_target_read_only_while_a_mirror_persists(void **state)
 	static const uint8_t wrong[] = "not-the-cli-test-key-0123456789";
 	read_hdr_block(tg[0].path, h0);
 	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, wrong,
-			sizeof(wrong) - 1, 5000 * func_slow(), &q), PMREP_E_AUTH);
+			sizeof(wrong) - 1, 5000 * func_slow(), &q),
+			func_is_tcp() ? PMREP_E_TLS : PMREP_E_AUTH);	/* tcp: TLS first */
 	snprintf(badkey, sizeof(badkey), "%s/badkey", dir);
 	func_write_file(badkey, wrong, sizeof(wrong) - 1);
 	char *st_bad[] = { exe, "status", rep, "--key-file", badkey, NULL };
@@ -941,6 +949,32 @@ minimal_example_mirrors_and_verifies(void **state)
 	assert_non_null(strstr(text, " GPSPM persist requests (native / APM flushes are not seen by the target process)\n"));
 }
 
+/* --no-tls on both tools: a plaintext target answers a plaintext status;
+ * each kind refuses the other with the TLS error (exit 2, one line) */
+static void
+no_tls_tools_match_and_each_kind_refuses_the_other(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], addr[64], out[4096];
+	program("tools/pmrep", exe, sizeof(exe));
+	target_start_opt(&tg[0], "plain", "1M", "--no-tls");
+	snprintf(addr, sizeof(addr), "127.0.0.1:%s", tg[0].port);
+	char *plain[] = { exe, "status", addr, "--key-file", keyfile, "--no-tls", NULL };
+	assert_int_equal(run_out(plain, out, sizeof(out), true), 0);
+	char *tls[] = { exe, "status", addr, "--key-file", keyfile, NULL };
+	assert_int_equal(run_out(tls, out, sizeof(out), true), 2);
+	assert_non_null(strstr(out, "TLS"));
+	target_stop(&tg[0], SIGTERM);
+
+	target_start(&tg[1], "tls", "1M");
+	snprintf(addr, sizeof(addr), "127.0.0.1:%s", tg[1].port);
+	assert_int_equal(run_out(tls, out, sizeof(out), true), 0);
+	assert_int_equal(run_out(plain, out, sizeof(out), true), 2);
+	assert_non_null(strstr(out, "TLS"));
+	target_stop(&tg[1], SIGTERM);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -951,6 +985,7 @@ main(int argc, char *argv[])
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(verify_identical_differing_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(tools_help, setup, teardown),
+		cmocka_unit_test_setup_teardown(no_tls_tools_match_and_each_kind_refuses_the_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_brings_back_byte_exact_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_refuses_an_older_generation, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_off_by_one_leaves_the_replica_usable, setup, teardown),

@@ -77,6 +77,7 @@ struct tgt_opts {
 	bool staging;		/* force the staging buffer */
 	bool direct_write;	/* declare direct write to pmem */
 	int timeout_ms;		/* 0: 3000 */
+	bool no_tls;		/* tcp: a plaintext target (default TLS) */
 };
 
 /* a target on `path` (created with `size` data bytes unless it holds a
@@ -102,6 +103,8 @@ tgt_start_path(struct tgt **gp, const char *path, uint64_t size,
 			o->direct_write), 0);
 	assert_int_equal(pmrep_target_cfg_set_timeout(cfg,
 			o->timeout_ms ? o->timeout_ms : 3000), 0);
+	if (o->no_tls)
+		assert_int_equal(pmrep_target_cfg_set_tls(cfg, false), 0);
 	int ret = pmrep_target_new(cfg, &g->t);
 	pmrep_target_cfg_delete(&cfg);
 	if (ret)
@@ -567,12 +570,14 @@ wrong_key_is_refused_with_auth(void **state)
 	memcpy(bad, key, sizeof(bad));
 	bad[0] ^= 1;
 	assert_int_equal(pmrep_mirror_cfg_set_key(c, bad, sizeof(bad)), 0);
-	expect_refusal(g->port, local, c, PMREP_E_AUTH);
+	/* tcp: the TLS handshake (a PSK derived from the key) fails first */
+	int want = func_is_tcp() ? PMREP_E_TLS : PMREP_E_AUTH;
+	expect_refusal(g->port, local, c, want);
 	struct pmrep_target_stats ts;
 	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
 	assert_int_equal(ts.sessions_accepted, 0);
 	assert_int_equal(ts.sessions_refused, 1);
-	assert_int_equal(ts.last_refusal, PMREP_E_AUTH);
+	assert_int_equal(ts.last_refusal, want);
 	/* the refused initiator did not claim the replica */
 	tgt_stop(g);
 	char path[256];
@@ -662,7 +667,12 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 {
 	(void)state;
 	struct tgt *g;
-	assert_int_equal(tgt_start(&g, "replica", SIZE, false, 500), 0);
+	/* raw plaintext transport conns: a plaintext target (TLS refuses
+	 * them before any HELLO is read: test_repl_tls.c) */
+	char path[256];
+	snprintf(path, sizeof(path), "%s/replica", dir);
+	struct tgt_opts o = { .timeout_ms = 500, .no_tls = true };
+	assert_int_equal(tgt_start_path(&g, path, SIZE, &o), 0);
 	struct pmrep_peer *peer;
 	struct pmrep_conn *conn;
 	enum pmrep_conn_event ev;

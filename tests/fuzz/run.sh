@@ -36,14 +36,20 @@ $CC $FLAGS -o "$OUT/fuzz_tcp_wire" "$ROOT/tests/fuzz/fuzz_tcp_wire.c" \
 $CC $FLAGS -o "$OUT/fuzz_tcp_conn" "$ROOT/tests/fuzz/fuzz_tcp_conn.c" \
 	"$ROOT/tests/fuzz/fuzz_verbs_stub.c" "$ROOT"/src/common/*.c \
 	"$ROOT"/src/transport/*.c "$ROOT"/src/transport/tcp/*.c \
-	-libverbs -lrdmacm -lpthread
+	-lssl -lcrypto -libverbs -lrdmacm -lpthread
+# the TLS 1.3 session layer under the frames (server side)
+# shellcheck disable=SC2086
+$CC $FLAGS -o "$OUT/fuzz_tcp_tls" "$ROOT/tests/fuzz/fuzz_tcp_tls.c" \
+	"$ROOT/tests/fuzz/fuzz_verbs_stub.c" "$ROOT"/src/common/*.c \
+	"$ROOT"/src/transport/*.c "$ROOT"/src/transport/tcp/*.c \
+	-lssl -lcrypto -libverbs -lrdmacm -lpthread
 # the replication wire formats: replica header, private data + messages,
 # and the MR / peer cfg descriptors of the handshake
 REPL_LIBS="$ROOT/src/repl/replica_hdr.c $ROOT/src/repl/msg.c $ROOT/src/repl/auth.c
 	$ROOT/src/repl/admission.c
 	$ROOT/tests/fuzz/fuzz_verbs_stub.c $ROOT/src/common/log.c $ROOT/src/common/clock.c
 	$ROOT/src/transport/*.c $ROOT/src/transport/tcp/*.c $ROOT/src/pmem/*.c
-	-lpmem2 -lcrypto -libverbs -lrdmacm -lpthread"
+	-lpmem2 -lssl -lcrypto -libverbs -lrdmacm -lpthread"
 for t in repl_hdr repl_msg descriptors; do
 	# shellcheck disable=SC2086
 	$CC $FLAGS -o "$OUT/fuzz_$t" "$ROOT/tests/fuzz/fuzz_$t.c" $REPL_LIBS
@@ -55,7 +61,7 @@ $CC $(echo "$FLAGS" | sed 's/fuzzer,//') -o "$OUT/gen_repl_corpus" \
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-for t in ${PMREP_FUZZ_TARGETS:-tcp_wire tcp_conn repl_hdr repl_msg descriptors}; do
+for t in ${PMREP_FUZZ_TARGETS:-tcp_wire tcp_conn tcp_tls repl_hdr repl_msg descriptors}; do
 	case $t in tcp_*) secs=$SECS ;; *) secs=$RSECS ;; esac
 	corpus=$ROOT/tests/fuzz/corpus/$t
 	work=$OUT/corpus-$t

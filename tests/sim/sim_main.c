@@ -609,6 +609,8 @@ target_start(struct target_slot *tg)
 	(void) pmrep_target_cfg_set_data_size(cfg, DATA_SIZE, true);
 	(void) pmrep_target_cfg_set_address(cfg, "sim", tg->port);
 	(void) pmrep_target_cfg_set_key(cfg, KEY, sizeof(KEY));
+	/* the simulated wire has no sockets: no TLS (test_repl_tls.c) */
+	(void) pmrep_target_cfg_set_tls(cfg, false);
 	(void) pmrep_target_cfg_set_timeout(cfg, TIMEOUT_MS);
 	(void) pmrep_target_cfg_set_staging(cfg, S.method == M_STAGING);
 	unsigned prev = sim_set_current_proc(tg->proc);
@@ -644,6 +646,7 @@ mirror_open(void)
 	for (unsigned i = 0; i < S.ntargets; i++)
 		(void) pmrep_mirror_cfg_add_replica(cfg, "sim", S.tg[i].port);
 	(void) pmrep_mirror_cfg_set_key(cfg, KEY, sizeof(KEY));
+	(void) pmrep_mirror_cfg_set_tls(cfg, false);
 	(void) pmrep_mirror_cfg_set_uuid(cfg, UUID);
 	(void) pmrep_mirror_cfg_set_generation(cfg, S.gen);
 	(void) pmrep_mirror_cfg_set_quorum(cfg, S.quorum);

@@ -340,6 +340,8 @@ mirror_try(struct ctx *c, struct pmrep_mirror **m)
 	assert_int_equal(pmrep_mirror_cfg_new(&cfg), 0);
 	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", c->f.port), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_key(cfg, key, sizeof(key)), 0);
+	/* the fake target speaks plaintext tcp (TLS: test_repl_tls.c) */
+	assert_int_equal(pmrep_mirror_cfg_set_tls(cfg, false), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_uuid(cfg, uuid), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_timeout(cfg, 1500), 0);
 	*m = NULL;

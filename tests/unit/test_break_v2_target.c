@@ -98,6 +98,7 @@ setup(void **state)
 	assert_int_equal(pmrep_target_cfg_set_path(cfg, c->rpath), 0);
 	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
 	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_target_cfg_set_tls(cfg, false), 0);
 	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, TGT_TIMEOUT), 0);
 	assert_int_equal(pmrep_target_new(cfg, &c->t), 0);
 	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);
@@ -167,6 +168,7 @@ mirror_open(struct ctx *c, int expect)
 	assert_int_equal(pmrep_mirror_cfg_new(&cfg), 0);
 	assert_int_equal(pmrep_mirror_cfg_add_replica(cfg, "127.0.0.1", c->port), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_key(cfg, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_tls(cfg, false), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_uuid(cfg, uuid), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_timeout(cfg, 3000), 0);
 	struct pmrep_mirror *m = NULL;
@@ -206,10 +208,11 @@ ini_open(struct ctx *c, struct ini *x)
 	memset(x, 0, sizeof(*x));
 	assert_int_equal(pmrep_peer_open("127.0.0.1", false, &x->peer), 0);
 	assert_int_equal(repl_chan_init(&x->ch, x->peer), 0);
+	/* plaintext: the target here runs without TLS (test_repl_tls.c) */
 	assert_int_equal(repl_chan_dial(&x->ch, x->peer, "127.0.0.1", c->port,
-			repl_deadline(3000), 1234, 16, 32, "fake", key, sizeof(key),
-			0, &x->conn, x->ni,
-			x->nt), 0);
+			repl_deadline(3000), 1234, 16, 32, "fake",
+			&(struct repl_tls){ false, key, sizeof(key), 0 }, &x->conn,
+			x->ni, x->nt), 0);
 	/* the conn's own timeout is the one given, not what was left of
 	 * the dial's deadline (its liveness period follows from it) */
 	assert_int_equal(x->conn->cfg.timeout_ms, 1234);

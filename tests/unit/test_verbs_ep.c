@@ -503,6 +503,40 @@ srq_conn_uses_the_srq_and_its_rcq(void **state)
 	assert_int_equal(pmrep_peer_delete(&peer), 0);
 }
 
+/* TLS is a tcp setting: a verbs request or endpoint with it is refused
+ * (IPsec / MACsec protect RDMA), before anything is made */
+static int
+no_psk(void *arg, const uint8_t *id, size_t len, const char *local,
+		uint8_t *psk, size_t *psk_len)
+{
+	(void) arg; (void) id; (void) len; (void) local; (void) psk; (void) psk_len;
+	return -1;
+}
+
+static void
+tls_cfg_is_refused_on_verbs(void **state)
+{
+	(void) state;
+	struct pmrep_peer *peer = tv_peer();
+	struct pmrep_conn_cfg *cfg = NULL;
+	assert_int_equal(pmrep_conn_cfg_new(&cfg), 0);
+	static const uint8_t psk[32] = "verbs-has-no-tls-0123456789abcde";
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk(cfg, "x", psk, sizeof(psk)), 0);
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_conn_req_new(peer, TV_ADDR, TV_PORT, cfg, &req),
+			PMREP_E_NOSUPP);
+	assert_null(req);
+	assert_true(tv_logged("IPsec"));
+	assert_int_equal(pmrep_conn_cfg_clear_tls(cfg), 0);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk_find(cfg, no_psk, NULL), 0);
+	struct pmrep_ep *ep = tv_listen(peer);
+	assert_int_equal(pmrep_ep_next_conn_req(ep, cfg, &req), PMREP_E_NOSUPP);
+	assert_null(req);
+	assert_int_equal(pmrep_ep_shutdown(&ep), 0);
+	assert_int_equal(pmrep_conn_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_peer_delete(&peer), 0);
+}
+
 int
 main(void)
 {
@@ -521,6 +555,7 @@ main(void)
 		T(t06_initiator_private_data_has_its_true_length),
 		T(t06_malformed_request_is_refused_with_the_final_marker),
 		T(next_conn_req_nothing_pending_is_no_event),
+		T(tls_cfg_is_refused_on_verbs),
 		T(next_conn_req_each_failure_refuses_and_leaks_nothing),
 		T(accept_each_failure_consumes_the_request_and_leaks_nothing),
 		T(accept_failure_refuses_without_marker_so_the_initiator_may_retry),

@@ -244,6 +244,7 @@ struct tcp_conn_req {
 	uint32_t peer_rnr_ms;
 	uint16_t peer_version;		/* the HELLO's wire version */
 	struct tcp_rq rq;		/* receives posted before connect */
+	struct tcp_tls *tls;		/* passive, TLS: the socket's session */
 };
 
 int tcp_ep_listen(struct pmrep_peer *peer, const char *addr, const char *port,
@@ -384,6 +385,7 @@ struct tcp_conn {
 
 	/* ---- the progress thread's own (under prog_lock) */
 	int sock;
+	struct tcp_tls *tls;		/* TLS on: sock's session (tcp_tls.c), else NULL */
 	int sock_dead;			/* ended; closed by the thread (its poll may hold it) */
 	enum tcp_conn_state state;
 	bool qp_error;			/* the conn failed: flush everything */
@@ -524,6 +526,49 @@ void tcp_sock_close_gently(int fd);
 int tcp_eventfd(void);
 void tcp_eventfd_signal(int fd);
 void tcp_eventfd_drain(int fd);
+
+/* ------------------------------------------------------------- TLS 1.3 */
+
+/*
+ * tcp_tls.c: a socket's TLS 1.3 session with an external PSK (see its
+ * file comment). Every call on one session is made by one thread at a
+ * time: the endpoint's caller (passive, until the request is taken), the
+ * connecting progress thread (active, until open), then turns under the
+ * conn's prog_lock. The session never owns or closes the socket.
+ */
+struct tcp_tls;
+struct iovec;
+
+/* a session on connected socket `fd`: `server` with cfg's find function,
+ * else a client with its PSK and identity; 0, PMREP_E_INVAL (not
+ * configured), PMREP_E_NOMEM, PMREP_E_TLS (OpenSSL cannot make one) */
+int tcp_tls_new(const struct pmrep_conn_cfg *cfg, int fd, bool server,
+		struct tcp_tls **t);
+/* where a TLS failure of this session is recorded (the conn's cause) */
+void tcp_tls_set_cause(struct tcp_tls *t, atomic_int *cause);
+/* one step of the handshake: 1 done, 0 call again when the socket has
+ * *events (POLLIN / POLLOUT), PMREP_E_TLS failed (logged),
+ * PMREP_E_CONN_LOST the socket ended or failed */
+int tcp_tls_handshake(struct tcp_tls *t, short *events);
+bool tcp_tls_done(const struct tcp_tls *t);
+/* as recv(2) on the decrypted stream: > 0 bytes, 0 the stream ended,
+ * -1 with errno (EAGAIN: nothing now; EPROTO: a TLS failure, logged) */
+ssize_t tcp_tls_recv(struct tcp_tls *t, void *buf, size_t len);
+/* as sendmsg(2): the bytes taken (copied: at most 64 KiB), -1 with errno
+ * (EAGAIN: an earlier record is still going out, nothing taken) */
+ssize_t tcp_tls_sendv(struct tcp_tls *t, const struct iovec *iov, int iovcnt);
+/* bytes taken but not yet in the kernel: wait for POLLOUT, then flush */
+bool tcp_tls_tx_pending(const struct tcp_tls *t);
+/* push those out: 0 done, 1 would block, -1 with errno */
+int tcp_tls_flush(struct tcp_tls *t);
+/* write all of a small buf by `deadline_ms`: 0 or -errno */
+int tcp_tls_write_all(struct tcp_tls *t, const void *buf, size_t len,
+		long long deadline_ms);
+/* best effort, never blocks: a header-only frame (tcp_sock_send_now) */
+void tcp_tls_send_now(struct tcp_tls *t, uint8_t type, uint32_t status);
+void tcp_tls_free(struct tcp_tls *t);
+/* wipe the PSK copy a cfg (of a request or conn) holds */
+void tcp_tls_wipe_cfg(struct pmrep_conn_cfg *cfg);
 
 extern const struct pmrep_provider_ops pmrep_tcp_ops;
 

@@ -104,6 +104,8 @@ conn_free(struct tcp_conn *c)
 	}
 	for (unsigned i = 0; i < c->tx_count; i++)
 		free(c->tx[(c->tx_first + i) % TCP_TX_FRAMES].owned);
+	tcp_tls_free(c->tls);
+	tcp_tls_wipe_cfg(&c->base.cfg);
 	if (c->sock >= 0)
 		close(c->sock);
 	if (c->sock_dead >= 0)
@@ -243,6 +245,10 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 
 	c->sock = req->sock;	/* passive: the accepted socket */
 	req->sock = -1;
+	c->tls = req->tls;	/* ... and its TLS session */
+	req->tls = NULL;
+	if (c->tls)
+		tcp_tls_set_cause(c->tls, &c->base.cause);
 
 	/* the thread takes no signals meant for the application */
 	sigset_t all, old;
@@ -254,6 +260,8 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 		ret = PMREP_ERR_PROVIDER(err, "pthread_create");
 		req->sock = c->sock;	/* rejected below */
 		c->sock = -1;
+		req->tls = c->tls;
+		c->tls = NULL;
 		goto err;
 	}
 	tcp_conn_req_delete(&req->base);

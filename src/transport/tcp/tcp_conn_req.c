@@ -64,11 +64,16 @@ tcp_conn_req_delete(struct pmrep_conn_req *req_base)
 		/* an explicit reject: the initiator reports REJECTED, no
 		 * retry; or, asked for (pmrep_conn_req_reject), one it
 		 * retries until its deadline */
-		tcp_sock_send_now(req->sock, TCP_WIRE_REJECT,
-				req->base.reject_retry ?
-				TCP_WIRE_REJ_NOT_LISTENING : TCP_WIRE_REJ_APP);
+		const uint8_t why = req->base.reject_retry ?
+			TCP_WIRE_REJ_NOT_LISTENING : TCP_WIRE_REJ_APP;
+		if (req->tls)
+			tcp_tls_send_now(req->tls, TCP_WIRE_REJECT, why);
+		else
+			tcp_sock_send_now(req->sock, TCP_WIRE_REJECT, why);
 		tcp_sock_close_gently(req->sock);
 	}
+	tcp_tls_free(req->tls);
+	tcp_tls_wipe_cfg(&req->base.cfg);
 	tcp_rq_fini(&req->rq);
 	free(req);
 	return 0;

@@ -31,6 +31,8 @@
 
 struct tcp_pending {
 	int fd;
+	struct tcp_tls *tls;	/* TLS on: the session (handshake first) */
+	bool pollout;		/* the handshake waits to write */
 	bool settled;		/* the first frame is decided: for the app */
 	size_t got;
 	long long since;
@@ -113,8 +115,12 @@ static void
 pending_drop(struct tcp_ep *ep, unsigned i, uint32_t reject_reason)
 {
 	struct tcp_pending *p = &ep->pending[i];
-	if (reject_reason)
+	if (reject_reason && p->tls)
+		tcp_tls_send_now(p->tls, TCP_WIRE_REJECT, reject_reason);
+	else if (reject_reason)
 		tcp_sock_send_now(p->fd, TCP_WIRE_REJECT, reject_reason);
+	tcp_tls_free(p->tls);
+	p->tls = NULL;
 	(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
 	tcp_sock_close_gently(p->fd);
 	ep->pending[i] = ep->pending[--ep->npending];
@@ -141,6 +147,8 @@ enum hello_state { HELLO_MORE, HELLO_GONE, HELLO_BAD, HELLO_VERSION, HELLO_OK };
 static enum hello_state
 hello_read(struct tcp_pending *p, struct tcp_frame *f)
 {
+	if (p->tls && !tcp_tls_done(p->tls))
+		return HELLO_MORE;	/* still in its TLS handshake */
 	for (;;) {
 		size_t want = HELLO_HDR;
 		/* the first frame must be a HELLO: decided on its first byte,
@@ -158,7 +166,9 @@ hello_read(struct tcp_pending *p, struct tcp_frame *f)
 			return f->version >= 1 && f->version <= TCP_WIRE_VERSION ?
 				HELLO_OK : HELLO_VERSION;
 		}
-		ssize_t n = recv(p->fd, p->buf + p->got, want - p->got, 0);
+		ssize_t n = p->tls ? tcp_tls_recv(p->tls, p->buf + p->got,
+				want - p->got) :
+			recv(p->fd, p->buf + p->got, want - p->got, 0);
 		if (n > 0) {
 			p->got += (size_t)n;
 			continue;
@@ -295,10 +305,44 @@ accept_waiting(struct tcp_ep *ep)
 		}
 		struct tcp_pending *p = &ep->pending[ep->npending++];
 		p->fd = fd;
+		p->tls = NULL;
+		p->pollout = false;
 		p->settled = false;
 		p->got = 0;
 		p->since = pmrep_now_ms();
 	}
+}
+
+/*
+ * TLS on (cfg): run p's handshake as far as the socket allows. 1: done
+ * (or TLS off: go on with the HELLO), 0: not yet (the endpoint fd fires
+ * when it may go on: EPOLLOUT added while it waits to write),
+ * PMREP_E_TLS: failed (logged; the app hears it), PMREP_E_CONN_LOST: the
+ * client left, PMREP_E_NOMEM / PMREP_E_INVAL: no session could be made.
+ */
+static int
+pending_tls(struct tcp_ep *ep, struct tcp_pending *p,
+		const struct pmrep_conn_cfg *cfg)
+{
+	if (p->tls == NULL) {
+		if (!cfg->tls || p->got > 0)
+			return 1;
+		int r = tcp_tls_new(cfg, p->fd, true, &p->tls);
+		if (r)
+			return r;
+	}
+	if (tcp_tls_done(p->tls))
+		return 1;
+	short ev = POLLIN;
+	int r = tcp_tls_handshake(p->tls, &ev);
+	bool out = r == 0 && ev == POLLOUT;
+	if (out != p->pollout) {
+		struct epoll_event e = { .events = EPOLLIN | (out ? EPOLLOUT : 0),
+			.data.fd = p->fd };
+		(void) epoll_ctl(ep->base.fd, EPOLL_CTL_MOD, p->fd, &e);
+		p->pollout = out;
+	}
+	return r;
 }
 
 int
@@ -317,6 +361,17 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 	for (unsigned i = 0; i < ep->npending; ) {
 		struct tcp_pending *p = &ep->pending[i];
 		struct tcp_frame f;
+		int t = pending_tls(ep, p, cfg);
+		if (t == 0) {
+			i++;
+			continue;
+		}
+		if (t < 0) {
+			pending_drop(ep, i, 0);
+			if (t == PMREP_E_TLS || t == PMREP_E_NOMEM || t == PMREP_E_INVAL)
+				return t;
+			continue;
+		}
 		switch (hello_read(p, &f)) {
 		case HELLO_MORE:
 			i++;
@@ -360,6 +415,8 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 		socklen_t sl = sizeof(req->base.src);
 		if (getpeername(p->fd, (struct sockaddr *)&req->base.src, &sl) != 0)
 			req->base.src.ss_family = AF_UNSPEC;
+		req->tls = p->tls;
+		p->tls = NULL;
 		(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
 		ep->pending[i] = ep->pending[--ep->npending];
 		*req_ptr = &req->base;

@@ -253,6 +253,8 @@ close_socket(struct tcp_conn *c)
 		return;
 	c->sock_dead = c->sock;
 	c->sock = -1;
+	tcp_tls_free(c->tls);	/* TLS: the session goes with it */
+	c->tls = NULL;
 }
 
 static void
@@ -823,7 +825,8 @@ static ssize_t
 rx_recv(struct tcp_conn *c, void *buf, size_t len)
 {
 	for (;;) {
-		ssize_t n = recv(c->sock, buf, len, 0);
+		ssize_t n = c->tls ? tcp_tls_recv(c->tls, buf, len) :
+			recv(c->sock, buf, len, 0);
 		if (n > 0) {
 			c->rx_drained = (size_t)n < len;
 			c->last_rx_ms = pmrep_now_ms();
@@ -1226,6 +1229,11 @@ tx_progress(struct tcp_conn *c)
 		tx_fill(c);
 		if (c->tx_count == 0 || c->sock < 0) {
 			c->tx_blocked = false;
+			/* TLS: a record taken but not in the kernel yet */
+			int f = c->sock >= 0 && c->tls ? tcp_tls_flush(c->tls) : 0;
+			if (f < 0)
+				sock_ended(c, errno);
+			c->tx_blocked = f > 0;
 			break;
 		}
 		struct iovec iov[2 * TCP_TX_FRAMES];
@@ -1245,7 +1253,8 @@ tx_progress(struct tcp_conn *c)
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_iov = iov;
 		msg.msg_iovlen = (size_t)k;
-		ssize_t n = sendmsg(c->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = c->tls ? tcp_tls_sendv(c->tls, iov, k) :
+			sendmsg(c->sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1259,12 +1268,14 @@ tx_progress(struct tcp_conn *c)
 		if (n > 0)
 			c->last_tx_ms = pmrep_now_ms();
 		tx_advance(c, (size_t)n);
-		c->tx_blocked = c->tx_count > 0;
+		c->tx_blocked = c->tx_count > 0 ||
+			(c->tls && tcp_tls_tx_pending(c->tls));
 	}
 	if (calls == TX_ITER_MAX && !c->tx_blocked && c->sock >= 0)
 		c->tx_more = true;
 	if (c->close_when_sent && c->tx_count == 0 &&
-			!c->disconnect_queued && c->sock >= 0)
+			!c->disconnect_queued && c->sock >= 0 &&
+			!(c->tls && tcp_tls_tx_pending(c->tls)))
 		finish(c, PMREP_CONN_CLOSED);	/* our DISCONNECT answer is out */
 }
 
@@ -1355,6 +1366,7 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 		return ATT_RETRY;
 	}
 	enum attempt res = ATT_RETRY;
+	struct tcp_tls *tls = NULL;	/* TLS on: the socket's session */
 	if (connect(s, (struct sockaddr *)&c->addr, c->addrlen) != 0) {
 		if (errno != EINPROGRESS) {
 			*why = errno;
@@ -1377,6 +1389,32 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 	}
 	tcp_sock_tune(s, c->base.cfg.timeout_ms);
 
+	/* TLS on: the session first, all of pmrep's bytes inside it */
+	if (c->base.cfg.tls) {
+		int t = tcp_tls_new(&c->base.cfg, s, false, &tls);
+		if (t) {
+			atomic_store(&c->base.cause, t);
+			res = ATT_REJECTED;
+			goto out_close;
+		}
+		tcp_tls_set_cause(tls, &c->base.cause);
+		short ev = 0;
+		while ((t = tcp_tls_handshake(tls, &ev)) == 0) {
+			enum wait_result w = wait_fd(c, s, ev, end, disc);
+			if (w != WAIT_READY) {
+				*why = ETIMEDOUT;
+				res = w == WAIT_STOP ? ATT_STOP : ATT_RETRY;
+				goto out_close;
+			}
+		}
+		if (t < 0) {
+			*why = t == PMREP_E_TLS ? EPROTO : ECONNRESET;
+			if (t == PMREP_E_TLS)
+				res = ATT_REJECTED;	/* final: not a transient */
+			goto out_close;
+		}
+	}
+
 	uint8_t hello[TCP_WIRE_HDR_MAX + TCP_WIRE_HELLO_PDATA_MAX];
 	struct tcp_frame f;
 	memset(&f, 0, sizeof(f));
@@ -1387,7 +1425,8 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 	f.payload_len = c->my_pdata_len;
 	size_t n = tcp_wire_encode(&f, hello);
 	memcpy(hello + n, c->my_pdata, c->my_pdata_len);
-	int r = tcp_sock_write_all(s, hello, n + c->my_pdata_len, end);
+	int r = tls ? tcp_tls_write_all(tls, hello, n + c->my_pdata_len, end) :
+		tcp_sock_write_all(s, hello, n + c->my_pdata_len, end);
 	if (r) {
 		*why = -r;
 		goto out_close;
@@ -1401,8 +1440,15 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 		if (h == TCP_WIRE_MALFORMED || (h > 0 &&
 				f.type != TCP_WIRE_ACCEPT &&
 				f.type != TCP_WIRE_REJECT)) {
-			PMREP_LOG_WARN("connect: the listener does not speak pmrep tcp");
 			*why = EPROTO;
+			/* a TLS record (alert 21, handshake 22) to our plaintext */
+			if (tls == NULL && (c->rxbuf[0] == 21 || c->rxbuf[0] == 22)) {
+				PMREP_LOG_ERR("TLS: the listener speaks TLS and this end is configured without it: refused");
+				atomic_store(&c->base.cause, PMREP_E_TLS);
+				res = ATT_REJECTED;
+				goto out_close;
+			}
+			PMREP_LOG_WARN("connect: the listener does not speak pmrep tcp");
 			goto out_close;
 		}
 		if (h > 0 && f.type == TCP_WIRE_REJECT) {
@@ -1438,9 +1484,12 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 			c->peer_rnr_ms = f.rnr_ms;
 			c->rx_start = (size_t)h + f.payload_len;
 			c->sock = s;
+			c->tls = tls;
 			return ATT_OK;
 		}
-		ssize_t got = recv(s, c->rxbuf + c->rx_end,
+		ssize_t got = tls ? tcp_tls_recv(tls, c->rxbuf + c->rx_end,
+				TCP_RX_BUF_SIZE - c->rx_end) :
+			recv(s, c->rxbuf + c->rx_end,
 				TCP_RX_BUF_SIZE - c->rx_end, 0);
 		if (got > 0) {
 			c->rx_end += (size_t)got;
@@ -1450,6 +1499,8 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 			continue;
 		if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
 			*why = got == 0 ? ECONNRESET : errno;
+			if (got < 0 && errno == EPROTO)
+				res = ATT_REJECTED;	/* TLS failed (logged) */
 			goto out_close;
 		}
 		enum wait_result w = wait_fd(c, s, POLLIN, end, disc);
@@ -1461,6 +1512,7 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 	}
 
 out_close:
+	tcp_tls_free(tls);
 	close(s);
 	c->rx_start = c->rx_end = 0;
 	return res;
@@ -1539,8 +1591,14 @@ shutdown_socket(struct tcp_conn *c)
 	if (c->sock < 0)
 		return;
 	bool mid_frame = c->tx_count > 0 && (c->tx[c->tx_first].hoff > 0);
-	if (c->state == TCP_CONN_OPEN && !mid_frame)
-		tcp_sock_send_now(c->sock, TCP_WIRE_DISCONNECT, 0);
+	if (c->state == TCP_CONN_OPEN && !mid_frame) {
+		if (c->tls)
+			tcp_tls_send_now(c->tls, TCP_WIRE_DISCONNECT, 0);
+		else
+			tcp_sock_send_now(c->sock, TCP_WIRE_DISCONNECT, 0);
+	}
+	tcp_tls_free(c->tls);
+	c->tls = NULL;
 	tcp_sock_close_gently(c->sock);
 	c->sock = -1;
 }
@@ -1681,6 +1739,7 @@ tcp_progress_main(void *arg)
 		/* no application turn runs before the conn is open */
 		pthread_mutex_unlock(&c->prog_lock);
 		enum pmrep_conn_event ev = connect_phase(c);
+		tcp_tls_wipe_cfg(&c->base.cfg);	/* no more attempts: the PSK goes */
 		pthread_mutex_lock(&c->prog_lock);
 		if (ev == PMREP_CONN_ESTABLISHED) {
 			c->state = TCP_CONN_OPEN;

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tls_psk.c -- the PSKs and identities of the replication's TLS 1.3
+ * channel on the tcp provider (transport.h "TLS").
+ *
+ * One pre-shared key (the one of the HMAC handshake, auth.c) is never a
+ * TLS PSK itself: TLS gets a key of its own derived with HKDF-SHA256 and
+ * a label, so the two uses never share key material. The identity and
+ * the derivation name:
+ *   - the role: only the initiator (client) ever offers a PSK; a target
+ *     accepts only identities that say "initiator";
+ *   - the key id (which key of a rotation);
+ *   - the target as the initiator dialed it: its numeric "host:port".
+ *
+ * Why the target's name (the Selfie attack, RFC 9257 section 4.1): after
+ * a failover every node runs both a mirror (TLS client) and a target
+ * (TLS server) with the same key. An attacker who reflects node N's
+ * ClientHello, meant for target T, back to N's own target would meet a
+ * server that accepts initiator identities of that key: role in the
+ * identity alone does not stop that. With T's name in the identity and
+ * in the PSK, N's target refuses it: the name is not one of its own (the
+ * local address the client's bytes arrived at, or a name its operator
+ * listed for relays / NAT); and the identity cannot be edited in transit
+ * to name N, since the ClientHello's PSK binder was made with T's PSK and
+ * does not verify with N's. A target's identity ("target" role) is never
+ * issued and never accepted: no PSK exists for the server role. (With the
+ * name check removed, test_repl_tls's reflected handshake is accepted.)
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
+
+#include <pmrep/repl.h>
+
+#include "common/log.h"
+#include "tls_psk.h"
+
+#define LABEL "pmrep tls13 psk v1 initiator"
+#define ID_PREFIX "pmrep-tls1 initiator key "
+
+static atomic_bool tls_off_default;
+
+int
+repl_tls_psk(const uint8_t *key, size_t key_len, uint32_t key_id,
+		const char *target_name, uint8_t psk[REPL_TLS_PSK_LEN])
+{
+	if (key == NULL || key_len == 0 || target_name == NULL)
+		return PMREP_E_INVAL;
+	uint8_t info[sizeof(LABEL) + 4 + REPL_TLS_NAME_MAX];
+	size_t nlen = strnlen(target_name, REPL_TLS_NAME_MAX);
+	memcpy(info, LABEL, sizeof(LABEL));	/* with its NUL: a separator */
+	size_t k = sizeof(LABEL);
+	info[k++] = (uint8_t)key_id;
+	info[k++] = (uint8_t)(key_id >> 8);
+	info[k++] = (uint8_t)(key_id >> 16);
+	info[k++] = (uint8_t)(key_id >> 24);
+	memcpy(info + k, target_name, nlen);
+	k += nlen;
+
+	int ret = PMREP_E_UNKNOWN;
+	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	EVP_KDF_CTX *kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+	if (kctx != NULL) {
+		OSSL_PARAM params[] = {
+			OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
+					(char *)"SHA256", 0),
+			OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+					(void *)key, key_len),
+			OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
+					info, k),
+			OSSL_PARAM_construct_end(),
+		};
+		if (EVP_KDF_derive(kctx, psk, REPL_TLS_PSK_LEN, params) == 1)
+			ret = 0;
+	}
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	if (ret)
+		PMREP_LOG_ERR("TLS: HKDF-SHA256 failed (OpenSSL)");
+	return ret;
+}
+
+int
+repl_tls_name(const char *addr, const char *port, char name[REPL_TLS_NAME_MAX])
+{
+	struct addrinfo hints, *res = NULL;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	int r = getaddrinfo(addr, port, &hints, &res);
+	if (r != 0) {	/* not numeric: a name, resolved */
+		hints.ai_flags = 0;
+		r = getaddrinfo(addr, port, &hints, &res);
+	}
+	if (r != 0 || res == NULL) {
+		PMREP_LOG_ERR("TLS: cannot resolve %s:%s for the target's name: %s",
+				addr, port, gai_strerror(r));
+		return PMREP_E_UNREACHABLE;
+	}
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
+	r = getnameinfo(res->ai_addr, res->ai_addrlen, host, sizeof(host),
+			serv, sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV);
+	int family = res->ai_family;
+	freeaddrinfo(res);
+	if (r != 0)
+		return PMREP_E_UNREACHABLE;
+	char *pct = strchr(host, '%');	/* no IPv6 zone in the name */
+	if (pct)
+		*pct = '\0';
+	snprintf(name, REPL_TLS_NAME_MAX, family == AF_INET6 ? "[%s]:%s" :
+			"%s:%s", host, serv);
+	return 0;
+}
+
+int
+repl_tls_client_cfg(struct pmrep_conn_cfg *ccfg, struct pmrep_peer *peer,
+		const struct repl_tls *tls, const char *addr, const char *port)
+{
+	if (tls == NULL || !tls->on || tls->key_len == 0)
+		return 0;
+	enum pmrep_provider prov;
+	if (pmrep_peer_get_provider(peer, &prov) == 0 &&
+			prov != PMREP_PROVIDER_TCP)
+		return 0;	/* verbs: IPsec / MACsec, see transport.h */
+	char name[REPL_TLS_NAME_MAX];
+	int ret = repl_tls_name(addr, port, name);
+	if (ret)
+		return ret;
+	uint8_t psk[REPL_TLS_PSK_LEN];
+	ret = repl_tls_psk(tls->key, tls->key_len, tls->key_id, name, psk);
+	if (ret == 0) {
+		char id[PMREP_TLS_IDENTITY_MAX + 1];
+		snprintf(id, sizeof(id), ID_PREFIX "%u target %s",
+				tls->key_id, name);
+		ret = pmrep_conn_cfg_set_tls_psk(ccfg, id, psk, sizeof(psk));
+	}
+	OPENSSL_cleanse(psk, sizeof(psk));
+	return ret;
+}
+
+int
+repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
+		const char *local, uint8_t *psk, size_t *psk_len)
+{
+	const struct repl_tls_target *tt = arg;
+	char id[PMREP_TLS_IDENTITY_MAX + 1];
+	if (identity_len > PMREP_TLS_IDENTITY_MAX ||
+			memchr(identity, '\0', identity_len) != NULL)
+		return -1;
+	memcpy(id, identity, identity_len);
+	id[identity_len] = '\0';
+	/* the initiator's role only: "pmrep-tls1 initiator key <id> target <name>" */
+	if (strncmp(id, ID_PREFIX, strlen(ID_PREFIX)) != 0) {
+		PMREP_LOG_ERR("TLS: refused a PSK identity that is not a pmrep initiator's");
+		return -1;
+	}
+	const char *p = id + strlen(ID_PREFIX);
+	char *end;
+	unsigned long key_id = strtoul(p, &end, 10);
+	if (end == p || (*p == '0' && end != p + 1) || key_id > UINT32_MAX ||
+			strncmp(end, " target ", 8) != 0) {
+		PMREP_LOG_ERR("TLS: refused a malformed PSK identity");
+		return -1;
+	}
+	const char *name = end + 8;
+	bool ours = strcmp(name, local) == 0;
+	for (unsigned i = 0; !ours && i < tt->nnames; i++)
+		ours = strcmp(name, tt->names[i]) == 0;
+	if (!ours) {
+		PMREP_LOG_ERR("TLS: refused an initiator that dialed %s: this target is %s (not a name it answers to; a reflected or misdirected handshake)",
+				name, local);
+		return -1;
+	}
+	int k = repl_keys_find(tt->keys, *tt->nkeys, (uint32_t)key_id);
+	if (k < 0 && key_id == 0) {	/* id 0: the only key, if one */
+		unsigned used = 0;
+		for (unsigned i = 0; i < *tt->nkeys; i++)
+			if (tt->keys[i].len > 0) {
+				used++;
+				k = (int)i;
+			}
+		if (used != 1)
+			k = -1;
+	}
+	if (k < 0) {
+		PMREP_LOG_ERR("TLS: refused an initiator with key id %lu (this target holds no key of that id%s)",
+				key_id, key_id == 0 ?
+				" and more than one key: the initiator must name its key's id" : "");
+		return -1;
+	}
+	const struct repl_key *rk = &tt->keys[k];
+	if (repl_tls_psk(rk->key, rk->len, (uint32_t)key_id, name, psk))
+		return -1;
+	*psk_len = REPL_TLS_PSK_LEN;
+	return 0;
+}
+
+bool
+repl_tls_default(void)
+{
+	return !atomic_load(&tls_off_default);
+}
+
+int
+pmrep_repl_set_tls_default(bool on)
+{
+	atomic_store(&tls_off_default, !on);
+	return 0;
+}
