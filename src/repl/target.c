@@ -53,6 +53,14 @@ session_close(struct pmrep_target *t, struct session *s, const char *why)
 	if (s->state == S_FREE)
 		return;
 	PMREP_LOG_INFO("session %d closed: %s", (int)(s - t->s), why);
+	/* first: nothing of the replica is reachable through this session
+	 * from here on (its conn may still be up until the disconnect) */
+	if (s->mw) {
+		int ret = pmrep_mw_invalidate(&s->mw);
+		if (ret)
+			PMREP_LOG_ERR("session %d: invalidating its memory window: %s",
+					(int)(s - t->s), pmrep_err_to_str(ret));
+	}
 	if (s->conn) {
 		int cq_fd, ev_fd;
 		if (repl_chan_fds(&s->ch, &cq_fd, &ev_fd) == 0) {
@@ -299,8 +307,25 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 
 	struct repl_msg r = { .type = REPL_MSG_ACCEPT, .seq = m->seq };
 	struct repl_accept *acc = &r.u.accept;
-	(void) pmrep_mr_get_descriptor(query ? t->query_mr : t->data_mr,
-			acc->mr_desc);
+	/*
+	 * The session's own access to the data area: a memory window bound
+	 * to its conn (a QUERY: read only), posted on the conn before the
+	 * ACCEPT that carries its descriptor. Nothing else reaches the data
+	 * region: it is registered for windows only.
+	 */
+	int wusage = query ? PMREP_MR_USAGE_READ_SRC :
+		t->data_mr_usage & (PMREP_MR_USAGE_READ_SRC |
+				PMREP_MR_USAGE_WRITE_DST |
+				PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+				PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT);
+	int ret = pmrep_mw_bind(s->conn, t->data_mr, wusage, &s->mw);
+	if (ret) {
+		snprintf(detail, sizeof(detail), "cannot bind a memory window for the session: %s",
+				pmrep_err_to_str(ret));
+		refuse(t, s, REPL_ST_INTERNAL, detail);
+		return;
+	}
+	(void) pmrep_mw_get_descriptor(s->mw, acc->mr_desc);
 	(void) pmrep_peer_cfg_get_descriptor(t->peer_cfg, acc->peer_cfg);
 	/* the header as it is now */
 	memcpy(acc->uuid, t->hdr.uuid, PMREP_UUID_SIZE);
@@ -634,7 +659,6 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 err_epfd:
 	close(t->epfd);
 err_mr:
-	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);
@@ -669,7 +693,6 @@ pmrep_target_delete(struct pmrep_target **target_ptr)
 		session_close(t, &t->s[i], "the target is shutting down");
 	(void) pmrep_ep_shutdown(&t->ep);
 	close(t->epfd);
-	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);
@@ -756,7 +779,6 @@ target_endpoint_lost(struct pmrep_target *t)
 	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
 		session_close(t, &t->s[i], "the RDMA device was removed");
 	(void) pmrep_ep_shutdown(&t->ep);
-	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);
@@ -795,7 +817,6 @@ target_relisten(struct pmrep_target *t)
 			t->staging ? "staging" : "direct");
 	return;
 err_mr:
-	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);

@@ -361,6 +361,22 @@ int verbs_hold_post(struct verbs_conn *conn, const char *why);
  */
 int verbs_post_heartbeat(struct verbs_conn *conn);
 extern const char verbs_heartbeat_ctx;
+/* a window bind (verbs_mw.c, verbs_ops.c): one unsignalled IBV_WR_BIND_MW */
+int verbs_post_bind_mw(struct verbs_conn *conn, struct ibv_mw *mw,
+		struct ibv_mr *mr, uint64_t addr, uint64_t len, uint32_t rkey,
+		unsigned access);
+extern const char verbs_mw_bind_ctx;
+
+/* ------------------------------------------------------ memory windows */
+
+/* a type 2 window bound to one conn's QP (verbs_mw.c) */
+struct verbs_mw {
+	struct pmrep_mw base;
+	struct ibv_mw *mw;		/* NULL once deallocated */
+};
+int verbs_mw_bind(struct pmrep_conn *conn, struct pmrep_mr_local *mr,
+		int usage, struct pmrep_mw **mw);
+int verbs_mw_invalidate(struct pmrep_mw *mw);
 
 /* ---------------------------------------------------- completion channel */
 
