@@ -47,20 +47,28 @@ epoll_add(struct pmrep_target *t, int fd, uint64_t tag)
 		PMREP_LOG_ERR("epoll_ctl ADD fd %d: %s", fd, strerror(errno));
 }
 
+/* end the session's access to the replica: its window (if any) is
+ * invalidated; from here on nothing of the data area is reachable through
+ * the session, though its conn may still carry a last reply */
+static void
+session_revoke(struct pmrep_target *t, struct session *s)
+{
+	if (s->mw == NULL)
+		return;
+	int ret = pmrep_mw_invalidate(&s->mw);
+	if (ret)
+		PMREP_LOG_ERR("session %d: invalidating its memory window: %s",
+				(int)(s - t->s), pmrep_err_to_str(ret));
+}
+
 static void
 session_close(struct pmrep_target *t, struct session *s, const char *why)
 {
 	if (s->state == S_FREE)
 		return;
 	PMREP_LOG_INFO("session %d closed: %s", (int)(s - t->s), why);
-	/* first: nothing of the replica is reachable through this session
-	 * from here on (its conn may still be up until the disconnect) */
-	if (s->mw) {
-		int ret = pmrep_mw_invalidate(&s->mw);
-		if (ret)
-			PMREP_LOG_ERR("session %d: invalidating its memory window: %s",
-					(int)(s - t->s), pmrep_err_to_str(ret));
-	}
+	/* first: nothing of the replica is reachable through it any more */
+	session_revoke(t, s);
 	if (s->conn) {
 		int cq_fd, ev_fd;
 		if (repl_chan_fds(&s->ch, &cq_fd, &ev_fd) == 0) {
@@ -83,6 +91,7 @@ refuse(struct pmrep_target *t, struct session *s, enum repl_status st,
 	PMREP_LOG_ERR("initiator refused: %s%s%s", repl_status_str(st),
 			detail ? ": " : "", detail ? detail : "");
 	struct repl_msg m = { .type = REPL_MSG_REFUSE, .status = st };
+	session_revoke(t, s);	/* a refused session reaches nothing */
 	if (repl_chan_send(&s->ch, &m) != 0) {
 		session_close(t, s, "refused");
 		return;
@@ -97,6 +106,7 @@ static void
 reply_and_close(struct pmrep_target *t, struct session *s,
 		const struct repl_msg *r)
 {
+	session_revoke(t, s);	/* CLOSING: nothing lands any more */
 	if (repl_chan_send(&s->ch, r) != 0) {
 		session_close(t, s, "cannot send the last reply");
 		return;
@@ -495,6 +505,9 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 			r.status = REPL_ST_INTERNAL;
 			break;
 		}
+		/* no write of this session can land after the mark: its
+		 * window goes first */
+		session_revoke(t, s);
 		struct replica_hdr next = t->hdr;
 		next.flags |= PMREP_REPLICA_F_CONSISTENT;
 		ret = target_hdr_update(t, &next);

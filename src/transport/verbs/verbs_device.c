@@ -236,6 +236,17 @@ verbs_peer_release_locked(struct verbs_peer *p)
 		}
 		ch->base.fd = -1;
 	}
+	/* windows before their regions: a region with a bound window does
+	 * not deregister */
+	for (struct verbs_mw *w = p->mws; w != NULL; w = w->reg_next) {
+		if (w->mw != NULL) {
+			err = ibv_dealloc_mw(w->mw);
+			if (err)
+				PMREP_LOG_WARN("ibv_dealloc_mw on a removed device: %s",
+						strerror(err));
+			w->mw = NULL;
+		}
+	}
 	for (struct verbs_mr *mr = p->mrs; mr != NULL; mr = mr->reg_next) {
 		if (mr->mr != NULL) {
 			err = ibv_dereg_mr(mr->mr);

@@ -53,6 +53,7 @@ void verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t);
 
 struct verbs_conn;
 struct verbs_mr;
+struct verbs_mw;
 struct verbs_ep;
 struct verbs_srq;
 struct verbs_comp_channel;
@@ -81,6 +82,7 @@ struct verbs_peer {
 	struct verbs_conn *conns;
 	/* registries of the peer's other objects, for device removal */
 	struct verbs_mr *mrs;
+	struct verbs_mw *mws;		/* windows (verbs_mw.c) */
 	struct verbs_ep *eps;
 	struct verbs_srq *srqs;
 	struct verbs_comp_channel *chans;
@@ -372,7 +374,8 @@ extern const char verbs_mw_bind_ctx;
 /* a type 2 window bound to one conn's QP (verbs_mw.c) */
 struct verbs_mw {
 	struct pmrep_mw base;
-	struct ibv_mw *mw;		/* NULL once deallocated */
+	struct ibv_mw *mw;		/* NULL once deallocated (or released, T22) */
+	struct verbs_mw *reg_next, *reg_prev;	/* peer's registry */
 };
 int verbs_mw_bind(struct pmrep_conn *conn, struct pmrep_mr_local *mr,
 		int usage, struct pmrep_mw **mw);

@@ -50,8 +50,9 @@ verbs_mr_access(const struct verbs_peer *peer, int usage)
 	 * Reached remotely only through type 2 windows (verbs_mw.c): no
 	 * remote access of its own (its rkey grants nothing), MW_BIND, and
 	 * LOCAL_WRITE, which a window giving remote write needs (IBA
-	 * C10-74). The flush access bits stay: the device checks a flush
-	 * against what the region allows, the window only narrows it.
+	 * C10-74). The flush access bits stay (the window gives them too):
+	 * RDMA FLUSH GLOBAL and PERSISTENT through a window over a region
+	 * registered so were measured to work on rxe (tests/vm/mw_probe.c).
 	 */
 	if (usage & PMREP_MR_USAGE_MW_BIND) {
 		access &= ~(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
