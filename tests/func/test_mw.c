@@ -350,10 +350,10 @@ bind_and_invalidate_cost(void **state)
 		spent += now_us() - t0;
 		same += get_le32(desc + 4) == last;
 		last = get_le32(desc + 4);
-		/* one request through every 16th window (and the last): the
+		/* one request through every 8th window (and the last): the
 		 * binds really went out, and (verbs) its completion frees the
 		 * send-queue slots of the unsignalled binds before it */
-		if (i % 16 == 15 || i == n - 1) {
+		if (i % 8 == 7 || i == n - 1) {
 			struct pmrep_mr_remote *r = NULL;
 			assert_int_equal(pmrep_mr_remote_from_descriptor(desc,
 					sizeof(desc), &r), 0);
