@@ -789,6 +789,11 @@ PMREP_API int pmrep_mw_get_descriptor(const struct pmrep_mw *mw, void *desc);
  * its QP; tcp: the window is gone from the conn under the peer's memory
  * lock, and a remote write of it that is mid-payload lands nowhere and
  * fails the conn). Requests that were already executed are not undone.
+ * verbs: a window invalidated before its bind was executed -- before any
+ * request the conn posted after pmrep_mw_bind completed -- makes the
+ * device refuse the bind later and the conn fails (PMREP_CONN_LOST; seen
+ * on rxe, Linux 6.12): invalidate on a conn that stays in use only after
+ * such a completion (the target invalidates at a session's end).
  * Errors: PMREP_E_INVAL (NULL mw_ptr), PMREP_E_PROVIDER (ibv_dealloc_mw
  * failed: the window is freed anyway).
  */

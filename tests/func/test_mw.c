@@ -323,8 +323,14 @@ bind_on_a_closed_conn_is_refused(void **state)
 
 /*
  * What a session's window costs: N binds each followed by its invalidate
- * on one conn, and one request through the last window (so the binds
- * really went out). The figure is printed for docs/PERFORMANCE.md.
+ * on one conn (the time of pmrep_mw_bind + get_descriptor and of
+ * pmrep_mw_invalidate only). Between the two, a signalled request of the
+ * server's conn completes: it is behind the bind on the send queue, so the
+ * bind was executed. (verbs: a window deallocated before its bind executed
+ * makes the device refuse the bind and fail the conn -- seen on rxe 6.12,
+ * whose requester runs after the post returns; the target invalidates only
+ * at a session's end.) Every 8th window is also read through. The figure
+ * is printed for docs/PERFORMANCE.md.
  */
 static void
 bind_and_invalidate_cost(void **state)
@@ -350,9 +356,11 @@ bind_and_invalidate_cost(void **state)
 		spent += now_us() - t0;
 		same += get_le32(desc + 4) == last;
 		last = get_le32(desc + 4);
-		/* one request through every 8th window (and the last): the
-		 * binds really went out, and (verbs) its completion frees the
-		 * send-queue slots of the unsignalled binds before it */
+		/* the bind is executed (and, verbs, its send-queue slot
+		 * freed) once this completes */
+		assert_int_equal(pmrep_read(e.p.sconn, smr8, 0, crmt, 0, 8,
+				PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+		expect_status(e.p.sconn, 2, IBV_WC_SUCCESS);
 		if (i % 8 == 7 || i == n - 1) {
 			struct pmrep_mr_remote *r = NULL;
 			assert_int_equal(pmrep_mr_remote_from_descriptor(desc,
@@ -361,12 +369,6 @@ bind_and_invalidate_cost(void **state)
 					PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
 			expect_status(e.p.cconn, 1, IBV_WC_SUCCESS);
 			assert_int_equal(pmrep_mr_remote_delete(&r), 0);
-			/* verbs: the unsignalled binds hold slots of the
-			 * server's send queue until a later request of that
-			 * conn completes (as the target's ACCEPT does) */
-			assert_int_equal(pmrep_read(e.p.sconn, smr8, 0, crmt, 0, 8,
-					PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
-			expect_status(e.p.sconn, 2, IBV_WC_SUCCESS);
 		}
 		long long t1 = now_us();
 		assert_int_equal(pmrep_mw_invalidate(&mw), 0);
