@@ -16,9 +16,11 @@
  * (which holds it for reading while it applies requests) is inside the
  * window then, and afterwards none can find it. A remote write of the
  * window's region that is mid-payload on that conn lands nowhere and
- * fails the conn (tcp_progress_forget_mr, as a deregistration does); a
- * READ response already committed to the stream is sent as a snapshot of
- * the bytes at invalidation (the read was executed before).
+ * fails the conn (tcp_progress_forget_mr, as a deregistration does). A
+ * READ accepted before the invalidation is still answered: a response
+ * already committed to the stream with a snapshot of the bytes at
+ * invalidation, one still queued with the bytes when it is sent (the
+ * region is still registered). No request arriving afterwards passes.
  */
 #include <errno.h>
 #include <stdlib.h>
