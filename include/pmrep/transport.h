@@ -43,6 +43,7 @@ struct pmrep_conn_req;
 struct pmrep_conn;
 struct pmrep_mr_local;
 struct pmrep_mr_remote;
+struct pmrep_mw;
 struct pmrep_cq;
 struct pmrep_comp_channel;
 struct pmrep_srq;
@@ -744,6 +745,18 @@ PMREP_API int pmrep_conn_delete(struct pmrep_conn **conn_ptr);
 #define PMREP_MR_USAGE_SEND			(1 << 6)
 #define PMREP_MR_USAGE_RECV			(1 << 7)
 #define PMREP_MR_USAGE_ALL			0xff
+/*
+ * PMREP_MR_USAGE_MW_BIND -- the region is reached remotely ONLY through
+ * memory windows (pmrep_mw_bind): its own rkey grants no remote access
+ * (verbs: registered IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND and no
+ * remote access flag; tcp: a remote request naming the region's own rkey
+ * is refused). The remote usages it is registered with (READ_SRC,
+ * WRITE_DST, FLUSH_TYPE_*) are what a window over it may give.
+ * pmrep_mr_get_descriptor of such a region fails (PMREP_E_INVAL): hand out
+ * a window's descriptor (pmrep_mw_get_descriptor) instead. Not part of a
+ * descriptor's usage (PMREP_MR_USAGE_ALL).
+ */
+#define PMREP_MR_USAGE_MW_BIND			(1 << 8)
 
 /*
  * A persist function: make `size` bytes at `ptr` (inside a region it was
@@ -793,13 +806,21 @@ PMREP_API int pmrep_mr_dereg(struct pmrep_mr_local **mr_ptr);
 PMREP_API int pmrep_mr_get_ptr(const struct pmrep_mr_local *mr, void **ptr);
 /* pmrep_mr_get_size -- the registered size in bytes. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_mr_get_size(const struct pmrep_mr_local *mr, size_t *size);
+/*
+ * pmrep_mr_get_usage -- the PMREP_MR_USAGE_* bits the region got: those
+ * asked for, less a PERSISTENT flush usage the device refused (verbs on
+ * memory that is not persistent). Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_mr_get_usage(const struct pmrep_mr_local *mr, int *usage);
 
 #define PMREP_MR_DESC_SIZE 32	/* bytes of a serialised MR descriptor */
 
 /*
  * pmrep_mr_get_descriptor -- write the PMREP_MR_DESC_SIZE-byte descriptor
  * (version, provider, address, size, rkey, usage; little-endian) that a
- * remote side turns into a pmrep_mr_remote. Errors: PMREP_E_INVAL.
+ * remote side turns into a pmrep_mr_remote. Errors: PMREP_E_INVAL (NULL,
+ * or the region was registered with PMREP_MR_USAGE_MW_BIND: its own rkey
+ * grants nothing; use pmrep_mw_get_descriptor).
  */
 PMREP_API int pmrep_mr_get_descriptor(const struct pmrep_mr_local *mr, void *desc);
 /*
@@ -817,6 +838,74 @@ PMREP_API int pmrep_mr_remote_get_size(const struct pmrep_mr_remote *mr, size_t 
 /* pmrep_mr_remote_get_flush_type -- the PMREP_MR_USAGE_FLUSH_TYPE_* bits it
  * was registered with. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_mr_remote_get_flush_type(const struct pmrep_mr_remote *mr, int *flush_type);
+
+/* ---------------------------------------------------------- memory windows */
+
+/*
+ * A memory window: remote access to a region registered with
+ * PMREP_MR_USAGE_MW_BIND, given to the remote side of ONE conn. The
+ * window's rkey works only in requests that arrive on that conn (verbs: a
+ * type 2 window bound to the conn's QP -- any other QP, also of the same
+ * protection domain, meets a remote access error; tcp: a window of that
+ * conn alone, other conns' requests naming its rkey are refused and end
+ * their conn like verbs' remote access error). The window covers the
+ * whole region. Lifetime: from pmrep_mw_bind to pmrep_mw_invalidate; the
+ * caller owns it. It must be invalidated before its region is
+ * deregistered; pmrep_conn_delete invalidates the windows still bound to
+ * the conn (they stay allocated until pmrep_mw_invalidate frees them).
+ * Thread safety: bind and invalidate of different windows may run in
+ * parallel; one window is not used from two threads at once.
+ */
+
+/*
+ * pmrep_mw_bind -- bind a window over the whole of `mr` to `conn`, giving
+ * the remote side of `conn` the `usage` bits (a subset of PMREP_MR_USAGE_
+ * READ_SRC | WRITE_DST | FLUSH_TYPE_VISIBILITY | FLUSH_TYPE_PERSISTENT,
+ * each also in the region's usage as registered: a PERSISTENT flush usage
+ * the registration dropped -- verbs on memory that is not persistent --
+ * is not in it).
+ * The conn must be connected (ESTABLISHED). verbs: an IBV_WR_BIND_MW is
+ * posted on the conn's QP (unsignalled; it takes one send-queue slot until
+ * a later request of the conn completes): requests the caller posts on the
+ * conn afterwards are ordered behind it, so a descriptor sent on the conn
+ * after this call returns is usable when the remote side receives it. A
+ * bind the device refuses later moves the conn to the error state (a
+ * PMREP_CONN_LOST event; the window then grants nothing).
+ * Errors: PMREP_E_INVAL (NULL, usage 0, unknown bits, not the region's,
+ * the region lacks PMREP_MR_USAGE_MW_BIND, conn and region of different
+ * peers), PMREP_E_CONN_LOST (the conn is lost, closed or not connected),
+ * PMREP_E_AGAIN (the send queue is full: retry after completions),
+ * PMREP_E_NOSUPP (the device has no type 2 windows), PMREP_E_NOMEM,
+ * PMREP_E_PROVIDER (ibv_alloc_mw / ibv_post_send failed: pmrep_err_errno()),
+ * PMREP_E_DEVICE_REMOVED.
+ */
+PMREP_API int pmrep_mw_bind(struct pmrep_conn *conn, struct pmrep_mr_local *mr,
+		int usage, struct pmrep_mw **mw_ptr);
+/*
+ * pmrep_mw_get_descriptor -- write the window's PMREP_MR_DESC_SIZE-byte
+ * descriptor, in the format of pmrep_mr_get_descriptor (the remote side
+ * reads it with pmrep_mr_remote_from_descriptor): the window's rkey, the
+ * region's address and size, the window's usage. Errors: PMREP_E_INVAL
+ * (NULL), PMREP_E_STATE (the window was invalidated by its conn's delete).
+ */
+PMREP_API int pmrep_mw_get_descriptor(const struct pmrep_mw *mw, void *desc);
+/*
+ * pmrep_mw_invalidate -- end the window and free it (*mw_ptr = NULL; NULL
+ * ok). When it returns, no remote request can reach the region through
+ * the window any more -- also when its conn is lost or closed (verbs:
+ * ibv_dealloc_mw, which invalidates a bound window whatever the state of
+ * its QP; tcp: the window is gone from the conn under the peer's memory
+ * lock, and a remote write of it that is mid-payload lands nowhere and
+ * fails the conn). Requests that were already executed are not undone.
+ * verbs: a window invalidated before its bind was executed -- before any
+ * request the conn posted after pmrep_mw_bind completed -- makes the
+ * device refuse the bind later and the conn fails (PMREP_CONN_LOST; seen
+ * on rxe, Linux 6.12): invalidate on a conn that stays in use only after
+ * such a completion (the target invalidates at a session's end).
+ * Errors: PMREP_E_INVAL (NULL mw_ptr), PMREP_E_PROVIDER (ibv_dealloc_mw
+ * failed: the window is freed anyway).
+ */
+PMREP_API int pmrep_mw_invalidate(struct pmrep_mw **mw_ptr);
 
 /* ------------------------------------------------------- completion queue */
 

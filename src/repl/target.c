@@ -47,12 +47,28 @@ epoll_add(struct pmrep_target *t, int fd, uint64_t tag)
 		PMREP_LOG_ERR("epoll_ctl ADD fd %d: %s", fd, strerror(errno));
 }
 
+/* end the session's access to the replica: its window (if any) is
+ * invalidated; from here on nothing of the data area is reachable through
+ * the session, though its conn may still carry a last reply */
+static void
+session_revoke(struct pmrep_target *t, struct session *s)
+{
+	if (s->mw == NULL)
+		return;
+	int ret = pmrep_mw_invalidate(&s->mw);
+	if (ret)
+		PMREP_LOG_ERR("session %d: invalidating its memory window: %s",
+				(int)(s - t->s), pmrep_err_to_str(ret));
+}
+
 static void
 session_close(struct pmrep_target *t, struct session *s, const char *why)
 {
 	if (s->state == S_FREE)
 		return;
 	PMREP_LOG_INFO("session %d closed: %s", (int)(s - t->s), why);
+	/* first: nothing of the replica is reachable through it any more */
+	session_revoke(t, s);
 	if (s->conn) {
 		int cq_fd, ev_fd;
 		if (repl_chan_fds(&s->ch, &cq_fd, &ev_fd) == 0) {
@@ -75,6 +91,7 @@ refuse(struct pmrep_target *t, struct session *s, enum repl_status st,
 	PMREP_LOG_ERR("initiator refused: %s%s%s", repl_status_str(st),
 			detail ? ": " : "", detail ? detail : "");
 	struct repl_msg m = { .type = REPL_MSG_REFUSE, .status = st };
+	session_revoke(t, s);	/* a refused session reaches nothing */
 	if (repl_chan_send(&s->ch, &m) != 0) {
 		session_close(t, s, "refused");
 		return;
@@ -89,6 +106,7 @@ static void
 reply_and_close(struct pmrep_target *t, struct session *s,
 		const struct repl_msg *r)
 {
+	session_revoke(t, s);	/* CLOSING: nothing lands any more */
 	if (repl_chan_send(&s->ch, r) != 0) {
 		session_close(t, s, "cannot send the last reply");
 		return;
@@ -263,8 +281,25 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 
 	struct repl_msg r = { .type = REPL_MSG_ACCEPT, .seq = m->seq };
 	struct repl_accept *acc = &r.u.accept;
-	(void) pmrep_mr_get_descriptor(query ? t->query_mr : t->data_mr,
-			acc->mr_desc);
+	/*
+	 * The session's own access to the data area: a memory window bound
+	 * to its conn (a QUERY: read only), posted on the conn before the
+	 * ACCEPT that carries its descriptor. Nothing else reaches the data
+	 * region: it is registered for windows only.
+	 */
+	int wusage = query ? PMREP_MR_USAGE_READ_SRC :
+		t->data_mr_usage & (PMREP_MR_USAGE_READ_SRC |
+				PMREP_MR_USAGE_WRITE_DST |
+				PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY |
+				PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT);
+	int ret = pmrep_mw_bind(s->conn, t->data_mr, wusage, &s->mw);
+	if (ret) {
+		snprintf(detail, sizeof(detail), "cannot bind a memory window for the session: %s",
+				pmrep_err_to_str(ret));
+		refuse(t, s, REPL_ST_INTERNAL, detail);
+		return;
+	}
+	(void) pmrep_mw_get_descriptor(s->mw, acc->mr_desc);
 	(void) pmrep_peer_cfg_get_descriptor(t->peer_cfg, acc->peer_cfg);
 	/* the header as it is now */
 	memcpy(acc->uuid, t->hdr.uuid, PMREP_UUID_SIZE);
@@ -434,6 +469,9 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 			r.status = REPL_ST_INTERNAL;
 			break;
 		}
+		/* no write of this session can land after the mark: its
+		 * window goes first */
+		session_revoke(t, s);
 		struct replica_hdr next = t->hdr;
 		next.flags |= PMREP_REPLICA_F_CONSISTENT;
 		ret = target_hdr_update(t, &next);
@@ -609,7 +647,6 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 err_epfd:
 	close(t->epfd);
 err_mr:
-	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);
@@ -644,7 +681,6 @@ pmrep_target_delete(struct pmrep_target **target_ptr)
 		session_close(t, &t->s[i], "the target is shutting down");
 	(void) pmrep_ep_shutdown(&t->ep);
 	close(t->epfd);
-	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);
@@ -771,7 +807,6 @@ target_endpoint_lost(struct pmrep_target *t)
 	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
 		session_close(t, &t->s[i], "the RDMA device was removed");
 	(void) pmrep_ep_shutdown(&t->ep);
-	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);
@@ -810,7 +845,6 @@ target_relisten(struct pmrep_target *t)
 			t->staging ? "staging" : "direct");
 	return;
 err_mr:
-	(void) pmrep_mr_dereg(&t->query_mr);
 	(void) pmrep_mr_dereg(&t->data_mr);
 	if (t->staging)
 		munmap(t->staging, (size_t)t->hdr.data_size);

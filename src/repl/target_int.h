@@ -51,6 +51,8 @@ struct session {
 	enum session_state state;
 	struct repl_chan ch;
 	struct pmrep_conn *conn;
+	/* its access to the data area, from ACCEPT (after AUTH) to its end */
+	struct pmrep_mw *mw;
 	long long deadline;
 	uint8_t nonce_i[REPL_NONCE_SIZE];
 	uint8_t nonce_t[REPL_NONCE_SIZE];
@@ -78,8 +80,11 @@ struct pmrep_target {
 	struct pmrep_conn_cfg *conn_cfg;
 	struct repl_tls_target tls;	/* the TLS PSK look-up (conn_cfg's find arg) */
 	struct pmrep_ep *ep;
+	/* the data area, reachable remotely only through the sessions'
+	 * windows (PMREP_MR_USAGE_MW_BIND); data_mr_usage: the remote usages
+	 * its registration got (an attach's window gives them) */
 	struct pmrep_mr_local *data_mr;
-	struct pmrep_mr_local *query_mr;	/* the same memory, READ_SRC only: a QUERY's ACCEPT */
+	int data_mr_usage;
 	uint8_t *staging;		/* NULL: direct */
 	enum pmrep_target_mode mode;
 	int epfd;

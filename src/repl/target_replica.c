@@ -294,8 +294,9 @@ unregistrable_why(struct pmrep_target *t)
 static int
 register_data_rw(struct pmrep_target *t)
 {
+	/* windows only: no remote access by the region's own rkey */
 	const int usage = PMREP_MR_USAGE_WRITE_DST | PMREP_MR_USAGE_READ_SRC |
-		PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
+		PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY | PMREP_MR_USAGE_MW_BIND;
 	size_t len = (size_t)t->hdr.data_size;
 	int ret;
 	const char *why = t->cfg.staging ? NULL : unregistrable_why(t);
@@ -335,11 +336,12 @@ register_data_rw(struct pmrep_target *t)
 }
 
 /*
- * the data area's registrations: data_mr (what an attach writes into) and
- * query_mr, the same memory for remote reads only: a QUERY's ACCEPT
- * carries query_mr's descriptor, so a read-only session is not handed
- * write access to the replica (an ACTIVE mirror's data would change under
- * it, with no COMMIT and no fencing)
+ * the data area's registration: data_mr, reachable remotely only through
+ * memory windows. Each session gets its own (target.c on_auth): an attach
+ * a window with the region's remote usages, a QUERY a read-only one, so a
+ * read-only session is never handed write access to the replica (an
+ * ACTIVE mirror's data would change under it, with no COMMIT and no
+ * fencing), and nothing is reachable before AUTH or after the session.
  */
 int
 target_register_data(struct pmrep_target *t)
@@ -347,16 +349,6 @@ target_register_data(struct pmrep_target *t)
 	int ret = register_data_rw(t);
 	if (ret)
 		return ret;
-	void *base = t->staging ? (void *)t->staging : (void *)t->data;
-	ret = pmrep_mr_reg(t->peer, base, (size_t)t->hdr.data_size,
-			PMREP_MR_USAGE_READ_SRC, &t->query_mr);
-	if (ret) {
-		PMREP_LOG_ERR("cannot register the data area of %s for queries: %s",
-				t->cfg.path, pmrep_err_to_str(ret));
-		(void) pmrep_mr_dereg(&t->data_mr);
-		if (t->staging)
-			munmap(t->staging, (size_t)t->hdr.data_size);
-		t->staging = NULL;
-	}
-	return ret;
+	(void) pmrep_mr_get_usage(t->data_mr, &t->data_mr_usage);
+	return 0;
 }

@@ -40,6 +40,10 @@ pmrep_range_ok(uint64_t size, uint64_t offset, uint64_t len)
 int pmrep_check_recv_dst(const struct pmrep_mr_local *dst, size_t offset,
 		size_t len);
 
+/* the PMREP_MR_DESC_SIZE-byte descriptor of a region or window (mr.c) */
+void pmrep_mr_desc_encode(enum pmrep_provider provider, uint32_t rkey,
+		uint64_t raddr, uint64_t size, int usage, void *desc);
+
 /* the flush method a conn gets from its peer's caps and the remote peer cfg */
 void pmrep_conn_update_flush_method(struct pmrep_conn *conn);
 

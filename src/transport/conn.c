@@ -216,6 +216,7 @@ pmrep_conn_delete(struct pmrep_conn **conn_ptr)
 		return 0;
 	*conn_ptr = NULL;
 	struct pmrep_peer *peer = conn->peer;
+	pmrep_mw_conn_deleted(conn);
 	int ret = peer->ops->conn_delete(conn);
 	pmrep_peer_unref(peer);
 	return ret;

@@ -34,7 +34,8 @@ pmrep_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size, int usage,
 		PMREP_LOG_ERR("cannot register a region of 0 bytes");
 		return PMREP_E_INVAL;
 	}
-	if (usage == 0 || (usage & ~PMREP_MR_USAGE_ALL) != 0) {
+	if ((usage & PMREP_MR_USAGE_ALL) == 0 ||
+			(usage & ~(PMREP_MR_USAGE_ALL | PMREP_MR_USAGE_MW_BIND)) != 0) {
 		PMREP_LOG_ERR("invalid MR usage 0x%x", (unsigned)usage);
 		return PMREP_E_INVAL;
 	}
@@ -89,21 +90,42 @@ pmrep_mr_get_size(const struct pmrep_mr_local *mr, size_t *size)
 }
 
 int
+pmrep_mr_get_usage(const struct pmrep_mr_local *mr, int *usage)
+{
+	PMREP_CHECK_ARG(mr);
+	PMREP_CHECK_ARG(usage);
+	*usage = mr->usage;
+	return 0;
+}
+
+int
 pmrep_mr_get_descriptor(const struct pmrep_mr_local *mr, void *desc)
 {
 	PMREP_CHECK_ARG(mr);
 	PMREP_CHECK_ARG(desc);
+	if (mr->usage & PMREP_MR_USAGE_MW_BIND) {
+		PMREP_LOG_ERR("the MR is reached only through memory windows (PMREP_MR_USAGE_MW_BIND): its own rkey grants nothing; use pmrep_mw_get_descriptor");
+		return PMREP_E_INVAL;
+	}
+	pmrep_mr_desc_encode(mr->peer->provider, mr->rkey, mr->raddr, mr->size,
+			mr->usage, desc);
+	return 0;
+}
+
+void
+pmrep_mr_desc_encode(enum pmrep_provider provider, uint32_t rkey,
+		uint64_t raddr, uint64_t size, int usage, void *desc)
+{
 	uint8_t *d = desc;
 	pmrep_put_le16(d, MR_DESC_MAGIC);
 	d[2] = MR_DESC_VERSION;
-	d[3] = (uint8_t)mr->peer->provider;
-	pmrep_put_le32(d + 4, mr->rkey);
-	pmrep_put_le64(d + 8, mr->raddr);
-	pmrep_put_le64(d + 16, mr->size);
-	pmrep_put_le16(d + 24, (uint16_t)mr->usage);
+	d[3] = (uint8_t)provider;
+	pmrep_put_le32(d + 4, rkey);
+	pmrep_put_le64(d + 8, raddr);
+	pmrep_put_le64(d + 16, size);
+	pmrep_put_le16(d + 24, (uint16_t)(usage & PMREP_MR_USAGE_ALL));
 	pmrep_put_le16(d + 26, 0);
 	pmrep_put_le32(d + 28, 0);
-	return 0;
 }
 
 int

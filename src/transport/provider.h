@@ -118,6 +118,22 @@ struct pmrep_conn {
 	/* the named cause of a failed connect / a lost conn (PMREP_E_TLS),
 	 * 0: none known; set by the provider before the terminal event */
 	atomic_int cause;
+	/* windows bound to it, not yet invalidated (mw.c, under its lock;
+	 * NULL in a zeroed conn) */
+	struct pmrep_mw *mws;
+};
+
+/*
+ * A memory window (mw.c; the provider's struct embeds it first and is
+ * allocated with malloc / calloc: the generic layer frees it).
+ */
+struct pmrep_mw {
+	struct pmrep_peer *peer;
+	struct pmrep_conn *conn;	/* NULL once invalidated by the conn's delete */
+	struct pmrep_mr_local *mr;
+	uint32_t rkey;			/* what the remote side names */
+	int usage;			/* PMREP_MR_USAGE_* it gives */
+	struct pmrep_mw *next, *prev;	/* conn->mws */
 };
 
 struct pmrep_comp_channel {
@@ -219,7 +235,24 @@ struct pmrep_provider_ops {
 
 	/* one entry for read, write(+imm), atomic write, flush, send(+imm), recv */
 	int (*post)(const struct pmrep_op_args *args);
+
+	/*
+	 * Memory windows. mw_bind: a window over the whole of `mr` giving
+	 * `usage` (checked: non-zero, a subset of the region's remote usages,
+	 * the region has MW_BIND, same peer) to the remote side of `conn`;
+	 * sets base.rkey / usage / mr / conn / peer. mw_invalidate: after it
+	 * returns nothing reaches the region through the window; releases the
+	 * provider's resources, never frees the struct; called exactly once
+	 * per window (the conn may be lost or closed, never deleted yet).
+	 * Optional: NULL means PMREP_E_NOSUPP.
+	 */
+	int (*mw_bind)(struct pmrep_conn *conn, struct pmrep_mr_local *mr,
+			int usage, struct pmrep_mw **mw);
+	int (*mw_invalidate)(struct pmrep_mw *mw);
 };
+
+/* pmrep_conn_delete: invalidate the windows still bound to `conn` (mw.c) */
+void pmrep_mw_conn_deleted(struct pmrep_conn *conn);
 
 extern const struct pmrep_provider_ops pmrep_verbs_ops;
 extern const struct pmrep_provider_ops pmrep_tcp_ops;

@@ -133,6 +133,20 @@ struct sim_ep {
 
 #define MAX_MRS 4096
 #define MAX_EPS 16
+#define SIM_MW_KEY_BASE 0x40000000u
+
+/*
+ * A memory window: a key that reaches its region only in packets that
+ * arrive at the end it is bound to (verbs' type 2 window on the QP, tcp's
+ * window of the conn), while it is in P.mws. A region registered with
+ * PMREP_MR_USAGE_MW_BIND is not reachable by its own key.
+ */
+struct sim_mw {
+	struct pmrep_mw base;
+	struct sim_mr *mr;
+	uint64_t end_id;		/* the end (conn) it is bound to */
+	struct sim_mw *next;
+};
 
 static struct {
 	struct sim_end **ends;		/* by id */
@@ -143,6 +157,8 @@ static struct {
 	uint64_t activity;
 	sim_landing_fn landing;		/* the harness's check of landing writes */
 	unsigned tag;			/* of the ends made from now on */
+	struct sim_mw *mws;		/* windows not invalidated */
+	uint32_t next_mw_key;		/* window keys: SIM_MW_KEY_BASE.., never reused */
 } P;
 
 uint64_t sim_activity(void) { return P.activity; }
@@ -850,10 +866,27 @@ head_deliverable(struct sim_end *s, long long now)
 	return true;
 }
 
+/*
+ * the region a packet arriving at end `at` reaches with `rkey` for `usage`
+ * (a window of that end with the usage, or a region by its own key
+ * without MW_BIND), or NULL
+ */
 static struct sim_mr *
-mr_find(uint32_t rkey, uint64_t addr, size_t len)
+mr_find(uint32_t rkey, uint64_t addr, size_t len, uint64_t at, int usage)
 {
-	struct sim_mr *m = rkey < MAX_MRS ? P.mrs[rkey] : NULL;
+	struct sim_mr *m = NULL;
+	if (rkey >= SIM_MW_KEY_BASE) {
+		for (struct sim_mw *w = P.mws; w; w = w->next) {
+			if (w->base.rkey != rkey)
+				continue;
+			if (w->end_id == at && (w->base.usage & usage) == usage)
+				m = w->mr;
+			break;
+		}
+	} else if (rkey < MAX_MRS && P.mrs[rkey] &&
+			!(P.mrs[rkey]->base.usage & PMREP_MR_USAGE_MW_BIND)) {
+		m = P.mrs[rkey];
+	}
 	if (m == NULL)
 		return NULL;
 	if (addr < m->base.raddr || addr - m->base.raddr > m->base.size ||
@@ -963,7 +996,11 @@ apply(struct sim_end *s, struct sim_pkt *p)
 				(uint32_t)p->len);
 		return true;
 	}
-	struct sim_mr *m = mr_find(p->rkey, p->raddr, p->len);
+	int usage = p->kind == PK_WRITE ? PMREP_MR_USAGE_WRITE_DST :
+		p->ftype == PMREP_FLUSH_TYPE_PERSISTENT ?
+		PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT :
+		PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
+	struct sim_mr *m = mr_find(p->rkey, p->raddr, p->len, d->id, usage);
 	if (m == NULL || m->proc != d->proc) {
 		push_cqe(s, p->ctx, p->op, IBV_WC_REM_ACCESS_ERR, 0);
 		p->orphan = true;
@@ -1161,6 +1198,42 @@ sim_prov_reset(void)
 	P.landing = landing;	/* the harness's, for every schedule */
 }
 
+/* ------------------------------------------------------------ windows */
+
+static int
+s_mw_bind(struct pmrep_conn *conn, struct pmrep_mr_local *mr, int usage,
+		struct pmrep_mw **mw)
+{
+	struct sim_end *e = (struct sim_end *)conn;
+	if (e->dead || e->local_closed)
+		return PMREP_E_CONN_LOST;
+	struct sim_mw *w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return PMREP_E_NOMEM;
+	if (P.next_mw_key < SIM_MW_KEY_BASE)
+		P.next_mw_key = SIM_MW_KEY_BASE;
+	w->base.rkey = P.next_mw_key++;
+	w->base.usage = usage;
+	w->mr = (struct sim_mr *)mr;
+	w->end_id = e->id;
+	w->next = P.mws;
+	P.mws = w;
+	*mw = &w->base;
+	return 0;
+}
+
+static int
+s_mw_invalidate(struct pmrep_mw *mw)
+{
+	for (struct sim_mw **pp = &P.mws; *pp; pp = &(*pp)->next) {
+		if (*pp == (struct sim_mw *)mw) {
+			*pp = (*pp)->next;
+			break;
+		}
+	}
+	return 0;
+}
+
 const struct pmrep_provider_ops sim_provider_ops = {
 	.peer_delete = s_peer_delete,
 	.peer_handle_async_event = s_peer_handle_async_event,
@@ -1187,4 +1260,6 @@ const struct pmrep_provider_ops sim_provider_ops = {
 	.cq_wait_any = s_cq_wait_any,
 	.cq_get_completions = s_cq_get_completions,
 	.post = s_post,
+	.mw_bind = s_mw_bind,
+	.mw_invalidate = s_mw_invalidate,
 };

@@ -116,6 +116,37 @@ struct tcp_mr *tcp_mr_find(struct tcp_peer *peer, uint32_t key);
 enum ibv_wc_status tcp_mr_check(const struct pmrep_mr_local *mr,
 		uint64_t raddr, uint64_t len, int usage);
 
+/* ------------------------------------------------------ memory windows */
+
+/*
+ * A window (tcp_mw.c): a random rkey, unique in the peer among regions and
+ * windows, that only requests arriving on `conn` may name.
+ */
+struct tcp_mw {
+	struct pmrep_mw base;
+	struct tcp_mr *mr;
+	struct tcp_conn *conn;
+	struct tcp_mw *cnext;		/* conn->mws, under mem_lock */
+};
+
+int tcp_mw_bind(struct pmrep_conn *conn, struct pmrep_mr_local *mr,
+		int usage, struct pmrep_mw **mw);
+int tcp_mw_invalidate(struct pmrep_mw *mw);
+/* is `key` a window's or a region's key (caller holds mem_lock)? */
+bool tcp_key_in_use(struct tcp_peer *p, uint32_t key);
+
+/*
+ * tcp_remote_check -- may a remote request arriving on `c` and naming
+ * `rkey` touch [raddr, raddr + len) with the access bits `usage`? Through
+ * a window of `c` (the window's usage), or a region registered without
+ * PMREP_MR_USAGE_MW_BIND (its own usage); anything else -- a window of
+ * another conn, a region's own rkey when it takes windows only, an
+ * unknown key -- is IBV_WC_REM_ACCESS_ERR, logged. *mr: the region
+ * (NULL when refused). Caller holds mem_lock.
+ */
+enum ibv_wc_status tcp_remote_check(struct tcp_conn *c, uint32_t rkey,
+		uint64_t raddr, uint64_t len, int usage, struct tcp_mr **mr);
+
 /* ------------------------------------------------ CQs and their channels */
 
 struct tcp_cq;
@@ -321,6 +352,7 @@ enum tcp_conn_state {
 struct tcp_conn {
 	struct pmrep_conn base;
 	struct tcp_conn *peer_next;	/* tcp_peer.conns, under mem_lock */
+	struct tcp_mw *mws;		/* its windows (tcp_mw.c), under mem_lock */
 	struct tcp_conn *srq_next;	/* tcp_srq.conns, under srq->lock */
 	bool active;
 	struct sockaddr_storage addr;	/* active: the target */

@@ -124,7 +124,7 @@ tcp_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size, int usage,
 	pthread_rwlock_wrlock(&p->mem_lock);
 	do {
 		m->base.rkey = p->next_key++;
-	} while (m->base.rkey == 0 || tcp_mr_find(p, m->base.rkey) != NULL);
+	} while (m->base.rkey == 0 || tcp_key_in_use(p, m->base.rkey));
 	unsigned b = bucket(m->base.rkey);
 	m->hnext = p->mr_hash[b];
 	p->mr_hash[b] = m;
@@ -180,4 +180,6 @@ const struct pmrep_provider_ops pmrep_tcp_ops = {
 	.cq_wait_any = tcp_cq_wait_any,
 	.cq_get_completions = tcp_cq_get_completions,
 	.post = tcp_post,
+	.mw_bind = tcp_mw_bind,
+	.mw_invalidate = tcp_mw_invalidate,
 };

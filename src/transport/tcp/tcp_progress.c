@@ -557,9 +557,8 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 
 	switch (f->type) {
 	case TCP_WIRE_WRITE:
-		mr = tcp_mr_find(p, f->rkey);
-		st = tcp_mr_check(mr ? &mr->base : NULL, f->raddr,
-				f->payload_len, PMREP_MR_USAGE_WRITE_DST);
+		st = tcp_remote_check(c, f->rkey, f->raddr, f->payload_len,
+				PMREP_MR_USAGE_WRITE_DST, &mr);
 		if (st != IBV_WC_SUCCESS)
 			break;
 		if ((f->flags & TCP_WIRE_F_IMM) && !c->rx_has_recv &&
@@ -569,9 +568,8 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 		c->rx_key = mr->base.rkey;
 		break;
 	case TCP_WIRE_READ:
-		mr = tcp_mr_find(p, f->rkey);
-		st = tcp_mr_check(mr ? &mr->base : NULL, f->raddr, f->len,
-				PMREP_MR_USAGE_READ_SRC);
+		st = tcp_remote_check(c, f->rkey, f->raddr, f->len,
+				PMREP_MR_USAGE_READ_SRC, &mr);
 		if (st != IBV_WC_SUCCESS)
 			break;
 		/* a peer that floods READs and does not take the responses
@@ -587,9 +585,8 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 		c->read_gate = true;
 		break;
 	case TCP_WIRE_ATOMIC_WRITE:
-		mr = tcp_mr_find(p, f->rkey);
-		st = tcp_mr_check(mr ? &mr->base : NULL, f->raddr, 8,
-				PMREP_MR_USAGE_WRITE_DST);
+		st = tcp_remote_check(c, f->rkey, f->raddr, 8,
+				PMREP_MR_USAGE_WRITE_DST, &mr);
 		if (st != IBV_WC_SUCCESS)
 			break;
 		if (f->raddr % 8 != 0) {
@@ -607,9 +604,8 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 		int usage = f->flush_type == PMREP_FLUSH_TYPE_PERSISTENT ?
 			PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT :
 			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
-		mr = tcp_mr_find(p, f->rkey);
-		st = tcp_mr_check(mr ? &mr->base : NULL, f->raddr, f->len,
-				usage);
+		st = tcp_remote_check(c, f->rkey, f->raddr, f->len, usage,
+				&mr);
 		if (st != IBV_WC_SUCCESS)
 			break;
 		/* every earlier write of this conn is in memory already: they

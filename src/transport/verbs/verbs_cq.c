@@ -312,9 +312,13 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 		}
 		if (r == 0)
 			return false;	/* a split flush's earlier piece */
-		if (ctx == &verbs_heartbeat_ctx)
-			return false;	/* the idle check's own (an error one
-					 * failed the conn above) */
+		if (ctx == &verbs_heartbeat_ctx || ctx == &verbs_mw_bind_ctx) {
+			if (ctx == &verbs_mw_bind_ctx && wc->status != IBV_WC_SUCCESS)
+				PMREP_LOG_ERR("QP %u: the device refused a memory window bind: %s",
+						wc->qp_num, ibv_wc_status_str(wc->status));
+			return false;	/* the idle check's / a bind's own (an
+					 * error one failed the conn above) */
+		}
 		out->op_context = (void *)ctx;
 		out->op = op;
 		out->status = (enum ibv_wc_status)status;

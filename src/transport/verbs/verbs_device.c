@@ -212,6 +212,20 @@ verbs_peer_release_locked(struct verbs_peer *p)
 	int err;
 
 	pthread_mutex_lock(&p->lock);
+	/*
+	 * Windows first: a bound window holds its QP (rxe: destroying the
+	 * QP waits for it, seconds per QP in the guest) and its region (a
+	 * region with a bound window does not deregister).
+	 */
+	for (struct verbs_mw *w = p->mws; w != NULL; w = w->reg_next) {
+		if (w->mw != NULL) {
+			err = ibv_dealloc_mw(w->mw);
+			if (err)
+				PMREP_LOG_WARN("ibv_dealloc_mw on a removed device: %s",
+						strerror(err));
+			w->mw = NULL;
+		}
+	}
 	for (struct verbs_conn *c = p->conns; c != NULL; c = c->reg_next)
 		verbs_conn_release(c);
 	for (struct verbs_ep *e = p->eps; e != NULL; e = e->reg_next)

@@ -53,6 +53,7 @@ void verbs_rc_timing(int timeout_ms, struct pmrep_conn_rc_timing *t);
 
 struct verbs_conn;
 struct verbs_mr;
+struct verbs_mw;
 struct verbs_ep;
 struct verbs_srq;
 struct verbs_comp_channel;
@@ -81,6 +82,7 @@ struct verbs_peer {
 	struct verbs_conn *conns;
 	/* registries of the peer's other objects, for device removal */
 	struct verbs_mr *mrs;
+	struct verbs_mw *mws;		/* windows (verbs_mw.c) */
 	struct verbs_ep *eps;
 	struct verbs_srq *srqs;
 	struct verbs_comp_channel *chans;
@@ -361,6 +363,23 @@ int verbs_hold_post(struct verbs_conn *conn, const char *why);
  */
 int verbs_post_heartbeat(struct verbs_conn *conn);
 extern const char verbs_heartbeat_ctx;
+/* a window bind (verbs_mw.c, verbs_ops.c): one unsignalled IBV_WR_BIND_MW */
+int verbs_post_bind_mw(struct verbs_conn *conn, struct ibv_mw *mw,
+		struct ibv_mr *mr, uint64_t addr, uint64_t len, uint32_t rkey,
+		unsigned access);
+extern const char verbs_mw_bind_ctx;
+
+/* ------------------------------------------------------ memory windows */
+
+/* a type 2 window bound to one conn's QP (verbs_mw.c) */
+struct verbs_mw {
+	struct pmrep_mw base;
+	struct ibv_mw *mw;		/* NULL once deallocated (or released, T22) */
+	struct verbs_mw *reg_next, *reg_prev;	/* peer's registry */
+};
+int verbs_mw_bind(struct pmrep_conn *conn, struct pmrep_mr_local *mr,
+		int usage, struct pmrep_mw **mw);
+int verbs_mw_invalidate(struct pmrep_mw *mw);
 
 /* ---------------------------------------------------- completion channel */
 

@@ -46,6 +46,19 @@ verbs_mr_access(const struct verbs_peer *peer, int usage)
 	}
 #endif
 	/* WRITE_SRC / SEND: the device only reads it: no flag needed */
+	/*
+	 * Reached remotely only through type 2 windows (verbs_mw.c): no
+	 * remote access of its own (its rkey grants nothing), MW_BIND, and
+	 * LOCAL_WRITE, which a window giving remote write needs (IBA
+	 * C10-74). The flush access bits stay (the window gives them too):
+	 * RDMA FLUSH GLOBAL and PERSISTENT through a window over a region
+	 * registered so were measured to work on rxe (tests/vm/mw_probe.c).
+	 */
+	if (usage & PMREP_MR_USAGE_MW_BIND) {
+		access &= ~(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_ATOMIC);
+		access |= IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+	}
 	return access;
 }
 

@@ -563,6 +563,72 @@ post_locked(const struct pmrep_op_args *a)
 	return hold_add(conn, &r, 1, a->more);
 }
 
+/* a window bind's op_context: like the heartbeat's, never reported */
+const char verbs_mw_bind_ctx;
+
+/*
+ * Post an IBV_WR_BIND_MW of `mw` over [addr, addr + len) of `mr` with the
+ * new key `rkey` and `access` (verbs_mw.c; caller holds dev_lock for
+ * reading). Unsignalled: its send-queue slot is freed by the next
+ * completion of the conn (RC completes the SQ in order); an error
+ * completion of it fails the conn (T21) and is not reported. Whatever
+ * PMREP_F_MORE holds is posted first, so the bind is behind every request
+ * posted before it and ahead of every one after.
+ */
+int
+verbs_post_bind_mw(struct verbs_conn *conn, struct ibv_mw *mw,
+		struct ibv_mr *mr, uint64_t addr, uint64_t len, uint32_t rkey,
+		unsigned access)
+{
+	if (atomic_load(&conn->lost)) {
+		PMREP_LOG_ERR("the connection is lost (its QP is in the error state): window bind refused");
+		return PMREP_E_CONN_LOST;
+	}
+	bool ready = conn->state == VERBS_ST_ESTABLISHED ||
+		(conn->passive && conn->state == VERBS_ST_CONNECTING);
+	if (!ready || conn->qp == NULL) {
+		PMREP_LOG_ERR("cannot bind a window: the connection is not established (%s)",
+				verbs_conn_state_str(conn->state));
+		return PMREP_E_CONN_LOST;
+	}
+	struct verbs_hold *h = &conn->hold;
+	pthread_mutex_lock(&h->lock);
+	int ret = hold_post_locked(conn, 0);
+	if (ret) {
+		pthread_mutex_unlock(&h->lock);
+		return ret;
+	}
+	uint64_t wr_id;
+	ret = verbs_sq_ring_get(&conn->sq, PMREP_OP_SEND, &verbs_mw_bind_ctx,
+			&wr_id);
+	if (ret) {
+		pthread_mutex_unlock(&h->lock);
+		return ret;
+	}
+	struct verbs_held_wr *e = &h->wr[0];
+	memset(e, 0, sizeof(*e));
+	e->kind = VERBS_HELD_SEND_WR;
+	e->op = (uint8_t)PMREP_OP_SEND;
+	e->op_context = &verbs_mw_bind_ctx;
+	e->wr.wr_id = wr_id;
+	e->wr.opcode = IBV_WR_BIND_MW;
+	e->wr.send_flags = 0;
+	e->wr.bind_mw.mw = mw;
+	e->wr.bind_mw.rkey = rkey;
+	e->wr.bind_mw.bind_info.mr = mr;
+	e->wr.bind_mw.bind_info.addr = addr;
+	e->wr.bind_mw.bind_info.length = len;
+	e->wr.bind_mw.bind_info.mw_access_flags = access;
+	h->n = 1;
+	h->native = false;
+	ret = hold_post_locked(conn, 1);
+	pthread_mutex_unlock(&h->lock);
+	if (ret)
+		PMREP_LOG_ERR("QP %u: the window bind could not be posted",
+				conn->qp->qp_num);
+	return ret;
+}
+
 /* the heartbeat's op_context: its completion is dropped (verbs_cq.c) */
 const char verbs_heartbeat_ctx;
 

@@ -42,6 +42,8 @@ const struct pmrep_provider_ops pmrep_verbs_ops = {
 	.cq_wait = verbs_cq_wait,
 	.cq_get_completions = verbs_cq_get_completions,
 	.post = verbs_post,
+	.mw_bind = verbs_mw_bind,
+	.mw_invalidate = verbs_mw_invalidate,
 };
 
 /*

@@ -364,6 +364,7 @@ static const char *const Kind_names[MOCK_KIND_COUNT] = {
 	[MOCK_CM_ID] = "cm id",
 	[MOCK_ADDRINFO] = "rdma_addrinfo",
 	[MOCK_CM_DEVICE_LIST] = "cm device list",
+	[MOCK_MW] = "mw",
 };
 
 const char *

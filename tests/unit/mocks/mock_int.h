@@ -49,6 +49,8 @@
 	X(IBV_DEALLOC_PD, "ibv_dealloc_pd", EIO, 2) \
 	X(IBV_REG_MR, "ibv_reg_mr", ENOMEM, 1) \
 	X(IBV_DEREG_MR, "ibv_dereg_mr", EIO, 2) \
+	X(IBV_ALLOC_MW, "ibv_alloc_mw", ENOMEM, 1) \
+	X(IBV_DEALLOC_MW, "ibv_dealloc_mw", EIO, 2) \
 	X(IBV_ADVISE_MR, "ibv_advise_mr", EIO, 1) \
 	X(IBV_CREATE_COMP_CHANNEL, "ibv_create_comp_channel", ENOMEM, 1) \
 	X(IBV_DESTROY_COMP_CHANNEL, "ibv_destroy_comp_channel", EIO, 2) \

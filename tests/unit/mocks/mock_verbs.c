@@ -57,6 +57,15 @@ struct mock_mr {
 	struct mock_pd *pd;
 	unsigned int access;
 	uint64_t iova;
+	int mws;		/* windows bound to it: dereg is EBUSY */
+};
+
+struct mock_mw {
+	struct mock_obj o;
+	struct ibv_mw mw;
+	struct mock_pd *pd;
+	struct mock_mr *mr;	/* bound to (NULL: not bound) */
+	const void *qp;		/* type 2: the QP it was bound through */
 };
 
 struct cq_ev {
@@ -195,6 +204,8 @@ mock_verbs_user_ptr(struct mock_obj *o)
 		return &((struct mock_qp *)o)->qpx.qp_base;
 	case MOCK_SRQ:
 		return &((struct mock_srq *)o)->srq;
+	case MOCK_MW:
+		return &((struct mock_mw *)o)->mw;
 	default:
 		return NULL;
 	}
@@ -850,6 +861,11 @@ send_wr_post(struct mock_qp *q, const struct mock_wr *w)
 	s->bad_lkey = w->bad_lkey;
 	if (q->qpx.qp_base.state == IBV_QPS_ERR) {
 		sq_complete(q, q->sq_n - 1, IBV_WC_WR_FLUSH_ERR);
+	} else if (w->bind_err) {
+		/* a refused bind is an error completion even unsignalled */
+		s->signaled = true;
+		sq_complete(q, q->sq_n - 1, IBV_WC_MW_BIND_ERR);
+		qp_to_state(q, IBV_QPS_ERR);
 	} else if (Auto_complete) {
 		if (s->bad_lkey) {
 			sq_complete(q, q->sq_n - 1, IBV_WC_LOC_PROT_ERR);
@@ -902,6 +918,9 @@ fill_from_send_wr(struct mock_qp *q, struct mock_wr *w,
 	}
 }
 
+static void mw_bind_wr(struct mock_qp *q, struct mock_wr *w,
+		const struct ibv_send_wr *wr);
+
 static int
 mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		struct ibv_send_wr **bad_wr)
@@ -937,6 +956,9 @@ mock_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			*bad_wr = wr;
 			break;
 		}
+		if (wr->opcode == IBV_WR_BIND_MW &&
+				qp->state != IBV_QPS_ERR)
+			mw_bind_wr(q, &w, wr);
 		send_wr_post(q, &w);
 	}
 	MOCK_UNLOCK();
@@ -1083,12 +1105,39 @@ mock_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return err;
 }
 
+static uint32_t Next_mw_key = 0x7700;
+
 static struct ibv_mw *
 mock_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-	(void)pd;
-	(void)type;
-	mock_die("ibv_alloc_mw is not mocked");
+	int rc = 0;
+
+	MOCK_LOCK();
+	struct mock_pd *p = (struct mock_pd *)mock_obj_get(MOCK_PD, pd,
+			"ibv_alloc_mw");
+	int err = mock_enter(MF_IBV_ALLOC_MW, &rc);
+	if (!err && type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+		err = EINVAL;
+	if (err) {
+		errno = err;
+		MOCK_UNLOCK();
+		return NULL;
+	}
+	struct mock_mw *m = mock_alloc(sizeof(*m));
+
+	memset(m, 0, sizeof(*m));
+	m->pd = p;
+	m->mw.context = pd->context;
+	m->mw.pd = pd;
+	m->mw.type = type;
+	/* the index in the upper 24 bits, the consumer's key byte 0 */
+	m->mw.rkey = Next_mw_key << 8;
+	Next_mw_key++;
+	mock_obj_add(&m->o, MOCK_MW);
+	m->mw.handle = (uint32_t)m->o.serial;
+	p->users++;
+	MOCK_UNLOCK();
+	return &m->mw;
 }
 
 static int
@@ -1100,11 +1149,85 @@ mock_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b)
 	mock_die("ibv_bind_mw is not mocked");
 }
 
+static void
+mw_unbind(struct mock_mw *m)
+{
+	if (m->mr)
+		m->mr->mws--;
+	m->mr = NULL;
+	m->qp = NULL;
+}
+
+/* dealloc invalidates a bound window whatever its QP's state */
 static int
 mock_dealloc_mw(struct ibv_mw *mw)
 {
-	(void)mw;
-	mock_die("ibv_dealloc_mw is not mocked");
+	int rc = 0;
+
+	MOCK_LOCK();
+	struct mock_mw *m = (struct mock_mw *)mock_obj_get(MOCK_MW, mw,
+			"ibv_dealloc_mw");
+	int err = mock_enter(MF_IBV_DEALLOC_MW, &rc);
+	if (err) {
+		m->o.destroy_failed = true;
+	} else {
+		mw_unbind(m);
+		m->pd->users--;
+		mock_obj_del(&m->o);
+		mock_free(m);
+	}
+	MOCK_UNLOCK();
+	return err;
+}
+
+/* IBV_WR_BIND_MW posted on `q` (lock held): accept it or mark bind_err */
+static void
+mw_bind_wr(struct mock_qp *q, struct mock_wr *w, const struct ibv_send_wr *wr)
+{
+	struct mock_mw *m = (struct mock_mw *)mock_obj_find(MOCK_MW,
+			wr->bind_mw.mw);
+	struct mock_mr *r = (struct mock_mr *)mock_obj_find(MOCK_MR,
+			wr->bind_mw.bind_info.mr);
+	w->mw = wr->bind_mw.mw;
+	w->rkey = wr->bind_mw.rkey;
+	w->remote_addr = wr->bind_mw.bind_info.addr;
+	w->length = (uint32_t)wr->bind_mw.bind_info.length;
+	w->mw_access = wr->bind_mw.bind_info.mw_access_flags;
+	if (m == NULL)
+		mock_die("ibv_post_send(BIND_MW): not a live window");
+	if (r == NULL || !(r->access & IBV_ACCESS_MW_BIND) ||
+			r->pd != q->pd || m->pd != q->pd ||
+			((w->mw_access & IBV_ACCESS_REMOTE_WRITE) &&
+			 !(r->access & IBV_ACCESS_LOCAL_WRITE)) ||
+			(wr->bind_mw.rkey & ~0xffu) != (m->mw.rkey & ~0xffu)) {
+		w->bind_err = true;
+		return;
+	}
+	mw_unbind(m);
+	m->mr = r;
+	m->qp = &q->qpx.qp_base;
+	r->mws++;
+	m->mw.rkey = wr->bind_mw.rkey;
+}
+
+uint32_t
+mock_mw_rkey(const struct ibv_mw *mw)
+{
+	MOCK_LOCK();
+	struct mock_mw *m = (struct mock_mw *)mock_obj_find(MOCK_MW, mw);
+	uint32_t k = m ? m->mw.rkey : 0;
+	MOCK_UNLOCK();
+	return k;
+}
+
+bool
+mock_mw_bound(const struct ibv_mw *mw)
+{
+	MOCK_LOCK();
+	struct mock_mw *m = (struct mock_mw *)mock_obj_find(MOCK_MW, mw);
+	bool b = m && m->mr;
+	MOCK_UNLOCK();
+	return b;
 }
 
 /* ---------------------------------------------- verbs_context extensions */
@@ -1802,6 +1925,12 @@ ibv_dereg_mr(struct ibv_mr *mr)
 	MOCK_LOCK();
 	struct mock_mr *m = GET(MOCK_MR, struct mock_mr, mr, "ibv_dereg_mr");
 	int err = mock_enter(MF_IBV_DEREG_MR, &rc);
+	if (!err && m->mws > 0) {
+		/* windows are bound to it: the device refuses (it stays) */
+		m->o.destroy_failed = true;
+		MOCK_UNLOCK();
+		return EBUSY;
+	}
 	if (err) {
 		m->o.destroy_failed = true;
 	} else {
@@ -3144,6 +3273,7 @@ last_of(enum mock_kind kind)
 struct ibv_context *mock_ctx_last(void) { return last_of(MOCK_CONTEXT); }
 struct ibv_pd *mock_pd_last(void) { return last_of(MOCK_PD); }
 struct ibv_mr *mock_mr_last(void) { return last_of(MOCK_MR); }
+struct ibv_mw *mock_mw_last(void) { return last_of(MOCK_MW); }
 struct ibv_comp_channel *mock_comp_channel_last(void) { return last_of(MOCK_COMP_CHANNEL); }
 struct ibv_cq *mock_cq_last(void) { return last_of(MOCK_CQ); }
 struct ibv_qp *mock_qp_last(void) { return last_of(MOCK_QP); }
@@ -3189,6 +3319,12 @@ mock_verbs_release_failed(void)
 			cc_free(cc);
 		else
 			o->destroy_failed = false; /* a live CQ still holds it */
+	}
+	while ((o = first_failed(MOCK_MW)) != NULL) {
+		mw_unbind((struct mock_mw *)o);
+		((struct mock_mw *)o)->pd->users--;
+		mock_obj_del(o);
+		mock_free(o);
 	}
 	while ((o = first_failed(MOCK_MR)) != NULL) {
 		((struct mock_mr *)o)->pd->users--;
@@ -3240,6 +3376,10 @@ mock_verbs_reset(void)
 		cq_free((struct mock_cq *)o);
 	while ((o = mock_obj_head(MOCK_COMP_CHANNEL)) != NULL)
 		cc_free((struct mock_cc *)o);
+	while ((o = mock_obj_head(MOCK_MW)) != NULL) {
+		mock_obj_del(o);
+		mock_free(o);
+	}
 	while ((o = mock_obj_head(MOCK_MR)) != NULL) {
 		mock_obj_del(o);
 		mock_free(o);

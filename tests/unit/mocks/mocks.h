@@ -84,6 +84,7 @@ enum mock_kind {
 	MOCK_CM_ID,		/* rdma_create_id + delivered conn-request ids */
 	MOCK_ADDRINFO,		/* rdma_getaddrinfo results */
 	MOCK_CM_DEVICE_LIST,	/* rdma_get_devices arrays */
+	MOCK_MW,		/* ibv_alloc_mw */
 	MOCK_KIND_COUNT
 };
 
@@ -381,7 +382,21 @@ struct mock_wr {
 	 * length as passed (size_t; `length` above is its low 32 bits) */
 	uint8_t flush_type, flush_level;
 	uint64_t flush_len;
+	/* IBV_WR_BIND_MW: the window, the new rkey (in `rkey`), the range
+	 * (remote_addr, length), the access; bind_err: the bind is refused
+	 * (the region lacks IBV_ACCESS_MW_BIND, another PD, a remote write
+	 * without LOCAL_WRITE on the region): completes IBV_WC_MW_BIND_ERR
+	 * and the QP goes to the error state */
+	const void *mw;
+	unsigned int mw_access;
+	bool bind_err;
 };
+/* the rkey a window has now (its last bind's); 0 if `mw` is not live */
+uint32_t mock_mw_rkey(const struct ibv_mw *mw);
+/* is the window bound (a bind of it was posted and accepted)? */
+bool mock_mw_bound(const struct ibv_mw *mw);
+/* the last window allocated (loud if none) */
+struct ibv_mw *mock_mw_last(void);
 size_t mock_send_count(void);
 const struct mock_wr *mock_send_wr(size_t i);	/* 0 = oldest; loud if out of range */
 const struct mock_wr *mock_send_last(void);	/* loud if none */
