@@ -5,7 +5,7 @@
 # regression corpus (tests/fuzz/corpus/<target>), then fuzzes each target
 # for a bounded time. New inputs go to the build directory, not the corpus.
 #
-#   tests/fuzz/run.sh                 30 s per tcp target, 15 s per repl one
+#   tests/fuzz/run.sh                 20 s per tcp target, 10 s per repl one (CI)
 #   PMREP_FUZZ_SECONDS=300 tests/fuzz/run.sh
 #   PMREP_FUZZ_OUT=/tmp/fz tests/fuzz/run.sh   build directory
 #   PMREP_FUZZ_TARGETS=tcp_conn tests/fuzz/run.sh   only some targets
@@ -14,10 +14,10 @@
 set -eu
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-SECS=${PMREP_FUZZ_SECONDS:-30}
-# the replication decoders are small: 15 s each (PMREP_FUZZ_SECONDS sets all)
+SECS=${PMREP_FUZZ_SECONDS:-20}
+# the replication decoders are small: 10 s each (PMREP_FUZZ_SECONDS sets all)
 RSECS=${PMREP_FUZZ_SECONDS:+$SECS}
-RSECS=${RSECS:-15}
+RSECS=${RSECS:-10}
 OUT=${PMREP_FUZZ_OUT:-$ROOT/build-fuzz}
 CC=${PMREP_FUZZ_CC:-clang}
 mkdir -p "$OUT"
