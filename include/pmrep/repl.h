@@ -408,9 +408,9 @@ PMREP_API int pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg,
  * target checks the admission proof and the MACs with its key of that id;
  * one it does not hold rejects the connection request). Default 0: the
  * target's key of id 0, else whichever of its keys the proof verifies
- * with (with TLS on tcp, key id 0 selects the target's key of id 0, or its
- * only key: name the id when a target holds several). Errors:
- * PMREP_E_INVAL (NULL).
+ * with (with TLS on tcp: its key of id 0, else the one whose fingerprint
+ * the TLS identity carries -- docs/PROTOCOL.md "The tcp channel").
+ * Errors: PMREP_E_INVAL (NULL).
  */
 PMREP_API int pmrep_mirror_cfg_set_key_id(struct pmrep_mirror_cfg *cfg,
 		uint32_t key_id);

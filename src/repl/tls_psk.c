@@ -42,10 +42,24 @@
 #include <pmrep/repl.h>
 
 #include "common/log.h"
+#include "auth.h"
 #include "tls_psk.h"
 
 #define LABEL "pmrep tls13 psk v1 initiator"
 #define ID_PREFIX "pmrep-tls1 initiator key "
+#define FP_LABEL "pmrep tls13 key fingerprint v1"
+
+int
+repl_tls_key_fp(const uint8_t *key, size_t key_len, uint8_t fp[REPL_TLS_FP_LEN])
+{
+	uint8_t mac[REPL_MAC_SIZE];
+	const struct repl_buf parts[] = { { FP_LABEL, sizeof(FP_LABEL) } };
+	int ret = repl_hmac(key, key_len, parts, 1, mac);
+	if (ret == 0)
+		memcpy(fp, mac, REPL_TLS_FP_LEN);
+	OPENSSL_cleanse(mac, sizeof(mac));
+	return ret;
+}
 
 static atomic_bool tls_off_default;
 
@@ -135,12 +149,15 @@ repl_tls_client_cfg(struct pmrep_conn_cfg *ccfg, struct pmrep_peer *peer,
 	int ret = repl_tls_name(addr, port, name);
 	if (ret)
 		return ret;
-	uint8_t psk[REPL_TLS_PSK_LEN];
+	uint8_t psk[REPL_TLS_PSK_LEN], fp[REPL_TLS_FP_LEN];
 	ret = repl_tls_psk(tls->key, tls->key_len, tls->key_id, name, psk);
+	if (ret == 0)
+		ret = repl_tls_key_fp(tls->key, tls->key_len, fp);
 	if (ret == 0) {
 		char id[PMREP_TLS_IDENTITY_MAX + 1];
-		snprintf(id, sizeof(id), ID_PREFIX "%u target %s",
-				tls->key_id, name);
+		snprintf(id, sizeof(id), ID_PREFIX "%u fp %016llx target %s",
+				tls->key_id, (unsigned long long)repl_tls_fp_u64(fp),
+				name);
 		ret = pmrep_conn_cfg_set_tls_psk(ccfg, id, psk, sizeof(psk));
 	}
 	OPENSSL_cleanse(psk, sizeof(psk));
@@ -158,7 +175,8 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 		return -1;
 	memcpy(id, identity, identity_len);
 	id[identity_len] = '\0';
-	/* the initiator's role only: "pmrep-tls1 initiator key <id> target <name>" */
+	/* the initiator's role only:
+	 * "pmrep-tls1 initiator key <id> fp <16 hex digits> target <name>" */
 	if (strncmp(id, ID_PREFIX, strlen(ID_PREFIX)) != 0) {
 		PMREP_LOG_ERR("TLS: refused a PSK identity that is not a pmrep initiator's");
 		return -1;
@@ -166,8 +184,25 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 	const char *p = id + strlen(ID_PREFIX);
 	char *end;
 	unsigned long key_id = strtoul(p, &end, 10);
-	if (end == p || (*p == '0' && end != p + 1) || key_id > UINT32_MAX ||
-			strncmp(end, " target ", 8) != 0) {
+	bool ok = !(end == p || (*p == '0' && end != p + 1) ||
+			key_id > UINT32_MAX) && strncmp(end, " fp ", 4) == 0;
+	uint64_t fp_id = 0;
+	if (ok) {
+		p = end + 4;
+		for (int i = 0; i < 2 * REPL_TLS_FP_LEN; i++) {
+			int c = p[i];
+			int v = c >= '0' && c <= '9' ? c - '0' :
+				c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+			if (v < 0) {
+				ok = false;
+				break;
+			}
+			fp_id = fp_id << 4 | (uint64_t)v;
+		}
+		end = (char *)p + 2 * REPL_TLS_FP_LEN;
+		ok = ok && strncmp(end, " target ", 8) == 0;
+	}
+	if (!ok) {
 		PMREP_LOG_ERR("TLS: refused a malformed PSK identity");
 		return -1;
 	}
@@ -180,24 +215,35 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 				name, local);
 		return -1;
 	}
+	/* the key: the one of that id; key id 0 and no key of id 0 (a
+	 * mirror, query or recover that names no id): the key whose
+	 * fingerprint the identity carries. Either way the fingerprint
+	 * must be that key's: a wrong key is named here, not left to a
+	 * failed binder */
 	int k = repl_keys_find(tt->keys, *tt->nkeys, (uint32_t)key_id);
-	if (k < 0 && key_id == 0) {	/* id 0: the only key, if one */
-		unsigned used = 0;
-		for (unsigned i = 0; i < *tt->nkeys; i++)
-			if (tt->keys[i].len > 0) {
-				used++;
-				k = (int)i;
-			}
-		if (used != 1)
-			k = -1;
+	bool by_fp = k < 0 && key_id == 0;
+	for (unsigned i = 0; by_fp && k < 0 && i < *tt->nkeys; i++) {
+		uint8_t fp[REPL_TLS_FP_LEN];
+		if (tt->keys[i].len > 0 &&
+				repl_tls_key_fp(tt->keys[i].key, tt->keys[i].len, fp) == 0 &&
+				repl_tls_fp_u64(fp) == fp_id)
+			k = (int)i;
 	}
 	if (k < 0) {
-		PMREP_LOG_ERR("TLS: refused an initiator with key id %lu (this target holds no key of that id%s)",
-				key_id, key_id == 0 ?
-				" and more than one key: the initiator must name its key's id" : "");
+		PMREP_LOG_ERR(by_fp ?
+			"TLS: refused an initiator naming key id %lu: none of this target's keys has its fingerprint (a wrong key)" :
+			"TLS: refused an initiator with key id %lu: this target holds no key of that id",
+			key_id);
 		return -1;
 	}
 	const struct repl_key *rk = &tt->keys[k];
+	uint8_t fp[REPL_TLS_FP_LEN];
+	if (!by_fp && (repl_tls_key_fp(rk->key, rk->len, fp) != 0 ||
+			repl_tls_fp_u64(fp) != fp_id)) {
+		PMREP_LOG_ERR("TLS: refused an initiator with key id %lu: its key is not this target's key of that id (fingerprints differ: a wrong key)",
+				key_id);
+		return -1;
+	}
 	if (repl_tls_psk(rk->key, rk->len, (uint32_t)key_id, name, psk))
 		return -1;
 	*psk_len = REPL_TLS_PSK_LEN;

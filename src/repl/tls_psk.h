@@ -19,6 +19,24 @@
 #define REPL_TLS_PSK_LEN 32		/* HKDF-SHA256 output, the suites' hash */
 #define REPL_TLS_NAME_MAX 64		/* "host:port", "[v6]:port" */
 #define REPL_TLS_NAMES_MAX 8		/* extra names a target answers to */
+#define REPL_TLS_FP_LEN 8		/* a key's fingerprint in the identity */
+
+/*
+ * The key's fingerprint: the first REPL_TLS_FP_LEN bytes of
+ * HMAC-SHA256(key, "pmrep tls13 key fingerprint v1" with its NUL). It names
+ * a key without revealing it, so a target finds the key of an initiator
+ * that names key id 0 (query, recover, a mirror without a key id) among
+ * several during a rotation, and names a wrong key as such.
+ */
+int repl_tls_key_fp(const uint8_t *key, size_t key_len, uint8_t fp[REPL_TLS_FP_LEN]);
+static inline uint64_t
+repl_tls_fp_u64(const uint8_t fp[REPL_TLS_FP_LEN])
+{
+	uint64_t v = 0;
+	for (int i = 0; i < REPL_TLS_FP_LEN; i++)
+		v = v << 8 | fp[i];
+	return v;
+}
 
 /* what a dial needs for TLS: off when key_len == 0 or !on */
 struct repl_tls {

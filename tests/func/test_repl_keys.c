@@ -176,6 +176,36 @@ mirror_try(struct ctx *c, const uint8_t *key, uint32_t key_id,
 	return 0;
 }
 
+/* with TLS (the default on tcp) the PSK is chosen from the identity before
+ * any pmrep message: key id 0 -- no id named, as status / recover send --
+ * finds the key by its fingerprint among a rotation's two */
+static void
+rotation_with_tls_key_id_0_finds_the_key_by_its_fingerprint(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	const uint8_t *keys[] = { key1, key2 };
+	const uint32_t ids[] = { 1, 2 };
+	tgt_new(c, keys, ids, 2);
+	tgt_run(c);
+	assert_int_equal(mirror_try(c, key1, 1, NULL), 0);
+	assert_int_equal(mirror_try(c, key2, 2, NULL), 0);
+	assert_int_equal(mirror_try(c, key1, 0, NULL), 0);
+	assert_int_equal(mirror_try(c, key2, 0, NULL), 0);
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_query("127.0.0.1", c->port, key2, 32,
+			3000 * func_slow(), &info), 0);
+	assert_int_equal(pmrep_replica_query("127.0.0.1", c->port, key1, 32,
+			3000 * func_slow(), &info), 0);
+	/* a key the target does not hold, with no id or under a held id;
+	 * a held key under the other key's id */
+	static const uint8_t key9[32] = "rotation-key-9-0123456789abcdefg";
+	assert_int_equal(mirror_try(c, key9, 0, NULL), PMREP_E_TLS);
+	assert_int_equal(mirror_try(c, key9, 1, NULL), PMREP_E_TLS);
+	assert_int_equal(mirror_try(c, key1, 2, NULL), PMREP_E_TLS);
+	tgt_halt(c);
+}
+
 /* ------------------------------------------------------------ the flood */
 
 struct flood {
@@ -489,6 +519,7 @@ main(int argc, char *argv[])
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(keyless_flood_from_another_address_lets_10_mirrors_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(rotation_two_keys_then_the_old_one_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(rotation_with_tls_key_id_0_finds_the_key_by_its_fingerprint, setup, teardown),
 		cmocka_unit_test_setup_teardown(pmrep_target_key_files_modes_two_ids_and_sighup, setup, teardown),
 	};
 	pmrep_log_set_threshold(getenv("TEST_LOG") ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/kdf.h>
 
 #include "repl/tls_psk.h"
@@ -79,12 +80,45 @@ psk_is_hkdf_with_the_documented_info(void **state)
 	assert_memory_not_equal(a, key, 32);
 }
 
+/* the key whose fingerprint find() puts into an identity */
+static const uint8_t *fp_key = key;
+
+/* look `id` up, its " target " preceded by " fp <fp_key's fingerprint>"
+ * as an initiator writes it (an id that has no " target " as is) */
 static int
 find(const struct repl_tls_target *tt, const char *id, const char *local,
 		uint8_t psk[PMREP_TLS_PSK_MAX], size_t *len)
 {
+	char buf[PMREP_TLS_IDENTITY_MAX + 64];
+	const char *t = strstr(id, " target ");
+	if (t != NULL && strlen(id) < PMREP_TLS_IDENTITY_MAX) {
+		uint8_t fp[REPL_TLS_FP_LEN];
+		assert_int_equal(repl_tls_key_fp(fp_key, 32, fp), 0);
+		snprintf(buf, sizeof(buf), "%.*s fp %016llx%s", (int)(t - id), id,
+				(unsigned long long)repl_tls_fp_u64(fp), t);
+		id = buf;
+	}
 	return repl_tls_target_find((void *)tt, (const uint8_t *)id, strlen(id),
 			local, psk, len);
+}
+
+static void
+key_fingerprint_is_the_documented_hmac(void **state)
+{
+	(void)state;
+	uint8_t fp[REPL_TLS_FP_LEN], ref[32];
+	unsigned rl = 0;
+	static const char label[] = "pmrep tls13 key fingerprint v1";
+	assert_non_null(HMAC(EVP_sha256(), key, sizeof(key),
+			(const uint8_t *)label, sizeof(label), ref, &rl));
+	assert_int_equal(repl_tls_key_fp(key, sizeof(key), fp), 0);
+	assert_memory_equal(fp, ref, REPL_TLS_FP_LEN);
+	uint8_t key2[32];
+	memcpy(key2, key, 32);
+	key2[0] ^= 1;
+	uint8_t fp2[REPL_TLS_FP_LEN];
+	assert_int_equal(repl_tls_key_fp(key2, sizeof(key2), fp2), 0);
+	assert_memory_not_equal(fp, fp2, REPL_TLS_FP_LEN);
 }
 
 static void
@@ -147,16 +181,42 @@ target_accepts_only_initiators_of_its_key_id_and_names(void **state)
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 4 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
-	/* two keys (a rotation): each by its id; id 0 names none of them */
+	/* a wrong key under the right id: its fingerprint is not the key's */
+	uint8_t other[32];
+	memset(other, 0x33, sizeof(other));
+	fp_key = other;
+	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 3 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	/* a malformed fingerprint */
+	static const char badfp[] =
+		"pmrep-tls1 initiator key 3 fp 0123456789abcdeX target 127.0.0.1:7000";
+	assert_int_not_equal(repl_tls_target_find(&tt, (const uint8_t *)badfp,
+			strlen(badfp), "127.0.0.1:7000", psk, &len), 0);
+	/* two keys (a rotation): each by its id, and key id 0 (no id
+	 * named) by the fingerprint, with the PSK of that key */
+	fp_key = key;
 	keys[1] = (struct repl_key){ .id = 7, .len = sizeof(key) };
 	memset(keys[1].key, 0x5a, sizeof(key));
 	nkeys = 2;
+	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	assert_int_equal(repl_tls_psk(key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
+	assert_memory_equal(psk, want, 32);
+	fp_key = keys[1].key;
 	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 7 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(keys[1].key, sizeof(key), 7, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
+	assert_int_equal(repl_tls_psk(keys[1].key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
+	assert_memory_equal(psk, want, 32);
+	/* key 7 under id 3: refused */
+	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 3 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	fp_key = key;
 }
 
 static void
@@ -177,6 +237,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(psk_is_hkdf_with_the_documented_info),
+		cmocka_unit_test(key_fingerprint_is_the_documented_hmac),
 		cmocka_unit_test(target_accepts_only_initiators_of_its_key_id_and_names),
 		cmocka_unit_test(dialed_names_are_numeric),
 	};
