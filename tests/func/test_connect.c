@@ -10,6 +10,7 @@
  * send a HELLO neither lock a real client out of an endpoint (tcp) nor
  * stay longer than the handshake timeout.
  */
+#include <poll.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -393,6 +394,66 @@ idle_sockets_do_not_lock_a_real_client_out_tcp(void **state)
 	func_pair_close(&p);
 }
 
+/* a silent connection from `from` (an address of 127/8) to port */
+static int
+raw_connect_from(const char *port, const char *from)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	struct sockaddr_in b = { .sin_family = AF_INET };
+	assert_int_equal(inet_pton(AF_INET, from, &b.sin_addr), 1);
+	assert_int_equal(bind(s, (struct sockaddr *)&b, sizeof(b)), 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)atoi(port));
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	return s;
+}
+
+/* something (the endpoint's REJECT, or its close) arrived on fd */
+static bool
+was_dropped(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	return poll(&pf, 1, 50 * func_slow()) > 0;
+}
+
+static void
+silent_sockets_of_one_address_make_room_before_anothers_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();
+	struct func_pair p;
+	func_pair_listen(&p);
+	int flood[NIDLE], late[NIDLE];
+
+	/* the table full of silent sockets from 127.0.0.2, then one from
+	 * 127.0.0.1 still in its handshake (silent too), then as many again
+	 * from 127.0.0.2: each newcomer evicts one of 127.0.0.2's, never
+	 * the one of 127.0.0.1 -- oldest-first eviction would have dropped
+	 * it once the first 64 were gone */
+	for (int i = 0; i < 64; i++)
+		flood[i] = raw_connect_from(p.port, "127.0.0.2");
+	ep_take_in(p.ep, NULL);
+	int mine = raw_connect_from(p.port, "127.0.0.1");
+	ep_take_in(p.ep, NULL);
+	for (int i = 0; i < NIDLE; i++) {
+		late[i] = raw_connect_from(p.port, "127.0.0.2");
+		if (i % 8 == 7)
+			ep_take_in(p.ep, NULL);
+	}
+	ep_take_in(p.ep, NULL);
+	assert_false(was_dropped(mine));
+	/* the flood's oldest went */
+	assert_true(was_dropped(flood[0]));
+	assert_true(was_dropped(flood[63]));
+
+	close(mine);
+	close_idle(flood, 64);
+	close_idle(late, NIDLE);
+	func_pair_close(&p);
+}
+
 static void
 idle_socket_is_dropped_at_the_handshake_timeout_tcp(void **state)
 {
@@ -444,6 +505,7 @@ main(void)
 		cmocka_unit_test(delete_without_disconnect_reports_closed_to_the_peer),
 		cmocka_unit_test(request_left_at_a_shut_down_endpoint_is_refused),
 		cmocka_unit_test(idle_sockets_do_not_lock_a_real_client_out_tcp),
+		cmocka_unit_test(silent_sockets_of_one_address_make_room_before_anothers_tcp),
 		cmocka_unit_test(idle_socket_is_dropped_at_the_handshake_timeout_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,10 +10,13 @@
  * out: a pending socket whose HELLO has not arrived is dropped at the
  * handshake timeout (the cfg timeout, at most TCP_PENDING_EXPIRE_MS),
  * expired ones are dropped before anything new is accepted, and with
- * the table full the oldest socket still waiting for its HELLO makes
- * room for the newcomer (REJECT(not listening): a real initiator
- * retries). A socket whose first frame is in (a request, or one to
- * refuse) waits for the application and is never evicted.
+ * the table full a socket still waiting for its HELLO makes room for the
+ * newcomer (REJECT(not listening): a real initiator retries): the oldest
+ * of the source address that holds the most of them, so a flood of
+ * silent connects (or of TLS handshakes never finished) from one address
+ * evicts its own attempts, not another address's. A socket whose first
+ * frame is in (a request, or one to refuse) waits for the application
+ * and is never evicted.
  */
 #include <errno.h>
 #include <poll.h>
@@ -36,8 +39,25 @@ struct tcp_pending {
 	bool settled;		/* the first frame is decided: for the app */
 	size_t got;
 	long long since;
+	struct sockaddr_storage src;	/* the initiator's address (port ignored) */
 	uint8_t buf[HELLO_HDR + TCP_WIRE_HELLO_PDATA_MAX];
 };
+
+/* the same host: address family and address, not the port */
+static bool
+same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+			((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+				&((const struct sockaddr_in6 *)b)->sin6_addr,
+				sizeof(struct in6_addr)) == 0;
+	return true;	/* unknown family: one bucket */
+}
 
 int
 tcp_ep_listen(struct pmrep_peer *peer, const char *addr, const char *port,
@@ -239,21 +259,29 @@ pending_expire(struct tcp_ep *ep, long long now, long long limit)
 }
 
 /*
- * The table is full: make room for a newcomer by dropping the oldest
- * socket still waiting for its HELLO (read once more first: one that
- * has its HELLO in now stays). False when every socket waits for the
- * application.
+ * The table is full: make room for a newcomer by dropping a socket still
+ * waiting for its HELLO -- the oldest of the source address that holds
+ * the most such sockets (read once more first: one that has its HELLO in
+ * now stays). False when every socket waits for the application.
  */
 static bool
 pending_evict(struct tcp_ep *ep)
 {
 	for (;;) {
-		unsigned oldest = ep->npending;
+		unsigned oldest = ep->npending, most = 0;
 		for (unsigned i = 0; i < ep->npending; i++) {
 			const struct tcp_pending *p = &ep->pending[i];
-			if (!p->settled && (oldest == ep->npending ||
-					p->since < ep->pending[oldest].since))
+			if (p->settled)
+				continue;
+			unsigned n = 0;
+			for (unsigned j = 0; j < ep->npending; j++)
+				n += !ep->pending[j].settled &&
+					same_host(&p->src, &ep->pending[j].src);
+			if (n > most || (n == most &&
+					p->since < ep->pending[oldest].since)) {
+				most = n;
 				oldest = i;
+			}
 		}
 		if (oldest == ep->npending)
 			return false;
@@ -277,7 +305,9 @@ accept_waiting(struct tcp_ep *ep)
 {
 	unsigned evicted = 0;
 	for (;;) {
-		int fd = accept4(ep->lfd, NULL, NULL,
+		struct sockaddr_storage src;
+		socklen_t sl = sizeof(src);
+		int fd = accept4(ep->lfd, (struct sockaddr *)&src, &sl,
 				SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -310,6 +340,7 @@ accept_waiting(struct tcp_ep *ep)
 		p->settled = false;
 		p->got = 0;
 		p->since = pmrep_now_ms();
+		p->src = src;
 	}
 }
 
