@@ -175,7 +175,10 @@ do_rig_verbs() {
 	# qdisc replaced under traffic fails transmits, and rxe then puts its GSI
 	# QP in error (tests/rig/README.md)
 	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+	# the rig's scripts shared read-only (a checkout under /tmp is hidden
+	# by the guest's tmpfs); the build dir is the guest's cwd, read-write
 	(cd "$OUT/release" && RIG_SECONDS=${RIG_SECONDS:-30} VM_KERNEL=backports VM_TIMEOUT=330 \
+		VM_RO_DIRS="$ROOT/tests/rig" \
 		"$ROOT/tests/vm/run-in-vm.sh" "$ROOT/tests/rig/verbs-nemesis.sh" .)
 }
 

@@ -12,6 +12,7 @@
  *    reflection), a NUL inside, an over-long identity;
  *  - the dialed name is numeric host:port, IPv6 in brackets.
  */
+#include <netdb.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -228,8 +229,14 @@ dialed_names_are_numeric(void **state)
 	assert_string_equal(n, "127.0.0.1:7204");
 	assert_int_equal(repl_tls_name("::1", "9", n), 0);
 	assert_string_equal(n, "[::1]:9");
-	assert_int_equal(repl_tls_name("localhost", "7204", n), 0);
-	assert_true(strcmp(n, "127.0.0.1:7204") == 0 || strcmp(n, "[::1]:7204") == 0);
+	/* a host name, where this system resolves "localhost" (a bare
+	 * chroot may have no /etc/hosts) */
+	struct addrinfo *ai = NULL;
+	if (getaddrinfo("localhost", NULL, NULL, &ai) == 0) {
+		freeaddrinfo(ai);
+		assert_int_equal(repl_tls_name("localhost", "7204", n), 0);
+		assert_true(strcmp(n, "127.0.0.1:7204") == 0 || strcmp(n, "[::1]:7204") == 0);
+	}
 }
 
 int
