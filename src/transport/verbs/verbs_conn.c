@@ -255,7 +255,7 @@ verbs_conn_req_queues(struct verbs_conn *conn, const char *what)
 			(void) queues_delete(conn);
 	}
 	if (ret) {
-		PMREP_LOG_ERR("%s: cannot make the connection request's CQs and QP (%s); the request has none and may still be rejected",
+		PMREP_LOG_ERR("%s: cannot make the connection request's CQs and QP (%s); none of them is left",
 				what, pmrep_err_to_str(ret));
 		return ret;
 	}
