@@ -497,7 +497,11 @@ PMREP_API int pmrep_ep_get_port(const struct pmrep_ep *ep, uint16_t *port);
  * pmrep_ep_next_conn_req -- take the next incoming connection request
  * without blocking; `cfg` (NULL = defaults) sizes its queues. The request
  * event is copied and acknowledged before its id moves to its own event
- * channel. Errors: PMREP_E_INVAL, PMREP_E_NO_EVENT (nothing pending),
+ * channel. verbs: the request's CQs and QP do not exist yet -- they are
+ * made by its first pmrep_conn_req_recv or by pmrep_conn_req_connect --
+ * so a request rejected or deleted before that never had any (the cfg's
+ * SRQ and comp channel are held by the request from now on all the same).
+ * Errors: PMREP_E_INVAL, PMREP_E_NO_EVENT (nothing pending),
  * PMREP_E_MALFORMED (a request with bad private data: rejected, logged),
  * PMREP_E_PROVIDER, PMREP_E_NOMEM, PMREP_E_DEVICE_REMOVED (the RDMA device
  * was removed -- a DEVICE_REMOVAL on the listener releases every object of
@@ -528,8 +532,13 @@ PMREP_API int pmrep_conn_req_new(struct pmrep_peer *peer, const char *addr,
 /*
  * pmrep_conn_req_recv -- pre-post a receive of `len` bytes into `dst` at
  * `offset` before the connection is established (reported later on the
- * conn's (R)CQ with `op_context`).
- * Errors: PMREP_E_INVAL, PMREP_E_RANGE, PMREP_E_PROVIDER, PMREP_E_AGAIN.
+ * conn's (R)CQ with `op_context`). verbs, passive side: the first receive
+ * makes the request's CQs and QP (one on the cfg's SRQ needs none and
+ * makes none); if that fails, this call returns the error, none of them
+ * is left and the request stays usable (try again, accept or reject it).
+ * Errors: PMREP_E_INVAL, PMREP_E_RANGE, PMREP_E_PROVIDER (also: making the
+ * CQs / QP failed, pmrep_err_errno()), PMREP_E_NOMEM (the same), PMREP_E_AGAIN,
+ * PMREP_E_DEVICE_REMOVED (verbs: the RDMA device was removed).
  */
 PMREP_API int pmrep_conn_req_recv(struct pmrep_conn_req *req,
 		struct pmrep_mr_local *dst, size_t offset, size_t len,
@@ -554,11 +563,15 @@ PMREP_API int pmrep_conn_req_get_src_addr(const struct pmrep_conn_req *req,
  * pmrep_conn_req_connect -- connect (active side) or accept (passive side)
  * with optional private data (NULL: none); the request is consumed (*req_ptr
  * = NULL) whether or not this succeeds. The result is reported later by
- * pmrep_conn_next_event (ESTABLISHED, REJECTED, UNREACHABLE …).
+ * pmrep_conn_next_event (ESTABLISHED, REJECTED, UNREACHABLE …). verbs,
+ * passive side: a request on which no receive was posted gets its CQs and
+ * QP here, before the accept; if that fails, the request is refused as
+ * retryable (as for any failed accept) and this call returns the error.
  * Errors: PMREP_E_INVAL (also: private data longer than
  * PMREP_PDATA_CONNECT_MAX / PMREP_PDATA_ACCEPT_MAX, checked before any
  * rdma_cm call; then the request is NOT consumed), PMREP_E_PROVIDER,
- * PMREP_E_NOMEM.
+ * PMREP_E_NOMEM, PMREP_E_DEVICE_REMOVED (verbs: the RDMA device was
+ * removed).
  */
 PMREP_API int pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
 		const struct pmrep_conn_private_data *pdata,
@@ -566,7 +579,9 @@ PMREP_API int pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
 /*
  * pmrep_conn_req_delete -- drop the request: passive side rejects it
  * (the initiator sees PMREP_CONN_REJECTED, final, no retry), active side
- * frees its resources. Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (freed anyway).
+ * frees its resources. verbs, passive side: a request never used (no
+ * receive posted on it) has no CQ and no QP: only its id is destroyed.
+ * Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (freed anyway).
  */
 PMREP_API int pmrep_conn_req_delete(struct pmrep_conn_req **req_ptr);
 /*

@@ -213,6 +213,58 @@ err:
 	return ret;
 }
 
+/* ------------------------------------- a passive request's late queues */
+
+void
+verbs_conn_queues_defer(struct verbs_conn *conn)
+{
+	const struct pmrep_conn_cfg *cfg = &conn->base.cfg;
+
+	if (cfg->srq)
+		atomic_fetch_add(&cfg->srq->nconns, 1);
+	if (cfg->comp_channel)
+		atomic_fetch_add(&cfg->comp_channel->ncqs, 1);
+	conn->cfg_pinned = true;
+	conn->lazy_queues = true;
+}
+
+/* let go of what verbs_conn_queues_defer held */
+static void
+queues_unpin(struct verbs_conn *conn)
+{
+	const struct pmrep_conn_cfg *cfg = &conn->base.cfg;
+
+	if (!conn->cfg_pinned)
+		return;
+	if (cfg->srq)
+		atomic_fetch_sub(&cfg->srq->nconns, 1);
+	if (cfg->comp_channel)
+		atomic_fetch_sub(&cfg->comp_channel->ncqs, 1);
+	conn->cfg_pinned = false;
+}
+
+int
+verbs_conn_req_queues(struct verbs_conn *conn, const char *what)
+{
+	if (!conn->lazy_queues)
+		return 0;
+	int ret = verbs_conn_queues_new(conn);
+	if (ret == 0) {
+		ret = verbs_conn_qp_new(conn);
+		if (ret)
+			(void) queues_delete(conn);
+	}
+	if (ret) {
+		PMREP_LOG_ERR("%s: cannot make the connection request's CQs and QP (%s); none of them is left",
+				what, pmrep_err_to_str(ret));
+		return ret;
+	}
+	/* the queues hold the SRQ and the channel themselves now */
+	queues_unpin(conn);
+	conn->lazy_queues = false;
+	return 0;
+}
+
 void
 verbs_conn_cqs_set_qp(struct verbs_conn *conn, uint32_t qp_num)
 {
@@ -642,6 +694,7 @@ verbs_conn_destroy(struct verbs_conn *conn)
 	err = queues_delete(conn);
 	if (err && ret == 0)
 		ret = err;
+	queues_unpin(conn);
 	/* no event is ever held unacknowledged: this does not block (T04) */
 	bool id_gone = !conn->evch_pinned;
 	if (conn->id) {

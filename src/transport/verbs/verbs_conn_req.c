@@ -3,9 +3,13 @@
  * verbs_conn_req.c -- connection requests. Active side: the conn's own
  * rdma_cm event channel and id, address and route resolved within the cfg
  * timeout, CQs and QP; nothing sent. Passive side: built by the endpoint
- * (verbs_ep.c). Connect / accept turns the request into the conn; dropping
- * a passive request rejects it with pmrep's marker (final for the
- * initiator).
+ * (verbs_ep.c) with its id and channel only; its CQs and QP are made when
+ * it is used -- the first receive posted on it (not one on the cfg's SRQ,
+ * which needs no QP), or its accept -- and the call that needed them
+ * reports their failure. Connect / accept turns the request into the
+ * conn; dropping a passive request rejects it with pmrep's marker (final
+ * for the initiator) and destroys whatever it has: its id, maybe nothing
+ * else.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -192,13 +196,15 @@ verbs_conn_req_recv(struct pmrep_conn_req *base, struct pmrep_mr_local *dst,
 		return PMREP_E_INVAL;
 	}
 	int ret;
+	/* the cfg's: a deferred request has no conn->srq yet */
+	struct verbs_srq *srq = (struct verbs_srq *)conn->base.cfg.srq;
 	verbs_dev_rdlock(conn->peer);
 	if (atomic_load(&conn->peer->removed))
 		ret = verbs_peer_gone(conn->peer, "pmrep_conn_req_recv");
-	else if (conn->srq)
-		ret = verbs_srq_post_recv(conn->srq, dst, offset, len,
-				op_context);
-	else
+	else if (srq)
+		ret = verbs_srq_post_recv(srq, dst, offset, len, op_context);
+	else if ((ret = verbs_conn_req_queues(conn,
+			"pmrep_conn_req_recv")) == 0)
 		ret = verbs_conn_post_recv(conn, (uintptr_t)dst->ptr + offset,
 				(uint32_t)len, verbs_mr_lkey(dst), op_context);
 	verbs_dev_unlock(conn->peer);
@@ -223,9 +229,11 @@ verbs_conn_req_connect(struct pmrep_conn_req *base,
 	verbs_pdata_encode(pdata, passive ? PMREP_PDATA_ACCEPT_MAX :
 			PMREP_PDATA_CONNECT_MAX, &conn->my_pdata);
 	verbs_dev_rdlock(conn->peer);
-	ret = atomic_load(&conn->peer->removed) ?
-		verbs_peer_gone(conn->peer, "pmrep_conn_req_connect") :
-		verbs_conn_start(conn);
+	if (atomic_load(&conn->peer->removed))
+		ret = verbs_peer_gone(conn->peer, "pmrep_conn_req_connect");
+	else if ((ret = verbs_conn_req_queues(conn,
+			"pmrep_conn_req_connect")) == 0)
+		ret = verbs_conn_start(conn);
 	verbs_dev_unlock(conn->peer);
 	if (ret) {
 		/* the initiator may retry: this is no explicit reject */
@@ -242,17 +250,35 @@ int
 verbs_conn_req_delete(struct pmrep_conn_req *base)
 {
 	struct verbs_conn_req *req = (struct verbs_conn_req *)base;
+	struct verbs_conn *conn = req->conn;
+	struct verbs_peer *peer = conn->peer;
 	int ret = 0;
 
+	/* a DEVICE_REMOVAL on the request's own channel, unread: deleting
+	 * the request must not hide that the device is gone (T22); its id
+	 * can send no reject then */
+	bool removal = false;
+	if (req->base.passive && conn->evch != NULL &&
+			!atomic_load(&peer->removed)) {
+		struct verbs_cm_event ev;
+		while (verbs_cm_event_take(conn->evch, &ev) == 0) {
+			if (ev.type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+				removal = true;
+		}
+	}
 	/* a refusal by the application: final for the initiator (with the
 	 * marker), or one it retries (without: pmrep_conn_req_reject) */
-	if (req->base.passive && rdma_reject(req->conn->id,
+	if (req->base.passive && !removal && rdma_reject(conn->id,
 			req->base.reject_retry ? NULL : verbs_reject_marker,
 			req->base.reject_retry ? 0 : VERBS_REJECT_MARKER_SIZE))
 		ret = PMREP_ERR_PROVIDER(errno, "rdma_reject");
-	int err = verbs_conn_destroy(req->conn);
+	/* a request never used has no CQ and no QP: only its id goes */
+	int err = verbs_conn_destroy(conn);
 	if (err && ret == 0)
 		ret = err;
 	free(req);
+	if (removal && !atomic_load(&peer->removed))
+		verbs_device_removed(peer,
+				"RDMA_CM_EVENT_DEVICE_REMOVAL on a deleted connection request");
 	return ret;
 }

@@ -3,7 +3,10 @@
  * verbs_ep.c -- the listening endpoint: one rdma_cm id and one event
  * channel. A connection request event is copied (private data included)
  * and acknowledged before its id moves to a channel of its own: the move
- * blocks while an event of that id is unacknowledged (T05).
+ * blocks while an event of that id is unacknowledged (T05). A request
+ * taken holds only that id and channel: its CQs and QP are made when it is
+ * used -- its first receive, its accept (verbs_conn_req.c) -- so one
+ * refused or deleted unused never had any.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -161,7 +164,8 @@ verbs_ep_shutdown(struct pmrep_ep *base)
 	return ret;
 }
 
-/* the request as a passive conn_req with its own channel, CQs and QP */
+/* the request as a passive conn_req with its own channel and id; its CQs
+ * and QP come when it is used (verbs_conn_req_queues) */
 static int
 req_build(struct verbs_ep *ep, const struct pmrep_conn_cfg *cfg,
 		const struct verbs_cm_event *ev, const uint8_t *pdata,
@@ -202,12 +206,10 @@ req_build(struct verbs_ep *ep, const struct pmrep_conn_cfg *cfg,
 	}
 	conn->id = ev->id;
 	conn->id->context = conn;
-	ret = verbs_conn_queues_new(conn);
-	if (ret)
-		goto err_destroy_conn;
-	ret = verbs_conn_qp_new(conn);
-	if (ret)
-		goto err_destroy_conn;
+	/* no CQ, no QP yet: the application may still refuse the request
+	 * (a flood of requests without the admission proof costs no device
+	 * object); made by its first receive or its accept */
+	verbs_conn_queues_defer(conn);
 
 	req->conn = conn;
 	req->base.peer = &peer->base;

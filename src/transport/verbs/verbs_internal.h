@@ -541,6 +541,16 @@ struct verbs_conn {
 	struct verbs_hold hold;		/* PMREP_F_MORE (verbs_ops.c) */
 	struct verbs_prepost *prepost;	/* active side, until ESTABLISHED */
 	uint32_t nprepost;
+	/*
+	 * A passive request's CQs, channels, rings and QP are made only
+	 * when the request is used (verbs_conn_req_queues: its first
+	 * receive posted, its accept), never for one rejected or deleted
+	 * unused. Until then `lazy_queues`, and `cfg_pinned`: the request
+	 * holds the cfg's SRQ (nconns) and pmrep_comp_channel (ncqs) as
+	 * its queues would, so neither can be deleted under it.
+	 */
+	bool lazy_queues;
+	bool cfg_pinned;
 
 	/* event fd: an epoll set of {cm channel fd, timerfd, notify eventfd} */
 	int epfd, timerfd, notifyfd;
@@ -585,6 +595,20 @@ struct verbs_conn *verbs_conn_alloc(struct verbs_peer *peer,
 		const struct pmrep_conn_cfg *cfg, bool passive);
 /* CQs, channels, rings and the QP on conn->id, per conn->base.cfg */
 int verbs_conn_queues_new(struct verbs_conn *conn);
+/*
+ * A passive request's queues are made later (lazy_queues): hold the cfg's
+ * SRQ and pmrep_comp_channel meanwhile (cfg_pinned). Cannot fail.
+ */
+void verbs_conn_queues_defer(struct verbs_conn *conn);
+/*
+ * Make a deferred request's CQs, channels, rings and QP now (dev_lock held
+ * for reading, the device not removed); 0 at once when they exist.
+ * `what`: the call that needs them (pmrep_conn_req_recv,
+ * pmrep_conn_req_connect), named in the error line. On failure nothing of
+ * them is left and the request stays as it was (still deferred): the
+ * error of the creation that failed (PMREP_E_PROVIDER, PMREP_E_NOMEM).
+ */
+int verbs_conn_req_queues(struct verbs_conn *conn, const char *what);
 /* create the QP on conn->id (rings and CQs exist) */
 int verbs_conn_qp_new(struct verbs_conn *conn);
 /* the epoll set, timerfd and notify eventfd */
