@@ -191,8 +191,8 @@ PMREP_API int pmrep_target_cfg_set_key(struct pmrep_target_cfg *cfg,
 /*
  * pmrep_target_cfg_add_key -- a key with id `key_id` (`len` bytes, copied):
  * a HELLO naming key id `key_id` is checked with it (its admission proof,
- * AUTH and ACCEPT MACs); one naming key id 0 with the key of id 0 if there
- * is one, else with each key in turn (the admission proof tells which).
+ * AUTH and ACCEPT MACs); one naming key id 0 with each key in turn (the
+ * admission proof, with TLS the identity's key fingerprint, tells which).
  * A key with that id is replaced. pmrep_target_cfg_set_key(cfg, k, l) is
  * pmrep_target_cfg_add_key(cfg, 0, k, l). Errors: PMREP_E_INVAL (NULL, len
  * outside PMREP_KEY_MIN..PMREP_KEY_MAX), PMREP_E_RANGE (PMREP_TARGET_MAX_KEYS
@@ -406,10 +406,10 @@ PMREP_API int pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg,
 /*
  * pmrep_mirror_cfg_set_key_id -- the id of the key (sent in the HELLO: the
  * target checks the admission proof and the MACs with its key of that id;
- * one it does not hold rejects the connection request). Default 0: the
- * target's key of id 0, else whichever of its keys the proof verifies
- * with (with TLS on tcp: its key of id 0, else the one whose fingerprint
- * the TLS identity carries -- docs/PROTOCOL.md "The tcp channel").
+ * one it does not hold rejects the connection request). Default 0: none
+ * named, whichever of the target's keys the proof verifies with (with TLS
+ * on tcp: the one whose fingerprint the TLS identity carries --
+ * docs/PROTOCOL.md "The tcp channel").
  * Errors: PMREP_E_INVAL (NULL).
  */
 PMREP_API int pmrep_mirror_cfg_set_key_id(struct pmrep_mirror_cfg *cfg,

@@ -162,7 +162,10 @@ repl_admit_check(const struct repl_key *keys, unsigned nkeys, uint32_t now_w,
 	uint32_t w = pmrep_get_le32(proof);
 	if (w + 1 < now_w || w > now_w + 1)
 		return REPL_ADMIT_STALE;
-	int only = repl_keys_find(keys, nkeys, key_id);
+	/* key id 0 names no key: every key is tried (an older raw key
+	 * holds id 0 and a new one from keygen another: a client that
+	 * sends no id may hold either) */
+	int only = key_id == 0 ? -1 : repl_keys_find(keys, nkeys, key_id);
 	if (only < 0 && key_id != 0)
 		return REPL_ADMIT_UNKNOWN_KEY;
 	for (unsigned i = 0; i < nkeys; i++) {

@@ -221,9 +221,13 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 	 * must be that key's: a wrong key is named here, not left to a
 	 * failed binder */
 	int k = repl_keys_find(tt->keys, *tt->nkeys, (uint32_t)key_id);
-	bool by_fp = k < 0 && key_id == 0;
+	uint8_t fp[REPL_TLS_FP_LEN];
+	bool by_fp = key_id == 0 && (k < 0 ||
+			repl_tls_key_fp(tt->keys[k].key, tt->keys[k].len, fp) != 0 ||
+			repl_tls_fp_u64(fp) != fp_id);
+	if (by_fp)
+		k = -1;
 	for (unsigned i = 0; by_fp && k < 0 && i < *tt->nkeys; i++) {
-		uint8_t fp[REPL_TLS_FP_LEN];
 		if (tt->keys[i].len > 0 &&
 				repl_tls_key_fp(tt->keys[i].key, tt->keys[i].len, fp) == 0 &&
 				repl_tls_fp_u64(fp) == fp_id)
@@ -237,7 +241,6 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 		return -1;
 	}
 	const struct repl_key *rk = &tt->keys[k];
-	uint8_t fp[REPL_TLS_FP_LEN];
 	if (!by_fp && (repl_tls_key_fp(rk->key, rk->len, fp) != 0 ||
 			repl_tls_fp_u64(fp) != fp_id)) {
 		PMREP_LOG_ERR("TLS: refused an initiator with key id %lu: its key is not this target's key of that id (fingerprints differ: a wrong key)",

@@ -214,6 +214,20 @@ target_accepts_only_initiators_of_its_key_id_and_names(void **state)
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(keys[1].key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
+	/* an older raw key of id 0 next to key 7: id 0 with key 7's
+	 * fingerprint is key 7, with key 0's is key 0 */
+	keys[0].id = 0;
+	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	assert_int_equal(repl_tls_psk(keys[1].key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
+	assert_memory_equal(psk, want, 32);
+	fp_key = key;
+	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	assert_int_equal(repl_tls_psk(key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
+	assert_memory_equal(psk, want, 32);
+	keys[0].id = 3;
+	fp_key = keys[1].key;
 	/* key 7 under id 3: refused */
 	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 3 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
