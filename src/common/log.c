@@ -163,3 +163,19 @@ pmrep_err_to_str(int err)
 	default: return "unknown error code";
 	}
 }
+
+long long pmrep_now_ms(void);	/* clock.c */
+
+int
+pmrep_log_rate_allow(struct pmrep_log_rate *r, unsigned long long *suppressed)
+{
+	long long now = pmrep_now_ms();
+	long long next = atomic_load(&r->next_ms);
+	if (now < next || !atomic_compare_exchange_strong(&r->next_ms, &next,
+			now + PMREP_LOG_RATE_PERIOD_MS)) {
+		atomic_fetch_add(&r->suppressed, 1);
+		return 0;
+	}
+	*suppressed = atomic_exchange(&r->suppressed, 0);
+	return 1;
+}

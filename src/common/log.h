@@ -22,6 +22,33 @@ void pmrep_log_write(enum pmrep_log_level level, const char *file, int line,
 #define PMREP_LOG_DBG(...) PMREP_LOG(PMREP_LOG_DEBUG, __VA_ARGS__)
 
 /*
+ * A log site that writes at most one line per PMREP_LOG_RATE_PERIOD_MS:
+ * for what a peer can trigger at will (a keyless flood of connection
+ * attempts must not flood the log). The lines not written are counted
+ * and the next line written says how many. Thread-safe (one static state
+ * per site). Not for an error the caller returns to the user: a line not
+ * written is not recorded for pmrep_err_msg() either.
+ */
+#define PMREP_LOG_RATE_PERIOD_MS 1000
+struct pmrep_log_rate {
+	_Atomic long long next_ms;
+	_Atomic unsigned long long suppressed;
+};
+/* true: write the line now (*suppressed: how many were not since the last) */
+int pmrep_log_rate_allow(struct pmrep_log_rate *r, unsigned long long *suppressed);
+#define PMREP_LOG_RATELIMITED(level, fmt, ...) do { \
+	static struct pmrep_log_rate pmrep_rate_; \
+	unsigned long long pmrep_supp_; \
+	if (pmrep_log_rate_allow(&pmrep_rate_, &pmrep_supp_)) { \
+		if (pmrep_supp_ > 0) \
+			PMREP_LOG((level), fmt " (and %llu more such lines not written since the last)", \
+					##__VA_ARGS__, pmrep_supp_); \
+		else \
+			PMREP_LOG((level), fmt, ##__VA_ARGS__); \
+	} \
+} while (0)
+
+/*
  * Record `errnum` (a positive errno, 0 for none) as the cause of the error
  * being returned; pmrep_err_errno() reports it.
  */

@@ -178,7 +178,7 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 	/* the initiator's role only:
 	 * "pmrep-tls1 initiator key <id> fp <16 hex digits> target <name>" */
 	if (strncmp(id, ID_PREFIX, strlen(ID_PREFIX)) != 0) {
-		PMREP_LOG_ERR("TLS: refused a PSK identity that is not a pmrep initiator's");
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a PSK identity that is not a pmrep initiator's");
 		return -1;
 	}
 	const char *p = id + strlen(ID_PREFIX);
@@ -203,7 +203,7 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 		ok = ok && strncmp(end, " target ", 8) == 0;
 	}
 	if (!ok) {
-		PMREP_LOG_ERR("TLS: refused a malformed PSK identity");
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a malformed PSK identity");
 		return -1;
 	}
 	const char *name = end + 8;
@@ -211,7 +211,7 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 	for (unsigned i = 0; !ours && i < tt->nnames; i++)
 		ours = strcmp(name, tt->names[i]) == 0;
 	if (!ours) {
-		PMREP_LOG_ERR("TLS: refused an initiator that dialed %s: this target is %s (not a name it answers to; a reflected or misdirected handshake)",
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator that dialed %s: this target is %s (not a name it answers to; a reflected or misdirected handshake)",
 				name, local);
 		return -1;
 	}
@@ -234,16 +234,18 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 			k = (int)i;
 	}
 	if (k < 0) {
-		PMREP_LOG_ERR(by_fp ?
-			"TLS: refused an initiator naming key id %lu: none of this target's keys has its fingerprint (a wrong key)" :
-			"TLS: refused an initiator with key id %lu: this target holds no key of that id",
-			key_id);
+		if (by_fp)
+			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator naming key id %lu: none of this target's keys has its fingerprint (a wrong key)",
+					key_id);
+		else
+			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator with key id %lu: this target holds no key of that id",
+					key_id);
 		return -1;
 	}
 	const struct repl_key *rk = &tt->keys[k];
 	if (!by_fp && (repl_tls_key_fp(rk->key, rk->len, fp) != 0 ||
 			repl_tls_fp_u64(fp) != fp_id)) {
-		PMREP_LOG_ERR("TLS: refused an initiator with key id %lu: its key is not this target's key of that id (fingerprints differ: a wrong key)",
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator with key id %lu: its key is not this target's key of that id (fingerprints differ: a wrong key)",
 				key_id);
 		return -1;
 	}

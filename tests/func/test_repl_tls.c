@@ -697,7 +697,10 @@ wrong_key_fails_the_tls_handshake_on_both_ends(void **state)
 	struct pmrep_target_stats ts = tgt_refused(g);
 	assert_int_equal(ts.sessions_accepted, 0);
 	assert_int_equal(ts.last_refusal, PMREP_E_TLS);
-	assert_true(atomic_load(&tls_handshake_lines) >= 2);	/* both ends */
+	/* the initiator's line (the target's refusal is counted above; its
+	 * log lines are rate-limited, one a second per site, since a keyless
+	 * peer can cause them at will) */
+	assert_true(atomic_load(&tls_handshake_lines) >= 1);
 	tgt_stop(g);
 	struct pmrep_replica_info info = replica_info("replica");
 	assert_true(unclaimed(&info));

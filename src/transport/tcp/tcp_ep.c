@@ -326,7 +326,7 @@ accept_waiting(struct tcp_ep *ep)
 				epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, fd, &ev)) {
 			/* every slot holds a request for the application (or
 			 * no epoll entry): this one retries */
-			PMREP_LOG_WARN("endpoint: %u requests pending, refusing one",
+			PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: %u requests pending, refusing one",
 					ep->npending);
 			tcp_sock_send_now(fd, TCP_WIRE_REJECT,
 					TCP_WIRE_REJ_NOT_LISTENING);
@@ -386,7 +386,7 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 	pending_expire(ep, pmrep_now_ms(), limit);
 	unsigned evicted = accept_waiting(ep);
 	if (evicted > 0)
-		PMREP_LOG_WARN("endpoint: pending table full (%u): dropped %u connection(s) that sent no HELLO",
+		PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: pending table full (%u): dropped %u connection(s) that sent no HELLO",
 				TCP_PENDING_MAX, evicted);
 
 	for (unsigned i = 0; i < ep->npending; ) {
@@ -411,11 +411,11 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 			pending_drop(ep, i, 0);
 			continue;
 		case HELLO_BAD:
-			PMREP_LOG_ERR("connection request with a malformed HELLO: rejected");
+			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "connection request with a malformed HELLO: rejected");
 			pending_drop(ep, i, TCP_WIRE_REJ_MALFORMED);
 			return PMREP_E_MALFORMED;
 		case HELLO_VERSION:
-			PMREP_LOG_ERR("connection request of protocol version %u (this is %u): rejected",
+			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "connection request of protocol version %u (this is %u): rejected",
 					f.version, TCP_WIRE_VERSION);
 			pending_drop(ep, i, TCP_WIRE_REJ_VERSION);
 			return PMREP_E_MALFORMED;

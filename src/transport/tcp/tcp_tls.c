@@ -231,7 +231,7 @@ find_session_cb(SSL *ssl, const unsigned char *identity, size_t identity_len,
 			&len);
 	if (r != 0 || len < PMREP_TLS_PSK_MIN || len > PMREP_TLS_PSK_MAX) {
 		OPENSSL_cleanse(psk, sizeof(psk));
-		PMREP_LOG_ERR("TLS: the client's PSK identity (%zu bytes) is not accepted here (%s)",
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: the client's PSK identity (%zu bytes) is not accepted here (%s)",
 				identity_len, t->local);
 		return 0;	/* the handshake fails */
 	}
@@ -327,7 +327,7 @@ tls_failure(struct tcp_tls *t, int r, const char *what)
 		PMREP_LOG_ERR("TLS: %s: record authentication failed or protocol error (%s): the session ends",
 				what, buf);
 	else if (t->server)
-		PMREP_LOG_ERR("TLS: handshake failed (%s): the client did not speak TLS, or offered a PSK identity / key not accepted here",
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: handshake failed (%s): the client did not speak TLS, or offered a PSK identity / key not accepted here",
 				buf);
 	else
 		PMREP_LOG_ERR("TLS: handshake failed (%s): the listener does not speak TLS, or does not accept our PSK (wrong key / identity)",
