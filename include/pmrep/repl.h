@@ -334,17 +334,22 @@ PMREP_API int pmrep_target_get_fd(const struct pmrep_target *target, int *fd);
  */
 PMREP_API int pmrep_target_process(struct pmrep_target *target, int timeout_ms);
 /*
- * pmrep_target_add_key / pmrep_target_remove_key -- key rotation on a
- * running target: add (or replace) the key with id `key_id`, or remove it
- * (wiped). The next connection request is checked against the keys held
- * then; a session admitted with a key that is removed before its AUTH is
- * refused (AUTH); attached sessions stay. Call from the thread that calls
- * pmrep_target_process. Errors: PMREP_E_INVAL (NULL, bad length, no key
- * with that id), PMREP_E_RANGE (PMREP_TARGET_MAX_KEYS held), PMREP_E_STATE
- * (removing the last key).
+ * pmrep_target_add_key -- key rotation on a running target: add (or
+ * replace) the key with id `key_id` (`len` bytes, copied). The next
+ * connection request is checked against the keys held then. Call from the
+ * thread that calls pmrep_target_process. Errors: PMREP_E_INVAL (NULL, len
+ * outside PMREP_KEY_MIN..PMREP_KEY_MAX), PMREP_E_RANGE
+ * (PMREP_TARGET_MAX_KEYS held).
  */
 PMREP_API int pmrep_target_add_key(struct pmrep_target *target,
 		uint32_t key_id, const uint8_t *key, size_t len);
+/*
+ * pmrep_target_remove_key -- remove the key with id `key_id` (wiped) from
+ * a running target: a session admitted with it and not yet authenticated
+ * is refused at its AUTH; attached sessions stay. Call from the thread
+ * that calls pmrep_target_process. Errors: PMREP_E_INVAL (NULL, no key
+ * with that id), PMREP_E_STATE (removing the last key).
+ */
 PMREP_API int pmrep_target_remove_key(struct pmrep_target *target,
 		uint32_t key_id);
 /* pmrep_target_get_port -- the port it listens on (host order). Errors: PMREP_E_INVAL. */
