@@ -443,9 +443,7 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 		req->peer_rnr_ms = f.rnr_ms;
 		req->peer_version = f.version;
 		req->sock = p->fd;
-		socklen_t sl = sizeof(req->base.src);
-		if (getpeername(p->fd, (struct sockaddr *)&req->base.src, &sl) != 0)
-			req->base.src.ss_family = AF_UNSPEC;
+		req->base.src = p->src;	/* from accept4 */
 		req->tls = p->tls;
 		p->tls = NULL;
 		(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
