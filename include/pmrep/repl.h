@@ -386,6 +386,8 @@ struct pmrep_mirror;
 
 /* at most this many replicas per mirror */
 #define PMREP_MIRROR_MAX_REPLICAS 8
+/* persist steps a mirror keeps in flight at most (pmrep_mirror_cfg_set_window) */
+#define PMREP_MIRROR_WINDOW_MAX 32
 
 /*
  * pmrep_mirror_cfg_new -- a mirror configuration: no replicas, no key, nil
@@ -470,6 +472,31 @@ PMREP_API int pmrep_mirror_cfg_set_region_size(struct pmrep_mirror_cfg *cfg,
 PMREP_API int pmrep_mirror_cfg_set_timeout(struct pmrep_mirror_cfg *cfg,
 		int timeout_ms);
 /*
+ * pmrep_mirror_cfg_set_window -- persist steps the mirror keeps in flight
+ * at most: 1..PMREP_MIRROR_WINDOW_MAX (default 16). Persist requests
+ * (pmrep_mirror_persist_async, and pmrep_mirror_persist behind them) are
+ * posted back to back to every in-sync replica while fewer steps than
+ * this are not complete; further requests wait in submission order, and
+ * waiting ones whose ranges overlap or adjoin are posted as one step
+ * (group commit). 1: one step at a time.
+ * Errors: PMREP_E_INVAL (NULL, 0, above PMREP_MIRROR_WINDOW_MAX).
+ */
+PMREP_API int pmrep_mirror_cfg_set_window(struct pmrep_mirror_cfg *cfg,
+		unsigned steps);
+/*
+ * pmrep_mirror_cfg_set_max_lag -- with a quorum k below the replica
+ * count, a persist completes once k replicas confirmed it; the others
+ * keep confirming behind. A replica that trails by more than `bytes`
+ * (the ranges of complete persists it has not confirmed yet), or by
+ * PMREP_MIRROR_WINDOW_MAX steps, is turned out of sync instead (FAILED
+ * with PMREP_E_TIMEOUT, those ranges kept for its resync: "pull ahead").
+ * Default 64 MiB; 0: a replica must never trail. Without a quorum
+ * ("all") no persist completes without every replica: no replica trails.
+ * Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_mirror_cfg_set_max_lag(struct pmrep_mirror_cfg *cfg,
+		uint64_t bytes);
+/*
  * pmrep_mirror_cfg_set_force_gpspm -- use GPSPM (persist request answered
  * by the target) even where native flush or APM is available.
  * Errors: PMREP_E_INVAL.
@@ -524,16 +551,23 @@ enum pmrep_replica_state {
 	PMREP_REPLICA_IN_SYNC,		/* confirms every persist */
 	PMREP_REPLICA_DEGRADED,		/* connected but behind (out-of-sync regions left) */
 	PMREP_REPLICA_FAILED,		/* not connected: lost, refused or unreachable */
+	/* in sync, but has not confirmed every persist that completed
+	 * without it yet (a quorum below the replica count): it confirms
+	 * behind, lag_bytes of them, and is IN_SYNC again once it caught up
+	 * -- or FAILED, its lag out of sync, when it trails by more than the
+	 * cfg lag (pmrep_mirror_cfg_set_max_lag) */
+	PMREP_REPLICA_BEHIND,
 };
 
 /* One replica's status (pmrep_mirror_get_replica_status). */
 struct pmrep_replica_status {
 	enum pmrep_replica_state state;
 	enum pmrep_mirror_method method;
-	uint64_t lag_bytes;	/* bytes of its out-of-sync regions (not yet
-				 * confirmed); the data size while the mirror
-				 * has no record of this replica (not attached
-				 * since its record began) */
+	uint64_t lag_bytes;	/* bytes of its out-of-sync regions, plus
+				 * (BEHIND) those of completed persists it has
+				 * not confirmed yet; the data size while the
+				 * mirror has no record of this replica (not
+				 * attached since its record began) */
 	int last_error;		/* PMREP_E_* of its last failure, 0 if none */
 	uint64_t resyncs;	/* resyncs completed (full or incremental) */
 	uint64_t resync_bytes;	/* bytes copied by those resyncs */

@@ -8,6 +8,7 @@
 #ifndef PMREP_REPL_CHAN_H
 #define PMREP_REPL_CHAN_H
 
+#include <pmrep/repl.h>
 #include <pmrep/transport.h>
 
 #include "msg.h"
@@ -18,8 +19,15 @@
  * timeout and retries follow from it */
 #define REPL_CONN_TIMEOUT_DEFAULT_MS 5000
 
-#define CHAN_NRECV 4
-#define CHAN_NSEND 4
+/*
+ * message slots per channel: an initiator has at most
+ * PMREP_MIRROR_WINDOW_MAX GPSPM persist requests outstanding (its ring)
+ * plus a few control messages, so a target keeps CHAN_NRECV receives
+ * posted and CHAN_NSEND replies in flight (docs/PROTOCOL.md "Message
+ * credits")
+ */
+#define CHAN_NRECV (PMREP_MIRROR_WINDOW_MAX + 4)
+#define CHAN_NSEND (PMREP_MIRROR_WINDOW_MAX + 4)
 
 /* op contexts of the conn's completions */
 #define CTX_WRITE	((uintptr_t)1)

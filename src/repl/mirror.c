@@ -37,24 +37,6 @@ mirror_in_sync_count(const struct pmrep_mirror *m)
 			k++;
 	return k;
 }
-/* the result of a persist step once no replica is pending */
-int
-mirror_step_result(const struct pmrep_mirror *m)
-{
-	unsigned ok = 0;
-	bool timed_out = false;
-	for (unsigned i = 0; i < m->n; i++) {
-		const struct replica *r = &m->r[i];
-		if (r->state == PMREP_REPLICA_IN_SYNC)
-			ok++;
-		else if (r->last_error == PMREP_E_TIMEOUT)
-			timed_out = true;
-	}
-	if (ok >= mirror_required(m))
-		return 0;
-	return timed_out ? PMREP_E_TIMEOUT : PMREP_E_CONN_LOST;
-}
-
 static void
 replica_free(struct replica *r)
 {
@@ -77,8 +59,10 @@ mirror_free(struct pmrep_mirror *m)
 {
 	for (unsigned i = 0; i < m->n; i++)
 		replica_free(&m->r[i]);
+	/* orphans (their callers gave up) are freed here too; a
+	 * synchronous request in flight cannot be: its caller waits */
 	req_list_free(&m->queue);
-	req_list_free(&m->batch);
+	req_list_free(&m->flight);
 	req_list_free(&m->done);
 	if (m->epfd >= 0)
 		close(m->epfd);
@@ -167,6 +151,8 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	m->cfg = *cfg;
 	m->cfg.state_path = NULL;	/* the cfg's; ours is m->state_path */
 	m->next_seq = 1;
+	m->window = cfg->window ? cfg->window : PIPE_WINDOW_DEFAULT;
+	m->max_lag = cfg->max_lag_set ? cfg->max_lag : PIPE_MAX_LAG_DEFAULT;
 	m->epfd = m->efd = m->tfd = -1;
 	int ret = mirror_state_path(m, cfg);
 	if (ret)
@@ -266,15 +252,20 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	struct pmrep_mirror *m = *mirror_ptr;
 	if (m == NULL)
 		return 0;
-	/* the CLOSE exchange needs no step in flight; requests still
-	 * queued or not polled are dropped */
-	mirror_batch_drain(m, repl_deadline(m->cfg.timeout_ms));
-	/* requests still queued are persisted locally and reached no
-	 * replica: out of sync for every one of them (no CLOSE, and the
-	 * next mirror on this record resyncs them) */
+	/* the CLOSE exchange needs nothing in flight: what is queued and
+	 * in flight is finished within the cfg timeout; completions not
+	 * polled are dropped */
+	mirror_pipe_drain(m, repl_deadline(m->cfg.timeout_ms));
+	/* what is still queued is persisted locally and reached no replica:
+	 * out of sync for every one of them (no CLOSE, and the next mirror
+	 * on this record resyncs it); a replica that has not confirmed what
+	 * it holds by now fails (its ring goes to its OOS) */
 	for (const struct async_req *q = m->queue.head; q != NULL; q = q->next)
 		for (unsigned i = 0; i < m->n; i++)
 			repl_bitmap_mark(m->r[i].oos, q->off, q->len);
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->r[i].r_n > 0)
+			replica_fail(&m->r[i], PMREP_E_TIMEOUT, 0, 0);
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		if (r->state != PMREP_REPLICA_IN_SYNC || r->oos->nset != 0)
@@ -327,46 +318,51 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 	}
 	if (length == 0)
 		return 0;
-	long long deadline = repl_deadline(timeout_ms);
-	/* one step in flight per replica: the asynchronous one first */
-	mirror_batch_drain(m, deadline);
-
-	/* the record covers the range before any of it is posted */
-	ret = mstate_al_mark(m->state, offset, length);
+	struct async_req *q = calloc(1, sizeof(*q));
+	if (q == NULL) {
+		PMREP_LOG_ERR("out of memory for a persist request");
+		return PMREP_E_NOMEM;
+	}
+	q->off = offset;
+	q->len = length;
+	q->sync = true;
+	q->deadline = repl_deadline(timeout_ms);
+	/* in submission order behind what is queued or in flight */
+	ret = mirror_pipe_submit(m, q);
 	if (ret) {
-		PMREP_LOG_ERR("persist of %zu bytes at %zu: the mirror's record could not be written (%s): nothing posted",
-				length, offset, pmrep_err_to_str(ret));
-		mirror_async_advance(m);
+		free(q);
+		mirror_pipe_advance(m);
 		return ret;
 	}
-	for (unsigned i = 0; i < m->n; i++) {
-		struct replica *r = &m->r[i];
-		if (r->state != PMREP_REPLICA_IN_SYNC) {
-			repl_bitmap_mark(r->oos, offset, length);
-			continue;
-		}
-		ret = replica_post_range(r, offset, length);
-		if (ret)
-			replica_fail(r, ret, offset, length);
-	}
+	mirror_pipe_advance(m);
 	/* meanwhile, locally */
 	int local = pmrep_pmem_persist(m->pmem, m->base + offset, length);
-	mirror_wait_pending(m, deadline);
-
-	ret = mirror_step_result(m);
-	if (ret)
-		PMREP_LOG_ERR("persist of %zu bytes at %zu: %u of %u replicas confirmed, %u required",
-				length, offset, mirror_in_sync_count(m), m->n, mirror_required(m));
+	while (!q->done) {
+		int left = repl_left_ms(q->deadline);
+		if (left == 0)
+			break;
+		mirror_wait_any(m, left);
+		mirror_pipe_advance(m);
+	}
+	if (!q->done)
+		mirror_pipe_advance(m);	/* fails who is past the deadline */
+	if (q->done) {
+		ret = q->result;
+		free(q);
+	} else {
+		/* its step goes on (or is posted still, in order); what it
+		 * leaves behind is the pipeline's: a replica that does not
+		 * confirm it by its deadline is failed there */
+		q->orphan = true;
+		ret = PMREP_E_TIMEOUT;
+		PMREP_LOG_ERR("persist of %zu bytes at %zu: not confirmed by the replicas the policy requires within %d ms",
+				length, offset, timeout_ms);
+	}
 	if (local) {
 		PMREP_LOG_ERR("persist of %zu bytes at %zu: the local persist failed (%s)",
 				length, offset, pmrep_err_to_str(local));
 		ret = PMREP_E_PROVIDER;
 	}
-	/* nothing in flight now */
-	int clr = mirror_al_clear(m);
-	if (ret == 0)
-		ret = clr;
-	mirror_async_advance(m);	/* what was queued meanwhile */
 	return ret;
 }
 
@@ -380,9 +376,9 @@ pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 	long long deadline = repl_deadline(timeout_ms);
 	int first_err = 0;
 	bool waiting = false;
-	/* a resync step waits for every pending replica: finish the
-	 * asynchronous batch first, with its own deadline */
-	mirror_batch_drain(m, -1);
+	/* what the pipeline has now; the resync below waits on its own
+	 * replica only */
+	mirror_pipe_advance(m);
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		ret = 0;
@@ -404,7 +400,7 @@ pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 		if (ret && first_err == 0)
 			first_err = ret;
 	}
-	mirror_async_advance(m);
+	mirror_pipe_advance(m);
 	if (first_err)
 		return first_err;
 	return waiting ? PMREP_E_AGAIN : 0;
@@ -431,9 +427,14 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 	}
 	const struct replica *r = &m->r[index];
 	st->state = r->state;
+	/* "in sync" means identical to every completed persist */
+	if (r->state == PMREP_REPLICA_IN_SYNC && r->lag_inflight > 0)
+		st->state = PMREP_REPLICA_BEHIND;
 	st->method = r->method;
 	st->lag_bytes = r->unknown ? (uint64_t)m->size :
-		repl_bitmap_dirty_bytes(r->oos);
+		repl_bitmap_dirty_bytes(r->oos) + r->lag_inflight;
+	if (st->lag_bytes > m->size)
+		st->lag_bytes = m->size;
 	st->last_error = r->last_error;
 	st->resyncs = r->resyncs;
 	st->resync_bytes = r->resync_bytes;

@@ -39,6 +39,7 @@ pmrep_replica_state_str(enum pmrep_replica_state state)
 	case PMREP_REPLICA_IN_SYNC: return "in sync";
 	case PMREP_REPLICA_DEGRADED: return "degraded";
 	case PMREP_REPLICA_FAILED: return "failed";
+	case PMREP_REPLICA_BEHIND: return "behind";
 	default: return "unknown";
 	}
 }
@@ -195,6 +196,28 @@ pmrep_mirror_cfg_set_region_size(struct pmrep_mirror_cfg *cfg,
 		return PMREP_E_INVAL;
 	}
 	cfg->region_size = region_size;
+	return 0;
+}
+
+int
+pmrep_mirror_cfg_set_window(struct pmrep_mirror_cfg *cfg, unsigned steps)
+{
+	CHECK_ARG(cfg);
+	if (steps == 0 || steps > PMREP_MIRROR_WINDOW_MAX) {
+		PMREP_LOG_ERR("window must be 1..%d persist steps, got %u",
+				PMREP_MIRROR_WINDOW_MAX, steps);
+		return PMREP_E_INVAL;
+	}
+	cfg->window = steps;
+	return 0;
+}
+
+int
+pmrep_mirror_cfg_set_max_lag(struct pmrep_mirror_cfg *cfg, uint64_t bytes)
+{
+	CHECK_ARG(cfg);
+	cfg->max_lag = bytes;
+	cfg->max_lag_set = true;
 	return 0;
 }
 

@@ -23,18 +23,63 @@
 #define POLL_SLICE_MS 100	/* re-check the CQs at least this often */
 #define ASYNC_MAX 65536		/* asynchronous requests outstanding at most */
 
-/* an asynchronous persist request */
+/*
+ * The pipeline (mirror_pipe.c, docs/PROTOCOL.md "Mirror, persist
+ * pipeline"): requests are posted as steps, up to the cfg window of steps
+ * not complete; each replica holds its posted, unconfirmed steps in a ring
+ * of PIPE_RING entries -- more than the window, so that a replica that is
+ * not required may trail the completed steps by up to the cfg lag, and is
+ * turned out of sync (pull ahead) beyond it or when its ring is full.
+ */
+#define PIPE_RING PMREP_MIRROR_WINDOW_MAX
+#define PIPE_WINDOW_DEFAULT 16
+#define PIPE_MAX_LAG_DEFAULT (64ull << 20)
+/* a conn's queues: every step is at most POST_WRS work requests */
+#define POST_WRS 3
+#define MIRROR_SQ_SIZE (POST_WRS * PIPE_RING + 2 * CHAN_NSEND)
+#define MIRROR_CQ_SIZE (MIRROR_SQ_SIZE + CHAN_NRECV)
+
+/* a persist request, synchronous (the caller waits for it) or not */
 struct async_req {
 	struct async_req *next;
 	uint64_t off, len;
 	void *ctx;
 	int result;
 	int local_err;		/* the local persist failed: the result */
+	long long deadline;	/* -1: none (the caller's limit; async: cfg timeout) */
+	uint64_t step;		/* the step carrying it; 0: not posted yet */
+	bool sync;		/* pmrep_mirror_persist's own: not polled */
+	bool done;		/* result is final */
+	bool orphan;		/* its caller gave up: freed once done */
 };
 
 struct req_list {
 	struct async_req *head, *tail;
 	size_t n;
+};
+
+/* a step in flight: one range posted to every in-sync replica */
+struct step {
+	uint64_t seq;
+	uint64_t off, len;
+	long long deadline;	/* replicas that have not confirmed by then fail */
+	uint32_t posted;	/* replicas it was posted to (bit per index) */
+	uint32_t acked;		/* of those, the ones that confirmed it */
+	uint32_t failed;	/* of those, the ones that failed before */
+	bool timed_out;		/* one of them failed by timing out */
+	bool complete;		/* result is final */
+	int result;
+};
+
+/* one entry of a replica's ring: posted, not confirmed yet */
+struct inflight {
+	uint64_t seq;
+	uint64_t off, len;
+	long long deadline;
+	bool is_step;		/* a mirror step (else a resync chunk) */
+	bool replied;		/* GPSPM: the target's reply came */
+	bool lagging;		/* its step completed without it: lag_inflight */
+	unsigned send_slot;	/* GPSPM: the request's send slot */
 };
 
 struct mirror_replica_cfg {
@@ -54,6 +99,9 @@ struct pmrep_mirror_cfg {
 	uint64_t region_size;
 	int timeout_ms;
 	bool force_gpspm;
+	unsigned window;	/* steps in flight at most; 0: PIPE_WINDOW_DEFAULT */
+	uint64_t max_lag;	/* pull-ahead limit, bytes (max_lag_set) */
+	bool max_lag_set;
 	bool no_tls;		/* pmrep_mirror_cfg_set_tls(false) */
 	bool state_path_set;	/* pmrep_mirror_cfg_set_state_path was called */
 	char *state_path;	/* its path (NULL: in memory); owned by the cfg */
@@ -81,14 +129,14 @@ struct replica {
 	uint64_t resyncs, resync_bytes;
 	long long next_try;		/* ms; reconnect not before */
 	int backoff_ms;
-	/* the one persist step in flight; GPSPM: done when both the
-	 * target's reply (p_replied) and the request's own send completion
-	 * (its send slot p_send free again) were seen, in either order (T26) */
-	bool pending;
-	bool p_replied;
-	unsigned p_send;
-	uint64_t seq;
-	uint64_t p_off, p_len;
+	/* posted, unconfirmed steps and resync chunks, oldest first:
+	 * confirmed in this order (one QP; GPSPM: the target answers in
+	 * order). A GPSPM entry is done when both the target's reply and
+	 * the request's own send completion (its send slot free again) were
+	 * seen, in either order (T26) */
+	struct inflight ring[PIPE_RING];
+	unsigned r_head, r_n;
+	uint64_t lag_inflight;	/* bytes of entries whose step is complete */
 };
 
 struct pmrep_mirror {
@@ -101,17 +149,20 @@ struct pmrep_mirror {
 	uint64_t next_seq;
 	unsigned n;
 	struct replica r[PMREP_MIRROR_MAX_REPLICAS];
-	/* asynchronous persists: one epoll fd (pmrep_mirror_get_fd) over
-	 * every connected replica's CQ and event fds, an eventfd readable
-	 * while completions wait to be polled, and a timerfd for the
-	 * deadline of the batch in flight */
+	/* one epoll fd (pmrep_mirror_get_fd) over every connected
+	 * replica's CQ and event fds, an eventfd readable while completions
+	 * wait to be polled, and a timerfd for the earliest deadline of what
+	 * is in flight */
 	int epfd, efd, tfd;
 	struct req_list queue;		/* submitted, not posted yet */
-	struct req_list batch;		/* posted together: [b_off, b_off + b_len) */
-	struct req_list done;		/* completed, not polled yet */
-	bool batch_active;
-	uint64_t b_off, b_len;
-	long long b_deadline;
+	struct req_list flight;		/* posted, not complete: in order */
+	struct req_list done;		/* complete, not polled yet */
+	/* the steps not retired, oldest first: a step retires (its
+	 * requests complete) once it and every older one are complete */
+	struct step steps[PIPE_RING];
+	unsigned s_head, s_n;
+	unsigned window;		/* steps not complete at most */
+	uint64_t max_lag;		/* bytes a replica may trail, not required */
 };
 
 #define CHECK_ARG(p) do { \
@@ -129,21 +180,42 @@ void replica_fail(struct replica *r, int err, uint64_t off, uint64_t len);
 int replica_resync(struct replica *r, long long deadline);
 int replica_attach(struct replica *r, long long connect_deadline, long long deadline);
 
-/* replica_io.c: messages and the persist step */
+/* replica_io.c: messages, posts and confirmations */
+struct inflight *replica_ring_at(struct replica *r, unsigned i);
 int replica_wait_msg(struct replica *r, long long deadline, struct repl_msg *msg);
-int replica_post_range(struct replica *r, uint64_t off, uint64_t len);
+/* post [off, off + len) and its persist step as ring entry `seq`
+ * (is_step: a mirror step, else a resync chunk); PMREP_E_AGAIN: ring full */
+int replica_post_range(struct replica *r, uint64_t off, uint64_t len,
+		uint64_t seq, bool is_step, long long deadline);
+/* take the replica's completions, confirming ring entries in order
+ * (a step's: mirror_step_ack); an error when it must be failed */
 int replica_progress(struct replica *r);
-void mirror_wait_pending(struct pmrep_mirror *m, long long deadline);
+/* wait until the replica's ring is empty or `deadline` (its entries'
+ * own deadlines too): 0, or the error it was failed with */
+int replica_wait_idle(struct replica *r, long long deadline);
+/* wait up to `slice_ms` for a completion of any replica with entries in
+ * its ring; a wait error fails the replica it belongs to */
+void mirror_wait_any(struct pmrep_mirror *m, int slice_ms);
 
 /* mirror.c */
 unsigned mirror_required(const struct pmrep_mirror *m);
 unsigned mirror_in_sync_count(const struct pmrep_mirror *m);
-int mirror_step_result(const struct pmrep_mirror *m);
 
-/* mirror_async.c */
+/* mirror_pipe.c: the persist pipeline */
 void req_list_free(struct req_list *l);
-void mirror_async_advance(struct pmrep_mirror *m);
-void mirror_batch_drain(struct pmrep_mirror *m, long long deadline);
+/* replica `idx` confirmed step `seq` */
+void mirror_step_ack(struct pmrep_mirror *m, uint64_t seq, unsigned idx);
+/* replica `idx` failed (err) before confirming step `seq` */
+void mirror_step_fail(struct pmrep_mirror *m, uint64_t seq, unsigned idx,
+		int err);
+/* is step `seq` complete (or retired)? */
+bool mirror_step_complete(const struct pmrep_mirror *m, uint64_t seq);
+/* take completions, fail what is past its deadline, retire, post */
+void mirror_pipe_advance(struct pmrep_mirror *m);
+/* advance until nothing is queued or in flight, or `deadline` */
+void mirror_pipe_drain(struct pmrep_mirror *m, long long deadline);
+/* submit a request (the record covers it: mirror_pipe_submit marks AL) */
+int mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q);
 int mirror_al_clear(struct pmrep_mirror *m);
 
 #endif /* PMREP_REPL_MIRROR_INT_H */

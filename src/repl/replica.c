@@ -38,10 +38,32 @@ epoll_update(struct replica *r, int op)
 	}
 }
 
-/* tear the connection down; the bitmap is kept */
+/*
+ * its unconfirmed ring entries: out of sync, and their steps lose this
+ * replica (err: why)
+ */
+static void
+ring_abandon(struct replica *r, int err)
+{
+	while (r->r_n > 0) {
+		struct inflight *e = replica_ring_at(r, 0);
+		uint64_t seq = e->seq;
+		bool is_step = e->is_step;
+		repl_bitmap_mark(r->oos, e->off, e->len);
+		r->r_head = (r->r_head + 1) % PIPE_RING;
+		r->r_n--;
+		if (is_step)
+			mirror_step_fail(r->m, seq, r->idx, err);
+	}
+	r->lag_inflight = 0;
+}
+
+/* tear the connection down; the bitmap is kept (and holds what was in
+ * flight) */
 void
 replica_disconnect(struct replica *r)
 {
+	ring_abandon(r, PMREP_E_CONN_LOST);
 	if (r->conn) {
 		epoll_update(r, EPOLL_CTL_DEL);
 		(void) pmrep_conn_disconnect(r->conn);
@@ -49,7 +71,6 @@ replica_disconnect(struct replica *r)
 	}
 	repl_chan_detach(&r->ch);
 	(void) pmrep_mr_remote_delete(&r->rmr);
-	r->pending = false;
 	r->method = PMREP_MIRROR_METHOD_NONE;
 }
 
@@ -84,7 +105,10 @@ void
 replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 {
 	repl_bitmap_mark(r->oos, off, len);
-	if (r->state != PMREP_REPLICA_FAILED)
+	bool was = r->state != PMREP_REPLICA_FAILED;
+	r->state = PMREP_REPLICA_FAILED;
+	ring_abandon(r, err);
+	if (was)
 		PMREP_LOG_ERR("replica %u (%s:%s) failed: %s; %llu bytes out of sync",
 				r->idx, r->addr, r->port, pmrep_err_to_str(err),
 				(unsigned long long)repl_bitmap_dirty_bytes(r->oos));
@@ -328,8 +352,8 @@ replica_connect(struct replica *r, long long deadline)
 	struct repl_tls tls = { !r->m->cfg.no_tls, r->m->cfg.key,
 		r->m->cfg.key_len, r->m->cfg.key_id };
 	ret = repl_chan_dial(&r->ch, r->peer, r->addr, r->port, deadline,
-			r->m->cfg.timeout_ms, 64,
-			128, who, &tls, &r->conn, nonce_i, nonce_t);
+			r->m->cfg.timeout_ms, MIRROR_SQ_SIZE,
+			MIRROR_CQ_SIZE, who, &tls, &r->conn, nonce_i, nonce_t);
 	if (r->conn != NULL)
 		epoll_update(r, EPOLL_CTL_ADD);
 	if (ret) {
@@ -462,17 +486,18 @@ replica_resync(struct replica *r, long long deadline)
 		}
 		uint64_t off, len;
 		repl_bitmap_range(r->oos, first, n, &off, &len);
-		int ret = replica_post_range(r, off, len);
+		long long step = repl_deadline(r->m->cfg.timeout_ms);
+		if (deadline >= 0 && deadline < step)
+			step = deadline;
+		int ret = replica_post_range(r, off, len, r->m->next_seq++,
+				false, step);
 		if (ret) {
 			replica_fail(r, ret, off, len);
 			return ret;
 		}
-		long long step = repl_deadline(r->m->cfg.timeout_ms);
-		if (deadline >= 0 && deadline < step)
-			step = deadline;
-		mirror_wait_pending(r->m, step);	/* only this replica is pending */
-		if (r->state == PMREP_REPLICA_FAILED)
-			return r->last_error;
+		ret = replica_wait_idle(r, step);
+		if (ret)
+			return ret;
 		repl_bitmap_clear_regions(r->oos, first, n);
 		/* the copy is confirmed: make the clear durable too, or a
 		 * crash after a long resync would copy it all again (a

@@ -23,15 +23,31 @@
 /* bytes per write request: verbs takes at most 4 GiB - 1 in one */
 #define POST_CHUNK (1ull << 30)
 
+struct inflight *
+replica_ring_at(struct replica *r, unsigned i)
+{
+	return &r->ring[(r->r_head + i) % PIPE_RING];
+}
+
 /*
- * post the write of [off, off + len) and its persist step: the write (in
- * chunks of at most POST_CHUNK) is flagged PMREP_F_MORE, so that verbs
- * posts it with the flush / the persist message behind one doorbell
+ * post the write of [off, off + len) and its persist step as the ring's
+ * newest entry: the write (in chunks of at most POST_CHUNK) is flagged
+ * PMREP_F_MORE, so that verbs posts it with the flush / the persist
+ * message behind one doorbell
  */
 int
-replica_post_range(struct replica *r, uint64_t off, uint64_t len)
+replica_post_range(struct replica *r, uint64_t off, uint64_t len,
+		uint64_t seq, bool is_step, long long deadline)
 {
 	int ret;
+	if (r->r_n == PIPE_RING)
+		return PMREP_E_AGAIN;
+	if (len > (uint64_t)(POST_WRS - 1) * POST_CHUNK) {
+		PMREP_LOG_ERR("replica %u: a step of %llu bytes is above %llu",
+				r->idx, (unsigned long long)len,
+				(unsigned long long)(POST_WRS - 1) * POST_CHUNK);
+		return PMREP_E_RANGE;
+	}
 	for (uint64_t done = 0; done < len;) {
 		uint64_t n = len - done < POST_CHUNK ? len - done : POST_CHUNK;
 		ret = pmrep_write(r->conn, r->rmr, (size_t)(off + done), r->src,
@@ -42,12 +58,14 @@ replica_post_range(struct replica *r, uint64_t off, uint64_t len)
 			return ret;
 		done += n;
 	}
-	r->seq = r->m->next_seq++;
+	struct inflight *e = replica_ring_at(r, r->r_n);
+	*e = (struct inflight){ .seq = seq, .off = off, .len = len,
+		.deadline = deadline, .is_step = is_step,
+		.send_slot = CHAN_NSEND };
 	if (r->method == PMREP_MIRROR_METHOD_GPSPM) {
-		struct repl_msg m = { .type = REPL_MSG_PERSIST, .seq = r->seq,
+		struct repl_msg m = { .type = REPL_MSG_PERSIST, .seq = seq,
 			.u.persist = { .offset = off, .length = len } };
-		r->p_replied = false;
-		ret = repl_chan_send_at(&r->ch, &m, &r->p_send);
+		ret = repl_chan_send_at(&r->ch, &m, &e->send_slot);
 	} else {
 		ret = pmrep_flush(r->conn, r->rmr, (size_t)off, (size_t)len,
 				PMREP_FLUSH_TYPE_PERSISTENT,
@@ -55,18 +73,31 @@ replica_post_range(struct replica *r, uint64_t off, uint64_t len)
 	}
 	if (ret)
 		return ret;
-	r->pending = true;
-	r->p_off = off;
-	r->p_len = len;
+	r->r_n++;
 	return 0;
 }
 
+/* the ring's oldest entry is confirmed */
+static void
+ring_pop(struct replica *r)
+{
+	struct inflight *e = replica_ring_at(r, 0);
+	uint64_t seq = e->seq;
+	bool is_step = e->is_step;
+	if (e->lagging)
+		r->lag_inflight -= e->len;
+	r->r_head = (r->r_head + 1) % PIPE_RING;
+	r->r_n--;
+	if (is_step)
+		mirror_step_ack(r->m, seq, r->idx);
+}
+
 /*
- * take the replica's completions: clears r->pending on confirmation;
+ * take the replica's completions, confirming ring entries oldest first;
  * returns an error when the replica must be failed.
  * A GPSPM persist is a send and the target's reply. CQEs are ordered only
  * within one work queue: the reply (a receive) may be polled before the
- * send completion of the request it answers. The step is done only when
+ * send completion of the request it answers. An entry is done only when
  * both were seen, in either order (T26): until the send completes, its
  * slot -- and on verbs its send-queue slots, the writes' before it -- are
  * still taken, and the next step must not count them free.
@@ -80,29 +111,36 @@ replica_progress(struct replica *r)
 		int ret = repl_chan_next(&r->ch, &ev, &msg);
 		if (ret)
 			return ret;
-		if (r->pending && r->method == PMREP_MIRROR_METHOD_GPSPM &&
-				r->p_replied &&
-				repl_chan_send_done(&r->ch, r->p_send))
-			r->pending = false;
+		while (r->r_n > 0 && r->method == PMREP_MIRROR_METHOD_GPSPM &&
+				replica_ring_at(r, 0)->replied &&
+				repl_chan_send_done(&r->ch, replica_ring_at(r, 0)->send_slot))
+			ring_pop(r);
 		if (ev == REPL_CHAN_NONE)
 			break;
-		if (ev == REPL_CHAN_FLUSH && r->pending &&
+		if (ev == REPL_CHAN_FLUSH && r->r_n > 0 &&
 				r->method != PMREP_MIRROR_METHOD_GPSPM) {
-			r->pending = false;
+			ring_pop(r);
 			continue;
 		}
 		if (ev == REPL_CHAN_MSG && msg.type == REPL_MSG_PERSIST_REPLY &&
-				r->pending && !r->p_replied &&
-				msg.seq == r->seq) {
-			if (msg.status != REPL_ST_OK) {
-				PMREP_LOG_ERR("replica %u: persist request refused: %s",
-						r->idx, repl_status_str(msg.status));
-				return repl_status_to_err(msg.status);
+				r->method == PMREP_MIRROR_METHOD_GPSPM) {
+			/* the target answers in order: the oldest entry not
+			 * answered yet */
+			struct inflight *e = NULL;
+			for (unsigned i = 0; i < r->r_n; i++)
+				if (!replica_ring_at(r, i)->replied) {
+					e = replica_ring_at(r, i);
+					break;
+				}
+			if (e != NULL && e->seq == msg.seq) {
+				if (msg.status != REPL_ST_OK) {
+					PMREP_LOG_ERR("replica %u: persist request refused: %s",
+							r->idx, repl_status_str(msg.status));
+					return repl_status_to_err(msg.status);
+				}
+				e->replied = true;
+				continue;
 			}
-			r->p_replied = true;
-			if (repl_chan_send_done(&r->ch, r->p_send))
-				r->pending = false;
-			continue;
 		}
 		PMREP_LOG_ERR("replica %u: unexpected %s (type %d, seq %llu)",
 				r->idx, ev == REPL_CHAN_MSG ? "message" : "flush completion",
@@ -113,62 +151,76 @@ replica_progress(struct replica *r)
 	return repl_chan_check_conn_lazy(&r->ch);
 }
 
+/* the replica's oldest entry is past its deadline */
+static bool
+head_expired(struct replica *r)
+{
+	return r->r_n > 0 && repl_left_ms(replica_ring_at(r, 0)->deadline) == 0;
+}
+
+int
+replica_wait_idle(struct replica *r, long long deadline)
+{
+	while (r->r_n > 0) {
+		int ret = replica_progress(r);
+		if (ret) {
+			replica_fail(r, ret, 0, 0);
+			return ret;
+		}
+		if (r->r_n == 0)
+			break;
+		if (head_expired(r) || repl_left_ms(deadline) == 0) {
+			replica_fail(r, PMREP_E_TIMEOUT, 0, 0);
+			return PMREP_E_TIMEOUT;
+		}
+		ret = repl_chan_wait_slice(&r->ch, deadline);
+		if (ret == PMREP_E_TIMEOUT)
+			repl_chan_conn_due(&r->ch);
+		else if (ret) {
+			replica_fail(r, ret, 0, 0);
+			return ret;
+		}
+	}
+	return 0;
+}
+
 /*
- * wait until no replica in `set` is pending or `deadline` passes. A
- * replica that errs is failed (its range marked). Replicas still pending
- * at the deadline are failed with PMREP_E_TIMEOUT.
+ * wait up to slice_ms for the next completion of any replica with entries
+ * in its ring (none: return at once); then the caller takes them
  */
 void
-mirror_wait_pending(struct pmrep_mirror *m, long long deadline)
+mirror_wait_any(struct pmrep_mirror *m, int slice_ms)
 {
-	for (;;) {
-		struct pmrep_cq *cqs[PMREP_MIRROR_MAX_REPLICAS];
-		struct replica *who[PMREP_MIRROR_MAX_REPLICAS];
-		int nw = 0;
-		for (unsigned i = 0; i < m->n; i++) {
-			struct replica *r = &m->r[i];
-			if (!r->pending)
-				continue;
-			int ret = replica_progress(r);
-			if (ret) {
-				replica_fail(r, ret, r->p_off, r->p_len);
-				continue;
-			}
-			if (!r->pending)
-				continue;
-			cqs[nw] = repl_chan_cq(&r->ch);
-			who[nw++] = r;
-		}
-		if (nw == 0)
-			return;
-		int left = repl_left_ms(deadline);
-		if (left == 0) {
-			for (unsigned i = 0; i < m->n; i++)
-				if (m->r[i].pending)
-					replica_fail(&m->r[i], PMREP_E_TIMEOUT,
-							m->r[i].p_off, m->r[i].p_len);
-			return;
-		}
-		if (left < 0 || left > POLL_SLICE_MS)
-			left = POLL_SLICE_MS;
-		/* the transport's wait over the pending replicas' CQs: on tcp
-		 * the answers are taken in this thread, no hand-off; conn
-		 * events are read by replica_progress() when due (a conn that ends
-		 * also fails its pending request on the CQ) */
-		int ret = pmrep_cq_wait_any(cqs, nw, left);
-		if (ret == PMREP_E_TIMEOUT) {
-			for (int i = 0; i < nw; i++)
+	struct pmrep_cq *cqs[PMREP_MIRROR_MAX_REPLICAS];
+	struct replica *who[PMREP_MIRROR_MAX_REPLICAS];
+	int nw = 0;
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (r->r_n == 0 || r->conn == NULL)
+			continue;
+		cqs[nw] = repl_chan_cq(&r->ch);
+		who[nw++] = r;
+	}
+	if (nw == 0)
+		return;
+	if (slice_ms < 0 || slice_ms > POLL_SLICE_MS)
+		slice_ms = POLL_SLICE_MS;
+	/* the transport's wait over the replicas' CQs: on tcp the answers
+	 * are taken in this thread, no hand-off; conn events are read by
+	 * replica_progress() when due (a conn that ends also fails its
+	 * requests on the CQ) */
+	int ret = pmrep_cq_wait_any(cqs, nw, slice_ms);
+	if (ret == PMREP_E_TIMEOUT) {
+		for (int i = 0; i < nw; i++)
+			repl_chan_conn_due(&who[i]->ch);
+	} else if (ret) {
+		/* whose? each CQ alone says (a held post that failed) */
+		for (int i = 0; i < nw; i++) {
+			int r2 = repl_chan_wait_cq(&who[i]->ch, 0);
+			if (r2 && r2 != PMREP_E_TIMEOUT)
+				replica_fail(who[i], r2, 0, 0);
+			else
 				repl_chan_conn_due(&who[i]->ch);
-		} else if (ret) {
-			/* whose? each CQ alone says (a held post that failed) */
-			for (int i = 0; i < nw; i++) {
-				int r2 = repl_chan_wait_cq(&who[i]->ch, 0);
-				if (r2 && r2 != PMREP_E_TIMEOUT)
-					replica_fail(who[i], r2, who[i]->p_off,
-							who[i]->p_len);
-				else
-					repl_chan_conn_due(&who[i]->ch);
-			}
 		}
 	}
 }

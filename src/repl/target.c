@@ -607,9 +607,10 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 	if (ret)
 		goto err_pcfg;
 	(void) pmrep_conn_cfg_set_timeout(t->conn_cfg, t->cfg.timeout_ms);
-	(void) pmrep_conn_cfg_set_sq_size(t->conn_cfg, 16);
+	/* every reply in flight, and the receives kept posted */
+	(void) pmrep_conn_cfg_set_sq_size(t->conn_cfg, CHAN_NSEND + 4);
 	(void) pmrep_conn_cfg_set_rq_size(t->conn_cfg, CHAN_NRECV);
-	(void) pmrep_conn_cfg_set_cq_size(t->conn_cfg, 32);
+	(void) pmrep_conn_cfg_set_cq_size(t->conn_cfg, CHAN_NSEND + CHAN_NRECV + 8);
 	/* tcp: TLS 1.3 with a PSK derived from the key (tls_psk.c) */
 	enum pmrep_provider prov;
 	if (!t->cfg.no_tls && t->cfg.nkeys > 0 &&

@@ -283,14 +283,19 @@ many_in_flight_all_complete_with_0_and_byte_exact(void **state)
 
 #define NAPPEND 1000
 
+/*
+ * with a window of W steps, the first W requests are posted one by one
+ * while the target is held; the other NAPPEND - W wait, and being
+ * adjacent, go as one step once the window has room: W + 1 posts
+ */
 static void
-adjacent_requests_are_coalesced_into_fewer_posts(void **state)
+coalesced_posts(unsigned window)
 {
-	(void)state;
 	tgt_start(true);	/* staging: GPSPM, one persist request per post */
 	struct pmrep_pmem *local = local_open();
 	uint8_t *base = pmrep_pmem_get_address(local);
 	struct pmrep_mirror_cfg *c = mcfg(tgt.port, true);
+	assert_int_equal(pmrep_mirror_cfg_set_window(c, window), 0);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
 	struct pmrep_target_stats before, after;
@@ -318,10 +323,9 @@ adjacent_requests_are_coalesced_into_fewer_posts(void **state)
 	assert_int_equal(pmrep_target_get_stats(tgt.t, &after), 0);
 	tgt_pause(false);
 	uint64_t posts = after.persist_requests - before.persist_requests;
-	print_message("%d adjacent requests: %llu posts\n", NAPPEND,
-			(unsigned long long)posts);
-	/* the first is posted alone, the other 999 waited for it together */
-	assert_int_equal(posts, 2);
+	print_message("%d adjacent requests, window %u: %llu posts\n", NAPPEND,
+			window, (unsigned long long)posts);
+	assert_int_equal(posts, window + 1);
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 	tgt_stop();
 	assert_replica_equals(local);
@@ -329,6 +333,15 @@ adjacent_requests_are_coalesced_into_fewer_posts(void **state)
 	free(results);
 	pmrep_mirror_cfg_delete(&c);
 	pmrep_pmem_close(&local);
+}
+
+static void
+adjacent_requests_are_coalesced_into_fewer_posts(void **state)
+{
+	(void)state;
+	coalesced_posts(1);
+	coalesced_posts(16);	/* the default window */
+	coalesced_posts(PMREP_MIRROR_WINDOW_MAX);
 }
 
 #define NKILL 400

@@ -83,6 +83,7 @@ state_name(enum pmrep_replica_state s)
 	case PMREP_REPLICA_IN_SYNC: return "in_sync";
 	case PMREP_REPLICA_DEGRADED: return "degraded";
 	case PMREP_REPLICA_FAILED: return "failed";
+	case PMREP_REPLICA_BEHIND: return "behind";
 	}
 	return "unknown";
 }
@@ -152,7 +153,9 @@ scan(struct writer *w)
 					err_name(st.last_error));
 			w->prev[r] = st.state;
 		}
-		if (st.state == PMREP_REPLICA_IN_SYNC)
+		/* BEHIND: in sync, confirming behind the quorum */
+		if (st.state == PMREP_REPLICA_IN_SYNC ||
+				st.state == PMREP_REPLICA_BEHIND)
 			in_sync++;
 	}
 	return in_sync;

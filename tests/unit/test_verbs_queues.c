@@ -498,18 +498,20 @@ T26_gpspm_persist_finishes_on_both_send_completion_and_reply(void **state)
 		struct gpspm_fx f;
 		gpspm_open(&f);
 		struct ibv_qp *qp = tv_vconn(f.conn)->qp;
-		assert_int_equal(replica_post_range(&f.r, 0, 4096), 0);
-		assert_true(f.r.pending);
-		assert_int_equal(f.r.seq, 7);
+		assert_int_equal(replica_post_range(&f.r, 0, 4096,
+				f.m.next_seq++, false, -1), 0);
+		assert_int_equal(f.r.r_n, 1);
+		struct inflight *e = replica_ring_at(&f.r, 0);
+		assert_int_equal(e->seq, 7);
 		/* the write (unsignalled, held by MORE) and the send */
 		assert_int_equal(mock_qp_outstanding_sends(qp), 2);
 
 		if (reply_first) {
-			gpspm_reply(&f, f.r.seq);
+			gpspm_reply(&f, e->seq);
 			assert_int_equal(replica_progress(&f.r), 0);
 			/* the send has not completed: not finished */
-			assert_true(f.r.pending);
-			assert_false(repl_chan_send_done(&f.r.ch, f.r.p_send));
+			assert_int_equal(f.r.r_n, 1);
+			assert_false(repl_chan_send_done(&f.r.ch, e->send_slot));
 			assert_int_equal(verbs_sq_ring_outstanding(
 					&tv_vconn(f.conn)->sq), 2);
 			assert_int_equal(mock_qp_complete_sends(qp, -1,
@@ -519,12 +521,12 @@ T26_gpspm_persist_finishes_on_both_send_completion_and_reply(void **state)
 					IBV_WC_SUCCESS), 2);
 			assert_int_equal(replica_progress(&f.r), 0);
 			/* no reply yet: not finished */
-			assert_true(f.r.pending);
-			assert_true(repl_chan_send_done(&f.r.ch, f.r.p_send));
-			gpspm_reply(&f, f.r.seq);
+			assert_int_equal(f.r.r_n, 1);
+			assert_true(repl_chan_send_done(&f.r.ch, e->send_slot));
+			gpspm_reply(&f, e->seq);
 		}
 		assert_int_equal(replica_progress(&f.r), 0);
-		assert_false(f.r.pending);
+		assert_int_equal(f.r.r_n, 0);
 		assert_int_equal(verbs_sq_ring_outstanding(&tv_vconn(f.conn)->sq),
 				0);
 		assert_int_equal(f.r.ch.sends_in_flight, 0);
@@ -535,6 +537,41 @@ T26_gpspm_persist_finishes_on_both_send_completion_and_reply(void **state)
 		mock_reset();
 		tv_log_capture();
 	}
+}
+
+/*
+ * Pipelined GPSPM: several persist requests in flight on one conn are
+ * confirmed oldest first, each when its reply and its own send completion
+ * were seen; a reply that is not the oldest unanswered request's (the
+ * target answers in order) is an unexpected message.
+ */
+static void
+gpspm_pipelined_requests_are_confirmed_in_order(void **state)
+{
+	(void) state;
+	struct gpspm_fx f;
+	gpspm_open(&f);
+	struct ibv_qp *qp = tv_vconn(f.conn)->qp;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(replica_post_range(&f.r, (uint64_t)i * 1024,
+				1024, f.m.next_seq++, false, -1), 0);
+	assert_int_equal(f.r.r_n, 3);
+	uint64_t s0 = replica_ring_at(&f.r, 0)->seq;
+	uint64_t s2 = replica_ring_at(&f.r, 2)->seq;
+	assert_int_equal(s2, s0 + 2);
+	assert_int_equal(mock_qp_complete_sends(qp, -1, IBV_WC_SUCCESS), 6);
+	gpspm_reply(&f, s0);
+	gpspm_reply(&f, s0 + 1);
+	assert_int_equal(replica_progress(&f.r), 0);
+	assert_int_equal(f.r.r_n, 1);
+	assert_int_equal(replica_ring_at(&f.r, 0)->seq, s2);
+	assert_int_equal(replica_ring_at(&f.r, 0)->off, 2048);
+	/* the answer to an older request again: out of order */
+	gpspm_reply(&f, s0 + 1);
+	assert_int_equal(replica_progress(&f.r), PMREP_E_MALFORMED);
+	gpspm_close(&f);
+	mock_reset();
+	tv_log_capture();
 }
 
 /* an overrun reported as IBV_EVENT_CQ_ERR fails the conns of that CQ */
@@ -623,6 +660,7 @@ main(void)
 		T(T26_full_queues_and_a_stalled_consumer_never_overrun_the_cq),
 		T(T26_reply_before_send_completion_does_not_free_the_sq_slot),
 		T(T26_gpspm_persist_finishes_on_both_send_completion_and_reply),
+		T(gpspm_pipelined_requests_are_confirmed_in_order),
 		T(T26_cq_err_async_event_fails_the_conns_with_a_clear_error),
 		T(T26_cq_that_cannot_be_polled_fails_its_conn),
 	};

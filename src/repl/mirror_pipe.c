@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mirror_pipe.c -- the persist pipeline (docs/PROTOCOL.md "Mirror, persist
+ * pipeline"): requests queue in submission order; a step carries the queue's
+ * first request and the requests right behind it whose ranges overlap or
+ * adjoin, posted back to back to every in-sync replica, up to the window of
+ * steps not complete. A step is complete when the policy's k replicas
+ * confirmed it (or can no longer: then it failed); steps retire -- their
+ * requests complete -- in submission order. A replica that is not required
+ * keeps confirming behind (its ring), and is turned out of sync once it trails
+ * by more than the cfg lag or its ring is full (pull ahead).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "mirror_int.h"
+
+/* ------------------------------------------------------------- lists */
+
+static void
+list_push(struct req_list *l, struct async_req *q)
+{
+	q->next = NULL;
+	if (l->tail)
+		l->tail->next = q;
+	else
+		l->head = q;
+	l->tail = q;
+	l->n++;
+}
+
+static struct async_req *
+list_pop(struct req_list *l)
+{
+	struct async_req *q = l->head;
+	if (q) {
+		l->head = q->next;
+		if (l->head == NULL)
+			l->tail = NULL;
+		l->n--;
+	}
+	return q;
+}
+
+void
+req_list_free(struct req_list *l)
+{
+	struct async_req *q;
+	while ((q = list_pop(l)) != NULL)
+		free(q);
+}
+
+/* arm (deadline >= 0) or disarm (-1) the timer of the mirror's fd */
+static void
+timer_set(struct pmrep_mirror *m, long long deadline)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	if (deadline >= 0) {
+		/* an absolute time: CLOCK_MONOTONIC like repl_now_ms(); +1
+		 * ms so that it never fires before the deadline has passed */
+		long long ms = deadline + 1;
+		its.it_value.tv_sec = ms / 1000;
+		its.it_value.tv_nsec = (ms % 1000) * 1000000;
+	}
+	(void) timerfd_settime(m->tfd, deadline >= 0 ? TFD_TIMER_ABSTIME : 0,
+			&its, NULL);
+}
+
+/* the eventfd is readable exactly while completions wait to be polled */
+static void
+done_signal(struct pmrep_mirror *m)
+{
+	uint64_t v;
+	if (m->done.n > 0) {
+		v = 1;
+		(void) !write(m->efd, &v, sizeof(v));
+	} else {
+		(void) !read(m->efd, &v, sizeof(v));
+	}
+}
+
+/* ------------------------------------------------------------- steps */
+
+static struct step *
+step_at(struct pmrep_mirror *m, unsigned i)
+{
+	return &m->steps[(m->s_head + i) % PIPE_RING];
+}
+
+static struct step *
+step_find(struct pmrep_mirror *m, uint64_t seq)
+{
+	for (unsigned i = 0; i < m->s_n; i++)
+		if (step_at(m, i)->seq == seq)
+			return step_at(m, i);
+	return NULL;
+}
+
+bool
+mirror_step_complete(const struct pmrep_mirror *m, uint64_t seq)
+{
+	struct step *st = step_find((struct pmrep_mirror *)m, seq);
+	return st == NULL || st->complete;
+}
+
+static unsigned
+bits(uint32_t v)
+{
+	return (unsigned)__builtin_popcount(v);
+}
+
+/* the replicas still holding a complete step trail it: their lag */
+static void
+step_mark_laggards(struct pmrep_mirror *m, const struct step *st)
+{
+	uint32_t behind = st->posted & ~st->acked & ~st->failed;
+	for (unsigned i = 0; i < m->n; i++) {
+		if (!(behind & (1u << i)))
+			continue;
+		struct replica *r = &m->r[i];
+		for (unsigned j = 0; j < r->r_n; j++) {
+			struct inflight *e = replica_ring_at(r, j);
+			if (e->is_step && e->seq == st->seq && !e->lagging) {
+				e->lagging = true;
+				r->lag_inflight += e->len;
+			}
+		}
+	}
+}
+
+/* is the step decided? k confirmations, or fewer than k still possible */
+static void
+step_settle(struct pmrep_mirror *m, struct step *st)
+{
+	if (st->complete)
+		return;
+	unsigned k = mirror_required(m);
+	unsigned acked = bits(st->acked);
+	unsigned alive = bits(st->posted & ~st->acked & ~st->failed);
+	if (acked >= k) {
+		st->result = 0;
+	} else if (acked + alive < k) {
+		st->result = st->timed_out ? PMREP_E_TIMEOUT : PMREP_E_CONN_LOST;
+		PMREP_LOG_ERR("persist of %llu bytes at %llu: %u of %u replicas confirmed, %u required (%s)",
+				(unsigned long long)st->len,
+				(unsigned long long)st->off, acked, m->n, k,
+				pmrep_err_to_str(st->result));
+	} else {
+		return;
+	}
+	st->complete = true;
+	/* a failed step completed nothing: who confirms it later trails
+	 * no completed persist */
+	if (st->result == 0)
+		step_mark_laggards(m, st);
+}
+
+void
+mirror_step_ack(struct pmrep_mirror *m, uint64_t seq, unsigned idx)
+{
+	struct step *st = step_find(m, seq);
+	if (st == NULL)
+		return;
+	st->acked |= 1u << idx;
+	step_settle(m, st);
+}
+
+void
+mirror_step_fail(struct pmrep_mirror *m, uint64_t seq, unsigned idx, int err)
+{
+	struct step *st = step_find(m, seq);
+	if (st == NULL)
+		return;
+	st->failed |= 1u << idx;
+	if (err == PMREP_E_TIMEOUT)
+		st->timed_out = true;
+	step_settle(m, st);
+}
+
+/* a request's outcome is final */
+static void
+req_finish(struct pmrep_mirror *m, struct async_req *q, int result)
+{
+	q->result = q->local_err ? q->local_err : result;
+	q->done = true;
+	if (q->orphan)
+		free(q);
+	else if (!q->sync)
+		list_push(&m->done, q);
+}
+
+/* complete steps leave the ring oldest first, completing their requests */
+static void
+pipe_retire(struct pmrep_mirror *m)
+{
+	while (m->s_n > 0 && step_at(m, 0)->complete) {
+		struct step *st = step_at(m, 0);
+		while (m->flight.head != NULL && m->flight.head->step == st->seq)
+			req_finish(m, list_pop(&m->flight), st->result);
+		m->s_head = (m->s_head + 1) % PIPE_RING;
+		m->s_n--;
+	}
+}
+
+static unsigned
+steps_open(struct pmrep_mirror *m)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < m->s_n; i++)
+		n += !step_at(m, i)->complete;
+	return n;
+}
+
+/*
+ * when the replicas must confirm a request's step: the caller's own limit
+ * (a synchronous persist: -1 none), or for an asynchronous request or one
+ * whose caller gave up, the cfg timeout from now
+ */
+static long long
+req_deadline(const struct pmrep_mirror *m, const struct async_req *q)
+{
+	if (q->sync && !q->orphan && (q->deadline < 0 ||
+			repl_left_ms(q->deadline) > 0))
+		return q->deadline;
+	return repl_deadline(m->cfg.timeout_ms);
+}
+
+static long long
+earlier(long long a, long long b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
+}
+
+/* bytes one step carries at most (replica_post_range) */
+#define STEP_MAX ((uint64_t)(POST_WRS - 1) << 30)
+
+/* post the next step from the queue; false when none can be posted */
+static bool
+pipe_post_one(struct pmrep_mirror *m)
+{
+	if (m->queue.n == 0 || m->s_n == PIPE_RING || steps_open(m) >= m->window)
+		return false;
+	struct async_req *q = list_pop(&m->queue);
+	uint64_t lo = q->off, hi = q->off + q->len;
+	long long deadline = req_deadline(m, q);
+	struct req_list mine = { 0 };
+	list_push(&mine, q);
+	/* group commit: the requests right behind it that overlap or adjoin */
+	while ((q = m->queue.head) != NULL && q->off <= hi &&
+			q->off + q->len >= lo) {
+		uint64_t nlo = q->off < lo ? q->off : lo;
+		uint64_t nhi = q->off + q->len > hi ? q->off + q->len : hi;
+		if (nhi - nlo > STEP_MAX)
+			break;
+		lo = nlo;
+		hi = nhi;
+		deadline = earlier(deadline, req_deadline(m, q));
+		list_push(&mine, list_pop(&m->queue));
+	}
+	struct step *st = step_at(m, m->s_n);
+	*st = (struct step){ .seq = m->next_seq++, .off = lo, .len = hi - lo,
+		.deadline = deadline };
+	m->s_n++;
+	while ((q = list_pop(&mine)) != NULL) {
+		q->step = st->seq;
+		list_push(&m->flight, q);
+	}
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (r->state != PMREP_REPLICA_IN_SYNC) {
+			repl_bitmap_mark(r->oos, lo, hi - lo);
+			continue;
+		}
+		int ret = replica_post_range(r, lo, hi - lo, st->seq, true,
+				deadline);
+		if (ret == PMREP_E_AGAIN) {
+			/* its ring is full of steps the others confirmed */
+			PMREP_LOG_WARN("replica %u (%s:%s) is %u steps behind: out of sync from here (pull ahead), resynced when it is reconnected",
+					r->idx, r->addr, r->port, r->r_n);
+			ret = PMREP_E_TIMEOUT;
+		}
+		if (ret) {
+			replica_fail(r, ret, lo, hi - lo);
+			continue;
+		}
+		st->posted |= 1u << i;
+	}
+	step_settle(m, st);
+	return true;
+}
+
+/* replicas that trail the completed steps by more than the cfg lag */
+static void
+pipe_pull_ahead(struct pmrep_mirror *m)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (r->r_n == 0 || r->lag_inflight <= m->max_lag)
+			continue;
+		PMREP_LOG_WARN("replica %u (%s:%s) trails the confirmed persists by %llu bytes (lag limit %llu): out of sync from here (pull ahead), resynced when it is reconnected",
+				r->idx, r->addr, r->port,
+				(unsigned long long)r->lag_inflight,
+				(unsigned long long)m->max_lag);
+		replica_fail(r, PMREP_E_TIMEOUT, 0, 0);
+	}
+}
+
+/* nothing of a step is in flight on any replica */
+static bool
+pipe_idle(struct pmrep_mirror *m)
+{
+	if (m->queue.n != 0 || m->s_n != 0)
+		return false;
+	for (unsigned i = 0; i < m->n; i++)
+		for (unsigned j = 0; j < m->r[i].r_n; j++)
+			if (replica_ring_at(&m->r[i], j)->is_step)
+				return false;
+	return true;
+}
+
+/*
+ * the lazy clear of the activity log, with nothing in flight: a queued
+ * request is persisted locally and its regions were marked when it was
+ * submitted; a step a replica has not confirmed -- even one complete
+ * without it -- is neither on it nor in its OOS yet
+ */
+int
+mirror_al_clear(struct pmrep_mirror *m)
+{
+	if (!pipe_idle(m))
+		return 0;
+	return mstate_al_clear(m->state, false);
+}
+
+void
+mirror_pipe_advance(struct pmrep_mirror *m)
+{
+	long long next = -1;
+	for (;;) {
+		for (unsigned i = 0; i < m->n; i++) {
+			struct replica *r = &m->r[i];
+			if (r->r_n == 0 || r->conn == NULL)
+				continue;
+			int ret = replica_progress(r);
+			if (ret) {
+				replica_fail(r, ret, 0, 0);
+				continue;
+			}
+			if (r->r_n > 0 &&
+					repl_left_ms(replica_ring_at(r, 0)->deadline) == 0) {
+				PMREP_LOG_ERR("replica %u (%s:%s) did not confirm a persist of %llu bytes at %llu in time",
+						r->idx, r->addr, r->port,
+						(unsigned long long)replica_ring_at(r, 0)->len,
+						(unsigned long long)replica_ring_at(r, 0)->off);
+				replica_fail(r, PMREP_E_TIMEOUT, 0, 0);
+			}
+		}
+		pipe_pull_ahead(m);
+		pipe_retire(m);
+		bool posted = false;
+		while (pipe_post_one(m))
+			posted = true;
+		if (!posted)
+			break;
+	}
+	(void) mirror_al_clear(m);
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->r[i].r_n > 0)
+			next = earlier(next, replica_ring_at(&m->r[i], 0)->deadline);
+	timer_set(m, next);
+	done_signal(m);
+}
+
+int
+mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q)
+{
+	/* the record covers the range before it is persisted here or
+	 * posted: what is durable locally and not confirmed by a replica is
+	 * always in AL or in that replica's OOS */
+	int ret = mstate_al_mark(m->state, q->off, q->len);
+	if (ret) {
+		PMREP_LOG_ERR("persist of %llu bytes at %llu: the mirror's record could not be written (%s): nothing persisted or posted",
+				(unsigned long long)q->len,
+				(unsigned long long)q->off, pmrep_err_to_str(ret));
+		return ret;
+	}
+	list_push(&m->queue, q);
+	return 0;
+}
+
+void
+mirror_pipe_drain(struct pmrep_mirror *m, long long deadline)
+{
+	mirror_pipe_advance(m);
+	while (!pipe_idle(m)) {
+		int left = repl_left_ms(deadline);
+		if (left == 0)
+			break;
+		mirror_wait_any(m, left);
+		mirror_pipe_advance(m);
+	}
+}
+
+/* ---------------------------------------------- asynchronous interface */
+
+int
+pmrep_mirror_persist_async(struct pmrep_mirror *m, size_t offset,
+		size_t length, void *ctx)
+{
+	CHECK_ARG(m);
+	if (offset > m->size || length > m->size - offset) {
+		PMREP_LOG_ERR("persist of %zu bytes at %zu is outside the %zu-byte mapping",
+				length, offset, m->size);
+		return PMREP_E_RANGE;
+	}
+	if (m->queue.n + m->flight.n + m->done.n >= ASYNC_MAX) {
+		PMREP_LOG_ERR("%d asynchronous persists outstanding: poll their completions first",
+				ASYNC_MAX);
+		return PMREP_E_AGAIN;
+	}
+	struct async_req *q = calloc(1, sizeof(*q));
+	if (q == NULL) {
+		PMREP_LOG_ERR("out of memory for an asynchronous persist");
+		return PMREP_E_NOMEM;
+	}
+	q->off = offset;
+	q->len = length;
+	q->ctx = ctx;
+	q->deadline = -1;
+	if (length == 0) {
+		q->done = true;
+		list_push(&m->done, q);		/* nothing to make durable */
+		done_signal(m);
+		return 0;
+	}
+	int ret = mirror_pipe_submit(m, q);
+	if (ret) {
+		free(q);
+		return ret;
+	}
+	if (pmrep_pmem_persist(m->pmem, m->base + offset, length) != 0) {
+		/* posted all the same (the replicas get what the mapping
+		 * holds), but its outcome is this failure */
+		PMREP_LOG_ERR("asynchronous persist of %zu bytes at %zu: the local persist failed",
+				length, offset);
+		q->local_err = PMREP_E_PROVIDER;
+	}
+	mirror_pipe_advance(m);
+	return 0;
+}
+
+int
+pmrep_mirror_get_fd(const struct pmrep_mirror *m, int *fd)
+{
+	CHECK_ARG(m);
+	CHECK_ARG(fd);
+	*fd = m->epfd;
+	return 0;
+}
+
+int
+pmrep_mirror_poll(struct pmrep_mirror *m, struct pmrep_mirror_completion *out,
+		int max, int *n)
+{
+	CHECK_ARG(m);
+	CHECK_ARG(out);
+	CHECK_ARG(n);
+	if (max <= 0) {
+		PMREP_LOG_ERR("pmrep_mirror_poll: max must be > 0, got %d", max);
+		return PMREP_E_INVAL;
+	}
+	*n = 0;
+	uint64_t v;
+	(void) !read(m->tfd, &v, sizeof(v));
+	(void) !read(m->efd, &v, sizeof(v));
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (r->conn == NULL)
+			continue;
+		/* take the CQ's event and re-arm before draining it, so that
+		 * a completion arriving meanwhile fires again */
+		repl_chan_ack_cq(&r->ch);
+		if (r->r_n == 0) {
+			/* an idle connection's end: fail the replica now so
+			 * that its event fd leaves the epoll set */
+			int ret = repl_chan_check_conn(&r->ch);
+			if (ret)
+				replica_fail(r, ret, 0, 0);
+		}
+	}
+	mirror_pipe_advance(m);
+	while (*n < max && m->done.n > 0) {
+		struct async_req *q = list_pop(&m->done);
+		out[*n].ctx = q->ctx;
+		out[*n].result = q->result;
+		out[*n].offset = (size_t)q->off;
+		out[*n].length = (size_t)q->len;
+		(*n)++;
+		free(q);
+	}
+	done_signal(m);
+	return 0;
+}
