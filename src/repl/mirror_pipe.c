@@ -149,7 +149,15 @@ step_settle(struct pmrep_mirror *m, struct step *st)
 	if (acked >= k) {
 		st->result = 0;
 	} else if (acked + alive < k) {
-		st->result = st->timed_out ? PMREP_E_TIMEOUT : PMREP_E_CONN_LOST;
+		/* "slow" and "gone" read alike until it is reconnected: a
+		 * replica missing for having timed out makes it a timeout */
+		bool timed_out = st->timed_out;
+		for (unsigned i = 0; i < m->n; i++)
+			if (!(st->posted & (1u << i)) &&
+					m->r[i].last_error == PMREP_E_TIMEOUT &&
+					m->r[i].state != PMREP_REPLICA_IN_SYNC)
+				timed_out = true;
+		st->result = timed_out ? PMREP_E_TIMEOUT : PMREP_E_CONN_LOST;
 		PMREP_LOG_ERR("persist of %llu bytes at %llu: %u of %u replicas confirmed, %u required (%s)",
 				(unsigned long long)st->len,
 				(unsigned long long)st->off, acked, m->n, k,
