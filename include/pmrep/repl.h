@@ -640,29 +640,40 @@ PMREP_API int pmrep_mirror_new(struct pmrep_pmem *pmem,
 PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
 /*
  * pmrep_mirror_persist -- make `length` bytes at `offset` of the mapping
- * durable locally and on the replicas: posts the write and the persist step
- * (method per replica) to every connected in-sync replica at once, persists
- * locally meanwhile, then waits up to timeout_ms (-1: no limit) for the
- * confirmations. A replica whose write or persist step fails, errs or does
- * not confirm in time is FAILED, and the range (with everything it misses
- * later) is kept in its out-of-sync bitmap for a resync. A replica that is
- * not in sync only gets the range added to its bitmap. Before anything is
- * posted, the range's regions are recorded in the activity log of the
- * mirror's record (durable when the record is a file; a region already
- * there costs nothing).
- * Returns 0 only when the local persist is done and every replica the
- * policy requires confirmed durability of the range; never on an error
- * or a timeout. `length` 0 is a no-op.
+ * durable locally and on the replicas, and wait up to timeout_ms (-1: no
+ * limit) for it. The request joins the mirror's persist pipeline behind
+ * every request submitted before it (docs/PROTOCOL.md "Mirror, persist
+ * pipeline"): it is posted -- write and persist step, method per replica
+ * -- to every in-sync replica once the window has room (alone, or with
+ * the adjacent requests waiting with it), persisted locally meanwhile,
+ * and complete once the policy's replicas confirmed it: every replica, or
+ * with a quorum k the first k -- a replica that is not needed never
+ * delays it; the others confirm behind (BEHIND in their status). A
+ * replica whose write or persist step fails, errs or does not confirm by
+ * the deadline is FAILED, and what it has not confirmed (with everything
+ * it misses later) is kept in its out-of-sync bitmap for a resync. A
+ * replica that is not in sync only gets the range added to its bitmap.
+ * Before anything is posted, the range's regions are recorded in the
+ * activity log of the mirror's record (durable when the record is a file;
+ * a region already there costs nothing).
+ * Returns 0 only when the local persist is done and the replicas the
+ * policy requires confirmed durability of the range (and of every request
+ * submitted before it: completions are in submission order); never on an
+ * error or a timeout. `length` 0 is a no-op.
  * Errors: PMREP_E_INVAL (NULL), PMREP_E_RANGE (outside the mapping),
  * PMREP_E_PROVIDER (the record could not be written -- then nothing was
  * posted or persisted -- or the local persist failed: pmrep_err_errno()),
  * PMREP_E_CONN_LOST (a required replica failed or is not in sync; with a
- * quorum: fewer than k confirmed), PMREP_E_TIMEOUT (a required replica did
- * not confirm in time -- also returned at once by later persists while a
+ * quorum: fewer than k can confirm), PMREP_E_TIMEOUT (not confirmed by
+ * the policy's replicas within timeout_ms; the request stays in the
+ * pipeline, posted in order, and a replica that does not confirm it in
+ * time is failed -- also returned at once by later persists while a
  * replica that failed by timing out is not reconnected, so "slow" and
- * "gone" read alike until pmrep_mirror_reconnect; the replica's status has
- * its last_error). After an error other than PMREP_E_PROVIDER the bytes
- * are durable locally.
+ * "gone" read alike until pmrep_mirror_reconnect; the replica's status
+ * has its last_error), PMREP_E_NOMEM. After an error other than
+ * PMREP_E_PROVIDER the bytes are durable locally. The bytes must not
+ * change until the call returns.
+ * Not thread-safe: one thread at a time, as every call on this mirror.
  */
 PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
 		size_t length, int timeout_ms);
@@ -680,22 +691,26 @@ PMREP_API int pmrep_mirror_reconnect(struct pmrep_mirror *mirror,
 		int timeout_ms);
 /*
  * Asynchronous persists. pmrep_mirror_persist_async() makes a range
- * durable locally and posts it to the replicas without waiting for them;
- * pmrep_mirror_poll() hands out each request's outcome exactly once;
- * pmrep_mirror_get_fd() is the one fd to wait on. Requests whose ranges
- * overlap or adjoin and that are waiting while a post is in flight are
- * coalesced into one post (one write + persist step per replica); one
- * post is in flight at a time, and completions may come in any order.
- * A post that a required replica does not confirm within the cfg timeout
- * (pmrep_mirror_cfg_set_timeout) fails that replica with PMREP_E_TIMEOUT.
- * pmrep_mirror_persist() (within its timeout_ms: a required replica that
- * does not confirm the post in flight by then is failed),
- * pmrep_mirror_reconnect() and pmrep_mirror_delete() (within the cfg
- * timeout) first finish the post in flight, and its completions wait for
- * pmrep_mirror_poll; queued requests are posted after them. delete drops
- * requests still queued or not polled, without completing them (the
- * ranges of queued ones stay out of sync for every replica: a later
- * mirror on the same record resyncs them).
+ * durable locally and submits it to the mirror's persist pipeline without
+ * waiting for the replicas; pmrep_mirror_poll() hands out each request's
+ * outcome exactly once, in submission order; pmrep_mirror_get_fd() is the
+ * one fd to wait on. Up to the cfg window (pmrep_mirror_cfg_set_window,
+ * default 16) of steps are in flight, posted back to back; requests that
+ * wait for room and whose ranges overlap or adjoin the one before them
+ * are coalesced into one step (one write + persist step per replica). A
+ * request is complete when its step and every older one are (with a
+ * quorum k: confirmed by k replicas; the others confirm behind, or are
+ * turned out of sync past the cfg max lag). A replica that does not
+ * confirm a step within the cfg timeout (pmrep_mirror_cfg_set_timeout)
+ * from its post is FAILED with PMREP_E_TIMEOUT. pmrep_mirror_persist()
+ * queues behind the asynchronous requests, pmrep_mirror_reconnect()
+ * takes what is in flight first, and pmrep_mirror_delete() drains the
+ * pipeline within the cfg timeout; delete drops completions not polled
+ * (the ranges of requests still queued stay out of sync for every
+ * replica: a later mirror on the same record resyncs them).
+ * The bytes of a request must not change until its completion is
+ * polled: the replicas read them from the mapping while it is in flight
+ * (a range changed meanwhile must be persisted again).
  */
 
 /* One finished asynchronous persist (pmrep_mirror_poll). */
@@ -709,8 +724,9 @@ struct pmrep_mirror_completion {
 /*
  * pmrep_mirror_persist_async -- make `length` bytes at `offset` of the
  * mapping durable locally (before returning) and post them to every
- * in-sync replica (now, or coalesced with other waiting requests once the
- * post in flight is done), without waiting for a confirmation. The
+ * in-sync replica (now, or -- the window full -- once it has room,
+ * coalesced with the adjacent requests waiting with it), without waiting
+ * for a confirmation. The
  * outcome comes once from pmrep_mirror_poll with `ctx`: result 0 only when
  * the range is durable locally and every replica the policy requires
  * confirmed it durable (never on an error or a timeout); otherwise
@@ -734,7 +750,7 @@ PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,
  * pmrep_mirror_get_fd -- the mirror's one fd for asynchronous persists: an
  * epoll fd (O_NONBLOCK | O_CLOEXEC) that is readable when
  * pmrep_mirror_poll has work: a replica's completion or connection event,
- * the deadline of the post in flight, or completions waiting to be
+ * the earliest deadline of what is in flight, or completions waiting to be
  * polled. Put it in your poll / epoll / select set; a wakeup may find
  * nothing to hand out. The same fd for the mirror's whole life, whatever
  * replicas (re)connect; owned by the mirror: never close it (it is closed
@@ -744,9 +760,10 @@ PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,
 PMREP_API int pmrep_mirror_get_fd(const struct pmrep_mirror *mirror, int *fd);
 /*
  * pmrep_mirror_poll -- without waiting: take the replicas' completions,
- * finish the post in flight when it is confirmed, failed or past its
- * deadline, post the next waiting requests, and write up to `max`
- * finished requests to `out` (*n of them; 0 is not an error). Every
+ * complete the steps the policy's replicas confirmed (and fail those that
+ * can no longer be, or whose replicas are past their deadline), post the
+ * waiting requests the window allows, and write up to `max` finished
+ * requests to `out`, in submission order (*n of them; 0 is not an error). Every
  * request of pmrep_mirror_persist_async that returned 0 is handed out
  * exactly once. A connection lost while idle fails its replica here.
  * Errors: PMREP_E_INVAL (NULL, max <= 0).
