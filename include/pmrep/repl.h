@@ -472,6 +472,55 @@ PMREP_API int pmrep_mirror_cfg_set_region_size(struct pmrep_mirror_cfg *cfg,
 PMREP_API int pmrep_mirror_cfg_set_timeout(struct pmrep_mirror_cfg *cfg,
 		int timeout_ms);
 /*
+ * pmrep_mirror_cfg_set_background_recovery -- true (default): each
+ * replica has a thread of its own, started by pmrep_mirror_new and ended
+ * by pmrep_mirror_delete (its signals blocked; named "pmrep-recN"), that
+ * reconnects it once it failed -- after its back-off -- re-authenticates,
+ * resyncs it while the application's persists go on (at the cfg resync
+ * rate) and hands it back, IN_SYNC, once nothing is left to copy and no
+ * chunk is in flight; the application's threads never wait for a replica
+ * the policy does not require. The threads open no fd the application
+ * sees; they signal the mirror's fd on every state change
+ * (pmrep_mirror_get_event). false: no thread; pmrep_mirror_new attaches
+ * the replicas one after another in the caller's thread and a failed
+ * replica is reconnected and resynced only by pmrep_mirror_reconnect, in
+ * the caller's (deterministic: what the fault-injection harness uses).
+ * Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_mirror_cfg_set_background_recovery(
+		struct pmrep_mirror_cfg *cfg, bool on);
+/*
+ * pmrep_mirror_cfg_set_backoff -- the wait between a failed replica's
+ * attempts to attach, in ms: `min_ms` after the first failure, doubling
+ * per failure up to `max_ms` (default 100 .. 5000); a successful attach
+ * resets it. Status: backoff_ms, next_retry_ms. pmrep_mirror_reconnect
+ * makes every failed replica due at once.
+ * Errors: PMREP_E_INVAL (NULL, min_ms <= 0, max_ms < min_ms).
+ */
+PMREP_API int pmrep_mirror_cfg_set_backoff(struct pmrep_mirror_cfg *cfg,
+		int min_ms, int max_ms);
+/*
+ * pmrep_mirror_cfg_set_resync_rate -- at most `bytes_per_s` bytes per
+ * second copied by a replica's resync (0, default: as fast as it goes),
+ * so that it leaves room for the application's persists; at a low rate
+ * the chunks are smaller (about four per second). Errors: PMREP_E_INVAL
+ * (NULL).
+ */
+PMREP_API int pmrep_mirror_cfg_set_resync_rate(struct pmrep_mirror_cfg *cfg,
+		uint64_t bytes_per_s);
+/*
+ * pmrep_mirror_cfg_set_create_timeout -- how long pmrep_mirror_new may
+ * take, ms (-1, default: no limit; each connect and each resync chunk is
+ * still bounded by the cfg timeout). With background recovery,
+ * pmrep_mirror_new returns as soon as the policy's k replicas are in sync
+ * (the others go on attaching and resyncing in the background) and fails
+ * with PMREP_E_TIMEOUT when they are not by then; without it, the limit
+ * bounds the resyncs of the replicas attached one after another.
+ * Errors: PMREP_E_INVAL (NULL, below -1).
+ */
+PMREP_API int pmrep_mirror_cfg_set_create_timeout(struct pmrep_mirror_cfg *cfg,
+		int timeout_ms);
+/*
  * pmrep_mirror_cfg_set_window -- persist steps the mirror keeps in flight
  * at most: 1..PMREP_MIRROR_WINDOW_MAX (default 16). Persist requests
  * (pmrep_mirror_persist_async, and pmrep_mirror_persist behind them) are
@@ -488,7 +537,7 @@ PMREP_API int pmrep_mirror_cfg_set_window(struct pmrep_mirror_cfg *cfg,
  * count, a persist completes once k replicas confirmed it; the others
  * keep confirming behind. A replica that trails by more than `bytes`
  * (the ranges of complete persists it has not confirmed yet), or by
- * PMREP_MIRROR_WINDOW_MAX steps, is turned out of sync instead (FAILED
+ * 256 steps (GPSPM: 128), is turned out of sync instead (FAILED
  * with PMREP_E_TIMEOUT, those ranges kept for its resync: "pull ahead").
  * Default 64 MiB; 0: a replica must never trail. Without a quorum
  * ("all") no persist completes without every replica: no replica trails.
@@ -571,6 +620,33 @@ struct pmrep_replica_status {
 	int last_error;		/* PMREP_E_* of its last failure, 0 if none */
 	uint64_t resyncs;	/* resyncs completed (full or incremental) */
 	uint64_t resync_bytes;	/* bytes copied by those resyncs */
+	/* the resync in progress (SYNCING; all 0 otherwise): */
+	uint64_t resync_done;	/* bytes copied so far */
+	uint64_t resync_total;	/* bytes it has to copy: what was out of sync
+				 * when it began, plus what persists marked
+				 * since (resync_total - resync_done is left) */
+	uint64_t resync_rate;	/* bytes per second so far (0: too early) */
+	int64_t resync_eta_ms;	/* ms left at that rate; -1 unknown */
+	/* reconnecting (FAILED): */
+	int backoff_ms;		/* the current back-off between attempts, ms:
+				 * doubles per failed attempt from the cfg
+				 * minimum to its maximum, 0 after a successful
+				 * attach */
+	int64_t next_retry_ms;	/* ms until the next attempt (0: due now or
+				 * under way; -1: not FAILED) */
+};
+
+/*
+ * One state change of a replica (pmrep_mirror_get_event): FAILED (with
+ * the error), SYNCING (a resync began), IN_SYNC (it is identical and
+ * confirms persists again), CONNECTED, DEGRADED.
+ */
+struct pmrep_mirror_event {
+	unsigned replica;		/* its index */
+	enum pmrep_replica_state from, to;
+	int error;			/* to FAILED: why (PMREP_E_*); else 0 */
+	unsigned lost;			/* events dropped before this one (more
+					 * than 256 not taken) */
 };
 
 /*
@@ -758,6 +834,18 @@ PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,
  * Thread-safe (the fd may be waited on from any thread).
  */
 PMREP_API int pmrep_mirror_get_fd(const struct pmrep_mirror *mirror, int *fd);
+/*
+ * pmrep_mirror_get_event -- take the oldest replica state change not
+ * taken yet (*ev): a replica FAILED (ev->error says why), began a resync
+ * (SYNCING), is IN_SYNC again, ... The mirror's fd (pmrep_mirror_get_fd)
+ * is readable while one waits, so an application learns of a dead
+ * replica without polling its status. The mirror keeps the last 256; an
+ * event after dropped ones says how many (ev->lost).
+ * Returns 0 with *ev, PMREP_E_AGAIN when none waits.
+ * Errors: PMREP_E_INVAL (NULL). Thread-safe.
+ */
+PMREP_API int pmrep_mirror_get_event(struct pmrep_mirror *mirror,
+		struct pmrep_mirror_event *ev);
 /*
  * pmrep_mirror_poll -- without waiting: take the replicas' completions,
  * complete the steps the policy's replicas confirmed (and fail those that

@@ -20,14 +20,14 @@
 #define REPL_CONN_TIMEOUT_DEFAULT_MS 5000
 
 /*
- * message slots per channel: an initiator has at most
- * PMREP_MIRROR_WINDOW_MAX GPSPM persist requests outstanding (its ring)
- * plus a few control messages, so a target keeps CHAN_NRECV receives
- * posted and CHAN_NSEND replies in flight (docs/PROTOCOL.md "Message
- * credits")
+ * message slots per channel: an initiator has at most REPL_GPSPM_CREDITS
+ * GPSPM persist requests outstanding plus a few control messages, so a
+ * target keeps CHAN_NRECV receives posted and CHAN_NSEND replies in
+ * flight (docs/PROTOCOL.md "Message credits")
  */
-#define CHAN_NRECV (PMREP_MIRROR_WINDOW_MAX + 4)
-#define CHAN_NSEND (PMREP_MIRROR_WINDOW_MAX + 4)
+#define REPL_GPSPM_CREDITS 128
+#define CHAN_NRECV (REPL_GPSPM_CREDITS + 4)
+#define CHAN_NSEND (REPL_GPSPM_CREDITS + 4)
 
 /* op contexts of the conn's completions */
 #define CTX_WRITE	((uintptr_t)1)

@@ -31,10 +31,14 @@ mirror_required(const struct pmrep_mirror *m)
 unsigned
 mirror_in_sync_count(const struct pmrep_mirror *m)
 {
+	struct pmrep_mirror *mm = (struct pmrep_mirror *)m;
 	unsigned k = 0;
+	mirror_lock(mm);
 	for (unsigned i = 0; i < m->n; i++)
-		if (m->r[i].state == PMREP_REPLICA_IN_SYNC)
+		if (m->r[i].state == PMREP_REPLICA_IN_SYNC &&
+				atomic_load(&m->r[i].owner) == OWN_DATA)
 			k++;
+	mirror_unlock(mm);
 	return k;
 }
 static void
@@ -57,6 +61,7 @@ replica_free(struct replica *r)
 static void
 mirror_free(struct pmrep_mirror *m)
 {
+	mirror_recovery_stop(m);
 	for (unsigned i = 0; i < m->n; i++)
 		replica_free(&m->r[i]);
 	/* orphans (their callers gave up) are freed here too; a
@@ -73,6 +78,8 @@ mirror_free(struct pmrep_mirror *m)
 	mstate_close(&m->state);
 	free(m->state_path);
 	repl_wipe(m->cfg.key, sizeof(m->cfg.key));
+	if (m->sync_ready)
+		mirror_sync_fini(m);
 	free(m);
 }
 
@@ -154,7 +161,13 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	m->window = cfg->window ? cfg->window : PIPE_WINDOW_DEFAULT;
 	m->max_lag = cfg->max_lag_set ? cfg->max_lag : PIPE_MAX_LAG_DEFAULT;
 	m->epfd = m->efd = m->tfd = -1;
-	int ret = mirror_state_path(m, cfg);
+	int ret = mirror_sync_init(m);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	m->sync_ready = true;
+	ret = mirror_state_path(m, cfg);
 	if (ret)
 		goto err;
 	ret = mstate_open(m->state_path, cfg->uuid, cfg->generation, m->size,
@@ -188,6 +201,7 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		r->m = m;
 		r->idx = i;
 		r->state = PMREP_REPLICA_FAILED;
+		r->owner = OWN_RECOVERY;
 		r->addr = strdup(cfg->r[i].addr);
 		r->port = strdup(cfg->r[i].port);
 		m->n++;
@@ -200,20 +214,39 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		/* no record of the replica in this slot: all of it may differ */
 		r->unknown = replica_uuid_is_nil(mstate_rec_id(m->state, i));
 	}
-	int first_err = 0, first_errno = 0;
+	int first_err = 0;
 	const struct replica *first = NULL;
-	for (unsigned i = 0; i < m->n; i++) {
-		/* this replica's messages only: its failure's reason is the
-		 * thread's last error message */
-		pmrep_err_clear();
-		/* the resync of a new mirror has no overall limit: each
-		 * step has the cfg timeout */
-		ret = replica_attach(&m->r[i], repl_deadline(cfg->timeout_ms), -1);
-		attach_known(&m->r[i]);
-		if (ret && first_err == 0) {
-			first_err = ret;
-			first_errno = pmrep_err_errno();
-			first = &m->r[i];
+	long long create_deadline = repl_deadline(cfg->create_timeout_ms);
+	if (mirror_background(m)) {
+		/* each replica's own thread attaches it; return once the
+		 * policy's k are in sync (the others go on in the background) */
+		ret = mirror_recovery_start(m);
+		if (ret)
+			goto err;
+		first_err = mirror_recovery_wait_new(m, create_deadline, &first);
+		for (unsigned i = 0; i < m->n; i++)
+			attach_known(&m->r[i]);
+		if (first_err == PMREP_E_TIMEOUT) {
+			PMREP_LOG_ERR("mirror: %u of %u replicas in sync within the create timeout (%d ms), %u required",
+					mirror_in_sync_count(m), m->n,
+					cfg->create_timeout_ms, mirror_required(m));
+			ret = PMREP_E_TIMEOUT;
+			goto err;
+		}
+	} else {
+		for (unsigned i = 0; i < m->n; i++) {
+			/* this replica's messages only: its failure's reason
+			 * is the thread's last error message */
+			pmrep_err_clear();
+			/* the resync of a new mirror has no overall limit
+			 * but the create timeout: each step has the cfg one */
+			ret = replica_attach(&m->r[i], repl_deadline(cfg->timeout_ms),
+					create_deadline);
+			attach_known(&m->r[i]);
+			if (ret && first_err == 0) {
+				first_err = ret;
+				first = &m->r[i];
+			}
 		}
 	}
 	if (mirror_in_sync_count(m) < mirror_required(m)) {
@@ -235,7 +268,7 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		}
 		PMREP_LOG_ERR("mirror: %u of %u replicas in sync, %u required%s",
 				mirror_in_sync_count(m), m->n, mirror_required(m), reason);
-		pmrep_err_set_errno(first_errno);
+		pmrep_err_set_errno(first != NULL ? first->why_errno : 0);
 		goto err;
 	}
 	*mirror_ptr = m;
@@ -252,6 +285,9 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	struct pmrep_mirror *m = *mirror_ptr;
 	if (m == NULL)
 		return 0;
+	/* the recovery threads end first (a resync in progress pauses:
+	 * DEGRADED, its regions kept out of sync) */
+	mirror_recovery_stop(m);
 	/* the CLOSE exchange needs nothing in flight: what is queued and
 	 * in flight is finished within the cfg timeout; completions not
 	 * polled are dropped */
@@ -279,7 +315,7 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 					i, pmrep_err_to_str(ret));
 			continue;
 		}
-		struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = m->next_seq++ };
+		struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = mirror_next_seq(m) };
 		struct repl_msg reply;
 		long long deadline = repl_deadline(m->cfg.timeout_ms);
 		ret = repl_chan_send(&r->ch, &msg);
@@ -379,10 +415,18 @@ pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 	/* what the pipeline has now; the resync below waits on its own
 	 * replica only */
 	mirror_pipe_advance(m);
+	if (mirror_background(m)) {
+		/* the replicas' threads do it: due now, and wait */
+		ret = mirror_recovery_wait_all(m, deadline);
+		for (unsigned i = 0; i < m->n; i++)
+			attach_known(&m->r[i]);
+		mirror_pipe_advance(m);
+		return ret;
+	}
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		ret = 0;
-		if (r->state == PMREP_REPLICA_IN_SYNC)
+		if (atomic_load(&r->owner) == OWN_DATA)
 			continue;
 		if (r->state == PMREP_REPLICA_FAILED) {
 			if (repl_now_ms() < r->next_try) {
@@ -426,6 +470,9 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 		return PMREP_E_INVAL;
 	}
 	const struct replica *r = &m->r[index];
+	struct pmrep_mirror *mm = (struct pmrep_mirror *)m;
+	mirror_lock(mm);
+	memset(st, 0, sizeof(*st));
 	st->state = r->state;
 	/* "in sync" means identical to every completed persist */
 	if (r->state == PMREP_REPLICA_IN_SYNC && r->lag_inflight > 0)
@@ -438,5 +485,23 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 	st->last_error = r->last_error;
 	st->resyncs = r->resyncs;
 	st->resync_bytes = r->resync_bytes;
+	st->resync_eta_ms = -1;
+	st->next_retry_ms = -1;
+	if (r->state == PMREP_REPLICA_SYNCING) {
+		long long now = repl_now_ms();
+		uint64_t left = repl_bitmap_dirty_bytes(r->oos);
+		st->resync_done = r->rs_done;
+		st->resync_total = r->rs_done + left;
+		long long ms = now - r->rs_start_ms;
+		st->resync_rate = ms > 0 ? r->rs_done * 1000 / (uint64_t)ms : 0;
+		if (st->resync_rate > 0)
+			st->resync_eta_ms = (int64_t)(left * 1000 / st->resync_rate);
+	}
+	st->backoff_ms = r->backoff_ms;
+	if (r->state == PMREP_REPLICA_FAILED) {
+		long long left = r->next_try - repl_now_ms();
+		st->next_retry_ms = left > 0 ? left : 0;
+	}
+	mirror_unlock(mm);
 	return 0;
 }

@@ -59,6 +59,7 @@ pmrep_mirror_cfg_new(struct pmrep_mirror_cfg **cfg_ptr)
 	cfg->generation = 1;
 	cfg->region_size = 64 << 10;
 	cfg->timeout_ms = 5000;
+	cfg->create_timeout_ms = -1;
 	*cfg_ptr = cfg;
 	return 0;
 }
@@ -196,6 +197,50 @@ pmrep_mirror_cfg_set_region_size(struct pmrep_mirror_cfg *cfg,
 		return PMREP_E_INVAL;
 	}
 	cfg->region_size = region_size;
+	return 0;
+}
+
+int
+pmrep_mirror_cfg_set_background_recovery(struct pmrep_mirror_cfg *cfg, bool on)
+{
+	CHECK_ARG(cfg);
+	cfg->manual_recovery = !on;
+	return 0;
+}
+
+int
+pmrep_mirror_cfg_set_backoff(struct pmrep_mirror_cfg *cfg, int min_ms,
+		int max_ms)
+{
+	CHECK_ARG(cfg);
+	if (min_ms <= 0 || max_ms < min_ms) {
+		PMREP_LOG_ERR("back-off must be 0 < min <= max ms, got %d .. %d",
+				min_ms, max_ms);
+		return PMREP_E_INVAL;
+	}
+	cfg->backoff_min_ms = min_ms;
+	cfg->backoff_max_ms = max_ms;
+	return 0;
+}
+
+int
+pmrep_mirror_cfg_set_resync_rate(struct pmrep_mirror_cfg *cfg,
+		uint64_t bytes_per_s)
+{
+	CHECK_ARG(cfg);
+	cfg->resync_rate = bytes_per_s;
+	return 0;
+}
+
+int
+pmrep_mirror_cfg_set_create_timeout(struct pmrep_mirror_cfg *cfg,
+		int timeout_ms)
+{
+	CHECK_ARG(cfg);
+	int ret = repl_timeout_check(timeout_ms, "pmrep_mirror_cfg_set_create_timeout");
+	if (ret)
+		return ret;
+	cfg->create_timeout_ms = timeout_ms;
 	return 0;
 }
 

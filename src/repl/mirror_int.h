@@ -9,6 +9,9 @@
 #ifndef PMREP_REPL_MIRROR_INT_H
 #define PMREP_REPL_MIRROR_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include <pmrep/repl.h>
 #include <pmrep/transport.h>
 
@@ -27,11 +30,13 @@
  * The pipeline (mirror_pipe.c, docs/PROTOCOL.md "Mirror, persist
  * pipeline"): requests are posted as steps, up to the cfg window of steps
  * not complete; each replica holds its posted, unconfirmed steps in a ring
- * of PIPE_RING entries -- more than the window, so that a replica that is
- * not required may trail the completed steps by up to the cfg lag, and is
- * turned out of sync (pull ahead) beyond it or when its ring is full.
+ * of PIPE_RING entries (GPSPM: REPL_GPSPM_CREDITS, the target's receives)
+ * -- far more than the window, so that a replica that is not required may
+ * trail the completed steps by up to the cfg lag without a scheduling
+ * hiccup filling it, and is turned out of sync (pull ahead) beyond it or
+ * when its ring is full.
  */
-#define PIPE_RING PMREP_MIRROR_WINDOW_MAX
+#define PIPE_RING 256
 #define PIPE_WINDOW_DEFAULT 16
 #define PIPE_MAX_LAG_DEFAULT (64ull << 20)
 /* a conn's queues: every step is at most POST_WRS work requests */
@@ -99,6 +104,10 @@ struct pmrep_mirror_cfg {
 	uint64_t region_size;
 	int timeout_ms;
 	bool force_gpspm;
+	bool manual_recovery;	/* pmrep_mirror_cfg_set_background_recovery(false) */
+	int backoff_min_ms, backoff_max_ms;	/* 0: BACKOFF_MIN_MS / _MAX_MS */
+	uint64_t resync_rate;	/* bytes/s, 0: unlimited */
+	int create_timeout_ms;	/* -1: none */
 	unsigned window;	/* steps in flight at most; 0: PIPE_WINDOW_DEFAULT */
 	uint64_t max_lag;	/* pull-ahead limit, bytes (max_lag_set) */
 	bool max_lag_set;
@@ -107,9 +116,31 @@ struct pmrep_mirror_cfg {
 	char *state_path;	/* its path (NULL: in memory); owned by the cfg */
 };
 
+/*
+ * Who drives a replica (docs/DESIGN.md "The mirror's threads"): the data
+ * path -- the application's calls -- drives an IN_SYNC replica; its
+ * recovery -- the replica's own thread, or pmrep_mirror_reconnect without
+ * background recovery -- every other. The data path hands a replica over
+ * when it fails it; the recovery hands it back, under the mirror's lock,
+ * once nothing is left to copy and no chunk is in flight.
+ */
+enum replica_owner { OWN_DATA = 0, OWN_RECOVERY = 1 };
+
 struct replica {
 	struct pmrep_mirror *m;
 	unsigned idx;
+	atomic_int owner;		/* enum replica_owner */
+	pthread_t th;			/* its recovery thread */
+	bool th_started;
+	bool tried;			/* an attach was attempted (pmrep_mirror_new) */
+	/* the resync chunk in flight: a persist that marks a range of it
+	 * meanwhile (chunk_dirty) keeps its regions out of sync */
+	uint64_t chunk_off, chunk_len;
+	bool chunk_dirty;
+	/* the resync in progress: bytes to copy (grows when persists mark
+	 * more), copied, when it began, its last progress log line */
+	uint64_t rs_total, rs_done;
+	long long rs_start_ms, rs_log_ms;
 	char *addr, *port;
 	struct pmrep_peer *peer;
 	struct pmrep_mr_local *src;	/* the local mapping, on this peer */
@@ -126,6 +157,7 @@ struct replica {
 	bool unknown;			/* no record of this replica: lag is everything */
 	int last_error;
 	char why[256];			/* the last attach failure's message */
+	int why_errno;			/* and its errno (pmrep_err_errno) */
 	uint64_t resyncs, resync_bytes;
 	long long next_try;		/* ms; reconnect not before */
 	int backoff_ms;
@@ -139,14 +171,25 @@ struct replica {
 	uint64_t lag_inflight;	/* bytes of entries whose step is complete */
 };
 
+#define MIRROR_EVENTS 256	/* state changes kept for pmrep_mirror_get_event */
+
 struct pmrep_mirror {
+	/* guards the record, every replica's bitmap, state, owner and
+	 * status, the events, the done list's signal (recursive: the data
+	 * path holds it around calls that fail replicas) */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a replica changed hands or state */
+	bool sync_ready;		/* lock and cond initialized */
+	atomic_bool stopping;		/* pmrep_mirror_delete: threads end */
+	struct pmrep_mirror_event ev[MIRROR_EVENTS];
+	unsigned ev_head, ev_n, ev_lost;
 	struct pmrep_pmem *pmem;
 	uint8_t *base;
 	size_t size;
 	struct pmrep_mirror_cfg cfg;	/* copy; replica strings owned by r[] */
 	struct mirror_state *state;	/* the record (docs/PROTOCOL.md) */
 	char *state_path;		/* its file (NULL: in memory) */
-	uint64_t next_seq;
+	atomic_uint_fast64_t next_seq;
 	unsigned n;
 	struct replica r[PMREP_MIRROR_MAX_REPLICAS];
 	/* one epoll fd (pmrep_mirror_get_fd) over every connected
@@ -173,12 +216,52 @@ struct pmrep_mirror {
 } while (0)
 
 /* replica.c: the replica state machine */
+/* set the state (an event when it changes); the caller holds m->lock */
+void replica_set_state(struct replica *r, enum pmrep_replica_state st);
 void replica_disconnect(struct replica *r);
 /* free a peer whose RDMA device was removed, with its MR and channel */
 void replica_drop_peer(struct replica *r);
 void replica_fail(struct replica *r, int err, uint64_t off, uint64_t len);
 int replica_resync(struct replica *r, long long deadline);
 int replica_attach(struct replica *r, long long connect_deadline, long long deadline);
+/* the back-off after a failed attempt (cfg min .. max, doubling) */
+void replica_backoff(struct replica *r);
+
+/* mirror_recovery.c: who drives recovery, the events */
+static inline void mirror_lock(struct pmrep_mirror *m) { pthread_mutex_lock(&m->lock); }
+static inline void mirror_unlock(struct pmrep_mirror *m) { pthread_mutex_unlock(&m->lock); }
+int mirror_sync_init(struct pmrep_mirror *m);
+void mirror_sync_fini(struct pmrep_mirror *m);
+/* record a state change for pmrep_mirror_get_event (m->lock held) */
+void mirror_event(struct pmrep_mirror *m, unsigned idx,
+		enum pmrep_replica_state from, enum pmrep_replica_state to, int err);
+/* the eventfd: readable while completions or events wait (m->lock held) */
+void mirror_signal(struct pmrep_mirror *m);
+/* start every replica's recovery thread */
+int mirror_recovery_start(struct pmrep_mirror *m);
+/* stop and join them */
+void mirror_recovery_stop(struct pmrep_mirror *m);
+/* hand a failed replica to its recovery and wake it */
+void mirror_recovery_kick(struct replica *r);
+/* the end of a resync: IN_SYNC and back to the data path when nothing is
+ * left to copy and no chunk is in flight (m->lock held); true if so */
+bool mirror_recovery_handback(struct replica *r);
+/* pmrep_mirror_new's wait (background): k in sync, or fewer possible,
+ * or the deadline; *first: the first replica that failed */
+int mirror_recovery_wait_new(struct pmrep_mirror *m, long long deadline,
+		const struct replica **first);
+/* pmrep_mirror_reconnect's (background): every failed replica due now,
+ * wait until all are in sync or the deadline */
+int mirror_recovery_wait_all(struct pmrep_mirror *m, long long deadline);
+static inline bool mirror_background(const struct pmrep_mirror *m)
+{
+	return !m->cfg.manual_recovery;
+}
+/* next_seq++ */
+static inline uint64_t mirror_next_seq(struct pmrep_mirror *m)
+{
+	return atomic_fetch_add(&m->next_seq, 1);
+}
 
 /* replica_io.c: messages, posts and confirmations */
 struct inflight *replica_ring_at(struct replica *r, unsigned i);

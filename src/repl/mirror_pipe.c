@@ -75,19 +75,6 @@ timer_set(struct pmrep_mirror *m, long long deadline)
 			&its, NULL);
 }
 
-/* the eventfd is readable exactly while completions wait to be polled */
-static void
-done_signal(struct pmrep_mirror *m)
-{
-	uint64_t v;
-	if (m->done.n > 0) {
-		v = 1;
-		(void) !write(m->efd, &v, sizeof(v));
-	} else {
-		(void) !read(m->efd, &v, sizeof(v));
-	}
-}
-
 /* ------------------------------------------------------------- steps */
 
 static struct step *
@@ -279,7 +266,7 @@ pipe_post_one(struct pmrep_mirror *m)
 		list_push(&mine, list_pop(&m->queue));
 	}
 	struct step *st = step_at(m, m->s_n);
-	*st = (struct step){ .seq = m->next_seq++, .off = lo, .len = hi - lo,
+	*st = (struct step){ .seq = mirror_next_seq(m), .off = lo, .len = hi - lo,
 		.deadline = deadline };
 	m->s_n++;
 	while ((q = list_pop(&mine)) != NULL) {
@@ -288,8 +275,14 @@ pipe_post_one(struct pmrep_mirror *m)
 	}
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
-		if (r->state != PMREP_REPLICA_IN_SYNC) {
+		if (atomic_load(&r->owner) != OWN_DATA ||
+				r->state != PMREP_REPLICA_IN_SYNC) {
+			/* its recovery copies it; a mark into the resync
+			 * chunk in flight keeps the chunk's regions marked */
 			repl_bitmap_mark(r->oos, lo, hi - lo);
+			if (r->chunk_len != 0 && lo < r->chunk_off + r->chunk_len &&
+					r->chunk_off < hi)
+				r->chunk_dirty = true;
 			continue;
 		}
 		int ret = replica_post_range(r, lo, hi - lo, st->seq, true,
@@ -316,7 +309,8 @@ pipe_pull_ahead(struct pmrep_mirror *m)
 {
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
-		if (r->r_n == 0 || r->lag_inflight <= m->max_lag)
+		if (atomic_load(&r->owner) != OWN_DATA || r->r_n == 0 ||
+				r->lag_inflight <= m->max_lag)
 			continue;
 		PMREP_LOG_WARN("replica %u (%s:%s) trails the confirmed persists by %llu bytes (lag limit %llu): out of sync from here (pull ahead), resynced when it is reconnected",
 				r->idx, r->addr, r->port,
@@ -332,8 +326,10 @@ pipe_idle(struct pmrep_mirror *m)
 {
 	if (m->queue.n != 0 || m->s_n != 0)
 		return false;
+	/* a replica its recovery drives holds resync chunks only */
 	for (unsigned i = 0; i < m->n; i++)
-		for (unsigned j = 0; j < m->r[i].r_n; j++)
+		for (unsigned j = 0; atomic_load(&m->r[i].owner) == OWN_DATA &&
+				j < m->r[i].r_n; j++)
 			if (replica_ring_at(&m->r[i], j)->is_step)
 				return false;
 	return true;
@@ -357,10 +353,13 @@ void
 mirror_pipe_advance(struct pmrep_mirror *m)
 {
 	long long next = -1;
+	/* nothing here waits: the recovery threads wait for it briefly */
+	mirror_lock(m);
 	for (;;) {
 		for (unsigned i = 0; i < m->n; i++) {
 			struct replica *r = &m->r[i];
-			if (r->r_n == 0 || r->conn == NULL)
+			if (atomic_load(&r->owner) != OWN_DATA || r->r_n == 0 ||
+					r->conn == NULL)
 				continue;
 			int ret = replica_progress(r);
 			if (ret) {
@@ -386,10 +385,11 @@ mirror_pipe_advance(struct pmrep_mirror *m)
 	}
 	(void) mirror_al_clear(m);
 	for (unsigned i = 0; i < m->n; i++)
-		if (m->r[i].r_n > 0)
+		if (atomic_load(&m->r[i].owner) == OWN_DATA && m->r[i].r_n > 0)
 			next = earlier(next, replica_ring_at(&m->r[i], 0)->deadline);
 	timer_set(m, next);
-	done_signal(m);
+	mirror_signal(m);
+	mirror_unlock(m);
 }
 
 int
@@ -398,15 +398,16 @@ mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q)
 	/* the record covers the range before it is persisted here or
 	 * posted: what is durable locally and not confirmed by a replica is
 	 * always in AL or in that replica's OOS */
+	mirror_lock(m);
 	int ret = mstate_al_mark(m->state, q->off, q->len);
-	if (ret) {
+	if (ret == 0)
+		list_push(&m->queue, q);
+	mirror_unlock(m);
+	if (ret)
 		PMREP_LOG_ERR("persist of %llu bytes at %llu: the mirror's record could not be written (%s): nothing persisted or posted",
 				(unsigned long long)q->len,
 				(unsigned long long)q->off, pmrep_err_to_str(ret));
-		return ret;
-	}
-	list_push(&m->queue, q);
-	return 0;
+	return ret;
 }
 
 void
@@ -450,8 +451,10 @@ pmrep_mirror_persist_async(struct pmrep_mirror *m, size_t offset,
 	q->deadline = -1;
 	if (length == 0) {
 		q->done = true;
+		mirror_lock(m);
 		list_push(&m->done, q);		/* nothing to make durable */
-		done_signal(m);
+		mirror_signal(m);
+		mirror_unlock(m);
 		return 0;
 	}
 	int ret = mirror_pipe_submit(m, q);
@@ -493,10 +496,10 @@ pmrep_mirror_poll(struct pmrep_mirror *m, struct pmrep_mirror_completion *out,
 	*n = 0;
 	uint64_t v;
 	(void) !read(m->tfd, &v, sizeof(v));
-	(void) !read(m->efd, &v, sizeof(v));
+	mirror_lock(m);
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
-		if (r->conn == NULL)
+		if (atomic_load(&r->owner) != OWN_DATA || r->conn == NULL)
 			continue;
 		/* take the CQ's event and re-arm before draining it, so that
 		 * a completion arriving meanwhile fires again */
@@ -519,6 +522,7 @@ pmrep_mirror_poll(struct pmrep_mirror *m, struct pmrep_mirror_completion *out,
 		(*n)++;
 		free(q);
 	}
-	done_signal(m);
+	mirror_signal(m);
+	mirror_unlock(m);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -99,25 +100,52 @@ replica_drop_peer(struct replica *r)
 	r->verbs_only = true;
 }
 
-/* the replica is lost: [off, off + len) and all it misses from now on
- * are out of sync */
+void
+replica_set_state(struct replica *r, enum pmrep_replica_state st)
+{
+	mirror_lock(r->m);
+	enum pmrep_replica_state from = r->state;
+	r->state = st;
+	if (from != st)
+		mirror_event(r->m, r->idx, from, st, r->last_error);
+	mirror_unlock(r->m);
+}
+
+void
+replica_backoff(struct replica *r)
+{
+	const struct pmrep_mirror_cfg *c = &r->m->cfg;
+	int lo = c->backoff_min_ms > 0 ? c->backoff_min_ms : BACKOFF_MIN_MS;
+	int hi = c->backoff_max_ms > 0 ? c->backoff_max_ms : BACKOFF_MAX_MS;
+	if (hi < lo)
+		hi = lo;
+	r->backoff_ms = r->backoff_ms == 0 ? lo :
+		(r->backoff_ms > hi / 2 ? hi : r->backoff_ms * 2);
+	r->next_try = repl_now_ms() + r->backoff_ms;
+}
+
+/* the replica is lost: [off, off + len), what its ring held and all it
+ * misses from now on are out of sync; its recovery takes it over */
 void
 replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 {
+	mirror_lock(r->m);
 	repl_bitmap_mark(r->oos, off, len);
 	bool was = r->state != PMREP_REPLICA_FAILED;
-	r->state = PMREP_REPLICA_FAILED;
+	r->last_error = err;
+	replica_set_state(r, PMREP_REPLICA_FAILED);
 	ring_abandon(r, err);
+	r->chunk_len = 0;
 	if (was)
 		PMREP_LOG_ERR("replica %u (%s:%s) failed: %s; %llu bytes out of sync",
 				r->idx, r->addr, r->port, pmrep_err_to_str(err),
 				(unsigned long long)repl_bitmap_dirty_bytes(r->oos));
-	r->last_error = err;
-	r->state = PMREP_REPLICA_FAILED;
+	mirror_unlock(r->m);
 	replica_disconnect(r);
-	r->backoff_ms = r->backoff_ms == 0 ? BACKOFF_MIN_MS :
-		(r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2);
-	r->next_try = repl_now_ms() + r->backoff_ms;
+	mirror_lock(r->m);
+	replica_backoff(r);
+	mirror_recovery_kick(r);
+	mirror_unlock(r->m);
 }
 
 /* wait for one message on the replica's channel until `deadline` */
@@ -153,6 +181,7 @@ note_why(struct replica *r, int err)
 	const char *msg = pmrep_err_msg();
 	snprintf(r->why, sizeof(r->why), "%s",
 			msg[0] ? msg : pmrep_err_to_str(err));
+	r->why_errno = pmrep_err_errno();
 }
 
 /*
@@ -246,8 +275,11 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 {
 	struct pmrep_mirror *m = r->m;
 	const char *why = "";
-	enum repl_resync kind = decide_resync(r, acc, &why);
 	int ret;
+	/* the record is shared with the data path and the other replicas'
+	 * recovery */
+	mirror_lock(m);
+	enum repl_resync kind = decide_resync(r, acc, &why);
 	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s): resync %s: %s",
 			r->idx, r->addr, r->port,
 			kind == REPL_RESYNC_FULL ? "full" : "incremental", why);
@@ -255,6 +287,7 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 		repl_bitmap_mark_all(r->oos);
 		ret = mstate_oos_persist(m->state, r->idx, 0, m->size);
 		if (ret) {
+			mirror_unlock(m);
 			PMREP_LOG_ERR("replica %u: cannot make its out-of-sync record durable: %s",
 					r->idx, pmrep_err_to_str(ret));
 			return ret;
@@ -263,12 +296,13 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 	/* the replica, and the header sequence its claim will have (the
 	 * target writes it into the other slot: sequence + 1) */
 	ret = mstate_set_rec(m->state, r->idx, acc->replica_id, acc->hdr_seq + 1);
+	mirror_unlock(m);
 	if (ret) {
 		PMREP_LOG_ERR("replica %u: cannot record its replica id: %s",
 				r->idx, pmrep_err_to_str(ret));
 		return ret;
 	}
-	struct repl_msg msg = { .type = REPL_MSG_COMMIT, .seq = m->next_seq++ };
+	struct repl_msg msg = { .type = REPL_MSG_COMMIT, .seq = mirror_next_seq(m) };
 	memcpy(msg.u.commit.replica_id, acc->replica_id, PMREP_UUID_SIZE);
 	msg.u.commit.generation = m->cfg.generation;
 	msg.u.commit.primary_id = mstate_primary_id(m->state);
@@ -299,8 +333,11 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 				(unsigned long long)reply.seq);
 		return PMREP_E_MALFORMED;
 	}
+	mirror_lock(m);
 	r->unknown = false;
-	r->state = PMREP_REPLICA_CONNECTED;
+	r->backoff_ms = 0;	/* a successful attach resets the back-off */
+	replica_set_state(r, PMREP_REPLICA_CONNECTED);
+	mirror_unlock(m);
 	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) attached: method %s, resync %s of %llu bytes",
 			r->idx, r->addr, r->port, pmrep_mirror_method_str(r->method),
 			kind == REPL_RESYNC_FULL ? "full" : "incremental",
@@ -354,15 +391,15 @@ replica_connect(struct replica *r, long long deadline)
 	ret = repl_chan_dial(&r->ch, r->peer, r->addr, r->port, deadline,
 			r->m->cfg.timeout_ms, MIRROR_SQ_SIZE,
 			MIRROR_CQ_SIZE, who, &tls, &r->conn, nonce_i, nonce_t);
-	if (r->conn != NULL)
-		epoll_update(r, EPOLL_CTL_ADD);
+	/* its fds join the mirror's epoll set when it is handed to the
+	 * data path (mirror_recovery_handback) */
 	if (ret) {
 		if (r->conn != NULL)
 			goto fail;
 		goto out;
 	}
 
-	struct repl_msg msg = { .type = REPL_MSG_AUTH, .seq = m->next_seq++ };
+	struct repl_msg msg = { .type = REPL_MSG_AUTH, .seq = mirror_next_seq(m) };
 	memcpy(msg.u.auth.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
 	msg.u.auth.data_size = m->size;
 	msg.u.auth.generation = m->cfg.generation;
@@ -461,61 +498,131 @@ out:
 	return ret;
 }
 
+/* a resync progress line at most every RESYNC_LOG_MS */
+#define RESYNC_LOG_MS 5000
+
+static void
+resync_log(struct replica *r, bool force)
+{
+	long long now = repl_now_ms();
+	if (!force && now - r->rs_log_ms < RESYNC_LOG_MS)
+		return;
+	r->rs_log_ms = now;
+	uint64_t left = repl_bitmap_dirty_bytes(r->oos);
+	long long ms = now - r->rs_start_ms;
+	uint64_t rate = ms > 0 ? r->rs_done * 1000 / (uint64_t)ms : 0;
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s): resync %llu of %llu MiB, %llu MiB/s, about %llu s left",
+			r->idx, r->addr, r->port,
+			(unsigned long long)(r->rs_done >> 20),
+			(unsigned long long)((r->rs_done + left) >> 20),
+			(unsigned long long)(rate >> 20),
+			(unsigned long long)(rate ? left / rate : 0));
+}
+
+/* the cfg resync rate: wait until `copied` bytes are due (in slices, so
+ * that pmrep_mirror_delete is not held up); false: stopping */
+static bool
+resync_pace(struct replica *r)
+{
+	uint64_t rate = r->m->cfg.resync_rate;
+	if (rate == 0)
+		return !atomic_load(&r->m->stopping);
+	long long due = r->rs_start_ms + (long long)(r->rs_done * 1000 / rate);
+	while (!atomic_load(&r->m->stopping)) {
+		long long left = due - repl_now_ms();
+		if (left <= 0)
+			return true;
+		struct timespec ts = { 0, (left > 50 ? 50 : left) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
 /*
- * copy the replica's out-of-sync regions until none is left. Each step is
- * bounded by the cfg timeout; when `deadline` passes with regions left the
- * replica stays connected but DEGRADED (pmrep_mirror_reconnect resumes).
+ * copy the replica's out-of-sync regions until none is left and no chunk is
+ * in flight, then hand it to the data path IN_SYNC. The application's
+ * persists go on meanwhile and mark what they change in the bitmap: a mark
+ * into the chunk in flight keeps its regions out of sync (it is copied
+ * again), so that what the chunk read before the change is never taken for
+ * the change. Each chunk is bounded by the cfg timeout; when `deadline`
+ * passes (or the mirror is deleted) with regions left, the replica stays
+ * connected but DEGRADED (resumed by its recovery).
  */
 int
 replica_resync(struct replica *r, long long deadline)
 {
-	r->state = PMREP_REPLICA_SYNCING;
-	uint64_t copied = 0;
+	struct pmrep_mirror *m = r->m;
 	size_t max = (size_t)(RESYNC_CHUNK / r->oos->region_size);
 	if (max == 0)
 		max = 1;
-	size_t first, n, from = 0;
-	while (repl_bitmap_next_run(r->oos, from, max, &first, &n)) {
-		if (repl_left_ms(deadline) == 0) {
-			r->state = PMREP_REPLICA_DEGRADED;
+	if (m->cfg.resync_rate > 0 && m->cfg.resync_rate / 4 < RESYNC_CHUNK) {
+		/* smaller chunks at a low rate: about 4 per second */
+		size_t k = (size_t)(m->cfg.resync_rate / 4 / r->oos->region_size);
+		max = k > 0 ? (k < max ? k : max) : 1;
+	}
+	mirror_lock(m);
+	replica_set_state(r, PMREP_REPLICA_SYNCING);
+	r->rs_done = 0;
+	r->rs_start_ms = r->rs_log_ms = repl_now_ms();
+	mirror_unlock(m);
+	size_t from = 0;
+	for (;;) {
+		size_t first, n;
+		uint64_t off, len;
+		mirror_lock(m);
+		bool found = repl_bitmap_next_run(r->oos, from, max, &first, &n);
+		if (!found && from > 0) {
+			from = 0;	/* marks made behind the cursor */
+			found = repl_bitmap_next_run(r->oos, from, max, &first, &n);
+		}
+		if (!found) {
+			/* nothing left, no chunk in flight: identical */
+			bool done = mirror_recovery_handback(r);
+			mirror_unlock(m);
+			return done ? 0 : PMREP_E_CONN_LOST;
+		}
+		repl_bitmap_range(r->oos, first, n, &off, &len);
+		if (repl_left_ms(deadline) == 0 || atomic_load(&m->stopping)) {
 			r->last_error = PMREP_E_TIMEOUT;
-			r->resync_bytes += copied;
+			replica_set_state(r, PMREP_REPLICA_DEGRADED);
 			PMREP_LOG_WARN("replica %u: resync paused, %llu bytes still out of sync",
 					r->idx, (unsigned long long)repl_bitmap_dirty_bytes(r->oos));
+			mirror_unlock(m);
 			return PMREP_E_TIMEOUT;
 		}
-		uint64_t off, len;
-		repl_bitmap_range(r->oos, first, n, &off, &len);
-		long long step = repl_deadline(r->m->cfg.timeout_ms);
+		r->chunk_off = off;
+		r->chunk_len = len;
+		r->chunk_dirty = false;
+		mirror_unlock(m);
+		long long step = repl_deadline(m->cfg.timeout_ms);
 		if (deadline >= 0 && deadline < step)
 			step = deadline;
-		int ret = replica_post_range(r, off, len, r->m->next_seq++,
+		int ret = replica_post_range(r, off, len, mirror_next_seq(m),
 				false, step);
 		if (ret) {
 			replica_fail(r, ret, off, len);
 			return ret;
 		}
-		ret = replica_wait_idle(r, step);
+		ret = replica_wait_idle(r, step);	/* fails it on error */
 		if (ret)
 			return ret;
-		repl_bitmap_clear_regions(r->oos, first, n);
+		mirror_lock(m);
+		if (!r->chunk_dirty)
+			repl_bitmap_clear_regions(r->oos, first, n);
+		r->chunk_len = 0;
 		/* the copy is confirmed: make the clear durable too, or a
 		 * crash after a long resync would copy it all again (a
 		 * failure here costs only that: the marks stay) */
-		if (mstate_oos_persist(r->m->state, r->idx, off, len) != 0)
+		if (mstate_oos_persist(m->state, r->idx, off, len) != 0)
 			PMREP_LOG_WARN("replica %u: the record of its resync could not be persisted (%s); a restart may copy those regions again",
 					r->idx, pmrep_err_msg());
-		copied += len;
+		r->rs_done += len;
+		resync_log(r, false);
+		mirror_unlock(m);
 		from = first + n;
+		if (!resync_pace(r))
+			from = first;	/* stopping: the next turn pauses */
 	}
-	r->state = PMREP_REPLICA_IN_SYNC;
-	r->resyncs++;
-	r->resync_bytes += copied;
-	r->backoff_ms = 0;
-	r->last_error = 0;
-	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) in sync: %llu bytes copied",
-			r->idx, r->addr, r->port, (unsigned long long)copied);
-	return 0;
 }
 
 /* connect (bounded by `connect_deadline`), then resync (by `deadline`) */
@@ -524,12 +631,11 @@ replica_attach(struct replica *r, long long connect_deadline, long long deadline
 {
 	int ret = replica_connect(r, connect_deadline);
 	if (ret) {
+		mirror_lock(r->m);
 		r->last_error = ret;
-		r->state = PMREP_REPLICA_FAILED;
-		r->backoff_ms = r->backoff_ms == 0 ? BACKOFF_MIN_MS :
-			(r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
-			 r->backoff_ms * 2);
-		r->next_try = repl_now_ms() + r->backoff_ms;
+		replica_set_state(r, PMREP_REPLICA_FAILED);
+		replica_backoff(r);
+		mirror_unlock(r->m);
 		return ret;
 	}
 	ret = replica_resync(r, deadline);

@@ -40,7 +40,8 @@ replica_post_range(struct replica *r, uint64_t off, uint64_t len,
 		uint64_t seq, bool is_step, long long deadline)
 {
 	int ret;
-	if (r->r_n == PIPE_RING)
+	if (r->r_n == PIPE_RING || (r->method == PMREP_MIRROR_METHOD_GPSPM &&
+			r->r_n >= REPL_GPSPM_CREDITS))
 		return PMREP_E_AGAIN;
 	if (len > (uint64_t)(POST_WRS - 1) * POST_CHUNK) {
 		PMREP_LOG_ERR("replica %u: a step of %llu bytes is above %llu",
@@ -196,7 +197,8 @@ mirror_wait_any(struct pmrep_mirror *m, int slice_ms)
 	int nw = 0;
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
-		if (r->r_n == 0 || r->conn == NULL)
+		if (atomic_load(&r->owner) != OWN_DATA || r->r_n == 0 ||
+				r->conn == NULL)
 			continue;
 		cqs[nw] = repl_chan_cq(&r->ch);
 		who[nw++] = r;

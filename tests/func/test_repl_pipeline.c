@@ -142,6 +142,8 @@ quorum_completes_at_k_while_a_frozen_replica_confirms_behind(void **state)
 	struct pmrep_mirror_cfg *c = mcfg(1, 60000);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	/* new returns once k are in sync: the other may still be resyncing */
+	wait_state(m, 1, PMREP_REPLICA_IN_SYNC, 20000);
 	assert_int_equal(status(m, 1).method, PMREP_MIRROR_METHOD_GPSPM);
 	func_child_freeze(&c2);
 	/* each persist may wait 20 s: one that waited for the frozen
@@ -186,6 +188,7 @@ a_replica_past_the_max_lag_is_pulled_ahead_and_resynced(void **state)
 	assert_int_equal(pmrep_mirror_cfg_set_max_lag(c, 4 * STEP), 0);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	wait_state(m, 1, PMREP_REPLICA_IN_SYNC, 20000);
 	func_child_freeze(&c2);
 	for (unsigned i = 0; i < NLAG; i++) {
 		fill(local, i * STEP, STEP, 0x60 + (int)i);

@@ -653,6 +653,9 @@ mirror_open(void)
 	(void) pmrep_mirror_cfg_set_region_size(cfg, REGION_SIZE);
 	(void) pmrep_mirror_cfg_set_timeout(cfg, TIMEOUT_MS);
 	(void) pmrep_mirror_cfg_set_force_gpspm(cfg, S.method == M_GPSPM);
+	/* one thread, every wait the harness's: recovery only in
+	 * pmrep_mirror_reconnect */
+	(void) pmrep_mirror_cfg_set_background_recovery(cfg, false);
 	if (pmrep_mirror_cfg_set_state_path && (S.sc == SC_WRITER || S.sc == SC_SCALE))
 		(void) pmrep_mirror_cfg_set_state_path(cfg, S.state_path);
 	ret = pmrep_mirror_new(S.pmem, cfg, &S.m);

@@ -76,7 +76,7 @@ struct sim_recv {
 	const void *ctx;
 };
 
-#define MAX_RECV 64
+#define MAX_RECV 160	/* >= the channel's receives (CHAN_NRECV) */
 #define MAX_EV 4
 
 struct sim_cq {

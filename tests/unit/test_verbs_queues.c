@@ -499,7 +499,7 @@ T26_gpspm_persist_finishes_on_both_send_completion_and_reply(void **state)
 		gpspm_open(&f);
 		struct ibv_qp *qp = tv_vconn(f.conn)->qp;
 		assert_int_equal(replica_post_range(&f.r, 0, 4096,
-				f.m.next_seq++, false, -1), 0);
+				mirror_next_seq(&f.m), false, -1), 0);
 		assert_int_equal(f.r.r_n, 1);
 		struct inflight *e = replica_ring_at(&f.r, 0);
 		assert_int_equal(e->seq, 7);
@@ -554,7 +554,7 @@ gpspm_pipelined_requests_are_confirmed_in_order(void **state)
 	struct ibv_qp *qp = tv_vconn(f.conn)->qp;
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(replica_post_range(&f.r, (uint64_t)i * 1024,
-				1024, f.m.next_seq++, false, -1), 0);
+				1024, mirror_next_seq(&f.m), false, -1), 0);
 	assert_int_equal(f.r.r_n, 3);
 	uint64_t s0 = replica_ring_at(&f.r, 0)->seq;
 	uint64_t s2 = replica_ring_at(&f.r, 2)->seq;
