@@ -380,6 +380,8 @@ tools_help(void **state)
 	assert_non_null(strstr(out, "PMREP_PROVIDER=tcp|verbs"));
 	assert_non_null(strstr(out, "PMREP_LOG_LEVEL"));
 	assert_non_null(strstr(out, "exit codes: 0"));
+	assert_non_null(strstr(out, "--key-dir DIR"));
+	assert_non_null(strstr(out, "SIGHUP scans DIR"));
 
 	program("examples/log-mirror", exe, sizeof(exe));
 	char *lm[] = { exe, "--help", NULL };
