@@ -22,7 +22,12 @@
  *    TLS: PMREP_E_TLS), while the mirror attached with it before goes on
  *    persisting; a scan that meets a symbolic link *.key or more than 4
  *    keys leaves the keys as they were; a directory others may write
- *    into is refused at start (exit 1).
+ *    into is refused at start (exit 1);
+ *  - a lost ACCEPT: a relay passes a mirror's HELLO to the target, which
+ *    admits it (a session starts), and cuts the connection instead of
+ *    passing the ACCEPT back; the mirror's next attempt is a new dial
+ *    with a fresh nonce and proof, admitted -- not refused as a replay
+ *    (the target counts no replay, no refusal).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -139,9 +144,18 @@ setup(void **state)
 	return 0;
 }
 
+/* the pmrep-target child not waited for yet (a failed assertion leaves
+ * it: teardown kills it) */
+static pid_t live_pid;
+
 static int
 teardown(void **state)
 {
+	if (live_pid > 0) {
+		kill(live_pid, SIGKILL);
+		(void) waitpid(live_pid, NULL, 0);
+		live_pid = 0;
+	}
 	struct ctx *c = *state;
 	if (c == NULL)
 		return 0;
@@ -308,6 +322,151 @@ keyless_flood_from_another_address_lets_10_mirrors_attach(void **state)
 	assert_int_equal(st.sessions_in_use, 0);
 }
 
+/* ------------------------------------------------------ a lost ACCEPT */
+
+/* a relay on loopback to the target; its first connection passes the
+ * initiator's bytes on and is cut at the target's first answer (the
+ * ACCEPT, on plaintext tcp), every later one passes both ways */
+struct cut_relay {
+	int lfd;
+	uint16_t up_port;
+	char port[8];
+	atomic_bool stop;
+	atomic_int cut;		/* connections cut so far */
+	pthread_t th;
+};
+
+/* copy what is readable on `from` to `to`: false when `from` ended */
+static bool
+relay_pass(int from, int to)
+{
+	uint8_t b[4096];
+	ssize_t n = recv(from, b, sizeof(b), MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+			errno != EINTR))
+		return false;
+	for (ssize_t off = 0; n > 0 && off < n; ) {
+		ssize_t w = send(to, b + off, (size_t)(n - off), MSG_NOSIGNAL);
+		if (w <= 0)
+			return false;
+		off += w;
+	}
+	return true;
+}
+
+static void *
+cut_relay_loop(void *arg)
+{
+	struct cut_relay *r = arg;
+	bool first = true;
+	while (!atomic_load(&r->stop)) {
+		struct pollfd lp = { .fd = r->lfd, .events = POLLIN };
+		if (poll(&lp, 1, 50) <= 0)
+			continue;
+		int cfd = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		int ufd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET,
+			.sin_port = htons(r->up_port) };
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (ufd < 0 || connect(ufd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+			close(cfd);
+			if (ufd >= 0)
+				close(ufd);
+			continue;
+		}
+		for (bool live = true; live && !atomic_load(&r->stop); ) {
+			struct pollfd p[2] = { { cfd, POLLIN, 0 }, { ufd, POLLIN, 0 } };
+			if (poll(p, 2, 50) <= 0)
+				continue;
+			if (p[0].revents)
+				live = relay_pass(cfd, ufd);
+			if (live && p[1].revents && first) {
+				/* the target's answer: lost */
+				atomic_fetch_add(&r->cut, 1);
+				live = false;
+			} else if (live && p[1].revents) {
+				live = relay_pass(ufd, cfd);
+			}
+		}
+		first = false;
+		close(cfd);
+		close(ufd);
+	}
+	return NULL;
+}
+
+static void
+cut_relay_start(struct cut_relay *r, uint16_t up_port)
+{
+	memset(r, 0, sizeof(*r));
+	r->up_port = up_port;
+	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(r->lfd >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof(a);
+	assert_int_equal(bind(r->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(r->lfd, 8), 0);
+	assert_int_equal(getsockname(r->lfd, (struct sockaddr *)&a, &al), 0);
+	snprintf(r->port, sizeof(r->port), "%u", ntohs(a.sin_port));
+	assert_int_equal(pthread_create(&r->th, NULL, cut_relay_loop, r), 0);
+}
+
+static void
+cut_relay_stop(struct cut_relay *r)
+{
+	atomic_store(&r->stop, true);
+	pthread_join(r->th, NULL);
+	close(r->lfd);
+}
+
+static void
+a_lost_accept_is_followed_by_a_fresh_hello_not_a_replay(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	/* plaintext: the relay sees where the ACCEPT is (with TLS it would
+	 * cut the TLS handshake, before any HELLO) */
+	c->plain = true;
+	const uint8_t *keys[] = { key1 };
+	const uint32_t ids[] = { 1 };
+	tgt_new(c, keys, ids, 1);
+	tgt_run(c);
+	struct cut_relay r;
+	cut_relay_start(&r, c->nport);
+	char tport[8];
+	snprintf(tport, sizeof(tport), "%s", c->port);
+	snprintf(c->port, sizeof(c->port), "%s", r.port);
+
+	/* the first attempt: admitted, its ACCEPT lost */
+	int ret = mirror_try(c, key1, 1, NULL);
+	fprintf(stderr, "the attempt whose ACCEPT was lost: %s\n",
+			pmrep_err_to_str(ret));
+	assert_int_not_equal(ret, 0);
+	assert_int_not_equal(ret, PMREP_E_AUTH);
+	assert_int_equal(atomic_load(&r.cut), 1);
+	struct pmrep_target_stats st;
+	tgt_halt(c);
+	assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	assert_int_equal(st.sessions_started, 1);	/* it was admitted */
+	assert_int_equal(st.admission_refused, 0);
+	tgt_run(c);
+	/* the retry: a new dial, a fresh nonce: admitted, attached */
+	assert_int_equal(mirror_try(c, key1, 1, NULL), 0);
+	/* and once more, straight to the target */
+	snprintf(c->port, sizeof(c->port), "%s", tport);
+	assert_int_equal(mirror_try(c, key1, 1, NULL), 0);
+	cut_relay_stop(&r);
+	tgt_halt(c);
+	assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	assert_int_equal(st.admission_replayed, 0);
+	assert_int_equal(st.admission_refused, 0);
+	assert_int_equal(st.sessions_started, 3);
+	assert_int_equal(st.sessions_accepted, 2);
+}
+
 /* ------------------------------------------------------------- rotation */
 
 static void
@@ -407,6 +566,7 @@ target_spawn(char *const *args, int *out)
 	}
 	close(p[1]);
 	*out = p[0];
+	live_pid = pid;
 	return pid;
 }
 
@@ -440,6 +600,7 @@ wait_exit(pid_t pid)
 {
 	int st = 0;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	live_pid = 0;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -582,6 +743,7 @@ pmrep_target_key_dir_rescanned_on_sighup(void **state)
 {
 	FUNC_TCP_ONLY();
 	struct ctx *c = *state;
+	spawn_err = NULL;
 	char rpath[128], kd[128], loose[128], errlog[128], path[256];
 	snprintf(rpath, sizeof(rpath), "%s/replica", c->dir);
 	snprintf(kd, sizeof(kd), "%s/keys", c->dir);
@@ -709,6 +871,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(rotation_with_tls_key_id_0_finds_the_key_by_its_fingerprint, setup, teardown),
 		cmocka_unit_test_setup_teardown(pmrep_target_key_files_modes_two_ids_and_sighup, setup, teardown),
 		cmocka_unit_test_setup_teardown(pmrep_target_key_dir_rescanned_on_sighup, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_lost_accept_is_followed_by_a_fresh_hello_not_a_replay, setup, teardown),
 	};
 	pmrep_log_set_threshold(getenv("TEST_LOG") ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
 	return cmocka_run_group_tests(tests, NULL, NULL);
