@@ -6,7 +6,9 @@
  * shuts down cleanly on SIGINT / SIGTERM (a signalfd in its poll loop).
  * Exit: 0 clean shutdown, 1 failure, 2 usage error (see usage()).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
@@ -24,7 +26,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pmrep-target --path PATH --key-file FILE [options]\n"
+		"usage: pmrep-target --path PATH --key-file FILE | --key-dir DIR [options]\n"
 		"Serves one replica file (or device DAX) to a pmrep mirror, in the\n"
 		"foreground, logging to stderr.\n"
 		"\n"
@@ -48,8 +50,16 @@ usage(FILE *f)
 		"                           times, each key with its own id: initiators\n"
 		"                           name the id (key rotation: docs/DESIGN.md\n"
 		"                           \"Keys\"); SIGHUP reads the files again\n"
-		"      --insecure-key-file  accept key files others may read or that\n"
-		"                           another user owns (a warning instead)\n"
+		"      --key-dir DIR        every regular file DIR/*.key (not starting\n"
+		"                           with '.') is a key file, read as --key-file\n"
+		"                           reads one; DIR must be owned by the user and\n"
+		"                           writable by nobody else. SIGHUP scans DIR\n"
+		"                           again: rotate by dropping a new key file in\n"
+		"                           and removing the old one. With --key-file:\n"
+		"                           both; at most 4 keys in all, each its own id\n"
+		"      --insecure-key-file  accept key files (and a --key-dir) others may\n"
+		"                           read or write or that another user owns (a\n"
+		"                           warning instead)\n"
 		"  -d, --direct-write-to-pmem  declare RDMA writes land in the persistence\n"
 		"                           domain on this node (default: not declared)\n"
 		"  -S, --staging            serve through a staging buffer (GPSPM)\n"
@@ -69,8 +79,11 @@ usage(FILE *f)
 		"which is how to learn the port chosen with --port 0. One target per\n"
 		"replica: while it runs it holds a lock on PATH, and a second\n"
 		"pmrep-target on the same PATH (any port) refuses to start.\n"
-		"SIGHUP reads every --key-file again: the target then holds exactly\n"
-		"their keys (when one does not read, the keys stay as they were).\n"
+		"SIGHUP reads every --key-file again and scans --key-dir again: the\n"
+		"target then holds exactly their keys, the new ones added before the\n"
+		"gone ones are removed; sessions already attached stay. When one does\n"
+		"not read (or DIR holds a link, a non-regular *.key, too many keys or\n"
+		"two of one id), the keys stay as they were.\n"
 		"SIGINT or SIGTERM shuts it down cleanly: any session is closed, the\n"
 		"replica file unmapped, and a line of statistics logged (its persist\n"
 		"requests are GPSPM's only: native / APM flushes never reach the\n"
@@ -166,40 +179,178 @@ report_start_failure(int ret, const char *path, uint64_t size, bool create,
 	}
 }
 
-/* the keys of the --key-file list */
+/* where the keys come from: --key-file paths and a --key-dir */
+struct keysrc {
+	const char *files[PMREP_TARGET_MAX_KEYS];
+	unsigned nfiles;
+	const char *dir;	/* NULL: none */
+	unsigned flags;		/* pmrep_key_read_file_ex's */
+};
+
+/* the keys read from a keysrc */
 struct keyset {
 	unsigned n;
 	uint32_t id[PMREP_TARGET_MAX_KEYS];
 	size_t len[PMREP_TARGET_MAX_KEYS];
 	uint8_t key[PMREP_TARGET_MAX_KEYS][PMREP_KEY_MAX];
+	char from[PMREP_TARGET_MAX_KEYS][PATH_MAX];	/* its file */
 };
 
-/* read every file: 0, or -1 (said why on stderr; ks wiped) */
+/* one more key, from `path`: 0, or -1 (said why on stderr) */
 static int
-keyset_read(struct keyset *ks, const char *const *files, unsigned n,
-		unsigned flags)
+keyset_add_file(struct keyset *ks, const char *path, unsigned flags)
 {
-	memset(ks, 0, sizeof(*ks));
-	for (unsigned i = 0; i < n; i++) {
-		int ret = pmrep_key_read_file_ex(files[i], flags, ks->key[i],
-				sizeof(ks->key[i]), &ks->len[i], &ks->id[i]);
-		if (ret) {
-			fprintf(stderr, "pmrep-target: %s: %s\n", files[i],
-					pmrep_err_msg());
-			memset(ks, 0, sizeof(*ks));
+	if (ks->n == PMREP_TARGET_MAX_KEYS) {
+		fprintf(stderr, "pmrep-target: %s: more than %d keys in all (--key-file and --key-dir): remove one\n",
+				path, PMREP_TARGET_MAX_KEYS);
+		return -1;
+	}
+	unsigned i = ks->n;
+	int ret = pmrep_key_read_file_ex(path, flags, ks->key[i],
+			sizeof(ks->key[i]), &ks->len[i], &ks->id[i]);
+	if (ret) {
+		fprintf(stderr, "pmrep-target: %s: %s\n", path, pmrep_err_msg());
+		return -1;
+	}
+	snprintf(ks->from[i], sizeof(ks->from[i]), "%s", path);
+	for (unsigned j = 0; j < i; j++) {
+		if (ks->id[j] == ks->id[i]) {
+			fprintf(stderr, "pmrep-target: %s and %s both hold key id %u: each key needs its own id (pmrep keygen --key-id N)\n",
+					ks->from[j], path, ks->id[i]);
 			return -1;
 		}
-		for (unsigned j = 0; j < i; j++) {
-			if (ks->id[j] == ks->id[i]) {
-				fprintf(stderr, "pmrep-target: %s and %s both hold key id %u: each key needs its own id (pmrep keygen --key-id N)\n",
-						files[j], files[i], ks->id[i]);
-				memset(ks, 0, sizeof(*ks));
-				return -1;
-			}
-		}
-		ks->n++;
 	}
+	ks->n++;
 	return 0;
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* a key file name: NAME.key, NAME not empty, not starting with '.' */
+static bool
+is_key_name(const char *name)
+{
+	size_t len = strlen(name);
+	return len > 4 && name[0] != '.' && strcmp(name + len - 4, ".key") == 0;
+}
+
+/*
+ * every DIR/NAME.key, in name order: 0, or -1 (said why on stderr). DIR
+ * itself must be ours and writable by nobody else (whoever may create a
+ * file there could add a key), unless PMREP_KEY_FILE_INSECURE_OK; a
+ * NAME.key that is a symbolic link or not a regular file is refused, as
+ * --key-file refuses a link (and pmrep_key_read_file_ex opens it with
+ * O_NOFOLLOW: a link swapped in meanwhile is refused too).
+ */
+static int
+keyset_add_dir(struct keyset *ks, const char *dir, unsigned flags)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		fprintf(stderr, "pmrep-target: --key-dir %s: %s\n", dir,
+				strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(dfd, &st) != 0) {
+		fprintf(stderr, "pmrep-target: --key-dir %s: %s\n", dir,
+				strerror(errno));
+		close(dfd);
+		return -1;
+	}
+	if ((st.st_uid != geteuid() || (st.st_mode & 022)) &&
+			!(flags & PMREP_KEY_FILE_INSECURE_OK)) {
+		fprintf(stderr, "pmrep-target: --key-dir %s: %s: whoever may create a file there may add a key (chmod go-w, chown; or --insecure-key-file)\n",
+				dir, st.st_uid != geteuid() ? "owned by another user" :
+				"group or others may write into it");
+		close(dfd);
+		return -1;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 022))
+		fprintf(stderr, "pmrep-target: warning: --key-dir %s: others may add keys to it (--insecure-key-file)\n",
+				dir);
+	DIR *d = fdopendir(dfd);
+	if (d == NULL) {
+		fprintf(stderr, "pmrep-target: --key-dir %s: %s\n", dir,
+				strerror(errno));
+		close(dfd);
+		return -1;
+	}
+	/* one more name than keys fit: enough to say "too many" */
+	char *names[PMREP_TARGET_MAX_KEYS + 1];
+	unsigned n = 0;
+	int ret = 0;
+	struct dirent *e;
+	errno = 0;
+	while ((e = readdir(d)) != NULL) {
+		if (!is_key_name(e->d_name))
+			continue;
+		if (n + ks->n == PMREP_TARGET_MAX_KEYS) {
+			fprintf(stderr, "pmrep-target: --key-dir %s: more than %d keys in all (--key-file and --key-dir): remove one\n",
+					dir, PMREP_TARGET_MAX_KEYS);
+			ret = -1;
+			break;
+		}
+		names[n] = strdup(e->d_name);
+		if (names[n] == NULL) {
+			fprintf(stderr, "pmrep-target: out of memory\n");
+			ret = -1;
+			break;
+		}
+		n++;
+		errno = 0;
+	}
+	if (ret == 0 && errno != 0) {
+		fprintf(stderr, "pmrep-target: --key-dir %s: %s\n", dir,
+				strerror(errno));
+		ret = -1;
+	}
+	if (ret == 0)
+		qsort(names, n, sizeof(names[0]), name_cmp);
+	for (unsigned i = 0; ret == 0 && i < n; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			fprintf(stderr, "pmrep-target: %s: %s\n", path,
+					strerror(errno));
+			ret = -1;
+		} else if (!S_ISREG(st.st_mode)) {
+			fprintf(stderr, "pmrep-target: %s: %s: refused\n", path,
+					S_ISLNK(st.st_mode) ? "a symbolic link" :
+					"not a regular file");
+			ret = -1;
+		} else {
+			ret = keyset_add_file(ks, path, flags);
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		free(names[i]);
+	closedir(d);
+	return ret;
+}
+
+/* read every key of `src`: 0, or -1 (said why on stderr; ks wiped) */
+static int
+keyset_read(struct keyset *ks, const struct keysrc *src)
+{
+	memset(ks, 0, sizeof(*ks));
+	int ret = 0;
+	for (unsigned i = 0; ret == 0 && i < src->nfiles; i++)
+		ret = keyset_add_file(ks, src->files[i], src->flags);
+	if (ret == 0 && src->dir != NULL)
+		ret = keyset_add_dir(ks, src->dir, src->flags);
+	if (ret == 0 && ks->n == 0) {
+		fprintf(stderr, "pmrep-target: --key-dir %s holds no key file (NAME.key)\n",
+				src->dir);
+		ret = -1;
+	}
+	if (ret)
+		memset(ks, 0, sizeof(*ks));
+	return ret;
 }
 
 static int
@@ -214,21 +365,29 @@ keyset_to_cfg(const struct keyset *ks, struct pmrep_target_cfg *cfg)
 	return 0;
 }
 
-/* SIGHUP: the target holds exactly the keys of the files now */
+/* SIGHUP: the target holds exactly the keys of the files (and the
+ * directory) now */
 static void
 keyset_reload(struct keyset *ks, struct pmrep_target *t,
-		const char *const *files, unsigned n, unsigned flags)
+		const struct keysrc *src)
 {
-	struct keyset next;
-	if (keyset_read(&next, files, n, flags) != 0) {
+	static struct keyset next;	/* 16 KiB of names: not on the stack */
+	if (keyset_read(&next, src) != 0) {
 		fprintf(stderr, "pmrep-target: SIGHUP: the keys stay as they were\n");
 		return;
 	}
-	/* add (or replace) the new ones first: never without a key */
-	for (unsigned i = 0; i < next.n; i++)
-		if (pmrep_target_add_key(t, next.id[i], next.key[i], next.len[i]) != 0)
+	/* add (or replace) the new ones first: never without a key; one
+	 * that finds the table full (4 held, one of them going) is added
+	 * once the gone ones are removed */
+	bool later[PMREP_TARGET_MAX_KEYS] = { false };
+	for (unsigned i = 0; i < next.n; i++) {
+		int r = pmrep_target_add_key(t, next.id[i], next.key[i], next.len[i]);
+		if (r == PMREP_E_RANGE)
+			later[i] = true;
+		else if (r != 0)
 			fprintf(stderr, "pmrep-target: SIGHUP: key id %u: %s\n",
 					next.id[i], pmrep_err_msg());
+	}
 	for (unsigned i = 0; i < ks->n; i++) {
 		bool kept = false;
 		for (unsigned j = 0; j < next.n; j++)
@@ -236,6 +395,11 @@ keyset_reload(struct keyset *ks, struct pmrep_target *t,
 		if (!kept)
 			(void) pmrep_target_remove_key(t, ks->id[i]);
 	}
+	for (unsigned i = 0; i < next.n; i++)
+		if (later[i] && pmrep_target_add_key(t, next.id[i], next.key[i],
+				next.len[i]) != 0)
+			fprintf(stderr, "pmrep-target: SIGHUP: key id %u: %s\n",
+					next.id[i], pmrep_err_msg());
 	*ks = next;
 	memset(&next, 0, sizeof(next));
 	fprintf(stderr, "pmrep-target: SIGHUP: %u key(s) held\n", ks->n);
@@ -251,6 +415,7 @@ main(int argc, char *argv[])
 		{ "address", required_argument, NULL, 'a' },
 		{ "port", required_argument, NULL, 'P' },
 		{ "key-file", required_argument, NULL, 'k' },
+		{ "key-dir", required_argument, NULL, 'D' },
 		{ "insecure-key-file", no_argument, NULL, 'K' },
 		{ "direct-write-to-pmem", no_argument, NULL, 'd' },
 		{ "staging", no_argument, NULL, 'S' },
@@ -262,8 +427,7 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *addr = "127.0.0.1", *port = "7204";
-	const char *key_files[PMREP_TARGET_MAX_KEYS];
-	unsigned nfiles = 0, key_flags = 0;
+	struct keysrc src = { .nfiles = 0 };
 	uint64_t size = 0;
 	bool create = false, direct = false, staging = false, verbose = false;
 	bool tls = true;
@@ -284,14 +448,21 @@ main(int argc, char *argv[])
 		case 'a': addr = optarg; break;
 		case 'P': port = optarg; break;
 		case 'k':
-			if (nfiles == PMREP_TARGET_MAX_KEYS) {
+			if (src.nfiles == PMREP_TARGET_MAX_KEYS) {
 				fprintf(stderr, "pmrep-target: at most %d --key-file\n",
 						PMREP_TARGET_MAX_KEYS);
 				return 2;
 			}
-			key_files[nfiles++] = optarg;
+			src.files[src.nfiles++] = optarg;
 			break;
-		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
+		case 'D':
+			if (src.dir != NULL) {
+				fprintf(stderr, "pmrep-target: at most one --key-dir\n");
+				return 2;
+			}
+			src.dir = optarg;
+			break;
+		case 'K': src.flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'd': direct = true; break;
 		case 'S': staging = true; break;
 		case 't':
@@ -314,17 +485,18 @@ main(int argc, char *argv[])
 		default: usage(stderr); return 2;
 		}
 	}
-	if (path == NULL || nfiles == 0 || optind != argc) {
+	if (path == NULL || (src.nfiles == 0 && src.dir == NULL) ||
+			optind != argc) {
 		usage(stderr);
 		return 2;
 	}
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(verbose ? PMREP_LOG_INFO : PMREP_LOG_NOTICE);
 
-	struct keyset ks;
+	static struct keyset ks;
 	struct pmrep_target_cfg *cfg = NULL;
 	struct pmrep_target *t = NULL;
-	int ret = keyset_read(&ks, key_files, nfiles, key_flags);
+	int ret = keyset_read(&ks, &src);
 	if (ret)
 		return 1;
 	if ((ret = pmrep_target_cfg_new(&cfg)) ||
@@ -395,7 +567,7 @@ main(int argc, char *argv[])
 			struct signalfd_siginfo si;
 			bool got = read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si);
 			if (got && si.ssi_signo == SIGHUP) {
-				keyset_reload(&ks, t, key_files, nfiles, key_flags);
+				keyset_reload(&ks, t, &src);
 			} else if (got) {
 				fprintf(stderr, "pmrep-target: %s, shutting down\n",
 						strsignal((int)si.ssi_signo));

@@ -19,6 +19,7 @@
  *
  * usage (log-mirror --help explains every option):
  *   log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE
+ *              [--key-id N] [--no-tls] [--insecure-key-file]
  *              [--append N] [--payload BYTES] [--delay-ms MS] [--wait-s S]
  *   log-mirror --file PATH --verify          (recover and verify, no mirror)
  * --size is needed to create a new log; an existing log is opened with its
@@ -225,6 +226,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE\n"
+		"                  [--key-id N] [--no-tls] [--insecure-key-file]\n"
 		"                  [--append N] [--payload BYTES] [--delay-ms MS] [--wait-s S]\n"
 		"       log-mirror --file PATH --verify\n"
 		"An append-only log of checksummed records in a pmem file, mirrored to one\n"
@@ -240,7 +242,22 @@ usage(FILE *f)
 		"                           must equal it). The replica's data size\n"
 		"                           (pmrep-target --size) must be the same.\n"
 		"  -r, --replica ADDR:PORT  the pmrep-target to mirror to\n"
-		"  -k, --key-file FILE      the target's pre-shared key file\n"
+		"  -k, --key-file FILE      the target's pre-shared key file: one `pmrep\n"
+		"                           keygen` wrote (its key id in it), or the older\n"
+		"                           form: the file's bytes without one trailing\n"
+		"                           newline, 16..64 bytes (key id 0). Mode 0600 and\n"
+		"                           owned by the user, else refused\n"
+		"  -i, --key-id N           the key id named in the connection request,\n"
+		"                           0..4294967295 (default: the key file's id; 0\n"
+		"                           names none: the target tries every key it\n"
+		"                           holds). A target holds several keys by id\n"
+		"                           during a rotation (docs/SECURITY.md)\n"
+		"      --no-tls             tcp without TLS, for a target run with --no-tls\n"
+		"                           (default: TLS 1.3 with a PSK derived from the\n"
+		"                           key; each end refuses the other kind). No\n"
+		"                           effect on RDMA (use IPsec / MACsec)\n"
+		"      --insecure-key-file  accept a key file others may read or that\n"
+		"                           another user owns (a warning instead)\n"
 		"  -n, --append N           records to append (default 0: recover, attach\n"
 		"                           the replica (its resync) and stop)\n"
 		"  -p, --payload BYTES      payload bytes per record, 1..65536 (default 200);\n"
@@ -270,6 +287,9 @@ main(int argc, char *argv[])
 		{ "size", required_argument, NULL, 's' },
 		{ "replica", required_argument, NULL, 'r' },
 		{ "key-file", required_argument, NULL, 'k' },
+		{ "key-id", required_argument, NULL, 'i' },
+		{ "no-tls", no_argument, NULL, 'N' },
+		{ "insecure-key-file", no_argument, NULL, 'K' },
 		{ "append", required_argument, NULL, 'n' },
 		{ "payload", required_argument, NULL, 'p' },
 		{ "delay-ms", required_argument, NULL, 'd' },
@@ -281,15 +301,23 @@ main(int argc, char *argv[])
 	const char *file = NULL, *replica = NULL, *key_file = NULL;
 	unsigned long long size = 0, payload = 200;
 	unsigned long long append = 0, delay_ms = 0, wait_s = 30;
-	bool verify = false;
+	unsigned long long key_id = 0;
+	bool verify = false, have_key_id = false, tls = true;
+	unsigned key_flags = 0;
 	int c, bad = 0;
-	while ((c = getopt_long(argc, argv, "f:s:r:k:n:p:d:w:Vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:s:r:k:i:n:p:d:w:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 's': bad |= parse_num("--size", optarg, HDR_SIZE + REC_HDR,
 				(unsigned long long)INT64_MAX, &size); break;
 		case 'r': replica = optarg; break;
 		case 'k': key_file = optarg; break;
+		case 'i':
+			bad |= parse_num("--key-id", optarg, 0, UINT32_MAX, &key_id);
+			have_key_id = true;
+			break;
+		case 'N': tls = false; break;
+		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'n': bad |= parse_num("--append", optarg, 0, LONG_MAX, &append); break;
 		case 'p': bad |= parse_num("--payload", optarg, 1, 65536, &payload); break;
 		/* bounded: a bad value must not turn into a sleep of hours */
@@ -332,12 +360,23 @@ main(int argc, char *argv[])
 	*colon = '\0';
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len;
+	uint32_t file_key_id = 0;
 	struct pmrep_mirror_cfg *cfg = NULL;
 	struct pmrep_mirror *m = NULL;
-	int ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
+	int ret = pmrep_key_read_file_ex(key_file, key_flags, key, sizeof(key),
+			&key_len, &file_key_id);
+	if (ret) {
+		fprintf(stderr, "log-mirror: %s: %s (%s)\n", key_file,
+				pmrep_err_to_str(ret), pmrep_err_msg());
+		pmrep_pmem_close(&l.pmem);
+		return 1;
+	}
 	if (ret == 0) ret = pmrep_mirror_cfg_new(&cfg);
 	if (ret == 0) ret = pmrep_mirror_cfg_add_replica(cfg, addr, colon + 1);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_key(cfg, key, key_len);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_key_id(cfg,
+			have_key_id ? (uint32_t)key_id : file_key_id);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_tls(cfg, tls);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_uuid(cfg, l.base + 16);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, get64(l.base + 32));
 	memset(key, 0, sizeof(key));

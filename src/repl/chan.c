@@ -361,6 +361,11 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	(void) pmrep_conn_cfg_set_sq_size(ccfg, sq_size);
 	(void) pmrep_conn_cfg_set_rq_size(ccfg, CHAN_NRECV);
 	(void) pmrep_conn_cfg_set_cq_size(ccfg, cq_size);
+	/* no transport retries, ever: a retry resends this HELLO verbatim,
+	 * and after a lost ACCEPT the target's replay cache refuses its
+	 * nonce (PMREP_E_AUTH) -- every retry is a new dial here, with a
+	 * fresh nonce and proof (test_repl_keys: a lost ACCEPT) */
+	(void) pmrep_conn_cfg_set_connect_retries(ccfg, 0, 100);
 	ret = repl_tls_client_cfg(ccfg, peer, tls, addr, port);
 	if (ret)
 		goto out;
@@ -403,8 +408,8 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	if (ev == PMREP_CONN_REJECTED && cause == 0) {
 		/* a pmrep target rejects a connection request finally only
 		 * at admission: the proof of our key did not verify (a
-		 * retryable refusal -- no room -- is retried by the
-		 * transport until the deadline, then UNREACHABLE) */
+		 * retryable refusal -- no room -- is UNREACHABLE: the
+		 * caller's next dial carries a fresh nonce) */
 		ch->lost = true;
 		ret = PMREP_E_AUTH;
 		PMREP_LOG_ERR("%s (%s:%s): authentication failed (wrong key) at admission: the target rejected the connection request (a wrong key, a key id %u it does not hold, clocks more than %d s apart, or not a pmrep target of protocol version %d)",

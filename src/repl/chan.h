@@ -87,7 +87,9 @@ void repl_chan_detach(struct repl_chan *ch);
  * 1.3 on tcp (tls_psk.h). The HELLO names the key id and carries the
  * admission proof made with the key (admission.h) at the wall clock's
  * window now: a target rejects a request without a valid one before
- * anything of a session exists.
+ * anything of a session exists. Every call draws a new nonce (and proof);
+ * the transport never retries within a call (its retry would resend this
+ * HELLO verbatim: a replay, refused, after a lost ACCEPT).
  * Errors: the transport's; for a terminal event instead of ESTABLISHED
  * (logged with `who`): PMREP_E_TLS (tcp with TLS on: the handshake failed
  * -- a wrong key, a plaintext target, a handshake not meant for this

@@ -492,6 +492,49 @@ idle_socket_is_dropped_at_the_handshake_timeout_tcp(void **state)
 	func_pair_close(&p);
 }
 
+/*
+ * the expiry needs no other activity: after one look the application
+ * only waits on the endpoint fd (as pmrep-target's loop does); the fd
+ * turns readable once the silent socket's handshake timeout has passed,
+ * and the one look that follows drops it (EOF for it). Before the
+ * endpoint's timer, the fd stayed quiet and the socket was held for as
+ * long as no other connection arrived.
+ */
+static void
+idle_socket_expires_without_other_activity_tcp(void **state)
+{
+	(void) state;
+	FUNC_TCP_ONLY();
+	const int timeout = 200;
+	struct func_pair p;
+	func_pair_listen(&p);
+	struct pmrep_conn_cfg *scfg = cfg_retries(timeout, 0, 100);
+	int s = func_raw_connect(p.port);
+	long long t0 = func_now_ms();
+	ep_take_in(p.ep, scfg);
+	int efd = -1;
+	assert_int_equal(pmrep_ep_get_fd(p.ep, &efd), 0);
+	struct pollfd pf = { .fd = efd, .events = POLLIN };
+	int n = poll(&pf, 1, 5000 * func_slow());
+	long long took = func_now_ms() - t0;
+	if (n != 1)
+		fail_msg("the endpoint fd stayed quiet for %lld ms with a silent socket past its %d ms timeout",
+				took, timeout);
+	assert_true(took >= timeout - 10);
+	struct pmrep_conn_req *req = NULL;
+	assert_int_equal(pmrep_ep_next_conn_req(p.ep, scfg, &req),
+			PMREP_E_NO_EVENT);
+	uint8_t b;
+	ssize_t r = recv(s, &b, 1, MSG_DONTWAIT);
+	assert_true(r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK));
+	/* nothing waits any more: the fd is quiet again (the timer
+	 * disarmed, not firing on and on) */
+	assert_int_equal(poll(&pf, 1, 300), 0);
+	close(s);
+	pmrep_conn_cfg_delete(&scfg);
+	func_pair_close(&p);
+}
+
 int
 main(void)
 {
@@ -507,6 +550,7 @@ main(void)
 		cmocka_unit_test(idle_sockets_do_not_lock_a_real_client_out_tcp),
 		cmocka_unit_test(silent_sockets_of_one_address_make_room_before_anothers_tcp),
 		cmocka_unit_test(idle_socket_is_dropped_at_the_handshake_timeout_tcp),
+		cmocka_unit_test(idle_socket_expires_without_other_activity_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,11 @@
  *  - kv-mirror with two targets, one killed mid-session: quorum=1 keeps
  *    acknowledging puts, "all" fails the put (not acknowledged);
  *  - examples/minimal mirrors its records, and pmrep verify finds the
- *    replica identical.
+ *    replica identical;
+ *  - log-mirror's --no-tls and --key-id: against a plaintext target the
+ *    default (TLS) fails with PMREP_E_TLS, --no-tls appends; by default it
+ *    names the key file's id (refused by a target holding that key under
+ *    id 0: PMREP_E_AUTH), --key-id 0 names none and attaches.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +59,8 @@ static const char uuid_hex[] = "c11e02030405060708090a0b0c0d0e0f";
 
 struct target { pid_t pid; char port[8]; char path[160]; };
 static struct target tg[2];
+/* the key file targets are started with (setup: the raw `keyfile`) */
+static const char *tg_keyfile;
 
 static int
 setup(void **state)
@@ -64,6 +70,7 @@ setup(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
 	func_write_file(keyfile, key, sizeof(key) - 1);
+	tg_keyfile = keyfile;
 	memset(tg, 0, sizeof(tg));
 	return 0;
 }
@@ -117,7 +124,7 @@ target_start_opt(struct target *t, const char *name, const char *size,
 		close(p[0]);
 		execl(exe, exe, "--path", t->path, "--size", size, "--create",
 				"--address", "127.0.0.1", "--port", "0",
-				"--key-file", keyfile, opt, (char *)NULL);
+				"--key-file", tg_keyfile, opt, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -373,12 +380,15 @@ tools_help(void **state)
 	assert_non_null(strstr(out, "PMREP_PROVIDER=tcp|verbs"));
 	assert_non_null(strstr(out, "PMREP_LOG_LEVEL"));
 	assert_non_null(strstr(out, "exit codes: 0"));
+	assert_non_null(strstr(out, "--key-dir DIR"));
+	assert_non_null(strstr(out, "SIGHUP scans DIR"));
 
 	program("examples/log-mirror", exe, sizeof(exe));
 	char *lm[] = { exe, "--help", NULL };
 	assert_int_equal(run(lm, out, sizeof(out)), 0);
 	static const char *const lm_opts[] = { "--file PATH", "--size BYTES",
-		"--replica ADDR:PORT", "--key-file FILE", "--append N",
+		"--replica ADDR:PORT", "--key-file FILE", "--key-id N", "--no-tls",
+		"--insecure-key-file", "--append N",
 		"--payload BYTES", "--delay-ms MS", "--wait-s S", "--verify",
 		"exit codes" };
 	for (size_t i = 0; i < sizeof(lm_opts) / sizeof(lm_opts[0]); i++)
@@ -975,6 +985,84 @@ no_tls_tools_match_and_each_kind_refuses_the_other(void **state)
 	target_stop(&tg[1], SIGTERM);
 }
 
+/*
+ * log-mirror --no-tls / --key-id against a plaintext pmrep-target that
+ * holds the key of a keygen file (id 5) as an older raw key file (id 0)
+ */
+static void
+log_mirror_no_tls_and_key_id(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], kfile[128], raw[128], log[128], rep[64], out[8192];
+	program("examples/log-mirror", exe, sizeof(exe));
+	snprintf(kfile, sizeof(kfile), "%s/k5", dir);
+	snprintf(raw, sizeof(raw), "%s/k5.raw", dir);
+	snprintf(log, sizeof(log), "%s/log", dir);
+	/* the same key bytes raw: a raw file loses one trailing newline, so
+	 * draw a key that does not end in one */
+	uint8_t k[PMREP_KEY_MAX];
+	size_t klen = 0;
+	uint32_t kid = 0;
+	for (int i = 0; i < 20; i++) {
+		(void) unlink(kfile);
+		assert_int_equal(pmrep_key_write_file(kfile, 5, 32), 0);
+		assert_int_equal(pmrep_key_read_file_ex(kfile, 0, k, sizeof(k),
+				&klen, &kid), 0);
+		if (k[klen - 1] != '\n')
+			break;
+	}
+	assert_int_equal(kid, 5);
+	assert_int_not_equal(k[klen - 1], '\n');
+	func_write_file(raw, k, klen);
+	tg_keyfile = raw;
+	target_start_opt(&tg[0], "replica", "1M", "--no-tls");
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+
+	/* TLS (the default) to a plaintext target: refused, named */
+	char *tls[] = { exe, "--file", log, "--size", "1M", "--replica", rep,
+		"--key-file", kfile, "--key-id", "0", "--append", "3", NULL };
+	assert_int_equal(run_out(tls, out, sizeof(out), true), 1);
+	assert_non_null(strstr(out, pmrep_err_to_str(PMREP_E_TLS)));
+	/* plaintext, naming the file's key id 5 (the default): the target
+	 * holds the key as id 0 only: refused at admission */
+	char *id5[] = { exe, "--file", log, "--replica", rep, "--key-file",
+		kfile, "--no-tls", "--append", "3", NULL };
+	assert_int_equal(run_out(id5, out, sizeof(out), true), 1);
+	assert_non_null(strstr(out, pmrep_err_to_str(PMREP_E_AUTH)));
+	char *id5x[] = { exe, "--file", log, "--replica", rep, "--key-file",
+		kfile, "--no-tls", "--key-id", "5", "--append", "3", NULL };
+	assert_int_equal(run_out(id5x, out, sizeof(out), true), 1);
+	assert_non_null(strstr(out, pmrep_err_to_str(PMREP_E_AUTH)));
+	/* --key-id 0: no id named, the target tries its keys: appended */
+	char *id0[] = { exe, "--file", log, "--replica", rep, "--key-file",
+		kfile, "--no-tls", "--key-id", "0", "--append", "3", NULL };
+	assert_int_equal(run_out(id0, out, sizeof(out), true), 0);
+	assert_non_null(strstr(out, "acked 3\n"));
+	assert_non_null(strstr(out, "done: 3 records acked"));
+	/* the raw file itself (key id 0 by default) attaches too */
+	char *rawrun[] = { exe, "--file", log, "--replica", rep, "--key-file",
+		raw, "--no-tls", "--append", "2", NULL };
+	assert_int_equal(run_out(rawrun, out, sizeof(out), true), 0);
+	assert_non_null(strstr(out, "done: 5 records acked"));
+	/* a bad id: a usage error */
+	char *bad[] = { exe, "--file", log, "--replica", rep, "--key-file",
+		kfile, "--key-id", "4294967296", NULL };
+	assert_int_equal(run(bad, NULL, 0), 2);
+	char *bad2[] = { exe, "--file", log, "--replica", rep, "--key-file",
+		kfile, "--key-id", "-1", NULL };
+	assert_int_equal(run(bad2, NULL, 0), 2);
+	/* a key file others may read: refused, unless asked for */
+	assert_int_equal(chmod(kfile, 0644), 0);
+	assert_int_equal(run(id0, NULL, 0), 1);
+	char *loose[] = { exe, "--file", log, "--replica", rep, "--key-file",
+		kfile, "--no-tls", "--key-id", "0", "--insecure-key-file",
+		"--append", "1", NULL };
+	assert_int_equal(run_out(loose, out, sizeof(out), true), 0);
+	assert_non_null(strstr(out, "done: 6 records acked"));
+	memset(k, 0, sizeof(k));
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -993,6 +1081,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(kv_quorum_1_of_2_keeps_acknowledging, setup, teardown),
 		cmocka_unit_test_setup_teardown(kv_all_fails_the_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(minimal_example_mirrors_and_verifies, setup, teardown),
+		cmocka_unit_test_setup_teardown(log_mirror_no_tls_and_key_id, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

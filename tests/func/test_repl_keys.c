@@ -16,7 +16,18 @@
  *    PMREP_E_AUTH, while key 2 still attaches;
  *  - pmrep-target's key files: mode 0644 refused (exit 1) unless
  *    --insecure-key-file; two keygen files (ids 1, 2) served at once; a
- *    SIGHUP after one file was replaced swaps the key without a restart.
+ *    SIGHUP after one file was replaced swaps the key without a restart;
+ *  - pmrep-target --key-dir: a key file dropped into the directory is
+ *    served after a SIGHUP, one removed is refused after the next (with
+ *    TLS: PMREP_E_TLS), while the mirror attached with it before goes on
+ *    persisting; a scan that meets a symbolic link *.key or more than 4
+ *    keys leaves the keys as they were; a directory others may write
+ *    into is refused at start (exit 1);
+ *  - a lost ACCEPT: a relay passes a mirror's HELLO to the target, which
+ *    admits it (a session starts), and cuts the connection instead of
+ *    passing the ACCEPT back; the mirror's next attempt is a new dial
+ *    with a fresh nonce and proof, admitted -- not refused as a replay
+ *    (the target counts no replay, no refusal).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -133,9 +144,18 @@ setup(void **state)
 	return 0;
 }
 
+/* the pmrep-target child not waited for yet (a failed assertion leaves
+ * it: teardown kills it) */
+static pid_t live_pid;
+
 static int
 teardown(void **state)
 {
+	if (live_pid > 0) {
+		kill(live_pid, SIGKILL);
+		(void) waitpid(live_pid, NULL, 0);
+		live_pid = 0;
+	}
 	struct ctx *c = *state;
 	if (c == NULL)
 		return 0;
@@ -289,8 +309,15 @@ keyless_flood_from_another_address_lets_10_mirrors_attach(void **state)
 	tgt_halt(c);
 	assert_int_equal(attached, 10);
 
+	/* the last mirror's session closes once the target saw its last
+	 * reply's send complete: a few more turns (the loop may have
+	 * stopped before that, on a loaded machine) */
 	struct pmrep_target_stats st;
 	assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	for (int i = 0; i < 100 && st.sessions_in_use > 0; i++) {
+		(void) pmrep_target_process(c->t, 20);
+		assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	}
 	fprintf(stderr, "flood: %lu keyless HELLOs sent, %llu rejected at admission, %llu sessions started\n",
 			sent_during, (unsigned long long)st.admission_refused,
 			(unsigned long long)st.sessions_started);
@@ -300,6 +327,151 @@ keyless_flood_from_another_address_lets_10_mirrors_attach(void **state)
 	assert_int_equal(st.sessions_started, 10);
 	assert_int_equal(st.sessions_accepted, 10);
 	assert_int_equal(st.sessions_in_use, 0);
+}
+
+/* ------------------------------------------------------ a lost ACCEPT */
+
+/* a relay on loopback to the target; its first connection passes the
+ * initiator's bytes on and is cut at the target's first answer (the
+ * ACCEPT, on plaintext tcp), every later one passes both ways */
+struct cut_relay {
+	int lfd;
+	uint16_t up_port;
+	char port[8];
+	atomic_bool stop;
+	atomic_int cut;		/* connections cut so far */
+	pthread_t th;
+};
+
+/* copy what is readable on `from` to `to`: false when `from` ended */
+static bool
+relay_pass(int from, int to)
+{
+	uint8_t b[4096];
+	ssize_t n = recv(from, b, sizeof(b), MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+			errno != EINTR))
+		return false;
+	for (ssize_t off = 0; n > 0 && off < n; ) {
+		ssize_t w = send(to, b + off, (size_t)(n - off), MSG_NOSIGNAL);
+		if (w <= 0)
+			return false;
+		off += w;
+	}
+	return true;
+}
+
+static void *
+cut_relay_loop(void *arg)
+{
+	struct cut_relay *r = arg;
+	bool first = true;
+	while (!atomic_load(&r->stop)) {
+		struct pollfd lp = { .fd = r->lfd, .events = POLLIN };
+		if (poll(&lp, 1, 50) <= 0)
+			continue;
+		int cfd = accept4(r->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		int ufd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET,
+			.sin_port = htons(r->up_port) };
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (ufd < 0 || connect(ufd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+			close(cfd);
+			if (ufd >= 0)
+				close(ufd);
+			continue;
+		}
+		for (bool live = true; live && !atomic_load(&r->stop); ) {
+			struct pollfd p[2] = { { cfd, POLLIN, 0 }, { ufd, POLLIN, 0 } };
+			if (poll(p, 2, 50) <= 0)
+				continue;
+			if (p[0].revents)
+				live = relay_pass(cfd, ufd);
+			if (live && p[1].revents && first) {
+				/* the target's answer: lost */
+				atomic_fetch_add(&r->cut, 1);
+				live = false;
+			} else if (live && p[1].revents) {
+				live = relay_pass(ufd, cfd);
+			}
+		}
+		first = false;
+		close(cfd);
+		close(ufd);
+	}
+	return NULL;
+}
+
+static void
+cut_relay_start(struct cut_relay *r, uint16_t up_port)
+{
+	memset(r, 0, sizeof(*r));
+	r->up_port = up_port;
+	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(r->lfd >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t al = sizeof(a);
+	assert_int_equal(bind(r->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(r->lfd, 8), 0);
+	assert_int_equal(getsockname(r->lfd, (struct sockaddr *)&a, &al), 0);
+	snprintf(r->port, sizeof(r->port), "%u", ntohs(a.sin_port));
+	assert_int_equal(pthread_create(&r->th, NULL, cut_relay_loop, r), 0);
+}
+
+static void
+cut_relay_stop(struct cut_relay *r)
+{
+	atomic_store(&r->stop, true);
+	pthread_join(r->th, NULL);
+	close(r->lfd);
+}
+
+static void
+a_lost_accept_is_followed_by_a_fresh_hello_not_a_replay(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	/* plaintext: the relay sees where the ACCEPT is (with TLS it would
+	 * cut the TLS handshake, before any HELLO) */
+	c->plain = true;
+	const uint8_t *keys[] = { key1 };
+	const uint32_t ids[] = { 1 };
+	tgt_new(c, keys, ids, 1);
+	tgt_run(c);
+	struct cut_relay r;
+	cut_relay_start(&r, c->nport);
+	char tport[8];
+	snprintf(tport, sizeof(tport), "%s", c->port);
+	snprintf(c->port, sizeof(c->port), "%s", r.port);
+
+	/* the first attempt: admitted, its ACCEPT lost */
+	int ret = mirror_try(c, key1, 1, NULL);
+	fprintf(stderr, "the attempt whose ACCEPT was lost: %s\n",
+			pmrep_err_to_str(ret));
+	assert_int_not_equal(ret, 0);
+	assert_int_not_equal(ret, PMREP_E_AUTH);
+	assert_int_equal(atomic_load(&r.cut), 1);
+	struct pmrep_target_stats st;
+	tgt_halt(c);
+	assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	assert_int_equal(st.sessions_started, 1);	/* it was admitted */
+	assert_int_equal(st.admission_refused, 0);
+	tgt_run(c);
+	/* the retry: a new dial, a fresh nonce: admitted, attached */
+	assert_int_equal(mirror_try(c, key1, 1, NULL), 0);
+	/* and once more, straight to the target */
+	snprintf(c->port, sizeof(c->port), "%s", tport);
+	assert_int_equal(mirror_try(c, key1, 1, NULL), 0);
+	cut_relay_stop(&r);
+	tgt_halt(c);
+	assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	assert_int_equal(st.admission_replayed, 0);
+	assert_int_equal(st.admission_refused, 0);
+	assert_int_equal(st.sessions_started, 3);
+	assert_int_equal(st.sessions_accepted, 2);
 }
 
 /* ------------------------------------------------------------- rotation */
@@ -366,6 +538,8 @@ rotation_two_keys_then_the_old_one_removed(void **state)
 /* ------------------------------------------------------ pmrep-target */
 
 static char root[512];
+/* where target_spawn's child writes its stderr (NULL: inherited) */
+static const char *spawn_err;
 
 /* pmrep-target with args (NULL-terminated, after the program), stdout to a
  * pipe: its pid; *out the read end */
@@ -382,6 +556,11 @@ target_spawn(char *const *args, int *out)
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
+		if (spawn_err) {
+			int e = open(spawn_err, O_CREAT | O_WRONLY | O_APPEND, 0600);
+			if (e >= 0)
+				dup2(e, 2);
+		}
 		char *argv[32] = { exe };
 		int n = 1;
 		while (args[n - 1] != NULL && n < 31) {
@@ -394,6 +573,7 @@ target_spawn(char *const *args, int *out)
 	}
 	close(p[1]);
 	*out = p[0];
+	live_pid = pid;
 	return pid;
 }
 
@@ -427,6 +607,7 @@ wait_exit(pid_t pid)
 {
 	int st = 0;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	live_pid = 0;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -511,6 +692,181 @@ pmrep_target_key_files_modes_two_ids_and_sighup(void **state)
 	close(out);
 }
 
+/* how often `needle` occurs in the file at `path` (0: none, no file) */
+static int
+count_in_file(const char *path, const char *needle)
+{
+	static char buf[1 << 16];
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	int k = 0;
+	for (const char *p = buf; (p = strstr(p, needle)) != NULL; p++)
+		k++;
+	return k;
+}
+
+/* wait (10 s at most) until the file holds `n` copies of `needle` */
+static void
+wait_lines(const char *path, const char *needle, int n)
+{
+	long long end = func_now_ms() + 10000 * func_slow();
+	while (count_in_file(path, needle) < n && func_now_ms() < end)
+		usleep(20000);
+	if (count_in_file(path, needle) < n)
+		fail_msg("%s: %d x '%s' expected, %d found", path, n, needle,
+				count_in_file(path, needle));
+}
+
+/* a status query with `key` (key id 0: TLS finds it by its fingerprint) */
+static int
+query_with(struct ctx *c, const uint8_t *key, size_t len)
+{
+	struct pmrep_replica_info info;
+	return pmrep_replica_query("127.0.0.1", c->port, key, len,
+			3000 * func_slow(), &info);
+}
+
+/* a new key file `name` in `dir` with id `id`; its key into kb */
+static void
+key_new(const char *dir, const char *name, uint32_t id, uint8_t *kb)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(pmrep_key_write_file(path, id, 32), 0);
+	size_t len;
+	uint32_t got;
+	assert_int_equal(pmrep_key_read_file_ex(path, 0, kb, PMREP_KEY_MAX,
+			&len, &got), 0);
+	assert_int_equal(len, 32);
+	assert_int_equal(got, id);
+}
+
+static void
+pmrep_target_key_dir_rescanned_on_sighup(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	spawn_err = NULL;
+	char rpath[128], kd[128], loose[128], errlog[128], path[256];
+	snprintf(rpath, sizeof(rpath), "%s/replica", c->dir);
+	snprintf(kd, sizeof(kd), "%s/keys", c->dir);
+	snprintf(loose, sizeof(loose), "%s/loose", c->dir);
+	snprintf(errlog, sizeof(errlog), "%s/target.err", c->dir);
+	assert_int_equal(mkdir(kd, 0700), 0);
+	assert_int_equal(mkdir(loose, 0700), 0);
+	uint8_t kb1[PMREP_KEY_MAX], kb2[PMREP_KEY_MAX], kb3[PMREP_KEY_MAX];
+	uint8_t kb4[PMREP_KEY_MAX], kb5[PMREP_KEY_MAX];
+	key_new(kd, "k1.key", 1, kb1);
+	/* not NAME.key: not a key, whatever it holds or its mode */
+	snprintf(path, sizeof(path), "%s/notes.txt", kd);
+	func_write_file(path, "not a key", 9);
+	assert_int_equal(chmod(path, 0644), 0);
+	snprintf(path, sizeof(path), "%s/.k9.key", kd);
+	func_write_file(path, "hidden", 6);
+	int out;
+
+	/* a directory others may write into: refused at start */
+	key_new(loose, "k1.key", 1, kb3);
+	assert_int_equal(chmod(loose, 0777), 0);
+	char *a_loose[] = { "--path", rpath, "--size", "256K", "--create",
+		"--port", "0", "--key-dir", loose, NULL };
+	pid_t pid = target_spawn(a_loose, &out);
+	assert_int_equal(wait_exit(pid), 1);
+	close(out);
+
+	spawn_err = errlog;
+	char *args[] = { "--path", rpath, "--size", "256K", "--create",
+		"--port", "0", "--key-dir", kd, NULL };
+	pid = target_spawn(args, &out);
+	unsigned port = target_port(out);
+	assert_true(port > 0);
+	snprintf(c->port, sizeof(c->port), "%u", port);
+
+	/* a mirror attached with key 1, kept */
+	struct pmrep_mirror *old = NULL;
+	assert_int_equal(mirror_try(c, kb1, 1, &old), 0);
+
+	/* key 2 dropped in: refused until the SIGHUP, then served */
+	key_new(kd, "k2.key", 2, kb2);
+	assert_int_equal(query_with(c, kb2, 32), PMREP_E_TLS);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_lines(errlog, "SIGHUP: 2 key(s) held", 1);
+	assert_int_equal(query_with(c, kb2, 32), 0);
+	assert_int_equal(query_with(c, kb1, 32), 0);
+
+	/* key 1's file removed: refused after the SIGHUP ... */
+	snprintf(path, sizeof(path), "%s/k1.key", kd);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_lines(errlog, "SIGHUP: 1 key(s) held", 1);
+	assert_int_equal(query_with(c, kb1, 32), PMREP_E_TLS);
+	assert_int_equal(query_with(c, kb2, 32), 0);
+	/* ... while the session attached with it goes on */
+	assert_int_equal(pmrep_mirror_persist(old, 0, SIZE, 3000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_delete(&old), 0);
+	assert_int_equal(mirror_try(c, kb1, 1, NULL), PMREP_E_TLS);
+	assert_int_equal(mirror_try(c, kb2, 2, NULL), 0);
+
+	/* a symbolic link named *.key: the scan fails, the keys stay (key 4
+	 * dropped in with it is not taken, key 2 still is) */
+	key_new(c->dir, "k3", 3, kb3);
+	char target3[256];
+	snprintf(target3, sizeof(target3), "%s/k3", c->dir);
+	snprintf(path, sizeof(path), "%s/k3.key", kd);
+	assert_int_equal(symlink(target3, path), 0);
+	key_new(kd, "k4.key", 4, kb4);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_lines(errlog, "SIGHUP: the keys stay as they were", 1);
+	assert_int_equal(count_in_file(errlog, "a symbolic link: refused"), 1);
+	assert_int_equal(query_with(c, kb4, 32), PMREP_E_TLS);
+	assert_int_equal(query_with(c, kb3, 32), PMREP_E_TLS);
+	assert_int_equal(query_with(c, kb2, 32), 0);
+	/* the link gone: key 4 is taken */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_lines(errlog, "SIGHUP: 2 key(s) held", 2);
+	assert_int_equal(query_with(c, kb4, 32), 0);
+
+	/* five keys: too many, the keys stay */
+	key_new(kd, "k5.key", 5, kb5);
+	uint8_t kb6[PMREP_KEY_MAX], kb7[PMREP_KEY_MAX];
+	key_new(kd, "k6.key", 6, kb6);
+	key_new(kd, "k7.key", 7, kb7);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_lines(errlog, "SIGHUP: the keys stay as they were", 2);
+	assert_true(count_in_file(errlog, "more than 4 keys") >= 1);
+	assert_int_equal(query_with(c, kb5, 32), PMREP_E_TLS);
+	assert_int_equal(query_with(c, kb2, 32), 0);
+	/* two of them gone: 4 keys, all served (2 4 5 6) */
+	snprintf(path, sizeof(path), "%s/k7.key", kd);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_lines(errlog, "SIGHUP: 4 key(s) held", 1);
+	assert_int_equal(query_with(c, kb5, 32), 0);
+	assert_int_equal(query_with(c, kb6, 32), 0);
+	assert_int_equal(query_with(c, kb7, 32), PMREP_E_TLS);
+	/* a full table rotated: 2 out, 8 in, in one SIGHUP (the new key
+	 * is added once the gone one is removed) */
+	uint8_t kb8[PMREP_KEY_MAX];
+	snprintf(path, sizeof(path), "%s/k2.key", kd);
+	assert_int_equal(unlink(path), 0);
+	key_new(kd, "k8.key", 8, kb8);
+	assert_int_equal(kill(pid, SIGHUP), 0);
+	wait_lines(errlog, "SIGHUP: 4 key(s) held", 2);
+	assert_int_equal(query_with(c, kb8, 32), 0);
+	assert_int_equal(query_with(c, kb2, 32), PMREP_E_TLS);
+	assert_int_equal(mirror_try(c, kb8, 8, NULL), 0);
+
+	kill(pid, SIGTERM);
+	assert_int_equal(wait_exit(pid), 0);
+	close(out);
+	spawn_err = NULL;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -521,6 +877,8 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(rotation_two_keys_then_the_old_one_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(rotation_with_tls_key_id_0_finds_the_key_by_its_fingerprint, setup, teardown),
 		cmocka_unit_test_setup_teardown(pmrep_target_key_files_modes_two_ids_and_sighup, setup, teardown),
+		cmocka_unit_test_setup_teardown(pmrep_target_key_dir_rescanned_on_sighup, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_lost_accept_is_followed_by_a_fresh_hello_not_a_replay, setup, teardown),
 	};
 	pmrep_log_set_threshold(getenv("TEST_LOG") ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -263,6 +263,8 @@ struct tcp_ep {
 	int lfd;			/* the listening socket */
 	struct tcp_pending *pending;	/* accepted, HELLO not complete yet */
 	unsigned npending;
+	int tfd;			/* timerfd in base.fd: the next pending expiry */
+	long long limit_ms;		/* the handshake limit of the last look */
 };
 
 struct tcp_conn_req {

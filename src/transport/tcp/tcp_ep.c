@@ -17,6 +17,11 @@
  * evicts its own attempts, not another address's. A socket whose first
  * frame is in (a request, or one to refuse) waits for the application
  * and is never evicted.
+ *
+ * The expiry needs no other activity: a timerfd in the epoll set is armed
+ * for the earliest deadline of a socket still waiting for its HELLO (with
+ * the handshake limit of the application's last look), so the endpoint fd
+ * turns readable then, and the application's next look drops it.
  */
 #include <errno.h>
 #include <poll.h>
@@ -25,6 +30,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "tcp.h"
@@ -110,16 +116,26 @@ tcp_ep_listen(struct pmrep_peer *peer, const char *addr, const char *port,
 		ret = PMREP_ERR_PROVIDER(errno, "epoll_create1");
 		goto err_close_lfd;
 	}
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = ep->lfd };
-	if (fcntl(ep->base.fd, F_SETFL, O_NONBLOCK) != 0 ||
-			epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, ep->lfd, &ev) != 0) {
-		ret = PMREP_ERR_PROVIDER(errno, "epoll_ctl");
+	ep->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (ep->tfd < 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "timerfd_create");
 		goto err_close_epfd;
+	}
+	ep->limit_ms = TCP_PENDING_EXPIRE_MS;
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = ep->lfd };
+	struct epoll_event tev = { .events = EPOLLIN, .data.fd = ep->tfd };
+	if (fcntl(ep->base.fd, F_SETFL, O_NONBLOCK) != 0 ||
+			epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, ep->lfd, &ev) != 0 ||
+			epoll_ctl(ep->base.fd, EPOLL_CTL_ADD, ep->tfd, &tev) != 0) {
+		ret = PMREP_ERR_PROVIDER(errno, "epoll_ctl");
+		goto err_close_tfd;
 	}
 	ep->base.peer = peer;
 	*ep_ptr = &ep->base;
 	return 0;
 
+err_close_tfd:
+	close(ep->tfd);
 err_close_epfd:
 	close(ep->base.fd);
 err_close_lfd:
@@ -154,6 +170,7 @@ tcp_ep_shutdown(struct pmrep_ep *ep_base)
 	 * find the next listener */
 	while (ep->npending > 0)
 		pending_drop(ep, ep->npending - 1, TCP_WIRE_REJ_NOT_LISTENING);
+	close(ep->tfd);
 	close(ep->base.fd);
 	close(ep->lfd);
 	free(ep->pending);
@@ -256,6 +273,35 @@ pending_expire(struct tcp_ep *ep, long long now, long long limit)
 		else
 			i++;
 	}
+}
+
+/*
+ * Arm the timer for the earliest expiry of a socket still waiting for its
+ * HELLO, or disarm it (none). Re-arming also clears a past expiry, so the
+ * endpoint fd is readable for the timer only once its deadline passed.
+ */
+static void
+pending_arm(struct tcp_ep *ep, long long now)
+{
+	long long first = -1;
+	for (unsigned i = 0; i < ep->npending; i++) {
+		const struct tcp_pending *p = &ep->pending[i];
+		if (!p->settled && (first < 0 || p->since < first))
+			first = p->since;
+	}
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	if (first >= 0) {
+		long long left = first + ep->limit_ms - now;
+		if (left <= 0)
+			its.it_value.tv_nsec = 1;	/* due: fire at once */
+		else {
+			its.it_value.tv_sec = (time_t)(left / 1000);
+			its.it_value.tv_nsec = (long)(left % 1000) * 1000000;
+		}
+	}
+	if (timerfd_settime(ep->tfd, 0, &its, NULL) != 0)
+		PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: timerfd_settime: %s (silent sockets then expire on the next connection attempt only)",
+				strerror(errno));
 }
 
 /*
@@ -376,12 +422,12 @@ pending_tls(struct tcp_ep *ep, struct tcp_pending *p,
 	return r;
 }
 
-int
-tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
+static int
+next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		struct pmrep_conn_req **req_ptr)
 {
-	struct tcp_ep *ep = (struct tcp_ep *)ep_base;
 	long long limit = pending_limit_ms(cfg);
+	ep->limit_ms = limit;
 	/* expired sockets go before newcomers are looked at */
 	pending_expire(ep, pmrep_now_ms(), limit);
 	unsigned evicted = accept_waiting(ep);
@@ -452,4 +498,15 @@ tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
 		return 0;
 	}
 	return PMREP_E_NO_EVENT;
+}
+
+int
+tcp_ep_next_conn_req(struct pmrep_ep *ep_base, const struct pmrep_conn_cfg *cfg,
+		struct pmrep_conn_req **req_ptr)
+{
+	struct tcp_ep *ep = (struct tcp_ep *)ep_base;
+	int ret = next_conn_req(ep, cfg, req_ptr);
+	/* whatever the outcome: the timer for what still waits */
+	pending_arm(ep, pmrep_now_ms());
+	return ret;
 }
