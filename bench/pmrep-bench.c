@@ -2282,6 +2282,9 @@ sweep_pipe(void)
 	double q_raw[PIPE_NW][64], q_fl[PIPE_NW][64], q_rfl[PIPE_NW][64];
 	double q_w1[PIPE_NW][64], fmib[64];
 	struct bench_samples pools[PIPE_NW];
+	struct cpu_acc mcpu[PIPE_NW], rcpu[PIPE_NW];
+	memset(mcpu, 0, sizeof(mcpu));
+	memset(rcpu, 0, sizeof(rcpu));
 	unsigned ninit = 0;
 	for (; ninit < PIPE_NW; ninit++)
 		if (bench_samples_init(&pools[ninit], SAMPLES_CAP / 4))
@@ -2301,19 +2304,27 @@ sweep_pipe(void)
 			fmib[nfl++] = f.mib_per_s;
 		for (unsigned i = 0; i < PIPE_NW; i++) {
 			unsigned wnd = Pipe_windows[i];
+			struct cpu_win cw;
+			struct cpu_acc ca;
 			bench_samples_reset(&S_round);
+			cpu_start(&cw);
 			if (raw_run(&r, size, wnd, O.ms, &S_round)) {
 				Failures++;
 				goto fini;
 			}
+			cpu_stop(&cw, S_round.all_ops, &ca);
+			cpu_add(&rcpu[i], &ca);
 			bench_summarize(&S_round, &res);
 			rmib[i][round] = res.mib_per_s;
 			bench_samples_reset(&S_round);
+			cpu_start(&cw);
 			if (pipe_run(&mi[i], size, wnd, WARMUP_MS, O.ms, &S_round,
 					NULL)) {
 				Failures++;
 				goto fini;
 			}
+			cpu_stop(&cw, S_round.all_ops, &ca);
+			cpu_add(&mcpu[i], &ca);
 			pool_add(&pools[i], &S_round);
 			bench_summarize(&S_round, &res);
 			mmib[i][round] = res.mib_per_s;
@@ -2328,10 +2339,11 @@ sweep_pipe(void)
 			"  raw = pmrep_write + flush PERSISTENT at queue depth W on one conn; floor tcp-stream (4 KiB messages back to back); %d round(s) x %d ms;\n"
 			"  ratios within a round, median [min-max] of the rounds; tcp-stream floor %.1f MiB/s (median)\n",
 			mi[0].method, rounds, O.ms, median(fmib, nfl));
-	fprintf(Tab, "  %3s %10s %11s %8s %8s %10s  %-20s %-20s %-20s %s\n", "W",
+	fprintf(Tab, "  cpu us/op: user+sys of both processes (bench + server, whose targets serve the mirror) per operation, warm-up included\n");
+	fprintf(Tab, "  %3s %10s %11s %8s %8s %10s  %-20s %-20s %-20s %-20s %s\n", "W",
 			"MiB/s", "persists/s", "p50us", "p99us", "raw MiB/s",
 			"mirror/raw(qd W)", "mirror/tcp-stream", "raw/tcp-stream",
-			"mirror W / W 1");
+			"mirror W / W 1", "cpu us/op mirror raw");
 	for (unsigned i = 0; i < PIPE_NW; i++) {
 		struct bench_result pr;
 		bench_summarize(&pools[i], &pr);
@@ -2351,9 +2363,10 @@ sweep_pipe(void)
 		snprintf(b, sizeof(b), "%.2f [%.2f-%.2f]", w1, q_w1[i][0],
 				q_w1[i][rounds - 1]);
 		double mm = median(mmib[i], rounds), mo = median(mops[i], rounds);
-		fprintf(Tab, "  %3u %10.1f %11.0f %8.1f %8.1f %10.1f  %-20s %-20s %-20s %s\n",
+		fprintf(Tab, "  %3u %10.1f %11.0f %8.1f %8.1f %10.1f  %-20s %-20s %-20s %-20s %6.2f %6.2f\n",
 				Pipe_windows[i], mm, mo, pr.p50_us, pr.p99_us, rm,
-				a[0], a[1], a[2], b);
+				a[0], a[1], a[2], b, cpu_us_op(&mcpu[i]),
+				cpu_us_op(&rcpu[i]));
 		if (Json) {
 			fprintf(Json, "{\"run\":\"%s\",\"date\":\"%s\",\"host\":\"%s\",\"provider\":\"%s\","
 					"\"sweep\":\"pipe\",\"level\":\"mirror\",\"method\":\"%s\",\"size\":%zu,"
@@ -2372,6 +2385,8 @@ sweep_pipe(void)
 			json_num(Json, "raw_ratio_floor", isnan(q_rfl[i][0]) ? NAN :
 					median(q_rfl[i], rounds));
 			json_num(Json, "vs_window_1", w1);
+			json_num(Json, "cpu_us_op", cpu_us_op(&mcpu[i]));
+			json_num(Json, "raw_cpu_us_op", cpu_us_op(&rcpu[i]));
 			fprintf(Json, ",\"rounds\":%d}\n", rounds);
 			fflush(Json);
 		}
