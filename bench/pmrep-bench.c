@@ -8,7 +8,13 @@
  * echo thread), driven over a socketpair with one-line commands. Levels:
  *   raw    -- pmrep_write + pmrep_flush(PERSISTENT) per op, `qd` in flight;
  *   mirror -- pmrep_mirror_persist (one at a time, as the API is), to 1..3
- *             replica targets.
+ *             replica targets;
+ *   pipe   -- pmrep_mirror_persist_async, 4 KiB ranges never adjacent, at
+ *             window 1, 16 and 32 (that many outstanding), 1 replica, held
+ *             against the raw level at the same queue depth and the tcp
+ *             stream; and quorum 1 of 2 with one target (a process of its
+ *             own, this program re-executed with --target-child) frozen by
+ *             SIGSTOP against both live.
  * Floors (alternated with the measured side in every round, and the ratio
  * taken within the round, since absolute times on a shared machine or in
  * an emulated guest swing; the median ratio of the rounds is reported):
@@ -52,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -113,6 +120,7 @@ struct opts {
 	const char *dev;		/* verbs: perftest's -d */
 	bool raw, mirror;
 	bool sweep_lat, sweep_bw, sweep_rep, sweep_restart, sweep_tls;
+	bool sweep_pipe, sweep_quorum;
 	size_t sizes[MAX_LIST];
 	unsigned nsizes;
 	size_t bw_sizes[MAX_LIST];
@@ -152,11 +160,14 @@ usage(FILE *f)
 "  --addr IP              address of both sides (tcp 127.0.0.1; verbs $RXE_IP or 10.11.12.1)\n"
 "  --dev NAME             RDMA device for perftest (verbs; default $RXE_DEV or rxe0)\n"
 "  --level raw|mirror|all what to measure (default all)\n"
-"  --sweep lat,bw,rep,restart,tls  latency vs size, throughput vs queue depth, replicas,\n"
-"                         the mirror's record: restart after a crash (1 GiB log; --quick\n"
-"                         64 MiB) and its price on the persist path; tls (tcp, raw level):\n"
-"                         64 B latency and 4 KiB qd 16 stream, TLS 1.3 against plain tcp\n"
-"                         (default all)\n"
+"  --sweep lat,bw,rep,pipe,quorum,restart,tls  latency vs size, throughput vs queue depth,\n"
+"                         replicas; pipe: the pipelined mirror (4 KiB persist_async, window\n"
+"                         1, 16, 32) against the raw level at the same depth and the tcp\n"
+"                         stream; quorum: quorum 1 of 2, window 16, both live vs one frozen\n"
+"                         (SIGSTOP); the mirror's record: restart after a crash (1 GiB log;\n"
+"                         --quick 64 MiB) and its price on the persist path; tls (tcp, raw\n"
+"                         level): 64 B latency and 4 KiB qd 16 stream, TLS 1.3 against plain\n"
+"                         tcp (default all)\n"
 "  --sizes LIST           latency sweep record sizes (default 64,512,4096,65536,1048576)\n"
 "  --bw-sizes LIST        throughput sweep record sizes (default 4096)\n"
 "  --qd LIST              queue depths of the throughput sweep (default 1,4,16,64)\n"
@@ -235,7 +246,8 @@ parse_opts(int argc, char *argv[])
 		{ 0, 0, 0, 0 },
 	};
 	const char *sizes = NULL, *bw = NULL, *qd = NULL, *reps = NULL;
-	const char *wait = NULL, *level = "all", *sweep = "lat,bw,rep,restart,tls";
+	const char *wait = NULL, *level = "all";
+	const char *sweep = "lat,bw,rep,pipe,quorum,restart,tls";
 	int ms = -1, rounds = -1;
 	O.prov = PMREP_PROVIDER_TCP;
 	O.floor = true;
@@ -292,6 +304,8 @@ parse_opts(int argc, char *argv[])
 	O.sweep_rep = strstr(sweep, "rep") != NULL;
 	O.sweep_restart = strstr(sweep, "restart") != NULL;
 	O.sweep_tls = strstr(sweep, "tls") != NULL;
+	O.sweep_pipe = strstr(sweep, "pipe") != NULL;
+	O.sweep_quorum = strstr(sweep, "quorum") != NULL;
 	if (O.addr == NULL) {
 		const char *ip = getenv("RXE_IP");
 		O.addr = O.prov == PMREP_PROVIDER_TCP ? "127.0.0.1" :
@@ -655,6 +669,34 @@ server_raw(struct server *sv, size_t size, bool tls)
 	return ret;
 }
 
+/* a target on a fresh file at `path` (removed first, and on failure) */
+static int
+target_make(const char *path, uint64_t size, const char *addr,
+		struct pmrep_target **t)
+{
+	struct pmrep_target_cfg *cfg = NULL;
+	unlink(path);
+	int ret = pmrep_target_cfg_new(&cfg);
+	if (ret == 0)
+		ret = pmrep_target_cfg_set_path(cfg, path);
+	if (ret == 0)
+		ret = pmrep_target_cfg_set_data_size(cfg, size, true);
+	if (ret == 0)
+		ret = pmrep_target_cfg_set_address(cfg, addr, "0");
+	if (ret == 0)
+		ret = pmrep_target_cfg_set_key(cfg, Key, sizeof(Key));
+	if (ret == 0)
+		ret = pmrep_target_cfg_set_direct_write_to_pmem(cfg, true);
+	if (ret == 0)
+		ret = pmrep_target_cfg_set_timeout(cfg, OP_TIMEOUT_MS);
+	if (ret == 0)
+		ret = pmrep_target_new(cfg, t);
+	(void) pmrep_target_cfg_delete(&cfg);
+	if (ret)
+		unlink(path);	/* it may have been created */
+	return ret;
+}
+
 /* TGT <n> <data size>: n targets on fresh files */
 static int
 server_targets(struct server *sv, unsigned n, uint64_t size, char *reply,
@@ -663,30 +705,11 @@ server_targets(struct server *sv, unsigned n, uint64_t size, char *reply,
 	size_t off = (size_t)snprintf(reply, rsize, "OK");
 	for (unsigned i = 0; i < n && sv->nt < MAX_TARGETS; i++) {
 		char path[128];
-		struct pmrep_target_cfg *cfg = NULL;
 		unsigned idx = sv->nt;
 		shm_path(path, sizeof(path), getppid(), "t", idx);
-		unlink(path);
-		int ret = pmrep_target_cfg_new(&cfg);
-		if (ret == 0)
-			ret = pmrep_target_cfg_set_path(cfg, path);
-		if (ret == 0)
-			ret = pmrep_target_cfg_set_data_size(cfg, size, true);
-		if (ret == 0)
-			ret = pmrep_target_cfg_set_address(cfg, O.addr, "0");
-		if (ret == 0)
-			ret = pmrep_target_cfg_set_key(cfg, Key, sizeof(Key));
-		if (ret == 0)
-			ret = pmrep_target_cfg_set_direct_write_to_pmem(cfg, true);
-		if (ret == 0)
-			ret = pmrep_target_cfg_set_timeout(cfg, OP_TIMEOUT_MS);
-		if (ret == 0)
-			ret = pmrep_target_new(cfg, &sv->t[idx]);
-		(void) pmrep_target_cfg_delete(&cfg);
-		if (ret) {
-			unlink(path);	/* it may have been created */
+		int ret = target_make(path, size, O.addr, &sv->t[idx]);
+		if (ret)
 			return ret;
-		}
 		sv->nt++;
 		uint16_t port;
 		(void) pmrep_target_get_port(sv->t[idx], &port);
@@ -1202,6 +1225,17 @@ state_unlink(const char *mapping)
  * file next to the mapping) */
 static bool Mirror_record_in_memory;
 
+/* mirror_open: what else the next mirror's cfg says (NULL: defaults) */
+struct mirror_extra {
+	unsigned window;	/* 0: the default */
+	unsigned quorum;	/* 0: all */
+	bool set_max_lag;
+	uint64_t max_lag;	/* bytes */
+	const char *ports;	/* the replicas' ports, " P1 P2": targets of
+				 * our own (NULL: ask the server for new ones) */
+};
+static const struct mirror_extra *Mirror_extra;
+
 struct mirror {
 	unsigned nrep;
 	size_t size;
@@ -1219,7 +1253,11 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 	memset(mi, 0, sizeof(*mi));
 	mi->nrep = nrep;
 	mi->size = size;
-	if (ask(reply, sizeof(reply), OP_TIMEOUT_MS, "TGT %u %zu", nrep, size))
+	const struct mirror_extra *ex = Mirror_extra;
+	if (ex && ex->ports)
+		snprintf(reply, sizeof(reply), "OK%s", ex->ports);
+	else if (ask(reply, sizeof(reply), OP_TIMEOUT_MS, "TGT %u %zu", nrep,
+			size))
 		return -1;
 	struct pmrep_mirror_cfg *cfg = NULL;
 	int ret = pmrep_mirror_cfg_new(&cfg);
@@ -1246,6 +1284,12 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 		ret = pmrep_mirror_cfg_set_timeout(cfg, OP_TIMEOUT_MS);
 	if (ret == 0 && Mirror_record_in_memory)
 		ret = pmrep_mirror_cfg_set_state_path(cfg, NULL);
+	if (ret == 0 && ex && ex->window)
+		ret = pmrep_mirror_cfg_set_window(cfg, ex->window);
+	if (ret == 0 && ex && ex->quorum)
+		ret = pmrep_mirror_cfg_set_quorum(cfg, ex->quorum);
+	if (ret == 0 && ex && ex->set_max_lag)
+		ret = pmrep_mirror_cfg_set_max_lag(cfg, ex->max_lag);
 	snprintf(mi->path, sizeof(mi->path), "/dev/shm/pmrep-bench-%ld-local%u",
 			(long)getpid(), tag);
 	unlink(mi->path);
@@ -2057,6 +2101,598 @@ sweep_replicas(void)
 	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
 }
 
+/* ------------------------------------------- the pipelined mirror level */
+
+/*
+ * pmrep_mirror_persist_async of `size` bytes at ranges `2 * size` apart
+ * (never adjacent: no coalescing, every request its own step), `depth`
+ * requests outstanding (submitted, not yet handed out by poll), waiting
+ * on the mirror's fd; for about `ms` after `warm_ms`. A request's latency
+ * is from its submission (the local persist included) to its completion.
+ * Completions are checked to come in submission order (Pipe_disorder
+ * counts those that do not) and with result 0.
+ */
+#define PIPE_MAX 64
+#define PIPE_SIZE (4u << 20)	/* the mirrored mapping of the pipe sweep */
+
+/* a replica watched during a pipe_run (the frozen one of the quorum level) */
+struct pipe_watch {
+	unsigned idx;
+	uint64_t t0;		/* ns: the run's start (just after the freeze) */
+	uint64_t t_failed;	/* ns: first seen FAILED (0: never) */
+	uint64_t t_last;	/* ns: the last completion */
+	uint64_t before, after;	/* completions before / after it was FAILED */
+	uint64_t max_before_ns;	/* the slowest completion before */
+	bool saw_behind;
+	struct pmrep_replica_status st;	/* at the end of the run */
+};
+
+static uint64_t Pipe_disorder;
+
+static int
+pipe_run(struct mirror *mi, size_t size, unsigned depth, int warm_ms, int ms,
+		struct bench_samples *s, struct pipe_watch *w)
+{
+	struct pmrep_mirror_completion c[PIPE_MAX];
+	uint64_t t_sub[PIPE_MAX], seq_of[PIPE_MAX];
+	unsigned free_slot[PIPE_MAX], nfree = 0;
+	uint8_t *base = pmrep_pmem_get_address(mi->pmem);
+	size_t stride = 2 * size, nslots = mi->size / stride;
+	int fd = -1, ret = 0;
+	(void) pmrep_mirror_get_fd(mi->m, &fd);
+	if (depth > PIPE_MAX)
+		depth = PIPE_MAX;
+	for (unsigned i = 0; i < depth; i++)
+		free_slot[nfree++] = depth - 1 - i;
+	uint64_t seq = 0, next_done = 0;
+	unsigned out = 0;
+	uint64_t t0 = bench_now_ns();
+	uint64_t warm_end = t0 + (uint64_t)warm_ms * 1000000u;
+	uint64_t end = warm_end + (uint64_t)ms * 1000000u;
+	uint64_t begin = 0, idle_since = t0;
+	if (w)
+		w->t0 = t0;
+	for (;;) {
+		uint64_t now = bench_now_ns();
+		bool more = now < end;
+		while (more && nfree > 0) {
+			unsigned slot = free_slot[--nfree];
+			size_t off = (size_t)(seq % nslots) * stride;
+			base[off] = (uint8_t)seq;	/* something to persist */
+			t_sub[slot] = bench_now_ns();
+			seq_of[slot] = seq;
+			ret = pmrep_mirror_persist_async(mi->m, off, size,
+					(void *)(uintptr_t)(slot + 1));
+			if (ret) {
+				fprintf(stderr, "pmrep-bench: persist_async: %s (%s)\n",
+						pmrep_err_to_str(ret), pmrep_err_msg());
+				return -1;
+			}
+			seq++;
+			out++;
+		}
+		if (out == 0)
+			break;
+		int n = 0;
+		ret = pmrep_mirror_poll(mi->m, c, PIPE_MAX, &n);
+		if (ret) {
+			fprintf(stderr, "pmrep-bench: mirror poll: %s (%s)\n",
+					pmrep_err_to_str(ret), pmrep_err_msg());
+			return -1;
+		}
+		now = bench_now_ns();
+		if (n == 0) {
+			if (now - idle_since > (uint64_t)OP_TIMEOUT_MS * 1000000u) {
+				fprintf(stderr, "pmrep-bench: pipeline: no completion in %d ms with %u outstanding (window %u)\n",
+						OP_TIMEOUT_MS, out, depth);
+				return -1;
+			}
+			struct pollfd p = { fd, POLLIN, 0 };
+			(void) poll(&p, 1, 100);
+			continue;
+		}
+		idle_since = now;
+		for (int i = 0; i < n; i++) {
+			unsigned slot = (unsigned)((uintptr_t)c[i].ctx - 1);
+			if (slot >= depth) {
+				fprintf(stderr, "pmrep-bench: pipeline: a completion with an unknown ctx\n");
+				return -1;
+			}
+			if (c[i].result) {
+				fprintf(stderr, "pmrep-bench: pipeline: persist at %zu: %s\n",
+						c[i].offset, pmrep_err_to_str(c[i].result));
+				return -1;
+			}
+			if (seq_of[slot] != next_done)
+				Pipe_disorder++;
+			next_done = seq_of[slot] + 1;
+			uint64_t lat = now - t_sub[slot];
+			s->all_ops++;
+			if (t_sub[slot] >= warm_end && now < end) {
+				if (begin == 0)
+					begin = t_sub[slot];
+				bench_samples_add(s, lat, size);
+				s->elapsed_ns = now - begin;
+			}
+			if (w) {
+				if (w->t_failed == 0) {
+					w->before++;
+					if (lat > w->max_before_ns)
+						w->max_before_ns = lat;
+				} else {
+					w->after++;
+				}
+				w->t_last = now;
+			}
+			free_slot[nfree++] = slot;
+			out--;
+		}
+		if (w && w->t_failed == 0) {
+			struct pmrep_replica_status st;
+			if (pmrep_mirror_get_replica_status(mi->m, w->idx, &st) == 0) {
+				if (st.state == PMREP_REPLICA_BEHIND)
+					w->saw_behind = true;
+				if (st.state == PMREP_REPLICA_FAILED)
+					w->t_failed = bench_now_ns();
+			}
+		}
+	}
+	if (w)
+		(void) pmrep_mirror_get_replica_status(mi->m, w->idx, &w->st);
+	return 0;
+}
+
+static const unsigned Pipe_windows[] = { 1, 16, 32 };
+#define PIPE_NW (sizeof(Pipe_windows) / sizeof(Pipe_windows[0]))
+
+/*
+ * The pipeline against the transport it runs on, in every round: the tcp
+ * stream floor (4 KiB messages back to back), then per window W the raw
+ * level at queue depth W (pmrep_write + flush PERSISTENT, one conn) and a
+ * 1-replica mirror of window W with W requests outstanding. Ratios within
+ * the round (mirror / raw at the same depth, mirror / tcp-stream, raw /
+ * tcp-stream, mirror W / mirror 1), the median [min-max] of the rounds.
+ * Figures only: no pass / fail.
+ */
+static void
+sweep_pipe(void)
+{
+	const size_t size = 4096;
+	struct raw r;
+	struct mirror mi[PIPE_NW];
+	unsigned nm = 0;
+	char reply[64];
+	if (raw_open(&r, size)) {
+		Failures++;
+		(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+		return;
+	}
+	for (; nm < PIPE_NW; nm++) {
+		struct mirror_extra ex = { .window = Pipe_windows[nm] };
+		Mirror_extra = &ex;
+		int ret = mirror_open(&mi[nm], 1, PIPE_SIZE, 20 + nm);
+		Mirror_extra = NULL;
+		if (ret) {
+			Failures++;
+			goto out;
+		}
+	}
+	int rounds = O.rounds < 64 ? O.rounds : 64;
+	double mmib[PIPE_NW][64], mops[PIPE_NW][64], rmib[PIPE_NW][64];
+	double q_raw[PIPE_NW][64], q_fl[PIPE_NW][64], q_rfl[PIPE_NW][64];
+	double q_w1[PIPE_NW][64], fmib[64];
+	struct bench_samples pools[PIPE_NW];
+	struct cpu_acc mcpu[PIPE_NW], rcpu[PIPE_NW];
+	memset(mcpu, 0, sizeof(mcpu));
+	memset(rcpu, 0, sizeof(rcpu));
+	unsigned ninit = 0;
+	for (; ninit < PIPE_NW; ninit++)
+		if (bench_samples_init(&pools[ninit], SAMPLES_CAP / 4))
+			break;
+	if (ninit < PIPE_NW) {
+		Failures++;
+		goto fini;
+	}
+	int nfl = 0;
+	uint64_t disorder0 = Pipe_disorder;
+	for (int round = 0; round < rounds; round++) {
+		struct bench_result f = { 0 }, res;
+		struct cpu_acc fc;
+		bool have_f = O.floor && O.prov == PMREP_PROVIDER_TCP &&
+			floor_bw(size, false, &S_floor, &f, &fc);
+		if (have_f)
+			fmib[nfl++] = f.mib_per_s;
+		for (unsigned i = 0; i < PIPE_NW; i++) {
+			unsigned wnd = Pipe_windows[i];
+			struct cpu_win cw;
+			struct cpu_acc ca;
+			bench_samples_reset(&S_round);
+			cpu_start(&cw);
+			if (raw_run(&r, size, wnd, O.ms, &S_round)) {
+				Failures++;
+				goto fini;
+			}
+			cpu_stop(&cw, S_round.all_ops, &ca);
+			cpu_add(&rcpu[i], &ca);
+			bench_summarize(&S_round, &res);
+			rmib[i][round] = res.mib_per_s;
+			bench_samples_reset(&S_round);
+			cpu_start(&cw);
+			if (pipe_run(&mi[i], size, wnd, WARMUP_MS, O.ms, &S_round,
+					NULL)) {
+				Failures++;
+				goto fini;
+			}
+			cpu_stop(&cw, S_round.all_ops, &ca);
+			cpu_add(&mcpu[i], &ca);
+			pool_add(&pools[i], &S_round);
+			bench_summarize(&S_round, &res);
+			mmib[i][round] = res.mib_per_s;
+			mops[i][round] = res.ops_per_s;
+			q_raw[i][round] = mmib[i][round] / rmib[i][round];
+			q_fl[i][round] = have_f ? mmib[i][round] / f.mib_per_s : NAN;
+			q_rfl[i][round] = have_f ? rmib[i][round] / f.mib_per_s : NAN;
+			q_w1[i][round] = mmib[i][round] / mmib[0][round];
+		}
+	}
+	fprintf(Tab, "\npipe: pipelined mirror, 4 KiB persist_async of ranges 8 KiB apart (no coalescing), 1 replica (%s), W requests outstanding, waiting on the mirror fd;\n"
+			"  raw = pmrep_write + flush PERSISTENT at queue depth W on one conn; floor tcp-stream (4 KiB messages back to back); %d round(s) x %d ms;\n"
+			"  ratios within a round, median [min-max] of the rounds; tcp-stream floor %.1f MiB/s (median)\n",
+			mi[0].method, rounds, O.ms, median(fmib, nfl));
+	fprintf(Tab, "  cpu us/op: user+sys of both processes (bench + server, whose targets serve the mirror) per operation, warm-up included\n");
+	fprintf(Tab, "  %3s %10s %11s %8s %8s %10s  %-20s %-20s %-20s %-20s %s\n", "W",
+			"MiB/s", "persists/s", "p50us", "p99us", "raw MiB/s",
+			"mirror/raw(qd W)", "mirror/tcp-stream", "raw/tcp-stream",
+			"mirror W / W 1", "cpu us/op mirror raw");
+	for (unsigned i = 0; i < PIPE_NW; i++) {
+		struct bench_result pr;
+		bench_summarize(&pools[i], &pr);
+		double rm = median(rmib[i], rounds);
+		char a[3][48], b[48];
+		double *qs[3] = { q_raw[i], q_fl[i], q_rfl[i] };
+		for (int k = 0; k < 3; k++) {
+			if (isnan(qs[k][0])) {
+				snprintf(a[k], sizeof(a[k]), "-");
+				continue;
+			}
+			double med = median(qs[k], rounds);
+			snprintf(a[k], sizeof(a[k]), "%.2f [%.2f-%.2f]", med,
+					qs[k][0], qs[k][rounds - 1]);
+		}
+		double w1 = median(q_w1[i], rounds);
+		snprintf(b, sizeof(b), "%.2f [%.2f-%.2f]", w1, q_w1[i][0],
+				q_w1[i][rounds - 1]);
+		double mm = median(mmib[i], rounds), mo = median(mops[i], rounds);
+		fprintf(Tab, "  %3u %10.1f %11.0f %8.1f %8.1f %10.1f  %-20s %-20s %-20s %-20s %6.2f %6.2f\n",
+				Pipe_windows[i], mm, mo, pr.p50_us, pr.p99_us, rm,
+				a[0], a[1], a[2], b, cpu_us_op(&mcpu[i]),
+				cpu_us_op(&rcpu[i]));
+		if (Json) {
+			fprintf(Json, "{\"run\":\"%s\",\"date\":\"%s\",\"host\":\"%s\",\"provider\":\"%s\","
+					"\"sweep\":\"pipe\",\"level\":\"mirror\",\"method\":\"%s\",\"size\":%zu,"
+					"\"window\":%u,\"qd\":%u,\"replicas\":1",
+					Run_id, Date, Host, prov_str(), mi[i].method,
+					size, Pipe_windows[i], Pipe_windows[i]);
+			json_num(Json, "mib_per_s", mm);
+			json_num(Json, "ops_per_s", mo);
+			json_num(Json, "p50_us", pr.p50_us);
+			json_num(Json, "p99_us", pr.p99_us);
+			json_num(Json, "raw_mib_per_s", rm);
+			json_num(Json, "floor_mib_per_s", median(fmib, nfl));
+			json_num(Json, "ratio_raw", median(q_raw[i], rounds));
+			json_num(Json, "ratio_floor", isnan(q_fl[i][0]) ? NAN :
+					median(q_fl[i], rounds));
+			json_num(Json, "raw_ratio_floor", isnan(q_rfl[i][0]) ? NAN :
+					median(q_rfl[i], rounds));
+			json_num(Json, "vs_window_1", w1);
+			json_num(Json, "cpu_us_op", cpu_us_op(&mcpu[i]));
+			json_num(Json, "raw_cpu_us_op", cpu_us_op(&rcpu[i]));
+			fprintf(Json, ",\"rounds\":%d}\n", rounds);
+			fflush(Json);
+		}
+	}
+	if (Pipe_disorder != disorder0)
+		fprintf(Tab, "  NOTE: %llu completion(s) out of submission order\n",
+				(unsigned long long)(Pipe_disorder - disorder0));
+fini:
+	for (unsigned i = 0; i < ninit; i++)
+		bench_samples_fini(&pools[i]);
+out:
+	for (unsigned i = 0; i < nm; i++)
+		mirror_close(&mi[i]);
+	raw_close(&r);
+	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+}
+
+/* ------------------------------------- quorum 1 of 2, one replica frozen */
+
+/*
+ * A target in a process of its own (this program re-executed with
+ * --target-child), so that it can be frozen with SIGSTOP while the
+ * server's targets go on: it prints "OK <port>" and serves until its
+ * stdin ends.
+ */
+struct child_tgt {
+	pid_t pid;
+	int in_fd;		/* its stdin: closed to end it */
+	char port[16];
+	char path[128];
+};
+
+/* --target-child PATH SIZE ADDR: never returns */
+static void
+target_child(char *argv[])
+{
+	struct pmrep_target *t = NULL;
+	if (getenv("PMREP_LOG_LEVEL") == NULL)
+		pmrep_log_set_threshold(PMREP_LOG_FATAL);
+	int ret = target_make(argv[2], strtoull(argv[3], NULL, 0), argv[4], &t);
+	if (ret) {
+		printf("ERR %s: %s\n", pmrep_err_to_str(ret), pmrep_err_msg());
+		fflush(stdout);
+		_exit(1);
+	}
+	uint16_t port = 0;
+	int fd = -1;
+	(void) pmrep_target_get_port(t, &port);
+	(void) pmrep_target_get_fd(t, &fd);
+	printf("OK %u\n", port);
+	fflush(stdout);
+	for (;;) {
+		struct pollfd p[2] = { { 0, POLLIN, 0 }, { fd, POLLIN, 0 } };
+		if (poll(p, 2, 100) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			(void) pmrep_target_process(t, 0);
+		if (p[0].revents) {
+			char b[16];
+			if (read(0, b, sizeof(b)) <= 0)
+				break;
+		}
+	}
+	(void) pmrep_target_delete(&t);
+	unlink(argv[2]);
+	_exit(0);
+}
+
+static int
+child_tgt_start(struct child_tgt *c, unsigned idx, size_t size)
+{
+	int in[2], out[2];
+	char self[PATH_MAX], sz[32], line[128];
+	memset(c, 0, sizeof(*c));
+	c->pid = -1;
+	c->in_fd = -1;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	snprintf(c->path, sizeof(c->path), "/dev/shm/pmrep-bench-%ld-ct%u",
+			(long)getpid(), idx);
+	snprintf(sz, sizeof(sz), "%zu", size);
+	if (pipe2(in, O_CLOEXEC))
+		return -1;
+	if (pipe2(out, O_CLOEXEC)) {
+		close(in[0]);
+		close(in[1]);
+		return -1;
+	}
+	fflush(NULL);
+	c->pid = fork();
+	if (c->pid == 0) {
+		/* a frozen orphan would stay forever: killed with us */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execl(self, self, "--target-child", c->path, sz, O.addr,
+				(char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->in_fd = in[1];
+	int ret = c->pid < 0 ? -1 : ctrl_recv(out[0], line, sizeof(line),
+			OP_TIMEOUT_MS);
+	close(out[0]);
+	unsigned port;
+	if (ret || sscanf(line, "OK %u", &port) != 1) {
+		fprintf(stderr, "pmrep-bench: target process: %s\n",
+				ret ? "no answer" : line);
+		return -1;
+	}
+	snprintf(c->port, sizeof(c->port), "%u", port);
+	return 0;
+}
+
+static void
+child_tgt_end(struct child_tgt *c)
+{
+	if (c->pid > 0) {
+		kill(c->pid, SIGCONT);
+		if (c->in_fd >= 0)
+			close(c->in_fd);
+		reap(c->pid, 5000);
+	} else if (c->in_fd >= 0) {
+		close(c->in_fd);
+	}
+	c->pid = -1;
+	c->in_fd = -1;
+	if (c->path[0])
+		unlink(c->path);
+	c->path[0] = '\0';
+}
+
+/* poll the mirror (it has nothing outstanding) until no replica is
+ * BEHIND, for up to `ms`; *failed: the replicas found FAILED (a bit each) */
+static void
+pipe_settle(struct mirror *mi, int ms, unsigned *failed)
+{
+	int fd = -1;
+	unsigned n = 0;
+	(void) pmrep_mirror_get_fd(mi->m, &fd);
+	(void) pmrep_mirror_get_replica_count(mi->m, &n);
+	uint64_t until = bench_now_ns() + (uint64_t)ms * 1000000u;
+	for (;;) {
+		struct pmrep_mirror_completion c[4];
+		int k = 0;
+		(void) pmrep_mirror_poll(mi->m, c, 4, &k);
+		bool behind = false;
+		*failed = 0;
+		for (unsigned i = 0; i < n && i < 32; i++) {
+			struct pmrep_replica_status st;
+			if (pmrep_mirror_get_replica_status(mi->m, i, &st))
+				continue;
+			if (st.state == PMREP_REPLICA_BEHIND)
+				behind = true;
+			if (st.state == PMREP_REPLICA_FAILED)
+				*failed |= 1u << i;
+		}
+		if (!behind || bench_now_ns() > until)
+			return;
+		struct pollfd p = { fd, POLLIN, 0 };
+		(void) poll(&p, 1, 10);
+	}
+}
+
+#define QUORUM_WINDOW 16
+#define QUORUM_MAX_LAG (1ull << 30)
+
+/*
+ * Quorum 1 of 2, window 16, 4 KiB persists as the pipe sweep, both
+ * targets in processes of their own; per round: both live for O.ms,
+ * then replica 1's process frozen (SIGSTOP) and the same run at once.
+ * The cfg lag is 1 GiB, so what fails the frozen replica is the other
+ * pull-ahead rule: PMREP_MIRROR_WINDOW_MAX steps behind. Reported: the
+ * persists/s of both runs and their ratio (within the round), and
+ * apart, the persists completed between the freeze and the frozen
+ * replica's failure (how many, the slowest: none should wait for it),
+ * the time to that failure, and the persists/s after it.
+ */
+static void
+sweep_quorum(void)
+{
+	const size_t size = 4096;
+	int rounds = O.rounds < 16 ? O.rounds : 16;
+	double live[16], frozen[16], ratio[16], after_ops[16];
+	double live_p99[16], before_max[16], fail_ms[16], before_n[16];
+	int nr = 0;
+	bool behind_all = true;
+	unsigned still_failed = 0, live_failed = 0;
+	int last_err = 0;
+	const char *method = "?";
+	for (int round = 0; round < rounds; round++) {
+		struct child_tgt ct[2];
+		struct mirror mi;
+		bool ok = child_tgt_start(&ct[0], 0, PIPE_SIZE) == 0;
+		ok = ok && child_tgt_start(&ct[1], 1, PIPE_SIZE) == 0;
+		char ports[48];
+		snprintf(ports, sizeof(ports), " %s %s", ct[0].port, ct[1].port);
+		struct mirror_extra ex = { .window = QUORUM_WINDOW, .quorum = 1,
+			.set_max_lag = true, .max_lag = QUORUM_MAX_LAG,
+			.ports = ports };
+		Mirror_extra = &ex;
+		ok = ok && mirror_open(&mi, 2, PIPE_SIZE, 30) == 0;
+		Mirror_extra = NULL;
+		if (ok) {
+			struct bench_result rl, rf;
+			struct pipe_watch w = { .idx = 1 };
+			method = mi.method;
+			bench_samples_reset(&S_round);
+			ok = pipe_run(&mi, size, QUORUM_WINDOW, WARMUP_MS, O.ms,
+					&S_round, NULL) == 0;
+			bench_summarize(&S_round, &rl);
+			/* a clean start: both caught up, neither failed (a
+			 * live replica pulled ahead in the live run: the
+			 * freeze would leave none, so the round is skipped) */
+			unsigned failed = 0;
+			if (ok)
+				pipe_settle(&mi, 1000, &failed);
+			if (ok && failed) {
+				fprintf(stderr, "pmrep-bench: quorum: replica(s) 0x%x FAILED during the live run (both targets live): %s; round skipped\n",
+						failed, pmrep_err_msg());
+				live_failed++;
+				ok = false;
+			} else if (ok && kill(ct[1].pid, SIGSTOP) == 0) {
+				bench_samples_reset(&S_round);
+				ok = pipe_run(&mi, size, QUORUM_WINDOW, 0, O.ms,
+						&S_round, &w) == 0;
+				bench_summarize(&S_round, &rf);
+			} else {
+				ok = false;
+			}
+			if (ok && rl.valid && rf.valid) {
+				live[nr] = rl.ops_per_s;
+				live_p99[nr] = rl.p99_us;
+				frozen[nr] = rf.ops_per_s;
+				ratio[nr] = rf.ops_per_s / rl.ops_per_s;
+				before_n[nr] = (double)w.before;
+				before_max[nr] = (double)w.max_before_ns / 1e3;
+				fail_ms[nr] = w.t_failed ?
+					(double)(w.t_failed - w.t0) / 1e6 : NAN;
+				after_ops[nr] = w.t_failed && w.t_last > w.t_failed ?
+					(double)w.after / ((double)(w.t_last -
+					w.t_failed) / 1e9) : NAN;
+				behind_all = behind_all && w.saw_behind;
+				if (w.st.state == PMREP_REPLICA_FAILED)
+					still_failed++;
+				last_err = w.st.last_error;
+				nr++;
+			}
+			if (!ok && !failed)
+				Failures++;
+			mirror_close(&mi);
+		} else {
+			Failures++;
+		}
+		child_tgt_end(&ct[0]);
+		child_tgt_end(&ct[1]);
+	}
+	fprintf(Tab, "\nquorum 1 of 2: window %d, 4 KiB persist_async 8 KiB apart, %d outstanding, targets in processes of their own (%s); per round both live,\n"
+			"  then replica 1 frozen (SIGSTOP) and the same run at once; cfg lag %llu MiB (so the %d-step pull-ahead fails it); %d round(s) x %d ms\n",
+			QUORUM_WINDOW, QUORUM_WINDOW, method,
+			(unsigned long long)(QUORUM_MAX_LAG >> 20),
+			PMREP_MIRROR_WINDOW_MAX, nr, O.ms);
+	if (live_failed)
+		fprintf(Tab, "  NOTE: in %u round(s) a live replica was FAILED during the both-live run (pulled ahead?); those rounds skipped\n",
+				live_failed);
+	if (nr == 0) {
+		fprintf(Tab, "  not measured\n");
+		return;
+	}
+	double rmed = median(ratio, nr), rmin = ratio[0], rmax = ratio[nr - 1];
+	double lv = median(live, nr), fz = median(frozen, nr);
+	double lp99 = median(live_p99, nr), bn = median(before_n, nr);
+	double bmax = median(before_max, nr), fm = median(fail_ms, nr);
+	double ao = median(after_ops, nr);
+	fprintf(Tab, "  both live:     %10.0f persists/s  (p99 %.1f us)\n", lv, lp99);
+	fprintf(Tab, "  one frozen:    %10.0f persists/s  frozen/live %.2f [%.2f-%.2f]\n",
+			fz, rmed, rmin, rmax);
+	fprintf(Tab, "  freeze -> replica 1 FAILED: %.2f ms; %.0f persists completed meanwhile (BEHIND seen: %s), the slowest %.1f us;\n"
+			"  after it: %.0f persists/s; replica 1 at the end: %s, last error %s\n",
+			fm, bn, behind_all ? "yes" : "no", bmax, ao,
+			still_failed == (unsigned)nr ? "failed" : "not failed in every round",
+			last_err ? pmrep_err_to_str(last_err) : "none");
+	if (Json) {
+		fprintf(Json, "{\"run\":\"%s\",\"date\":\"%s\",\"host\":\"%s\",\"provider\":\"%s\","
+				"\"sweep\":\"quorum\",\"level\":\"mirror\",\"method\":\"%s\",\"size\":%zu,"
+				"\"window\":%d,\"replicas\":2,\"quorum\":1",
+				Run_id, Date, Host, prov_str(), method, size, QUORUM_WINDOW);
+		json_num(Json, "live_ops_per_s", lv);
+		json_num(Json, "live_p99_us", lp99);
+		json_num(Json, "frozen_ops_per_s", fz);
+		json_num(Json, "ratio", rmed);
+		json_num(Json, "ratio_min", rmin);
+		json_num(Json, "ratio_max", rmax);
+		json_num(Json, "freeze_to_failed_ms", fm);
+		json_num(Json, "persists_before_failed", bn);
+		json_num(Json, "max_us_before_failed", bmax);
+		json_num(Json, "after_failed_ops_per_s", ao);
+		fprintf(Json, ",\"rounds\":%d,\"rounds_live_failed\":%u}\n", nr,
+				live_failed);
+		fflush(Json);
+	}
+}
+
 /* ------------------------------------------------------ tls: its cost */
 
 /*
@@ -2508,6 +3144,8 @@ main(int argc, char *argv[])
 {
 	if (argc == 8 && strcmp(argv[1], "--restart-writer") == 0)
 		restart_writer(argv);	/* never returns */
+	if (argc == 5 && strcmp(argv[1], "--target-child") == 0)
+		target_child(argv);	/* never returns */
 	parse_opts(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	setenv("PMREP_PROVIDER", prov_str(), 1);	/* targets and mirrors too */
@@ -2588,6 +3226,10 @@ main(int argc, char *argv[])
 		sweep_replicas_raw();
 	if (O.mirror && O.sweep_rep)
 		sweep_replicas();
+	if (O.mirror && O.sweep_pipe)
+		sweep_pipe();
+	if (O.mirror && O.sweep_quorum)
+		sweep_quorum();
 	if (O.mirror && O.sweep_restart)
 		sweep_restart();
 	if (O.raw && O.sweep_tls && O.prov == PMREP_PROVIDER_TCP)
