@@ -143,6 +143,7 @@ quorum_completes_at_k_while_a_frozen_replica_confirms_behind(void **state)
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
 	/* new returns once k are in sync: the other may still be resyncing */
+	wait_state(m, 0, PMREP_REPLICA_IN_SYNC, 20000);
 	wait_state(m, 1, PMREP_REPLICA_IN_SYNC, 20000);
 	assert_int_equal(status(m, 1).method, PMREP_MIRROR_METHOD_GPSPM);
 	func_child_freeze(&c2);
@@ -164,6 +165,7 @@ quorum_completes_at_k_while_a_frozen_replica_confirms_behind(void **state)
 			"behind");
 
 	func_child_thaw(&c2);
+	wait_state(m, 0, PMREP_REPLICA_IN_SYNC, 20000);
 	wait_state(m, 1, PMREP_REPLICA_IN_SYNC, 20000);
 	assert_int_equal(status(m, 1).lag_bytes, 0);
 	assert_int_equal(status(m, 1).last_error, 0);
@@ -188,6 +190,7 @@ a_replica_past_the_max_lag_is_pulled_ahead_and_resynced(void **state)
 	assert_int_equal(pmrep_mirror_cfg_set_max_lag(c, 4 * STEP), 0);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	wait_state(m, 0, PMREP_REPLICA_IN_SYNC, 20000);
 	wait_state(m, 1, PMREP_REPLICA_IN_SYNC, 20000);
 	func_child_freeze(&c2);
 	for (unsigned i = 0; i < NLAG; i++) {

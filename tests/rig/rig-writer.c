@@ -21,6 +21,8 @@
  *       idle T_START T_END
  *       heal T ok|fail DUR_MS
  *       stop T ACKED
+ * Recovery: the mirror's background threads (back-off 50 ms .. 1 s); with
+ * --manual-recovery, pmrep_mirror_reconnect calls of the writer's own.
  * SIGTERM / SIGINT: stop writing, then heal: reconnect every replica and
  * wait (bounded by --heal-timeout) until every one is in sync, print the
  * heal time, delete the mirror (its replicas are marked consistent).
@@ -47,6 +49,7 @@
 #include "rig.h"
 
 struct writer {
+	bool manual;		/* --manual-recovery: reconnect calls */
 	struct pmrep_pmem *pmem;
 	uint8_t *base;
 	size_t size;
@@ -206,7 +209,9 @@ static void
 maybe_reconnect(struct writer *w, bool any_bad)
 {
 	double now = rig_now_ms();
-	if (!any_bad || now < w->next_rc)
+	/* background recovery (the default): the mirror's own threads
+	 * reconnect and resync; the writer only watches */
+	if (!w->manual || !any_bad || now < w->next_rc)
 		return;
 	int ret = pmrep_mirror_reconnect(w->m, w->rc_timeout_ms);
 	double t1 = rig_now_ms();
@@ -367,6 +372,10 @@ usage(FILE *f)
 		"  --group G              up to G records per persist, drawn 1..G (1)\n"
 		"  --timeout MS           persist and connect timeout (1000)\n"
 		"  --reconnect-timeout MS pmrep_mirror_reconnect's limit (2000)\n"
+		"  --manual-recovery      no background recovery: the writer calls\n"
+		"                         pmrep_mirror_reconnect for failed replicas\n"
+		"                         (backoff 50 ms .. 1 s); default: the mirror's\n"
+		"                         threads reconnect them (same back-off)\n"
 		"  --idle-every MS        mean time between idle pauses (1500; 0: none)\n"
 		"  --idle-max MS          an idle pause lasts 50..MS (1200)\n"
 		"  --rate N               at most N records/s (0: no limit)\n"
@@ -383,7 +392,7 @@ main(int argc, char *argv[])
 {
 	enum { O_QUORUM = 256, O_HIST, O_EV, O_REC, O_GROUP, O_TMO, O_RCTMO,
 		O_IDLE_EVERY, O_IDLE_MAX, O_RATE, O_COUNT, O_HEALTMO, O_HEALONLY,
-		O_GPSPM, O_SEED };
+		O_GPSPM, O_SEED, O_MANUAL };
 	static const struct option opts[] = {
 		{ "file", required_argument, NULL, 'f' },
 		{ "size", required_argument, NULL, 's' },
@@ -404,6 +413,7 @@ main(int argc, char *argv[])
 		{ "heal-only", no_argument, NULL, O_HEALONLY },
 		{ "gpspm", no_argument, NULL, O_GPSPM },
 		{ "seed", required_argument, NULL, O_SEED },
+		{ "manual-recovery", no_argument, NULL, O_MANUAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -414,7 +424,7 @@ main(int argc, char *argv[])
 	int timeout = 1000, rc_timeout = 2000, idle_every = 1500, idle_max = 1200;
 	int heal_timeout = 30000;
 	double rate = 0;
-	bool heal_only = false, gpspm = false;
+	bool heal_only = false, gpspm = false, manual = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "f:s:r:k:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -444,6 +454,7 @@ main(int argc, char *argv[])
 		case O_HEALONLY: heal_only = true; break;
 		case O_GPSPM: gpspm = true; break;
 		case O_SEED: seed = strtoull(optarg, NULL, 0); break;
+		case O_MANUAL: manual = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -460,7 +471,7 @@ main(int argc, char *argv[])
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_WARNING);
 
-	struct writer w = { .n = nrep, .required = quorum ? quorum : nrep,
+	struct writer w = { .manual = manual, .n = nrep, .required = quorum ? quorum : nrep,
 		.timeout_ms = timeout, .rc_timeout_ms = rc_timeout, .backoff = 50,
 		.backoff_max = 1000, .rng = seed, .ev_fd = -1, .hist_fd = -1 };
 	for (unsigned r = 0; r < nrep; r++)
@@ -508,6 +519,8 @@ main(int argc, char *argv[])
 	if (ret == 0) ret = pmrep_mirror_cfg_set_quorum(cfg, quorum);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_timeout(cfg, timeout);
 	if (ret == 0 && gpspm) ret = pmrep_mirror_cfg_set_force_gpspm(cfg, true);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_background_recovery(cfg, !manual);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_backoff(cfg, 50, 1000);
 	memset(key, 0, sizeof(key));
 	if (ret) {
 		fprintf(stderr, "rig-writer: configuration: %s (%s)\n",
