@@ -56,7 +56,10 @@
 #include "func.h"
 #include "repl_target.h"
 
-#define SIZE (32u << 20)
+/* 256 regions: the resync bound (66) is a quarter of them, and the longest
+ * stream before a kill (~3500 blocks) stays within one pass of the log;
+ * small, as four full resyncs of it cross rxe under TCG in the guest */
+#define SIZE (16u << 20)
 #define REGION (64u << 10)
 #define BLOCK 4096u
 #define NBLK (SIZE / BLOCK)
