@@ -11,9 +11,10 @@
 #   PMREP_FUZZ_TARGETS=tcp_conn tests/fuzz/run.sh   only some targets
 #   PMREP_FUZZ_JOBS=2                 builds and fuzzing runs at a time (default: 2, or 1
 #                                     on a single CPU)
-# The builds run PMREP_FUZZ_JOBS at a time, then the targets do (each for its
-# own seconds, as when run one after the other); each build's and each
-# target's output is printed in one piece when it ends.
+# Each source is compiled once, PMREP_FUZZ_JOBS at a time, and linked into
+# every target that uses it; then the targets run PMREP_FUZZ_JOBS at a time
+# (each for its own seconds, as when run one after the other), each one's
+# report printed in one piece when it ends.
 # Exit status: 0, or non-zero on a build failure or any finding (the
 # crashing input is left as <out>/crash-* / leak-* / timeout-*).
 set -euo pipefail
@@ -33,48 +34,50 @@ mkdir -p "$OUT"
 FLAGS="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 	-fno-omit-frame-pointer -I$ROOT/include -I$ROOT/src"
-# the live-conn targets: the generic layer and the tcp provider (verbs stubbed)
-CONN_SRCS="$ROOT/tests/fuzz/fuzz_verbs_stub.c $ROOT/src/common/*.c
-	$ROOT/src/transport/*.c $ROOT/src/transport/tcp/*.c
-	-lssl -lcrypto -libverbs -lrdmacm -lpthread"
+# the library sources are compiled once (coverage-instrumented:
+# -fsanitize=fuzzer-no-link) and linked into each target that uses them
+NOLINK=${FLAGS/fuzzer,/fuzzer-no-link,}
+OBJ=$OUT/obj
+LIBS="-lssl -lcrypto -libverbs -lrdmacm -lpthread"
+# sources relative to $ROOT. The live-conn targets: the generic layer and
+# the tcp provider (verbs stubbed)
+CONN_SRCS="tests/fuzz/fuzz_verbs_stub.c $(echo src/common/*.c src/transport/*.c src/transport/tcp/*.c)"
 # the replication wire formats: replica header, private data + messages,
 # and the MR / peer cfg descriptors of the handshake
-REPL_LIBS="$ROOT/src/repl/replica_hdr.c $ROOT/src/repl/msg.c $ROOT/src/repl/auth.c
-	$ROOT/src/repl/admission.c
-	$ROOT/tests/fuzz/fuzz_verbs_stub.c $ROOT/src/common/log.c $ROOT/src/common/clock.c
-	$ROOT/src/transport/*.c $ROOT/src/transport/tcp/*.c $ROOT/src/pmem/*.c
-	-lpmem2 -lssl -lcrypto -libverbs -lrdmacm -lpthread"
+REPL_SRCS="src/repl/replica_hdr.c src/repl/msg.c src/repl/auth.c src/repl/admission.c
+	tests/fuzz/fuzz_verbs_stub.c src/common/log.c src/common/clock.c
+	$(echo src/transport/*.c src/transport/tcp/*.c src/pmem/*.c)"
+FUZZ_BINS="fuzz_tcp_wire fuzz_tcp_conn fuzz_tcp_tls fuzz_repl_hdr fuzz_repl_msg fuzz_descriptors"
+# srcs_of BINARY: its sources
+srcs_of() {
+	case $1 in
+	fuzz_tcp_wire) echo "tests/fuzz/fuzz_tcp_wire.c src/transport/tcp/tcp_wire.c" ;;	# the codec alone
+	fuzz_tcp_conn|fuzz_tcp_tls) echo "tests/fuzz/$1.c $CONN_SRCS" ;;	# a live conn; TLS under its frames
+	*) echo "tests/fuzz/$1.c $REPL_SRCS" ;;
+	esac
+}
+obj_of() { local o=${1%.c}.o; echo "$OBJ/${o//\//_}"; }
 
 # print file $1 in one piece: the other job's output never cuts into it
 print_whole() { flock "$OUT/.print.lock" cat "$1"; }
 
-# build_one NAME: the compiler line of one binary, its output to $OUT/NAME.build.log
-build_one() {
-	local name=$1 flags=$FLAGS srcs
-	case $name in
-	fuzz_tcp_wire)	# the codec alone
-		srcs="$ROOT/tests/fuzz/fuzz_tcp_wire.c $ROOT/src/transport/tcp/tcp_wire.c" ;;
-	fuzz_tcp_conn)	# a live conn
-		srcs="$ROOT/tests/fuzz/fuzz_tcp_conn.c $CONN_SRCS" ;;
-	fuzz_tcp_tls)	# the TLS 1.3 session layer under the frames (server side)
-		srcs="$ROOT/tests/fuzz/fuzz_tcp_tls.c $CONN_SRCS" ;;
-	fuzz_repl_hdr|fuzz_repl_msg|fuzz_descriptors)
-		srcs="$ROOT/tests/fuzz/$name.c $REPL_LIBS" ;;
-	gen_repl_corpus)	# their seed generator (not run here: see its header)
-		flags=$(echo "$FLAGS" | sed 's/fuzzer,//')
-		srcs="$ROOT/tests/fuzz/gen_repl_corpus.c $REPL_LIBS" ;;
-	*) echo "fuzz: unknown binary $name"; return 1 ;;
-	esac
-	local log=$OUT/$name.build.log t0=$SECONDS
-	# shellcheck disable=SC2086
-	if $CC $flags -o "$OUT/$name" $srcs >"$log" 2>&1; then
-		echo "fuzz: built $name in $((SECONDS - t0)) s" >>"$log"
-		print_whole "$log"
-	else
-		echo "fuzz: building $name FAILED" >>"$log"
-		print_whole "$log"
-		return 1
+# compile_one SOURCE: its object (warnings are errors; the compiler's output
+# printed in one piece on a failure). gen_repl_corpus: the repl targets'
+# seed generator (not run here: see its header), built whole, no libFuzzer.
+compile_one() {
+	local src=$1 o log
+	if [ "$src" = gen_repl_corpus ]; then
+		log=$OUT/gen_repl_corpus.build.log
+		# shellcheck disable=SC2046,SC2086
+		$CC ${FLAGS/fuzzer,/} -o "$OUT/gen_repl_corpus" \
+			tests/fuzz/gen_repl_corpus.c $REPL_SRCS -lpmem2 $LIBS >"$log" 2>&1 ||
+			{ echo "fuzz: building gen_repl_corpus FAILED" >>"$log"; print_whole "$log"; return 1; }
+		return 0
 	fi
+	o=$(obj_of "$src"); log=$o.log
+	# shellcheck disable=SC2086
+	$CC $NOLINK -c "$src" -o "$o" >"$log" 2>&1 ||
+		{ echo "fuzz: compiling $src FAILED" >>"$log"; print_whole "$log"; return 1; }
 }
 
 # fuzz_one TARGET: its regression corpus, then fuzzing; the report in one piece
@@ -110,8 +113,8 @@ fuzz_one() {
 
 # pool FUNCTION ITEM...: FUNCTION on every item, JOBS at a time, started in
 # the items' order; every item runs; fails if any of them failed
-export -f print_whole build_one fuzz_one
-export ROOT OUT CC FLAGS CONN_SRCS REPL_LIBS SECS RSECS
+export -f print_whole obj_of compile_one fuzz_one
+export ROOT OUT OBJ CC FLAGS NOLINK LIBS REPL_SRCS SECS RSECS
 pool() {
 	local fn=$1
 	shift
@@ -119,10 +122,22 @@ pool() {
 }
 
 echo "fuzz: building with $($CC --version | head -n 1), $JOBS at a time"
-# all of them, whatever PMREP_FUZZ_TARGETS says (each must keep building);
-# the biggest compiles first
-pool build_one fuzz_tcp_conn fuzz_tcp_tls fuzz_repl_msg fuzz_descriptors \
-	fuzz_repl_hdr gen_repl_corpus fuzz_tcp_wire || { echo "fuzz: a build failed"; exit 1; }
+# every target, whatever PMREP_FUZZ_TARGETS says (each must keep building):
+# each source once, the seed generator (the longest) first
+t0=$SECONDS
+rm -rf "$OBJ"; mkdir -p "$OBJ"
+# shellcheck disable=SC2046
+pool compile_one gen_repl_corpus $(for b in $FUZZ_BINS; do srcs_of "$b"; done |
+	tr -s " \t" "\n" | grep . | sort -u) || { echo "fuzz: a build failed"; exit 1; }
+for b in $FUZZ_BINS; do
+	objs=
+	for src in $(srcs_of "$b"); do objs="$objs $(obj_of "$src")"; done
+	libs=$LIBS
+	case $b in fuzz_tcp_*) ;; *) libs="-lpmem2 $LIBS" ;; esac
+	# shellcheck disable=SC2086
+	$CC $FLAGS -o "$OUT/$b" $objs $libs || { echo "fuzz: linking $b FAILED"; exit 1; }
+done
+echo "fuzz: built $(echo "$FUZZ_BINS" | wc -w) targets and gen_repl_corpus in $((SECONDS - t0)) s"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
