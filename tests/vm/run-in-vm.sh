@@ -19,7 +19,7 @@
 #     and server both run in the guest, over rxe loopback;
 #   * has two emulated NVDIMMs (VM_PMEM_MODE=fsdax+devdax, the default): one as fsdax, ext4
 #     mounted with -o dax on /mnt/pmem (PMEM_DEV=/dev/pmem0; VM_PMEM_SIZE), one as devdax
-#     /dev/dax1.0 (PMEM_DEVDAX; VM_DEVDAX_SIZE, 64 MiB by default). NB: ibv_reg_mr() on an
+#     /dev/dax1.0 (PMEM_DEVDAX; VM_DEVDAX_SIZE, 32 MiB by default). NB: ibv_reg_mr() on an
 #     fsdax file mapping fails (EOPNOTSUPP): RDMA straight into pmem needs the devdax device.
 #   COMMAND additionally gets IN_VM=1 VM_KERNEL RXE_DEV RXE_NETDEV RXE_IP PMEM_MODE PMEM_DEV
 #   PMEM_MOUNT PMEM_DEVDAX in its environment.
@@ -39,11 +39,11 @@
 #   VM_FETCH_TIMEOUT=600  limit for each apt step of a kernel fetch, seconds
 #   VM_MEM=2048 VM_SMP=2  guest RAM (MiB) and CPUs
 #   VM_PMEM_SIZE=512      size of the fsdax (or raw) NVDIMM, MiB (0: no NVDIMM at all)
-#   VM_DEVDAX_SIZE=64     size of the devdax NVDIMM, MiB: a multiple of 2 (the namespace's 2 MiB
+#   VM_DEVDAX_SIZE=32     size of the devdax NVDIMM, MiB: a multiple of 2 (the namespace's 2 MiB
 #                         alignment), at least 16 (ndctl's info block and struct page array,
 #                         ~1/64 of it, come off the front). Small on purpose: a device DAX
 #                         replica is the whole device, and a full resync of it over rxe under
-#                         TCG crawls (512 MiB: ~2 min; 64 MiB: ~15 s)
+#                         TCG crawls (512 MiB: ~2 min; 62 MiB: 19 s; ~0.24 s a MiB)
 #   VM_PMEM_MODE          fsdax+devdax (default) | fsdax | devdax (/dev/dax0.0) | raw (/dev/pmem0)
 #   VM_RW_DIRS=$PWD       colon-separated host directories shared read-write
 #   VM_RO_DIRS            colon-separated host directories shared read-only at the same path
@@ -96,7 +96,7 @@ VM_FETCH_TIMEOUT=${VM_FETCH_TIMEOUT:-600}
 VM_MEM=${VM_MEM:-2048}
 VM_SMP=${VM_SMP:-2}
 VM_PMEM_SIZE=${VM_PMEM_SIZE:-512}
-VM_DEVDAX_SIZE=${VM_DEVDAX_SIZE:-64}
+VM_DEVDAX_SIZE=${VM_DEVDAX_SIZE:-32}
 VM_PMEM_MODE=${VM_PMEM_MODE:-fsdax+devdax}
 VM_CPU=${VM_CPU:-max}
 VM_KERNEL_MAX_AGE=${VM_KERNEL_MAX_AGE:-7}
