@@ -398,7 +398,9 @@ verbs_env_or_skip(const char *var)
  * it declares direct write to pmem, so the mirror confirms by APM. The
  * device's header block is wiped first: "create" formats a device DAX only
  * when it was never formatted. The whole device is the replica: the full
- * resync copies all of it.
+ * resync copies all of it (the guest's device DAX is 32 MiB,
+ * VM_DEVDAX_SIZE in tests/vm/run-in-vm.sh: over rxe under TCG that copy
+ * takes seconds, 512 MiB took two minutes).
  */
 static void
 devdax_replica_is_served_direct_and_byte_exact(void **state)

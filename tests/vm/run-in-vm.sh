@@ -18,9 +18,9 @@
 #   * has rdma_rxe device rxe0 on netdev dummy0 (10.11.12.1/24); no NIC (-nic none), so client
 #     and server both run in the guest, over rxe loopback;
 #   * has two emulated NVDIMMs (VM_PMEM_MODE=fsdax+devdax, the default): one as fsdax, ext4
-#     mounted with -o dax on /mnt/pmem (PMEM_DEV=/dev/pmem0), one as devdax /dev/dax1.0
-#     (PMEM_DEVDAX). NB: ibv_reg_mr() on an fsdax file mapping fails (EOPNOTSUPP): RDMA straight
-#     into pmem needs the devdax device.
+#     mounted with -o dax on /mnt/pmem (PMEM_DEV=/dev/pmem0; VM_PMEM_SIZE), one as devdax
+#     /dev/dax1.0 (PMEM_DEVDAX; VM_DEVDAX_SIZE, 32 MiB by default). NB: ibv_reg_mr() on an
+#     fsdax file mapping fails (EOPNOTSUPP): RDMA straight into pmem needs the devdax device.
 #   COMMAND additionally gets IN_VM=1 VM_KERNEL RXE_DEV RXE_NETDEV RXE_IP PMEM_MODE PMEM_DEV
 #   PMEM_MOUNT PMEM_DEVDAX in its environment.
 #
@@ -38,7 +38,12 @@
 #   VM_BOOT_TIMEOUT=120   the guest must be set up (rxe0, pmem) within this, else exit 125
 #   VM_FETCH_TIMEOUT=600  limit for each apt step of a kernel fetch, seconds
 #   VM_MEM=2048 VM_SMP=2  guest RAM (MiB) and CPUs
-#   VM_PMEM_SIZE=512      size of each NVDIMM, MiB (0: none)
+#   VM_PMEM_SIZE=512      size of the fsdax (or raw) NVDIMM, MiB (0: no NVDIMM at all)
+#   VM_DEVDAX_SIZE=32     size of the devdax NVDIMM, MiB: a multiple of 2 (the namespace's 2 MiB
+#                         alignment), at least 16 (ndctl's info block and struct page array,
+#                         ~1/64 of it, come off the front). Small on purpose: a device DAX
+#                         replica is the whole device, and a full resync of it over rxe under
+#                         TCG crawls (512 MiB: ~2 min; 62 MiB: 19 s; ~0.24 s a MiB)
 #   VM_PMEM_MODE          fsdax+devdax (default) | fsdax | devdax (/dev/dax0.0) | raw (/dev/pmem0)
 #   VM_RW_DIRS=$PWD       colon-separated host directories shared read-write
 #   VM_RO_DIRS            colon-separated host directories shared read-only at the same path
@@ -91,6 +96,7 @@ VM_FETCH_TIMEOUT=${VM_FETCH_TIMEOUT:-600}
 VM_MEM=${VM_MEM:-2048}
 VM_SMP=${VM_SMP:-2}
 VM_PMEM_SIZE=${VM_PMEM_SIZE:-512}
+VM_DEVDAX_SIZE=${VM_DEVDAX_SIZE:-32}
 VM_PMEM_MODE=${VM_PMEM_MODE:-fsdax+devdax}
 VM_CPU=${VM_CPU:-max}
 VM_KERNEL_MAX_AGE=${VM_KERNEL_MAX_AGE:-7}
@@ -112,9 +118,19 @@ case $VM_PMEM_MODE in
   *) say "VM_PMEM_MODE must be fsdax+devdax, fsdax, devdax or raw"; exit 2 ;;
 esac
 [ "$VM_PMEM_SIZE" = 0 ] && NVDIMMS=0
-for v in VM_TIMEOUT VM_BOOT_TIMEOUT VM_FETCH_TIMEOUT VM_MEM VM_SMP VM_PMEM_SIZE VM_KERNEL_MAX_AGE; do
+for v in VM_TIMEOUT VM_BOOT_TIMEOUT VM_FETCH_TIMEOUT VM_MEM VM_SMP VM_PMEM_SIZE VM_DEVDAX_SIZE VM_KERNEL_MAX_AGE; do
   case ${!v} in ''|*[!0-9]*) say "$v must be a number"; exit 2 ;; esac
 done
+if [ "$VM_DEVDAX_SIZE" -lt 16 ] || [ $((VM_DEVDAX_SIZE % 2)) != 0 ]; then
+  say "VM_DEVDAX_SIZE must be a multiple of 2 (MiB), at least 16"; exit 2
+fi
+# NVDIMM_MB[n]: the size of NVDIMM n (the devdax one is number 1 in fsdax+devdax, 0 in devdax)
+NVDIMM_MB=()
+case $VM_PMEM_MODE in
+  devdax) NVDIMM_MB=("$VM_DEVDAX_SIZE") ;;
+  fsdax+devdax) NVDIMM_MB=("$VM_PMEM_SIZE" "$VM_DEVDAX_SIZE") ;;
+  *) NVDIMM_MB=("$VM_PMEM_SIZE") ;;
+esac
 
 export PATH=$PATH:/usr/sbin:/sbin
 for t in qemu-system-x86_64 busybox dpkg-deb tar timeout flock gzip xz apt-get apt-cache; do
@@ -585,10 +601,12 @@ fi
 MEMOPT=$VM_MEM
 PMEMOPTS=()
 if [ "$NVDIMMS" -gt 0 ]; then
-  MEMOPT="$VM_MEM,slots=$NVDIMMS,maxmem=$((VM_MEM + NVDIMMS * VM_PMEM_SIZE))M"
+  PMEM_MB=0
+  for ((n = 0; n < NVDIMMS; n++)); do PMEM_MB=$((PMEM_MB + NVDIMM_MB[n])); done
+  MEMOPT="$VM_MEM,slots=$NVDIMMS,maxmem=$((VM_MEM + PMEM_MB))M"
   for ((n = 0; n < NVDIMMS; n++)); do
-    truncate -s "${VM_PMEM_SIZE}M" "$JOB/nvdimm$n.img"   # sparse; share=on: guest stores reach the file
-    PMEMOPTS+=(-object "memory-backend-file,id=pmem$n,share=on,mem-path=$JOB/nvdimm$n.img,size=${VM_PMEM_SIZE}M"
+    truncate -s "${NVDIMM_MB[n]}M" "$JOB/nvdimm$n.img"   # sparse; share=on: guest stores reach the file
+    PMEMOPTS+=(-object "memory-backend-file,id=pmem$n,share=on,mem-path=$JOB/nvdimm$n.img,size=${NVDIMM_MB[n]}M"
                -device "nvdimm,id=nvdimm$n,memdev=pmem$n")
   done
 fi
