@@ -673,10 +673,19 @@ struct pmrep_mirror_event {
  * call before any replica is contacted and is left as it was; an older
  * generation in it is raised to the cfg's.
  * Succeeds when the policy is met (every replica in sync; with a quorum k,
- * at least k); replicas that could not be reached are FAILED; what they
- * miss is what the record holds for them (all of it when the record has no
- * entry for them: their lag is the data size), and pmrep_mirror_reconnect
- * decides their resync by the rules above.
+ * at least k). With background recovery (the default,
+ * pmrep_mirror_cfg_set_background_recovery) each replica is attached by
+ * its own thread, all at once, and the call returns as soon as k are in
+ * sync: the others go on attaching and resyncing in the background (their
+ * state changes come as events on the mirror's fd); it fails when fewer
+ * than k can be in sync (every other replica failed its first attempt;
+ * the first one's error) or at the cfg create timeout (PMREP_E_TIMEOUT).
+ * Without it, the replicas are attached one after another in this thread.
+ * Replicas that could not be reached are FAILED (and retried after their
+ * back-off, in the background);
+ * what they miss is what the record holds for them (all of it when the
+ * record has no entry for them: their lag is the data size), and their
+ * attach decides their resync by the rules above.
  * Errors: PMREP_E_INVAL (NULL, no replica, no key, nil UUID, quorum above
  * the replica count; the record's set UUID or region size differs),
  * PMREP_E_MALFORMED (the record file holds no valid record),
@@ -704,7 +713,10 @@ struct pmrep_mirror_event {
 PMREP_API int pmrep_mirror_new(struct pmrep_pmem *pmem,
 		const struct pmrep_mirror_cfg *cfg, struct pmrep_mirror **mirror_ptr);
 /*
- * pmrep_mirror_delete -- finish: each replica in sync is told to mark its
+ * pmrep_mirror_delete -- finish: the recovery threads end (a resync in
+ * progress pauses; a connect under way ends within the cfg timeout), the
+ * persist pipeline is drained (within the cfg timeout), each replica in
+ * sync is told to mark its
  * header consistent for this generation (bounded by the cfg timeout), then
  * the record's activity log is cleared (with nothing in flight, what it
  * covered is in the replicas or in their out-of-sync sets), every
@@ -754,14 +766,20 @@ PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
 PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
 		size_t length, int timeout_ms);
 /*
- * pmrep_mirror_reconnect -- for each FAILED replica: connect and handshake
- * again (cfg timeout), then copy its out-of-sync regions (all of them if
- * the replica was changed by someone else meanwhile) within timeout_ms for
- * the whole call (-1: no limit). Replicas that still fail stay FAILED, with
- * a doubling back-off (100 ms .. 5 s) before they are tried again.
- * Returns 0 when every replica is now in sync.
+ * pmrep_mirror_reconnect -- bring every replica back in sync now, within
+ * timeout_ms (-1: no limit). With background recovery: every FAILED
+ * replica's attempt is due at once (its back-off skipped this time), and
+ * the call waits until every replica is in sync -- the replicas' own
+ * threads connect, handshake and resync them. Without it: for each FAILED replica past its
+ * back-off, connect and handshake again (cfg timeout), then copy its
+ * out-of-sync regions (all of them if the replica was changed by someone
+ * else meanwhile), in this thread, within timeout_ms for the whole call;
+ * a replica still failing stays FAILED with a doubling back-off (cfg,
+ * default 100 ms .. 5 s). Returns 0 when every replica is now in sync.
  * Errors: PMREP_E_INVAL (NULL), PMREP_E_AGAIN (some replica is still in
- * back-off), or the first failing replica's error (as pmrep_mirror_new).
+ * back-off, or, in the background, still being attached or resynced when
+ * the time ran out), or a failing replica's last error (as
+ * pmrep_mirror_new).
  */
 PMREP_API int pmrep_mirror_reconnect(struct pmrep_mirror *mirror,
 		int timeout_ms);
@@ -864,8 +882,11 @@ PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
 		unsigned *count);
 /*
  * pmrep_mirror_get_replica_status -- the status of replica `index`
- * (0-based, in the order added). Errors: PMREP_E_INVAL (NULL, index out of
- * range).
+ * (0-based, in the order added): its state (BEHIND: in sync but trailing
+ * completed persists), method, lag, last error, resyncs, the resync in
+ * progress (bytes done / total, rate, ETA) and its reconnect back-off.
+ * Errors: PMREP_E_INVAL (NULL, index out of range). Thread-safe (a
+ * snapshot under the mirror's lock).
  */
 PMREP_API int pmrep_mirror_get_replica_status(const struct pmrep_mirror *mirror,
 		unsigned index, struct pmrep_replica_status *status);
