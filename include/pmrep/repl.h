@@ -387,7 +387,7 @@ struct pmrep_mirror;
 /* at most this many replicas per mirror */
 #define PMREP_MIRROR_MAX_REPLICAS 8
 /* persist steps a mirror keeps in flight at most (pmrep_mirror_cfg_set_window) */
-#define PMREP_MIRROR_WINDOW_MAX 32
+#define PMREP_MIRROR_WINDOW_MAX 64
 
 /*
  * pmrep_mirror_cfg_new -- a mirror configuration: no replicas, no key, nil
