@@ -54,6 +54,8 @@ replica_free(struct replica *r)
 			PMREP_LOG_ERR("replica %u: deleting its peer: %s", r->idx,
 					pmrep_err_to_str(ret));
 	}
+	if (r->redirty_ready)
+		repl_bitmap_fini(&r->redirty);
 	free(r->addr);
 	free(r->port);
 }
@@ -211,6 +213,10 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 			goto err;
 		}
 		r->oos = mstate_oos(m->state, i);
+		ret = repl_bitmap_init(&r->redirty, m->size, r->oos->region_size);
+		if (ret)
+			goto err;
+		r->redirty_ready = true;
 		/* no record of the replica in this slot: all of it may differ */
 		r->unknown = replica_uuid_is_nil(mstate_rec_id(m->state, i));
 	}

@@ -133,10 +133,12 @@ struct replica {
 	pthread_t th;			/* its recovery thread */
 	bool th_started;
 	bool tried;			/* an attach was attempted (pmrep_mirror_new) */
-	/* the resync chunk in flight: a persist that marks a range of it
-	 * meanwhile (chunk_dirty) keeps its regions out of sync */
+	/* the resync chunk in flight: the regions of it a persist marks
+	 * meanwhile (redirty, in memory) stay out of sync when it is
+	 * confirmed */
 	uint64_t chunk_off, chunk_len;
-	bool chunk_dirty;
+	struct repl_bitmap redirty;
+	bool redirty_ready;
 	/* the resync in progress: bytes to copy (grows when persists mark
 	 * more), copied, when it began, its last progress log line */
 	uint64_t rs_total, rs_done;

@@ -280,9 +280,10 @@ pipe_post_one(struct pmrep_mirror *m)
 			/* its recovery copies it; a mark into the resync
 			 * chunk in flight keeps the chunk's regions marked */
 			repl_bitmap_mark(r->oos, lo, hi - lo);
-			if (r->chunk_len != 0 && lo < r->chunk_off + r->chunk_len &&
-					r->chunk_off < hi)
-				r->chunk_dirty = true;
+			uint64_t clo = r->chunk_off, chi = r->chunk_off + r->chunk_len;
+			if (r->chunk_len != 0 && lo < chi && clo < hi)
+				repl_bitmap_mark(&r->redirty, lo > clo ? lo : clo,
+						(hi < chi ? hi : chi) - (lo > clo ? lo : clo));
 			continue;
 		}
 		int ret = replica_post_range(r, lo, hi - lo, st->seq, true,

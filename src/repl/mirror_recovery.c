@@ -214,7 +214,7 @@ mirror_recovery_start(struct pmrep_mirror *m)
 		if (e == 0) {
 			r->th_started = true;
 			char name[16];
-			snprintf(name, sizeof(name), "pmrep-rec%u", i);
+			snprintf(name, sizeof(name), "pmrep-rec%u", (unsigned)(i % PMREP_MIRROR_MAX_REPLICAS));
 			(void) pthread_setname_np(r->th, name);
 		}
 	}

@@ -136,6 +136,8 @@ replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 	replica_set_state(r, PMREP_REPLICA_FAILED);
 	ring_abandon(r, err);
 	r->chunk_len = 0;
+	if (r->redirty_ready)
+		repl_bitmap_clear_regions(&r->redirty, 0, r->redirty.nregions);
 	if (was)
 		PMREP_LOG_ERR("replica %u (%s:%s) failed: %s; %llu bytes out of sync",
 				r->idx, r->addr, r->port, pmrep_err_to_str(err),
@@ -592,7 +594,6 @@ replica_resync(struct replica *r, long long deadline)
 		}
 		r->chunk_off = off;
 		r->chunk_len = len;
-		r->chunk_dirty = false;
 		mirror_unlock(m);
 		long long step = repl_deadline(m->cfg.timeout_ms);
 		if (deadline >= 0 && deadline < step)
@@ -607,8 +608,16 @@ replica_resync(struct replica *r, long long deadline)
 		if (ret)
 			return ret;
 		mirror_lock(m);
-		if (!r->chunk_dirty)
-			repl_bitmap_clear_regions(r->oos, first, n);
+		/* copied: clear what no persist marked again meanwhile */
+		for (size_t i = first; i < first + n;) {
+			size_t j = i;
+			while (j < first + n && !repl_bitmap_test(&r->redirty, j))
+				j++;
+			if (j > i)
+				repl_bitmap_clear_regions(r->oos, i, j - i);
+			i = j + 1;
+		}
+		repl_bitmap_clear_regions(&r->redirty, first, n);
 		r->chunk_len = 0;
 		/* the copy is confirmed: make the clear durable too, or a
 		 * crash after a long resync would copy it all again (a
