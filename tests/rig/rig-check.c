@@ -301,7 +301,8 @@ cmd_report(int argc, char *argv[])
 	struct vec faults = { .sz = sizeof(struct fault) };
 	struct vec idles = { .sz = sizeof(struct win) };
 	unsigned long long persists = 0, persist_fail = 0, rcs = 0, rc_fail = 0,
-		rc_again = 0, hangs = 0, acked = 0;
+		rc_again = 0, hangs = 0, acked = 0, slow_ok = 0;
+	double longest_ok = 0;
 	double longest[3] = { 0 }, longest_tmo[3] = { 0 }, t_stop = 1e300;
 	const char *kinds[3] = { "persist", "reconnect", "new" };
 	double heal_final = -1;
@@ -322,6 +323,12 @@ cmd_report(int argc, char *argv[])
 			if (i == 0) {
 				persists++;
 				persist_fail += !ok;
+				/* a success that took most of its timeout: what a
+				 * quorum must hide (issue 13) */
+				if (ok && tmo > 0 && dur > 0.9 * tmo)
+					slow_ok++;
+				if (ok && dur > longest_ok)
+					longest_ok = dur;
 			} else if (i == 1) {
 				rcs++;
 				if (strcmp(res, "AGAIN") == 0)
@@ -485,6 +492,8 @@ cmd_report(int argc, char *argv[])
 	printf("records acknowledged: %llu\n", acked);
 	printf("calls: %llu persists, %llu failed; %llu reconnects, %llu failed, %llu in back-off (AGAIN)\n",
 			persists, persist_fail, rcs, rc_fail, rc_again);
+	printf("successful persists: longest %.0f ms; %llu took over 90%% of their timeout\n",
+			longest_ok, slow_ok);
 	for (int i = 0; i < 3; i++)
 		if (longest_tmo[i] >= 0)
 			printf("longest %-9s %.0f ms (its timeout %.0f ms)\n", kinds[i],
@@ -518,6 +527,7 @@ cmd_report(int argc, char *argv[])
 	double dmax_i = det_idle.n ? ((double *)det_idle.p)[det_idle.n - 1] : 0;
 	double dmax_l = det_load.n ? ((double *)det_load.p)[det_load.n - 1] : 0;
 	double hmax = healv.n ? ((double *)healv.p)[healv.n - 1] : 0;
+	printf("figures: slow_successes=%llu longest_success_ms=%.0f\n", slow_ok, longest_ok);
 	printf("figures: faults=%llu acked=%llu persist_failed=%llu hangs=%llu longest_persist_ms=%.0f longest_reconnect_ms=%.0f det_idle_max_ms=%.0f det_load_max_ms=%.0f heal_max_ms=%.0f\n",
 			total, acked, persist_fail, hangs, longest[0], longest[1],
 			dmax_i, dmax_l, hmax);
