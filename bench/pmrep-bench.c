@@ -127,6 +127,8 @@ struct opts {
 	uint64_t resync_rates[MAX_LIST];	/* B/s, 0: unlimited */
 	unsigned nresync_rates;
 	size_t resync_size;		/* the resync sweep's mapping */
+	bool mirror_plain;		/* --mirror-tls off: mirrors and targets
+					 * on plaintext tcp (default TLS) */
 	size_t sizes[MAX_LIST];
 	unsigned nsizes;
 	size_t bw_sizes[MAX_LIST];
@@ -186,6 +188,8 @@ usage(FILE *f)
 "  --resync-rates LIST    the resync sweep's cfg resync rates in MiB/s, 0 unlimited\n"
 "                         (default 0,64; --quick 0)\n"
 "  --resync-size MIB      the resync sweep's mapping (default 64; --quick 8)\n"
+"  --mirror-tls on|off    tcp: mirrors and their targets inside TLS 1.3 (on, the library's\n"
+"                         default) or plaintext (off, as the raw level always is)\n"
 "  --ms N                 time per measurement in ms (default 250)\n"
 "  --rounds N             floor/pmrep alternations per point (default 3)\n"
 "  --wait poll|block      busy-poll the CQ or wait on its fd (default: block on tcp, poll on verbs)\n"
@@ -257,6 +261,7 @@ parse_opts(int argc, char *argv[])
 		{ "strict", no_argument, NULL, 'S' },
 		{ "handoff", no_argument, NULL, 'H' },
 		{ "windows", required_argument, NULL, 'X' },
+		{ "mirror-tls", required_argument, NULL, 'T' },
 		{ "pipe-only", required_argument, NULL, 'P' },
 		{ "resync-rates", required_argument, NULL, 'Y' },
 		{ "resync-size", required_argument, NULL, 'Z' },
@@ -306,6 +311,7 @@ parse_opts(int argc, char *argv[])
 		case 'S': O.strict = true; break;
 		case 'H': O.handoff = true; break;
 		case 'X': windows = optarg; break;
+		case 'T': O.mirror_plain = strcmp(optarg, "off") == 0; break;
 		case 'P': pipe_only = optarg; break;
 		case 'Y': resync_rates = optarg; break;
 		case 'Z': resync_mib = atol(optarg); break;
@@ -754,6 +760,8 @@ target_make_at(const char *path, uint64_t size, const char *addr,
 		ret = pmrep_target_cfg_set_direct_write_to_pmem(cfg, true);
 	if (ret == 0)
 		ret = pmrep_target_cfg_set_timeout(cfg, OP_TIMEOUT_MS);
+	if (ret == 0 && (O.mirror_plain || getenv("PMREP_BENCH_PLAIN")))
+		ret = pmrep_target_cfg_set_tls(cfg, false);
 	if (ret == 0)
 		ret = pmrep_target_new(cfg, t);
 	(void) pmrep_target_cfg_delete(&cfg);
@@ -1362,6 +1370,8 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 		ret = pmrep_mirror_cfg_set_state_path(cfg, NULL);
 	if (ret == 0 && ex && ex->window)
 		ret = pmrep_mirror_cfg_set_window(cfg, ex->window);
+	if (ret == 0 && O.mirror_plain)
+		ret = pmrep_mirror_cfg_set_tls(cfg, false);
 	if (ret == 0 && ex && ex->quorum)
 		ret = pmrep_mirror_cfg_set_quorum(cfg, ex->quorum);
 	if (ret == 0 && ex && ex->set_max_lag)
@@ -2866,7 +2876,7 @@ sweep_quorum(void)
 #define RESYNC_WINDOW 16
 #define RESYNC_BACKOFF_MIN_MS 10
 #define RESYNC_BACKOFF_MAX_MS 50
-#define RESYNC_DEADLINE_MS 60000
+#define RESYNC_DEADLINE_MS 20000
 
 /* poll the mirror until every replica is IN_SYNC (taking its events),
  * for up to `ms`; 0 when they are */
@@ -3582,6 +3592,8 @@ main(int argc, char *argv[])
 	parse_opts(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	setenv("PMREP_PROVIDER", prov_str(), 1);	/* targets and mirrors too */
+	if (O.mirror_plain)
+		setenv("PMREP_BENCH_PLAIN", "1", 1);	/* the target processes */
 	meta_init();
 
 	int sp[2];
