@@ -10,7 +10,7 @@
  *   mirror -- pmrep_mirror_persist (one at a time, as the API is), to 1..3
  *             replica targets;
  *   pipe   -- pmrep_mirror_persist_async, 4 KiB ranges never adjacent, at
- *             window 1, 16 and 32 (that many outstanding), 1 replica, held
+ *             window 1, 4, 16, 64 (that many outstanding), 1 replica, held
  *             against the raw level at the same queue depth and the tcp
  *             stream; and quorum 1 of 2 with one target (a process of its
  *             own, this program re-executed with --target-child) frozen by
