@@ -10,7 +10,7 @@
  *   mirror -- pmrep_mirror_persist (one at a time, as the API is), to 1..3
  *             replica targets;
  *   pipe   -- pmrep_mirror_persist_async, 4 KiB ranges never adjacent, at
- *             window 1, 16 and 32 (that many outstanding), 1 replica, held
+ *             window 1, 4, 16, 64 (that many outstanding), 1 replica, held
  *             against the raw level at the same queue depth and the tcp
  *             stream; and quorum 1 of 2 with one target (a process of its
  *             own, this program re-executed with --target-child) frozen by
@@ -120,7 +120,15 @@ struct opts {
 	const char *dev;		/* verbs: perftest's -d */
 	bool raw, mirror;
 	bool sweep_lat, sweep_bw, sweep_rep, sweep_restart, sweep_tls;
-	bool sweep_pipe, sweep_quorum;
+	bool sweep_pipe, sweep_quorum, sweep_resync;
+	unsigned windows[MAX_LIST];	/* the pipe sweep's windows */
+	unsigned nwindows;
+	bool pipe_raw, pipe_mirror;	/* --pipe-only: which of the two */
+	uint64_t resync_rates[MAX_LIST];	/* B/s, 0: unlimited */
+	unsigned nresync_rates;
+	size_t resync_size;		/* the resync sweep's mapping */
+	bool mirror_plain;		/* --mirror-tls off: mirrors and targets
+					 * on plaintext tcp (default TLS) */
 	size_t sizes[MAX_LIST];
 	unsigned nsizes;
 	size_t bw_sizes[MAX_LIST];
@@ -160,10 +168,13 @@ usage(FILE *f)
 "  --addr IP              address of both sides (tcp 127.0.0.1; verbs $RXE_IP or 10.11.12.1)\n"
 "  --dev NAME             RDMA device for perftest (verbs; default $RXE_DEV or rxe0)\n"
 "  --level raw|mirror|all what to measure (default all)\n"
-"  --sweep lat,bw,rep,pipe,quorum,restart,tls  latency vs size, throughput vs queue depth,\n"
-"                         replicas; pipe: the pipelined mirror (4 KiB persist_async, window\n"
-"                         1, 16, 32) against the raw level at the same depth and the tcp\n"
-"                         stream; quorum: quorum 1 of 2, window 16, both live vs one frozen\n"
+"  --sweep lat,bw,rep,pipe,quorum,resync,restart,tls  latency vs size, throughput vs queue\n"
+"                         depth, replicas; pipe: the pipelined mirror (4 KiB persist_async,\n"
+"                         window 1, 4, 16, 64; --quick 1, 16, 64) against the raw level at the\n"
+"                         same depth and the tcp stream; quorum: quorum 1 of 2, window 16, both\n"
+"                         live vs one frozen (SIGSTOP); resync: quorum 1 of 2, one target killed,\n"
+"                         the mapping written, the target restarted: persist p50/p99 while the\n"
+"                         mirror resyncs it against before, reconnect time, resync rate\n"
 "                         (SIGSTOP); the mirror's record: restart after a crash (1 GiB log;\n"
 "                         --quick 64 MiB) and its price on the persist path; tls (tcp, raw\n"
 "                         level): 64 B latency and 4 KiB qd 16 stream, TLS 1.3 against plain\n"
@@ -172,6 +183,13 @@ usage(FILE *f)
 "  --bw-sizes LIST        throughput sweep record sizes (default 4096)\n"
 "  --qd LIST              queue depths of the throughput sweep (default 1,4,16,64)\n"
 "  --replicas LIST        replica counts (default 1,2,3) at --rep-size bytes (default 64)\n"
+"  --windows LIST         the pipe sweep's windows (queue depths), up to 64\n"
+"  --pipe-only raw|mirror the pipe sweep measures only that level (e.g. for a profile)\n"
+"  --resync-rates LIST    the resync sweep's cfg resync rates in MiB/s, 0 unlimited\n"
+"                         (default 0,64; --quick 0)\n"
+"  --resync-size MIB      the resync sweep's mapping (default 64; --quick 8)\n"
+"  --mirror-tls on|off    tcp: mirrors and their targets inside TLS 1.3 (on, the library's\n"
+"                         default) or plaintext (off, as the raw level always is)\n"
 "  --ms N                 time per measurement in ms (default 250)\n"
 "  --rounds N             floor/pmrep alternations per point (default 3)\n"
 "  --wait poll|block      busy-poll the CQ or wait on its fd (default: block on tcp, poll on verbs)\n"
@@ -242,12 +260,19 @@ parse_opts(int argc, char *argv[])
 		{ "quick", no_argument, NULL, 'Q' },
 		{ "strict", no_argument, NULL, 'S' },
 		{ "handoff", no_argument, NULL, 'H' },
+		{ "windows", required_argument, NULL, 'X' },
+		{ "mirror-tls", required_argument, NULL, 'T' },
+		{ "pipe-only", required_argument, NULL, 'P' },
+		{ "resync-rates", required_argument, NULL, 'Y' },
+		{ "resync-size", required_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *sizes = NULL, *bw = NULL, *qd = NULL, *reps = NULL;
-	const char *wait = NULL, *level = "all";
-	const char *sweep = "lat,bw,rep,pipe,quorum,restart,tls";
+	const char *wait = NULL, *level = "all", *windows = NULL;
+	const char *pipe_only = NULL, *resync_rates = NULL;
+	long resync_mib = -1;
+	const char *sweep = "lat,bw,rep,pipe,quorum,resync,restart,tls";
 	int ms = -1, rounds = -1;
 	O.prov = PMREP_PROVIDER_TCP;
 	O.floor = true;
@@ -285,6 +310,11 @@ parse_opts(int argc, char *argv[])
 		case 'Q': O.quick = true; break;
 		case 'S': O.strict = true; break;
 		case 'H': O.handoff = true; break;
+		case 'X': windows = optarg; break;
+		case 'T': O.mirror_plain = strcmp(optarg, "off") == 0; break;
+		case 'P': pipe_only = optarg; break;
+		case 'Y': resync_rates = optarg; break;
+		case 'Z': resync_mib = atol(optarg); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -306,6 +336,46 @@ parse_opts(int argc, char *argv[])
 	O.sweep_tls = strstr(sweep, "tls") != NULL;
 	O.sweep_pipe = strstr(sweep, "pipe") != NULL;
 	O.sweep_quorum = strstr(sweep, "quorum") != NULL;
+	O.sweep_resync = strstr(sweep, "resync") != NULL;
+	O.nwindows = parse_ulist(windows ? windows : O.quick ? "1,16,64" :
+			"1,4,16,64", O.windows, MAX_LIST);
+	for (unsigned i = 0; i < O.nwindows; i++)
+		if (O.windows[i] == 0 || O.windows[i] > MAX_QD ||
+				O.windows[i] > PMREP_MIRROR_WINDOW_MAX) {
+			fprintf(stderr, "pmrep-bench: windows 1..%d\n", MAX_QD);
+			exit(2);
+		}
+	if (O.nwindows == 0) {
+		usage(stderr);
+		exit(2);
+	}
+	O.pipe_raw = pipe_only == NULL || strcmp(pipe_only, "raw") == 0;
+	O.pipe_mirror = pipe_only == NULL || strcmp(pipe_only, "mirror") == 0;
+	if (!O.pipe_raw && !O.pipe_mirror) {
+		usage(stderr);
+		exit(2);
+	}
+	{	/* MiB/s, 0 allowed (unlimited) */
+		char *dup = strdup(resync_rates ? resync_rates :
+				O.quick ? "0" : "0,64"), *save = NULL;
+		for (char *t = strtok_r(dup, ",", &save);
+				t && O.nresync_rates < MAX_LIST;
+				t = strtok_r(NULL, ",", &save)) {
+			char *e;
+			unsigned long long v = strtoull(t, &e, 10);
+			if (*e != '\0' || v > 1000000) {
+				fprintf(stderr, "pmrep-bench: bad resync rate '%s'\n", t);
+				exit(2);
+			}
+			O.resync_rates[O.nresync_rates++] = (uint64_t)v << 20;
+		}
+		free(dup);
+	}
+	if (resync_mib == 0 || resync_mib > 4096) {
+		fprintf(stderr, "pmrep-bench: resync size 1..4096 MiB\n");
+		exit(2);
+	}
+	O.resync_size = (size_t)(resync_mib > 0 ? resync_mib : O.quick ? 8 : 64) << 20;
 	if (O.addr == NULL) {
 		const char *ip = getenv("RXE_IP");
 		O.addr = O.prov == PMREP_PROVIDER_TCP ? "127.0.0.1" :
@@ -671,30 +741,42 @@ server_raw(struct server *sv, size_t size, bool tls)
 
 /* a target on a fresh file at `path` (removed first, and on failure) */
 static int
-target_make(const char *path, uint64_t size, const char *addr,
-		struct pmrep_target **t)
+target_make_at(const char *path, uint64_t size, const char *addr,
+		const char *port, bool fresh, struct pmrep_target **t)
 {
 	struct pmrep_target_cfg *cfg = NULL;
-	unlink(path);
+	if (fresh)
+		unlink(path);
 	int ret = pmrep_target_cfg_new(&cfg);
 	if (ret == 0)
 		ret = pmrep_target_cfg_set_path(cfg, path);
 	if (ret == 0)
 		ret = pmrep_target_cfg_set_data_size(cfg, size, true);
 	if (ret == 0)
-		ret = pmrep_target_cfg_set_address(cfg, addr, "0");
+		ret = pmrep_target_cfg_set_address(cfg, addr, port);
 	if (ret == 0)
 		ret = pmrep_target_cfg_set_key(cfg, Key, sizeof(Key));
 	if (ret == 0)
 		ret = pmrep_target_cfg_set_direct_write_to_pmem(cfg, true);
 	if (ret == 0)
 		ret = pmrep_target_cfg_set_timeout(cfg, OP_TIMEOUT_MS);
+	if (ret == 0 && (O.mirror_plain || getenv("PMREP_BENCH_PLAIN")))
+		ret = pmrep_target_cfg_set_tls(cfg, false);
 	if (ret == 0)
 		ret = pmrep_target_new(cfg, t);
 	(void) pmrep_target_cfg_delete(&cfg);
-	if (ret)
+	if (ret && fresh)
 		unlink(path);	/* it may have been created */
 	return ret;
+}
+
+/* a target on a fresh file at `path` (removed first, and on failure),
+ * on a port of the system's choice */
+static int
+target_make(const char *path, uint64_t size, const char *addr,
+		struct pmrep_target **t)
+{
+	return target_make_at(path, size, addr, "0", true, t);
 }
 
 /* TGT <n> <data size>: n targets on fresh files */
@@ -1233,6 +1315,8 @@ struct mirror_extra {
 	uint64_t max_lag;	/* bytes */
 	const char *ports;	/* the replicas' ports, " P1 P2": targets of
 				 * our own (NULL: ask the server for new ones) */
+	int backoff_min_ms, backoff_max_ms;	/* 0: the default */
+	uint64_t resync_rate;	/* B/s, 0: unlimited (the default) */
 };
 static const struct mirror_extra *Mirror_extra;
 
@@ -1286,10 +1370,17 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 		ret = pmrep_mirror_cfg_set_state_path(cfg, NULL);
 	if (ret == 0 && ex && ex->window)
 		ret = pmrep_mirror_cfg_set_window(cfg, ex->window);
+	if (ret == 0 && O.mirror_plain)
+		ret = pmrep_mirror_cfg_set_tls(cfg, false);
 	if (ret == 0 && ex && ex->quorum)
 		ret = pmrep_mirror_cfg_set_quorum(cfg, ex->quorum);
 	if (ret == 0 && ex && ex->set_max_lag)
 		ret = pmrep_mirror_cfg_set_max_lag(cfg, ex->max_lag);
+	if (ret == 0 && ex && ex->backoff_min_ms)
+		ret = pmrep_mirror_cfg_set_backoff(cfg, ex->backoff_min_ms,
+				ex->backoff_max_ms);
+	if (ret == 0 && ex && ex->resync_rate)
+		ret = pmrep_mirror_cfg_set_resync_rate(cfg, ex->resync_rate);
 	snprintf(mi->path, sizeof(mi->path), "/dev/shm/pmrep-bench-%ld-local%u",
 			(long)getpid(), tag);
 	unlink(mi->path);
@@ -2125,7 +2216,39 @@ struct pipe_watch {
 	uint64_t max_before_ns;	/* the slowest completion before */
 	bool saw_behind;
 	struct pmrep_replica_status st;	/* at the end of the run */
+	/* the resync sweep: */
+	uint64_t nreq;		/* > 0: submit that many, then finish */
+	bool events;		/* take the mirror's events, noting idx's */
+	bool stop_in_sync;	/* finish once idx is IN_SYNC again */
+	struct bench_samples *during;	/* persists submitted after idx's
+				 * SYNCING event and complete before its
+				 * IN_SYNC go here, not into the run's */
+	uint64_t t_syncing, t_in_sync;	/* ns: those events (0: not seen) */
+	uint64_t t_status;	/* ns: status last read */
+	uint64_t resync_total, resync_rate;	/* the last seen while SYNCING */
+	unsigned nevents, lost;
 };
+
+/* take the mirror's waiting events, noting replica w->idx's (a SYNCING
+ * before any IN_SYNC, the first IN_SYNC after it, FAILED) */
+static void
+pipe_events(struct mirror *mi, struct pipe_watch *w)
+{
+	struct pmrep_mirror_event ev;
+	while (pmrep_mirror_get_event(mi->m, &ev) == 0) {
+		uint64_t now = bench_now_ns();
+		w->nevents++;
+		w->lost += ev.lost;
+		if (ev.replica != w->idx)
+			continue;
+		if (ev.to == PMREP_REPLICA_SYNCING && w->t_syncing == 0)
+			w->t_syncing = now;
+		if (ev.to == PMREP_REPLICA_IN_SYNC && w->t_in_sync == 0)
+			w->t_in_sync = now;
+		if (ev.to == PMREP_REPLICA_FAILED && w->t_failed == 0)
+			w->t_failed = now;
+	}
+}
 
 static uint64_t Pipe_disorder;
 
@@ -2155,6 +2278,10 @@ pipe_run(struct mirror *mi, size_t size, unsigned depth, int warm_ms, int ms,
 	for (;;) {
 		uint64_t now = bench_now_ns();
 		bool more = now < end;
+		if (w && w->nreq && seq >= w->nreq)
+			more = false;
+		if (w && w->stop_in_sync && w->t_in_sync)
+			more = false;
 		while (more && nfree > 0) {
 			unsigned slot = free_slot[--nfree];
 			size_t off = (size_t)(seq % nslots) * stride;
@@ -2208,7 +2335,11 @@ pipe_run(struct mirror *mi, size_t size, unsigned depth, int warm_ms, int ms,
 			next_done = seq_of[slot] + 1;
 			uint64_t lat = now - t_sub[slot];
 			s->all_ops++;
-			if (t_sub[slot] >= warm_end && now < end) {
+			if (w && w->during && w->t_syncing &&
+					t_sub[slot] >= w->t_syncing &&
+					w->t_in_sync == 0) {
+				bench_samples_add(w->during, lat, size);
+			} else if (t_sub[slot] >= warm_end && now < end) {
 				if (begin == 0)
 					begin = t_sub[slot];
 				bench_samples_add(s, lat, size);
@@ -2227,7 +2358,19 @@ pipe_run(struct mirror *mi, size_t size, unsigned depth, int warm_ms, int ms,
 			free_slot[nfree++] = slot;
 			out--;
 		}
-		if (w && w->t_failed == 0) {
+		if (w && w->events)
+			pipe_events(mi, w);
+		if (w && w->events && now - w->t_status > 1000000u) {
+			struct pmrep_replica_status st;
+			w->t_status = now;
+			if (pmrep_mirror_get_replica_status(mi->m, w->idx, &st) == 0 &&
+					st.state == PMREP_REPLICA_SYNCING) {
+				w->resync_total = st.resync_total;
+				if (st.resync_rate)
+					w->resync_rate = st.resync_rate;
+			}
+		}
+		if (w && !w->events && w->t_failed == 0) {
 			struct pmrep_replica_status st;
 			if (pmrep_mirror_get_replica_status(mi->m, w->idx, &st) == 0) {
 				if (st.state == PMREP_REPLICA_BEHIND)
@@ -2242,8 +2385,7 @@ pipe_run(struct mirror *mi, size_t size, unsigned depth, int warm_ms, int ms,
 	return 0;
 }
 
-static const unsigned Pipe_windows[] = { 1, 16, 32 };
-#define PIPE_NW (sizeof(Pipe_windows) / sizeof(Pipe_windows[0]))
+#define PIPE_NW MAX_LIST	/* windows at most (O.windows) */
 
 /*
  * The pipeline against the transport it runs on, in every round: the tcp
@@ -2260,15 +2402,17 @@ sweep_pipe(void)
 	const size_t size = 4096;
 	struct raw r;
 	struct mirror mi[PIPE_NW];
-	unsigned nm = 0;
+	unsigned nm = 0, nw = O.nwindows;
 	char reply[64];
-	if (raw_open(&r, size)) {
+	memset(&r, 0, sizeof(r));
+	memset(mi, 0, sizeof(mi));
+	if (O.pipe_raw && raw_open(&r, size)) {
 		Failures++;
 		(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
 		return;
 	}
-	for (; nm < PIPE_NW; nm++) {
-		struct mirror_extra ex = { .window = Pipe_windows[nm] };
+	for (; O.pipe_mirror && nm < nw; nm++) {
+		struct mirror_extra ex = { .window = O.windows[nm] };
 		Mirror_extra = &ex;
 		int ret = mirror_open(&mi[nm], 1, PIPE_SIZE, 20 + nm);
 		Mirror_extra = NULL;
@@ -2286,10 +2430,10 @@ sweep_pipe(void)
 	memset(mcpu, 0, sizeof(mcpu));
 	memset(rcpu, 0, sizeof(rcpu));
 	unsigned ninit = 0;
-	for (; ninit < PIPE_NW; ninit++)
+	for (; ninit < nw; ninit++)
 		if (bench_samples_init(&pools[ninit], SAMPLES_CAP / 4))
 			break;
-	if (ninit < PIPE_NW) {
+	if (ninit < nw) {
 		Failures++;
 		goto fini;
 	}
@@ -2302,20 +2446,29 @@ sweep_pipe(void)
 			floor_bw(size, false, &S_floor, &f, &fc);
 		if (have_f)
 			fmib[nfl++] = f.mib_per_s;
-		for (unsigned i = 0; i < PIPE_NW; i++) {
-			unsigned wnd = Pipe_windows[i];
+		for (unsigned i = 0; i < nw; i++) {
+			unsigned wnd = O.windows[i];
 			struct cpu_win cw;
 			struct cpu_acc ca;
-			bench_samples_reset(&S_round);
-			cpu_start(&cw);
-			if (raw_run(&r, size, wnd, O.ms, &S_round)) {
-				Failures++;
-				goto fini;
+			rmib[i][round] = NAN;
+			if (O.pipe_raw) {
+				bench_samples_reset(&S_round);
+				cpu_start(&cw);
+				if (raw_run(&r, size, wnd, O.ms, &S_round)) {
+					Failures++;
+					goto fini;
+				}
+				cpu_stop(&cw, S_round.all_ops, &ca);
+				cpu_add(&rcpu[i], &ca);
+				bench_summarize(&S_round, &res);
+				rmib[i][round] = res.mib_per_s;
 			}
-			cpu_stop(&cw, S_round.all_ops, &ca);
-			cpu_add(&rcpu[i], &ca);
-			bench_summarize(&S_round, &res);
-			rmib[i][round] = res.mib_per_s;
+			mmib[i][round] = mops[i][round] = NAN;
+			q_raw[i][round] = q_fl[i][round] = NAN;
+			q_w1[i][round] = NAN;
+			q_rfl[i][round] = have_f ? rmib[i][round] / f.mib_per_s : NAN;
+			if (!O.pipe_mirror)
+				continue;
 			bench_samples_reset(&S_round);
 			cpu_start(&cw);
 			if (pipe_run(&mi[i], size, wnd, WARMUP_MS, O.ms, &S_round,
@@ -2331,20 +2484,19 @@ sweep_pipe(void)
 			mops[i][round] = res.ops_per_s;
 			q_raw[i][round] = mmib[i][round] / rmib[i][round];
 			q_fl[i][round] = have_f ? mmib[i][round] / f.mib_per_s : NAN;
-			q_rfl[i][round] = have_f ? rmib[i][round] / f.mib_per_s : NAN;
 			q_w1[i][round] = mmib[i][round] / mmib[0][round];
 		}
 	}
 	fprintf(Tab, "\npipe: pipelined mirror, 4 KiB persist_async of ranges 8 KiB apart (no coalescing), 1 replica (%s), W requests outstanding, waiting on the mirror fd;\n"
 			"  raw = pmrep_write + flush PERSISTENT at queue depth W on one conn; floor tcp-stream (4 KiB messages back to back); %d round(s) x %d ms;\n"
 			"  ratios within a round, median [min-max] of the rounds; tcp-stream floor %.1f MiB/s (median)\n",
-			mi[0].method, rounds, O.ms, median(fmib, nfl));
+			nm ? mi[0].method : "-", rounds, O.ms, median(fmib, nfl));
 	fprintf(Tab, "  cpu us/op: user+sys of both processes (bench + server, whose targets serve the mirror) per operation, warm-up included\n");
 	fprintf(Tab, "  %3s %10s %11s %8s %8s %10s  %-20s %-20s %-20s %-20s %s\n", "W",
 			"MiB/s", "persists/s", "p50us", "p99us", "raw MiB/s",
 			"mirror/raw(qd W)", "mirror/tcp-stream", "raw/tcp-stream",
 			"mirror W / W 1", "cpu us/op mirror raw");
-	for (unsigned i = 0; i < PIPE_NW; i++) {
+	for (unsigned i = 0; i < nw; i++) {
 		struct bench_result pr;
 		bench_summarize(&pools[i], &pr);
 		double rm = median(rmib[i], rounds);
@@ -2364,15 +2516,16 @@ sweep_pipe(void)
 				q_w1[i][rounds - 1]);
 		double mm = median(mmib[i], rounds), mo = median(mops[i], rounds);
 		fprintf(Tab, "  %3u %10.1f %11.0f %8.1f %8.1f %10.1f  %-20s %-20s %-20s %-20s %6.2f %6.2f\n",
-				Pipe_windows[i], mm, mo, pr.p50_us, pr.p99_us, rm,
+				O.windows[i], mm, mo, pr.p50_us, pr.p99_us, rm,
 				a[0], a[1], a[2], b, cpu_us_op(&mcpu[i]),
 				cpu_us_op(&rcpu[i]));
 		if (Json) {
 			fprintf(Json, "{\"run\":\"%s\",\"date\":\"%s\",\"host\":\"%s\",\"provider\":\"%s\","
 					"\"sweep\":\"pipe\",\"level\":\"mirror\",\"method\":\"%s\",\"size\":%zu,"
 					"\"window\":%u,\"qd\":%u,\"replicas\":1",
-					Run_id, Date, Host, prov_str(), mi[i].method,
-					size, Pipe_windows[i], Pipe_windows[i]);
+					Run_id, Date, Host, prov_str(),
+					nm ? mi[i].method : "-",
+					size, O.windows[i], O.windows[i]);
 			json_num(Json, "mib_per_s", mm);
 			json_num(Json, "ops_per_s", mo);
 			json_num(Json, "p50_us", pr.p50_us);
@@ -2419,14 +2572,16 @@ struct child_tgt {
 	char path[128];
 };
 
-/* --target-child PATH SIZE ADDR: never returns */
+/* --target-child PATH SIZE ADDR [PORT]: never returns. With PORT: on
+ * that port, the replica file at PATH kept as it is (a restart) */
 static void
-target_child(char *argv[])
+target_child(int argc, char *argv[])
 {
 	struct pmrep_target *t = NULL;
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_FATAL);
-	int ret = target_make(argv[2], strtoull(argv[3], NULL, 0), argv[4], &t);
+	int ret = target_make_at(argv[2], strtoull(argv[3], NULL, 0), argv[4],
+			argc > 5 ? argv[5] : "0", argc <= 5, &t);
 	if (ret) {
 		printf("ERR %s: %s\n", pmrep_err_to_str(ret), pmrep_err_msg());
 		fflush(stdout);
@@ -2455,11 +2610,18 @@ target_child(char *argv[])
 	_exit(0);
 }
 
+/* a target process on a fresh file (port NULL: the system's choice), or
+ * (port set) restarted on that port with the file it left */
 static int
-child_tgt_start(struct child_tgt *c, unsigned idx, size_t size)
+child_tgt_start_at(struct child_tgt *c, unsigned idx, size_t size,
+		const char *at_port)
 {
 	int in[2], out[2];
-	char self[PATH_MAX], sz[32], line[128];
+	char self[PATH_MAX], sz[32], line[128], at[16];
+	if (at_port) {	/* it may be c->port */
+		snprintf(at, sizeof(at), "%s", at_port);
+		at_port = at;
+	}
 	memset(c, 0, sizeof(*c));
 	c->pid = -1;
 	c->in_fd = -1;
@@ -2484,8 +2646,12 @@ child_tgt_start(struct child_tgt *c, unsigned idx, size_t size)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(in[0], 0);
 		dup2(out[1], 1);
-		execl(self, self, "--target-child", c->path, sz, O.addr,
-				(char *)NULL);
+		if (at_port)
+			execl(self, self, "--target-child", c->path, sz, O.addr,
+					at_port, (char *)NULL);
+		else
+			execl(self, self, "--target-child", c->path, sz, O.addr,
+					(char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
@@ -2502,6 +2668,12 @@ child_tgt_start(struct child_tgt *c, unsigned idx, size_t size)
 	}
 	snprintf(c->port, sizeof(c->port), "%u", port);
 	return 0;
+}
+
+static int
+child_tgt_start(struct child_tgt *c, unsigned idx, size_t size)
+{
+	return child_tgt_start_at(c, idx, size, NULL);
 }
 
 static void
@@ -2640,6 +2812,11 @@ sweep_quorum(void)
 			}
 			if (!ok && !failed)
 				Failures++;
+			/* the frozen target killed first: else the mirror's
+			 * recovery thread, attaching to it, holds
+			 * pmrep_mirror_delete for the cfg timeout (10 s) */
+			if (ct[1].pid > 0)
+				kill(ct[1].pid, SIGKILL);
 			mirror_close(&mi);
 		} else {
 			Failures++;
@@ -2691,6 +2868,272 @@ sweep_quorum(void)
 				live_failed);
 		fflush(Json);
 	}
+}
+
+
+/* ------------------------------ persists during a resync, reconnect time */
+
+#define RESYNC_WINDOW 16
+#define RESYNC_BACKOFF_MIN_MS 10
+#define RESYNC_BACKOFF_MAX_MS 50
+#define RESYNC_DEADLINE_MS 20000
+
+/* poll the mirror until every replica is IN_SYNC (taking its events),
+ * for up to `ms`; 0 when they are */
+static int
+wait_all_in_sync(struct mirror *mi, int ms)
+{
+	int fd = -1;
+	unsigned n = 0;
+	(void) pmrep_mirror_get_fd(mi->m, &fd);
+	(void) pmrep_mirror_get_replica_count(mi->m, &n);
+	uint64_t until = bench_now_ns() + (uint64_t)ms * 1000000u;
+	for (;;) {
+		struct pmrep_mirror_completion c[4];
+		struct pmrep_mirror_event ev;
+		int k = 0;
+		(void) pmrep_mirror_poll(mi->m, c, 4, &k);
+		while (pmrep_mirror_get_event(mi->m, &ev) == 0)
+			;
+		bool all = true;
+		for (unsigned i = 0; i < n; i++) {
+			struct pmrep_replica_status st;
+			if (pmrep_mirror_get_replica_status(mi->m, i, &st) ||
+					st.state != PMREP_REPLICA_IN_SYNC)
+				all = false;
+		}
+		if (all)
+			return 0;
+		if (bench_now_ns() > until)
+			return -1;
+		struct pollfd p = { fd, POLLIN, 0 };
+		(void) poll(&p, 1, 10);
+	}
+}
+
+struct resync_round {
+	struct bench_result before, during;
+	double before_ops, during_ops;	/* persists/s */
+	double reconnect_ms;	/* target restarted -> SYNCING event */
+	double resync_ms;	/* SYNCING -> IN_SYNC events */
+	double total_ms;	/* target restarted -> IN_SYNC */
+	double bytes;		/* resync_total (status, last seen) */
+	double rate_status;	/* B/s: status resync_rate, last seen */
+	double rate_events;	/* B/s: bytes / resync_ms */
+	double outage_mib;	/* bytes written while it was down */
+};
+
+/*
+ * One round at cfg resync rate `rate`: two targets in processes of their
+ * own, quorum 1 of 2, window 16, back-off 10..50 ms; both IN_SYNC, then
+ * the baseline run (O.ms); replica 1's process killed (SIGKILL), every
+ * 8 KiB-strided slot of the mapping persisted once (so every region is
+ * out of sync for it), its process restarted on the same port with the
+ * file it left; the foreground goes on at once until the mirror's own
+ * thread has reconnected and resynced it (its IN_SYNC event).
+ */
+static int
+resync_round(uint64_t rate, struct bench_samples *before,
+		struct bench_samples *during, struct resync_round *rr,
+		const char **method)
+{
+	const size_t size = 4096, msize = O.resync_size;
+	struct child_tgt ct[2];
+	struct mirror mi;
+	int ret = -1;
+	memset(rr, 0, sizeof(*rr));
+	bool ok = child_tgt_start(&ct[0], 0, msize) == 0;
+	ok = ok && child_tgt_start(&ct[1], 1, msize) == 0;
+	char ports[48];
+	snprintf(ports, sizeof(ports), " %s %s", ct[0].port, ct[1].port);
+	struct mirror_extra ex = { .window = RESYNC_WINDOW, .quorum = 1,
+		.set_max_lag = true, .max_lag = QUORUM_MAX_LAG, .ports = ports,
+		.backoff_min_ms = RESYNC_BACKOFF_MIN_MS,
+		.backoff_max_ms = RESYNC_BACKOFF_MAX_MS, .resync_rate = rate };
+	Mirror_extra = &ex;
+	ok = ok && mirror_open(&mi, 2, msize, 40) == 0;
+	Mirror_extra = NULL;
+	if (!ok)
+		goto end;
+	*method = mi.method;
+	if (wait_all_in_sync(&mi, RESYNC_DEADLINE_MS)) {
+		fprintf(stderr, "pmrep-bench: resync: the replicas not both IN_SYNC after creation\n");
+		goto close;
+	}
+	bench_samples_reset(before);
+	if (pipe_run(&mi, size, RESYNC_WINDOW, WARMUP_MS, O.ms, before, NULL))
+		goto close;
+	bench_summarize(before, &rr->before);
+	rr->before_ops = rr->before.ops_per_s;
+
+	/* the outage: killed, every slot written once */
+	kill(ct[1].pid, SIGKILL);
+	reap(ct[1].pid, 5000);
+	ct[1].pid = -1;
+	close(ct[1].in_fd);
+	ct[1].in_fd = -1;
+	struct pipe_watch wo = { .idx = 1, .events = true,
+		.nreq = msize / (2 * size) };
+	bench_samples_reset(&S_round);
+	if (pipe_run(&mi, size, RESYNC_WINDOW, 0, RESYNC_DEADLINE_MS,
+			&S_round, &wo))
+		goto close;
+	rr->outage_mib = (double)(wo.nreq * size) / (1 << 20);
+	if (wo.t_failed == 0) {
+		/* its failure may come after the last completion */
+		uint64_t until = bench_now_ns() + 5000000000ull;
+		struct pmrep_replica_status st;
+		while (bench_now_ns() < until &&
+				pmrep_mirror_get_replica_status(mi.m, 1, &st) == 0 &&
+				st.state != PMREP_REPLICA_FAILED)
+			usleep(1000);
+		pipe_events(&mi, &wo);
+	}
+
+	/* the restart: same port, the file it left */
+	char port[16];
+	snprintf(port, sizeof(port), "%s", ct[1].port);
+	if (child_tgt_start_at(&ct[1], 1, msize, port)) {
+		fprintf(stderr, "pmrep-bench: resync: the target's restart on port %s failed\n",
+				port);
+		goto close;
+	}
+	struct pipe_watch w = { .idx = 1, .events = true,
+		.stop_in_sync = true, .during = during };
+	bench_samples_reset(during);
+	bench_samples_reset(&S_round);
+	uint64_t t_restart = bench_now_ns();
+	if (pipe_run(&mi, size, RESYNC_WINDOW, 0, RESYNC_DEADLINE_MS,
+			&S_round, &w))
+		goto close;
+	if (w.t_syncing == 0 || w.t_in_sync == 0) {
+		fprintf(stderr, "pmrep-bench: resync: replica 1 %s within %d ms of its restart\n",
+				w.t_syncing ? "not IN_SYNC" : "not SYNCING",
+				RESYNC_DEADLINE_MS);
+		goto close;
+	}
+	rr->reconnect_ms = (double)(w.t_syncing - t_restart) / 1e6;
+	rr->resync_ms = (double)(w.t_in_sync - w.t_syncing) / 1e6;
+	rr->total_ms = (double)(w.t_in_sync - t_restart) / 1e6;
+	rr->bytes = (double)w.resync_total;
+	rr->rate_status = (double)w.resync_rate;
+	rr->rate_events = rr->resync_ms > 0 ?
+		rr->bytes / (rr->resync_ms / 1e3) : NAN;
+	during->elapsed_ns = w.t_in_sync - w.t_syncing;
+	bench_summarize(during, &rr->during);
+	rr->during_ops = (double)during->ops / (rr->resync_ms / 1e3);
+	ret = 0;
+close:
+	mirror_close(&mi);
+end:
+	child_tgt_end(&ct[0]);
+	child_tgt_end(&ct[1]);
+	return ret;
+}
+
+/*
+ * Per cfg resync rate: resync_round O.rounds times; reported, the
+ * median of the rounds: the foreground's persist p50 / p99 and
+ * persists/s during the resync (persists submitted between the SYNCING
+ * and IN_SYNC events) against the baseline of the same round (both in
+ * sync, before the kill), their ratio within the round; apart, the
+ * reconnect time (restart -> SYNCING), the resync's time and bytes and
+ * its rate (the status's resync_rate, and bytes / time between the
+ * events). Figures only.
+ */
+static void
+sweep_resync(void)
+{
+	int rounds = O.rounds < 16 ? O.rounds : 16;
+	struct bench_samples before, during;
+	if (bench_samples_init(&before, SAMPLES_CAP / 4) ||
+			bench_samples_init(&during, SAMPLES_CAP / 4)) {
+		Failures++;
+		return;
+	}
+	const char *method = "?";
+	fprintf(Tab, "\nresync: quorum 1 of 2, window %d, 4 KiB persist_async 8 KiB apart, mapping %zu MiB, targets in processes of their own;\n"
+			"  per round: both IN_SYNC, baseline run (%d ms); replica 1's target killed (SIGKILL), every slot written once (%zu MiB),\n"
+			"  restarted on its port with its file; the foreground goes on while the mirror's thread reconnects (back-off %d..%d ms)\n"
+			"  and resyncs it; 'during': persists submitted between its SYNCING and IN_SYNC events; median of %d round(s)\n",
+			RESYNC_WINDOW, O.resync_size >> 20, O.ms,
+			(O.resync_size / 2) >> 20, RESYNC_BACKOFF_MIN_MS,
+			RESYNC_BACKOFF_MAX_MS, rounds);
+	fprintf(Tab, "  %8s %8s %8s %8s %8s %7s %9s %9s %7s %8s %9s %9s %8s %9s %9s\n",
+			"rate", "p50 bef", "p99 bef", "p50 dur", "p99 dur", "p99 x",
+			"ops/s bef", "ops/s dur", "n dur", "recon ms", "resync ms",
+			"total ms", "MiB", "MiB/s st", "MiB/s ev");
+	for (unsigned ri = 0; ri < O.nresync_rates; ri++) {
+		uint64_t rate = O.resync_rates[ri];
+		double v[15][16];
+		int nr = 0;
+		for (int round = 0; round < rounds; round++) {
+			struct resync_round rr;
+			if (resync_round(rate, &before, &during, &rr, &method)) {
+				Failures++;
+				continue;
+			}
+			if (!rr.before.valid || !rr.during.valid) {
+				fprintf(stderr, "pmrep-bench: resync: no persist %s (rate %llu MiB/s)\n",
+						rr.before.valid ? "during the resync" : "before",
+						(unsigned long long)(rate >> 20));
+				continue;
+			}
+			double row[15] = { rr.before.p50_us, rr.before.p99_us,
+				rr.during.p50_us, rr.during.p99_us,
+				rr.during.p99_us / rr.before.p99_us,
+				rr.before_ops, rr.during_ops, (double)during.ops,
+				rr.reconnect_ms, rr.resync_ms, rr.total_ms,
+				rr.bytes / (1 << 20), rr.rate_status / (1 << 20),
+				rr.rate_events / (1 << 20),
+				rr.during.p50_us / rr.before.p50_us };
+			for (int k = 0; k < 15; k++)
+				v[k][nr] = row[k];
+			nr++;
+		}
+		char rs[16];
+		if (rate)
+			snprintf(rs, sizeof(rs), "%llu", (unsigned long long)(rate >> 20));
+		else
+			snprintf(rs, sizeof(rs), "unlim");
+		if (nr == 0) {
+			fprintf(Tab, "  %8s not measured\n", rs);
+			continue;
+		}
+		double m[15];
+		char x[32];
+		for (int k = 0; k < 15; k++)
+			m[k] = median(v[k], nr);
+		snprintf(x, sizeof(x), "%.2f", m[4]);
+		fprintf(Tab, "  %8s %8.1f %8.1f %8.1f %8.1f %7s %9.0f %9.0f %7.0f %8.1f %9.1f %9.1f %8.1f %9.1f %9.1f\n",
+				rs, m[0], m[1], m[2], m[3], x, m[5], m[6], m[7],
+				m[8], m[9], m[10], m[11], m[12], m[13]);
+		if (nr > 1)
+			fprintf(Tab, "  %8s p99 during/before over the rounds: [%.2f-%.2f]\n",
+					"", v[4][0], v[4][nr - 1]);
+		if (Json) {
+			fprintf(Json, "{\"run\":\"%s\",\"date\":\"%s\",\"host\":\"%s\",\"provider\":\"%s\","
+					"\"sweep\":\"resync\",\"level\":\"mirror\",\"method\":\"%s\",\"size\":4096,"
+					"\"window\":%d,\"replicas\":2,\"quorum\":1,\"mapping\":%zu,"
+					"\"resync_rate_cfg\":%llu",
+					Run_id, Date, Host, prov_str(), method,
+					RESYNC_WINDOW, O.resync_size,
+					(unsigned long long)rate);
+			static const char *const key[15] = { "before_p50_us",
+				"before_p99_us", "during_p50_us", "during_p99_us",
+				"p99_ratio", "before_ops_per_s", "during_ops_per_s",
+				"during_n", "reconnect_ms", "resync_ms", "total_ms",
+				"resync_mib", "resync_mib_per_s_status",
+				"resync_mib_per_s_events", "p50_ratio" };
+			for (int k = 0; k < 15; k++)
+				json_num(Json, key[k], m[k]);
+			fprintf(Json, ",\"rounds\":%d}\n", nr);
+			fflush(Json);
+		}
+	}
+	fprintf(Tab, "  rate: the cfg resync rate, MiB/s; p99 x: p99 during / before (within a round); MiB/s st: the status's resync_rate, ev: MiB / resync ms\n");
+	bench_samples_fini(&before);
+	bench_samples_fini(&during);
 }
 
 /* ------------------------------------------------------ tls: its cost */
@@ -3144,11 +3587,13 @@ main(int argc, char *argv[])
 {
 	if (argc == 8 && strcmp(argv[1], "--restart-writer") == 0)
 		restart_writer(argv);	/* never returns */
-	if (argc == 5 && strcmp(argv[1], "--target-child") == 0)
-		target_child(argv);	/* never returns */
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "--target-child") == 0)
+		target_child(argc, argv);	/* never returns */
 	parse_opts(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	setenv("PMREP_PROVIDER", prov_str(), 1);	/* targets and mirrors too */
+	if (O.mirror_plain)
+		setenv("PMREP_BENCH_PLAIN", "1", 1);	/* the target processes */
 	meta_init();
 
 	int sp[2];
@@ -3230,6 +3675,8 @@ main(int argc, char *argv[])
 		sweep_pipe();
 	if (O.mirror && O.sweep_quorum)
 		sweep_quorum();
+	if (O.mirror && O.sweep_resync)
+		sweep_resync();
 	if (O.mirror && O.sweep_restart)
 		sweep_restart();
 	if (O.raw && O.sweep_tls && O.prov == PMREP_PROVIDER_TCP)
