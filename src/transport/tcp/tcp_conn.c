@@ -256,6 +256,8 @@ tcp_conn_from_req(struct tcp_conn_req *req,
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int err = pthread_create(&c->thread, NULL, tcp_progress_main, c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err == 0)	/* its own name, not its creator's (ps, perf) */
+		(void) pthread_setname_np(c->thread, "pmrep-tcp");
 	if (err) {
 		ret = PMREP_ERR_PROVIDER(err, "pthread_create");
 		req->sock = c->sock;	/* rejected below */
