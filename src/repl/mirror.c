@@ -294,6 +294,11 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	/* the recovery threads end first (a resync in progress pauses:
 	 * DEGRADED, its regions kept out of sync) */
 	mirror_recovery_stop(m);
+	/* a replica its recovery left half way (DEGRADED, or mid-attach):
+	 * what its ring holds goes to its OOS */
+	for (unsigned i = 0; i < m->n; i++)
+		if (atomic_load(&m->r[i].owner) != OWN_DATA && m->r[i].r_n > 0)
+			replica_fail(&m->r[i], PMREP_E_CONN_LOST, 0, 0);
 	/* the CLOSE exchange needs nothing in flight: what is queued and
 	 * in flight is finished within the cfg timeout; completions not
 	 * polled are dropped */

@@ -81,7 +81,9 @@ struct inflight {
 	uint64_t seq;
 	uint64_t off, len;
 	long long deadline;
-	bool is_step;		/* a mirror step (else a resync chunk) */
+	bool is_step;		/* a mirror step (else a resync chunk, or al) */
+	bool al;		/* a persist posted to a replica being resynced:
+				 * its range stays in AL until it is confirmed */
 	bool replied;		/* GPSPM: the target's reply came */
 	bool lagging;		/* its step completed without it: lag_inflight */
 	unsigned send_slot;	/* GPSPM: the request's send slot */
@@ -278,12 +280,13 @@ int replica_post_range(struct replica *r, uint64_t off, uint64_t len,
 /* take the replica's completions, confirming ring entries in order
  * (a step's: mirror_step_ack); an error when it must be failed */
 int replica_progress(struct replica *r);
-/* wait until the replica's ring is empty or `deadline` (its entries'
- * own deadlines too): 0, or the error it was failed with */
-int replica_wait_idle(struct replica *r, long long deadline);
+/* wait until the replica confirmed ring entry `seq` (and those before it)
+ * or `deadline` (its entries' own deadlines too): 0, or the error it was
+ * failed with. Takes m->lock around the ring; waits outside it */
+int replica_wait_seq(struct replica *r, uint64_t seq, long long deadline);
 /* wait up to `slice_ms` for a completion of any replica with entries in
  * its ring; a wait error fails the replica it belongs to */
-void mirror_wait_any(struct pmrep_mirror *m, int slice_ms);
+int mirror_wait_any(struct pmrep_mirror *m, int slice_ms);	/* replicas waited on */
 
 /* mirror.c */
 unsigned mirror_required(const struct pmrep_mirror *m);

@@ -245,6 +245,32 @@ earlier(long long a, long long b)
 	return a < b ? a : b;
 }
 
+/*
+ * a replica its recovery is resyncing, connected, with every region of
+ * [lo, hi) copied already (not out of sync, not in the chunk in flight):
+ * a persist there is posted to it as well (m->lock held)
+ */
+static bool
+syncing_and_copied(struct replica *r, uint64_t lo, uint64_t hi)
+{
+	if (r->state != PMREP_REPLICA_SYNCING || r->conn == NULL ||
+			r->rmr == NULL || !r->chan_ready)
+		return false;
+	/* room left for the resync's own chunk (else marked: copied later) */
+	unsigned cap = r->method == PMREP_MIRROR_METHOD_GPSPM ?
+		REPL_GPSPM_CREDITS : PIPE_RING;
+	if (r->r_n + 4 > cap)
+		return false;
+	if (r->chunk_len != 0 && lo < r->chunk_off + r->chunk_len &&
+			r->chunk_off < hi)
+		return false;
+	uint64_t rs = r->oos->region_size;
+	for (uint64_t reg = lo / rs; reg <= (hi - 1) / rs; reg++)
+		if (repl_bitmap_test(r->oos, (size_t)reg))
+			return false;
+	return true;
+}
+
 /* bytes one step carries at most (replica_post_range) */
 #define STEP_MAX ((uint64_t)(POST_WRS - 1) << 30)
 
@@ -283,8 +309,18 @@ pipe_post_one(struct pmrep_mirror *m)
 		struct replica *r = &m->r[i];
 		if (atomic_load(&r->owner) != OWN_DATA ||
 				r->state != PMREP_REPLICA_IN_SYNC) {
-			/* its recovery copies it; a mark into the resync
-			 * chunk in flight keeps the chunk's regions marked */
+			/* being resynced, and the range is copied already:
+			 * it goes there too, after the chunks on the same QP,
+			 * so that it stays copied (the resync converges);
+			 * its recovery takes the confirmation (not counted) */
+			if (syncing_and_copied(r, lo, hi) &&
+					replica_post_range(r, lo, hi - lo, st->seq,
+						false, deadline) == 0) {
+				replica_ring_at(r, r->r_n - 1)->al = true;
+				continue;
+			}
+			/* else its recovery copies it; the regions of the
+			 * chunk in flight it marks stay marked after it */
 			repl_bitmap_mark(r->oos, lo, hi - lo);
 			uint64_t clo = r->chunk_off, chi = r->chunk_off + r->chunk_len;
 			if (r->chunk_len != 0 && lo < chi && clo < hi)
@@ -333,12 +369,14 @@ pipe_idle(struct pmrep_mirror *m)
 {
 	if (m->queue.n != 0 || m->s_n != 0)
 		return false;
-	/* a replica its recovery drives holds resync chunks only */
+	/* steps, and persists posted to a replica being resynced (its
+	 * recovery changes its ring under m->lock, which the caller holds) */
 	for (unsigned i = 0; i < m->n; i++)
-		for (unsigned j = 0; atomic_load(&m->r[i].owner) == OWN_DATA &&
-				j < m->r[i].r_n; j++)
-			if (replica_ring_at(&m->r[i], j)->is_step)
+		for (unsigned j = 0; j < m->r[i].r_n; j++) {
+			const struct inflight *e = replica_ring_at(&m->r[i], j);
+			if (e->is_step || e->al)
 				return false;
+		}
 	return true;
 }
 
@@ -425,8 +463,10 @@ mirror_pipe_drain(struct pmrep_mirror *m, long long deadline)
 		int left = repl_left_ms(deadline);
 		if (left == 0)
 			break;
-		mirror_wait_any(m, left);
+		int nw = mirror_wait_any(m, left);
 		mirror_pipe_advance(m);
+		if (nw == 0 && !pipe_idle(m))
+			break;	/* what is left no replica of the data path holds */
 	}
 }
 

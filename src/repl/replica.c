@@ -521,8 +521,10 @@ resync_log(struct replica *r, bool force)
 			(unsigned long long)(rate ? left / rate : 0));
 }
 
-/* the cfg resync rate: wait until `copied` bytes are due (in slices, so
- * that pmrep_mirror_delete is not held up); false: stopping */
+/* the cfg resync rate: wait until the bytes copied so far are due (in
+ * slices, taking the confirmations of the persists posted here meanwhile,
+ * so that they do not fill its ring, and so that pmrep_mirror_delete is
+ * not held up); false: stopping, or the replica failed */
 static bool
 resync_pace(struct replica *r)
 {
@@ -534,7 +536,14 @@ resync_pace(struct replica *r)
 		long long left = due - repl_now_ms();
 		if (left <= 0)
 			return true;
-		struct timespec ts = { 0, (left > 50 ? 50 : left) * 1000000L };
+		mirror_lock(r->m);
+		int ret = replica_progress(r);
+		mirror_unlock(r->m);
+		if (ret) {
+			replica_fail(r, ret, 0, 0);
+			return false;
+		}
+		struct timespec ts = { 0, (left > 20 ? 20 : left) * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 	return false;
@@ -598,13 +607,15 @@ replica_resync(struct replica *r, long long deadline)
 		long long step = repl_deadline(m->cfg.timeout_ms);
 		if (deadline >= 0 && deadline < step)
 			step = deadline;
-		int ret = replica_post_range(r, off, len, mirror_next_seq(m),
-				false, step);
+		uint64_t seq = mirror_next_seq(m);
+		mirror_lock(m);		/* the data path posts here too */
+		int ret = replica_post_range(r, off, len, seq, false, step);
+		mirror_unlock(m);
 		if (ret) {
 			replica_fail(r, ret, off, len);
 			return ret;
 		}
-		ret = replica_wait_idle(r, step);	/* fails it on error */
+		ret = replica_wait_seq(r, seq, step);	/* fails it on error */
 		if (ret)
 			return ret;
 		mirror_lock(m);
@@ -629,8 +640,11 @@ replica_resync(struct replica *r, long long deadline)
 		resync_log(r, false);
 		mirror_unlock(m);
 		from = first + n;
-		if (!resync_pace(r))
+		if (!resync_pace(r)) {
+			if (r->state == PMREP_REPLICA_FAILED)
+				return r->last_error;
 			from = first;	/* stopping: the next turn pauses */
+		}
 	}
 }
 

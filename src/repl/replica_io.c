@@ -159,37 +159,54 @@ head_expired(struct replica *r)
 	return r->r_n > 0 && repl_left_ms(replica_ring_at(r, 0)->deadline) == 0;
 }
 
-int
-replica_wait_idle(struct replica *r, long long deadline)
+/* is entry `seq` still in the replica's ring? */
+static bool
+ring_holds(struct replica *r, uint64_t seq)
 {
-	while (r->r_n > 0) {
+	for (unsigned i = 0; i < r->r_n; i++)
+		if (replica_ring_at(r, i)->seq == seq)
+			return true;
+	return false;
+}
+
+int
+replica_wait_seq(struct replica *r, uint64_t seq, long long deadline)
+{
+	struct pmrep_mirror *m = r->m;
+	for (;;) {
+		/* the ring and the channel under the lock: the data path
+		 * posts persists to a replica being resynced (mirror_pipe.c) */
+		mirror_lock(m);
 		int ret = replica_progress(r);
+		bool done = !ring_holds(r, seq);
+		bool late = !done && (head_expired(r) || repl_left_ms(deadline) == 0);
+		mirror_unlock(m);
 		if (ret) {
 			replica_fail(r, ret, 0, 0);
 			return ret;
 		}
-		if (r->r_n == 0)
-			break;
-		if (head_expired(r) || repl_left_ms(deadline) == 0) {
+		if (done)
+			return 0;
+		if (late) {
 			replica_fail(r, PMREP_E_TIMEOUT, 0, 0);
 			return PMREP_E_TIMEOUT;
 		}
+		/* a wait may run while another thread posts on the conn */
 		ret = repl_chan_wait_slice(&r->ch, deadline);
-		if (ret == PMREP_E_TIMEOUT)
+		if (ret == PMREP_E_TIMEOUT) {
 			repl_chan_conn_due(&r->ch);
-		else if (ret) {
+		} else if (ret) {
 			replica_fail(r, ret, 0, 0);
 			return ret;
 		}
 	}
-	return 0;
 }
 
 /*
  * wait up to slice_ms for the next completion of any replica with entries
  * in its ring (none: return at once); then the caller takes them
  */
-void
+int
 mirror_wait_any(struct pmrep_mirror *m, int slice_ms)
 {
 	struct pmrep_cq *cqs[PMREP_MIRROR_MAX_REPLICAS];
@@ -204,7 +221,7 @@ mirror_wait_any(struct pmrep_mirror *m, int slice_ms)
 		who[nw++] = r;
 	}
 	if (nw == 0)
-		return;
+		return 0;
 	if (slice_ms < 0 || slice_ms > POLL_SLICE_MS)
 		slice_ms = POLL_SLICE_MS;
 	/* the transport's wait over the replicas' CQs: on tcp the answers
@@ -225,4 +242,5 @@ mirror_wait_any(struct pmrep_mirror *m, int slice_ms)
 				repl_chan_conn_due(&who[i]->ch);
 		}
 	}
+	return nw;
 }

@@ -10,7 +10,8 @@
  *  - a killed replica is back IN_SYNC and byte-exact with no call of the
  *    application's but persists and polls; its state changes come as
  *    events on the mirror fd, in order (FAILED with the error, SYNCING,
- *    IN_SYNC), the fd readable while one waits;
+ *    IN_SYNC), the fd readable while one waits (it may be readable for
+ *    other work too: completions, a deadline);
  *  - the back-off is the cfg's (doubling from min to max, in status) and
  *    a successful attach resets it;
  *  - a full resync interleaves with persists all over the data (many into
@@ -153,7 +154,6 @@ a_killed_replica_comes_back_in_sync_by_itself_with_events(void **state)
 	int fd;
 	assert_int_equal(pmrep_mirror_get_fd(m, &fd), 0);
 	struct pollfd p = { fd, POLLIN, 0 };
-	assert_int_equal(poll(&p, 1, 0), 0);
 
 	char port2[16];
 	snprintf(port2, sizeof(port2), "%s", c2.port);
@@ -182,7 +182,6 @@ a_killed_replica_comes_back_in_sync_by_itself_with_events(void **state)
 	assert_int_equal(seen[ns - 1], PMREP_REPLICA_IN_SYNC);
 	assert_int_equal(seen[ns - 2], PMREP_REPLICA_SYNCING);
 	assert_int_equal(seen[ns - 3], PMREP_REPLICA_CONNECTED);
-	assert_int_equal(poll(&p, 1, 0), 0);
 	struct pmrep_replica_status st = status(m, 1);
 	assert_int_equal(st.backoff_ms, 0);	/* reset by the attach */
 	assert_int_equal(st.next_retry_ms, -1);
@@ -270,7 +269,9 @@ a_full_resync_interleaves_with_persists_and_ends_identical(void **state)
 	unsigned during = 0;
 	for (;;) {
 		struct pmrep_replica_status st = status(m, 1);
-		if (st.state == PMREP_REPLICA_IN_SYNC)
+		/* in sync (BEHIND: in sync, confirming behind the quorum) */
+		if (st.state == PMREP_REPLICA_IN_SYNC ||
+				st.state == PMREP_REPLICA_BEHIND)
 			break;
 		assert_int_equal(st.state, PMREP_REPLICA_SYNCING);
 		assert_true(st.resync_done <= st.resync_total);
@@ -279,23 +280,44 @@ a_full_resync_interleaves_with_persists_and_ends_identical(void **state)
 				st.resync_eta_ms >= 0)
 			progress_seen = true;
 		assert_true(func_now_ms() < deadline);
-		/* ~1 MB/s of marks against 8 MiB/s of resync: it converges
-		 * (a persist into a region being resynced marks it again) */
-		for (int k = 0; k < 2; k++) {
+		/* persists all over, faster than the 8 MiB/s resync: it
+		 * converges all the same -- a persist into a region copied
+		 * already goes to the replica too (after the chunks, on its
+		 * QP); one into a region not copied yet only marks it */
+		for (int k = 0; k < 8; k++) {
 			size_t off = (size_t)rand_r(&seed) % (BIG - 8192);
-			size_t len = 1 + (size_t)rand_r(&seed) % 2048;
+			size_t len = 1 + (size_t)rand_r(&seed) % 8192;
 			fill(local, off, len, rand_r(&seed) & 0xff);
 			assert_int_equal(pmrep_mirror_persist(m, off, len,
 					5000 * func_slow()), 0);
 			during++;
 		}
-		usleep(2000);
+		usleep(1000);
 	}
 	assert_true(progress_seen);
 	assert_true(during > 100);
+	wait_in_sync:;
 	struct pmrep_replica_status st = status(m, 1);
+	if (st.state == PMREP_REPLICA_BEHIND) {
+		/* its last confirmations are on their way */
+		assert_true(func_now_ms() < deadline);
+		struct pmrep_mirror_completion cc[4];
+		int n;
+		assert_int_equal(pmrep_mirror_poll(m, cc, 4, &n), 0);
+		usleep(1000);
+		goto wait_in_sync;
+	}
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
 	assert_int_equal(st.lag_bytes, 0);
-	assert_true(st.resync_bytes >= BIG);	/* all of it, and the re-marked */
+	/* all of it, and little more: what was copied stayed copied */
+	assert_true(st.resync_bytes >= BIG);
+	print_message("resync copied %llu bytes of %u, %u persists meanwhile\n",
+			(unsigned long long)st.resync_bytes, BIG, during);
+	/* the regions of the chunk in flight a persist hits, and those a
+	 * persist could not be posted to, are copied again: a bounded
+	 * share; a resync that re-copied everything persists touch would
+	 * not end while the writer is faster than its rate */
+	assert_true(st.resync_bytes < 2ull * BIG);
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 	func_child_kill(&c1, SIGTERM);
 	func_child_kill(&c2, SIGTERM);
