@@ -740,7 +740,9 @@ PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
  * replica whose write or persist step fails, errs or does not confirm by
  * the deadline is FAILED, and what it has not confirmed (with everything
  * it misses later) is kept in its out-of-sync bitmap for a resync. A
- * replica that is not in sync only gets the range added to its bitmap.
+ * replica that is not in sync gets the range added to its bitmap -- or,
+ * while it is being resynced and the range is copied there already, the
+ * range posted too (not counted for the policy), so that the resync ends.
  * Before anything is posted, the range's regions are recorded in the
  * activity log of the mirror's record (durable when the record is a file;
  * a region already there costs nothing).
