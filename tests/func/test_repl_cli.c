@@ -875,6 +875,11 @@ kv_two_targets_one_killed(const char *policy, bool put_acked)
 	fprintf(w, "put a 1\n");
 	fflush(w);
 	assert_int_equal(expect_line(out[0], "ok put a", "FAILED"), 'a');
+	/* the mirror started once k were in sync (quorum: one); both are,
+	 * once its background recovery is done: reconnect waits for it */
+	fprintf(w, "reconnect\n");
+	fflush(w);
+	assert_int_equal(expect_line(out[0], "ok reconnect", "FAILED reconnect"), 'a');
 	target_stop(&tg[1], SIGKILL);
 	fprintf(w, "put b 2\nget a\nstatus\n");
 	fflush(w);
