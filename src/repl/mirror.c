@@ -229,9 +229,8 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		ret = mirror_recovery_start(m);
 		if (ret)
 			goto err;
+		/* (a commit clears r->unknown itself, under the lock) */
 		first_err = mirror_recovery_wait_new(m, create_deadline, &first);
-		for (unsigned i = 0; i < m->n; i++)
-			attach_known(&m->r[i]);
 		if (first_err == PMREP_E_TIMEOUT) {
 			PMREP_LOG_ERR("mirror: %u of %u replicas in sync within the create timeout (%d ms), %u required",
 					mirror_in_sync_count(m), m->n,
@@ -429,8 +428,6 @@ pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 	if (mirror_background(m)) {
 		/* the replicas' threads do it: due now, and wait */
 		ret = mirror_recovery_wait_all(m, deadline);
-		for (unsigned i = 0; i < m->n; i++)
-			attach_known(&m->r[i]);
 		mirror_pipe_advance(m);
 		return ret;
 	}
