@@ -72,7 +72,9 @@ replica_disconnect(struct replica *r)
 	}
 	repl_chan_detach(&r->ch);
 	(void) pmrep_mr_remote_delete(&r->rmr);
+	mirror_lock(r->m);	/* status reads it */
 	r->method = PMREP_MIRROR_METHOD_NONE;
+	mirror_unlock(r->m);
 }
 
 /*
@@ -484,7 +486,10 @@ replica_connect(struct replica *r, long long deadline)
 	if (ret)
 		goto fail;
 	(void) pmrep_conn_apply_remote_peer_cfg(r->conn, pcfg);
-	r->method = choose_method(r, acc->target_flags);
+	enum pmrep_mirror_method method = choose_method(r, acc->target_flags);
+	mirror_lock(m);		/* status reads it */
+	r->method = method;
+	mirror_unlock(m);
 
 	ret = replica_commit(r, acc, deadline);
 	if (ret)
