@@ -548,8 +548,17 @@ resync_pace(struct replica *r)
 			replica_fail(r, ret, 0, 0);
 			return false;
 		}
-		struct timespec ts = { 0, (left > 20 ? 20 : left) * 1000000L };
-		nanosleep(&ts, NULL);
+		/* woken by the next completion: a writer fast enough fills
+		 * the ring within milliseconds (then its persists only mark,
+		 * and what they mark is copied again) */
+		ret = repl_chan_wait_slice(&r->ch, repl_now_ms() +
+				(left > 20 ? 20 : left));
+		if (ret == PMREP_E_TIMEOUT) {
+			repl_chan_conn_due(&r->ch);
+		} else if (ret) {
+			replica_fail(r, ret, 0, 0);
+			return false;
+		}
 	}
 	return false;
 }
