@@ -47,6 +47,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -3010,6 +3011,14 @@ resync_round(uint64_t rate, struct bench_samples *before,
 		fprintf(stderr, "pmrep-bench: resync: replica 1 %s within %d ms of its restart\n",
 				w.t_syncing ? "not IN_SYNC" : "not SYNCING",
 				RESYNC_DEADLINE_MS);
+		struct pmrep_replica_status st;
+		if (pmrep_mirror_get_replica_status(mi.m, 1, &st) == 0)
+			fprintf(stderr, "pmrep-bench: resync: replica 1 then: state %d, lag %" PRIu64
+					" B, resync done %" PRIu64 " of %" PRIu64 " B, rate %" PRIu64
+					" B/s, eta %" PRId64 " ms, mapping %zu B, last error %d\n",
+					(int)st.state, st.lag_bytes, st.resync_done,
+					st.resync_total, st.resync_rate, st.resync_eta_ms,
+					msize, st.last_error);
 		goto close;
 	}
 	rr->reconnect_ms = (double)(w.t_syncing - t_restart) / 1e6;
