@@ -47,6 +47,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
@@ -129,6 +130,8 @@ struct opts {
 	size_t resync_size;		/* the resync sweep's mapping */
 	bool mirror_plain;		/* --mirror-tls off: mirrors and targets
 					 * on plaintext tcp (default TLS) */
+	bool mirror_fg_recovery;	/* --mirror-bg off: background
+					 * recovery off (default on) */
 	size_t sizes[MAX_LIST];
 	unsigned nsizes;
 	size_t bw_sizes[MAX_LIST];
@@ -190,6 +193,7 @@ usage(FILE *f)
 "  --resync-size MIB      the resync sweep's mapping (default 64; --quick 8)\n"
 "  --mirror-tls on|off    tcp: mirrors and their targets inside TLS 1.3 (on, the library's\n"
 "                         default) or plaintext (off, as the raw level always is)\n"
+"  --mirror-bg on|off     the mirrors' background recovery (on, the library's default)\n"
 "  --ms N                 time per measurement in ms (default 250)\n"
 "  --rounds N             floor/pmrep alternations per point (default 3)\n"
 "  --wait poll|block      busy-poll the CQ or wait on its fd (default: block on tcp, poll on verbs)\n"
@@ -262,6 +266,7 @@ parse_opts(int argc, char *argv[])
 		{ "handoff", no_argument, NULL, 'H' },
 		{ "windows", required_argument, NULL, 'X' },
 		{ "mirror-tls", required_argument, NULL, 'T' },
+		{ "mirror-bg", required_argument, NULL, 'G' },
 		{ "pipe-only", required_argument, NULL, 'P' },
 		{ "resync-rates", required_argument, NULL, 'Y' },
 		{ "resync-size", required_argument, NULL, 'Z' },
@@ -312,6 +317,7 @@ parse_opts(int argc, char *argv[])
 		case 'H': O.handoff = true; break;
 		case 'X': windows = optarg; break;
 		case 'T': O.mirror_plain = strcmp(optarg, "off") == 0; break;
+		case 'G': O.mirror_fg_recovery = strcmp(optarg, "off") == 0; break;
 		case 'P': pipe_only = optarg; break;
 		case 'Y': resync_rates = optarg; break;
 		case 'Z': resync_mib = atol(optarg); break;
@@ -1372,6 +1378,8 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 		ret = pmrep_mirror_cfg_set_window(cfg, ex->window);
 	if (ret == 0 && O.mirror_plain)
 		ret = pmrep_mirror_cfg_set_tls(cfg, false);
+	if (ret == 0 && O.mirror_fg_recovery)
+		ret = pmrep_mirror_cfg_set_background_recovery(cfg, false);
 	if (ret == 0 && ex && ex->quorum)
 		ret = pmrep_mirror_cfg_set_quorum(cfg, ex->quorum);
 	if (ret == 0 && ex && ex->set_max_lag)
@@ -3010,6 +3018,14 @@ resync_round(uint64_t rate, struct bench_samples *before,
 		fprintf(stderr, "pmrep-bench: resync: replica 1 %s within %d ms of its restart\n",
 				w.t_syncing ? "not IN_SYNC" : "not SYNCING",
 				RESYNC_DEADLINE_MS);
+		struct pmrep_replica_status st;
+		if (pmrep_mirror_get_replica_status(mi.m, 1, &st) == 0)
+			fprintf(stderr, "pmrep-bench: resync: replica 1 then: state %d, lag %" PRIu64
+					" B, resync done %" PRIu64 " of %" PRIu64 " B, rate %" PRIu64
+					" B/s, eta %" PRId64 " ms, mapping %zu B, last error %d\n",
+					(int)st.state, st.lag_bytes, st.resync_done,
+					st.resync_total, st.resync_rate, st.resync_eta_ms,
+					msize, st.last_error);
 		goto close;
 	}
 	rr->reconnect_ms = (double)(w.t_syncing - t_restart) / 1e6;
