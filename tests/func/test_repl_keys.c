@@ -118,7 +118,7 @@ tgt_new(struct ctx *c, const uint8_t *const *keys, const uint32_t *ids, int n)
 	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
 	for (int i = 0; i < n; i++)
 		assert_int_equal(pmrep_target_cfg_add_key(cfg, ids[i], keys[i], 32), 0);
-	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, 3000), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, 3000 * func_slow()), 0);
 	assert_int_equal(pmrep_target_cfg_set_tls(cfg, !c->plain), 0);
 	assert_int_equal(pmrep_target_new(cfg, &c->t), 0);
 	assert_int_equal(pmrep_target_cfg_delete(&cfg), 0);

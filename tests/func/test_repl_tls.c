@@ -103,7 +103,7 @@ tgt_start(const char *name, bool tls, const char *alias)
 	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
 	assert_int_equal(pmrep_target_cfg_set_address(cfg, "127.0.0.1", "0"), 0);
 	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
-	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, 3000), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, 3000 * func_slow()), 0);
 	assert_int_equal(pmrep_target_cfg_set_tls(cfg, tls), 0);
 	if (alias)
 		assert_int_equal(pmrep_target_cfg_add_tls_name(cfg, alias), 0);
