@@ -88,6 +88,9 @@ static const uint8_t Key[32] = "pmrep-bench-key-0123456789abcdef";
 /* the tls sweep's PSK (TLS 1.3, external PSK: transport.h "TLS") */
 static const uint8_t Tls_psk[32] = "pmrep-bench-tls-psk-0123456789ab";
 static bool Raw_tls;	/* raw_open: the next connection inside TLS */
+/* raw_open: the next source is a pmem mapping in /dev/shm, as a mirror's
+ * (else page-aligned heap memory) */
+static bool Raw_pmem_src;
 
 static int
 tls_find(void *arg, const uint8_t *id, size_t len, const char *local,
@@ -1036,6 +1039,8 @@ struct raw {
 	size_t rsize;
 	uint64_t t_post[MAX_QD];
 	enum pmrep_flush_method method;
+	struct pmrep_pmem *src_pmem;	/* Raw_pmem_src: the source's mapping */
+	char src_path[96];
 };
 
 static int
@@ -1061,7 +1066,12 @@ raw_close(struct raw *r)
 	(void) pmrep_mr_remote_delete(&r->rmr);
 	(void) pmrep_mr_dereg(&r->src_mr);
 	(void) pmrep_peer_delete(&r->peer);
-	free(r->src);
+	if (r->src_pmem) {
+		(void) pmrep_pmem_close(&r->src_pmem);
+		unlink(r->src_path);
+	} else {
+		free(r->src);
+	}
 	r->src = NULL;
 }
 
@@ -1086,7 +1096,16 @@ raw_open(struct raw *r, size_t max_size)
 	int ret = client_peer(&r->peer);
 	if (ret)
 		goto err;
-	if (posix_memalign(&r->src, 4096, max_size)) {
+	if (Raw_pmem_src) {
+		snprintf(r->src_path, sizeof(r->src_path),
+				"/dev/shm/pmrep-bench-%ld-rawsrc", (long)getpid());
+		unlink(r->src_path);
+		ret = pmrep_pmem_open(r->src_path, PMREP_PMEM_CREATE, max_size,
+				PMREP_PMEM_GRANULARITY_PAGE, &r->src_pmem);
+		if (ret)
+			goto err;
+		r->src = pmrep_pmem_get_address(r->src_pmem);
+	} else if (posix_memalign(&r->src, 4096, max_size)) {
 		ret = PMREP_E_NOMEM;
 		goto err;
 	}
@@ -2414,7 +2433,13 @@ sweep_pipe(void)
 	char reply[64];
 	memset(&r, 0, sizeof(r));
 	memset(mi, 0, sizeof(mi));
-	if (O.pipe_raw && raw_open(&r, size)) {
+	/* the raw level as the mirror runs: TLS when its mirrors have it,
+	 * the source a pmem mapping in /dev/shm like the mirror's */
+	Raw_tls = O.prov == PMREP_PROVIDER_TCP && !O.mirror_plain;
+	Raw_pmem_src = true;
+	int rret = O.pipe_raw ? raw_open(&r, size) : 0;
+	Raw_tls = Raw_pmem_src = false;
+	if (rret) {
 		Failures++;
 		(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
 		return;
@@ -2496,9 +2521,12 @@ sweep_pipe(void)
 		}
 	}
 	fprintf(Tab, "\npipe: pipelined mirror, 4 KiB persist_async of ranges 8 KiB apart (no coalescing), 1 replica (%s), W requests outstanding, waiting on the mirror fd;\n"
-			"  raw = pmrep_write + flush PERSISTENT at queue depth W on one conn; floor tcp-stream (4 KiB messages back to back); %d round(s) x %d ms;\n"
+			"  raw = pmrep_write + flush PERSISTENT at queue depth W on one conn (%s, from a /dev/shm pmem mapping like the mirror's); floor tcp-stream (4 KiB messages back to back); %d round(s) x %d ms;\n"
 			"  ratios within a round, median [min-max] of the rounds; tcp-stream floor %.1f MiB/s (median)\n",
-			nm ? mi[0].method : "-", rounds, O.ms, median(fmib, nfl));
+			nm ? mi[0].method : "-",
+			O.prov != PMREP_PROVIDER_TCP ? "verbs" :
+			O.mirror_plain ? "plaintext tcp, as the mirror" :
+			"TLS 1.3, as the mirror", rounds, O.ms, median(fmib, nfl));
 	fprintf(Tab, "  cpu us/op: user+sys of both processes (bench + server, whose targets serve the mirror) per operation, warm-up included\n");
 	fprintf(Tab, "  %3s %10s %11s %8s %8s %10s  %-20s %-20s %-20s %-20s %s\n", "W",
 			"MiB/s", "persists/s", "p50us", "p99us", "raw MiB/s",

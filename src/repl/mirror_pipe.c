@@ -247,8 +247,8 @@ earlier(long long a, long long b)
 
 /*
  * a replica its recovery is resyncing, connected, with every region of
- * [lo, hi) copied already (not out of sync, not in the chunk in flight):
- * a persist there is posted to it as well (m->lock held)
+ * [lo, hi) copied already (not out of sync, not in the span of the resync
+ * chunks in flight): a persist there is posted to it as well (m->lock held)
  */
 static bool
 syncing_and_copied(struct replica *r, uint64_t lo, uint64_t hi)
@@ -256,13 +256,12 @@ syncing_and_copied(struct replica *r, uint64_t lo, uint64_t hi)
 	if (r->state != PMREP_REPLICA_SYNCING || r->conn == NULL ||
 			r->rmr == NULL || !r->chan_ready)
 		return false;
-	/* room left for the resync's own chunk (else marked: copied later) */
+	/* room left for the resync's own chunks (else marked: copied later) */
 	unsigned cap = r->method == PMREP_MIRROR_METHOD_GPSPM ?
 		REPL_GPSPM_CREDITS : PIPE_RING;
-	if (r->r_n + 4 > cap)
+	if (r->r_n + RESYNC_DEPTH + 4 > cap)
 		return false;
-	if (r->chunk_len != 0 && lo < r->chunk_off + r->chunk_len &&
-			r->chunk_off < hi)
+	if (r->chunks != 0 && lo < r->chunk_hi && r->chunk_lo < hi)
 		return false;
 	uint64_t rs = r->oos->region_size;
 	for (uint64_t reg = lo / rs; reg <= (hi - 1) / rs; reg++)
@@ -320,10 +319,10 @@ pipe_post_one(struct pmrep_mirror *m)
 				continue;
 			}
 			/* else its recovery copies it; the regions of the
-			 * chunk in flight it marks stay marked after it */
+			 * chunks in flight it marks stay marked after them */
 			repl_bitmap_mark(r->oos, lo, hi - lo);
-			uint64_t clo = r->chunk_off, chi = r->chunk_off + r->chunk_len;
-			if (r->chunk_len != 0 && lo < chi && clo < hi)
+			uint64_t clo = r->chunk_lo, chi = r->chunk_hi;
+			if (r->chunks != 0 && lo < chi && clo < hi)
 				repl_bitmap_mark(&r->redirty, lo > clo ? lo : clo,
 						(hi < chi ? hi : chi) - (lo > clo ? lo : clo));
 			continue;

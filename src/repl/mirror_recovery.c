@@ -132,7 +132,7 @@ epoll_add(struct replica *r)
 bool
 mirror_recovery_handback(struct replica *r)
 {
-	if (r->oos->nset != 0 || r->chunk_len != 0 || r->conn == NULL)
+	if (r->oos->nset != 0 || r->chunks != 0 || r->conn == NULL)
 		return false;
 	replica_set_state(r, PMREP_REPLICA_IN_SYNC);
 	r->resyncs++;

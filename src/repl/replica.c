@@ -137,7 +137,8 @@ replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 	r->last_error = err;
 	replica_set_state(r, PMREP_REPLICA_FAILED);
 	ring_abandon(r, err);
-	r->chunk_len = 0;
+	r->chunks = 0;
+	r->chunk_lo = r->chunk_hi = 0;
 	if (r->redirty_ready)
 		repl_bitmap_clear_regions(&r->redirty, 0, r->redirty.nregions);
 	if (was)
@@ -563,15 +564,78 @@ resync_pace(struct replica *r)
 	return false;
 }
 
+/* a resync chunk in flight: regions [first, first + n) = [off, off + len) */
+struct rs_chunk {
+	size_t first, n;
+	uint64_t off, len, seq;
+	long long step;		/* its confirmation's deadline */
+};
+
+/* post the chunk of regions [first, first + n) (m->lock held) */
+static int
+chunk_post(struct replica *r, struct rs_chunk *c, size_t first, size_t n,
+		long long deadline)
+{
+	struct pmrep_mirror *m = r->m;
+	c->first = first;
+	c->n = n;
+	repl_bitmap_range(r->oos, first, n, &c->off, &c->len);
+	c->step = repl_deadline(m->cfg.timeout_ms);
+	if (deadline >= 0 && deadline < c->step)
+		c->step = deadline;
+	c->seq = mirror_next_seq(m);
+	/* what persists marked here before it is read now: not a change
+	 * behind the copy's back */
+	repl_bitmap_clear_regions(&r->redirty, first, n);
+	if (r->chunks == 0)
+		r->chunk_lo = c->off;
+	r->chunk_hi = c->off + c->len;
+	r->chunks++;
+	return replica_post_range(r, c->off, c->len, c->seq, false, c->step);
+}
+
+/* chunk `c` is confirmed: clear what no persist marked again meanwhile, and
+ * make that durable (m->lock held) */
+static void
+chunk_done(struct replica *r, const struct rs_chunk *c, const struct rs_chunk *next)
+{
+	for (size_t i = c->first; i < c->first + c->n;) {
+		size_t j = i;
+		while (j < c->first + c->n && !repl_bitmap_test(&r->redirty, j))
+			j++;
+		if (j > i)
+			repl_bitmap_clear_regions(r->oos, i, j - i);
+		i = j + 1;
+	}
+	repl_bitmap_clear_regions(&r->redirty, c->first, c->n);
+	r->chunks--;
+	if (r->chunks == 0)
+		r->chunk_lo = r->chunk_hi = 0;
+	else
+		r->chunk_lo = next->off;
+	/* the copy is confirmed: make the clear durable too, or a crash
+	 * after a long resync would copy it all again (a failure here costs
+	 * only that: the marks stay) */
+	if (mstate_oos_persist(r->m->state, r->idx, c->off, c->len) != 0)
+		PMREP_LOG_WARN("replica %u: the record of its resync could not be persisted (%s); a restart may copy those regions again",
+				r->idx, pmrep_err_msg());
+	r->rs_done += c->len;
+	resync_log(r, false);
+}
+
 /*
  * copy the replica's out-of-sync regions until none is left and no chunk is
- * in flight, then hand it to the data path IN_SYNC. The application's
- * persists go on meanwhile and mark what they change in the bitmap: a mark
- * into the chunk in flight keeps its regions out of sync (it is copied
- * again), so that what the chunk read before the change is never taken for
- * the change. Each chunk is bounded by the cfg timeout; when `deadline`
- * passes (or the mirror is deleted) with regions left, the replica stays
- * connected but DEGRADED (resumed by its recovery).
+ * in flight, then hand it to the data path IN_SYNC. Up to RESYNC_DEPTH
+ * chunks are in flight on the replica's QP, posted in increasing offset
+ * order within a pass over the bitmap (a new pass begins once none is in
+ * flight), confirmed in that order. The application's persists go on
+ * meanwhile and mark what they change in the bitmap: a mark into the span
+ * of the chunks in flight keeps its regions out of sync (copied again), so
+ * that what a chunk read before the change is never taken for the change.
+ * Each chunk is bounded by the cfg timeout; when `deadline` passes (or the
+ * mirror is deleted) with regions left, the chunks in flight are waited
+ * for and the replica stays connected but DEGRADED (resumed by its
+ * recovery).
  */
 int
 replica_resync(struct replica *r, long long deadline)
@@ -585,79 +649,73 @@ replica_resync(struct replica *r, long long deadline)
 		size_t k = (size_t)(m->cfg.resync_rate / 4 / r->oos->region_size);
 		max = k > 0 ? (k < max ? k : max) : 1;
 	}
+	struct rs_chunk fl[RESYNC_DEPTH];
+	unsigned head = 0;
 	mirror_lock(m);
 	replica_set_state(r, PMREP_REPLICA_SYNCING);
 	r->rs_done = 0;
 	r->rs_start_ms = r->rs_log_ms = repl_now_ms();
+	r->chunks = 0;
+	r->chunk_lo = r->chunk_hi = 0;
 	mirror_unlock(m);
 	size_t from = 0;
 	for (;;) {
 		size_t first, n;
-		uint64_t off, len;
+		bool found = false;
 		mirror_lock(m);
-		bool found = repl_bitmap_next_run(r->oos, from, max, &first, &n);
-		if (!found && from > 0) {
-			from = 0;	/* marks made behind the cursor */
+		bool stop = repl_left_ms(deadline) == 0 || atomic_load(&m->stopping);
+		if (r->chunks == 0) {
+			found = repl_bitmap_next_run(r->oos, from, max, &first, &n);
+			if (!found && from > 0) {
+				from = 0;	/* marks made behind the cursor */
+				found = repl_bitmap_next_run(r->oos, from, max,
+						&first, &n);
+			}
+			if (!found) {
+				/* nothing left, no chunk in flight: identical */
+				bool done = mirror_recovery_handback(r);
+				mirror_unlock(m);
+				return done ? 0 : PMREP_E_CONN_LOST;
+			}
+			if (stop) {
+				r->last_error = PMREP_E_TIMEOUT;
+				replica_set_state(r, PMREP_REPLICA_DEGRADED);
+				PMREP_LOG_WARN("replica %u: resync paused, %llu bytes still out of sync",
+						r->idx, (unsigned long long)repl_bitmap_dirty_bytes(r->oos));
+				mirror_unlock(m);
+				return PMREP_E_TIMEOUT;
+			}
+		} else if (!stop && r->chunks < RESYNC_DEPTH) {
+			/* no wrap while chunks are in flight: a chunk never
+			 * holds regions of another */
 			found = repl_bitmap_next_run(r->oos, from, max, &first, &n);
 		}
-		if (!found) {
-			/* nothing left, no chunk in flight: identical */
-			bool done = mirror_recovery_handback(r);
+		if (found) {
+			struct rs_chunk *c = &fl[(head + r->chunks) % RESYNC_DEPTH];
+			int ret = chunk_post(r, c, first, n, deadline);
 			mirror_unlock(m);
-			return done ? 0 : PMREP_E_CONN_LOST;
+			if (ret) {
+				replica_fail(r, ret, c->off, c->len);
+				return ret;
+			}
+			from = first + n;
+			continue;
 		}
-		repl_bitmap_range(r->oos, first, n, &off, &len);
-		if (repl_left_ms(deadline) == 0 || atomic_load(&m->stopping)) {
-			r->last_error = PMREP_E_TIMEOUT;
-			replica_set_state(r, PMREP_REPLICA_DEGRADED);
-			PMREP_LOG_WARN("replica %u: resync paused, %llu bytes still out of sync",
-					r->idx, (unsigned long long)repl_bitmap_dirty_bytes(r->oos));
-			mirror_unlock(m);
-			return PMREP_E_TIMEOUT;
-		}
-		r->chunk_off = off;
-		r->chunk_len = len;
 		mirror_unlock(m);
-		long long step = repl_deadline(m->cfg.timeout_ms);
-		if (deadline >= 0 && deadline < step)
-			step = deadline;
-		uint64_t seq = mirror_next_seq(m);
-		mirror_lock(m);		/* the data path posts here too */
-		int ret = replica_post_range(r, off, len, seq, false, step);
-		mirror_unlock(m);
-		if (ret) {
-			replica_fail(r, ret, off, len);
-			return ret;
-		}
-		ret = replica_wait_seq(r, seq, step);	/* fails it on error */
+		/* the oldest chunk's confirmation (confirmed in order) */
+		struct rs_chunk *c = &fl[head];
+		int ret = replica_wait_seq(r, c->seq, c->step);	/* fails it on error */
 		if (ret)
 			return ret;
 		mirror_lock(m);
-		/* copied: clear what no persist marked again meanwhile */
-		for (size_t i = first; i < first + n;) {
-			size_t j = i;
-			while (j < first + n && !repl_bitmap_test(&r->redirty, j))
-				j++;
-			if (j > i)
-				repl_bitmap_clear_regions(r->oos, i, j - i);
-			i = j + 1;
-		}
-		repl_bitmap_clear_regions(&r->redirty, first, n);
-		r->chunk_len = 0;
-		/* the copy is confirmed: make the clear durable too, or a
-		 * crash after a long resync would copy it all again (a
-		 * failure here costs only that: the marks stay) */
-		if (mstate_oos_persist(m->state, r->idx, off, len) != 0)
-			PMREP_LOG_WARN("replica %u: the record of its resync could not be persisted (%s); a restart may copy those regions again",
-					r->idx, pmrep_err_msg());
-		r->rs_done += len;
-		resync_log(r, false);
+		head = (head + 1) % RESYNC_DEPTH;
+		chunk_done(r, c, &fl[head]);
 		mirror_unlock(m);
-		from = first + n;
 		if (!resync_pace(r)) {
 			if (r->state == PMREP_REPLICA_FAILED)
 				return r->last_error;
-			from = first;	/* stopping: the next turn pauses */
+			/* stopping: the next turns wait for the chunks in
+			 * flight, then pause */
 		}
 	}
 }

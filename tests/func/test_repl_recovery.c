@@ -254,7 +254,7 @@ a_full_resync_interleaves_with_persists_and_ends_identical(void **state)
 		fill(local, off, 4096, (int)(off >> 12) & 0xff);
 	struct pmrep_mirror_cfg *c = mcfg(port2, 1, 3000 * func_slow());
 	assert_int_equal(pmrep_mirror_cfg_set_backoff(c, 20, 100), 0);
-	/* about 2 s for the 16 MiB, in 2 MiB chunks (under valgrind, whose
+	/* about 2 s for the 16 MiB, in 128 KiB chunks, 4 in flight (under valgrind, whose
 	 * persists are ten times slower, ten times longer) */
 	assert_int_equal(pmrep_mirror_cfg_set_resync_rate(c,
 			(8u << 20) / (unsigned)func_slow()), 0);
