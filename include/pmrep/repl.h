@@ -713,8 +713,10 @@ struct pmrep_mirror_event {
 PMREP_API int pmrep_mirror_new(struct pmrep_pmem *pmem,
 		const struct pmrep_mirror_cfg *cfg, struct pmrep_mirror **mirror_ptr);
 /*
- * pmrep_mirror_delete -- finish: the recovery threads end (a resync in
- * progress pauses; a connect under way ends within the cfg timeout), the
+ * pmrep_mirror_delete -- finish: the recovery threads end within about
+ * 100 ms (a connect or handshake under way, a resync's wait: each ends at
+ * its next wait slice; the replica stays out of sync, resynced by the next
+ * mirror on the record), the
  * persist pipeline is drained (within the cfg timeout), each replica in
  * sync is told to mark its
  * header consistent for this generation (bounded by the cfg timeout), then

@@ -259,9 +259,17 @@ repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms)
 	return pmrep_cq_wait(ch->cq, timeout_ms);
 }
 
+bool
+repl_chan_canceled(const struct repl_chan *ch)
+{
+	return ch->cancel != NULL && atomic_load(ch->cancel);
+}
+
 int
 repl_chan_wait_slice(struct repl_chan *ch, long long deadline)
 {
+	if (repl_chan_canceled(ch))
+		return PMREP_E_STATE;
 	int left = repl_left_ms(deadline);
 	if (left == 0)
 		return PMREP_E_TIMEOUT;
@@ -398,8 +406,21 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	(void) repl_chan_attach(ch, *conn);
 
 	enum pmrep_conn_event ev;
-	int left = repl_left_ms(deadline);
-	ret = pmrep_conn_wait_event(*conn, left < 0 ? -1 : (left ? left : 1), &ev);
+	/* in slices, so that a cancel ends it */
+	for (;;) {
+		int left = repl_left_ms(deadline);
+		int slice = left < 0 || left > REPL_WAIT_SLICE_MS ?
+			REPL_WAIT_SLICE_MS : (left ? left : 1);
+		ret = pmrep_conn_wait_event(*conn, slice, &ev);
+		if (ret != PMREP_E_TIMEOUT || (left >= 0 && left <= slice))
+			break;
+		if (repl_chan_canceled(ch)) {
+			ret = PMREP_E_STATE;
+			PMREP_LOG_INFO("%s (%s:%s): connection attempt ended: the mirror is closing",
+					who, addr, port);
+			break;
+		}
+	}
 	if (ret)
 		goto out;
 	int cause = 0;

@@ -8,6 +8,8 @@
 #ifndef PMREP_REPL_CHAN_H
 #define PMREP_REPL_CHAN_H
 
+#include <stdatomic.h>
+
 #include <pmrep/repl.h>
 #include <pmrep/transport.h>
 
@@ -45,6 +47,10 @@ struct repl_chan {
 	bool lost;			/* a terminal conn event was seen */
 	long long conn_checked_ms;	/* repl_chan_check_conn_lazy */
 	bool conn_due;
+	/* not owned, may be NULL: once true, the dial's and the slices'
+	 * waits end with PMREP_E_STATE (a mirror's delete ends a recovery
+	 * mid-attach without waiting out its timeout) */
+	const atomic_bool *cancel;
 };
 
 enum repl_chan_ev {
@@ -148,6 +154,8 @@ int repl_chan_wait_cq(struct repl_chan *ch, int timeout_ms);
  * so the fault-injection harness controls every wait.
  */
 #define REPL_WAIT_SLICE_MS 100
+/* has ch->cancel been set? */
+bool repl_chan_canceled(const struct repl_chan *ch);
 int repl_chan_wait_slice(struct repl_chan *ch, long long deadline);
 /*
  * wait for the next message until `deadline`: 0 with *msg, or

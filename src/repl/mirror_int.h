@@ -196,6 +196,9 @@ struct pmrep_mirror {
 	pthread_cond_t cond;		/* a replica changed hands or state */
 	bool sync_ready;		/* lock and cond initialized */
 	atomic_bool stopping;		/* pmrep_mirror_delete: threads end */
+	/* set while pmrep_mirror_delete joins the recovery threads: their
+	 * chans' waits end at once (repl_chan's cancel) */
+	atomic_bool recovery_cancel;
 	struct pmrep_mirror_event ev[MIRROR_EVENTS];
 	unsigned ev_head, ev_n, ev_lost;
 	struct pmrep_pmem *pmem;

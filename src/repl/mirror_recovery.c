@@ -233,6 +233,10 @@ void
 mirror_recovery_stop(struct pmrep_mirror *m)
 {
 	atomic_store(&m->stopping, true);
+	/* a thread mid-attach (a frozen target: up to the cfg timeout) or
+	 * mid-resync ends at its next wait slice; the replica it held is
+	 * failed (out of sync), resynced by the next mirror */
+	atomic_store(&m->recovery_cancel, true);
 	mirror_lock(m);
 	(void) pthread_cond_broadcast(&m->cond);
 	mirror_unlock(m);
@@ -243,6 +247,8 @@ mirror_recovery_stop(struct pmrep_mirror *m)
 			r->th_started = false;
 		}
 	}
+	/* the delete's own exchanges (CLOSE) wait on these chans */
+	atomic_store(&m->recovery_cancel, false);
 }
 
 /*

@@ -141,7 +141,11 @@ replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 	r->chunk_lo = r->chunk_hi = 0;
 	if (r->redirty_ready)
 		repl_bitmap_clear_regions(&r->redirty, 0, r->redirty.nregions);
-	if (was)
+	if (was && atomic_load(&r->m->recovery_cancel))
+		PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s): its recovery ended by the mirror's delete; %llu bytes out of sync",
+				r->idx, r->addr, r->port,
+				(unsigned long long)repl_bitmap_dirty_bytes(r->oos));
+	else if (was)
 		PMREP_LOG_ERR("replica %u (%s:%s) failed: %s; %llu bytes out of sync",
 				r->idx, r->addr, r->port, pmrep_err_to_str(err),
 				(unsigned long long)repl_bitmap_dirty_bytes(r->oos));
@@ -388,6 +392,7 @@ replica_connect(struct replica *r, long long deadline)
 			return ret;
 		r->chan_ready = true;
 	}
+	r->ch.cancel = &r->m->recovery_cancel;
 	char who[32];
 	snprintf(who, sizeof(who), "replica %u", r->idx);
 	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];

@@ -368,6 +368,54 @@ new_returns_at_k_in_sync_while_the_other_is_still_tried(void **state)
 	pmrep_pmem_close(&local);
 }
 
+/* a delete while a recovery thread is attaching to a frozen target (its
+ * attempt bounded by a cfg timeout of a minute) ends that attempt at its
+ * next wait slice instead of waiting the minute out; the replica it held
+ * stays out of sync and is resynced by the next mirror */
+static void
+delete_does_not_wait_out_an_attach_to_a_frozen_target(void **state)
+{
+	(void)state;
+	targets_start(SIZE, true);
+	struct pmrep_pmem *local = local_open(SIZE);
+	struct pmrep_mirror_cfg *c = mcfg(c2.port, 1, 60000 * func_slow());
+	assert_int_equal(pmrep_mirror_cfg_set_backoff(c, 20, 100), 0);
+	struct pmrep_mirror *m = NULL;
+	/* both in sync first (new returns at k = 1), then the second frozen
+	 * and failed: its recovery dials it and hangs in the handshake */
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	unsigned seed = 77;
+	/* both: new returned once either was (the other may still resync) */
+	write_until(m, local, 0, PMREP_REPLICA_IN_SYNC, 30000, &seed);
+	write_until(m, local, 1, PMREP_REPLICA_IN_SYNC, 30000, &seed);
+	func_child_kill(&c2, SIGKILL);	/* its conns reset: failed at once */
+	write_until(m, local, 1, PMREP_REPLICA_FAILED, 30000, &seed);
+	func_child_start(&c2, &cfg2, c2.port);
+	func_child_freeze(&c2);		/* listening, never answering */
+	/* let the back-off (at most 100 ms) pass: the attempt is under way */
+	long long until = func_now_ms() + 1000;
+	while (func_now_ms() < until) {
+		fill(local, 0, 4096, 0x41);
+		assert_int_equal(pmrep_mirror_persist(m, 0, 4096,
+				5000 * func_slow()), 0);
+		usleep(10000);
+	}
+	struct pmrep_replica_status st = status(m, 1);
+	assert_int_not_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	long long t0 = func_now_ms();
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	long long took = func_now_ms() - t0;
+	print_message("delete took %lld ms with replica 1's attach under way (cfg timeout %d ms)\n",
+			took, 60000 * func_slow());
+	/* a functional bound, far from the minute it used to wait */
+	assert_true(took < 20000LL * func_slow());
+	func_child_kill(&c1, SIGTERM);
+	func_child_kill(&c2, SIGKILL);
+	func_assert_replica_equals(local, path1);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+}
+
 static int
 setup(void **state)
 {
@@ -396,6 +444,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(the_back_off_doubles_to_its_max_and_shows_in_status, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_full_resync_interleaves_with_persists_and_ends_identical, setup, teardown),
 		cmocka_unit_test_setup_teardown(new_returns_at_k_in_sync_while_the_other_is_still_tried, setup, teardown),
+		cmocka_unit_test_setup_teardown(delete_does_not_wait_out_an_attach_to_a_frozen_target, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
