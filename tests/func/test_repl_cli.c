@@ -1043,6 +1043,53 @@ no_tls_tools_match_and_each_kind_refuses_the_other(void **state)
  * log-mirror --no-tls / --key-id against a plaintext pmrep-target that
  * holds the key of a keygen file (id 5) as an older raw key file (id 0)
  */
+/* failover by hand on pmrep logs (issue 14 item 1): the replica's file is
+ * opened in place as the new log (every acknowledged record there), the
+ * old primary's log is served as its replica at a raised generation, and
+ * while it is served the old primary cannot open it */
+static void
+log_mirror_fails_over_to_the_replica_file_in_place(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], pm[PATH_MAX], a[128], rep[64], out[8192];
+	program("examples/log-mirror", exe, sizeof(exe));
+	program("tools/pmrep", pm, sizeof(pm));
+	snprintf(a, sizeof(a), "%s/a.log", dir);
+	/* node A writes a.log, mirrored to node B's b.log */
+	target_start(&tg[0], "b.log", "1M");
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+	char *w1[] = { exe, "--pmrep-log", "--file", a, "--size", "1M",
+		"--replica", rep, "--key-file", keyfile, "--append", "100", NULL };
+	assert_int_equal(run(w1, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "done: 100 records acked"));
+	/* A is gone; B's target is stopped and its file is the log now */
+	target_stop(&tg[0], SIGTERM);
+	char *vb[] = { exe, "--pmrep-log", "--file", tg[0].path, "--verify", NULL };
+	assert_int_equal(run(vb, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "recovered 100 records"));
+	/* A's old log rejoins as B's replica, at generation 2 */
+	target_start(&tg[1], "a.log", "1M");
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[1].port);
+	char *w2[] = { exe, "--pmrep-log", "--file", tg[0].path,
+		"--raise-generation", "--replica", rep, "--key-file", keyfile,
+		"--append", "20", NULL };
+	assert_int_equal(run(w2, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "generation raised to 2"));
+	assert_non_null(strstr(out, "done: 120 records acked"));
+	/* the old primary, back on its file while it is served: refused */
+	char *old[] = { exe, "--pmrep-log", "--file", a, "--verify", NULL };
+	assert_int_equal(run_out(old, out, sizeof(out), true), 1);
+	assert_non_null(strstr(out, pmrep_err_to_str(PMREP_E_BUSY)));
+	target_stop(&tg[1], SIGTERM);
+	char *vf[] = { pm, "verify", tg[0].path, a, NULL };
+	assert_int_equal(run(vf, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "generation 2, marked consistent"));
+	assert_non_null(strstr(out, "IDENTICAL"));
+	assert_int_equal(run(old, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "recovered 120 records"));
+}
+
 static void
 log_mirror_no_tls_and_key_id(void **state)
 {
@@ -1137,6 +1184,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(kv_all_fails_the_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(minimal_example_mirrors_and_verifies, setup, teardown),
 		cmocka_unit_test_setup_teardown(log_mirror_no_tls_and_key_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(log_mirror_fails_over_to_the_replica_file_in_place, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
