@@ -604,8 +604,11 @@ PMREP_API int pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg,
  * exist; it belongs to one mapping, replica-set UUID and region size.
  * Keep it next to the mapping, on storage at least as durable.
  * `path` NULL: keep the record in memory only -- each pmrep_mirror_new
- * then draws a new primary id, and a replica not left consistent by a
- * clean pmrep_mirror_delete is resynced in full.
+ * then draws a new primary id: a replica not left consistent by a clean
+ * pmrep_mirror_delete is another primary's open claim, refused at the
+ * same generation (PMREP_E_SPLIT_BRAIN: raise the generation, once the
+ * writer that left it is known to be stopped) and resynced in full at a
+ * higher one.
  * Default (never called): `<mapping path>.pmrep-state` when the mapping
  * is of a regular file; in memory for a device DAX (logged at NOTICE:
  * restarts then resync in full unless a state path is set). The price
@@ -732,7 +735,10 @@ struct pmrep_mirror_event {
  * the target does not hold, or clocks more than 30 s apart; or at AUTH --
  * or failed to prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_INVAL (it belongs to another replica set: UUID), PMREP_E_STATE
- * (it holds a newer generation), PMREP_E_MALFORMED (a malformed handshake),
+ * (it holds a newer generation), PMREP_E_SPLIT_BRAIN (another primary
+ * claimed it at this generation and did not close it -- docs/PROTOCOL.md
+ * "Split brain": fence that primary, then use a higher generation),
+ * PMREP_E_MALFORMED (a malformed handshake),
  * PMREP_E_UNREACHABLE (also: the target had no room for another handshake
  * -- its slots held by handshakes and attached mirrors, or two handshakes
  * of our address pending -- a refusal to retry, e.g. with
