@@ -391,7 +391,7 @@ fake_recv(struct fake *f, int *status)
 		struct pmrep_completion cmp;
 		int n = 0;
 		if (pmrep_cq_get_completions(f->cq, &cmp, 1, &n) == 0 && n == 1) {
-			if (cmp.status != IBV_WC_SUCCESS)
+			if (cmp.status != PMREP_WC_SUCCESS)
 				return 0;
 			if (cmp.op != PMREP_OP_RECV)
 				continue;
