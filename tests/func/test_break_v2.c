@@ -364,6 +364,17 @@ replicas_in_another_order_are_resynced_in_full(void **state)
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(c->log, cfg, &m), 0);
 	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	/* new returned once either was in sync (k = 1): replica 0 must be
+	 * before replica 1's target goes */
+	long long until = func_now_ms() + 10000LL * func_slow();
+	for (;;) {
+		struct pmrep_replica_status s0;
+		assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &s0), 0);
+		if (s0.state == PMREP_REPLICA_IN_SYNC)
+			break;
+		assert_true(func_now_ms() < until);
+		usleep(2000);
+	}
 	char path1[160];
 	snprintf(path1, sizeof(path1), "%s", c->g[1].path);
 	tgt_stop(&c->g[1]);
