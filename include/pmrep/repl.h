@@ -50,7 +50,11 @@ struct pmrep_replica_info {
 	uint8_t replica_id[PMREP_UUID_SIZE];
 	uint64_t owner;			/* primary id of the last committed attach (0: none) */
 	uint64_t seq;			/* sequence of the header slot read (v1 header: 0) */
-	uint64_t last_persist_seq;	/* reserved for failover: nothing writes it yet (0) */
+	/* the persist sequence of the newest persist step it holds durably,
+	 * for this header's generation and owner (0: none recorded:
+	 * pmrep_mirror_cfg_set_persist_seq off, or none since the last
+	 * attach) */
+	uint64_t last_persist_seq;
 };
 
 /*
@@ -580,6 +584,31 @@ PMREP_API int pmrep_mirror_cfg_set_window(struct pmrep_mirror_cfg *cfg,
 PMREP_API int pmrep_mirror_cfg_set_max_lag(struct pmrep_mirror_cfg *cfg,
 		uint64_t bytes);
 /*
+ * pmrep_mirror_cfg_set_persist_seq -- `on`: every replica durably records
+ * the persist sequence of the newest persist it holds (docs/PROTOCOL.md
+ * "Persist sequence"), the fact a failover needs to name the most current
+ * replica: each persist step gets a sequence number, above those of every
+ * earlier mirror of the set (the wall clock in ns at pmrep_mirror_new,
+ * plus the step's number), and a step counts as confirmed by a replica
+ * only once that replica recorded its sequence after the step's bytes
+ * were durable -- so every completed persist's sequence is recorded on
+ * the k replicas (all, or the quorum) that confirmed it. The mechanism is
+ * GPSPM for every method: the writes go one-sided as before, the
+ * persist request that follows them makes the target persist the range,
+ * store the sequence (an 8-byte word of the replica's header block) and
+ * persist it before its reply; native flush and APM are not used (their
+ * one-sided completions cannot order a later write after durability).
+ * Its cost: the target's CPU per persist step, and on a page-cache
+ * replica a second msync (pmrep-bench --mirror-psn). A new attach (COMMIT)
+ * clears the replica's word first. `pmrep status` and
+ * pmrep_replica_read_info / pmrep_replica_query show it
+ * (last_persist_seq). Default off (0 on every replica). Requires a clock
+ * that does not go back across the writer's restarts.
+ * Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_mirror_cfg_set_persist_seq(struct pmrep_mirror_cfg *cfg,
+		bool on);
+/*
  * pmrep_mirror_cfg_set_force_gpspm -- use GPSPM (persist request answered
  * by the target) even where native flush or APM is available.
  * Errors: PMREP_E_INVAL.
@@ -922,6 +951,15 @@ PMREP_API int pmrep_mirror_get_event(struct pmrep_mirror *mirror,
 PMREP_API int pmrep_mirror_poll(struct pmrep_mirror *mirror,
 		struct pmrep_mirror_completion *out, int max, int *n);
 /* pmrep_mirror_get_replica_count -- replicas configured. Errors: PMREP_E_INVAL. */
+/*
+ * pmrep_mirror_get_persist_seq -- *psn: the persist sequence of the newest
+ * completed persist (pmrep_mirror_cfg_set_persist_seq; 0 before the
+ * first, and always 0 when it is off). Every replica that confirmed that
+ * persist holds at least this sequence in its header. Thread-safe.
+ * Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_mirror_get_persist_seq(const struct pmrep_mirror *mirror,
+		uint64_t *psn);
 PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
 		unsigned *count);
 /*

@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -160,6 +161,12 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	m->cfg = *cfg;
 	m->cfg.state_path = NULL;	/* the cfg's; ours is m->state_path */
 	m->next_seq = 1;
+	/* above every persist sequence an earlier mirror of this set gave:
+	 * the wall clock in ns (a restart is later; a step takes more than
+	 * a ns) */
+	struct timespec now;
+	(void) clock_gettime(CLOCK_REALTIME, &now);
+	m->psn_base = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	m->window = cfg->window ? cfg->window : PIPE_WINDOW_DEFAULT;
 	m->max_lag = cfg->max_lag_set ? cfg->max_lag : PIPE_MAX_LAG_DEFAULT;
 	m->epfd = m->efd = m->tfd = -1;
@@ -464,6 +471,18 @@ pmrep_mirror_get_replica_count(const struct pmrep_mirror *m, unsigned *count)
 	CHECK_ARG(m);
 	CHECK_ARG(count);
 	*count = m->n;
+	return 0;
+}
+
+int
+pmrep_mirror_get_persist_seq(const struct pmrep_mirror *m, uint64_t *psn)
+{
+	CHECK_ARG(m);
+	CHECK_ARG(psn);
+	struct pmrep_mirror *mm = (struct pmrep_mirror *)m;
+	mirror_lock(mm);
+	*psn = m->cfg.persist_seq ? m->psn_done : 0;
+	mirror_unlock(mm);
 	return 0;
 }
 

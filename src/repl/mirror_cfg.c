@@ -287,6 +287,14 @@ pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg, bool force)
 }
 
 int
+pmrep_mirror_cfg_set_persist_seq(struct pmrep_mirror_cfg *cfg, bool on)
+{
+	CHECK_ARG(cfg);
+	cfg->persist_seq = on;
+	return 0;
+}
+
+int
 pmrep_mirror_cfg_set_state_path(struct pmrep_mirror_cfg *cfg, const char *path)
 {
 	CHECK_ARG(cfg);

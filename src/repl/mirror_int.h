@@ -115,6 +115,7 @@ struct pmrep_mirror_cfg {
 	uint64_t region_size;
 	int timeout_ms;
 	bool force_gpspm;
+	bool persist_seq;		/* pmrep_mirror_cfg_set_persist_seq */
 	bool manual_recovery;	/* pmrep_mirror_cfg_set_background_recovery(false) */
 	int backoff_min_ms, backoff_max_ms;	/* 0: BACKOFF_MIN_MS / _MAX_MS */
 	uint64_t resync_rate;	/* bytes/s, 0: unlimited */
@@ -208,6 +209,9 @@ struct pmrep_mirror {
 	struct mirror_state *state;	/* the record (docs/PROTOCOL.md) */
 	char *state_path;		/* its file (NULL: in memory) */
 	atomic_uint_fast64_t next_seq;
+	/* persist sequences (PROTOCOL.md "Persist sequence"): a step's is
+	 * psn_base + its seq; psn_done: the newest completed one (m->lock) */
+	uint64_t psn_base, psn_done;
 	unsigned n;
 	struct replica r[PMREP_MIRROR_MAX_REPLICAS];
 	/* one epoll fd (pmrep_mirror_get_fd) over every connected

@@ -159,6 +159,8 @@ step_settle(struct pmrep_mirror *m, struct step *st)
 		return;
 	}
 	st->complete = true;
+	if (st->result == 0 && m->psn_base + st->seq > m->psn_done)
+		m->psn_done = m->psn_base + st->seq;
 	/* a failed step completed nothing: who confirms it later trails
 	 * no completed persist */
 	if (st->result == 0)

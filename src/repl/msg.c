@@ -32,7 +32,9 @@
  *                140 u32 target flags (REPL_TF_*)
  *  COMMIT (40):  0 replica id[16]  16 u64 generation  24 u64 primary id
  *                32 u32 resync kind (1 FULL, 2 INCREMENTAL)  36 u32 reserved (0)
- *  PERSIST (16): 0 u64 offset  8 u64 length (bytes of the data area)
+ *  PERSIST (24): 0 u64 offset  8 u64 length (bytes of the data area)
+ *                16 u64 persist sequence (psn: recorded by the target once
+ *                the range is durable; 0: none -- a resync's copy)
  *  REFUSE, COMMIT_REPLY, PERSIST_REPLY, CLOSE, CLOSE_REPLY: no body
  *  (status, sequence).
  * A REFUSE whose status is OK does not decode (MALFORMED): a refusal
@@ -50,7 +52,7 @@
 #define AUTH_BODY 80
 #define ACCEPT_BODY 144
 #define COMMIT_BODY 40
-#define PERSIST_BODY 16
+#define PERSIST_BODY 24
 
 static const char auth_label[] = "pmrep-repl-v2 initiator";
 static const char accept_label[] = "pmrep-repl-v2 target";
@@ -196,6 +198,7 @@ repl_msg_encode(const struct repl_msg *m, uint8_t *out)
 	case REPL_MSG_PERSIST:
 		pmrep_put_le64(b, m->u.persist.offset);
 		pmrep_put_le64(b + 8, m->u.persist.length);
+		pmrep_put_le64(b + 16, m->u.persist.psn);
 		break;
 	default:
 		break;
@@ -295,6 +298,7 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 	case REPL_MSG_PERSIST:
 		m->u.persist.offset = pmrep_get_le64(b);
 		m->u.persist.length = pmrep_get_le64(b + 8);
+		m->u.persist.psn = pmrep_get_le64(b + 16);
 		break;
 	default:
 		break;

@@ -120,6 +120,10 @@ struct repl_commit {
 struct repl_persist {
 	uint64_t offset;		/* bytes into the data area */
 	uint64_t length;
+	/* the persist sequence of the step (PROTOCOL.md "Persist
+	 * sequence"): recorded by the target after the range is durable;
+	 * 0: none (a resync chunk, a persist to a replica being resynced) */
+	uint64_t psn;
 };
 
 struct repl_msg {

@@ -167,7 +167,8 @@ replica_wait_msg(struct replica *r, long long deadline, struct repl_msg *msg)
 static enum pmrep_mirror_method
 choose_method(struct replica *r, uint32_t target_flags)
 {
-	if (r->m->cfg.force_gpspm || (target_flags & REPL_TF_STAGING))
+	if (r->m->cfg.force_gpspm || r->m->cfg.persist_seq ||
+			(target_flags & REPL_TF_STAGING))
 		return PMREP_MIRROR_METHOD_GPSPM;
 	int ft = 0;
 	(void) pmrep_mr_remote_get_flush_type(r->rmr, &ft);

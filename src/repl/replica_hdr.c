@@ -6,7 +6,8 @@
  * The header block is the replica's first PMREP_REPLICA_DATA_OFFSET (4096)
  * bytes; it holds two slots of REPLICA_HDR_ENC_SIZE (128) bytes, at
  * offsets 0 and 2048 (different cache lines and 8-byte units); the rest
- * is zero. A reader takes the valid slot with the higher sequence; an
+ * is zero but for the persist sequence word at 3968 (replica_hdr.h). A
+ * reader takes the valid slot with the higher sequence; an
  * update writes the other slot with sequence + 1 and persists it, so a
  * torn update leaves that slot invalid (checksum) or whole, and the old
  * one stands until the new one is durable.
@@ -34,6 +35,7 @@
  * as sequence 0 with no replica id, so the first update goes to the slot
  * at 2048 and the v1 slot stays valid until the new one is.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -219,6 +221,22 @@ replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
 	return 0;
 }
 
+uint64_t
+replica_psn_get(const uint8_t *base)
+{
+	uint64_t v;
+	memcpy(&v, base + REPLICA_PSN_OFF, sizeof(v));
+	return le64toh(v);
+}
+
+int
+replica_psn_write(struct pmrep_pmem *pmem, uint8_t *base, uint64_t psn)
+{
+	uint64_t *w = (uint64_t *)(void *)(base + REPLICA_PSN_OFF);
+	__atomic_store_n(w, htole64(psn), __ATOMIC_RELEASE);
+	return pmrep_pmem_persist(pmem, w, sizeof(*w));
+}
+
 int
 pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 {
@@ -235,6 +253,7 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 
 	int ret;
 	struct replica_hdr h;
+	uint64_t psn = 0;
 	if (S_ISCHR(st.st_mode)) {
 		/* device DAX: no read(2), only mmap, so map it */
 		struct pmrep_pmem *pmem = NULL;
@@ -245,6 +264,8 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 		ret = replica_hdr_decode(pmrep_pmem_get_address(pmem),
 				pmrep_pmem_get_size(pmem), pmrep_pmem_get_size(pmem),
 				&h);
+		if (ret == 0)
+			psn = replica_psn_get(pmrep_pmem_get_address(pmem));
 		(void) pmrep_pmem_close(&pmem);
 	} else if (!S_ISREG(st.st_mode)) {
 		/* a FIFO would block the open / read forever; a directory or
@@ -265,6 +286,8 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 		else
 			ret = replica_hdr_decode(buf, (size_t)n,
 					(uint64_t)st.st_size, &h);
+		if (ret == 0)
+			psn = replica_psn_get(buf);
 		close(fd);
 	}
 	if (ret)
@@ -277,6 +300,6 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 	memcpy(info->replica_id, h.replica_id, PMREP_UUID_SIZE);
 	info->owner = h.owner;
 	info->seq = h.seq;
-	info->last_persist_seq = h.last_persist_seq;
+	info->last_persist_seq = psn;
 	return 0;
 }

@@ -72,6 +72,19 @@ int replica_hdr_decode(const uint8_t *buf, size_t len, uint64_t file_size,
 int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
 		struct replica_hdr *cur, const struct replica_hdr *next);
 
+/*
+ * The persist sequence word (PROTOCOL.md "Persist sequence"): a u64
+ * little-endian at REPLICA_PSN_OFF of the header block, in a cache line
+ * of its own, outside both slots: the psn of the newest step the replica
+ * holds durably, for the header's generation and owner (0: none). Written
+ * by its target only, one aligned 8-byte store (the failure-atomic unit)
+ * then persisted.
+ */
+#define REPLICA_PSN_OFF 3968u
+uint64_t replica_psn_get(const uint8_t *base);
+/* store `psn` into the word and persist it (pmrep_pmem_persist's error) */
+int replica_psn_write(struct pmrep_pmem *pmem, uint8_t *base, uint64_t psn);
+
 /* true when `len` bytes at `p` are all zero */
 bool replica_all_zero(const uint8_t *p, size_t len);
 /* true when the uuid (or replica id) is all zero */

@@ -64,8 +64,12 @@ replica_post_range(struct replica *r, uint64_t off, uint64_t len,
 		.deadline = deadline, .is_step = is_step,
 		.send_slot = CHAN_NSEND };
 	if (r->method == PMREP_MIRROR_METHOD_GPSPM) {
+		/* a step to an in-sync replica carries its persist sequence
+		 * when the mirror records them; a resync's copy never does */
+		uint64_t psn = is_step && r->m->cfg.persist_seq ?
+			r->m->psn_base + seq : 0;
 		struct repl_msg m = { .type = REPL_MSG_PERSIST, .seq = seq,
-			.u.persist = { .offset = off, .length = len } };
+			.u.persist = { .offset = off, .length = len, .psn = psn } };
 		ret = repl_chan_send_at(&r->ch, &m, &e->send_slot);
 	} else {
 		ret = pmrep_flush(r->conn, r->rmr, (size_t)off, (size_t)len,

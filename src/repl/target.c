@@ -197,6 +197,14 @@ static int
 write_claim(struct pmrep_target *t, const struct session *s,
 		uint64_t generation)
 {
+	/* the persist sequence word speaks for the steps of the sessions
+	 * of this claim only: cleared (durably) before a claim is written */
+	if (t->psn != 0) {
+		int ret = replica_psn_write(t->pmem, t->base, 0);
+		if (ret)
+			return ret;
+		t->psn = 0;
+	}
 	struct replica_hdr next = t->hdr;
 	memcpy(next.uuid, s->uuid, PMREP_UUID_SIZE);
 	next.generation = generation;
@@ -357,7 +365,7 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	acc->generation = t->hdr.generation;
 	acc->owner = t->hdr.owner;
 	acc->hdr_seq = t->hdr.seq;
-	acc->last_persist_seq = t->hdr.last_persist_seq;
+	acc->last_persist_seq = t->psn;
 	acc->hdr_flags = t->hdr.flags;
 	acc->target_flags = (t->staging ? REPL_TF_STAGING : 0) |
 		(fresh ? REPL_TF_FRESH : 0);
@@ -513,6 +521,18 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 				r.status = REPL_ST_INTERNAL;
 			} else {
 				t->stats.persist_requests++;
+			}
+		}
+		/* the range is durable: record the step's persist sequence
+		 * (only ever upwards), durably, before the reply */
+		uint64_t psn = m->u.persist.psn;
+		if (r.status == REPL_ST_OK && psn > t->psn) {
+			ret = replica_psn_write(t->pmem, t->base, psn);
+			if (ret) {
+				target_poison(t, ret, "recording the persist sequence");
+				r.status = REPL_ST_INTERNAL;
+			} else {
+				t->psn = psn;
 			}
 		}
 		break;

@@ -74,6 +74,7 @@ struct pmrep_target {
 	uint8_t *data;			/* ... and data area */
 	pmrep_pmem_persist_fn *persist;	/* for the data MR (direct mode) */
 	struct replica_hdr hdr;		/* the newest state (what is durable) */
+	uint64_t psn;			/* the persist sequence word as durable */
 	bool poisoned;			/* a persist failed: nothing is confirmed any more */
 	struct pmrep_peer *peer;
 	struct pmrep_peer_cfg *peer_cfg;

@@ -6,6 +6,7 @@
  * the one update function's persist and its failure, and
  * pmrep_replica_read_info on real files.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -418,6 +419,10 @@ read_info_reads_a_formatted_file_and_rejects_others(void **state)
 	uint8_t blk[REPLICA_HDR_BLOCK];
 	block_with(blk, &in, 1);
 	assert_int_equal(ftruncate(fd, PMREP_REPLICA_DATA_OFFSET + DATA), 0);
+	/* the persist sequence word, outside the slots (the slot's own
+	 * field is not what is reported) */
+	uint64_t w = htole64(123);
+	memcpy(blk + REPLICA_PSN_OFF, &w, sizeof(w));
 	assert_int_equal(pwrite(fd, blk, sizeof(blk), 0), (ssize_t)sizeof(blk));
 
 	struct pmrep_replica_info info;
@@ -430,7 +435,7 @@ read_info_reads_a_formatted_file_and_rejects_others(void **state)
 	assert_int_equal(info.flags, PMREP_REPLICA_F_CONSISTENT);
 	assert_int_equal(info.owner, 0x1122334455667788ull);
 	assert_int_equal(info.seq, 5);
-	assert_int_equal(info.last_persist_seq, 99);
+	assert_int_equal(info.last_persist_seq, 123);
 
 	/* a file one page longer than the header says */
 	assert_int_equal(ftruncate(fd, PMREP_REPLICA_DATA_OFFSET + DATA + 4096), 0);

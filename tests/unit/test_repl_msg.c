@@ -252,13 +252,17 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(out.status, REPL_ST_GENERATION);
 
 	struct repl_msg p = { .type = REPL_MSG_PERSIST, .seq = 77,
-		.u.persist = { .offset = 4096, .length = 123 } };
+		.u.persist = { .offset = 4096, .length = 123,
+			.psn = 0x1122334455667788ull } };
 	n = repl_msg_encode(&p, b);
-	assert_int_equal(n, 32);
+	assert_int_equal(n, 40);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.seq, 77);
 	assert_int_equal(out.u.persist.offset, 4096);
 	assert_int_equal(out.u.persist.length, 123);
+	assert_int_equal(out.u.persist.psn, 0x1122334455667788ull);
+	/* the v2 PERSIST of before (16-byte body) is malformed now */
+	assert_int_equal(repl_msg_decode(b, 32, &out), PMREP_E_MALFORMED);
 
 	struct repl_msg r = { .type = REPL_MSG_REFUSE, .status = REPL_ST_NO_REPLICA, .seq = 5 };
 	n = repl_msg_encode(&r, b);
