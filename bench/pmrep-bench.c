@@ -134,6 +134,7 @@ struct opts {
 	size_t resync_size;		/* the resync sweep's mapping */
 	bool mirror_plain;		/* --mirror-tls off: mirrors and targets
 					 * on plaintext tcp (default TLS) */
+	bool mirror_psn;		/* --mirror-psn on: persist sequences */
 	bool mirror_fg_recovery;	/* --mirror-bg off: background
 					 * recovery off (default on) */
 	size_t sizes[MAX_LIST];
@@ -198,6 +199,8 @@ usage(FILE *f)
 "  --mirror-tls on|off    tcp: mirrors and their targets inside TLS 1.3 (on, the library's\n"
 "                         default) or plaintext (off, as the raw level always is)\n"
 "  --mirror-bg on|off     the mirrors' background recovery (on, the library's default)\n"
+"  --mirror-psn on|off    replicas record persist sequences (pmrep_mirror_cfg_set_persist_seq:\n"
+"                         GPSPM for every replica; off, the library's default)\n"
 "  --ms N                 time per measurement in ms (default 250)\n"
 "  --rounds N             floor/pmrep alternations per point (default 3)\n"
 "  --wait poll|block      busy-poll the CQ or wait on its fd (default: block on tcp, poll on verbs)\n"
@@ -271,6 +274,7 @@ parse_opts(int argc, char *argv[])
 		{ "windows", required_argument, NULL, 'X' },
 		{ "mirror-tls", required_argument, NULL, 'T' },
 		{ "mirror-bg", required_argument, NULL, 'G' },
+		{ "mirror-psn", required_argument, NULL, 'N' },
 		{ "pipe-only", required_argument, NULL, 'P' },
 		{ "resync-rates", required_argument, NULL, 'Y' },
 		{ "resync-size", required_argument, NULL, 'Z' },
@@ -322,6 +326,7 @@ parse_opts(int argc, char *argv[])
 		case 'X': windows = optarg; break;
 		case 'T': O.mirror_plain = strcmp(optarg, "off") == 0; break;
 		case 'G': O.mirror_fg_recovery = strcmp(optarg, "off") == 0; break;
+		case 'N': O.mirror_psn = strcmp(optarg, "on") == 0; break;
 		case 'P': pipe_only = optarg; break;
 		case 'Y': resync_rates = optarg; break;
 		case 'Z': resync_mib = atol(optarg); break;
@@ -1400,6 +1405,8 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 		ret = pmrep_mirror_cfg_set_tls(cfg, false);
 	if (ret == 0 && O.mirror_fg_recovery)
 		ret = pmrep_mirror_cfg_set_background_recovery(cfg, false);
+	if (ret == 0 && O.mirror_psn)
+		ret = pmrep_mirror_cfg_set_persist_seq(cfg, true);
 	if (ret == 0 && ex && ex->quorum)
 		ret = pmrep_mirror_cfg_set_quorum(cfg, ex->quorum);
 	if (ret == 0 && ex && ex->set_max_lag)
