@@ -97,7 +97,7 @@ expect_fail() { # what, pattern, command...
 		echo "self-test: FAILED: $what: exit $rc but no '$pat' in:"; echo "$out" | sed 's/^/    /'; return 1
 	fi
 	echo "self-test: ok: $what: exit $rc:"
-	echo "$out" | grep -- "$pat" | sed 's/^/    /'
+	echo "$out" | grep -A2 -- "$pat" | sed "s/^/    /"
 }
 
 # insert a line before the header's last `#ifdef __cplusplus` (its end)
@@ -116,10 +116,10 @@ self_test() { # build dir
 	check "$LIB" "$MAN" || return 1
 
 	cp -a "$MAN" "$t/gone"; rm "$t/gone/man3/pmrep_mirror_persist.3"
-	expect_fail "a page deleted" "pmrep_mirror_persist is exported" env CHECK_MAN_NO_RENDER=1 "$0" --lib "$LIB" "$t/gone" || rc=1
+	expect_fail "a page deleted" "pmrep_mirror_persist is exported" env CHECK_MAN_NO_RENDER=1 "$HERE/check-man.sh" --lib "$LIB" --man "$t/gone" || rc=1
 
 	cp -a "$MAN" "$t/stale"; cp "$MAN/man3/pmrep_mirror_persist.3" "$t/stale/man3/pmrep_mirror_unexported.3"
-	expect_fail "a page of a function not exported" "pmrep_mirror_unexported, which" env CHECK_MAN_NO_RENDER=1 "$0" --lib "$LIB" "$t/stale" || rc=1
+	expect_fail "a page of a function not exported" "pmrep_mirror_unexported, which" env CHECK_MAN_NO_RENDER=1 "$HERE/check-man.sh" --lib "$LIB" --man "$t/stale" || rc=1
 
 	cp -a "$MAN" "$t/warn"; printf '.zz_no_such_macro\n' >>"$t/warn/man3/pmrep_mirror_persist.3"
 	expect_fail "a page that warns" "pmrep_mirror_persist.3 renders with warnings" check "$LIB" "$t/warn" || rc=1
