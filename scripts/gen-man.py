@@ -583,7 +583,7 @@ def th(name, sec, version, date, manual):
     return '.TH "%s" %s "%s" "pmrep %s" "%s"' % (name, sec, date, version, manual)
 
 
-def func_page(f, by_name, version, date, conventions, fd_conventions):
+def func_page(f, by_name, version, date, conventions, fd_conventions, types):
     name = f["name"]
     names = set(by_name)
     doc = Doc(f["comment"].lines, strip_name=True,
@@ -620,6 +620,21 @@ def func_page(f, by_name, version, date, conventions, fd_conventions):
                 f["header"].name, "\\fB%s\\fP" % name,
                 ", ".join("\\fB%s\\fP()" % o for o in others))))
         render_pars(gdoc.desc, names, out)
+    used = [t for t in re.findall(r"\b(?:struct |enum )?(pmrep_\w+)\b", f["decl"].proto)
+            if t in types and t != name]
+    used = list(dict.fromkeys(used))
+    if used:
+        out.append(".SH DATA TYPES")
+        for t in used:
+            c, code, h = types[t]
+            render_pars(paragraphs_doc(c.lines), names, out)
+            out.append(".PP")
+            out.append(".nf")
+            out.append(".RS 4")
+            for l in code.split("\n"):
+                out.append("\\&" + esc(l.expandtabs(8)))
+            out.append(".RE")
+            out.append(".fi")
     if doc.returns or f["decl"].proto.startswith("int "):
         out.append(".SH RETURN VALUE")
         out.append(".PP")
@@ -686,6 +701,16 @@ def func_page(f, by_name, version, date, conventions, fd_conventions):
     out.append(",\n".join("\\fB%s\\fP(3)" % s for s in see + []) +
                (",\n" if see else "") + "\\fBpmrep\\fP(7)")
     return "\n".join(out) + "\n", None
+
+
+def type_names(code):
+    """The types a documented piece of code defines (struct / enum / typedef)."""
+    out = []
+    for m in re.finditer(r"^\s*(?:struct|enum)\s+(pmrep_\w+)\s*\{", code, re.M):
+        out.append(m.group(1))
+    for m in re.finditer(r"^\s*typedef\b[^;]*?\b(pmrep_\w+)\s*\(", code, re.M | re.S):
+        out.append(m.group(1))
+    return out
 
 
 def object_of(name, structs):
@@ -941,11 +966,17 @@ def main():
             f["object"] = object_of(f["name"], structs)
             by_name[f["name"]] = f
 
+    types = {}
+    for h in headers:
+        for entry in parsed[h.path][2]:
+            if entry[0] == "type":
+                for t in type_names(entry[2]):
+                    types.setdefault(t, (entry[1], entry[2], h))
     pages = {}
     for name, f in by_name.items():
         if f["comment"] is None:
             continue
-        page, err = func_page(f, by_name, a.version, date, conventions, fd_conventions)
+        page, err = func_page(f, by_name, a.version, date, conventions, fd_conventions, types)
         if err:
             errors.append(err)
         else:
