@@ -12,7 +12,10 @@
 # --defined-only, type T) without MANDIR/man3/NAME.3; a man3 page of a
 # pmrep_* function that is not exported; a missing pmrep(7), pmrep(1) or
 # pmrep-target(8); a page on which groff -ww or man --warnings warns; a
-# prefix in which `man -w pmrep_mirror_persist` does not find the page.
+# prefix in which `man -w pmrep_mirror_persist` does not find the page; a
+# long option (struct option) or command of tools/pmrep.c or
+# tools/pmrep-target.c that docs/man/pmrep.1.md / pmrep-target.8.md do
+# not name (when the source tree is next to this script).
 # --self-test proves the checks fail where they should: it runs the check
 # on BUILD_DIR (must pass), then on copies with one page deleted, with a
 # page of a function that is not exported, with a page that warns, and
@@ -62,7 +65,7 @@ check() { # LIB MAN
 		[ -f "$f" ] || continue
 		case $f in *.gz) w=$(zcat "$f" | groff -ww -man -z -Tutf8 2>&1) ;;
 			*) w=$(groff -ww -man -z -Tutf8 "$f" 2>&1) ;; esac
-		w=$w$(MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)
+		w=$w${w:+$'\n'}$(MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)
 		if [ -n "$w" ]; then
 			echo "check-man: $f renders with warnings:"; echo "$w" | sed 's/^/    /'
 			bad=1
@@ -80,10 +83,30 @@ check() { # LIB MAN
 			esac
 		done
 	fi
+	# the tools' pages name every long option and command of their sources
+	tool_pages || bad=1
 	local n; n=$(echo "$exported" | wc -l)
 	if [ "$bad" -eq 0 ]; then
 		echo "check-man: ok: $n exported functions, each with its page in $man/man3, no stale page, $(find "$man"/man[0-9] -type f | wc -l) pages render without warnings"
 	fi
+	return "$bad"
+}
+
+tool_pages() {
+	local src md o bad=0
+	for pair in "tools/pmrep.c:docs/man/pmrep.1.md" "tools/pmrep-target.c:docs/man/pmrep-target.8.md"; do
+		src=$HERE/../${pair%%:*}; md=${CHECK_MAN_DOCS:-$HERE/../docs/man}/${pair##*/}
+		[ -f "$src" ] && [ -f "$md" ] || continue
+		for o in $(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*, NULL, .*/\1/p' "$src" | sort -u); do
+			grep -q -- "--$o\b" "$md" ||
+				{ echo "check-man: ${pair#*:} does not name --$o (an option of ${pair%%:*})"; bad=1; }
+		done
+		for o in $(sed -n 's/.*strcmp(cmd, "\([a-z]*\)") == 0)$/\1/p' "$src" | sort -u); do
+			case $o in help|version) continue ;; esac
+			grep -q -- "\*\*$o\*\*" "$md" ||
+				{ echo "check-man: ${pair#*:} does not describe the command $o (of ${pair%%:*})"; bad=1; }
+		done
+	done
 	return "$bad"
 }
 
@@ -134,6 +157,10 @@ self_test() { # build dir
 	before_last_cplusplus "$t/inc/pmrep/pmem.h" 'PMREP_API int pmrep_selftest_misnamed(void);'
 	expect_fail "a doc comment naming another function" "pmrep_selftest_misnamed: its comment names pmrep_selftest_other" \
 		python3 "$HERE/gen-man.py" --out "$t/out" "$t"/inc/pmrep/*.h || rc=1
+	mkdir -p "$t/docs"; cp "$HERE"/../docs/man/*.md "$t/docs/"
+	sed -i 's/--staging/--stagin/g' "$t/docs/pmrep-target.8.md"
+	expect_fail "a tool's page without one of its options" "does not name --staging" \
+		env CHECK_MAN_NO_RENDER=1 CHECK_MAN_DOCS="$t/docs" "$HERE/check-man.sh" --lib "$LIB" --man "$MAN" || rc=1
 	[ "$rc" -eq 0 ] && echo "self-test: passed"
 	return "$rc"
 }
