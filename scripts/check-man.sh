@@ -101,7 +101,7 @@ tool_pages() {
 			grep -q -- "--$o\b" "$md" ||
 				{ echo "check-man: ${pair#*:} does not name --$o (an option of ${pair%%:*})"; bad=1; }
 		done
-		for o in $(sed -n 's/.*strcmp(cmd, "\([a-z]*\)") == 0)$/\1/p' "$src" | sort -u); do
+		for o in $(sed -n 's/.*strcmp(cmd, "\([a-z-]*\)") == 0)$/\1/p' "$src" | sort -u); do
 			case $o in help|version) continue ;; esac
 			grep -q -- "\*\*$o\*\*" "$md" ||
 				{ echo "check-man: ${pair#*:} does not describe the command $o (of ${pair%%:*})"; bad=1; }
