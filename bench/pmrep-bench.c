@@ -71,6 +71,7 @@
 
 #include <pmrep.h>
 #include <pmrep/repl.h>
+#include <pmrep/verbs.h>
 
 #include "bench.h"
 
@@ -1237,9 +1238,9 @@ raw_run(struct raw *r, size_t size, unsigned qd, int ms, struct bench_samples *s
 		uint64_t now = bench_now_ns();
 		bool more = now < end;
 		for (int i = 0; i < n; i++) {
-			if (c[i].status != IBV_WC_SUCCESS) {
+			if (c[i].status != PMREP_WC_SUCCESS) {
 				fprintf(stderr, "pmrep-bench: completion error: %s\n",
-						ibv_wc_status_str(c[i].status));
+						pmrep_wc_status_str(c[i].status));
 				return -1;
 			}
 			unsigned slot = (unsigned)((uintptr_t)c[i].op_context - 1);
@@ -1290,7 +1291,7 @@ fan_run(struct fan *fa, size_t size, int ms, struct bench_samples *s)
 		for (unsigned i = 0; ret == 0 && i < fa->k; i++) {
 			int n = 0;
 			ret = take(fa->r[i].cq, c, 1, &n);
-			if (ret == 0 && c[0].status != IBV_WC_SUCCESS)
+			if (ret == 0 && c[0].status != PMREP_WC_SUCCESS)
 				ret = PMREP_E_CONN_LOST;
 		}
 		if (ret) {

@@ -112,32 +112,76 @@ do_install() {
 	rm -rf "$prefix"
 	cmake --install "$OUT/release" --prefix "$prefix" >/dev/null || return 1
 	local d; d=$(mktemp -d)
+	local pcp=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig
+	local ldp=$prefix/lib:$prefix/lib/x86_64-linux-gnu
+	# the ABI: exports = installed headers' PMREP_API = the version script
+	local lib; lib=$(find "$prefix" -name 'libpmrep.so.*.*' | head -1)
+	"$ROOT/scripts/check-exports.sh" "$lib" "$prefix/include" "$ROOT/src/libpmrep.map" || return 1
+	# a tcp-only user: no rdma-core in its flags, the installed headers
+	# compile with rdma-core unreachable
+	local cflags; cflags=$(PKG_CONFIG_PATH=$pcp pkg-config --cflags pmrep) || return 1
+	case $cflags in *libnl*|*rdma*|*infiniband*)
+		echo "pkg-config --cflags pmrep names rdma-core: $cflags"; return 1 ;; esac
+	"$ROOT/tests/abi/headers-without-rdma-core.sh" cc "$prefix" || return 1
 	cat >"$d/main.c" <<'C'
 #include <pmrep.h>
 #include <stdio.h>
-int main(void) { printf("%s\n", pmrep_err_to_str(PMREP_E_INVAL)); return 0; }
+int main(void)
+{
+	printf("%s / %s\n", pmrep_err_to_str(PMREP_E_INVAL), pmrep_wc_status_str(PMREP_WC_FLUSHED));
+	return 0;
+}
 C
-	PKG_CONFIG_PATH=$prefix/lib/pkgconfig:$prefix/lib/x86_64-linux-gnu/pkgconfig \
-		sh -c "cc $d/main.c -o $d/pc \$(pkg-config --cflags --libs pmrep)" || return 1
-	LD_LIBRARY_PATH=$prefix/lib:$prefix/lib/x86_64-linux-gnu "$d/pc" | grep -q "invalid argument" || return 1
+	cat >"$d/verbs.c" <<'C'
+#include <pmrep.h>
+#include <pmrep/verbs.h>
+#include <stdio.h>
+int main(void)
+{
+	int n = -1;
+	struct ibv_device **l = ibv_get_device_list(&n);	/* libibverbs linked */
+	if (l != NULL)
+		ibv_free_device_list(l);
+	struct pmrep_peer *peer = NULL;
+	printf("%s\n", pmrep_err_to_str(pmrep_peer_new(NULL, &peer)));
+	return 0;
+}
+C
+	local want="invalid argument / flushed" ex
+	PKG_CONFIG_PATH=$pcp sh -c "cc -Wall -Werror $d/main.c -o $d/pc \$(pkg-config --cflags --libs pmrep)" || return 1
+	LD_LIBRARY_PATH=$ldp "$d/pc" | grep -qx "$want (the conn is in error or disconnected)" || { echo "pkg-config program: wrong output"; return 1; }
+	PKG_CONFIG_PATH=$pcp sh -c "cc -Wall -Werror $d/verbs.c -o $d/pcv \$(pkg-config --cflags --libs pmrep-verbs)" || return 1
+	LD_LIBRARY_PATH=$ldp "$d/pcv" 2>/dev/null | grep -qx "invalid argument" || { echo "pkg-config verbs program: wrong output"; return 1; }
+	# the examples (tcp-only users: <pmrep.h>, <pmrep/repl.h>) build against the installed tree
+	for ex in minimal.c log-mirror/log-mirror.c kv-mirror/kv-mirror.c; do
+		PKG_CONFIG_PATH=$pcp sh -c "cc -Wall -Wextra -Werror -D_GNU_SOURCE $ROOT/examples/$ex -o $d/ex \$(pkg-config --cflags --libs pmrep)" ||
+			{ echo "example $ex does not build against the installed tree"; return 1; }
+	done
+	# static: a copy of the tree without libpmrep.so, linked by pkg-config --static
+	cp -a "$prefix" "$d/static" && find "$d/static" -name 'libpmrep.so*' -delete
+	local spcp=$d/static/lib/pkgconfig:$d/static/lib/x86_64-linux-gnu/pkgconfig
+	PKG_CONFIG_PATH=$spcp sh -c "cc $d/main.c -o $d/st \$(pkg-config --static --cflags --libs pmrep)" || return 1
+	if readelf -d "$d/st" | grep -q 'NEEDED.*libpmrep'; then echo "static link used libpmrep.so"; return 1; fi
+	"$d/st" | grep -q "^$want" || { echo "statically linked program: wrong output"; return 1; }
 	cat >"$d/CMakeLists.txt" <<'C'
 cmake_minimum_required(VERSION 3.18)
 project(use_pmrep C)
 find_package(pmrep REQUIRED)
 add_executable(cm main.c)
 target_link_libraries(cm pmrep::pmrep)
+add_executable(cmv verbs.c)
+target_link_libraries(cmv pmrep::verbs)
+add_executable(cms main.c)
+target_link_libraries(cms pmrep::pmrep_static)
 C
-	cmake -S "$d" -B "$d/b" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$d/b" >/dev/null &&
-		LD_LIBRARY_PATH=$prefix/lib:$prefix/lib/x86_64-linux-gnu "$d/b/cm" | grep -q "invalid argument" || return 1
+	cmake -S "$d" -B "$d/b" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null && cmake --build "$d/b" >/dev/null || return 1
+	LD_LIBRARY_PATH=$ldp "$d/b/cm" | grep -q "^$want" || return 1
+	LD_LIBRARY_PATH=$ldp "$d/b/cmv" 2>/dev/null | grep -qx "invalid argument" || return 1
+	"$d/b/cms" | grep -q "^$want" || return 1
 	# installed tools run without LD_LIBRARY_PATH (RUNPATH relative to them)
 	"$prefix/bin/pmrep" --help >/dev/null || { echo "installed pmrep does not run"; return 1; }
-	# only the public API is exported
-	local lib; lib=$(find "$prefix" -name 'libpmrep.so.*.*' | head -1)
-	if nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^pmrep_' | grep -v '^PMREP_' | grep -q .; then
-		echo "non-pmrep symbols exported:"; nm -D --defined-only "$lib" | grep -v ' pmrep_'; return 1
-	fi
 	rm -rf "$d"
-	echo "install: pkg-config and find_package(pmrep) both build and run a program"
+	echo "install: exports checked; pkg-config (pmrep, pmrep-verbs, --static) and find_package(pmrep) (pmrep::pmrep, pmrep::verbs, pmrep::pmrep_static) build and run programs; the examples build"
 	# a man page for every exported function and none for another, each
 	# rendering without warnings; man finds them by MANPATH
 	"$ROOT/scripts/check-man.sh" "$prefix" || return 1

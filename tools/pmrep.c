@@ -42,7 +42,8 @@ static unsigned key_flags;
 
 static const char help_verify[] =
 	"  pmrep verify SOURCE REPLICA [--range BYTES] [-v]\n"
-	"      compare a mirror's source file with a replica file (on this host),\n"
+	"      compare a mirror's source file with a replica file (on this host):\n"
+	"      SOURCE a plain file (whole) or a pmrep log (its data area),\n"
 	"      checksums range by range (--range: bytes per range, 1 .. 1G, K/M/G\n"
 	"      suffixes; default 1M). Prints the first differing range and how\n"
 	"      many differ. Exit 0 identical, 1 different or REPLICA is not a\n"
@@ -88,6 +89,17 @@ static const char help_keygen[] =
 	"      unless --insecure-key-file. Exit 0 written, 2 usage error or\n"
 	"      failure (FILE exists, I/O).\n";
 
+static const char help_log_create[] =
+	"  pmrep log-create LOG [SIZE] [--from PLAIN] [-v]\n"
+	"      create LOG, a pmrep log (the layout of every node: a 4 KiB header,\n"
+	"      then SIZE data bytes, K/M/G/T suffixes) that an application maps in\n"
+	"      place (pmrep_log_open), mirrors from, and that pmrep-target serves as\n"
+	"      a replica -- so that after a failover a replica's file is the new\n"
+	"      primary's log. --from: a plain log file mapped with pmrep_pmem_open\n"
+	"      (no header) converted: its bytes copied into the data area (SIZE,\n"
+	"      if given, must be its size), then persisted. LOG must not exist.\n"
+	"      Exit 0 created, 2 usage error or failure (LOG exists, I/O).\n";
+
 static void
 usage(FILE *f)
 {
@@ -95,7 +107,7 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n%s\n"
+		"%s\n%s\n%s\n%s\n%s\n"
 		"  --insecure-key-file (status, recover): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
@@ -106,7 +118,8 @@ usage(FILE *f)
 		"different, or REPLICA is not a valid replica; status: not a valid\n"
 		"replica; recover: the replica was refused as a source); 2 usage error or\n"
 		"failure (I/O, connection, authentication).\n",
-		help_verify, help_status, help_recover, help_keygen);
+		help_verify, help_status, help_recover, help_keygen,
+		help_log_create);
 }
 
 /* one command's help */
@@ -285,9 +298,24 @@ cmd_verify(int argc, char *argv[])
 				src < 0 ? source : replica);
 		goto out;
 	}
-	if ((uint64_t)st.st_size != info.data_size) {
-		printf("DIFFERENT: source has %lld bytes, replica data area %llu\n",
-				(long long)st.st_size, (unsigned long long)info.data_size);
+	/* a pmrep log (pmrep_log_open: the replica layout) is compared by
+	 * its data area, a plain file whole */
+	uint64_t src_off = 0, src_size = (uint64_t)st.st_size;
+	struct pmrep_replica_info sinfo;
+	enum pmrep_log_level lvl = pmrep_log_get_threshold();
+	pmrep_log_set_threshold(PMREP_LOG_DISABLED);	/* plain: not an error */
+	if (S_ISREG(st.st_mode) && pmrep_replica_read_info(source, &sinfo) == 0) {
+		src_off = sinfo.data_offset;
+		src_size = sinfo.data_size;
+	}
+	pmrep_log_set_threshold(lvl);
+	if (verbose)
+		fprintf(stderr, "pmrep verify: source %s: %s\n", source,
+				src_off ? "a pmrep log: its data area" : "a plain file");
+	if (src_size != info.data_size) {
+		printf("DIFFERENT: source has %llu %sbytes, replica data area %llu\n",
+				(unsigned long long)src_size, src_off ? "data " : "",
+				(unsigned long long)info.data_size);
 		rc = EX_NO;
 		goto out;
 	}
@@ -302,7 +330,7 @@ cmd_verify(int argc, char *argv[])
 	for (uint64_t off = 0; off < info.data_size; off += range) {
 		size_t len = info.data_size - off < range ?
 			(size_t)(info.data_size - off) : (size_t)range;
-		if (read_full(src, a, len, (off_t)off) ||
+		if (read_full(src, a, len, (off_t)(src_off + off)) ||
 				read_full(rep, b, len, (off_t)(info.data_offset + off))) {
 			fprintf(stderr, "pmrep verify: read failed at %llu\n",
 					(unsigned long long)off);
@@ -644,6 +672,91 @@ cmd_keygen(int argc, char *argv[])
 	return EX_OK;
 }
 
+/* ---------------------------------------------------------- log-create */
+
+static int
+cmd_log_create(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "from", required_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *from = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "f:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': from = optarg; break;
+		case 'v': verbose = true; break;
+		case 'h': return cmd_help(help_log_create);
+		default: return usage_error("log-create: %s", "unknown option");
+		}
+	}
+	int n = argc - optind;
+	if (n < 1 || n > 2 || (n == 1 && from == NULL))
+		return usage_error("log-create: %s", n < 1 || n > 2 ?
+				"expected LOG [SIZE]" :
+				"expected SIZE (or --from PLAIN)");
+	const char *log = argv[optind];
+	unsigned long long size = 0;
+	if (n == 2 && (parse_size(argv[optind + 1], 1ull << 50, &size) ||
+			size == 0))
+		return usage_error("log-create: bad SIZE '%s'", argv[optind + 1]);
+	log_setup();
+	int in = -1;
+	if (from != NULL) {
+		struct stat st;
+		in = open(from, O_RDONLY | O_CLOEXEC);
+		if (in < 0 || fstat(in, &st) != 0) {
+			fprintf(stderr, "pmrep log-create: %s: %s\n", strerror(errno), from);
+			if (in >= 0)
+				close(in);
+			return EX_ERR;
+		}
+		if (!S_ISREG(st.st_mode) || st.st_size == 0 ||
+				(size != 0 && (unsigned long long)st.st_size != size)) {
+			fprintf(stderr, "pmrep log-create: %s: %s\n", from,
+					!S_ISREG(st.st_mode) ? "not a regular file" :
+					st.st_size == 0 ? "empty" :
+					"its size is not SIZE");
+			close(in);
+			return EX_ERR;
+		}
+		size = (unsigned long long)st.st_size;
+	}
+	struct pmrep_pmem *p = NULL;
+	int ret = pmrep_log_open(log, PMREP_PMEM_CREATE | PMREP_PMEM_EXCL,
+			(size_t)size, PMREP_PMEM_GRANULARITY_PAGE, &p);
+	if (ret) {
+		report("log-create", log, ret);
+		if (in >= 0)
+			close(in);
+		return EX_ERR;
+	}
+	int rc = EX_OK;
+	if (in >= 0) {
+		uint8_t *d = pmrep_pmem_get_address(p);
+		if (read_full(in, d, (size_t)size, 0) != 0) {
+			fprintf(stderr, "pmrep log-create: read failed: %s\n", from);
+			rc = EX_ERR;
+		} else if ((ret = pmrep_pmem_persist(p, d, (size_t)size)) != 0) {
+			report("log-create", log, ret);
+			rc = EX_ERR;
+		}
+		close(in);
+	}
+	if (pmrep_pmem_close(&p) != 0)
+		rc = EX_ERR;
+	if (rc != EX_OK) {
+		(void) unlink(log);	/* created here: not left half copied */
+		return rc;
+	}
+	printf("%s: a pmrep log of %llu data bytes%s%s\n", log, size,
+			from ? ", converted from " : "", from ? from : "");
+	return EX_OK;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -678,6 +791,8 @@ main(int argc, char *argv[])
 			return cmd_help(help_recover);
 		if (argc >= 3 && strcmp(argv[2], "keygen") == 0)
 			return cmd_help(help_keygen);
+		if (argc >= 3 && strcmp(argv[2], "log-create") == 0)
+			return cmd_help(help_log_create);
 		usage(stdout);
 		return EX_OK;
 	}
@@ -692,5 +807,7 @@ main(int argc, char *argv[])
 		return cmd_recover(argc, argv);
 	if (strcmp(cmd, "keygen") == 0)
 		return cmd_keygen(argc, argv);
+	if (strcmp(cmd, "log-create") == 0)
+		return cmd_log_create(argc, argv);
 	return usage_error("unknown command '%s'", cmd);
 }

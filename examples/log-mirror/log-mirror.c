@@ -21,7 +21,8 @@
  *   log-mirror --file PATH [--size BYTES] --replica ADDR:PORT --key-file FILE
  *              [--key-id N] [--no-tls] [--insecure-key-file]
  *              [--append N] [--payload BYTES] [--delay-ms MS] [--wait-s S]
- *   log-mirror --file PATH --verify          (recover and verify, no mirror)
+ *              [--pmrep-log] [--raise-generation]
+ *   log-mirror --file PATH [--pmrep-log] --verify   (recover and verify, no mirror)
  * --size is needed to create a new log; an existing log is opened with its
  * own size (a --size given must equal it).
  * Exit: 0 success, 1 failure (the log, the mirror, or a record not
@@ -79,9 +80,15 @@ hdr_seal(struct log *l)
 
 /* open or create the log; recover and verify every committed record */
 static int
-log_open(struct log *l, const char *path, size_t size)
+log_open(struct log *l, const char *path, size_t size, bool pmrep_log)
 {
-	int ret = pmrep_pmem_open(path, size ? PMREP_PMEM_CREATE : 0, size,
+	/* a pmrep log (--pmrep-log): the layout every node shares, so that
+	 * a replica's file is opened in place after a failover; the mapping
+	 * is its data area, laid out as below */
+	int ret = pmrep_log ?
+		pmrep_log_open(path, size ? PMREP_PMEM_CREATE : 0, size,
+			PMREP_PMEM_GRANULARITY_PAGE, &l->pmem) :
+		pmrep_pmem_open(path, size ? PMREP_PMEM_CREATE : 0, size,
 			PMREP_PMEM_GRANULARITY_PAGE, &l->pmem);
 	if (ret) {
 		fprintf(stderr, "log-mirror: %s: %s (%s)\n", path,
@@ -268,7 +275,17 @@ usage(FILE *f)
 		"                           before giving up on a record, 0..86400\n"
 		"                           (default 30)\n"
 		"  -V, --verify             only recover and verify the log (no mirror;\n"
-		"                           --file is the only other option used)\n"
+		"                           --file and --pmrep-log are the only other\n"
+		"                           options used)\n"
+		"  -L, --pmrep-log          PATH is a pmrep log (pmrep_log_open; created\n"
+		"                           with --size data bytes if missing; `pmrep\n"
+		"                           log-create --from` converts a plain one): the\n"
+		"                           layout of every node, so that after a failover\n"
+		"                           the replica's file is opened here in place and\n"
+		"                           the old log is served by pmrep-target\n"
+		"  -G, --raise-generation   before mirroring, raise the log's generation by\n"
+		"                           one (what a promoted node does first: the\n"
+		"                           replicas it reaches refuse the old primary's)\n"
 		"  -h, --help               this help\n"
 		"\n"
 		"environment: PMREP_PROVIDER=tcp|verbs forces a provider; PMREP_LOG_LEVEL\n"
@@ -295,6 +312,8 @@ main(int argc, char *argv[])
 		{ "delay-ms", required_argument, NULL, 'd' },
 		{ "wait-s", required_argument, NULL, 'w' },
 		{ "verify", no_argument, NULL, 'V' },
+		{ "pmrep-log", no_argument, NULL, 'L' },
+		{ "raise-generation", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -303,9 +322,10 @@ main(int argc, char *argv[])
 	unsigned long long append = 0, delay_ms = 0, wait_s = 30;
 	unsigned long long key_id = 0;
 	bool verify = false, have_key_id = false, tls = true;
+	bool pmrep_log = false, raise_gen = false;
 	unsigned key_flags = 0;
 	int c, bad = 0;
-	while ((c = getopt_long(argc, argv, "f:s:r:k:i:n:p:d:w:Vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:s:r:k:i:n:p:d:w:VLGh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 's': bad |= parse_num("--size", optarg, HDR_SIZE + REC_HDR,
@@ -324,6 +344,8 @@ main(int argc, char *argv[])
 		case 'd': bad |= parse_num("--delay-ms", optarg, 0, 60000, &delay_ms); break;
 		case 'w': bad |= parse_num("--wait-s", optarg, 0, 86400, &wait_s); break;
 		case 'V': verify = true; break;
+		case 'L': pmrep_log = true; break;
+		case 'G': raise_gen = true; break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "(log-mirror --help for usage)\n");
@@ -341,13 +363,28 @@ main(int argc, char *argv[])
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_NOTICE);
 	struct log l = { 0 };
-	if (log_open(&l, file, verify ? 0 : (size_t)size) != 0) {
+	if (log_open(&l, file, verify ? 0 : (size_t)size, pmrep_log) != 0) {
 		pmrep_pmem_close(&l.pmem);
 		return 1;
 	}
 	if (verify) {
 		pmrep_pmem_close(&l.pmem);
 		return 0;
+	}
+	if (raise_gen) {
+		/* a promoted node's first step: the new generation, durable in
+		 * the log before any replica sees it; replicas that accept it
+		 * refuse the old primary's lower one from then on */
+		uint64_t g = get64(l.base + 32) + 1;
+		put64(l.base + 32, g);
+		hdr_seal(&l);
+		if (pmrep_pmem_persist(l.pmem, l.base, HDR_SIZE) != 0) {
+			fprintf(stderr, "log-mirror: %s: the new generation could not be persisted (%s)\n",
+					file, pmrep_err_msg());
+			pmrep_pmem_close(&l.pmem);
+			return 1;
+		}
+		printf("generation raised to %llu\n", (unsigned long long)g);
 	}
 
 	char addr[256];

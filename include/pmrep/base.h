@@ -49,6 +49,8 @@ enum pmrep_err {
 	PMREP_E_DEVICE_REMOVED = -100021, /* the peer's RDMA device was removed: open a new peer */
 	PMREP_E_TLS = -100022,		/* TLS: handshake failed, the peer did not speak TLS (or spoke it
 					 * to a plaintext end), or a record failed authentication */
+	PMREP_E_SPLIT_BRAIN = -100023,	/* the replica is claimed at this generation by another
+					 * primary that did not close it cleanly: raise the generation */
 };
 
 /*

@@ -70,6 +70,40 @@ struct pmrep_replica_info {
 PMREP_API int pmrep_replica_read_info(const char *path,
 		struct pmrep_replica_info *info);
 
+/*
+ * pmrep_log_open -- open (with PMREP_PMEM_CREATE create and format) the
+ * pmrep log file or device DAX at `path`: the one on-media layout of every
+ * node (docs/PROTOCOL.md "On media": a 4 KiB header block, then the data
+ * area), so that a replica's file is opened in place after a failover and
+ * a log is served by pmrep-target as a replica. The mapping *pmem_ptr
+ * exposes the data area only: pmrep_pmem_get_address and
+ * pmrep_pmem_get_size are the data area's (offset 0 of a mirror on it is
+ * the data area's first byte); every other pmrep_pmem_* function works on
+ * it as on any mapping; close it with pmrep_pmem_close.
+ * `flags`: 0, PMREP_PMEM_CREATE (a file that does not exist is created
+ * with `data_size` data bytes and formatted: unclaimed, a new random
+ * replica id; a device DAX whose header block is all zero is formatted),
+ * | PMREP_PMEM_EXCL. `data_size` (bytes of the data area): > 0 with
+ * PMREP_PMEM_CREATE; else 0 (whatever the header says) or the size the
+ * header must hold. `required`: as pmrep_pmem_open's.
+ * The call takes the file's exclusive lock (flock) for the mapping's life:
+ * the lock a pmrep-target serving the file holds, so a log in use by a
+ * target is refused (PMREP_E_BUSY) and a target refuses a log open here.
+ * Errors: PMREP_E_INVAL (NULL, CREATE with data_size 0, a size too
+ * large, EXCL without CREATE); PMREP_E_BUSY (a target or another
+ * pmrep_log_open holds the file); PMREP_E_MALFORMED (not a pmrep log: its
+ * header block is not valid -- a plain file is opened with
+ * pmrep_pmem_open); PMREP_E_RANGE (the header's data size is not
+ * `data_size`, or does not fill the file exactly; the file is too small);
+ * PMREP_E_PROVIDER / PMREP_E_PMEM / PMREP_E_GRANULARITY as
+ * pmrep_pmem_open's (pmrep_err_errno()). A file this call created is
+ * removed again when it fails. Thread-safe (no shared state); the mapping
+ * owns its fd (closed by pmrep_pmem_close).
+ */
+PMREP_API int pmrep_log_open(const char *path, unsigned flags,
+		size_t data_size, enum pmrep_pmem_granularity required,
+		struct pmrep_pmem **pmem_ptr);
+
 /* ------------------------------------------------------------ shared keys */
 
 /* A pre-shared key is 16 to PMREP_KEY_MAX bytes; PMREP_KEY_GOOD and more
@@ -570,8 +604,11 @@ PMREP_API int pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg,
  * exist; it belongs to one mapping, replica-set UUID and region size.
  * Keep it next to the mapping, on storage at least as durable.
  * `path` NULL: keep the record in memory only -- each pmrep_mirror_new
- * then draws a new primary id, and a replica not left consistent by a
- * clean pmrep_mirror_delete is resynced in full.
+ * then draws a new primary id: a replica not left consistent by a clean
+ * pmrep_mirror_delete is another primary's open claim, refused at the
+ * same generation (PMREP_E_SPLIT_BRAIN: raise the generation, once the
+ * writer that left it is known to be stopped) and resynced in full at a
+ * higher one.
  * Default (never called): `<mapping path>.pmrep-state` when the mapping
  * is of a regular file; in memory for a device DAX (logged at NOTICE:
  * restarts then resync in full unless a state path is set). The price
@@ -698,7 +735,10 @@ struct pmrep_mirror_event {
  * the target does not hold, or clocks more than 30 s apart; or at AUTH --
  * or failed to prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_INVAL (it belongs to another replica set: UUID), PMREP_E_STATE
- * (it holds a newer generation), PMREP_E_MALFORMED (a malformed handshake),
+ * (it holds a newer generation), PMREP_E_SPLIT_BRAIN (another primary
+ * claimed it at this generation and did not close it -- docs/PROTOCOL.md
+ * "Split brain": fence that primary, then use a higher generation),
+ * PMREP_E_MALFORMED (a malformed handshake),
  * PMREP_E_UNREACHABLE (also: the target had no room for another handshake
  * -- its slots held by handshakes and attached mirrors, or two handshakes
  * of our address pending -- a refusal to retry, e.g. with

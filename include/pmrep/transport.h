@@ -9,6 +9,12 @@
  * (rdma-core) and `tcp` (plain sockets, for machines without RDMA). A
  * provider is chosen once per peer; every object made from a peer uses it.
  *
+ * This header needs no rdma-core header: the few declarations that take
+ * or return rdma-core types (a peer on an ibv_context you opened,
+ * pmrep_utils_get_ibv_context) are in <pmrep/verbs.h>, which nothing
+ * includes for you. Completions carry pmrep's own status
+ * (enum pmrep_wc_status).
+ *
  * Conventions (all functions):
  * - return 0 or a negative PMREP_E_* code; every error is also logged;
  * - PMREP_E_INVAL for a NULL pointer argument that must not be NULL;
@@ -29,7 +35,6 @@
 #include <sys/socket.h>
 
 #include <pmrep/base.h>
-#include <infiniband/verbs.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,31 +66,6 @@ enum pmrep_provider {
 #define PMREP_CAP_NATIVE_FLUSH		(1u << 2) /* RDMA FLUSH (ibv_wr_flush) */
 
 /*
- * pmrep_utils_get_ibv_context -- find the RDMA device that owns the local
- * IP address `addr` (is_local = true) or that routes to the remote IP
- * address `addr` (is_local = false) and return its ibv_context, which is
- * owned by librdmacm (do not close it). Resolves through a temporary
- * rdma_cm id and event channel, both destroyed before return.
- * Errors: PMREP_E_INVAL (NULL argument), PMREP_E_NOSUPP (no RDMA device
- * owns/reaches the address), PMREP_E_PROVIDER (an rdma_cm call failed:
- * pmrep_err_errno()), PMREP_E_NOMEM.
- * Thread-safe.
- */
-PMREP_API int pmrep_utils_get_ibv_context(const char *addr, bool is_local,
-		struct ibv_context **ibv_ctx);
-
-/*
- * pmrep_peer_new -- a verbs peer on `ibv_ctx`: allocates a protection
- * domain, probes capabilities (ODP, native atomic write, native flush) and
- * opens the device's async-event fd. `ibv_ctx` stays owned by the caller
- * and must outlive the peer.
- * Errors: PMREP_E_INVAL, PMREP_E_PROVIDER (ibv_alloc_pd / ibv_query_device_ex
- * failed), PMREP_E_NOMEM.
- */
-PMREP_API int pmrep_peer_new(struct ibv_context *ibv_ctx,
-		struct pmrep_peer **peer_ptr);
-
-/*
  * pmrep_peer_new_tcp -- a peer of the tcp provider. It has no device; its
  * capabilities are PMREP_CAP_NATIVE_ATOMIC_WRITE | PMREP_CAP_NATIVE_FLUSH
  * (the target applies both itself).
@@ -98,7 +78,8 @@ PMREP_API int pmrep_peer_new_tcp(struct pmrep_peer **peer_ptr);
  * listener, remote for an initiator): verbs when an RDMA device owns or
  * reaches it, tcp otherwise. The environment variable PMREP_PROVIDER=verbs
  * or =tcp forces one (verbs forced with no device: PMREP_E_NOSUPP).
- * Errors: those of pmrep_peer_new / pmrep_peer_new_tcp, PMREP_E_INVAL
+ * Errors: those of pmrep_peer_new (<pmrep/verbs.h>) / pmrep_peer_new_tcp,
+ * PMREP_E_INVAL
  * (bad PMREP_PROVIDER value).
  */
 PMREP_API int pmrep_peer_open(const char *addr, bool is_local,
@@ -110,7 +91,7 @@ PMREP_API int pmrep_peer_open(const char *addr, bool is_local,
  * device removed under the old one is back (T22), without falling back
  * to tcp meanwhile.
  * Errors: PMREP_E_NOSUPP (no RDMA device owns / reaches `addr` now), those
- * of pmrep_utils_get_ibv_context and pmrep_peer_new.
+ * of pmrep_utils_get_ibv_context and pmrep_peer_new (<pmrep/verbs.h>).
  */
 PMREP_API int pmrep_peer_open_verbs(const char *addr, bool is_local,
 		struct pmrep_peer **peer_ptr);
@@ -147,7 +128,7 @@ PMREP_API int pmrep_peer_get_caps(const struct pmrep_peer *peer,
  * new work with PMREP_E_DEVICE_REMOVED; the async fd is -1 from then on
  * (librdmacm closes its context of the device). Delete them as usual
  * (nothing is destroyed twice) and open a new peer, by address, once the
- * device is back (pmrep_utils_get_ibv_context + pmrep_peer_new). Always
+ * device is back (pmrep_peer_open_verbs). Always
  * false for tcp. Errors: PMREP_E_INVAL. Thread-safe.
  */
 PMREP_API int pmrep_peer_get_device_removed(const struct pmrep_peer *peer,
@@ -191,7 +172,8 @@ PMREP_API int pmrep_peer_handle_async_event(struct pmrep_peer *peer,
  * pmrep_peer_devx_subscribe and destroyed by pmrep_peer_delete. The kernel
  * accepts subscriptions only on a context opened with DEVX
  * (mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX, passed to
- * pmrep_peer_new); the contexts librdmacm hands out are not.
+ * pmrep_peer_new of <pmrep/verbs.h>); the contexts librdmacm hands out are
+ * not.
  * These three functions may be called from any thread, concurrently with
  * each other and with calls on the peer's other objects, but not
  * concurrently with pmrep_peer_delete.
@@ -689,7 +671,7 @@ PMREP_API int pmrep_conn_get_flush_method(const struct pmrep_conn *conn,
  * RDMA_OPTION_ID_ACK_TIMEOUT, before rdma_connect / rdma_accept and on
  * every id a connect retry makes): a request not acknowledged within
  * 4.096 us * 2^ack_timeout_exp is sent again, at most retry_count times,
- * then it completes with IBV_WC_RETRY_EXC_ERR and the conn is LOST. Both
+ * then it completes with PMREP_WC_RETRY_EXCEEDED and the conn is LOST. Both
  * follow from the conn cfg's timeout T (pmrep_conn_cfg_set_timeout):
  *   ack_timeout_exp = the largest exp in 1..31 with 4.096 us * 2^exp <= T / 4
  *                     (1 if none; never 0, which means "never retransmit"),
@@ -805,8 +787,8 @@ PMREP_API int pmrep_mr_reg(struct pmrep_peer *peer, void *ptr, size_t size,
  * (several touching flushes of one batch may be persisted by one call)
  * and acknowledges the flush only after it returned 0; when it returns
  * nonzero the flush is refused: the initiator's flush completes with
- * IBV_WC_REM_OP_ERR (the later requests of that conn with
- * IBV_WC_WR_FLUSH_ERR) and the conn is in the error state. Without a
+ * PMREP_WC_REMOTE_OPERATION_ERROR (the later requests of that conn with
+ * PMREP_WC_FLUSHED) and the conn is in the error state. Without a
  * persist function tcp msyncs the range. verbs does not call it (RDMA
  * FLUSH, or the replication layer's own persist). Set it before the
  * region takes PERSISTENT flushes; not thread-safe against flushes in
@@ -935,17 +917,68 @@ enum pmrep_op {
 };
 
 /*
- * One completion. For an error completion (status != IBV_WC_SUCCESS) only
- * `op_context` and `status` are defined (the verbs opcode of an error
- * completion is undefined).
+ * The outcome of a request, in pmrep's terms (both providers report these;
+ * the verbs provider maps rdma-core's enum ibv_wc_status onto them in one
+ * table, the tcp provider sets them itself). New values may be added in a
+ * later release (docs/ABI.md): treat an unknown one as
+ * PMREP_WC_GENERAL_ERROR.
+ */
+enum pmrep_wc_status {
+	PMREP_WC_SUCCESS = 0,
+	/* not executed: the conn went to the error state, or was
+	 * disconnected, with the request outstanding (another request's
+	 * failure, a lost peer, pmrep_conn_disconnect / _delete) */
+	PMREP_WC_FLUSHED = 1,
+	/* a receive too short for the message that arrived */
+	PMREP_WC_LOCAL_LENGTH_ERROR = 2,
+	/* the local region does not allow the access, or a memory window
+	 * bind was refused */
+	PMREP_WC_LOCAL_PROTECTION_ERROR = 3,
+	/* the remote region (rkey, range, usage) does not allow the access */
+	PMREP_WC_REMOTE_ACCESS_ERROR = 4,
+	/* the target could not take the request as asked (e.g. a receive
+	 * too short at the target, a flush it cannot do) */
+	PMREP_WC_REMOTE_INVALID_REQUEST = 5,
+	/* the target failed to carry out the request (e.g. a persist failed
+	 * there) */
+	PMREP_WC_REMOTE_OPERATION_ERROR = 6,
+	/* the peer stopped answering: transport retries exhausted (verbs:
+	 * RC retry count; tcp: the liveness period passed) */
+	PMREP_WC_RETRY_EXCEEDED = 7,
+	/* a send found no receive posted at the peer, retried, gave up */
+	PMREP_WC_RNR_RETRY_EXCEEDED = 8,
+	/* the peer's response did not come in time (verbs:
+	 * IBV_WC_RESP_TIMEOUT_ERR) */
+	PMREP_WC_TIMEOUT = 9,
+	/* anything else (the provider's own code: provider_status) */
+	PMREP_WC_GENERAL_ERROR = 10,
+};
+
+/*
+ * pmrep_wc_status_str -- a static, human readable string for `status`
+ * ("success", "flushed", ...); "unknown completion status" for a value
+ * this version does not know. Never NULL. Thread-safe.
+ */
+PMREP_API const char *pmrep_wc_status_str(enum pmrep_wc_status status);
+
+/*
+ * One completion. For an error completion (status != PMREP_WC_SUCCESS)
+ * only `op_context`, `status` and `provider_status` are defined (the verbs
+ * opcode of an error completion is undefined).
+ * The caller allocates these (arrays for pmrep_cq_get_completions): the
+ * layout is fixed for a SONAME, see docs/ABI.md.
  */
 struct pmrep_completion {
 	void *op_context;
 	enum pmrep_op op;
-	enum ibv_wc_status status;	/* both providers report verbs' statuses */
+	enum pmrep_wc_status status;
 	uint32_t byte_len;		/* receives: bytes received */
 	bool has_imm;
 	uint32_t imm;			/* host order */
+	/* provider-specific, for diagnostics only (log it, do not decide on
+	 * it): verbs: the device's enum ibv_wc_status value (0 on success);
+	 * tcp: 0 */
+	uint32_t provider_status;
 };
 
 /* pmrep_cq_get_fd -- the fd of the CQ's completion channel (owned by the
@@ -1164,7 +1197,7 @@ PMREP_API int pmrep_flush(struct pmrep_conn *conn,
  * pmrep_send -- send `len` bytes at src + offset (usage SEND) as one
  * message into a receive the peer posted; src may be NULL with len 0.
  * With no receive posted the target retries (bounded, RNR) and then the
- * send fails with IBV_WC_RNR_RETRY_EXC_ERR. Errors: the common ones.
+ * send fails with PMREP_WC_RNR_RETRY_EXCEEDED. Errors: the common ones.
  */
 PMREP_API int pmrep_send(struct pmrep_conn *conn,
 		const struct pmrep_mr_local *src, size_t offset, size_t len,

@@ -160,6 +160,7 @@ pmrep_err_to_str(int err)
 	case PMREP_E_GRANULARITY: return "granularity not supported by the mapping";
 	case PMREP_E_DEVICE_REMOVED: return "the RDMA device was removed";
 	case PMREP_E_TLS: return "TLS: handshake failed / peer did not speak TLS / record authentication failed";
+	case PMREP_E_SPLIT_BRAIN: return "split brain: the replica is claimed at this generation by another primary";
 	default: return "unknown error code";
 	}
 }

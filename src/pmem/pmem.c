@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -41,6 +42,7 @@
 #include "../common/log.h"
 #include "../common/testhook.h"
 #include "pmem_alloc.h"
+#include "pmem_view.h"
 
 /* pmrep's public flags are libpmem2's, value for value */
 _Static_assert(PMREP_PMEM_F_NODRAIN == PMEM2_F_MEM_NODRAIN, "flag value");
@@ -67,6 +69,9 @@ struct pmrep_pmem {
 	/* copies of what libpmem2 reports; immutable after open */
 	void *addr;
 	size_t size;
+	/* the public view starts here (pmem_view_open; 0: the whole) */
+	size_t view_off;
+	bool created;	/* the open created the file */
 	enum pmrep_pmem_granularity granularity;
 	pmem2_persist_fn persist;
 	pmem2_flush_fn flush;
@@ -568,12 +573,66 @@ pmrep_pmem_open(const char *path, unsigned flags, size_t size,
 			pmrep_pmem_granularity_to_str(required));
 	if (p->granularity == PMREP_PMEM_GRANULARITY_PAGE)
 		reg_add(p);
+	p->created = created;
 	*pmem_ptr = p;
 	return 0;
 
 fail:
 	pmem_free(p, created);
 	return ret;
+}
+
+int
+pmem_view_open(const char *path, unsigned flags, size_t file_size,
+		enum pmrep_pmem_granularity required, size_t view_off, bool lock,
+		struct pmrep_pmem **pmem_ptr)
+{
+	int ret = pmrep_pmem_open(path, flags, file_size, required, pmem_ptr);
+	if (ret)
+		return ret;
+	struct pmrep_pmem *p = *pmem_ptr;
+	if (view_off == 0 || view_off % 4096 != 0 || view_off >= p->size) {
+		PMREP_LOG_ERR("%s: %zu bytes: too small for a %zu-byte header and data",
+				path, p->size, view_off);
+		ret = PMREP_E_RANGE;
+		goto fail;
+	}
+	if (lock && flock(p->fd, LOCK_EX | LOCK_NB) != 0) {
+		int err = errno;
+		if (err == EWOULDBLOCK) {
+			pmrep_err_set_errno(err);
+			PMREP_LOG_ERR("%s is in use: a pmrep-target serves it, or another process has it open as a log",
+					path);
+			ret = PMREP_E_BUSY;
+		} else {
+			ret = os_failed(err, path, "flock");
+		}
+		goto fail;
+	}
+	p->view_off = view_off;
+	return 0;
+fail:
+	*pmem_ptr = NULL;
+	pmem_free(p, p->created);	/* a file this open created goes again */
+	return ret;
+}
+
+void *
+pmem_whole_address(const struct pmrep_pmem *pmem)
+{
+	return pmem->addr;
+}
+
+size_t
+pmem_whole_size(const struct pmrep_pmem *pmem)
+{
+	return pmem->size;
+}
+
+bool
+pmem_created(const struct pmrep_pmem *pmem)
+{
+	return pmem->created;
 }
 
 int
@@ -614,17 +673,18 @@ pmrep_pmem_deep_flush(struct pmrep_pmem *pmem, size_t offset, size_t len)
 	pmrep_err_clear();
 	if (pmem == NULL)
 		return err_inval("pmem is NULL");
-	if (offset > pmem->size || len > pmem->size - offset) {
+	size_t vsize = pmem->size - pmem->view_off;
+	if (offset > vsize || len > vsize - offset) {
 		PMREP_LOG_ERR("%s: deep flush of %zu bytes at offset %zu: "
 				"outside the mapping of %zu bytes", pmem->path,
-				len, offset, pmem->size);
+				len, offset, vsize);
 		return PMREP_E_RANGE;
 	}
 	if (len == 0)
 		return 0;
 
-	int ret = pmem2_deep_flush(pmem->map, (char *)pmem->addr + offset,
-			len);
+	int ret = pmem2_deep_flush(pmem->map, (char *)pmem->addr +
+			pmem->view_off + offset, len);
 	if (ret == 0)
 		return 0;
 	if (deep_flush_unsupported(ret)) {
@@ -651,13 +711,14 @@ getter_arg_ok(const struct pmrep_pmem *pmem, const char *func)
 void *
 pmrep_pmem_get_address(const struct pmrep_pmem *pmem)
 {
-	return getter_arg_ok(pmem, __func__) ? pmem->addr : NULL;
+	return getter_arg_ok(pmem, __func__) ?
+		(char *)pmem->addr + pmem->view_off : NULL;
 }
 
 size_t
 pmrep_pmem_get_size(const struct pmrep_pmem *pmem)
 {
-	return getter_arg_ok(pmem, __func__) ? pmem->size : 0;
+	return getter_arg_ok(pmem, __func__) ? pmem->size - pmem->view_off : 0;
 }
 
 enum pmrep_pmem_granularity

@@ -189,7 +189,7 @@ repl_chan_next(struct repl_chan *ch, enum repl_chan_ev *ev, struct repl_msg *msg
 		if (ret)
 			return ret;
 		uintptr_t ctx = (uintptr_t)c.op_context;
-		if (c.status != IBV_WC_SUCCESS) {
+		if (c.status != PMREP_WC_SUCCESS) {
 			const char *what = ctx == CTX_WRITE ? "write" :
 				ctx == CTX_FLUSH ? "flush" :
 				ctx >= CTX_SEND0 ? "send" :
@@ -197,13 +197,13 @@ repl_chan_next(struct repl_chan *ch, enum repl_chan_ev *ev, struct repl_msg *msg
 			/* flushed: the QP went to error because the
 			 * connection ended (the peer's disconnect, ours):
 			 * the conn event says why, this is no news */
-			if (c.status == IBV_WC_WR_FLUSH_ERR)
+			if (c.status == PMREP_WC_FLUSHED)
 				PMREP_LOG_INFO("%s flushed: the connection is going down",
 						what);
 			else
-				PMREP_LOG_ERR("%s completed with error status %d (%s): the connection is unusable",
+				PMREP_LOG_ERR("%s completed with error status %d (%s, provider status %u): the connection is unusable",
 						what, (int)c.status,
-						ibv_wc_status_str(c.status));
+						pmrep_wc_status_str(c.status), c.provider_status);
 			return PMREP_E_CONN_LOST;
 		}
 		if (ctx >= CTX_SEND0 && ctx < CTX_SEND0 + CHAN_NSEND) {

@@ -349,6 +349,7 @@ repl_status_to_err(enum repl_status st)
 	case REPL_ST_RANGE: return PMREP_E_RANGE;
 	case REPL_ST_STATE: return PMREP_E_STATE;
 	case REPL_ST_NO_REPLICA: return PMREP_E_INVAL;
+	case REPL_ST_SPLIT_BRAIN: return PMREP_E_SPLIT_BRAIN;
 	/* the target's own failure, e.g. a persist of its replica (then
 	 * it is poisoned: every later attach there fails too) */
 	case REPL_ST_INTERNAL: return PMREP_E_PROVIDER;
@@ -370,6 +371,7 @@ repl_status_str(enum repl_status st)
 	case REPL_ST_RANGE: return "range outside the replica's data area";
 	case REPL_ST_STATE: return "request out of order (or not allowed in this session)";
 	case REPL_ST_NO_REPLICA: return "no such replica on this target";
+	case REPL_ST_SPLIT_BRAIN: return "split brain: the replica is claimed at this generation by another primary that did not close it";
 	default: return "unknown status";
 	}
 }

@@ -56,7 +56,8 @@ enum repl_status {
 	REPL_ST_RANGE = 7,		/* persist request outside the data area */
 	REPL_ST_STATE = 8,		/* request out of order / not allowed in this session */
 	REPL_ST_NO_REPLICA = 9,		/* no such replica on this target (selector) */
-	REPL_ST_MAX_ = REPL_ST_NO_REPLICA,
+	REPL_ST_SPLIT_BRAIN = 10,	/* claimed at this generation by another primary, not closed */
+	REPL_ST_MAX_ = REPL_ST_SPLIT_BRAIN,
 };
 
 /* AUTH intent */

@@ -56,10 +56,10 @@ wait_read(struct recover *rc)
 			return ret;
 		if (ret == 0 && n == 1) {
 			uintptr_t ctx = (uintptr_t)c.op_context;
-			if (c.status != IBV_WC_SUCCESS) {
-				PMREP_LOG_ERR("recover: %s completed with error status %d",
+			if (c.status != PMREP_WC_SUCCESS) {
+				PMREP_LOG_ERR("recover: %s completed with error status %d (%s)",
 						ctx == CTX_READ ? "a read" : "an operation",
-						(int)c.status);
+						(int)c.status, pmrep_wc_status_str(c.status));
 				return PMREP_E_CONN_LOST;
 			}
 			if (ctx == CTX_READ)

@@ -475,6 +475,22 @@ replica_connect(struct replica *r, long long deadline)
 		ret = PMREP_E_STATE;
 		goto fail;
 	}
+	/* the target's split-brain rule, checked here too: a target that
+	 * lets us in anyway must not be overwritten */
+	if (!(acc->target_flags & REPL_TF_FRESH) &&
+			!replica_uuid_is_nil(acc->uuid) &&
+			memcmp(acc->uuid, m->cfg.uuid, PMREP_UUID_SIZE) == 0 &&
+			acc->generation == m->cfg.generation && acc->owner != 0 &&
+			acc->owner != mstate_primary_id(m->state) &&
+			!(acc->hdr_flags & PMREP_REPLICA_F_CONSISTENT)) {
+		PMREP_LOG_ERR("replica %u (%s:%s) is claimed at generation %llu by primary %016llx, which did not close it: split brain, not attached (fence that primary, then use generation %llu)",
+				r->idx, r->addr, r->port,
+				(unsigned long long)acc->generation,
+				(unsigned long long)acc->owner,
+				(unsigned long long)m->cfg.generation + 1);
+		ret = PMREP_E_SPLIT_BRAIN;
+		goto fail;
+	}
 	ret = pmrep_mr_remote_from_descriptor(acc->mr_desc, PMREP_MR_DESC_SIZE,
 			&r->rmr);
 	if (ret)

@@ -210,9 +210,54 @@ write_claim(struct pmrep_target *t, const struct session *s,
 static void
 close_others(struct pmrep_target *t, struct session *keep, const char *why)
 {
-	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
-		if (&t->s[i] != keep && t->s[i].state != S_FREE)
-			session_close(t, &t->s[i], why);
+	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
+		struct session *o = &t->s[i];
+		if (o == keep || o->state == S_FREE)
+			continue;
+		/* a writer's session: say who supersedes it */
+		if (o->state == S_ATTACHING || o->state == S_ACTIVE) {
+			if (o->primary_id == keep->primary_id &&
+					o->generation == keep->generation)
+				PMREP_LOG(PMREP_LOG_NOTICE, "session %d takes over session %d of the same primary %016llx (generation %llu): its reconnect",
+						(int)(keep - t->s), i,
+						(unsigned long long)o->primary_id,
+						(unsigned long long)o->generation);
+			else
+				PMREP_LOG(PMREP_LOG_NOTICE, "session %d (primary %016llx, generation %llu) fences session %d (primary %016llx, generation %llu)",
+						(int)(keep - t->s),
+						(unsigned long long)keep->primary_id,
+						(unsigned long long)keep->generation, i,
+						(unsigned long long)o->primary_id,
+						(unsigned long long)o->generation);
+		}
+		session_close(t, o, why);
+	}
+}
+
+/*
+ * split brain: the header is claimed at `generation` by another primary
+ * whose last session did not close it cleanly (not CONSISTENT): that
+ * primary may still be writing, or crashed with writes only it knows of.
+ * Two primaries of one generation are never both served; the way out is a
+ * higher generation (a promotion raises it, after fencing the other one).
+ * A clean close (CONSISTENT) is a hand-over: another primary may take the
+ * replica over at the same generation (a full resync).
+ */
+static bool
+split_brain(const struct pmrep_target *t, uint64_t generation,
+		uint64_t primary_id, char *detail, size_t len)
+{
+	const struct replica_hdr *h = &t->hdr;
+	if (replica_uuid_is_nil(h->uuid) || h->generation != generation ||
+			h->owner == 0 || h->owner == primary_id ||
+			(h->flags & PMREP_REPLICA_F_CONSISTENT))
+		return false;
+	snprintf(detail, len, "the replica is claimed at generation %llu by primary %016llx, which did not close it; primary %016llx asks at the same generation (fence the other one, then attach at generation %llu)",
+			(unsigned long long)generation,
+			(unsigned long long)h->owner,
+			(unsigned long long)primary_id,
+			(unsigned long long)generation + 1);
+	return true;
 }
 
 static void
@@ -273,6 +318,11 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 				(unsigned long long)t->hdr.generation,
 				(unsigned long long)a->generation);
 		refuse(t, s, REPL_ST_GENERATION, detail);
+		return;
+	}
+	if (!query && split_brain(t, a->generation, a->primary_id, detail,
+			sizeof(detail))) {
+		refuse(t, s, REPL_ST_SPLIT_BRAIN, detail);
 		return;
 	}
 	memcpy(s->uuid, a->uuid, PMREP_UUID_SIZE);
@@ -378,6 +428,10 @@ on_commit(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	}
 	if (!fresh && memcmp(s->uuid, t->hdr.uuid, PMREP_UUID_SIZE) != 0) {
 		refuse(t, s, REPL_ST_UUID, "at COMMIT");
+		return;
+	}
+	if (split_brain(t, c->generation, c->primary_id, detail, sizeof(detail))) {
+		refuse(t, s, REPL_ST_SPLIT_BRAIN, detail);
 		return;
 	}
 	/* fencing: no other session may write once the claim is durable */

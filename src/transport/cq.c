@@ -116,3 +116,33 @@ pmrep_cq_get_completions(struct pmrep_cq *cq, struct pmrep_completion *out,
 	}
 	return cq->peer->ops->cq_get_completions(cq, out, max, n);
 }
+
+const char *
+pmrep_wc_status_str(enum pmrep_wc_status status)
+{
+	switch (status) {
+	case PMREP_WC_SUCCESS:
+		return "success";
+	case PMREP_WC_FLUSHED:
+		return "flushed (the conn is in error or disconnected)";
+	case PMREP_WC_LOCAL_LENGTH_ERROR:
+		return "local length error";
+	case PMREP_WC_LOCAL_PROTECTION_ERROR:
+		return "local protection error";
+	case PMREP_WC_REMOTE_ACCESS_ERROR:
+		return "remote access error";
+	case PMREP_WC_REMOTE_INVALID_REQUEST:
+		return "remote invalid request";
+	case PMREP_WC_REMOTE_OPERATION_ERROR:
+		return "remote operation error";
+	case PMREP_WC_RETRY_EXCEEDED:
+		return "transport retry counter exceeded";
+	case PMREP_WC_RNR_RETRY_EXCEEDED:
+		return "receiver-not-ready retry counter exceeded";
+	case PMREP_WC_TIMEOUT:
+		return "response timeout";
+	case PMREP_WC_GENERAL_ERROR:
+		return "general error";
+	}
+	return "unknown completion status";
+}

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pmrep/verbs.h>
+
 #include "common.h"
 #include "common/testhook.h"
 

@@ -257,7 +257,9 @@ void pmrep_mw_conn_deleted(struct pmrep_conn *conn);
 extern const struct pmrep_provider_ops pmrep_verbs_ops;
 extern const struct pmrep_provider_ops pmrep_tcp_ops;
 
-/* provider-specific peer constructors (the generic peer.c dispatches) */
+/* provider-specific peer constructors (the generic peer.c dispatches);
+ * struct ibv_context is only named here: <pmrep/verbs.h> has rdma-core */
+struct ibv_context;
 int pmrep_verbs_peer_new(struct ibv_context *ibv_ctx, struct pmrep_peer **peer);
 /* the same on a context librdmacm handed out (pmrep_utils_get_ibv_context):
  * pmrep lets go of it itself when its device is removed (T22) */

@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <string.h>
 #include <rdma/rdma_cma.h>
+#include <pmrep/verbs.h>
 
 #include "common.h"
 

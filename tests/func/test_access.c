@@ -3,8 +3,8 @@
  * test_access.c -- the target checks every one-sided request against its
  * registered regions: a dead rkey, bytes outside the region, a missing
  * access right (write, read, persistent flush: T14) each complete with
- * IBV_WC_REM_ACCESS_ERR, touch nothing, move the conn to the error state
- * (later requests: IBV_WC_WR_FLUSH_ERR), and the conn still disconnects
+ * PMREP_WC_REMOTE_ACCESS_ERROR, touch nothing, move the conn to the error state
+ * (later requests: PMREP_WC_FLUSHED), and the conn still disconnects
  * in order.
  */
 #include <stdlib.h>
@@ -42,9 +42,9 @@ expect_access_error(struct pmrep_cq *cq, uintptr_t ctx)
 {
 	struct pmrep_completion c = func_wait_one(cq, T);
 	assert_int_equal((uintptr_t)c.op_context, ctx);
-	if (c.status != IBV_WC_REM_ACCESS_ERR)
+	if (c.status != PMREP_WC_REMOTE_ACCESS_ERROR)
 		fail_msg("expected a remote access error, got %s",
-				ibv_wc_status_str(c.status));
+				pmrep_wc_status_str(c.status));
 }
 
 static void
@@ -240,12 +240,12 @@ access_error_flushes_the_targets_posted_receives_tcp(void **state)
 	/* both sides are in the error state, as both verbs QPs would be */
 	struct pmrep_completion c = func_wait_one(func_rcq(p.sconn), T);
 	assert_int_equal((uintptr_t)c.op_context, 5);
-	assert_int_equal(c.status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c.status, PMREP_WC_FLUSHED);
 	expect_error_state_then_close(&p, &m);
 }
 
 static bool
-status_in(enum ibv_wc_status st, const enum ibv_wc_status *set, int n)
+status_in(enum pmrep_wc_status st, const enum pmrep_wc_status *set, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (st == set[i])
@@ -296,9 +296,9 @@ dereg_with_traffic_in_flight_never_touches_the_region_after_tcp(void **state)
 			assert_int_equal(munmap(cbuf, big), 0);
 			cbuf = NULL;
 		}
-		const enum ibv_wc_status ok[] = { IBV_WC_SUCCESS,
-			IBV_WC_REM_ACCESS_ERR, IBV_WC_WR_FLUSH_ERR,
-			IBV_WC_RETRY_EXC_ERR };
+		const enum pmrep_wc_status ok[] = { PMREP_WC_SUCCESS,
+			PMREP_WC_REMOTE_ACCESS_ERROR, PMREP_WC_FLUSHED,
+			PMREP_WC_RETRY_EXCEEDED };
 		struct pmrep_completion c[2];
 		assert_int_equal(func_collect(func_cq(p.cconn), c, 2,
 				T * func_slow()), 2);
@@ -307,10 +307,10 @@ dereg_with_traffic_in_flight_never_touches_the_region_after_tcp(void **state)
 					(uintptr_t)k + 1);
 			if (getenv("FUNC_VERBOSE"))
 				print_message("round %d req %d: %s\n", i, k + 1,
-						ibv_wc_status_str(c[k].status));
+						pmrep_wc_status_str(c[k].status));
 			if (!status_in(c[k].status, ok, 4))
 				fail_msg("round %d: %s", i,
-						ibv_wc_status_str(c[k].status));
+						pmrep_wc_status_str(c[k].status));
 		}
 		assert_int_equal(pmrep_conn_delete(&p.cconn), 0);
 		assert_int_equal(pmrep_conn_delete(&p.sconn), 0);

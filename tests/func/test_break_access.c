@@ -345,9 +345,9 @@ static void
 expect_refused(struct fake *f, enum rop o, const struct pmrep_mr_remote *r)
 {
 	int st = remote_op(f, o, r);
-	if (st != IBV_WC_REM_ACCESS_ERR)
+	if (st != PMREP_WC_REMOTE_ACCESS_ERROR)
 		fail_msg("%s through a foreign descriptor: expected a remote access error, got %s",
-				Rop_name[o], ibv_wc_status_str((enum ibv_wc_status)st));
+				Rop_name[o], pmrep_wc_status_str((enum pmrep_wc_status)st));
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -387,7 +387,7 @@ keyless_client_cannot_read_write_or_flush_the_replica(void **state)
 	settle();
 	/* the real session's own conn does reach it (the descriptor was
 	 * live all along): a read of what the mirror wrote */
-	assert_int_equal(remote_op(&s, R_READ, r), IBV_WC_SUCCESS);
+	assert_int_equal(remote_op(&s, R_READ, r), PMREP_WC_SUCCESS);
 	assert_memory_equal(s.data, pmrep_pmem_get_address(c->src), 256);
 	fake_close(&s);
 	assert_int_equal(pmrep_mr_remote_delete(&r), 0);
@@ -416,7 +416,7 @@ ended_session_descriptor_is_dead_on_another_session(void **state)
 	assert_int_equal(fake_auth(&a, INTENT_ATTACH), MSG_ACCEPT);
 	uint8_t da[PMREP_MR_DESC_SIZE], db[PMREP_MR_DESC_SIZE];
 	struct pmrep_mr_remote *ra = accepted_region(&a, da);
-	assert_int_equal(remote_op(&a, R_READ, ra), IBV_WC_SUCCESS);
+	assert_int_equal(remote_op(&a, R_READ, ra), PMREP_WC_SUCCESS);
 	fake_close(&a);
 	settle();
 
@@ -427,7 +427,7 @@ ended_session_descriptor_is_dead_on_another_session(void **state)
 	/* a window of its own: another key, same region */
 	assert_memory_not_equal(da + 4, db + 4, 4);
 	assert_memory_equal(da + 8, db + 8, 16);
-	assert_int_equal(remote_op(&b, R_READ, rb), IBV_WC_SUCCESS);
+	assert_int_equal(remote_op(&b, R_READ, rb), PMREP_WC_SUCCESS);
 	/* the ended session's window, on a live authenticated conn */
 	expect_refused(&b, R_WRITE, ra);
 	fake_close(&b);
@@ -459,7 +459,7 @@ query_session_window_is_read_only(void **state)
 	struct pmrep_mr_remote *r = accepted_region(&q, d);
 	/* its usage: READ_SRC only */
 	assert_int_equal(d[24] | d[25] << 8, PMREP_MR_USAGE_READ_SRC);
-	assert_int_equal(remote_op(&q, R_READ, r), IBV_WC_SUCCESS);
+	assert_int_equal(remote_op(&q, R_READ, r), PMREP_WC_SUCCESS);
 	assert_memory_equal(q.data, pmrep_pmem_get_address(c->src), 256);
 	expect_refused(&q, R_WRITE, r);
 	fake_close(&q);

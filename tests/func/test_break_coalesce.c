@@ -52,10 +52,10 @@ flushes_that_succeed_alone_succeed_in_one_batch_tcp(void **state)
 	 * persist succeeds */
 	persist_pair(&p, rmt, cmr, pg - 64, 0, 1);
 	assert_int_equal(func_collect(cq, cc, 2, 5000), 2);
-	assert_int_equal(cc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(cc[1].status, PMREP_WC_SUCCESS);
 	persist_pair(&p, rmt, cmr, 2 * pg, 0, 3);
 	assert_int_equal(func_collect(cq, cc, 2, 5000), 2);
-	assert_int_equal(cc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(cc[1].status, PMREP_WC_SUCCESS);
 
 	/* the same two in one batch (one sendmsg, one receive batch) */
 	persist_pair(&p, rmt, cmr, pg - 64, PMREP_F_MORE, 5);
@@ -63,9 +63,9 @@ flushes_that_succeed_alone_succeed_in_one_batch_tcp(void **state)
 	assert_int_equal(func_collect(cq, cc, 4, 5000), 4);
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal((uintptr_t)cc[i].op_context, (uintptr_t)5 + i);
-		if (cc[i].status != IBV_WC_SUCCESS)
+		if (cc[i].status != PMREP_WC_SUCCESS)
 			fail_msg("ctx %d: %s (alone it succeeded)", 5 + i,
-					ibv_wc_status_str(cc[i].status));
+					pmrep_wc_status_str(cc[i].status));
 	}
 	assert_int_equal(pmrep_conn_delete(&p.cconn), 0);
 	assert_int_equal(pmrep_conn_delete(&p.sconn), 0);

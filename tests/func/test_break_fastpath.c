@@ -191,10 +191,10 @@ check_in_order(const struct pmrep_completion *c, uintptr_t *next,
 	if (ctx != *next)
 		fail_msg("completion ctx %lu, expected %lu (status %s)",
 				(unsigned long)ctx, (unsigned long)*next,
-				ibv_wc_status_str(c->status));
-	if (c->status != IBV_WC_SUCCESS)
+				pmrep_wc_status_str(c->status));
+	if (c->status != PMREP_WC_SUCCESS)
 		fail_msg("ctx %lu: %s", (unsigned long)ctx,
-				ibv_wc_status_str(c->status));
+				pmrep_wc_status_str(c->status));
 	int i = (int)((ctx - 1) / 2);
 	if (ctx % 2 == 1) {
 		assert_int_equal(c->op, PMREP_OP_WRITE);
@@ -386,11 +386,11 @@ waiter_main(void *arg)
 				uintptr_t ctx = (uintptr_t)c[j].op_context;
 				if (ctx < 1 || ctx > (uintptr_t)2 * s->n ||
 						w->seen[ctx] ||
-						c[j].status != IBV_WC_SUCCESS) {
+						c[j].status != PMREP_WC_SUCCESS) {
 					snprintf(w->why, sizeof(w->why),
 							"bad completion ctx %lu (%s, seen %d)",
 							(unsigned long)ctx,
-							ibv_wc_status_str(c[j].status),
+							pmrep_wc_status_str(c[j].status),
 							ctx >= 1 && ctx <= (uintptr_t)2 * s->n ?
 							w->seen[ctx] : -1);
 					w->failed = true;
@@ -637,12 +637,12 @@ remote_main(void *arg)
 		if (ret == 0) {
 			for (int j = 0; j < k; j++) {
 				if ((uintptr_t)c[j].op_context != next ||
-						c[j].status != IBV_WC_SUCCESS) {
+						c[j].status != PMREP_WC_SUCCESS) {
 					snprintf(r->why, sizeof(r->why),
 							"remote: ctx %lu (want %lu): %s",
 							(unsigned long)(uintptr_t)c[j].op_context,
 							(unsigned long)next,
-							ibv_wc_status_str(c[j].status));
+							pmrep_wc_status_str(c[j].status));
 					r->failed = true;
 					return NULL;
 				}
@@ -748,7 +748,7 @@ both_directions_on_one_conn_while_this_side_waits_in_cq_wait(void **state)
 				uintptr_t ctx = (uintptr_t)c[j].op_context;
 				if (ctx >= 1000000) {
 					assert_int_equal(c[j].status,
-							IBV_WC_SUCCESS);
+							PMREP_WC_SUCCESS);
 					assert_int_equal(c[j].op, PMREP_OP_RECV);
 					assert_int_equal(ctx, recv_next);
 					assert_int_equal(c[j].byte_len, 300);
@@ -785,7 +785,7 @@ both_directions_on_one_conn_while_this_side_waits_in_cq_wait(void **state)
 		for (int j = 0; j < k; j++) {
 			uintptr_t ctx = (uintptr_t)c[j].op_context;
 			assert_true(ctx >= 1000000);
-			assert_int_equal(c[j].status, IBV_WC_SUCCESS);
+			assert_int_equal(c[j].status, PMREP_WC_SUCCESS);
 			assert_int_equal(ctx, recv_next);
 			recv_next++;
 			recvs++;
@@ -974,7 +974,7 @@ sixteen_held_requests_post_themselves_and_disconnect_releases_the_rest(
 				PMREP_MORE_MAX);
 	for (int i = 0; i < PMREP_MORE_MAX; i++) {
 		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
-		assert_int_equal(c[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(c[i].status, PMREP_WC_SUCCESS);
 	}
 	assert_memory_equal(m.sbuf, m.cbuf, PMREP_MORE_MAX * SLOT);
 
@@ -991,8 +991,8 @@ sixteen_held_requests_post_themselves_and_disconnect_releases_the_rest(
 	bool failed = false;
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)100 + i);
-		if (c[i].status != IBV_WC_SUCCESS) {
-			assert_int_equal(c[i].status, IBV_WC_WR_FLUSH_ERR);
+		if (c[i].status != PMREP_WC_SUCCESS) {
+			assert_int_equal(c[i].status, PMREP_WC_FLUSHED);
 			failed = true;
 		} else {
 			assert_false(failed);
@@ -1268,7 +1268,7 @@ target_killed_inside_its_persist_while_the_app_is_in_cq_wait_tcp(void **state)
 		for (int i = 0; i < nreq; i++) {
 			assert_int_equal((uintptr_t)c[i].op_context,
 					(uintptr_t)i + 1);
-			if (c[i].status == IBV_WC_SUCCESS) {
+			if (c[i].status == PMREP_WC_SUCCESS) {
 				assert_false(failed);
 				/* a flush never succeeds: its persist hung */
 				assert_int_equal(i % 2, 0);
@@ -1309,8 +1309,8 @@ frozen_target_ends_one_long_cq_wait_with_the_request_timeout_tcp(void **state)
 			(void *)2), 0);
 	struct pmrep_completion c[4];
 	assert_int_equal(func_collect(cq, c, 2, T * func_slow()), 2);
-	assert_int_equal(c[0].status, IBV_WC_SUCCESS);
-	assert_int_equal(c[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(c[0].status, PMREP_WC_SUCCESS);
+	assert_int_equal(c[1].status, PMREP_WC_SUCCESS);
 
 	/* an event may still be pending from those two: take it, so that
 	 * the wait below is woken by nothing but the end */
@@ -1342,9 +1342,9 @@ frozen_target_ends_one_long_cq_wait_with_the_request_timeout_tcp(void **state)
 	if (took > 4500 * func_slow())
 		fail_msg("the wait returned after %lld ms", took);
 	assert_int_equal((uintptr_t)c[0].op_context, 3);
-	assert_int_equal(c[0].status, IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_RETRY_EXCEEDED);
 	assert_int_equal((uintptr_t)c[1].op_context, 4);
-	assert_int_equal(c[1].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[1].status, PMREP_WC_FLUSHED);
 	func_expect_event(conn, PMREP_CONN_LOST, T * func_slow());
 	enum pmrep_conn_event ev;
 	assert_int_equal(pmrep_conn_next_event(conn, &ev), PMREP_E_NO_EVENT);
@@ -1415,8 +1415,8 @@ dereg_of_a_held_writes_source_never_touches_it_and_ends_each_once_tcp(
 			if (getenv("FUNC_VERBOSE"))
 				print_message("round %d req %d: %s\n", round,
 						i + 1,
-						ibv_wc_status_str(c[i].status));
-			if (c[i].status == IBV_WC_SUCCESS)
+						pmrep_wc_status_str(c[i].status));
+			if (c[i].status == PMREP_WC_SUCCESS)
 				assert_false(failed);
 			else
 				failed = true;
@@ -1424,7 +1424,7 @@ dereg_of_a_held_writes_source_never_touches_it_and_ends_each_once_tcp(
 		/* the first 4 came from a region nobody touched: a success
 		 * among them landed */
 		for (int i = 0; i < 4; i++)
-			if (c[i].status == IBV_WC_SUCCESS &&
+			if (c[i].status == PMREP_WC_SUCCESS &&
 					memcmp(m.sbuf + i * 64, m.cbuf + i * 64, 64))
 				fail_msg("round %d: write %d succeeded, its bytes are not at the target",
 						round, i + 1);
@@ -1597,10 +1597,10 @@ disconnect_while_posting_and_waiting_each_request_once(void **state)
 					}
 					if (UNSIGNALED(ctx))
 						assert_int_not_equal(c[j].status,
-								IBV_WC_SUCCESS);
-					if (c[j].status != IBV_WC_SUCCESS) {
+								PMREP_WC_SUCCESS);
+					if (c[j].status != PMREP_WC_SUCCESS) {
 						assert_int_equal(c[j].status,
-								IBV_WC_WR_FLUSH_ERR);
+								PMREP_WC_FLUSHED);
 						errs++;
 					} else {
 						assert_int_equal(errs, 0);
@@ -1733,7 +1733,7 @@ stalled_input_resumes_when_a_receive_is_posted_during_cq_wait(void **state)
 					if ((uintptr_t)c[j].op_context == 777777) {
 						assert_false(recvd);
 						assert_int_equal(c[j].status,
-								IBV_WC_SUCCESS);
+								PMREP_WC_SUCCESS);
 						assert_int_equal(c[j].byte_len, 1000);
 						assert_memory_equal(m.cbuf + REGION - 1024,
 								m.sbuf + REGION - 4096,
@@ -1749,11 +1749,11 @@ stalled_input_resumes_when_a_receive_is_posted_during_cq_wait(void **state)
 		if (!recvd) {
 			struct pmrep_completion c = func_wait_one(cq, T);
 			assert_int_equal((uintptr_t)c.op_context, 777777);
-			assert_int_equal(c.status, IBV_WC_SUCCESS);
+			assert_int_equal(c.status, PMREP_WC_SUCCESS);
 		}
 		struct pmrep_completion c = func_wait_one(func_cq(p.sconn), T);
 		assert_int_equal((uintptr_t)c.op_context, 5);
-		assert_int_equal(c.status, IBV_WC_SUCCESS);
+		assert_int_equal(c.status, PMREP_WC_SUCCESS);
 		func_pair_close_all(&p, &m);
 		pmrep_conn_cfg_delete(&cfg);
 	}

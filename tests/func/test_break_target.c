@@ -391,7 +391,7 @@ fake_recv(struct fake *f, int *status)
 		struct pmrep_completion cmp;
 		int n = 0;
 		if (pmrep_cq_get_completions(f->cq, &cmp, 1, &n) == 0 && n == 1) {
-			if (cmp.status != IBV_WC_SUCCESS)
+			if (cmp.status != PMREP_WC_SUCCESS)
 				return 0;
 			if (cmp.op != PMREP_OP_RECV)
 				continue;
@@ -551,8 +551,20 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	assert_int_equal(now.seq, info.seq + 1);
 	assert_memory_equal(now.replica_id, info.replica_id, PMREP_UUID_SIZE);
 
-	/* the target still serves a mirror */
-	mirror_works(c);
+	/* the fake primary left its claim open: the real mirror, another
+	 * primary at the same generation, is refused (split brain); at the
+	 * next generation the target serves it */
+	struct pmrep_mirror_cfg *cfg = mcfg(c->g.sport);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(c->src, cfg, &m), PMREP_E_SPLIT_BRAIN);
+	assert_null(m);
+	assert_int_equal(pmrep_replica_read_info(path, &info), 0);
+	assert_int_equal(info.seq, now.seq);	/* refused: nothing written */
+	assert_int_equal(pmrep_mirror_cfg_set_generation(cfg, 2), 0);
+	assert_int_equal(pmrep_mirror_new(c->src, cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 3000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
 	tgt_halt(c);
 }
 

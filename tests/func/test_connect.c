@@ -276,7 +276,7 @@ posting_before_established_is_state_and_after_disconnect_is_conn_lost(
 			PMREP_F_COMPLETION_ON_ERROR, NULL), 0);
 	struct pmrep_completion c = func_wait_one(func_rcq(p.cconn), T);
 	assert_int_equal((uintptr_t)c.op_context, 9);
-	assert_int_equal(c.status, IBV_WC_SUCCESS);
+	assert_int_equal(c.status, PMREP_WC_SUCCESS);
 	assert_int_equal(c.byte_len, 10);
 
 	/* disconnecting: no new request, before and after CLOSED is taken */

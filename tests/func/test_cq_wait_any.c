@@ -101,7 +101,7 @@ returns_when_the_one_busy_conn_completes(void **state)
 			assert_true(func_now_ms() - t0 < T);
 		}
 		assert_int_equal(got, 1);
-		assert_int_equal(c.status, IBV_WC_SUCCESS);
+		assert_int_equal(c.status, PMREP_WC_SUCCESS);
 		assert_int_equal((uintptr_t)c.op_context, (uintptr_t)busy + 1);
 		size_t off = (size_t)busy * 4096;
 		assert_memory_equal(f->m.sbuf + off, f->m.cbuf + off, 512);
@@ -124,7 +124,7 @@ all_conns_busy_every_completion_arrives_once(void **state)
 			for (int i = 0; i < NCONN; i++) {
 				struct pmrep_completion c;
 				while (take(f, i, &c) == 1) {
-					assert_int_equal(c.status, IBV_WC_SUCCESS);
+					assert_int_equal(c.status, PMREP_WC_SUCCESS);
 					assert_int_equal((uintptr_t)c.op_context,
 							(uintptr_t)i + 1);
 					assert_false(seen[i]);

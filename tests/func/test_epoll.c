@@ -116,8 +116,8 @@ T03_two_completions_before_the_handler_are_both_seen_and_the_fd_goes_quiet(
 	assert_int_equal(n, 2);
 	assert_int_equal((uintptr_t)c[0].op_context, 1);
 	assert_int_equal((uintptr_t)c[1].op_context, 2);
-	assert_int_equal(c[0].status, IBV_WC_SUCCESS);
-	assert_int_equal(c[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(c[0].status, PMREP_WC_SUCCESS);
+	assert_int_equal(c[1].status, PMREP_WC_SUCCESS);
 	/* no busy loop: nothing more to say */
 	assert_int_equal(epoll_ready(ep, 100), 0);
 	close(ep);

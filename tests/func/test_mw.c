@@ -87,13 +87,13 @@ remote_of(const struct pmrep_mw *mw)
 }
 
 static void
-expect_status(struct pmrep_conn *conn, uintptr_t ctx, enum ibv_wc_status st)
+expect_status(struct pmrep_conn *conn, uintptr_t ctx, enum pmrep_wc_status st)
 {
 	struct pmrep_completion c = func_wait_one(func_cq(conn), T * func_slow());
 	assert_int_equal((uintptr_t)c.op_context, ctx);
 	if (c.status != st)
 		fail_msg("request %lu: expected %s, got %s", (unsigned long)ctx,
-				ibv_wc_status_str(st), ibv_wc_status_str(c.status));
+				pmrep_wc_status_str(st), pmrep_wc_status_str(c.status));
 }
 
 static bool
@@ -139,11 +139,11 @@ window_reaches_the_region_from_its_own_conn_only(void **state)
 	assert_int_equal(pmrep_flush(e.p.cconn, r, 128, 64,
 			PMREP_FLUSH_TYPE_VISIBILITY, PMREP_F_COMPLETION_ALWAYS,
 			(void *)2), 0);
-	expect_status(e.p.cconn, 2, IBV_WC_SUCCESS);
+	expect_status(e.p.cconn, 2, PMREP_WC_SUCCESS);
 	assert_memory_equal(e.sbuf + 128, e.cbuf, 64);
 	assert_int_equal(pmrep_read(e.p.cconn, e.cmr, 4096, r, 64, 256,
 			PMREP_F_COMPLETION_ALWAYS, (void *)3), 0);
-	expect_status(e.p.cconn, 3, IBV_WC_SUCCESS);
+	expect_status(e.p.cconn, 3, PMREP_WC_SUCCESS);
 	assert_true(bytes_are(e.cbuf + 4096, 0x5a, 64));
 	assert_memory_equal(e.cbuf + 4096 + 64, e.cbuf, 64);
 
@@ -151,15 +151,15 @@ window_reaches_the_region_from_its_own_conn_only(void **state)
 	memset(e.cbuf + 4096, 0, 256);
 	assert_int_equal(pmrep_read(b.c, e.cmr, 4096, r, 0, 256,
 			PMREP_F_COMPLETION_ALWAYS, (void *)4), 0);
-	expect_status(b.c, 4, IBV_WC_REM_ACCESS_ERR);
+	expect_status(b.c, 4, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_true(bytes_are(e.cbuf + 4096, 0, 256));
 	memset(e.cbuf, 0xee, 64);
 	assert_int_equal(pmrep_write(c.c, r, 1024, e.cmr, 0, 64,
 			PMREP_F_COMPLETION_ALWAYS, (void *)5), 0);
-	expect_status(c.c, 5, IBV_WC_REM_ACCESS_ERR);
+	expect_status(c.c, 5, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_int_equal(pmrep_flush(d.c, r, 0, SIZE, PMREP_FLUSH_TYPE_VISIBILITY,
 			PMREP_F_COMPLETION_ALWAYS, (void *)6), 0);
-	expect_status(d.c, 6, IBV_WC_REM_ACCESS_ERR);
+	expect_status(d.c, 6, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_true(bytes_are(e.sbuf + 1024, 0x5a, 64));
 
 	/* invalidated: its own conn is refused too */
@@ -167,7 +167,7 @@ window_reaches_the_region_from_its_own_conn_only(void **state)
 	assert_null(mw);
 	assert_int_equal(pmrep_read(e.p.cconn, e.cmr, 4096, r, 0, 64,
 			PMREP_F_COMPLETION_ALWAYS, (void *)7), 0);
-	expect_status(e.p.cconn, 7, IBV_WC_REM_ACCESS_ERR);
+	expect_status(e.p.cconn, 7, PMREP_WC_REMOTE_ACCESS_ERROR);
 
 	assert_int_equal(pmrep_mr_remote_delete(&r), 0);
 	struct side *all[] = { &b, &c, &d };
@@ -190,12 +190,12 @@ read_only_window_refuses_a_write(void **state)
 	struct pmrep_mr_remote *r = remote_of(mw);
 	assert_int_equal(pmrep_read(e.p.cconn, e.cmr, 0, r, 0, 64,
 			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
-	expect_status(e.p.cconn, 1, IBV_WC_SUCCESS);
+	expect_status(e.p.cconn, 1, PMREP_WC_SUCCESS);
 	assert_true(bytes_are(e.cbuf, 0x5a, 64));
 	memset(e.cbuf, 0x11, 64);
 	assert_int_equal(pmrep_write(e.p.cconn, r, 0, e.cmr, 0, 64,
 			PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
-	expect_status(e.p.cconn, 2, IBV_WC_REM_ACCESS_ERR);
+	expect_status(e.p.cconn, 2, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_true(bytes_are(e.sbuf, 0x5a, SIZE));
 	assert_int_equal(pmrep_mw_invalidate(&mw), 0);
 	assert_int_equal(pmrep_mr_remote_delete(&r), 0);
@@ -238,7 +238,7 @@ own_rkey_of_a_window_region_grants_nothing(void **state)
 	assert_int_equal(pmrep_mr_remote_from_descriptor(dw, sizeof(dw), &forged), 0);
 	assert_int_equal(pmrep_read(p.cconn, cmr, 0, forged, 0, 64,
 			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
-	expect_status(p.cconn, 1, IBV_WC_REM_ACCESS_ERR);
+	expect_status(p.cconn, 1, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_true(bytes_are(cbuf, 0, 64));
 
 	assert_int_equal(pmrep_mw_invalidate(&mw), 0);
@@ -360,14 +360,14 @@ bind_and_invalidate_cost(void **state)
 		 * freed) once this completes */
 		assert_int_equal(pmrep_read(e.p.sconn, smr8, 0, crmt, 0, 8,
 				PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
-		expect_status(e.p.sconn, 2, IBV_WC_SUCCESS);
+		expect_status(e.p.sconn, 2, PMREP_WC_SUCCESS);
 		if (i % 8 == 7 || i == n - 1) {
 			struct pmrep_mr_remote *r = NULL;
 			assert_int_equal(pmrep_mr_remote_from_descriptor(desc,
 					sizeof(desc), &r), 0);
 			assert_int_equal(pmrep_read(e.p.cconn, e.cmr, 0, r, 0, 64,
 					PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
-			expect_status(e.p.cconn, 1, IBV_WC_SUCCESS);
+			expect_status(e.p.cconn, 1, PMREP_WC_SUCCESS);
 			assert_int_equal(pmrep_mr_remote_delete(&r), 0);
 		}
 		long long t1 = now_us();

@@ -71,9 +71,9 @@ static void
 expect_ok(struct pmrep_cq *cq, enum pmrep_op op, uintptr_t ctx)
 {
 	struct pmrep_completion c = func_wait_one(cq, T);
-	if (c.status != IBV_WC_SUCCESS)
+	if (c.status != PMREP_WC_SUCCESS)
 		fail_msg("ctx %lu: %s", (unsigned long)(uintptr_t)c.op_context,
-				ibv_wc_status_str(c.status));
+				pmrep_wc_status_str(c.status));
 	assert_int_equal((uintptr_t)c.op_context, ctx);
 	assert_int_equal(c.op, op);
 }
@@ -155,7 +155,7 @@ send_and_recv(struct fx *f, bool imm)
 		assert_int_equal(ret, 0);
 		expect_ok(ccq, PMREP_OP_SEND, (uintptr_t)i + 1);
 		struct pmrep_completion r = func_wait_one(srcq, T);
-		assert_int_equal(r.status, IBV_WC_SUCCESS);
+		assert_int_equal(r.status, PMREP_WC_SUCCESS);
 		assert_int_equal(r.op, PMREP_OP_RECV);
 		assert_int_equal((uintptr_t)r.op_context, 200 + (uintptr_t)i);
 		assert_int_equal(r.byte_len, len);
@@ -199,7 +199,7 @@ write_with_imm_completes_a_recv_with_imm_at_every_size(void **state)
 				(void *)(uintptr_t)(i + 1)), 0);
 		expect_ok(ccq, PMREP_OP_WRITE, (uintptr_t)i + 1);
 		struct pmrep_completion r = func_wait_one(srcq, T);
-		assert_int_equal(r.status, IBV_WC_SUCCESS);
+		assert_int_equal(r.status, PMREP_WC_SUCCESS);
 		assert_int_equal(r.op, PMREP_OP_RECV_RDMA_WITH_IMM);
 		assert_int_equal((uintptr_t)r.op_context, 300 + (uintptr_t)i);
 		assert_int_equal(r.byte_len, len);
@@ -478,14 +478,14 @@ failed_persist_fails_a_flush_and_never_acks_one_tcp(void **state)
 	struct pmrep_completion c2 = func_wait_one(cq, T);
 	assert_int_equal((uintptr_t)c1.op_context, 1);
 	assert_int_equal((uintptr_t)c2.op_context, 2);
-	if (c1.status == IBV_WC_SUCCESS) {
-		assert_int_equal(c2.status, IBV_WC_REM_OP_ERR);
+	if (c1.status == PMREP_WC_SUCCESS) {
+		assert_int_equal(c2.status, PMREP_WC_REMOTE_OPERATION_ERROR);
 	} else {
-		assert_int_equal(c1.status, IBV_WC_REM_OP_ERR);
-		assert_int_equal(c2.status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(c1.status, PMREP_WC_REMOTE_OPERATION_ERROR);
+		assert_int_equal(c2.status, PMREP_WC_FLUSHED);
 	}
-	print_message("flush 1: %s, flush 2: %s\n", ibv_wc_status_str(c1.status),
-			ibv_wc_status_str(c2.status));
+	print_message("flush 1: %s, flush 2: %s\n", pmrep_wc_status_str(c1.status),
+			pmrep_wc_status_str(c2.status));
 
 	assert_int_equal(pmrep_mr_remote_delete(&rmt), 0);
 	assert_int_equal(pmrep_mr_dereg(&mr), 0);
@@ -536,15 +536,15 @@ persist_fn_failure_refuses_the_flush_never_acks_it_tcp(void **state)
 	 * is a remote operation error; what follows is flushed */
 	struct pmrep_completion c = func_wait_one(cq, T);
 	if ((uintptr_t)c.op_context == 1) {
-		assert_int_equal(c.status, IBV_WC_SUCCESS);
+		assert_int_equal(c.status, PMREP_WC_SUCCESS);
 		c = func_wait_one(cq, T);
 	}
 	assert_int_equal((uintptr_t)c.op_context, 2);
-	assert_int_equal(c.status, IBV_WC_REM_OP_ERR);
+	assert_int_equal(c.status, PMREP_WC_REMOTE_OPERATION_ERROR);
 	if (r3 == 0) {
 		c = func_wait_one(cq, T);
 		assert_int_equal((uintptr_t)c.op_context, 3);
-		assert_int_equal(c.status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(c.status, PMREP_WC_FLUSHED);
 	}
 	func_expect_no_completion(cq, 50);
 	assert_int_equal(atomic_load(&failing_calls), 1);
@@ -650,7 +650,7 @@ completions_arrive_in_posting_order(void **state)
 		PMREP_OP_ATOMIC_WRITE, PMREP_OP_WRITE, PMREP_OP_FLUSH,
 		PMREP_OP_SEND };
 	for (int i = 0; i < 6; i++) {
-		assert_int_equal(c[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(c[i].status, PMREP_WC_SUCCESS);
 		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
 		assert_int_equal(c[i].op, ops[i]);
 	}
@@ -658,7 +658,7 @@ completions_arrive_in_posting_order(void **state)
 	assert_memory_equal(f->cbuf + 100000, f->sbuf + 65536, 4096);
 	assert_memory_equal(f->sbuf + 8192, v, 8);
 	struct pmrep_completion r = func_wait_one(func_rcq(f->p.sconn), T);
-	assert_int_equal(r.status, IBV_WC_SUCCESS);
+	assert_int_equal(r.status, PMREP_WC_SUCCESS);
 	assert_int_equal(r.byte_len, 64);
 }
 
@@ -745,7 +745,7 @@ many_small_reads_owed_at_once_all_complete_tcp(void **state)
 	struct pmrep_completion c[2];
 	assert_int_equal(func_collect(func_cq(cc), c, 2, 3000 * func_slow()), 2);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(c[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(c[i].status, PMREP_WC_SUCCESS);
 		assert_int_equal((uintptr_t)c[i].op_context, 8 + i);
 	}
 	assert_memory_equal(f->cbuf + 65536, f->sbuf, (size_t)n * 8);

@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pmrep/verbs.h>
+
 #include "func.h"
 
 #define NWRITES 64
@@ -247,7 +249,7 @@ expect_one_outcome_each(struct pmrep_cq *cq, int n)
 		if (seen[ctx])
 			fail_msg("request %lu completed twice", (unsigned long)ctx);
 		seen[ctx] = true;
-		if (c[i].status == IBV_WC_SUCCESS) {
+		if (c[i].status == PMREP_WC_SUCCESS) {
 			if (failed)
 				fail_msg("request %lu succeeded after an error",
 						(unsigned long)ctx);
@@ -355,10 +357,10 @@ T08_frozen_peer_is_lost_after_the_request_timeout_tcp(void **state)
 	assert_true(took < (LIVE(250) + SLACK_MS) * func_slow());
 	/* the oldest ran out of retries, as on verbs; the rest are flushed */
 	assert_int_equal((uintptr_t)c[0].op_context, 1);
-	assert_int_equal(c[0].status, IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_RETRY_EXCEEDED);
 	for (int i = 1; i < 3; i++) {
 		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
-		assert_int_equal(c[i].status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(c[i].status, PMREP_WC_FLUSHED);
 	}
 	expect_end_once(v.conn, true);
 	victim_end(&v);
@@ -400,9 +402,9 @@ T08_frozen_peer_is_lost_while_the_app_only_polls_the_cq_fd_tcp(void **state)
 	/* the thread's wait ends at the liveness deadline by itself */
 	assert_true(took < (LIVE(250) + SLACK_MS) * func_slow());
 	assert_int_equal((uintptr_t)c[0].op_context, 1);
-	assert_int_equal(c[0].status, IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_RETRY_EXCEEDED);
 	assert_int_equal((uintptr_t)c[1].op_context, 2);
-	assert_int_equal(c[1].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[1].status, PMREP_WC_FLUSHED);
 	expect_end_once(v.conn, true);
 	victim_end(&v);
 }
@@ -445,11 +447,11 @@ T24_frozen_peer_with_requests_in_flight_is_lost_within_the_timeout(
 			fail_msg("timeout %d ms: the requests ended after %lld ms",
 					to, took);
 		assert_int_equal((uintptr_t)c[0].op_context, 1);
-		assert_int_equal(c[0].status, IBV_WC_RETRY_EXC_ERR);
+		assert_int_equal(c[0].status, PMREP_WC_RETRY_EXCEEDED);
 		for (int i = 1; i < n; i++) {
 			assert_int_equal((uintptr_t)c[i].op_context,
 					(uintptr_t)i + 1);
-			assert_int_equal(c[i].status, IBV_WC_WR_FLUSH_ERR);
+			assert_int_equal(c[i].status, PMREP_WC_FLUSHED);
 		}
 		func_expect_no_completion(cq, 100);
 		expect_end_once(v.conn, true);
@@ -515,7 +517,7 @@ idle_conn_to_a_live_peer_stays_established(void **state)
 	assert_int_equal(func_collect(func_cq(v.conn), c, 2, T * func_slow()), 2);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
-		assert_int_equal(c[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(c[i].status, PMREP_WC_SUCCESS);
 	}
 	assert_int_equal(pmrep_conn_next_event(v.conn, &ev), PMREP_E_NO_EVENT);
 	victim_end(&v);

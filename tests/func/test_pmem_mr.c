@@ -82,11 +82,11 @@ write_and_persist(struct pmrep_pmem *pmem, unsigned seed)
 			(void *)0x5a), 0);
 	struct pmrep_completion c = func_wait_one(func_cq(p.cconn), T * func_slow());
 	assert_int_equal((uintptr_t)c.op_context, 0x5a);
-	if (refused && c.status != IBV_WC_REM_ACCESS_ERR)
+	if (refused && c.status != PMREP_WC_REMOTE_ACCESS_ERROR)
 		fail_msg("native persistent flush into memory without persistent-flush access: "
-				"expected a remote access error, got %s", ibv_wc_status_str(c.status));
-	if (!refused && c.status != IBV_WC_SUCCESS)
-		fail_msg("persistent flush: %s", ibv_wc_status_str(c.status));
+				"expected a remote access error, got %s", pmrep_wc_status_str(c.status));
+	if (!refused && c.status != PMREP_WC_SUCCESS)
+		fail_msg("persistent flush: %s", pmrep_wc_status_str(c.status));
 
 	if (refused) {
 		/* the error completion put the QP in error: the conn is
@@ -213,9 +213,9 @@ native_write_flush_atomic_write_flush_into_devdax(void **state)
 	const enum pmrep_op ops[] = { PMREP_OP_FLUSH, PMREP_OP_ATOMIC_WRITE,
 		PMREP_OP_FLUSH };
 	for (int i = 0; i < 3; i++) {
-		if (c[i].status != IBV_WC_SUCCESS)
+		if (c[i].status != PMREP_WC_SUCCESS)
 			fail_msg("completion %d: %s", i + 1,
-					ibv_wc_status_str(c[i].status));
+					pmrep_wc_status_str(c[i].status));
 		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
 		assert_int_equal(c[i].op, ops[i]);
 	}

@@ -366,6 +366,55 @@ verify_identical_differing_missing(void **state)
 
 /* every tool's --help: exit 0, on stdout, and the options and facts a
  * user needs (units, the port line, the replica's header size) */
+/* pmrep log-create: a new log, and a plain log converted (its bytes in the
+ * data area); verify compares a log source by its data area */
+static void
+log_create_and_verify_a_log_source(void **state)
+{
+	(void)state;
+	char exe[PATH_MAX], plain[128], log[128], log2[128], out[4096];
+	program("tools/pmrep", exe, sizeof(exe));
+	snprintf(plain, sizeof(plain), "%s/plain", dir);
+	snprintf(log, sizeof(log), "%s/a.log", dir);
+	snprintf(log2, sizeof(log2), "%s/b.log", dir);
+	int fd = open(plain, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	static uint8_t buf[256 << 10];
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern(i);
+	assert_int_equal(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(fd);
+	char *conv[] = { exe, "log-create", log, "--from", plain, NULL };
+	assert_int_equal(run(conv, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "a pmrep log of 262144 data bytes, converted from"));
+	/* the data area holds the plain file's bytes */
+	struct pmrep_pmem *p = NULL;
+	assert_int_equal(pmrep_log_open(log, 0, sizeof(buf),
+			PMREP_PMEM_GRANULARITY_PAGE, &p), 0);
+	assert_memory_equal(pmrep_pmem_get_address(p), buf, sizeof(buf));
+	assert_int_equal(pmrep_pmem_close(&p), 0);
+	/* verify: the log against itself as a replica, and the plain file
+	 * against the log: both by the data area */
+	char *v1[] = { exe, "verify", log, log, NULL };
+	assert_int_equal(run(v1, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "IDENTICAL: 1 range of 1048576 bytes, 262144 bytes"));
+	char *v2[] = { exe, "verify", plain, log, NULL };
+	assert_int_equal(run(v2, out, sizeof(out)), 0);
+	/* refused: it exists; no size; a size that is not the plain's */
+	assert_int_equal(run(conv, out, sizeof(out)), 2);
+	char *nosize[] = { exe, "log-create", log2, NULL };
+	assert_int_equal(run(nosize, out, sizeof(out)), 2);
+	char *badsize[] = { exe, "log-create", log2, "1M", "--from", plain, NULL };
+	assert_int_equal(run(badsize, out, sizeof(out)), 2);
+	assert_int_not_equal(access(log2, F_OK), 0);	/* nothing left */
+	/* a new empty one of 2M: DIFFERENT sizes against the first */
+	char *fresh[] = { exe, "log-create", log2, "2M", NULL };
+	assert_int_equal(run(fresh, out, sizeof(out)), 0);
+	char *v3[] = { exe, "verify", log2, log, NULL };
+	assert_int_equal(run(v3, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "DIFFERENT: source has 2097152 data bytes, replica data area 262144"));
+}
+
 static void
 tools_help(void **state)
 {
@@ -994,6 +1043,53 @@ no_tls_tools_match_and_each_kind_refuses_the_other(void **state)
  * log-mirror --no-tls / --key-id against a plaintext pmrep-target that
  * holds the key of a keygen file (id 5) as an older raw key file (id 0)
  */
+/* failover by hand on pmrep logs (issue 14 item 1): the replica's file is
+ * opened in place as the new log (every acknowledged record there), the
+ * old primary's log is served as its replica at a raised generation, and
+ * while it is served the old primary cannot open it */
+static void
+log_mirror_fails_over_to_the_replica_file_in_place(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], pm[PATH_MAX], a[128], rep[64], out[8192];
+	program("examples/log-mirror", exe, sizeof(exe));
+	program("tools/pmrep", pm, sizeof(pm));
+	snprintf(a, sizeof(a), "%s/a.log", dir);
+	/* node A writes a.log, mirrored to node B's b.log */
+	target_start(&tg[0], "b.log", "1M");
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+	char *w1[] = { exe, "--pmrep-log", "--file", a, "--size", "1M",
+		"--replica", rep, "--key-file", keyfile, "--append", "100", NULL };
+	assert_int_equal(run(w1, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "done: 100 records acked"));
+	/* A is gone; B's target is stopped and its file is the log now */
+	target_stop(&tg[0], SIGTERM);
+	char *vb[] = { exe, "--pmrep-log", "--file", tg[0].path, "--verify", NULL };
+	assert_int_equal(run(vb, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "recovered 100 records"));
+	/* A's old log rejoins as B's replica, at generation 2 */
+	target_start(&tg[1], "a.log", "1M");
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[1].port);
+	char *w2[] = { exe, "--pmrep-log", "--file", tg[0].path,
+		"--raise-generation", "--replica", rep, "--key-file", keyfile,
+		"--append", "20", NULL };
+	assert_int_equal(run(w2, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "generation raised to 2"));
+	assert_non_null(strstr(out, "done: 120 records acked"));
+	/* the old primary, back on its file while it is served: refused */
+	char *old[] = { exe, "--pmrep-log", "--file", a, "--verify", NULL };
+	assert_int_equal(run_out(old, out, sizeof(out), true), 1);
+	assert_non_null(strstr(out, pmrep_err_to_str(PMREP_E_BUSY)));
+	target_stop(&tg[1], SIGTERM);
+	char *vf[] = { pm, "verify", tg[0].path, a, NULL };
+	assert_int_equal(run(vf, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "generation 2, marked consistent"));
+	assert_non_null(strstr(out, "IDENTICAL"));
+	assert_int_equal(run(old, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "recovered 120 records"));
+}
+
 static void
 log_mirror_no_tls_and_key_id(void **state)
 {
@@ -1078,6 +1174,7 @@ main(int argc, char *argv[])
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(verify_identical_differing_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(tools_help, setup, teardown),
+		cmocka_unit_test_setup_teardown(log_create_and_verify_a_log_source, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_tls_tools_match_and_each_kind_refuses_the_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_brings_back_byte_exact_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(recover_refuses_an_older_generation, setup, teardown),
@@ -1087,6 +1184,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(kv_all_fails_the_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(minimal_example_mirrors_and_verifies, setup, teardown),
 		cmocka_unit_test_setup_teardown(log_mirror_no_tls_and_key_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(log_mirror_fails_over_to_the_replica_file_in_place, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -729,7 +729,7 @@ malformed_handshakes_are_refused_and_nothing_hangs(void **state)
 		struct pmrep_completion cmp;
 		int n = 0;
 		if (pmrep_cq_get_completions(cq, &cmp, 1, &n) == 0 && n == 1 &&
-				cmp.op == PMREP_OP_RECV && cmp.status == IBV_WC_SUCCESS) {
+				cmp.op == PMREP_OP_RECV && cmp.status == PMREP_WC_SUCCESS) {
 			/* REFUSE: type 3, status 2 (malformed) */
 			assert_int_equal(buf[128 + 3], 3);
 			assert_int_equal(buf[128 + 4], 2);

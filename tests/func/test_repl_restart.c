@@ -29,8 +29,9 @@
  *    again copies nothing;
  *  - crash_without_the_state_file_resyncs_in_full: a crash (a shorter
  *    stream; the activity log overflowed all the same) with the state file
- *    deleted before the restart resyncs all of the data -- the record is
- *    what makes the difference.
+ *    deleted before the restart: the writer is another primary now, refused
+ *    at the same generation (split brain); at the next one it resyncs all
+ *    of the data -- the record is what makes the difference.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -125,6 +126,9 @@ block_fill(uint8_t *b, long k)
 	}
 }
 
+/* the generation mcfg gives (a restart without the record raises it) */
+static uint64_t gen = 1;
+
 static struct pmrep_mirror_cfg *
 mcfg(void)
 {
@@ -135,6 +139,7 @@ mcfg(void)
 			pmrep_mirror_cfg_set_key(c, key, sizeof(key)) != 0 ||
 			pmrep_mirror_cfg_set_uuid(c, uuid) != 0 ||
 			pmrep_mirror_cfg_set_region_size(c, REGION) != 0 ||
+			pmrep_mirror_cfg_set_generation(c, gen) != 0 ||
 			pmrep_mirror_cfg_set_timeout(c, 5000 * func_slow()) != 0 ||
 			pmrep_mirror_cfg_set_state_path(c, spath) != 0)
 		pmrep_mirror_cfg_delete(&c);
@@ -440,22 +445,38 @@ crash_without_the_state_file_resyncs_in_full(void **state)
 	long tail = crash_in_a_stream(&seed, 1100, 400);
 	assert_int_equal(unlink(spath), 0);	/* the record is lost */
 
+	/* without it the writer is another primary (a new primary id): at
+	 * the generation the crashed one left the replica claimed at, not
+	 * closed, that is split brain -- refused; the way out is the next
+	 * generation, and that attach resyncs everything */
 	struct pmrep_pmem *log = NULL;
-	struct pmrep_mirror_cfg *c = NULL;
+	assert_int_equal(pmrep_pmem_open(lpath, 0, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &log), 0);
+	struct pmrep_mirror_cfg *c = mcfg();
+	assert_non_null(c);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(log, c, &m), PMREP_E_SPLIT_BRAIN);
+	assert_null(m);
+	pmrep_mirror_cfg_delete(&c);
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+	(void) unlink(spath);	/* the refused mirror's new record */
+	gen = 2;
 	struct pmrep_replica_status st;
-	struct pmrep_mirror *m = restart(&log, &c, &st);
+	m = restart(&log, &c, &st);
 	assert_int_equal(st.resync_bytes, SIZE);
 	func_assert_replica_equals(log, rpath);	/* all of it was copied */
 	(void)tail;
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 	pmrep_mirror_cfg_delete(&c);
 	assert_int_equal(pmrep_pmem_close(&log), 0);
+	gen = 1;
 }
 
 static int
 setup(void **state)
 {
 	(void)state;
+	gen = 1;
 	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-restart-XXXXXX");
 	if (mkdtemp(dir) == NULL)
 		return -1;

@@ -19,25 +19,25 @@
 /* tcp: exactly `st`; verbs: an error (rxe reports a short receive as a
  * local QP operation error, not a length error) */
 static void
-expect_failure(struct pmrep_cq *cq, uintptr_t ctx, enum ibv_wc_status st)
+expect_failure(struct pmrep_cq *cq, uintptr_t ctx, enum pmrep_wc_status st)
 {
 	struct pmrep_completion c = func_wait_one(cq, T);
 	assert_int_equal((uintptr_t)c.op_context, ctx);
-	if (func_is_tcp() ? c.status != st : c.status == IBV_WC_SUCCESS)
+	if (func_is_tcp() ? c.status != st : c.status == PMREP_WC_SUCCESS)
 		fail_msg("ctx %lu: expected %s, got %s", (unsigned long)ctx,
-				ibv_wc_status_str(st),
-				ibv_wc_status_str(c.status));
+				pmrep_wc_status_str(st),
+				pmrep_wc_status_str(c.status));
 }
 
 static void
-expect_status(struct pmrep_cq *cq, uintptr_t ctx, enum ibv_wc_status st)
+expect_status(struct pmrep_cq *cq, uintptr_t ctx, enum pmrep_wc_status st)
 {
 	struct pmrep_completion c = func_wait_one(cq, T);
 	if (c.status != st || (uintptr_t)c.op_context != ctx)
 		fail_msg("expected ctx %lu %s, got ctx %lu %s",
-				(unsigned long)ctx, ibv_wc_status_str(st),
+				(unsigned long)ctx, pmrep_wc_status_str(st),
 				(unsigned long)(uintptr_t)c.op_context,
-				ibv_wc_status_str(c.status));
+				pmrep_wc_status_str(c.status));
 }
 
 /*
@@ -52,14 +52,14 @@ static void
 expect_rnr_failure(struct pmrep_cq *cq, uintptr_t ctx)
 {
 	struct pmrep_completion c = func_wait_one(cq, T);
-	bool ok = c.status == IBV_WC_RNR_RETRY_EXC_ERR ||
-		(!func_is_tcp() && c.status == IBV_WC_RETRY_EXC_ERR);
+	bool ok = c.status == PMREP_WC_RNR_RETRY_EXCEEDED ||
+		(!func_is_tcp() && c.status == PMREP_WC_RETRY_EXCEEDED);
 	if (!ok || (uintptr_t)c.op_context != ctx)
 		fail_msg("expected ctx %lu %s, got ctx %lu %s",
 				(unsigned long)ctx,
-				ibv_wc_status_str(IBV_WC_RNR_RETRY_EXC_ERR),
+				pmrep_wc_status_str(PMREP_WC_RNR_RETRY_EXCEEDED),
 				(unsigned long)(uintptr_t)c.op_context,
-				ibv_wc_status_str(c.status));
+				pmrep_wc_status_str(c.status));
 }
 
 /* ------------------------------------------ receives posted before connect */
@@ -117,16 +117,16 @@ recv_posted_before_accept_receives_the_first_message(void **state)
 	assert_int_equal(pmrep_send(p.sconn, smr, 0, 120,
 			PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
 
-	expect_status(func_cq(p.cconn), 1, IBV_WC_SUCCESS);
-	expect_status(func_cq(p.sconn), 2, IBV_WC_SUCCESS);
+	expect_status(func_cq(p.cconn), 1, PMREP_WC_SUCCESS);
+	expect_status(func_cq(p.sconn), 2, PMREP_WC_SUCCESS);
 	assert_true(func_rcq(p.sconn) != func_cq(p.sconn));
 	struct pmrep_completion r = func_wait_one(func_rcq(p.sconn), T);
-	assert_int_equal(r.status, IBV_WC_SUCCESS);
+	assert_int_equal(r.status, PMREP_WC_SUCCESS);
 	assert_int_equal((uintptr_t)r.op_context, 22);
 	assert_int_equal(r.byte_len, 100);
 	assert_memory_equal(sbuf + 512, cbuf, 100);
 	r = func_wait_one(func_rcq(p.cconn), T);
-	assert_int_equal(r.status, IBV_WC_SUCCESS);
+	assert_int_equal(r.status, PMREP_WC_SUCCESS);
 	assert_int_equal((uintptr_t)r.op_context, 11);
 	assert_int_equal(r.byte_len, 120);
 	assert_memory_equal(cbuf + 1024, sbuf, 120);
@@ -160,7 +160,7 @@ send_without_a_posted_recv_fails_with_rnr_retry_exceeded(void **state)
 	expect_rnr_failure(func_cq(p.cconn), 1);
 	long long took = func_now_ms() - t0;
 	/* the write with immediate behind it is flushed, never applied */
-	expect_status(func_cq(p.cconn), 2, IBV_WC_WR_FLUSH_ERR);
+	expect_status(func_cq(p.cconn), 2, PMREP_WC_FLUSHED);
 	if (func_is_tcp()) {
 		assert_true(took >= budget - 10);
 		assert_true(took <= (budget + 2000) * func_slow());
@@ -212,10 +212,10 @@ send_waits_for_a_recv_posted_late_within_the_budget_tcp(void **state)
 	func_expect_no_completion(func_cq(p.cconn), 200);
 	assert_int_equal(m.sbuf[4096], 0);
 	assert_int_equal(pmrep_recv(p.sconn, m.smr, 0, 1000, (void *)3), 0);
-	expect_status(func_cq(p.cconn), 1, IBV_WC_SUCCESS);
-	expect_status(func_cq(p.cconn), 2, IBV_WC_SUCCESS);
+	expect_status(func_cq(p.cconn), 1, PMREP_WC_SUCCESS);
+	expect_status(func_cq(p.cconn), 2, PMREP_WC_SUCCESS);
 	struct pmrep_completion r = func_wait_one(func_rcq(p.sconn), T);
-	assert_int_equal(r.status, IBV_WC_SUCCESS);
+	assert_int_equal(r.status, PMREP_WC_SUCCESS);
 	assert_int_equal(r.byte_len, 300);
 	assert_memory_equal(m.sbuf, m.cbuf, 300);
 	assert_memory_equal(m.sbuf + 4096, m.cbuf, 300);
@@ -235,8 +235,8 @@ message_longer_than_its_recv_fails_on_both_sides(void **state)
 	assert_int_equal(pmrep_recv(p.sconn, m.smr, 0, 100, (void *)9), 0);
 	assert_int_equal(pmrep_send(p.cconn, m.cmr, 0, 200,
 			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
-	expect_failure(func_rcq(p.sconn), 9, IBV_WC_LOC_LEN_ERR);
-	expect_failure(func_cq(p.cconn), 1, IBV_WC_REM_INV_REQ_ERR);
+	expect_failure(func_rcq(p.sconn), 9, PMREP_WC_LOCAL_LENGTH_ERROR);
+	expect_failure(func_cq(p.cconn), 1, PMREP_WC_REMOTE_INVALID_REQUEST);
 	if (func_is_tcp())	/* nothing of it was stored */
 		assert_int_equal(m.sbuf[0], 0x77);
 	func_pair_close_all(&p, &m);
@@ -266,11 +266,11 @@ send_queue_full_says_again(void **state)
 		/* receives arrive: both complete and the queue has room */
 		assert_int_equal(pmrep_recv(p.sconn, m.smr, 0, 8, NULL), 0);
 		assert_int_equal(pmrep_recv(p.sconn, m.smr, 8, 8, NULL), 0);
-		expect_status(func_cq(p.cconn), 1, IBV_WC_SUCCESS);
-		expect_status(func_cq(p.cconn), 2, IBV_WC_SUCCESS);
+		expect_status(func_cq(p.cconn), 1, PMREP_WC_SUCCESS);
+		expect_status(func_cq(p.cconn), 2, PMREP_WC_SUCCESS);
 		assert_int_equal(pmrep_write(p.cconn, m.srmt, 0, m.cmr, 0, 8,
 				PMREP_F_COMPLETION_ALWAYS, (void *)4), 0);
-		expect_status(func_cq(p.cconn), 4, IBV_WC_SUCCESS);
+		expect_status(func_cq(p.cconn), 4, PMREP_WC_SUCCESS);
 	}
 	func_pair_close_all(&p, &m);
 	pmrep_conn_cfg_delete(&cfg);
@@ -295,7 +295,7 @@ posted_recvs_are_flushed_when_the_peer_disconnects(void **state)
 	func_expect_no_completion(func_rcq(p.sconn), 50);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal((uintptr_t)c[i].op_context, (uintptr_t)i + 1);
-		assert_int_equal(c[i].status, IBV_WC_WR_FLUSH_ERR);
+		assert_int_equal(c[i].status, PMREP_WC_FLUSHED);
 	}
 	func_pair_close_all(&p, &m);
 }
@@ -339,7 +339,7 @@ srq_serves_the_messages_of_two_conns(void **state)
 	func_expect_no_completion(rcq, 50);
 	bool seen[4] = { false };
 	for (int i = 0; i < 4; i++) {
-		assert_int_equal(r[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(r[i].status, PMREP_WC_SUCCESS);
 		uintptr_t slot = (uintptr_t)r[i].op_context - 100;
 		assert_true(slot < 4);
 		/* byte_len names the message: 50 + its index */
@@ -352,9 +352,9 @@ srq_serves_the_messages_of_two_conns(void **state)
 	}
 	for (int k = 0; k < 2; k++) {
 		struct pmrep_completion c = func_wait_one(func_cq(cc[k]), T);
-		assert_int_equal(c.status, IBV_WC_SUCCESS);
+		assert_int_equal(c.status, PMREP_WC_SUCCESS);
 		c = func_wait_one(func_cq(cc[k]), T);
-		assert_int_equal(c.status, IBV_WC_SUCCESS);
+		assert_int_equal(c.status, PMREP_WC_SUCCESS);
 		assert_int_equal(pmrep_conn_delete(&cc[k]), 0);
 		assert_int_equal(pmrep_conn_delete(&sc[k]), 0);
 	}

@@ -1048,6 +1048,11 @@ writer_crash_restart(void)
 		unlink(p);
 		S.statef = sim_file_add(S.wproc, p, false);
 		sim_log("the writer's state file %s removed before its restart", p);
+		/* without its record the writer is another primary (a new
+		 * primary id); the replica it left claimed, not closed, is
+		 * refused to it at that generation (split brain): the way out
+		 * is the next one */
+		S.gen++;
 	}
 	sim_proc_clear_crash(S.wproc);
 	char why[300];

@@ -21,7 +21,7 @@
  * - a dropped packet stalls its direction (RC retransmits, never skips):
  *   nothing behind it is delivered until the connection ends;
  * - a lost connection (a cut) ends both ends: LOST once each, every
- *   outstanding request and receive completed with IBV_WC_WR_FLUSH_ERR,
+ *   outstanding request and receive completed with PMREP_WC_FLUSHED,
  *   queued packets dropped; a local disconnect is CLOSED at once locally
  *   and at the other end when its DISCONNECT packet (behind what was
  *   queued before it) arrives.
@@ -186,7 +186,7 @@ end_get(uint64_t id)
 
 static void
 push_cqe(struct sim_end *e, const void *ctx, enum pmrep_op op,
-		enum ibv_wc_status st, uint32_t byte_len)
+		enum pmrep_wc_status st, uint32_t byte_len)
 {
 	if (e->deleted)
 		return;
@@ -264,16 +264,16 @@ end_flush(struct sim_end *e)
 		if (p->orphan || p->kind == PK_DISCONNECT)
 			continue;
 		if (p->kind != PK_CONNECT && p->kind != PK_ACCEPT)
-			push_cqe(e, p->ctx, p->op, IBV_WC_WR_FLUSH_ERR, 0);
+			push_cqe(e, p->ctx, p->op, PMREP_WC_FLUSHED, 0);
 		p->orphan = true;
 	}
 	for (int i = 0; i < e->nrecv; i++)
-		push_cqe(e, e->recvs[i].ctx, PMREP_OP_RECV, IBV_WC_WR_FLUSH_ERR, 0);
+		push_cqe(e, e->recvs[i].ctx, PMREP_OP_RECV, PMREP_WC_FLUSHED, 0);
 	e->nrecv = 0;
 	struct sim_pkt *p;
 	while ((p = e->limbo) != NULL) {
 		e->limbo = p->next;
-		push_cqe(e, p->ctx, p->op, IBV_WC_WR_FLUSH_ERR, 0);
+		push_cqe(e, p->ctx, p->op, PMREP_WC_FLUSHED, 0);
 		pkt_free(p);
 	}
 }
@@ -807,7 +807,7 @@ s_post(const struct pmrep_op_args *a)
 	struct sim_end *e = (struct sim_end *)a->conn;
 	if (e->local_closed || sim_proc_crashed(e->proc)) {
 		/* a QP in error: every request completes flushed */
-		push_cqe(e, a->op_context, a->op, IBV_WC_WR_FLUSH_ERR, 0);
+		push_cqe(e, a->op_context, a->op, PMREP_WC_FLUSHED, 0);
 		return 0;
 	}
 	struct sim_pkt *p;
@@ -908,7 +908,7 @@ sender_done(struct sim_end *s, struct sim_pkt *p, bool ack)
 		return;
 	}
 	if (!p->orphan && p->signaled)
-		push_cqe(s, p->ctx, p->op, IBV_WC_SUCCESS, 0);
+		push_cqe(s, p->ctx, p->op, PMREP_WC_SUCCESS, 0);
 	pkt_free(p);
 }
 
@@ -986,13 +986,13 @@ apply(struct sim_end *s, struct sim_pkt *p)
 				(size_t)(d->nrecv - 1) * sizeof(d->recvs[0]));
 		d->nrecv--;
 		if (p->len > rv.len) {
-			push_cqe(d, rv.ctx, PMREP_OP_RECV, IBV_WC_LOC_LEN_ERR, 0);
+			push_cqe(d, rv.ctx, PMREP_OP_RECV, PMREP_WC_LOCAL_LENGTH_ERROR, 0);
 			cut_pair(s);
 			return false;
 		}
 		if (p->len)
 			memcpy((uint8_t *)rv.mr->ptr + rv.off, p->data, p->len);
-		push_cqe(d, rv.ctx, PMREP_OP_RECV, IBV_WC_SUCCESS,
+		push_cqe(d, rv.ctx, PMREP_OP_RECV, PMREP_WC_SUCCESS,
 				(uint32_t)p->len);
 		return true;
 	}
@@ -1002,7 +1002,7 @@ apply(struct sim_end *s, struct sim_pkt *p)
 		PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
 	struct sim_mr *m = mr_find(p->rkey, p->raddr, p->len, d->id, usage);
 	if (m == NULL || m->proc != d->proc) {
-		push_cqe(s, p->ctx, p->op, IBV_WC_REM_ACCESS_ERR, 0);
+		push_cqe(s, p->ctx, p->op, PMREP_WC_REMOTE_ACCESS_ERROR, 0);
 		p->orphan = true;
 		cut_pair(s);
 		return false;
@@ -1031,7 +1031,7 @@ apply(struct sim_end *s, struct sim_pkt *p)
 		if (m->base.persist && m->base.persist(m->base.persist_ctx,
 				(void *)(uintptr_t)p->raddr, p->len) != 0) {
 			/* the persist failed: NAK, never an ACK (as tcp) */
-			push_cqe(s, p->ctx, p->op, IBV_WC_REM_OP_ERR, 0);
+			push_cqe(s, p->ctx, p->op, PMREP_WC_REMOTE_OPERATION_ERROR, 0);
 			p->orphan = true;
 			cut_pair(s);
 			return false;
@@ -1134,7 +1134,7 @@ sim_prov_deliver_one(struct sim_rng *rng, bool faults,
 	if (s->dead && p->kind != PK_DISCONNECT) {
 		/* the connection ended meanwhile: flushed */
 		if (!p->orphan)
-			push_cqe(s, p->ctx, p->op, IBV_WC_WR_FLUSH_ERR, 0);
+			push_cqe(s, p->ctx, p->op, PMREP_WC_FLUSHED, 0);
 		pkt_free(p);
 		end_maybe_free(s);
 		return true;

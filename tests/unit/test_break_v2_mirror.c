@@ -75,6 +75,7 @@ struct fake {
 	uint32_t hdr_flags;
 	uint32_t target_flags;
 	bool claimed;		/* the header names our set (else unclaimed) */
+	uint64_t other_owner;	/* non-zero: the header's owner (else ours) */
 	/* its world */
 	struct pmrep_peer *peer;
 	struct pmrep_peer_cfg *pcfg;
@@ -153,7 +154,9 @@ on_msg(struct fake *f, struct sess *s, const struct repl_msg *m)
 			memcpy(a->uuid, uuid, PMREP_UUID_SIZE);
 		memcpy(a->replica_id, rid, PMREP_UUID_SIZE);
 		a->generation = f->hdr_generation;
-		a->owner = 0x0dd;
+		/* claimed by this mirror before (another owner at its generation,
+		 * not closed, is split brain: refused by the mirror) */
+		a->owner = f->other_owner ? f->other_owner : m->u.auth.primary_id;
 		a->hdr_seq = 7;
 		a->hdr_flags = f->hdr_flags;
 		a->target_flags = f->target_flags;
@@ -423,6 +426,32 @@ accept_of_a_newer_generation_is_not_attached(void **state)
 	assert_int_equal(atomic_load(&c->f.persists), 0);
 }
 
+/* a target that lets us in although another primary claimed the replica
+ * at our generation and did not close it (an honest one refuses: split
+ * brain): not attached, nothing written; closed cleanly by that other
+ * primary (CONSISTENT), it is a hand-over and attached */
+static void
+accept_of_another_primary_s_open_claim_is_split_brain(void **state)
+{
+	struct ctx *c = *state;
+	c->f.hdr_generation = 1;
+	c->f.claimed = true;
+	c->f.other_owner = 0x0dd;
+	c->f.on_commit = C_OK;
+	fake_run(&c->f);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(mirror_try(c, &m), PMREP_E_SPLIT_BRAIN);
+	assert_null(m);
+	assert_int_equal(atomic_load(&c->f.commits), 0);
+	assert_int_equal(atomic_load(&c->f.persists), 0);
+	/* the same claim closed cleanly: a hand-over, attached */
+	c->f.hdr_flags = PMREP_REPLICA_F_CONSISTENT;
+	assert_int_equal(mirror_try(c, &m), 0);
+	assert_non_null(m);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_true(atomic_load(&c->f.commits) >= 1);
+}
+
 static void
 commit_reply_never_sent_is_no_attach(void **state)
 {
@@ -541,6 +570,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(refuse_with_status_ok_answering_commit_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuse_with_status_ok_answering_auth_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(accept_of_a_newer_generation_is_not_attached, setup, teardown),
+		cmocka_unit_test_setup_teardown(accept_of_another_primary_s_open_claim_is_split_brain, setup, teardown),
 		cmocka_unit_test_setup_teardown(commit_reply_never_sent_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(commit_reply_with_the_wrong_sequence_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuse_after_commit_is_no_attach, setup, teardown),

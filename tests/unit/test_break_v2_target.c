@@ -161,6 +161,11 @@ settle(void)
 
 /* ------------------------------------------------------ a real mirror */
 
+/* the real mirror's primary id (its state file keeps it): a fake
+ * initiator that attaches at the same generation and leaves the replica
+ * claimed uses it, or the real mirror's next attach is split brain */
+static uint64_t mine;
+
 static struct pmrep_mirror *
 mirror_open(struct ctx *c, int expect)
 {
@@ -174,6 +179,8 @@ mirror_open(struct ctx *c, int expect)
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(c->src, cfg, &m), expect);
 	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	if (m != NULL)
+		mine = info(c).owner;	/* its attach committed: its id */
 	return m;
 }
 
@@ -462,7 +469,7 @@ persist_and_close_before_commit_are_refused_and_the_commit_still_works(void **st
 	struct ini x;
 	struct repl_msg r;
 	ini_open(c, &x);
-	assert_int_equal(ini_auth(&x, 1, 77, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+	assert_int_equal(ini_auth(&x, 1, mine, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
 	assert_int_equal(ini_persist(&x, 0, 4096, &r), REPL_MSG_PERSIST_REPLY);
 	assert_int_equal(r.status, REPL_ST_STATE);
 	assert_int_equal(ini_simple(&x, REPL_MSG_CLOSE, &r), REPL_MSG_CLOSE_REPLY);
@@ -471,14 +478,14 @@ persist_and_close_before_commit_are_refused_and_the_commit_still_works(void **st
 	read_hdr(c, h1);
 	assert_memory_equal(h0, h1, sizeof(h0));
 	/* reordered: the COMMIT after them still commits */
-	assert_int_equal(ini_commit(&x, i0.replica_id, 1, 77, &r), REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(ini_commit(&x, i0.replica_id, 1, mine, &r), REPL_MSG_COMMIT_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
 	struct pmrep_replica_info i1 = info(c);
 	assert_int_equal(i1.seq, i0.seq + 1);
-	assert_int_equal(i1.owner, 77);
+	assert_int_equal(i1.owner, mine);
 	assert_false(i1.flags & PMREP_REPLICA_F_CONSISTENT);
 	/* a second COMMIT: STATE, nothing written */
-	assert_int_equal(ini_commit(&x, i0.replica_id, 1, 77, &r), REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(ini_commit(&x, i0.replica_id, 1, mine, &r), REPL_MSG_COMMIT_REPLY);
 	assert_int_equal(r.status, REPL_ST_STATE);
 	assert_int_equal(info(c).seq, i1.seq);
 	/* a PERSIST now works */
@@ -495,7 +502,8 @@ persist_outside_the_data_area_is_refused_and_the_session_goes_on(void **state)
 	struct ctx *c = *state;
 	struct ini x;
 	struct repl_msg r;
-	ini_attach(c, &x, 77);
+	mirror_works(c);	/* learns the real mirror's id */
+	ini_attach(c, &x, mine);
 	struct { uint64_t off, len; } bad[] = {
 		{ SIZE, 1 }, { 0, SIZE + 1ull }, { SIZE - 1, 2 },
 		{ UINT64_MAX, 1 }, { UINT64_MAX - 4095, 8192 }, { 4096, UINT64_MAX },
@@ -572,12 +580,12 @@ session_in(struct ctx *c, struct ini *x, int kind)
 {
 	struct repl_msg r;
 	if (kind == 2) {
-		ini_attach(c, x, 55);
+		ini_attach(c, x, mine);
 		return;
 	}
 	ini_open(c, x);
 	if (kind == 1)
-		assert_int_equal(ini_auth(x, 1, 55, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+		assert_int_equal(ini_auth(x, 1, mine, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
 	else if (kind == 3)
 		assert_int_equal(ini_auth(x, 1, 55, REPL_INTENT_QUERY, &r), REPL_MSG_ACCEPT);
 }
@@ -597,7 +605,8 @@ every_message_type_and_status_in_every_state_writes_nothing_it_must_not(void **s
 {
 	struct ctx *c = *state;
 	static uint8_t h0[4096], h1[4096];
-	static const uint16_t statuses[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0xffff };
+	static const uint16_t statuses[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0xffff };
+	mirror_works(c);	/* learns the real mirror's id */
 	for (int kind = 0; kind < 4; kind++) {
 		for (uint8_t type = 0; type <= 10; type++) {
 			for (size_t k = 0; k < sizeof(statuses) / sizeof(statuses[0]); k++) {
@@ -622,7 +631,7 @@ every_message_type_and_status_in_every_state_writes_nothing_it_must_not(void **s
 				read_hdr(c, h1);
 				/* only a CLOSE of an ACTIVE session writes
 				 * (the consistent mark) */
-				if (kind == 2 && type == REPL_MSG_CLOSE && statuses[k] <= 9) {
+				if (kind == 2 && type == REPL_MSG_CLOSE && statuses[k] <= REPL_ST_MAX_) {
 					assert_int_equal(rt, REPL_MSG_CLOSE_REPLY);
 					assert_int_equal(r.status, REPL_ST_OK);
 					assert_true(info(c).flags & PMREP_REPLICA_F_CONSISTENT);
@@ -687,12 +696,20 @@ attaching_flood_leaves_the_active_mirror_alone_and_expires(void **state)
 	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 3000), 0);
 	static uint8_t h0[4096], h1[4096];
 	read_hdr(c, h0);
-	/* every other slot ATTACHING, never committing */
+	/* another primary at the same generation, the replica claimed and
+	 * not closed: split brain, refused at AUTH */
 	struct ini x[3];
 	struct repl_msg r;
+	ini_open(c, &x[0]);
+	assert_int_equal(ini_auth(&x[0], 1, 900, REPL_INTENT_ATTACH, &r),
+			REPL_MSG_REFUSE);
+	assert_int_equal(r.status, REPL_ST_SPLIT_BRAIN);
+	ini_close(&x[0]);
+	/* every other slot ATTACHING (the same primary's reconnects),
+	 * never committing */
 	for (int i = 0; i < 3; i++) {
 		ini_open(c, &x[i]);
-		assert_int_equal(ini_auth(&x[i], 1, 900 + (uint64_t)i,
+		assert_int_equal(ini_auth(&x[i], 1, mine,
 				REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
 	}
 	/* the active mirror goes on */
@@ -717,7 +734,7 @@ close_ends_the_session_so_no_write_follows_the_consistent_mark(void **state)
 	struct ctx *c = *state;
 	struct ini x;
 	struct repl_msg r;
-	ini_attach(c, &x, 77);
+	ini_attach(c, &x, mine);
 	assert_int_equal(ini_write(&x, 0, 4096, 0x11), 0);
 	assert_int_equal(ini_persist(&x, 0, 4096, &r), REPL_MSG_PERSIST_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);

@@ -316,7 +316,7 @@ v_run(struct vfx *f, unsigned ops, unsigned qd, size_t size, bool block,
 				continue;
 			assert_int_equal(ret, 0);
 			for (int i = 0; i < n; i++) {
-				assert_int_equal(cmp[i].status, IBV_WC_SUCCESS);
+				assert_int_equal(cmp[i].status, PMREP_WC_SUCCESS);
 				assert_int_equal(cmp[i].op, PMREP_OP_FLUSH);
 			}
 			inflight -= (unsigned)n;
@@ -478,7 +478,7 @@ t_batch(struct tfx *f, unsigned n, size_t size)
 		int k = 0;
 		int ret = pmrep_cq_get_completions(f->cq, &c, 1, &k);
 		if (ret == 0) {
-			assert_int_equal(c.status, IBV_WC_SUCCESS);
+			assert_int_equal(c.status, PMREP_WC_SUCCESS);
 			assert_ptr_equal(c.op_context, (void *)7);
 			return;
 		}

@@ -496,7 +496,7 @@ no_more_completions(struct pmrep_cq *cq, int ms)
 	int ret = pmrep_cq_get_completions(cq, &c, 1, &n);
 	if (ret == 0)
 		fail_msg("unexpected completion: op %d status %s", c.op,
-				ibv_wc_status_str(c.status));
+				pmrep_wc_status_str(c.status));
 	assert_int_equal(ret, PMREP_E_NO_COMPLETION);
 }
 
@@ -547,7 +547,7 @@ T28_tcp_flush_whose_msync_fails_is_refused_never_acked(void **state)
 	/* healthy: acknowledged after the msync */
 	write_and_flush(&l, rmt, src, 100, 200, (void *)1);
 	struct pmrep_completion c = next_completion(l.cq);
-	assert_int_equal(c.status, IBV_WC_SUCCESS);
+	assert_int_equal(c.status, PMREP_WC_SUCCESS);
 	assert_ptr_equal(c.op_context, (void *)1);
 	assert_int_equal(atomic_load(&msync_calls), 1);
 
@@ -556,7 +556,7 @@ T28_tcp_flush_whose_msync_fails_is_refused_never_acked(void **state)
 	atomic_store(&msync_fail, EIO);
 	write_and_flush(&l, rmt, src, TP_PAGE, 300, (void *)2);
 	c = next_completion(l.cq);
-	assert_int_equal(c.status, IBV_WC_REM_OP_ERR);
+	assert_int_equal(c.status, PMREP_WC_REMOTE_OPERATION_ERROR);
 	assert_ptr_equal(c.op_context, (void *)2);
 	no_more_completions(l.cq, 100);	/* no ACK of it, ever */
 	assert_true(pmrep_pmem_is_poisoned(p));
@@ -568,7 +568,7 @@ T28_tcp_flush_whose_msync_fails_is_refused_never_acked(void **state)
 			PMREP_F_COMPLETION_ALWAYS, (void *)3);
 	if (ret == 0) {
 		c = next_completion(l.cq);
-		assert_int_not_equal(c.status, IBV_WC_SUCCESS);
+		assert_int_not_equal(c.status, PMREP_WC_SUCCESS);
 	}
 	link_close(&l);
 
@@ -577,7 +577,7 @@ T28_tcp_flush_whose_msync_fails_is_refused_never_acked(void **state)
 	link_open(&l, cpeer, speer);
 	write_and_flush(&l, rmt, src, 2 * TP_PAGE, 50, (void *)4);
 	c = next_completion(l.cq);
-	assert_int_equal(c.status, IBV_WC_REM_OP_ERR);
+	assert_int_equal(c.status, PMREP_WC_REMOTE_OPERATION_ERROR);
 	assert_ptr_equal(c.op_context, (void *)4);
 	no_more_completions(l.cq, 50);
 	link_close(&l);

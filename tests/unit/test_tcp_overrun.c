@@ -93,7 +93,7 @@ pair_close(struct pair *p)
 
 /* every completion there is, within T: how many, all of status `st` */
 static int
-drain(struct pmrep_cq *cq, enum ibv_wc_status st, int want)
+drain(struct pmrep_cq *cq, enum pmrep_wc_status st, int want)
 {
 	int got = 0;
 	while (got < want && pmrep_cq_wait(cq, T) == 0) {
@@ -120,7 +120,7 @@ T26_tcp_cq_grows_past_its_size_and_loses_nothing(void **state)
 				(void *)(uintptr_t)(i + 1)), 0);
 	struct pmrep_cq *cq = NULL;
 	assert_int_equal(pmrep_conn_get_cq(p.c, &cq), 0);
-	assert_int_equal(drain(cq, IBV_WC_SUCCESS, NREQ), NREQ);
+	assert_int_equal(drain(cq, PMREP_WC_SUCCESS, NREQ), NREQ);
 	enum pmrep_conn_event ev;
 	assert_int_equal(pmrep_conn_next_event(p.c, &ev), PMREP_E_NO_EVENT);
 	pair_close(&p);

@@ -341,7 +341,7 @@ T22_device_back_a_new_peer_ep_and_conn_work(void **state)
 	assert_int_equal(pmrep_cq_get_completions(cq, &c, 1, &n), 0);
 	assert_int_equal(n, 1);
 	assert_ptr_equal(c.op_context, (void *)9);
-	assert_int_equal(c.status, IBV_WC_SUCCESS);
+	assert_int_equal(c.status, PMREP_WC_SUCCESS);
 	bool removed = true;
 	assert_int_equal(pmrep_peer_get_device_removed(w.peer, &removed), 0);
 	assert_false(removed);

@@ -61,10 +61,10 @@ T21_error_completion_makes_the_conn_lost_and_later_posts_fail(void **state)
 
 	struct pmrep_completion c[8];
 	assert_int_equal(poll_all(f.conn->cq, c, 8), 3);
-	assert_int_equal(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_ptr_equal(c[0].op_context, (void *)1);
-	assert_int_equal(c[1].status, IBV_WC_WR_FLUSH_ERR);
-	assert_int_equal(c[2].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[1].status, PMREP_WC_FLUSHED);
+	assert_int_equal(c[2].status, PMREP_WC_FLUSHED);
 	assert_true(tv_logged("the QP is in the error state, the connection is lost"));
 
 	/* lost at once: the fd is readable, posts are refused now */
@@ -106,7 +106,7 @@ T21_unsignalled_request_error_ends_the_conn_too(void **state)
 			IBV_WC_REM_ACCESS_ERR), 1);
 	struct pmrep_completion c[4];
 	assert_int_equal(poll_all(f.conn->cq, c, 4), 1);
-	assert_int_equal(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 64,
 			PMREP_F_COMPLETION_ON_ERROR, NULL), PMREP_E_CONN_LOST);
 	expect_event(f.conn, PMREP_CONN_LOST);
@@ -132,7 +132,7 @@ T21_passive_receive_error_makes_the_conn_lost(void **state)
 	struct pmrep_completion c[4];
 	int n = poll_all(rcq, c, 4);
 	assert_true(n >= 1);
-	assert_int_equal(c[0].status, IBV_WC_LOC_LEN_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_LOCAL_LENGTH_ERROR);
 	assert_int_equal(pmrep_recv(conn, mr, 0, 64, NULL), PMREP_E_CONN_LOST);
 	assert_int_equal(pmrep_send(conn, mr, 0, 8, PMREP_F_COMPLETION_ALWAYS,
 			NULL), PMREP_E_CONN_LOST);
@@ -157,7 +157,7 @@ T21_flushes_after_a_local_disconnect_stay_closed(void **state)
 	assert_int_equal(pmrep_conn_disconnect(f.conn), 0);
 	struct pmrep_completion c[4];
 	assert_int_equal(poll_all(f.conn->cq, c, 4), 2);
-	assert_int_equal(c[0].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_FLUSHED);
 	expect_event(f.conn, PMREP_CONN_CLOSED);
 	expect_no_event(f.conn);
 	tv_post_fx_close(&f);
@@ -473,10 +473,10 @@ T27_rnr_retry_exceeded_is_an_error_completion_that_fails_the_conn(void **state)
 			IBV_WC_RNR_RETRY_EXC_ERR), 1);
 	struct pmrep_completion c[4];
 	assert_int_equal(poll_all(f.conn->cq, c, 4), 2);
-	assert_int_equal(c[0].status, IBV_WC_RNR_RETRY_EXC_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_RNR_RETRY_EXCEEDED);
 	assert_ptr_equal(c[0].op_context, (void *)0x27);
 	assert_int_equal(c[0].op, PMREP_OP_SEND);
-	assert_int_equal(c[1].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[1].status, PMREP_WC_FLUSHED);
 	assert_ptr_equal(c[1].op_context, (void *)0x28);
 	int efd = -1;
 	assert_int_equal(pmrep_conn_get_event_fd(f.conn, &efd), 0);
@@ -650,7 +650,7 @@ FLUSH_native_5_GiB_is_two_ibv_wr_flush_pieces_below_2_32(void **state)
 	assert_int_equal(poll_all(f.conn->cq, c, 4), 1);
 	assert_ptr_equal(c[0].op_context, (void *)0x5);
 	assert_int_equal(c[0].op, PMREP_OP_FLUSH);
-	assert_int_equal(c[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(c[0].status, PMREP_WC_SUCCESS);
 
 	/* the first piece fails: one completion, with its status */
 	mock_wr_log_clear();
@@ -662,7 +662,7 @@ FLUSH_native_5_GiB_is_two_ibv_wr_flush_pieces_below_2_32(void **state)
 			IBV_WC_REM_ACCESS_ERR), 1);
 	assert_int_equal(poll_all(f.conn->cq, c, 4), 1);
 	assert_ptr_equal(c[0].op_context, (void *)0x6);
-	assert_int_equal(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_int_equal(poll_all(f.conn->cq, c, 4), 0);
 	expect_event(f.conn, PMREP_CONN_LOST);		/* T21 */
 	assert_int_equal(pmrep_mr_remote_delete(&big), 0);
@@ -834,6 +834,96 @@ IDLE_heartbeat_error_completion_ends_the_conn_and_is_not_reported(
 	tv_post_fx_close(&f);
 }
 
+/*
+ * The verbs provider's one mapping of rdma-core's work completion status
+ * onto pmrep's (verbs_cq.c): every status rdma-core defines, against the
+ * expectation written out here independently of the table; a value beyond
+ * them is a general error. Then end to end through the mocked CQ: the
+ * completion carries pmrep's status and the original in provider_status.
+ */
+static void
+WC_status_every_ibv_status_maps_to_pmrep_and_keeps_the_original(void **state)
+{
+	(void) state;
+	static const struct {
+		int ibv;
+		enum pmrep_wc_status want;
+	} exp[] = {
+		{ IBV_WC_SUCCESS, PMREP_WC_SUCCESS },
+		{ IBV_WC_LOC_LEN_ERR, PMREP_WC_LOCAL_LENGTH_ERROR },
+		{ IBV_WC_LOC_QP_OP_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_LOC_EEC_OP_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_LOC_PROT_ERR, PMREP_WC_LOCAL_PROTECTION_ERROR },
+		{ IBV_WC_WR_FLUSH_ERR, PMREP_WC_FLUSHED },
+		{ IBV_WC_MW_BIND_ERR, PMREP_WC_LOCAL_PROTECTION_ERROR },
+		{ IBV_WC_BAD_RESP_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_LOC_ACCESS_ERR, PMREP_WC_LOCAL_PROTECTION_ERROR },
+		{ IBV_WC_REM_INV_REQ_ERR, PMREP_WC_REMOTE_INVALID_REQUEST },
+		{ IBV_WC_REM_ACCESS_ERR, PMREP_WC_REMOTE_ACCESS_ERROR },
+		{ IBV_WC_REM_OP_ERR, PMREP_WC_REMOTE_OPERATION_ERROR },
+		{ IBV_WC_RETRY_EXC_ERR, PMREP_WC_RETRY_EXCEEDED },
+		{ IBV_WC_RNR_RETRY_EXC_ERR, PMREP_WC_RNR_RETRY_EXCEEDED },
+		{ IBV_WC_LOC_RDD_VIOL_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_REM_INV_RD_REQ_ERR, PMREP_WC_REMOTE_INVALID_REQUEST },
+		{ IBV_WC_REM_ABORT_ERR, PMREP_WC_REMOTE_OPERATION_ERROR },
+		{ IBV_WC_INV_EECN_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_INV_EEC_STATE_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_FATAL_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_RESP_TIMEOUT_ERR, PMREP_WC_TIMEOUT },
+		{ IBV_WC_GENERAL_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_TM_ERR, PMREP_WC_GENERAL_ERROR },
+		{ IBV_WC_TM_RNDV_INCOMPLETE, PMREP_WC_GENERAL_ERROR },
+	};
+	size_t n = sizeof(exp) / sizeof(exp[0]);
+	assert_int_equal(n, IBV_WC_TM_RNDV_INCOMPLETE + 1);	/* all of them */
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(exp[i].ibv, (int)i);
+		assert_int_equal(verbs_wc_status(exp[i].ibv), exp[i].want);
+	}
+	assert_int_equal(verbs_wc_status(IBV_WC_TM_RNDV_INCOMPLETE + 1),
+			PMREP_WC_GENERAL_ERROR);
+	assert_int_equal(verbs_wc_status(-1), PMREP_WC_GENERAL_ERROR);
+
+	struct tv_post_fx f;
+	tv_post_fx_open(&f, NULL);
+	assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 64,
+			PMREP_F_COMPLETION_ALWAYS, (void *)1), 0);
+	assert_int_equal(pmrep_write(f.conn, f.remote, 0, f.local, 0, 64,
+			PMREP_F_COMPLETION_ALWAYS, (void *)2), 0);
+	assert_int_equal(mock_qp_complete_sends(f.vc->qp, 1,
+			IBV_WC_RESP_TIMEOUT_ERR), 1);
+	struct pmrep_completion c[4];
+	assert_int_equal(poll_all(f.conn->cq, c, 4), 2);
+	assert_ptr_equal(c[0].op_context, (void *)1);
+	assert_int_equal(c[0].status, PMREP_WC_TIMEOUT);
+	assert_int_equal(c[0].provider_status, IBV_WC_RESP_TIMEOUT_ERR);
+	assert_ptr_equal(c[1].op_context, (void *)2);
+	assert_int_equal(c[1].status, PMREP_WC_FLUSHED);
+	assert_int_equal(c[1].provider_status, IBV_WC_WR_FLUSH_ERR);
+	assert_string_equal(pmrep_wc_status_str(c[0].status), "response timeout");
+	tv_post_fx_close(&f);
+}
+
+/* pmrep_wc_status_str: a distinct string for every value, never NULL */
+static void
+WC_status_str_names_every_value_and_an_unknown_one(void **state)
+{
+	(void) state;
+	const char *unknown = pmrep_wc_status_str((enum pmrep_wc_status)99);
+	assert_string_equal(unknown, "unknown completion status");
+	for (int i = PMREP_WC_SUCCESS; i <= PMREP_WC_GENERAL_ERROR; i++) {
+		const char *a = pmrep_wc_status_str((enum pmrep_wc_status)i);
+		assert_non_null(a);
+		assert_string_not_equal(a, unknown);
+		for (int j = PMREP_WC_SUCCESS; j < i; j++)
+			assert_string_not_equal(a,
+					pmrep_wc_status_str((enum pmrep_wc_status)j));
+	}
+	assert_string_equal(pmrep_wc_status_str(PMREP_WC_SUCCESS), "success");
+	assert_string_equal(pmrep_wc_status_str(PMREP_WC_FLUSHED),
+			"flushed (the conn is in error or disconnected)");
+}
+
 int
 main(void)
 {
@@ -854,6 +944,8 @@ main(void)
 		T(IDLE_heartbeat_error_completion_ends_the_conn_and_is_not_reported),
 		T(FLUSH_of_4_GiB_or_more_splits_into_contiguous_pieces_below_2_32),
 		T(FLUSH_split_request_completes_once_with_the_first_error),
+		T(WC_status_every_ibv_status_maps_to_pmrep_and_keeps_the_original),
+		cmocka_unit_test(WC_status_str_names_every_value_and_an_unknown_one),
 #ifdef PMREP_HAVE_IBV_WR_FLUSH
 		T(FLUSH_native_5_GiB_is_two_ibv_wr_flush_pieces_below_2_32),
 		T(FLUSH_split_needs_a_slot_per_piece_or_posts_nothing),

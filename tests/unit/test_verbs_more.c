@@ -116,7 +116,7 @@ write_more_then_flush_is_one_post_send_of_two_wrs(void **state)
 	assert_int_equal(complete_all(&f, c, 4), 1);
 	assert_int_equal(c[0].op, PMREP_OP_FLUSH);
 	assert_ptr_equal(c[0].op_context, (void *)2);
-	assert_int_equal(c[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(c[0].status, PMREP_WC_SUCCESS);
 	assert_int_equal(slots(&f), 0);
 	assert_int_equal(mock_qp_sq_used(f.vc->qp), 0);
 
@@ -275,7 +275,7 @@ held_request_is_posted_by_disconnect(void **state)
 	assert_int_equal(pmrep_cq_get_completions(f.conn->cq, c, 2, &n), 0);
 	assert_int_equal(n, 1);
 	assert_ptr_equal(c[0].op_context, (void *)5);
-	assert_int_equal(c[0].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_FLUSHED);
 	tv_post_fx_close(&f);
 }
 
@@ -294,7 +294,7 @@ held_request_on_a_qp_in_error_gets_a_flush_error(void **state)
 	assert_int_equal(pmrep_cq_get_completions(f.conn->cq, c, 2, &n), 0);
 	assert_int_equal(n, 1);
 	assert_ptr_equal(c[0].op_context, (void *)6);
-	assert_int_equal(c[0].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_FLUSHED);
 	assert_int_equal(slots(&f), 0);
 	tv_post_fx_close(&f);
 }

@@ -89,7 +89,7 @@ completions_report_the_op_and_context_that_were_posted(void **state)
 	c = complete_one(&f);
 	assert_int_equal(c.op, PMREP_OP_READ);
 	assert_ptr_equal(c.op_context, (void *)1);
-	assert_int_equal(c.status, IBV_WC_SUCCESS);
+	assert_int_equal(c.status, PMREP_WC_SUCCESS);
 
 	/* on the wire a READ / a WRITE: reported as what the user asked */
 	assert_int_equal(pmrep_flush(f.conn, f.remote, 0, 8,
@@ -152,11 +152,11 @@ error_completion_reports_status_and_context_only(void **state)
 	assert_int_equal(pmrep_cq_get_completions(f.conn->cq, c, 4, &n), 0);
 	assert_int_equal(n, 3);
 	assert_ptr_equal(c[0].op_context, (void *)1);
-	assert_int_equal(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_REMOTE_ACCESS_ERROR);
 	assert_ptr_equal(c[1].op_context, (void *)2);
-	assert_int_equal(c[1].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[1].status, PMREP_WC_FLUSHED);
 	assert_ptr_equal(c[2].op_context, (void *)3);
-	assert_int_equal(c[2].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[2].status, PMREP_WC_FLUSHED);
 	for (int i = 0; i < 3; i++) {
 		assert_false(c[i].has_imm);
 		assert_int_equal(c[i].byte_len, 0);
@@ -351,7 +351,7 @@ t14_failed_flush_is_an_error_completion_never_success(void **state)
 	assert_int_equal(pmrep_cq_get_completions(f.conn->cq, c, 2, &n), 0);
 	assert_int_equal(n, 1);
 	assert_ptr_equal(c[0].op_context, (void *)0xf);
-	assert_int_equal(c[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(c[0].status, PMREP_WC_REMOTE_ACCESS_ERROR);
 	tv_post_fx_close(&f);
 }
 

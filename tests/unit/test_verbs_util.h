@@ -19,6 +19,7 @@
 #include <poll.h>
 
 #include <pmrep/transport.h>
+#include <pmrep/verbs.h>
 #include "mocks.h"
 #include "transport/provider.h"
 #include "transport/verbs/verbs_internal.h"

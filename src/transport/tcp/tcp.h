@@ -110,10 +110,10 @@ struct tcp_mr *tcp_mr_find(struct tcp_peer *peer, uint32_t key);
 
 /*
  * tcp_mr_check -- may a remote request touch [raddr, raddr + len) of `mr`
- * with the access bits `usage` (PMREP_MR_USAGE_*)? IBV_WC_SUCCESS or
- * IBV_WC_REM_ACCESS_ERR (a NULL mr, a missing bit or any byte outside).
+ * with the access bits `usage` (PMREP_MR_USAGE_*)? PMREP_WC_SUCCESS or
+ * PMREP_WC_REMOTE_ACCESS_ERROR (a NULL mr, a missing bit or any byte outside).
  */
-enum ibv_wc_status tcp_mr_check(const struct pmrep_mr_local *mr,
+enum pmrep_wc_status tcp_mr_check(const struct pmrep_mr_local *mr,
 		uint64_t raddr, uint64_t len, int usage);
 
 /* ------------------------------------------------------ memory windows */
@@ -141,10 +141,10 @@ bool tcp_key_in_use(struct tcp_peer *p, uint32_t key);
  * a window of `c` (the window's usage), or a region registered without
  * PMREP_MR_USAGE_MW_BIND (its own usage); anything else -- a window of
  * another conn, a region's own rkey when it takes windows only, an
- * unknown key -- is IBV_WC_REM_ACCESS_ERR, logged. *mr: the region
+ * unknown key -- is PMREP_WC_REMOTE_ACCESS_ERROR, logged. *mr: the region
  * (NULL when refused). Caller holds mem_lock.
  */
-enum ibv_wc_status tcp_remote_check(struct tcp_conn *c, uint32_t rkey,
+enum pmrep_wc_status tcp_remote_check(struct tcp_conn *c, uint32_t rkey,
 		uint64_t raddr, uint64_t len, int usage, struct tcp_mr **mr);
 
 /* ------------------------------------------------ CQs and their channels */
@@ -309,7 +309,7 @@ struct tcp_wr {
 	bool with_imm;
 	bool done;			/* READ: its data arrived */
 	enum pmrep_op op;
-	enum ibv_wc_status status;
+	enum pmrep_wc_status status;
 	uint32_t lkey;			/* local buffer (WRITE/SEND src, READ dst) */
 	uint8_t *lptr;
 	uint64_t len;
@@ -456,7 +456,7 @@ struct tcp_conn {
 	uint64_t rx_left;		/* payload bytes still to come */
 	uint8_t *rx_dst;		/* NULL: discard them */
 	uint32_t rx_key;		/* the MR rx_dst points into */
-	enum ibv_wc_status rx_status;
+	enum pmrep_wc_status rx_status;
 	bool rx_has_recv;
 	struct tcp_recv rx_recv;	/* the receive a SEND / WRITE+IMM consumes */
 	uint32_t rx_expect;		/* seq of the next incoming request */

@@ -365,7 +365,7 @@ tcp_post(const struct pmrep_op_args *a)
 	memset(wr, 0, sizeof(*wr));
 	wr->type = wire_type[a->op];
 	wr->op = a->op;
-	wr->status = IBV_WC_SUCCESS;
+	wr->status = PMREP_WC_SUCCESS;
 	wr->signaled = a->signaled;
 	wr->ctx = a->op_context;
 	wr->len = a->len;

@@ -121,7 +121,7 @@ usage_str(int usage)
 	}
 }
 
-enum ibv_wc_status
+enum pmrep_wc_status
 tcp_remote_check(struct tcp_conn *c, uint32_t rkey, uint64_t raddr,
 		uint64_t len, int usage, struct tcp_mr **mr_ptr)
 {
@@ -133,11 +133,11 @@ tcp_remote_check(struct tcp_conn *c, uint32_t rkey, uint64_t raddr,
 			PMREP_LOG_ERR("remote %s refused: window rkey 0x%x of this conn does not give it (usage 0x%x)",
 					usage_str(usage), rkey,
 					(unsigned)w->base.usage);
-			return IBV_WC_REM_ACCESS_ERR;
+			return PMREP_WC_REMOTE_ACCESS_ERROR;
 		}
-		enum ibv_wc_status st = tcp_mr_check(&w->mr->base, raddr, len,
+		enum pmrep_wc_status st = tcp_mr_check(&w->mr->base, raddr, len,
 				usage);
-		if (st == IBV_WC_SUCCESS)
+		if (st == PMREP_WC_SUCCESS)
 			*mr_ptr = w->mr;
 		else
 			PMREP_LOG_ERR("remote %s refused: %llu bytes at 0x%llx are outside window rkey 0x%x",
@@ -150,15 +150,15 @@ tcp_remote_check(struct tcp_conn *c, uint32_t rkey, uint64_t raddr,
 	if (mr != NULL && (mr->base.usage & PMREP_MR_USAGE_MW_BIND)) {
 		PMREP_LOG_ERR("remote %s refused: rkey 0x%x is a region reached through memory windows only",
 				usage_str(usage), rkey);
-		return IBV_WC_REM_ACCESS_ERR;
+		return PMREP_WC_REMOTE_ACCESS_ERROR;
 	}
 	if (mr == NULL) {
 		PMREP_LOG_ERR("remote %s refused: rkey 0x%x is neither a window of this conn nor a region",
 				usage_str(usage), rkey);
-		return IBV_WC_REM_ACCESS_ERR;
+		return PMREP_WC_REMOTE_ACCESS_ERROR;
 	}
-	enum ibv_wc_status st = tcp_mr_check(&mr->base, raddr, len, usage);
-	if (st == IBV_WC_SUCCESS)
+	enum pmrep_wc_status st = tcp_mr_check(&mr->base, raddr, len, usage);
+	if (st == PMREP_WC_SUCCESS)
 		*mr_ptr = mr;
 	return st;
 }

@@ -91,18 +91,18 @@ tcp_mr_find(struct tcp_peer *peer, uint32_t key)
 	return NULL;
 }
 
-enum ibv_wc_status
+enum pmrep_wc_status
 tcp_mr_check(const struct pmrep_mr_local *mr, uint64_t raddr, uint64_t len,
 		int usage)
 {
 	if (mr == NULL || (mr->usage & usage) != usage)
-		return IBV_WC_REM_ACCESS_ERR;
+		return PMREP_WC_REMOTE_ACCESS_ERROR;
 	if (raddr < mr->raddr)
-		return IBV_WC_REM_ACCESS_ERR;
+		return PMREP_WC_REMOTE_ACCESS_ERROR;
 	uint64_t off = raddr - mr->raddr;
 	if (off > mr->size || len > mr->size - off)
-		return IBV_WC_REM_ACCESS_ERR;
-	return IBV_WC_SUCCESS;
+		return PMREP_WC_REMOTE_ACCESS_ERROR;
+	return PMREP_WC_SUCCESS;
 }
 
 static int

@@ -12,12 +12,12 @@
  * READ_RESP per read and a NAK for a request that failed. A request that
  * needs a receive (SEND, WRITE with immediate) when none is posted stalls
  * the target's input for up to the initiator's receiver-not-ready budget
- * (its cfg timeout), then fails with IBV_WC_RNR_RETRY_EXC_ERR. After a NAK
+ * (its cfg timeout), then fails with PMREP_WC_RNR_RETRY_EXCEEDED. After a NAK
  * both sides are in the error state, as a verbs QP: every request and
- * receive not yet completed is flushed (IBV_WC_WR_FLUSH_ERR) and every
+ * receive not yet completed is flushed (PMREP_WC_FLUSHED) and every
  * later frame but DISCONNECT is ignored. Socket errors, EOF without
  * DISCONNECT and protocol violations end the conn with LOST; the oldest
- * request in flight then completes with IBV_WC_RETRY_EXC_ERR. So does a
+ * request in flight then completes with PMREP_WC_RETRY_EXCEEDED. So does a
  * wire version 2 peer that sent nothing for the liveness period (it
  * heartbeats: see "liveness" below and README.md).
  */
@@ -59,9 +59,9 @@ cqes_flush(struct tcp_conn *c)
 }
 
 static void
-cqe_send(struct tcp_conn *c, const struct tcp_wr *wr, enum ibv_wc_status st)
+cqe_send(struct tcp_conn *c, const struct tcp_wr *wr, enum pmrep_wc_status st)
 {
-	if (st == IBV_WC_SUCCESS && !wr->signaled)
+	if (st == PMREP_WC_SUCCESS && !wr->signaled)
 		return;
 	if (c->nscqe == TCP_CQE_BATCH)
 		cqes_flush(c);
@@ -75,7 +75,7 @@ cqe_send(struct tcp_conn *c, const struct tcp_wr *wr, enum ibv_wc_status st)
 
 static void
 cqe_recv(struct tcp_conn *c, const struct tcp_recv *r, enum pmrep_op op,
-		enum ibv_wc_status st, uint32_t len, bool has_imm, uint32_t imm)
+		enum pmrep_wc_status st, uint32_t len, bool has_imm, uint32_t imm)
 {
 	if (c->nrcqe == TCP_CQE_BATCH)
 		cqes_flush(c);
@@ -158,11 +158,11 @@ acked_through(struct tcp_conn *c, uint32_t seq)
 /*
  * Complete every request and receive that has no outcome yet: known ones
  * with theirs, the first unknown one (if it was sent) with `first`, the
- * rest with IBV_WC_WR_FLUSH_ERR. Also what the app posts later: the loop
+ * rest with PMREP_WC_FLUSHED. Also what the app posts later: the loop
  * calls this on every turn while the conn is in the error state.
  */
 static void
-flush_all(struct tcp_conn *c, enum ibv_wc_status first)
+flush_all(struct tcp_conn *c, enum pmrep_wc_status first)
 {
 	uint32_t tail = sq_tail(c);
 	uint32_t h = c->sq_head;
@@ -176,16 +176,16 @@ flush_all(struct tcp_conn *c, enum ibv_wc_status first)
 			continue;
 		}
 		bool sent = (int32_t)(h - c->sq_tx) < 0;
-		cqe_send(c, wr, sent && first != IBV_WC_WR_FLUSH_ERR ? first :
-				IBV_WC_WR_FLUSH_ERR);
+		cqe_send(c, wr, sent && first != PMREP_WC_FLUSHED ? first :
+				PMREP_WC_FLUSHED);
 		if (sent)
-			first = IBV_WC_WR_FLUSH_ERR;
+			first = PMREP_WC_FLUSHED;
 	}
 	c->sq_tx = c->sq_acked = tail;
 	sq_set_head(c, tail);
 
 	if (c->rx_has_recv) {
-		cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, IBV_WC_WR_FLUSH_ERR, 0,
+		cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, PMREP_WC_FLUSHED, 0,
 				false, 0);
 		c->rx_has_recv = false;
 	}
@@ -193,7 +193,7 @@ flush_all(struct tcp_conn *c, enum ibv_wc_status first)
 		struct tcp_recv r;
 		pthread_mutex_lock(&c->lock);
 		while (tcp_rq_take(&c->rq, &r))
-			cqe_recv(c, &r, PMREP_OP_RECV, IBV_WC_WR_FLUSH_ERR, 0,
+			cqe_recv(c, &r, PMREP_OP_RECV, PMREP_WC_FLUSHED, 0,
 					false, 0);
 		pthread_mutex_unlock(&c->lock);
 	}
@@ -201,7 +201,7 @@ flush_all(struct tcp_conn *c, enum ibv_wc_status first)
 
 /* the conn failed (as a verbs QP moving to the error state) */
 static void
-enter_error(struct tcp_conn *c, enum ibv_wc_status first)
+enter_error(struct tcp_conn *c, enum pmrep_wc_status first)
 {
 	if (c->qp_error)
 		return;
@@ -232,7 +232,7 @@ enter_error(struct tcp_conn *c, enum ibv_wc_status first)
 static void
 enter_lost(struct tcp_conn *c, const char *why)
 {
-	enter_error(c, IBV_WC_WR_FLUSH_ERR);
+	enter_error(c, PMREP_WC_FLUSHED);
 	pthread_mutex_lock(&c->lock);
 	c->failed = true;
 	pthread_mutex_unlock(&c->lock);
@@ -274,9 +274,9 @@ finish(struct tcp_conn *c, enum pmrep_conn_event ev)
 		return;
 	close_socket(c);
 	c->state = TCP_CONN_DEAD;
-	enter_error(c, ev == PMREP_CONN_LOST ? IBV_WC_RETRY_EXC_ERR :
-			IBV_WC_WR_FLUSH_ERR);
-	flush_all(c, IBV_WC_WR_FLUSH_ERR);
+	enter_error(c, ev == PMREP_CONN_LOST ? PMREP_WC_RETRY_EXCEEDED :
+			PMREP_WC_FLUSHED);
+	flush_all(c, PMREP_WC_FLUSHED);
 	if (!c->terminal_queued) {
 		c->terminal_queued = true;
 		push_event(c, ev);
@@ -339,15 +339,48 @@ resp_push(struct tcp_conn *c, const struct tcp_resp *r)
 
 static bool pend_run(struct tcp_conn *c);
 
+/* a status as the NAK code that carries it (tcp_wire.h); the target
+ * only NAKs with these four */
+static uint32_t
+nak_code(enum pmrep_wc_status status)
+{
+	switch (status) {
+	case PMREP_WC_REMOTE_INVALID_REQUEST:
+		return TCP_WIRE_NAK_REM_INV_REQ;
+	case PMREP_WC_REMOTE_ACCESS_ERROR:
+		return TCP_WIRE_NAK_REM_ACCESS;
+	case PMREP_WC_RNR_RETRY_EXCEEDED:
+		return TCP_WIRE_NAK_RNR_RETRY;
+	default:
+		return TCP_WIRE_NAK_REM_OP;
+	}
+}
+
+/* a NAK's code (checked by the decoder) as the initiator's status */
+static enum pmrep_wc_status
+nak_status(uint32_t code)
+{
+	switch (code) {
+	case TCP_WIRE_NAK_REM_INV_REQ:
+		return PMREP_WC_REMOTE_INVALID_REQUEST;
+	case TCP_WIRE_NAK_REM_ACCESS:
+		return PMREP_WC_REMOTE_ACCESS_ERROR;
+	case TCP_WIRE_NAK_RNR_RETRY:
+		return PMREP_WC_RNR_RETRY_EXCEEDED;
+	default:
+		return PMREP_WC_REMOTE_OPERATION_ERROR;
+	}
+}
+
 /* the target refuses request `seq`: tell the initiator, then both fail */
 static void
-nak(struct tcp_conn *c, uint32_t seq, enum ibv_wc_status status)
+nak(struct tcp_conn *c, uint32_t seq, enum pmrep_wc_status status)
 {
 	/* earlier flushes first: if their persist fails, that is the NAK */
 	if (!pend_run(c))
 		return;
 	struct tcp_resp r = { .type = TCP_WIRE_NAK, .seq = seq,
-		.status = status };
+		.status = nak_code(status) };
 	if (!resp_push(c, &r))
 		return;
 	/* responses owed before the NAK still go out (the initiator takes
@@ -447,7 +480,7 @@ need_recv(struct tcp_conn *c, const struct tcp_frame *f)
 			"write with immediate");
 	set_rnr_waiting(c, false);
 	c->stalled = false;
-	nak(c, f->seq, IBV_WC_RNR_RETRY_EXC_ERR);
+	nak(c, f->seq, PMREP_WC_RNR_RETRY_EXCEEDED);
 	return false;
 }
 
@@ -468,7 +501,7 @@ persist_default(void *ptr, uint64_t len)
  * persisting each in turn would give; the ACK that answers for them (and
  * for any plain write after them) is held until then. On failure the
  * oldest flush of the group is NAKed: the initiator completes it with
- * IBV_WC_REM_OP_ERR and everything after it with a flush error, so no
+ * PMREP_WC_REMOTE_OPERATION_ERROR and everything after it with a flush error, so no
  * flush is ever acknowledged without its persist. false: failed (the
  * conn is in the error state).
  */
@@ -487,13 +520,13 @@ pend_run(struct tcp_conn *c)
 					"is refused, never acknowledged",
 					(unsigned long long)len, ret,
 					pmrep_err_to_str(ret));
-			nak(c, c->pend.first_seq, IBV_WC_REM_OP_ERR);
+			nak(c, c->pend.first_seq, PMREP_WC_REMOTE_OPERATION_ERROR);
 			return false;
 		}
 	} else if (persist_default(c->pend.start, len) != 0) {
 		PMREP_LOG_ERR("flush: msync of %llu bytes failed: %s",
 				(unsigned long long)len, strerror(errno));
-		nak(c, c->pend.first_seq, IBV_WC_REM_OP_ERR);
+		nak(c, c->pend.first_seq, PMREP_WC_REMOTE_OPERATION_ERROR);
 		return false;
 	}
 	ack(c, c->pend.ack_seq);
@@ -552,14 +585,14 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 		return HDR_GO;
 	}
 	struct tcp_mr *mr = NULL;
-	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	enum pmrep_wc_status st = PMREP_WC_SUCCESS;
 	uint8_t *addr = NULL;
 
 	switch (f->type) {
 	case TCP_WIRE_WRITE:
 		st = tcp_remote_check(c, f->rkey, f->raddr, f->payload_len,
 				PMREP_MR_USAGE_WRITE_DST, &mr);
-		if (st != IBV_WC_SUCCESS)
+		if (st != PMREP_WC_SUCCESS)
 			break;
 		if ((f->flags & TCP_WIRE_F_IMM) && !c->rx_has_recv &&
 				!need_recv(c, f))
@@ -570,7 +603,7 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 	case TCP_WIRE_READ:
 		st = tcp_remote_check(c, f->rkey, f->raddr, f->len,
 				PMREP_MR_USAGE_READ_SRC, &mr);
-		if (st != IBV_WC_SUCCESS)
+		if (st != PMREP_WC_SUCCESS)
 			break;
 		/* a peer that floods READs and does not take the responses
 		 * is held back by not reading, not by queueing without end */
@@ -587,10 +620,10 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 	case TCP_WIRE_ATOMIC_WRITE:
 		st = tcp_remote_check(c, f->rkey, f->raddr, 8,
 				PMREP_MR_USAGE_WRITE_DST, &mr);
-		if (st != IBV_WC_SUCCESS)
+		if (st != PMREP_WC_SUCCESS)
 			break;
 		if (f->raddr % 8 != 0) {
-			st = IBV_WC_REM_INV_REQ_ERR;
+			st = PMREP_WC_REMOTE_INVALID_REQUEST;
 			break;
 		}
 		addr = (uint8_t *)mr->base.ptr + (f->raddr - mr->base.raddr);
@@ -606,7 +639,7 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
 		st = tcp_remote_check(c, f->rkey, f->raddr, f->len, usage,
 				&mr);
-		if (st != IBV_WC_SUCCESS)
+		if (st != PMREP_WC_SUCCESS)
 			break;
 		/* every earlier write of this conn is in memory already: they
 		 * were applied in order before this frame was read */
@@ -632,16 +665,16 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 					f->payload_len,
 					(unsigned long long)c->rx_recv.len);
 			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
-					IBV_WC_LOC_LEN_ERR, 0, false, 0);
+					PMREP_WC_LOCAL_LENGTH_ERROR, 0, false, 0);
 			c->rx_has_recv = false;
-			st = IBV_WC_REM_INV_REQ_ERR;
+			st = PMREP_WC_REMOTE_INVALID_REQUEST;
 			break;
 		}
 		if (f->payload_len > 0 && tcp_mr_find(p, c->rx_recv.key) == NULL) {
 			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
-					IBV_WC_LOC_PROT_ERR, 0, false, 0);
+					PMREP_WC_LOCAL_PROTECTION_ERROR, 0, false, 0);
 			c->rx_has_recv = false;
-			st = IBV_WC_REM_OP_ERR;
+			st = PMREP_WC_REMOTE_OPERATION_ERROR;
 			break;
 		}
 		c->rx_dst = c->rx_recv.ptr;
@@ -650,7 +683,7 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 	}
 	if (c->qp_error)	/* an RNR failure above */
 		return HDR_GO;
-	if (st != IBV_WC_SUCCESS) {
+	if (st != PMREP_WC_SUCCESS) {
 		c->rx_dst = NULL;
 		nak(c, f->seq, st);
 	}
@@ -688,13 +721,13 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 		c->rx_key = wr->lkey;
 		break;
 	case TCP_WIRE_NAK:
+		wr->status = nak_status(f->status);
 		PMREP_LOG_ERR("the target failed request %u: %s", f->seq,
-				ibv_wc_status_str((enum ibv_wc_status)f->status));
-		wr->status = (enum ibv_wc_status)f->status;
+				pmrep_wc_status_str(wr->status));
 		wr->done = true;
 		acked_through(c, f->seq);
 		sq_complete(c);
-		enter_lost(c, ibv_wc_status_str(wr->status));
+		enter_lost(c, pmrep_wc_status_str(wr->status));
 		break;
 	}
 	return HDR_GO;
@@ -708,7 +741,7 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 static void
 start_closing(struct tcp_conn *c, bool answering)
 {
-	enter_error(c, IBV_WC_WR_FLUSH_ERR);
+	enter_error(c, PMREP_WC_FLUSHED);
 	c->state = TCP_CONN_CLOSING;
 	c->disconnect_queued = true;
 	c->close_when_sent = answering;
@@ -729,7 +762,7 @@ on_header(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	c->rx_dst = NULL;
 	c->rx_ignore = false;
-	c->rx_status = IBV_WC_SUCCESS;
+	c->rx_status = PMREP_WC_SUCCESS;
 	if (f->type == TCP_WIRE_DISCONNECT) {
 		on_disconnect(c);
 		return c->state == TCP_CONN_DEAD ? HDR_DEAD : HDR_GO;
@@ -772,41 +805,41 @@ on_frame_done(struct tcp_conn *c)
 
 	switch (f->type) {
 	case TCP_WIRE_WRITE:
-		if (c->rx_status != IBV_WC_SUCCESS) {
+		if (c->rx_status != PMREP_WC_SUCCESS) {
 			nak(c, f->seq, c->rx_status);	/* MR gone meanwhile */
 			return;
 		}
 		ack(c, f->seq);
 		if (f->flags & TCP_WIRE_F_IMM) {
 			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV_RDMA_WITH_IMM,
-					IBV_WC_SUCCESS, f->payload_len, true,
+					PMREP_WC_SUCCESS, f->payload_len, true,
 					f->imm);
 			c->rx_has_recv = false;
 		}
 		break;
 	case TCP_WIRE_SEND:
-		if (c->rx_status != IBV_WC_SUCCESS) {
+		if (c->rx_status != PMREP_WC_SUCCESS) {
 			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
-					IBV_WC_LOC_PROT_ERR, 0, false, 0);
+					PMREP_WC_LOCAL_PROTECTION_ERROR, 0, false, 0);
 			c->rx_has_recv = false;
-			nak(c, f->seq, IBV_WC_REM_OP_ERR);
+			nak(c, f->seq, PMREP_WC_REMOTE_OPERATION_ERROR);
 			return;
 		}
 		ack(c, f->seq);
-		cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, IBV_WC_SUCCESS,
+		cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, PMREP_WC_SUCCESS,
 				f->payload_len, (f->flags & TCP_WIRE_F_IMM) != 0,
 				f->imm);
 		c->rx_has_recv = false;
 		break;
 	case TCP_WIRE_READ_RESP: {
-		if (c->rx_status != IBV_WC_SUCCESS) {
+		if (c->rx_status != PMREP_WC_SUCCESS) {
 			PMREP_LOG_ERR("read: the destination MR was deregistered with the read in flight");
 			finish(c, PMREP_CONN_LOST);
 			return;
 		}
 		struct tcp_wr *wr = sq_wr(c, f->seq);
 		wr->done = true;
-		wr->status = IBV_WC_SUCCESS;
+		wr->status = PMREP_WC_SUCCESS;
 		break;
 	}
 	default:
@@ -1134,7 +1167,7 @@ tx_fill(struct tcp_conn *c)
 						r->key) == NULL) {
 				/* deregistered before we got to send it */
 				f.type = TCP_WIRE_NAK;
-				f.status = IBV_WC_REM_ACCESS_ERR;
+				f.status = TCP_WIRE_NAK_REM_ACCESS;
 				tx_add(c, &f);
 				enter_lost(c, "a read of a deregistered region");
 				continue;
@@ -1304,7 +1337,7 @@ tcp_progress_forget_mr(struct tcp_conn *c, const struct tcp_mr *mr)
 	}
 	if (c->rx_in_payload && c->rx_dst != NULL && c->rx_key == key) {
 		c->rx_dst = NULL;
-		c->rx_status = IBV_WC_REM_ACCESS_ERR;
+		c->rx_status = PMREP_WC_REMOTE_ACCESS_ERROR;
 	}
 }
 
@@ -1626,7 +1659,7 @@ turn(struct tcp_conn *c, bool readable)
 {
 	struct tcp_peer *p = tcp_peer(c->base.peer);
 	if (c->qp_error)
-		flush_all(c, IBV_WC_WR_FLUSH_ERR);	/* late posts */
+		flush_all(c, PMREP_WC_FLUSHED);	/* late posts */
 
 	pthread_rwlock_rdlock(&p->mem_lock);
 	if (c->sock >= 0 && !c->rx_gated && !c->rx_full &&
@@ -1792,8 +1825,8 @@ tcp_progress_main(void *arg)
 	shutdown_socket(c);
 	close_dead_socket(c);
 	c->state = TCP_CONN_DEAD;
-	enter_error(c, IBV_WC_WR_FLUSH_ERR);
-	flush_all(c, IBV_WC_WR_FLUSH_ERR);
+	enter_error(c, PMREP_WC_FLUSHED);
+	flush_all(c, PMREP_WC_FLUSHED);
 	cqes_flush(c);
 	pthread_mutex_unlock(&c->prog_lock);
 	return NULL;

@@ -5,7 +5,6 @@
  * here, so the progress thread only ever sees well-formed headers.
  */
 #include <string.h>
-#include <infiniband/verbs.h>
 
 #include "common/wire.h"
 #include "tcp_wire.h"
@@ -40,10 +39,10 @@ int
 tcp_wire_nak_status_ok(uint32_t status)
 {
 	switch (status) {
-	case IBV_WC_REM_ACCESS_ERR:
-	case IBV_WC_REM_INV_REQ_ERR:
-	case IBV_WC_REM_OP_ERR:
-	case IBV_WC_RNR_RETRY_EXC_ERR:
+	case TCP_WIRE_NAK_REM_INV_REQ:
+	case TCP_WIRE_NAK_REM_ACCESS:
+	case TCP_WIRE_NAK_REM_OP:
+	case TCP_WIRE_NAK_RNR_RETRY:
 		return 1;
 	default:
 		return 0;

@@ -22,7 +22,7 @@
  *   20 SEND         u32 seq | u32 imm                                  16  data
  *   32 ACK          u32 seq (cumulative) | u32 0                       16  0
  *   33 READ_RESP    u32 seq | u32 0                                    16  data
- *   34 NAK          u32 seq | u32 status (enum ibv_wc_status)          16  0
+ *   34 NAK          u32 seq | u32 code (enum tcp_wire_nak_code)        16  0
  *   35 DISCONNECT   -                                                   8  0
  *
  * flags: bit 0 (TCP_WIRE_F_IMM) only on WRITE and SEND; every other bit,
@@ -87,7 +87,7 @@ struct tcp_frame {
 	uint64_t raddr;
 	uint64_t len;		/* READ, FLUSH */
 	uint32_t imm;		/* WRITE, SEND (with TCP_WIRE_F_IMM) */
-	uint32_t status;	/* NAK: ibv_wc_status; REJECT: tcp_wire_reject */
+	uint32_t status;	/* NAK: tcp_wire_nak_code; REJECT: tcp_wire_reject */
 	uint32_t flush_type;	/* FLUSH: enum pmrep_flush_type */
 	uint8_t value[8];	/* ATOMIC_WRITE */
 	uint32_t magic;		/* HELLO */
@@ -116,7 +116,20 @@ size_t tcp_wire_encode(const struct tcp_frame *f, uint8_t *out);
 /* tcp_wire_hdr_size -- the header size of `type`, 0 for an unknown type */
 size_t tcp_wire_hdr_size(uint8_t type);
 
-/* true for a status a NAK may carry */
+/*
+ * The codes a NAK carries. The numbers are those of rdma-core's enum
+ * ibv_wc_status, which NAKs carried before pmrep had its own completion
+ * status: kept, so that the wire is unchanged. The provider maps them to
+ * enum pmrep_wc_status (tcp_progress.c).
+ */
+enum tcp_wire_nak_code {
+	TCP_WIRE_NAK_REM_INV_REQ = 9,	/* PMREP_WC_REMOTE_INVALID_REQUEST */
+	TCP_WIRE_NAK_REM_ACCESS = 10,	/* PMREP_WC_REMOTE_ACCESS_ERROR */
+	TCP_WIRE_NAK_REM_OP = 11,	/* PMREP_WC_REMOTE_OPERATION_ERROR */
+	TCP_WIRE_NAK_RNR_RETRY = 13,	/* PMREP_WC_RNR_RETRY_EXCEEDED */
+};
+
+/* true for a code a NAK may carry (enum tcp_wire_nak_code) */
 int tcp_wire_nak_status_ok(uint32_t status);
 
 #endif /* PMREP_TCP_WIRE_H */

@@ -248,6 +248,42 @@ wc_stale(struct verbs_cq *cq, const struct ibv_wc *wc)
 	return stale;
 }
 
+/*
+ * rdma-core's work completion status in pmrep's terms: the one table the
+ * verbs provider maps through (docs/DESIGN.md "Completions"). A status
+ * not listed (RD-only codes, tag matching, ones newer rdma-core adds) is
+ * PMREP_WC_GENERAL_ERROR; the completion keeps the original in
+ * provider_status either way.
+ */
+static const struct {
+	enum ibv_wc_status ibv;
+	enum pmrep_wc_status pmrep;
+} wc_status_map[] = {
+	{ IBV_WC_SUCCESS,		PMREP_WC_SUCCESS },
+	{ IBV_WC_WR_FLUSH_ERR,		PMREP_WC_FLUSHED },
+	{ IBV_WC_LOC_LEN_ERR,		PMREP_WC_LOCAL_LENGTH_ERROR },
+	{ IBV_WC_LOC_PROT_ERR,		PMREP_WC_LOCAL_PROTECTION_ERROR },
+	{ IBV_WC_LOC_ACCESS_ERR,	PMREP_WC_LOCAL_PROTECTION_ERROR },
+	{ IBV_WC_MW_BIND_ERR,		PMREP_WC_LOCAL_PROTECTION_ERROR },
+	{ IBV_WC_REM_ACCESS_ERR,	PMREP_WC_REMOTE_ACCESS_ERROR },
+	{ IBV_WC_REM_INV_REQ_ERR,	PMREP_WC_REMOTE_INVALID_REQUEST },
+	{ IBV_WC_REM_INV_RD_REQ_ERR,	PMREP_WC_REMOTE_INVALID_REQUEST },
+	{ IBV_WC_REM_OP_ERR,		PMREP_WC_REMOTE_OPERATION_ERROR },
+	{ IBV_WC_REM_ABORT_ERR,		PMREP_WC_REMOTE_OPERATION_ERROR },
+	{ IBV_WC_RETRY_EXC_ERR,		PMREP_WC_RETRY_EXCEEDED },
+	{ IBV_WC_RNR_RETRY_EXC_ERR,	PMREP_WC_RNR_RETRY_EXCEEDED },
+	{ IBV_WC_RESP_TIMEOUT_ERR,	PMREP_WC_TIMEOUT },
+};
+
+enum pmrep_wc_status
+verbs_wc_status(int ibv_status)
+{
+	for (size_t i = 0; i < sizeof(wc_status_map) / sizeof(wc_status_map[0]); i++)
+		if ((int)wc_status_map[i].ibv == ibv_status)
+			return wc_status_map[i].pmrep;
+	return PMREP_WC_GENERAL_ERROR;
+}
+
 /* a work completion as a pmrep completion; false: not for the user */
 static bool
 convert(struct verbs_cq *cq, const struct ibv_wc *wc,
@@ -274,7 +310,8 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 			verbs_peer_wc_error(verbs_peer(cq->base.peer), wc);
 	}
 	memset(out, 0, sizeof(*out));
-	out->status = wc->status;
+	out->status = verbs_wc_status((int)wc->status);
+	out->provider_status = (uint32_t)wc->status;
 	if (wc->wr_id & VERBS_WR_RECV) {
 		const void *ctx = NULL;
 		int r = cq->rq == NULL ? VERBS_WR_UNKNOWN :
@@ -321,7 +358,8 @@ convert(struct verbs_cq *cq, const struct ibv_wc *wc,
 		}
 		out->op_context = (void *)ctx;
 		out->op = op;
-		out->status = (enum ibv_wc_status)status;
+		out->status = verbs_wc_status(status);
+		out->provider_status = (uint32_t)status;
 		if (wc->status != IBV_WC_SUCCESS)
 			return true;
 	}

@@ -673,6 +673,8 @@ int verbs_conn_post_recv_locked(struct verbs_conn *conn, uint64_t addr,
  * the QP is in error, so the conn is lost now (marked, its event fd woken)
  * unless its end is already decided or ours (see verbs_conn.c).
  */
+/* enum ibv_wc_status -> pmrep's (verbs_cq.c's table); unknown: GENERAL */
+enum pmrep_wc_status verbs_wc_status(int ibv_status);
 void verbs_conn_wc_error(struct verbs_conn *conn, const struct ibv_wc *wc);
 /* the same for an SRQ's receive completion: the conn whose QP it names */
 void verbs_peer_wc_error(struct verbs_peer *peer, const struct ibv_wc *wc);

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pmrep/verbs.h>
+
 #include "func.h"
 
 const size_t func_sizes[FUNC_NSIZES] = {
@@ -261,7 +263,7 @@ func_expect_no_completion(struct pmrep_cq *cq, int ms)
 	int n = func_collect(cq, &c, 1, ms);
 	if (n != 0)
 		fail_msg("unexpected completion: ctx %p status %s", c.op_context,
-				ibv_wc_status_str(c.status));
+				pmrep_wc_status_str(c.status));
 }
 
 struct pmrep_cq *
