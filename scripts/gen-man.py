@@ -103,6 +103,14 @@ class Header:
         self.src = open(path, encoding="utf-8").read()
         self.lines = self.src.split("\n")
         self.items = []          # Comment, Decl, ("code", line, text), ("sep", line, title)
+        # does <pmrep.h> (include/pmrep.h, next to include/pmrep/) include it?
+        umbrella = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))),
+                                "pmrep.h")
+        try:
+            inc = open(umbrella, encoding="utf-8").read()
+            self.in_umbrella = ("<%s>" % self.name) in inc
+        except OSError:
+            self.in_umbrella = True
         self.scan()
 
     def scan(self):
@@ -598,10 +606,18 @@ def func_page(f, by_name, version, date, conventions, fd_conventions, types):
            th(name, 3, version, date, "pmrep Library Functions")]
     out += [".nh", ".ad l"]
     out += [".SH NAME", "%s \\- %s" % (name, esc(doc.summary.replace("`", "")))]
-    out += [".SH SYNOPSIS", ".nf", ".B #include <pmrep.h>", ".PP"]
+    out += [".SH SYNOPSIS", ".nf", ".B #include <pmrep.h>"]
+    umbrella = f["header"].in_umbrella
+    if not umbrella:
+        out.append(".B #include <%s>" % f["header"].name)
+    out.append(".PP")
     out += synopsis(f["decl"].proto)
+    pc = "pmrep" if umbrella else "pmrep\\-%s" % (
+        os.path.basename(f["header"].path)[:-2])
     out += [".fi", ".PP", "Link with \\fB\\-lpmrep\\fP "
-            "(\\fBpkg\\-config \\-\\-libs pmrep\\fP)."]
+            "(\\fBpkg\\-config \\-\\-cflags \\-\\-libs %s\\fP)." % pc]
+    if not umbrella:
+        out.append("<pmrep.h> does not include <%s>: include it too." % f["header"].name)
     out += [".SH DESCRIPTION"]
     pars = doc.desc
     if pars and pars[0] and pars[0][0][0] == "text":
