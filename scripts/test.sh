@@ -86,7 +86,8 @@ do_valgrind() {
 	local vg="valgrind --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --quiet"
 	# Not the rig label: its ctest is a shell script driving rig-writer and
 	# rig-check (memcheck would check bash); those two run under ASan in
-	# the asan stage.
+	# the asan stage. Nor the man label (scripts/check-man.sh: no pmrep
+	# code runs in it).
 	# Two at a time (memcheck runs one thread of a process at a time: two
 	# processes keep both cores busy); a failure's output is printed in one
 	# piece. The harness first: it takes longest.
@@ -99,7 +100,7 @@ do_valgrind() {
 		fi
 	}
 	export -f vg_one; export vg
-	ctest --test-dir "$OUT/release" -LE 'verbs|rig' -N -V 2>/dev/null |
+	ctest --test-dir "$OUT/release" -LE 'verbs|rig|man' -N -V 2>/dev/null |
 		sed -n 's/^[0-9]*: Test command: //p' | awk '{print $1}' | sort -u |
 		awk '/pmrep_sim$/ { print; next } { rest = rest $0 "\n" } END { printf "%s", rest }' |
 		xargs -P 2 -n 1 bash -c 'vg_one "$1"' _
@@ -181,6 +182,11 @@ C
 	"$prefix/bin/pmrep" --help >/dev/null || { echo "installed pmrep does not run"; return 1; }
 	rm -rf "$d"
 	echo "install: exports checked; pkg-config (pmrep, pmrep-verbs, --static) and find_package(pmrep) (pmrep::pmrep, pmrep::verbs, pmrep::pmrep_static) build and run programs; the examples build"
+	# a man page for every exported function and none for another, each
+	# rendering without warnings; man finds them by MANPATH
+	"$ROOT/scripts/check-man.sh" "$prefix" || return 1
+	MANPATH=$prefix/share/man man pmrep_mirror_persist 2>&1 | grep -q '^NAME' ||
+		{ echo "install: man pmrep_mirror_persist shows no page"; return 1; }
 }
 
 do_fuzz() {

@@ -1066,7 +1066,8 @@ PMREP_API int pmrep_comp_channel_wait(struct pmrep_comp_channel *ch,
  */
 PMREP_API int pmrep_srq_new(struct pmrep_peer *peer, uint32_t rq_size,
 		uint32_t rcq_size, struct pmrep_srq **srq_ptr);
-/* pmrep_srq_delete -- Errors: PMREP_E_BUSY (a conn still uses it), PMREP_E_PROVIDER. */
+/* pmrep_srq_delete -- free the SRQ (NULL ok). Errors: PMREP_E_BUSY (a conn still
+ * uses it), PMREP_E_PROVIDER. */
 PMREP_API int pmrep_srq_delete(struct pmrep_srq **srq_ptr);
 /* pmrep_srq_get_rcq -- its receive CQ, owned by the SRQ. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_srq_get_rcq(const struct pmrep_srq *srq, struct pmrep_cq **rcq);
