@@ -950,7 +950,6 @@ PMREP_API int pmrep_mirror_get_event(struct pmrep_mirror *mirror,
  */
 PMREP_API int pmrep_mirror_poll(struct pmrep_mirror *mirror,
 		struct pmrep_mirror_completion *out, int max, int *n);
-/* pmrep_mirror_get_replica_count -- replicas configured. Errors: PMREP_E_INVAL. */
 /*
  * pmrep_mirror_get_persist_seq -- *psn: the persist sequence of the newest
  * completed persist (pmrep_mirror_cfg_set_persist_seq; 0 before the
@@ -960,6 +959,7 @@ PMREP_API int pmrep_mirror_poll(struct pmrep_mirror *mirror,
  */
 PMREP_API int pmrep_mirror_get_persist_seq(const struct pmrep_mirror *mirror,
 		uint64_t *psn);
+/* pmrep_mirror_get_replica_count -- replicas configured. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
 		unsigned *count);
 /*
