@@ -89,6 +89,21 @@ static const char help_keygen[] =
 	"      unless --insecure-key-file. Exit 0 written, 2 usage error or\n"
 	"      failure (FILE exists, I/O).\n";
 
+static const char help_compare[] =
+	"  pmrep compare REPLICA REPLICA... [--key-file FILE] [--timeout MS]\n"
+	"                [--no-tls] [-v]\n"
+	"      name the most current of several replicas of one set, the one to\n"
+	"      promote after the primary is gone: the newest generation, then the\n"
+	"      highest persist sequence (the newest persist it holds; recorded\n"
+	"      when the mirror runs with persist sequences on). Each REPLICA is a\n"
+	"      file on this host or ADDR:PORT of its pmrep-target (asked read-only\n"
+	"      with the key in FILE, as status does). Prints one line per replica,\n"
+	"      then \"most current: REPLICA\" (or several, equally current). Exit 0\n"
+	"      named, 1 none can be named (no persist sequences recorded, two\n"
+	"      primaries wrote the newest generation: split brain, or not one\n"
+	"      replica set), 2 usage error or failure (a replica unreadable or\n"
+	"      unreachable: compare the ones you can reach).\n";
+
 static const char help_log_create[] =
 	"  pmrep log-create LOG [SIZE] [--from PLAIN] [-v]\n"
 	"      create LOG, a pmrep log (the layout of every node: a 4 KiB header,\n"
@@ -107,7 +122,7 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n%s\n%s\n"
+		"%s\n%s\n%s\n%s\n%s\n%s\n"
 		"  --insecure-key-file (status, recover): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
@@ -119,7 +134,7 @@ usage(FILE *f)
 		"replica; recover: the replica was refused as a source); 2 usage error or\n"
 		"failure (I/O, connection, authentication).\n",
 		help_verify, help_status, help_recover, help_keygen,
-		help_log_create);
+		help_log_create, help_compare);
 }
 
 /* one command's help */
@@ -672,6 +687,137 @@ cmd_keygen(int argc, char *argv[])
 	return EX_OK;
 }
 
+/* ------------------------------------------------------------- compare */
+
+/* one replica's header: a file here, or ADDR:PORT asked with the key */
+static int
+info_of(const char *what, const uint8_t *key, size_t key_len, int timeout,
+		struct pmrep_replica_info *info)
+{
+	if (key == NULL)
+		return pmrep_replica_read_info(what, info);
+	char addr[256];
+	snprintf(addr, sizeof(addr), "%s", what);
+	char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || colon[1] == '\0') {
+		fprintf(stderr, "pmrep compare: bad target '%s' (ADDR:PORT with --key-file)\n",
+				what);
+		return PMREP_E_INVAL;
+	}
+	*colon = '\0';
+	return pmrep_replica_query(addr, colon + 1, key, key_len, timeout, info);
+}
+
+static int
+cmd_compare(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "key-file", required_argument, NULL, 'k' },
+		{ "insecure-key-file", no_argument, NULL, 'K' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "no-tls", no_argument, NULL, 'N' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *key_file = NULL;
+	unsigned long long timeout = 10000;
+	int c;
+	while ((c = getopt_long(argc, argv, "k:t:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k': key_file = optarg; break;
+		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
+		case 'N': (void) pmrep_repl_set_tls_default(false); break;
+		case 't':
+			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+				return usage_error("compare: bad --timeout '%s' (ms, >= 1)", optarg);
+			break;
+		case 'v': verbose = true; break;
+		case 'h': return cmd_help(help_compare);
+		default: return usage_error("compare: %s", "unknown option");
+		}
+	}
+	int n = argc - optind;
+	if (n < 2 || n > 64)
+		return usage_error("compare: %s", "expected 2 to 64 REPLICAs");
+	log_setup();
+	uint8_t key[PMREP_KEY_MAX];
+	size_t key_len = 0;
+	if (key_file != NULL) {
+		int ret = pmrep_key_read_file_ex(key_file, key_flags, key,
+				sizeof(key), &key_len, NULL);
+		if (ret) {
+			report("compare", key_file, ret);
+			return EX_ERR;
+		}
+	}
+	struct pmrep_replica_info in[64];
+	int rc = EX_OK;
+	for (int i = 0; i < n; i++) {
+		int ret = info_of(argv[optind + i], key_file ? key : NULL, key_len,
+				(int)timeout, &in[i]);
+		if (ret) {
+			report("compare", argv[optind + i], ret);
+			rc = EX_ERR;
+		}
+	}
+	memset(key, 0, sizeof(key));
+	if (rc != EX_OK)
+		return rc;
+	/* the newest generation of the set, then the highest sequence */
+	int best = 0;
+	for (int i = 0; i < n; i++) {
+		char u[2 * PMREP_UUID_SIZE + 1];
+		uuid_str(in[i].uuid, u);
+		printf("%s: set %s, generation %llu, owner %016llx, last persist seq %llu, %s\n",
+				argv[optind + i], u, (unsigned long long)in[i].generation,
+				(unsigned long long)in[i].owner,
+				(unsigned long long)in[i].last_persist_seq,
+				in[i].flags & PMREP_REPLICA_F_CONSISTENT ?
+					"marked consistent" : "not marked consistent");
+		if (memcmp(in[i].uuid, in[0].uuid, PMREP_UUID_SIZE) != 0) {
+			printf("no answer: %s and %s belong to different replica sets\n",
+					argv[optind], argv[optind + i]);
+			return EX_NO;
+		}
+		if (in[i].generation > in[best].generation ||
+				(in[i].generation == in[best].generation &&
+				 in[i].last_persist_seq > in[best].last_persist_seq))
+			best = i;
+	}
+	const struct pmrep_replica_info *b = &in[best];
+	for (int i = 0; i < n; i++)
+		if (in[i].generation == b->generation && in[i].owner != b->owner &&
+				in[i].owner != 0 && b->owner != 0) {
+			printf("no answer: two primaries (%016llx, %016llx) wrote generation %llu: split brain; find out which one's writes to keep, then promote at generation %llu\n",
+					(unsigned long long)b->owner,
+					(unsigned long long)in[i].owner,
+					(unsigned long long)b->generation,
+					(unsigned long long)b->generation + 1);
+			return EX_NO;
+		}
+	if (b->last_persist_seq == 0) {
+		/* a clean close leaves every replica complete (consistent) */
+		bool all_consistent = true;
+		for (int i = 0; i < n; i++)
+			if (in[i].generation == b->generation &&
+					!(in[i].flags & PMREP_REPLICA_F_CONSISTENT))
+				all_consistent = false;
+		if (!all_consistent) {
+			printf("no answer: no persist sequence recorded at generation %llu (the mirror ran without pmrep_mirror_cfg_set_persist_seq / --persist-seq): which replica holds the newest persist cannot be told\n",
+					(unsigned long long)b->generation);
+			return EX_NO;
+		}
+	}
+	printf("most current:");
+	for (int i = 0; i < n; i++)
+		if (in[i].generation == b->generation &&
+				in[i].last_persist_seq == b->last_persist_seq)
+			printf(" %s", argv[optind + i]);
+	printf("\n");
+	return EX_OK;
+}
+
 /* ---------------------------------------------------------- log-create */
 
 static int
@@ -793,6 +939,8 @@ main(int argc, char *argv[])
 			return cmd_help(help_keygen);
 		if (argc >= 3 && strcmp(argv[2], "log-create") == 0)
 			return cmd_help(help_log_create);
+		if (argc >= 3 && strcmp(argv[2], "compare") == 0)
+			return cmd_help(help_compare);
 		usage(stdout);
 		return EX_OK;
 	}
@@ -809,5 +957,7 @@ main(int argc, char *argv[])
 		return cmd_keygen(argc, argv);
 	if (strcmp(cmd, "log-create") == 0)
 		return cmd_log_create(argc, argv);
+	if (strcmp(cmd, "compare") == 0)
+		return cmd_compare(argc, argv);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -64,6 +64,7 @@ struct kv {
 	pmrep_pmem_persist_fn *local_persist;
 	struct pmrep_mirror *m;		/* NULL: local only */
 	bool gen_raised;
+	bool pmrep_log;			/* --pmrep-log: the table in a pmrep log */
 	int timeout_ms;
 	int wait_s;
 };
@@ -179,7 +180,13 @@ kv_open(struct kv *kv, const char *path, uint64_t entries)
 	size_t size = HDR_SIZE + (size_t)entries * ENT_SIZE;
 	/* an existing table keeps its size; a new one gets `entries` */
 	bool exists = access(path, F_OK) == 0;
-	int ret = pmrep_pmem_open(path, exists ? 0 : PMREP_PMEM_CREATE,
+	/* a pmrep log (--pmrep-log) is the layout of every node: after a
+	 * failover a replica's file is opened here in place; the mapping is
+	 * its data area, laid out as above */
+	int ret = kv->pmrep_log ?
+		pmrep_log_open(path, exists ? 0 : PMREP_PMEM_CREATE,
+			exists ? 0 : size, PMREP_PMEM_GRANULARITY_PAGE, &kv->pmem) :
+		pmrep_pmem_open(path, exists ? 0 : PMREP_PMEM_CREATE,
 			exists ? 0 : size, PMREP_PMEM_GRANULARITY_PAGE, &kv->pmem);
 	if (ret) {
 		fprintf(stderr, "kv-mirror: %s: %s (%s)\n", path,
@@ -498,8 +505,10 @@ usage(FILE *f, bool full)
 	fprintf(f,
 		"usage: kv-mirror --file PATH [--entries N] [--replica ADDR:PORT]...\n"
 		"                 [--key-file F] [--policy all|quorum=K] [--timeout MS]\n"
-		"                 [--wait-s S] put KEY VALUE | get KEY | del KEY | list |\n"
-		"                 script FILE|-\n");
+		"                 [--wait-s S] [--pmrep-log] [--persist-seq]\n"
+		"                 [--raise-generation] [--fence-count N] put KEY VALUE |\n"
+		"                 get KEY | del KEY |\n"
+		"                 list | script FILE|-\n");
 	if (!full) {
 		fprintf(f, "(kv-mirror --help for details)\n");
 		return;
@@ -529,6 +538,18 @@ usage(FILE *f, bool full)
 		"  -w, --wait-s S           seconds to keep reconnecting after a failed\n"
 		"                           persist before the put / del is not\n"
 		"                           acknowledged, 0..3600 (default 0: no retry)\n"
+		"  -L, --pmrep-log          PATH is a pmrep log (pmrep_log_open; created if\n"
+		"                           missing): the layout of every node, so that after\n"
+		"                           a failover a replica's file is opened here in\n"
+		"                           place (docs/FAILOVER.md)\n"
+		"  -S, --persist-seq        the replicas record the sequence of the newest\n"
+		"                           persist they hold (pmrep_mirror_cfg_set_persist_seq),\n"
+		"                           so that `pmrep compare` names the most current\n"
+		"  -G, --raise-generation   before mirroring, raise the table's generation by\n"
+		"                           one (what a promoted node does first)\n"
+		"  -F, --fence-count N      start only once N replicas hold the generation\n"
+		"                           (pmrep_mirror_cfg_set_fence_count; a promoted\n"
+		"                           node: replicas - quorum + 1), 0..%d\n"
 		"  -h, --help               this help\n"
 		"\n"
 		"commands: put KEY VALUE (KEY 1..%d bytes, VALUE up to %d bytes),\n"
@@ -540,7 +561,8 @@ usage(FILE *f, bool full)
 		"exit codes: 0 every command succeeded; 1 a command failed, a put / del\n"
 		"was not acknowledged, or the table / mirror could not be opened;\n"
 		"2 usage error (also an unknown command in a script).\n",
-		PMREP_MIRROR_MAX_REPLICAS, PMREP_MIRROR_MAX_REPLICAS, KEY_MAX, VAL_MAX);
+		PMREP_MIRROR_MAX_REPLICAS, PMREP_MIRROR_MAX_REPLICAS,
+		PMREP_MIRROR_MAX_REPLICAS, KEY_MAX, VAL_MAX);
 }
 
 int
@@ -554,6 +576,10 @@ main(int argc, char *argv[])
 		{ "policy", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "wait-s", required_argument, NULL, 'w' },
+		{ "pmrep-log", no_argument, NULL, 'L' },
+		{ "persist-seq", no_argument, NULL, 'S' },
+		{ "raise-generation", no_argument, NULL, 'G' },
+		{ "fence-count", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -561,8 +587,10 @@ main(int argc, char *argv[])
 	const char *replicas[PMREP_MIRROR_MAX_REPLICAS];
 	unsigned nrep = 0;
 	unsigned long long entries = 1024, quorum = 0, timeout = 2000, wait_s = 0;
+	bool pmrep_log = false, persist_seq = false, raise_gen = false;
+	unsigned long long fence = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+f:n:r:k:p:t:w:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+f:n:r:k:p:t:w:LSGF:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 'n':
@@ -601,6 +629,16 @@ main(int argc, char *argv[])
 				return 2;
 			}
 			break;
+		case 'L': pmrep_log = true; break;
+		case 'S': persist_seq = true; break;
+		case 'G': raise_gen = true; break;
+		case 'F':
+			if (parse_u(optarg, 0, PMREP_MIRROR_MAX_REPLICAS, &fence)) {
+				fprintf(stderr, "kv-mirror: bad --fence-count '%s' (0..%d)\n",
+						optarg, PMREP_MIRROR_MAX_REPLICAS);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout, true); return 0;
 		default: usage(stderr, false); return 2;
 		}
@@ -620,10 +658,27 @@ main(int argc, char *argv[])
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_NOTICE);
 
-	struct kv kv = { .timeout_ms = (int)timeout, .wait_s = (int)wait_s };
+	struct kv kv = { .timeout_ms = (int)timeout, .wait_s = (int)wait_s,
+		.pmrep_log = pmrep_log };
 	if (kv_open(&kv, file, entries) != 0) {
 		pmrep_pmem_close(&kv.pmem);
 		return 1;
+	}
+	if (raise_gen) {
+		/* a promoted node's first step: the new generation durable in
+		 * the table before any replica sees it; replicas that accept it
+		 * refuse the old primary's lower one from then on */
+		put64(kv.base + 32, get64(kv.base + 32) + 1);
+		hdr_seal(&kv);
+		if (pmrep_pmem_persist(kv.pmem, kv.base, HDR_SIZE) != 0) {
+			fprintf(stderr, "kv-mirror: %s: the new generation could not be persisted (%s)\n",
+					file, pmrep_err_msg());
+			pmrep_pmem_close(&kv.pmem);
+			return 1;
+		}
+		kv.gen_raised = true;	/* not again by a local change */
+		printf("generation raised to %llu\n",
+				(unsigned long long)get64(kv.base + 32));
 	}
 	struct pmrep_mirror_cfg *cfg = NULL;
 	int ret = 0;
@@ -649,6 +704,10 @@ main(int argc, char *argv[])
 		if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, get64(kv.base + 32));
 		if (ret == 0) ret = pmrep_mirror_cfg_set_quorum(cfg, (unsigned)quorum);
 		if (ret == 0) ret = pmrep_mirror_cfg_set_timeout(cfg, (int)timeout);
+		if (ret == 0 && persist_seq)
+			ret = pmrep_mirror_cfg_set_persist_seq(cfg, true);
+		if (ret == 0 && fence)
+			ret = pmrep_mirror_cfg_set_fence_count(cfg, (unsigned)fence);
 		memset(key, 0, sizeof(key));
 		if (ret == 0) ret = pmrep_mirror_new(kv.pmem, cfg, &kv.m);
 		if (ret) {

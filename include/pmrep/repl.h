@@ -584,6 +584,21 @@ PMREP_API int pmrep_mirror_cfg_set_window(struct pmrep_mirror_cfg *cfg,
 PMREP_API int pmrep_mirror_cfg_set_max_lag(struct pmrep_mirror_cfg *cfg,
 		uint64_t bytes);
 /*
+ * pmrep_mirror_cfg_set_fence_count -- pmrep_mirror_new returns only once
+ * `count` replicas (besides the policy's k in sync) committed an attach
+ * of this mirror: each durably holds its generation and refuses every
+ * older writer from then on. A promoted primary sets n - k + 1 (n
+ * replicas, quorum k; "all": 1) -- with fewer, the old primary could still
+ * find k replicas that never saw the new generation and complete a
+ * persist (docs/FAILOVER.md). A replica counts from its COMMIT_REPLY on,
+ * in sync or still resyncing; the call fails (the first failed replica's
+ * error) once too few can, or at the create timeout (PMREP_E_TIMEOUT).
+ * Default 0: no count beyond k. Errors: PMREP_E_INVAL (NULL, above
+ * PMREP_MIRROR_MAX_REPLICAS; pmrep_mirror_new: above the replica count).
+ */
+PMREP_API int pmrep_mirror_cfg_set_fence_count(struct pmrep_mirror_cfg *cfg,
+		unsigned count);
+/*
  * pmrep_mirror_cfg_set_persist_seq -- `on`: every replica durably records
  * the persist sequence of the newest persist it holds (docs/PROTOCOL.md
  * "Persist sequence"), the fact a failover needs to name the most current

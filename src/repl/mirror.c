@@ -30,6 +30,18 @@ mirror_required(const struct pmrep_mirror *m)
 }
 
 unsigned
+mirror_fenced_count(const struct pmrep_mirror *m)
+{
+	struct pmrep_mirror *mm = (struct pmrep_mirror *)m;
+	unsigned n = 0;
+	mirror_lock(mm);
+	for (unsigned i = 0; i < m->n; i++)
+		n += m->r[i].fenced;
+	mirror_unlock(mm);
+	return n;
+}
+
+unsigned
 mirror_in_sync_count(const struct pmrep_mirror *m)
 {
 	struct pmrep_mirror *mm = (struct pmrep_mirror *)m;
@@ -150,6 +162,11 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		PMREP_LOG_ERR("quorum %u above the %u replicas", cfg->quorum, cfg->n);
 		return PMREP_E_INVAL;
 	}
+	if (cfg->fence_count > cfg->n) {
+		PMREP_LOG_ERR("fence count %u above the %u replicas", cfg->fence_count,
+				cfg->n);
+		return PMREP_E_INVAL;
+	}
 	struct pmrep_mirror *m = calloc(1, sizeof(*m));
 	if (m == NULL) {
 		PMREP_LOG_ERR("out of memory for a mirror");
@@ -261,7 +278,8 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 			}
 		}
 	}
-	if (mirror_in_sync_count(m) < mirror_required(m)) {
+	if (mirror_in_sync_count(m) < mirror_required(m) ||
+			mirror_fenced_count(m) < m->cfg.fence_count) {
 		ret = first_err ? first_err : PMREP_E_CONN_LOST;
 		/* the summary replaces the thread's last message: it carries
 		 * the first failure's reason, named by its replica */

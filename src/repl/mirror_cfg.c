@@ -287,6 +287,19 @@ pmrep_mirror_cfg_set_force_gpspm(struct pmrep_mirror_cfg *cfg, bool force)
 }
 
 int
+pmrep_mirror_cfg_set_fence_count(struct pmrep_mirror_cfg *cfg, unsigned count)
+{
+	CHECK_ARG(cfg);
+	if (count > PMREP_MIRROR_MAX_REPLICAS) {
+		PMREP_LOG_ERR("invalid argument: a fence count of %u is above the %d replicas a mirror has at most",
+				count, PMREP_MIRROR_MAX_REPLICAS);
+		return PMREP_E_INVAL;
+	}
+	cfg->fence_count = count;
+	return 0;
+}
+
+int
 pmrep_mirror_cfg_set_persist_seq(struct pmrep_mirror_cfg *cfg, bool on)
 {
 	CHECK_ARG(cfg);

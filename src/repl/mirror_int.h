@@ -116,6 +116,7 @@ struct pmrep_mirror_cfg {
 	int timeout_ms;
 	bool force_gpspm;
 	bool persist_seq;		/* pmrep_mirror_cfg_set_persist_seq */
+	unsigned fence_count;		/* pmrep_mirror_cfg_set_fence_count */
 	bool manual_recovery;	/* pmrep_mirror_cfg_set_background_recovery(false) */
 	int backoff_min_ms, backoff_max_ms;	/* 0: BACKOFF_MIN_MS / _MAX_MS */
 	uint64_t resync_rate;	/* bytes/s, 0: unlimited */
@@ -145,6 +146,9 @@ struct replica {
 	pthread_t th;			/* its recovery thread */
 	bool th_started;
 	bool tried;			/* an attach was attempted (pmrep_mirror_new) */
+	/* an attach of this mirror was committed: the replica durably holds
+	 * our generation and refuses every older writer (m->lock) */
+	bool fenced;
 	/* the resync chunks in flight (chunks of them, posted in increasing
 	 * offset order) span [chunk_lo, chunk_hi): the regions of that span
 	 * a persist marks meanwhile (redirty, in memory) stay out of sync
@@ -309,6 +313,8 @@ int mirror_wait_any(struct pmrep_mirror *m, int slice_ms);	/* replicas waited on
 /* mirror.c */
 unsigned mirror_required(const struct pmrep_mirror *m);
 unsigned mirror_in_sync_count(const struct pmrep_mirror *m);
+/* replicas that committed an attach of this mirror (its generation) */
+unsigned mirror_fenced_count(const struct pmrep_mirror *m);
 
 /* mirror_pipe.c: the persist pipeline */
 void req_list_free(struct req_list *l);

@@ -262,26 +262,29 @@ mirror_recovery_wait_new(struct pmrep_mirror *m, long long deadline,
 		const struct replica **first)
 {
 	unsigned k = mirror_required(m);
+	unsigned f = m->cfg.fence_count;
 	int ret = 0;
 	*first = NULL;
 	mirror_lock(m);
 	for (;;) {
-		unsigned in_sync = 0, lost = 0;
+		unsigned in_sync = 0, lost = 0, fenced = 0, unfenced_lost = 0;
 		*first = NULL;
 		for (unsigned i = 0; i < m->n; i++) {
 			const struct replica *r = &m->r[i];
+			fenced += r->fenced;
 			if (r->state == PMREP_REPLICA_IN_SYNC &&
 					atomic_load(&r->owner) == OWN_DATA) {
 				in_sync++;
 			} else if (r->tried && r->state == PMREP_REPLICA_FAILED) {
 				lost++;
+				unfenced_lost += !r->fenced;
 				if (*first == NULL)
 					*first = r;
 			}
 		}
-		if (in_sync >= k)
+		if (in_sync >= k && fenced >= f)
 			break;
-		if (m->n - lost < k) {
+		if (m->n - lost < k || m->n - unfenced_lost < f) {
 			ret = (*first)->last_error ? (*first)->last_error :
 				PMREP_E_CONN_LOST;
 			break;

@@ -346,6 +346,7 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 	mirror_lock(m);
 	r->unknown = false;
 	r->backoff_ms = 0;	/* a successful attach resets the back-off */
+	r->fenced = true;	/* it holds our generation's claim now */
 	replica_set_state(r, PMREP_REPLICA_CONNECTED);
 	mirror_unlock(m);
 	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) attached: method %s, resync %s of %llu bytes",
