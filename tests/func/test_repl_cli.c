@@ -268,7 +268,7 @@ verify_identical_differing_missing(void **state)
 {
 	(void)state;
 	FUNC_TCP_ONLY();
-	char exe[PATH_MAX], src[128], missing[128], out[4096];
+	char exe[PATH_MAX], src[128], missing[128], out[16384];
 	program("tools/pmrep", exe, sizeof(exe));
 	target_start(&tg[0], "replica", "1M");
 	snprintf(src, sizeof(src), "%s/source", dir);
