@@ -208,6 +208,9 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		pmrep_err_set_errno(e);
 		goto err;
 	}
+	ret = mirror_log_claim(m);
+	if (ret)
+		goto err;
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
 	m->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -363,6 +366,7 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 			PMREP_LOG_WARN("replica %u: could not mark it consistent (%s); the next mirror without this record resyncs it in full",
 					i, pmrep_err_to_str(ret));
 	}
+	mirror_log_close(m);
 	/* nothing in flight: what AL covers is on the replicas or in their
 	 * OOS sets (made durable first) */
 	int ret = mstate_al_clear(m->state, true);

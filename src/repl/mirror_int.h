@@ -216,6 +216,9 @@ struct pmrep_mirror {
 	/* persist sequences (PROTOCOL.md "Persist sequence"): a step's is
 	 * psn_base + its seq; psn_done: the newest completed one (m->lock) */
 	uint64_t psn_base, psn_done;
+	/* the mapping is a pmrep log: its header as durable (mirror_log.c) */
+	bool log;
+	struct replica_hdr log_hdr;
 	unsigned n;
 	struct replica r[PMREP_MIRROR_MAX_REPLICAS];
 	/* one epoll fd (pmrep_mirror_get_fd) over every connected
@@ -313,6 +316,10 @@ int mirror_wait_any(struct pmrep_mirror *m, int slice_ms);	/* replicas waited on
 /* mirror.c */
 unsigned mirror_required(const struct pmrep_mirror *m);
 unsigned mirror_in_sync_count(const struct pmrep_mirror *m);
+/* mirror_log.c: claim the header of the mirror's own log (a pmrep log
+ * mapping; a plain one: nothing), and mark it consistent at a delete */
+int mirror_log_claim(struct pmrep_mirror *m);
+void mirror_log_close(struct pmrep_mirror *m);
 /* replicas that committed an attach of this mirror (its generation) */
 unsigned mirror_fenced_count(const struct pmrep_mirror *m);
 

@@ -9,7 +9,7 @@ script=$(mktemp /tmp/pmrep-failover-doc-XXXXXX.sh)
 trap 'rm -f "$script"' EXIT
 {
     echo 'W=""'
-    echo 'cleanup() { set +e; for p in $(jobs -p); do kill -KILL "$p" 2>/dev/null; done; if [ -n "$W" ] && [ -d "$W" ]; then for f in "$W"/*.pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done; rm -rf "$W"; fi; return 0; }'
+    echo 'cleanup() { set +e; for p in $(jobs -p); do kill -KILL "$p" 2>/dev/null; done; if [ -n "$W" ] && [ -d "$W" ]; then for f in "$W"/*.pid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done; fi; wait 2>/dev/null; [ -n "$W" ] && rm -rf "$W"; return 0; }'
     echo 'trap cleanup EXIT'
     awk '/^```sh$/ { on = 1; next } /^```$/ { on = 0; next } on { print }' "$doc"
 } > "$script"

@@ -206,6 +206,85 @@ log_open_refuses_what_is_not_a_log_and_leaves_nothing_behind(void **state)
 			PMREP_PMEM_GRANULARITY_PAGE, &p), PMREP_E_INVAL);
 }
 
+/* the mirror's own log header: claimed for its generation and primary
+ * id, consistent after a clean delete; a log another primary left claimed
+ * at the same generation (a replica opened in place) is split brain until
+ * the generation is raised */
+static void
+the_primary_s_log_header_says_what_it_is_and_fences_a_stale_claim(void **state)
+{
+	(void)state;
+	struct pmrep_pmem *a = NULL;
+	assert_int_equal(pmrep_log_open(path_a, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &a), 0);
+	pattern(pmrep_pmem_get_address(a), SIZE, 5);
+	serve(path_b);
+	mirror_all(a, 1);
+	struct pmrep_replica_info ia, ib;
+	assert_int_equal(pmrep_replica_read_info(path_a, &ia), 0);
+	assert_int_equal(pmrep_replica_read_info(path_b, &ib), 0);
+	assert_memory_equal(ia.uuid, uuid, PMREP_UUID_SIZE);
+	assert_int_equal(ia.generation, 1);
+	assert_int_equal(ia.owner, ib.owner);	/* the same primary */
+	assert_true(ia.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(pmrep_pmem_close(&a), 0);
+
+	/* B's replica claimed by a mirror that never closes (its target is
+	 * killed under it): then opened in place, mirrored by another
+	 * primary (its own record) at that same generation: refused */
+	struct pmrep_pmem *p2 = NULL;
+	char c_path[300];
+	snprintf(c_path, sizeof(c_path), "%s/c.log", dir);
+	assert_int_equal(pmrep_log_open(path_a, 0, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &a), 0);
+	struct pmrep_mirror_cfg *c;
+	assert_int_equal(pmrep_mirror_cfg_new(&c), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(), child.port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(c, 1), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(c, 2000 * func_slow()), 0);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(a, c, &m), 0);
+	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 5000 * func_slow()), 0);
+	func_child_kill(&child, SIGKILL);
+	(void) pmrep_mirror_delete(&m);
+	assert_int_equal(pmrep_pmem_close(&a), 0);
+	assert_int_equal(pmrep_replica_read_info(path_b, &ib), 0);
+	assert_false(ib.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(pmrep_log_open(path_b, 0, 0,
+			PMREP_PMEM_GRANULARITY_PAGE, &p2), 0);
+	serve(c_path);
+	struct pmrep_mirror_cfg *c2;
+	assert_int_equal(pmrep_mirror_cfg_new(&c2), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c2, func_addr(), child.port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(c2, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(c2, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(c2, 1), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(c2, 2000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_new(p2, c2, &m), PMREP_E_SPLIT_BRAIN);
+	assert_null(m);
+	/* nothing written: the header as the crashed primary left it */
+	struct pmrep_replica_info again;
+	assert_int_equal(pmrep_replica_read_info(path_b, &again), 0);
+	assert_int_equal(again.seq, ib.seq);
+	/* the way out: the next generation */
+	assert_int_equal(pmrep_mirror_cfg_set_generation(c2, 2), 0);
+	assert_int_equal(pmrep_mirror_new(p2, c2, &m), 0);
+	assert_int_equal(pmrep_mirror_persist(m, 0, SIZE, 5000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_replica_read_info(path_b, &again), 0);
+	assert_int_equal(again.generation, 2);
+	assert_true(again.flags & PMREP_REPLICA_F_CONSISTENT);
+	/* and an older generation than the log's: refused */
+	assert_int_equal(pmrep_mirror_cfg_set_generation(c2, 1), 0);
+	assert_int_equal(pmrep_mirror_new(p2, c2, &m), PMREP_E_STATE);
+	func_child_kill(&child, SIGTERM);
+	assert_int_equal(pmrep_pmem_close(&p2), 0);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_mirror_cfg_delete(&c2);
+}
+
 static int
 setup(void **state)
 {
@@ -236,6 +315,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(a_log_is_mirrored_from_in_place_and_the_replica_becomes_the_log, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_log_in_use_and_a_served_replica_exclude_each_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(log_open_refuses_what_is_not_a_log_and_leaves_nothing_behind, setup, teardown),
+		cmocka_unit_test_setup_teardown(the_primary_s_log_header_says_what_it_is_and_fences_a_stale_claim, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

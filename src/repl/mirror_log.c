@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mirror_log.c -- the header of the mirror's own log, when its mapping is
+ * a pmrep log (pmrep_log_open): the same header every replica has, so that
+ * the primary's file says what it is -- claimed at the mirror's generation
+ * by its primary id while it mirrors, marked consistent (with the newest
+ * persist sequence) by a clean delete -- and a log that was another
+ * primary's replica is not taken over at that primary's generation.
+ */
+#include <string.h>
+
+#include "common/log.h"
+#include "mirror_int.h"
+#include "mirror_state.h"
+#include "pmem/pmem_view.h"
+
+int
+mirror_log_claim(struct pmrep_mirror *m)
+{
+	uint8_t *whole = pmem_whole_address(m->pmem);
+	if (whole == m->base)
+		return 0;	/* a plain mapping: no header of ours */
+	size_t size = pmem_whole_size(m->pmem);
+	const char *path = pmrep_pmem_get_path(m->pmem);
+	struct replica_hdr h;
+	int ret = replica_hdr_decode(whole, size, size, &h);
+	if (ret) {
+		PMREP_LOG_ERR("mirror: the header of its log %s is not valid", path);
+		return ret;
+	}
+	uint64_t id = mstate_primary_id(m->state);
+	bool claimed = !replica_uuid_is_nil(h.uuid);
+	if (claimed && memcmp(h.uuid, m->cfg.uuid, PMREP_UUID_SIZE) != 0) {
+		PMREP_LOG_ERR("mirror: its log %s belongs to another replica set", path);
+		return PMREP_E_INVAL;
+	}
+	if (claimed && h.generation > m->cfg.generation) {
+		PMREP_LOG_ERR("mirror: its log %s is at generation %llu, newer than the mirror's %llu",
+				path, (unsigned long long)h.generation,
+				(unsigned long long)m->cfg.generation);
+		return PMREP_E_STATE;
+	}
+	if (claimed && h.generation == m->cfg.generation && h.owner != 0 &&
+			h.owner != id && !(h.flags & PMREP_REPLICA_F_CONSISTENT)) {
+		PMREP_LOG_ERR("mirror: its log %s was claimed at generation %llu by primary %016llx, which did not close it (a replica opened in place?): split brain -- a promoted log mirrors at a higher generation",
+				path, (unsigned long long)h.generation,
+				(unsigned long long)h.owner);
+		return PMREP_E_SPLIT_BRAIN;
+	}
+	/* the persist sequence word speaks for one claim: cleared first */
+	if (replica_psn_get(whole) != 0) {
+		ret = replica_psn_write(m->pmem, whole, 0);
+		if (ret)
+			return ret;
+	}
+	struct replica_hdr next = h;
+	memcpy(next.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
+	next.generation = m->cfg.generation;
+	next.owner = id;
+	next.flags &= ~PMREP_REPLICA_F_CONSISTENT;
+	ret = replica_hdr_write(m->pmem, whole, &h, &next);
+	if (ret) {
+		PMREP_LOG_ERR("mirror: the claim of its log %s could not be written (%s)",
+				path, pmrep_err_to_str(ret));
+		return ret;
+	}
+	m->log_hdr = h;
+	m->log = true;
+	PMREP_LOG_INFO("mirror: its log %s claimed at generation %llu as primary %016llx",
+			path, (unsigned long long)next.generation,
+			(unsigned long long)id);
+	return 0;
+}
+
+void
+mirror_log_close(struct pmrep_mirror *m)
+{
+	if (!m->log)
+		return;
+	uint8_t *whole = pmem_whole_address(m->pmem);
+	const char *path = pmrep_pmem_get_path(m->pmem);
+	/* the newest completed persist's sequence, then the mark */
+	int ret = m->cfg.persist_seq && m->psn_done ?
+		replica_psn_write(m->pmem, whole, m->psn_done) : 0;
+	struct replica_hdr next = m->log_hdr;
+	next.flags |= PMREP_REPLICA_F_CONSISTENT;
+	if (ret == 0)
+		ret = replica_hdr_write(m->pmem, whole, &m->log_hdr, &next);
+	if (ret)
+		PMREP_LOG_WARN("mirror: its log %s could not be marked consistent (%s)",
+				path, pmrep_err_to_str(ret));
+	m->log = false;
+}
