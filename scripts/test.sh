@@ -93,6 +93,13 @@ do_valgrind() {
 	# piece. The harness first: it takes longest.
 	vg_one() {
 		local t=$1 out
+		# a ctest whose command is a script (the ABI checks, the failover
+		# procedure): memcheck would check bash; the programs it runs are
+		# pmrep's tools, run under ASan in the asan stage
+		if [ "$(head -c 4 "$t" | od -An -c | tr -d ' ')" != '177ELF' ]; then
+			echo "--- valgrind $(basename "$t"): not a program (a script), skipped"
+			return 0
+		fi
 		if PMREP_TEST_PROVIDER=tcp PMREP_TEST_UNDER_VALGRIND=1 timeout -k 10 600 $vg "$t" >"$t.vg.log" 2>&1; then
 			echo "--- valgrind $(basename "$t"): ok"
 		else
