@@ -2,7 +2,8 @@
 /*
  * pmrep -- the command line of pmrep's replication layer:
  *   pmrep verify SOURCE REPLICA [--range BYTES]
- *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS]
+ *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS] [--json]
+ *   pmrep compare REPLICA REPLICA... [--key-file F] [--json]
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]
  *   pmrep keygen FILE [--key-id N] [--bytes N]
@@ -47,10 +48,14 @@ static const char help_verify[] =
 	"      checksums range by range (--range: bytes per range, 1 .. 1G, K/M/G\n"
 	"      suffixes; default 1M). Prints the first differing range and how\n"
 	"      many differ. Exit 0 identical, 1 different or REPLICA is not a\n"
-	"      valid replica, 2 usage error or failure (e.g. a missing file).\n";
+	"      valid replica, 2 usage error or failure (e.g. a missing file).\n"
+	"      A device DAX (no read(2)) is read through its mapping: when SOURCE\n"
+	"      or REPLICA is a character device both are mapped whole (also for\n"
+	"      regular files with PMREP_VERIFY_MMAP=1; -v says which way).\n";
 static const char help_status[] =
-	"  pmrep status REPLICA_FILE [-v]\n"
-	"  pmrep status ADDR:PORT --key-file FILE [--timeout MS] [--no-tls] [-v]\n"
+	"  pmrep status REPLICA_FILE [--json] [-v]\n"
+	"  pmrep status ADDR:PORT --key-file FILE [--timeout MS] [--no-tls]\n"
+	"               [--json] [-v]\n"
 	"      print a replica's header: replica set UUID, generation, data size,\n"
 	"      consistent mark, replica id, owner (the primary id of the last\n"
 	"      committed attach), header slot sequence, last persist sequence.\n"
@@ -63,7 +68,12 @@ static const char help_status[] =
 	"      valid replica, 2 usage error or failure (e.g. a missing file; over\n"
 	"      the network: connection, authentication, timeout). --no-tls: tcp\n"
 	"      without TLS, for a target run with --no-tls (default: TLS 1.3 with a\n"
-	"      PSK derived from the key; each end refuses the other kind).\n";
+	"      PSK derived from the key; each end refuses the other kind).\n"
+	"      --json: one JSON object on stdout instead (replica, queried, valid,\n"
+	"      uuid, claimed, generation, data_size, data_offset, consistent,\n"
+	"      flags, replica_id, has_replica_id, owner, header_seq,\n"
+	"      last_persist_seq; not a valid replica: valid false, code, error,\n"
+	"      message); errors stay on stderr; the exit codes are the same.\n";
 static const char help_recover[] =
 	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
 	"                --uuid HEX --generation N [--allow-inconsistent]\n"
@@ -91,7 +101,7 @@ static const char help_keygen[] =
 
 static const char help_compare[] =
 	"  pmrep compare REPLICA REPLICA... [--key-file FILE] [--timeout MS]\n"
-	"                [--no-tls] [-v]\n"
+	"                [--no-tls] [--json] [-v]\n"
 	"      name the most current of several replicas of one set, the one to\n"
 	"      promote after the primary is gone: the newest generation, then the\n"
 	"      highest persist sequence (the newest persist it holds; recorded\n"
@@ -102,7 +112,12 @@ static const char help_compare[] =
 	"      named, 1 none can be named (no persist sequences recorded, two\n"
 	"      primaries wrote the newest generation: split brain, or not one\n"
 	"      replica set), 2 usage error or failure (a replica unreadable or\n"
-	"      unreachable: compare the ones you can reach).\n";
+	"      unreachable: compare the ones you can reach). --json: one JSON\n"
+	"      object on stdout instead: \"replicas\" (one object each, as status\n"
+	"      --json prints), \"most_current\" (the names; empty without an\n"
+	"      answer), \"answer\" (the first of them, or null), \"reason\" (null,\n"
+	"      or different_sets, split_brain, no_persist_seq) and \"verdict\"\n"
+	"      (the text's last line).\n";
 
 static const char help_log_create[] =
 	"  pmrep log-create LOG [SIZE] [--from PLAIN] [-v]\n"
@@ -123,7 +138,7 @@ usage(FILE *f)
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
 		"%s\n%s\n%s\n%s\n%s\n%s\n"
-		"  --insecure-key-file (status, recover): accept a key file others may\n"
+		"  --insecure-key-file (status, recover, compare): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
 		"  (by default each error is one line from pmrep; PMREP_LOG_LEVEL=0..5,\n"
@@ -305,28 +320,60 @@ cmd_verify(int argc, char *argv[])
 	}
 	int rc = EX_ERR;
 	uint8_t *a = NULL, *b = NULL;
+	struct pmrep_pmem *src_map = NULL, *rep_map = NULL;
 	int src = open(source, O_RDONLY | O_CLOEXEC);
 	int rep = open(replica, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (src < 0 || rep < 0 || fstat(src, &st) != 0) {
+	struct stat st, rst;
+	if (src < 0 || rep < 0 || fstat(src, &st) != 0 || fstat(rep, &rst) != 0) {
 		fprintf(stderr, "pmrep verify: %s: %s\n", strerror(errno),
 				src < 0 ? source : replica);
 		goto out;
 	}
+	/* device DAX has no read(2), only mmap: when either is a character
+	 * device both are read through their whole mappings (pmrep_pmem_open,
+	 * which aligns a device DAX's mapping to the device's alignment);
+	 * PMREP_VERIFY_MMAP=1 takes that path for regular files too */
+	const char *env = getenv("PMREP_VERIFY_MMAP");
+	bool map = S_ISCHR(st.st_mode) || S_ISCHR(rst.st_mode) ||
+		(env != NULL && strcmp(env, "1") == 0);
+	if (map) {
+		ret = pmrep_pmem_open(source, 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+				&src_map);
+		if (ret) {
+			report("verify", source, ret);
+			goto out;
+		}
+		ret = pmrep_pmem_open(replica, 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+				&rep_map);
+		if (ret) {
+			report("verify", replica, ret);
+			goto out;
+		}
+		if (pmrep_pmem_get_size(rep_map) < info.data_offset + info.data_size) {
+			fprintf(stderr, "pmrep verify: %s: %zu bytes mapped, its header says %llu\n",
+					replica, pmrep_pmem_get_size(rep_map),
+					(unsigned long long)(info.data_offset + info.data_size));
+			goto out;
+		}
+	}
 	/* a pmrep log (pmrep_log_open: the replica layout) is compared by
-	 * its data area, a plain file whole */
-	uint64_t src_off = 0, src_size = (uint64_t)st.st_size;
+	 * its data area, a plain file (or device) whole */
+	uint64_t src_off = 0, src_size = map ? pmrep_pmem_get_size(src_map) :
+		(uint64_t)st.st_size;
 	struct pmrep_replica_info sinfo;
 	enum pmrep_log_level lvl = pmrep_log_get_threshold();
 	pmrep_log_set_threshold(PMREP_LOG_DISABLED);	/* plain: not an error */
-	if (S_ISREG(st.st_mode) && pmrep_replica_read_info(source, &sinfo) == 0) {
+	if ((S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) &&
+			pmrep_replica_read_info(source, &sinfo) == 0) {
 		src_off = sinfo.data_offset;
 		src_size = sinfo.data_size;
 	}
 	pmrep_log_set_threshold(lvl);
 	if (verbose)
-		fprintf(stderr, "pmrep verify: source %s: %s\n", source,
-				src_off ? "a pmrep log: its data area" : "a plain file");
+		fprintf(stderr, "pmrep verify: source %s: %s, read %s\n", source,
+				src_off ? "a pmrep log: its data area" : "a plain file",
+				map ? "through mmap (device DAX or PMREP_VERIFY_MMAP=1)" :
+				"with pread");
 	if (src_size != info.data_size) {
 		printf("DIFFERENT: source has %llu %sbytes, replica data area %llu\n",
 				(unsigned long long)src_size, src_off ? "data " : "",
@@ -334,28 +381,42 @@ cmd_verify(int argc, char *argv[])
 		rc = EX_NO;
 		goto out;
 	}
-	a = malloc(range);
-	b = malloc(range);
-	if (a == NULL || b == NULL) {
-		fprintf(stderr, "pmrep verify: out of memory\n");
+	if (map && src_off + src_size > pmrep_pmem_get_size(src_map)) {
+		fprintf(stderr, "pmrep verify: %s: %zu bytes mapped, its header says %llu\n",
+				source, pmrep_pmem_get_size(src_map),
+				(unsigned long long)(src_off + src_size));
 		goto out;
+	}
+	if (!map) {
+		a = malloc(range);
+		b = malloc(range);
+		if (a == NULL || b == NULL) {
+			fprintf(stderr, "pmrep verify: out of memory\n");
+			goto out;
+		}
 	}
 	uint64_t total = FNV0;
 	unsigned long long ranges = 0, bad = 0;
 	for (uint64_t off = 0; off < info.data_size; off += range) {
 		size_t len = info.data_size - off < range ?
 			(size_t)(info.data_size - off) : (size_t)range;
-		if (read_full(src, a, len, (off_t)(src_off + off)) ||
+		const uint8_t *pa = a, *pb = b;
+		if (map) {
+			pa = (const uint8_t *)pmrep_pmem_get_address(src_map) +
+				src_off + off;
+			pb = (const uint8_t *)pmrep_pmem_get_address(rep_map) +
+				info.data_offset + off;
+		} else if (read_full(src, a, len, (off_t)(src_off + off)) ||
 				read_full(rep, b, len, (off_t)(info.data_offset + off))) {
 			fprintf(stderr, "pmrep verify: read failed at %llu\n",
 					(unsigned long long)off);
 			goto out;
 		}
-		uint64_t ha = fnv1a(a, len, FNV0);
-		uint64_t hb = fnv1a(b, len, FNV0);
-		total = fnv1a(a, len, total);
+		uint64_t ha = fnv1a(pa, len, FNV0);
+		uint64_t hb = fnv1a(pb, len, FNV0);
+		total = fnv1a(pa, len, total);
 		ranges++;
-		if (ha != hb || memcmp(a, b, len) != 0) {
+		if (ha != hb || memcmp(pa, pb, len) != 0) {
 			if (bad++ == 0)
 				printf("first differing range: %llu (bytes %llu..%llu): source %016llx replica %016llx\n",
 						ranges - 1, (unsigned long long)off,
@@ -384,6 +445,10 @@ cmd_verify(int argc, char *argv[])
 out:
 	free(a);
 	free(b);
+	if (src_map != NULL)
+		(void) pmrep_pmem_close(&src_map);
+	if (rep_map != NULL)
+		(void) pmrep_pmem_close(&rep_map);
 	if (src >= 0)
 		close(src);
 	if (rep >= 0)
@@ -428,9 +493,82 @@ print_info(const char *where, const struct pmrep_replica_info *info)
 			(unsigned long long)info->last_persist_seq);
 }
 
+/* ---------------------------------------------------------------- json */
+
+/* `s` as a JSON string: quotes, backslash and every control character
+ * escaped (a path may hold any byte but NUL); bytes >= 0x80 are copied
+ * as they are (a UTF-8 path stays readable; JSON wants UTF-8) */
+static void
+json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		switch (*c) {
+		case '"': fputs("\\\"", stdout); break;
+		case '\\': fputs("\\\\", stdout); break;
+		case '\n': fputs("\\n", stdout); break;
+		case '\t': fputs("\\t", stdout); break;
+		case '\r': fputs("\\r", stdout); break;
+		case '\b': fputs("\\b", stdout); break;
+		case '\f': fputs("\\f", stdout); break;
+		default:
+			if (*c < 0x20 || *c == 0x7f)
+				printf("\\u%04x", *c);
+			else
+				putchar(*c);
+		}
+	}
+	putchar('"');
+}
+
+/* a replica header as one JSON object (no newline): the fields of
+ * print_info; `name` the replica as given, `queried` asked of a target */
+static void
+json_info(const char *name, bool queried, const struct pmrep_replica_info *info)
+{
+	bool claimed = false, has_id = false;
+	for (int i = 0; i < PMREP_UUID_SIZE; i++) {
+		claimed |= info->uuid[i] != 0;
+		has_id |= info->replica_id[i] != 0;
+	}
+	char u[2 * PMREP_UUID_SIZE + 1], rid[2 * PMREP_UUID_SIZE + 1];
+	uuid_str(info->uuid, u);
+	uuid_str(info->replica_id, rid);
+	fputs("{\"replica\":", stdout);
+	json_str(name);
+	printf(",\"queried\":%s,\"valid\":true,\"uuid\":\"%s\",\"claimed\":%s,"
+			"\"generation\":%llu,\"data_size\":%llu,\"data_offset\":%llu,"
+			"\"consistent\":%s,\"flags\":%u,\"replica_id\":\"%s\","
+			"\"has_replica_id\":%s,\"owner\":\"%016llx\",\"header_seq\":%llu,"
+			"\"last_persist_seq\":%llu}",
+			queried ? "true" : "false", u, claimed ? "true" : "false",
+			(unsigned long long)info->generation,
+			(unsigned long long)info->data_size,
+			(unsigned long long)info->data_offset,
+			claimed && (info->flags & PMREP_REPLICA_F_CONSISTENT) ?
+				"true" : "false",
+			(unsigned)info->flags, rid, has_id ? "true" : "false",
+			(unsigned long long)info->owner,
+			(unsigned long long)info->seq,
+			(unsigned long long)info->last_persist_seq);
+}
+
+/* a file that is no valid replica (exit 1) as one JSON object */
+static void
+json_invalid(const char *name, int ret)
+{
+	fputs("{\"replica\":", stdout);
+	json_str(name);
+	printf(",\"queried\":false,\"valid\":false,\"code\":%d,\"error\":", ret);
+	json_str(pmrep_err_to_str(ret));
+	fputs(",\"message\":", stdout);
+	json_str(pmrep_err_msg());
+	fputs("}\n", stdout);
+}
+
 /* pmrep status ADDR:PORT --key-file F: the target's answer to a query */
 static int
-status_remote(const char *target, const char *key_file, int timeout)
+status_remote(const char *target, const char *key_file, int timeout, bool json)
 {
 	char addr[256];
 	snprintf(addr, sizeof(addr), "%s", target);
@@ -456,6 +594,11 @@ status_remote(const char *target, const char *key_file, int timeout)
 		report("status", target, ret);
 		return EX_ERR;
 	}
+	if (json) {
+		json_info(target, true, &info);
+		putchar('\n');
+		return EX_OK;
+	}
 	char where[300];
 	snprintf(where, sizeof(where), "%s (queried over the network, read-only)",
 			target);
@@ -472,13 +615,14 @@ cmd_status(int argc, char *argv[])
 		{ "timeout", required_argument, NULL, 't' },
 		{ "replica", required_argument, NULL, 'r' },
 		{ "no-tls", no_argument, NULL, 'N' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *key_file = NULL;
 	unsigned long long timeout = 10000;
-	bool have_timeout = false;
+	bool have_timeout = false, json = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "k:t:r:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -490,6 +634,7 @@ cmd_status(int argc, char *argv[])
 				return usage_error("status: bad --timeout '%s' (ms, >= 1)", optarg);
 			have_timeout = true;
 			break;
+		case 'J': json = true; break;
 		case 'r':
 			return usage_error("status: --replica %s: not an option; ask a target with 'pmrep status ADDR:PORT --key-file FILE'",
 					optarg);
@@ -505,9 +650,13 @@ cmd_status(int argc, char *argv[])
 		return usage_error("status: %s", "--timeout only with ADDR:PORT --key-file (a network query)");
 	log_setup();
 	if (key_file != NULL)
-		return status_remote(path, key_file, (int)timeout);
+		return status_remote(path, key_file, (int)timeout, json);
 	struct pmrep_replica_info info;
 	int ret = pmrep_replica_read_info(path, &info);
+	if ((ret == PMREP_E_MALFORMED || ret == PMREP_E_RANGE) && json) {
+		json_invalid(path, ret);
+		return EX_NO;
+	}
 	if (ret == PMREP_E_MALFORMED || ret == PMREP_E_RANGE) {
 		printf("%s: not a valid replica: %s (%s)\n", path,
 				pmrep_err_to_str(ret), pmrep_err_msg());
@@ -523,6 +672,11 @@ cmd_status(int argc, char *argv[])
 	if (ret) {
 		report("status", path, ret);
 		return EX_ERR;
+	}
+	if (json) {
+		json_info(path, false, &info);
+		putchar('\n');
+		return EX_OK;
 	}
 	print_info(path, &info);
 	return EX_OK;
@@ -708,6 +862,63 @@ info_of(const char *what, const uint8_t *key, size_t key_len, int timeout,
 	return pmrep_replica_query(addr, colon + 1, key, key_len, timeout, info);
 }
 
+/*
+ * compare's verdict on in[0..n-1] (named name[i]): the index of the most
+ * current one (the newest generation of the set, then the highest persist
+ * sequence); *reason NULL, or when none can be named a token
+ * ("different_sets", "split_brain", "no_persist_seq") and why[] the
+ * sentence that follows "no answer: ". *shown: how many replica lines the
+ * text prints (up to the first of another set).
+ */
+static int
+compare_verdict(int n, const struct pmrep_replica_info *in, char *const name[],
+		int *shown, const char **reason, char *why, size_t why_len)
+{
+	int best = 0;
+	*shown = n;
+	*reason = NULL;
+	why[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (memcmp(in[i].uuid, in[0].uuid, PMREP_UUID_SIZE) != 0) {
+			snprintf(why, why_len, "%s and %s belong to different replica sets",
+					name[0], name[i]);
+			*shown = i + 1;
+			*reason = "different_sets";
+			return best;
+		}
+		if (in[i].generation > in[best].generation ||
+				(in[i].generation == in[best].generation &&
+				 in[i].last_persist_seq > in[best].last_persist_seq))
+			best = i;
+	}
+	const struct pmrep_replica_info *b = &in[best];
+	for (int i = 0; i < n; i++)
+		if (in[i].generation == b->generation && in[i].owner != b->owner &&
+				in[i].owner != 0 && b->owner != 0) {
+			snprintf(why, why_len, "two primaries (%016llx, %016llx) wrote generation %llu: split brain; find out which one's writes to keep, then promote at generation %llu",
+					(unsigned long long)b->owner,
+					(unsigned long long)in[i].owner,
+					(unsigned long long)b->generation,
+					(unsigned long long)b->generation + 1);
+			*reason = "split_brain";
+			return best;
+		}
+	if (b->last_persist_seq == 0) {
+		/* a clean close leaves every replica complete (consistent) */
+		bool all_consistent = true;
+		for (int i = 0; i < n; i++)
+			if (in[i].generation == b->generation &&
+					!(in[i].flags & PMREP_REPLICA_F_CONSISTENT))
+				all_consistent = false;
+		if (!all_consistent) {
+			snprintf(why, why_len, "no persist sequence recorded at generation %llu (the mirror ran without pmrep_mirror_cfg_set_persist_seq / --persist-seq): which replica holds the newest persist cannot be told",
+					(unsigned long long)b->generation);
+			*reason = "no_persist_seq";
+		}
+	}
+	return best;
+}
+
 static int
 cmd_compare(int argc, char *argv[])
 {
@@ -716,15 +927,18 @@ cmd_compare(int argc, char *argv[])
 		{ "insecure-key-file", no_argument, NULL, 'K' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "no-tls", no_argument, NULL, 'N' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *key_file = NULL;
 	unsigned long long timeout = 10000;
+	bool json = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "k:t:vh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'J': json = true; break;
 		case 'k': key_file = optarg; break;
 		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'N': (void) pmrep_repl_set_tls_default(false); break;
@@ -764,9 +978,59 @@ cmd_compare(int argc, char *argv[])
 	memset(key, 0, sizeof(key));
 	if (rc != EX_OK)
 		return rc;
-	/* the newest generation of the set, then the highest sequence */
-	int best = 0;
-	for (int i = 0; i < n; i++) {
+	char why[512];
+	const char *reason = NULL;
+	int shown = n, best = compare_verdict(n, in, argv + optind, &shown,
+			&reason, why, sizeof(why));
+	const struct pmrep_replica_info *b = &in[best];
+	if (json) {
+		fputs("{\"replicas\":[", stdout);
+		for (int i = 0; i < n; i++) {
+			if (i)
+				putchar(',');
+			json_info(argv[optind + i], key_file != NULL, &in[i]);
+		}
+		fputs("],\"most_current\":[", stdout);
+		bool first = true;
+		for (int i = 0; reason == NULL && i < n; i++)
+			if (in[i].generation == b->generation &&
+					in[i].last_persist_seq == b->last_persist_seq) {
+				if (!first)
+					putchar(',');
+				json_str(argv[optind + i]);
+				first = false;
+			}
+		fputs("],\"answer\":", stdout);
+		if (reason == NULL)
+			json_str(argv[optind + best]);
+		else
+			fputs("null", stdout);
+		fputs(",\"reason\":", stdout);
+		if (reason == NULL)
+			fputs("null", stdout);
+		else
+			json_str(reason);
+		fputs(",\"verdict\":", stdout);
+		if (reason == NULL) {
+			/* the text's verdict line, without its newline */
+			char line[64 * 300] = "most current:";
+			size_t len = strlen(line);
+			for (int i = 0; i < n && len < sizeof(line); i++)
+				if (in[i].generation == b->generation &&
+						in[i].last_persist_seq == b->last_persist_seq)
+					len += (size_t)snprintf(line + len,
+							sizeof(line) - len, " %s",
+							argv[optind + i]);
+			json_str(line);
+		} else {
+			char line[600];
+			snprintf(line, sizeof(line), "no answer: %s", why);
+			json_str(line);
+		}
+		fputs("}\n", stdout);
+		return reason == NULL ? EX_OK : EX_NO;
+	}
+	for (int i = 0; i < shown; i++) {
 		char u[2 * PMREP_UUID_SIZE + 1];
 		uuid_str(in[i].uuid, u);
 		printf("%s: set %s, generation %llu, owner %016llx, last persist seq %llu, %s\n",
@@ -775,39 +1039,10 @@ cmd_compare(int argc, char *argv[])
 				(unsigned long long)in[i].last_persist_seq,
 				in[i].flags & PMREP_REPLICA_F_CONSISTENT ?
 					"marked consistent" : "not marked consistent");
-		if (memcmp(in[i].uuid, in[0].uuid, PMREP_UUID_SIZE) != 0) {
-			printf("no answer: %s and %s belong to different replica sets\n",
-					argv[optind], argv[optind + i]);
-			return EX_NO;
-		}
-		if (in[i].generation > in[best].generation ||
-				(in[i].generation == in[best].generation &&
-				 in[i].last_persist_seq > in[best].last_persist_seq))
-			best = i;
 	}
-	const struct pmrep_replica_info *b = &in[best];
-	for (int i = 0; i < n; i++)
-		if (in[i].generation == b->generation && in[i].owner != b->owner &&
-				in[i].owner != 0 && b->owner != 0) {
-			printf("no answer: two primaries (%016llx, %016llx) wrote generation %llu: split brain; find out which one's writes to keep, then promote at generation %llu\n",
-					(unsigned long long)b->owner,
-					(unsigned long long)in[i].owner,
-					(unsigned long long)b->generation,
-					(unsigned long long)b->generation + 1);
-			return EX_NO;
-		}
-	if (b->last_persist_seq == 0) {
-		/* a clean close leaves every replica complete (consistent) */
-		bool all_consistent = true;
-		for (int i = 0; i < n; i++)
-			if (in[i].generation == b->generation &&
-					!(in[i].flags & PMREP_REPLICA_F_CONSISTENT))
-				all_consistent = false;
-		if (!all_consistent) {
-			printf("no answer: no persist sequence recorded at generation %llu (the mirror ran without pmrep_mirror_cfg_set_persist_seq / --persist-seq): which replica holds the newest persist cannot be told\n",
-					(unsigned long long)b->generation);
-			return EX_NO;
-		}
+	if (reason != NULL) {
+		printf("no answer: %s\n", why);
+		return EX_NO;
 	}
 	printf("most current:");
 	for (int i = 0; i < n; i++)
