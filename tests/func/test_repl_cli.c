@@ -1164,6 +1164,469 @@ log_mirror_no_tls_and_key_id(void **state)
 	memset(k, 0, sizeof(k));
 }
 
+/* ------------------------------------------------ --json, verify by mmap */
+
+/* a small reader of JSON text, enough for pmrep's --json output: each
+ * js_* function takes a pointer at a value; NULL: not valid JSON */
+static const char *
+js_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static int
+js_hex(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ?
+		c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* past the string at p; a raw control character or a bad escape: NULL */
+static const char *
+js_skip_str(const char *p)
+{
+	if (*p != '"')
+		return NULL;
+	for (p++; *p != '"'; p++) {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p != '\\')
+			continue;
+		p++;
+		if (*p == 'u') {
+			for (int i = 1; i <= 4; i++)
+				if (js_hex(p[i]) < 0)
+					return NULL;
+			p += 4;
+		} else if (*p == '\0' || strchr("\"\\/bfnrt", *p) == NULL) {
+			return NULL;
+		}
+	}
+	return p + 1;
+}
+
+static const char *
+js_skip(const char *p)
+{
+	p = js_ws(p);
+	if (*p == '"')
+		return js_skip_str(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		p = js_ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (close == '}') {
+				if ((p = js_skip_str(js_ws(p))) == NULL)
+					return NULL;
+				p = js_ws(p);
+				if (*p++ != ':')
+					return NULL;
+			}
+			if ((p = js_skip(p)) == NULL)
+				return NULL;
+			p = js_ws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+		}
+	}
+	if (strncmp(p, "true", 4) == 0 || strncmp(p, "null", 4) == 0)
+		return p + 4;
+	if (strncmp(p, "false", 5) == 0)
+		return p + 5;
+	if (*p == '-')
+		p++;
+	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9'))
+		return NULL;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return p;
+}
+
+/* the whole text is one JSON value and one line */
+static bool
+js_valid(const char *doc)
+{
+	const char *e = js_skip(doc);
+	return e != NULL && strcmp(js_ws(e), "") == 0 && count_lines(doc) == 1 &&
+		doc[strlen(doc) - 1] == '\n';
+}
+
+/* the string at p decoded into out (\uXXXX: as UTF-8) */
+static void
+js_string(const char *p, char *out, size_t len)
+{
+	p = js_ws(p);
+	assert_int_equal(*p, '"');
+	assert_non_null(js_skip_str(p));
+	size_t n = 0;
+	for (p++; *p != '"'; p++) {
+		unsigned c = (unsigned char)*p;
+		if (c == '\\') {
+			p++;
+			switch (*p) {
+			case 'n': c = '\n'; break;
+			case 't': c = '\t'; break;
+			case 'r': c = '\r'; break;
+			case 'b': c = '\b'; break;
+			case 'f': c = '\f'; break;
+			case 'u':
+				c = (unsigned)(js_hex(p[1]) << 12 | js_hex(p[2]) << 8 |
+						js_hex(p[3]) << 4 | js_hex(p[4]));
+				p += 4;
+				assert_true(c < 0x800);	/* pmrep escapes < 0x80 only */
+				if (c >= 0x80) {
+					assert_true(n + 1 < len);
+					out[n++] = (char)(0xc0 | c >> 6);
+					c = 0x80 | (c & 0x3f);
+				}
+				break;
+			default: c = (unsigned char)*p; break;	/* " \ / */
+			}
+		}
+		assert_true(n + 1 < len);
+		out[n++] = (char)c;
+	}
+	out[n] = '\0';
+}
+
+/* the value of member `key` of the object at p; NULL: none */
+static const char *
+js_member(const char *p, const char *key)
+{
+	p = js_ws(p);
+	assert_int_equal(*p, '{');
+	p = js_ws(p + 1);
+	while (*p == '"') {
+		char k[256];
+		js_string(p, k, sizeof(k));
+		p = js_ws(js_skip_str(p));
+		assert_int_equal(*p, ':');
+		const char *v = js_ws(p + 1);
+		if (strcmp(k, key) == 0)
+			return v;
+		p = js_skip(v);
+		assert_non_null(p);
+		p = js_ws(p);
+		if (*p == ',')
+			p = js_ws(p + 1);
+	}
+	return NULL;
+}
+
+/* element i of the array at p; NULL: fewer elements */
+static const char *
+js_index(const char *p, int i)
+{
+	p = js_ws(p);
+	assert_int_equal(*p, '[');
+	p = js_ws(p + 1);
+	for (int k = 0; *p != ']'; k++) {
+		if (k == i)
+			return p;
+		p = js_ws(js_skip(p));
+		if (*p == ',')
+			p = js_ws(p + 1);
+	}
+	return NULL;
+}
+
+static const char *
+js_get(const char *obj, const char *key)
+{
+	const char *v = js_member(obj, key);
+	if (v == NULL)
+		fail_msg("no member \"%s\" in %s", key, obj);
+	return v;
+}
+
+static unsigned long long
+js_u64(const char *obj, const char *key)
+{
+	const char *v = js_get(obj, key);
+	assert_true(*v >= '0' && *v <= '9');
+	return strtoull(v, NULL, 10);
+}
+
+static bool
+js_bool(const char *obj, const char *key)
+{
+	const char *v = js_get(obj, key);
+	if (strncmp(v, "true", 4) == 0)
+		return true;
+	assert_int_equal(strncmp(v, "false", 5), 0);
+	return false;
+}
+
+static void
+js_str(const char *obj, const char *key, char *out, size_t len)
+{
+	js_string(js_get(obj, key), out, len);
+}
+
+static void
+hex_of(const uint8_t *b, char out[2 * PMREP_UUID_SIZE + 1])
+{
+	for (int i = 0; i < PMREP_UUID_SIZE; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* the object at obj is `name`'s header as pmrep status --json says it:
+ * every field equal to *f's */
+static void
+assert_json_info(const char *obj, const char *name, bool queried,
+		const struct pmrep_replica_info *f)
+{
+	char s[512], hex[2 * PMREP_UUID_SIZE + 1];
+	js_str(obj, "replica", s, sizeof(s));
+	assert_string_equal(s, name);
+	assert_int_equal(js_bool(obj, "queried"), queried);
+	assert_true(js_bool(obj, "valid"));
+	hex_of(f->uuid, hex);
+	js_str(obj, "uuid", s, sizeof(s));
+	assert_string_equal(s, hex);
+	bool claimed = false, has_id = false;
+	for (int i = 0; i < PMREP_UUID_SIZE; i++) {
+		claimed |= f->uuid[i] != 0;
+		has_id |= f->replica_id[i] != 0;
+	}
+	assert_int_equal(js_bool(obj, "claimed"), claimed);
+	assert_int_equal(js_u64(obj, "generation"), f->generation);
+	assert_int_equal(js_u64(obj, "data_size"), f->data_size);
+	assert_int_equal(js_u64(obj, "data_offset"), f->data_offset);
+	assert_int_equal(js_bool(obj, "consistent"),
+			claimed && (f->flags & PMREP_REPLICA_F_CONSISTENT));
+	assert_int_equal(js_u64(obj, "flags"), f->flags);
+	hex_of(f->replica_id, hex);
+	js_str(obj, "replica_id", s, sizeof(s));
+	assert_string_equal(s, hex);
+	assert_int_equal(js_bool(obj, "has_replica_id"), has_id);
+	js_str(obj, "owner", s, sizeof(s));
+	assert_int_equal(strlen(s), 16);
+	assert_int_equal(strtoull(s, NULL, 16), f->owner);
+	assert_int_equal(js_u64(obj, "header_seq"), f->seq);
+	assert_int_equal(js_u64(obj, "last_persist_seq"), f->last_persist_seq);
+}
+
+/*
+ * pmrep status --json (a file, and ADDR:PORT --key-file) and pmrep
+ * compare --json: one JSON object on one line whose every field is the
+ * header pmrep_replica_read_info / pmrep_replica_query reads; a path with
+ * a quote, a backslash and control characters comes back byte-exact; a
+ * file that is no replica: valid false, exit 1; a missing file: exit 2,
+ * nothing on stdout; compare names the newer generation, two equally
+ * current ones, and no answer (null, different_sets) for another set. The
+ * reader itself refuses the unescaped forms (shown on broken texts).
+ */
+static void
+status_and_compare_json_match_the_header(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], src[128], old[128], odd[192], missing[128], rep[64];
+	char out[16384], s[512];
+	program("tools/pmrep", exe, sizeof(exe));
+
+	/* the reader fails where an unescaped text would */
+	assert_true(js_valid("{\"a\":\"x\\ny\",\"b\":[1,true,null]}\n"));
+	assert_false(js_valid("{\"a\":\"x\ny\"}\n"));		/* raw newline */
+	assert_false(js_valid("{\"a\":\"x\"y\"}\n"));		/* raw quote */
+	assert_false(js_valid("{\"a\":\"x\\qy\"}\n"));		/* bad escape */
+	assert_false(js_valid("{\"a\":\"x\x01y\"}\n"));		/* raw control */
+	assert_false(js_valid("{\"a\":1}{\"b\":2}\n"));	/* two values */
+
+	target_start(&tg[0], "replica", "1M");
+	snprintf(src, sizeof(src), "%s/source", dir);
+	snprintf(old, sizeof(old), "%s/old", dir);
+	snprintf(missing, sizeof(missing), "%s/nothing", dir);
+	snprintf(odd, sizeof(odd), "%s/rep \"q\" \\b\\\\ nl\n tab\t ctl\x01\x1f del\x7f", dir);
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+	make_replica(src, 1);
+
+	/* generation 1 kept as `old`; the replica goes on to generation 2 */
+	static uint8_t buf[DATA_SIZE + PMREP_REPLICA_DATA_OFFSET];
+	int fd = open(tg[0].path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	close(fd);
+	func_write_file(old, buf, sizeof(buf));
+	make_replica(src, 2);
+	assert_int_equal(link(tg[0].path, odd), 0);
+
+	struct pmrep_replica_info f, fo, q;
+	assert_int_equal(pmrep_replica_read_info(tg[0].path, &f), 0);
+	assert_int_equal(pmrep_replica_read_info(old, &fo), 0);
+	assert_int_equal(f.generation, 2);
+	assert_int_equal(fo.generation, 1);
+
+	/* status REPLICA_FILE --json, of the odd name */
+	char *st[] = { exe, "status", odd, "--json", NULL };
+	assert_int_equal(run(st, out, sizeof(out)), 0);
+	if (!js_valid(out))
+		fail_msg("not one line of JSON: %s", out);
+	assert_json_info(out, odd, false, &f);
+	assert_null(strchr(out, '\x01'));	/* escaped, not raw */
+
+	/* status ADDR:PORT --key-file --json: the target's answer */
+	char *st_net[] = { exe, "status", rep, "--key-file", keyfile, "--json", NULL };
+	assert_int_equal(run(st_net, out, sizeof(out)), 0);
+	assert_true(js_valid(out));
+	query0(&q);
+	assert_json_info(out, rep, true, &q);
+	assert_info_equal(&q, &f);
+
+	/* no replica: a negative answer, in JSON; missing: stderr only */
+	char *st_bad[] = { exe, "status", "--json", src, NULL };
+	assert_int_equal(run(st_bad, out, sizeof(out)), 1);
+	assert_true(js_valid(out));
+	js_str(out, "replica", s, sizeof(s));
+	assert_string_equal(s, src);
+	assert_false(js_bool(out, "valid"));
+	js_str(out, "error", s, sizeof(s));
+	assert_string_equal(s, pmrep_err_to_str(PMREP_E_MALFORMED));
+	assert_int_equal(strtoll(js_get(out, "code"), NULL, 10), PMREP_E_MALFORMED);
+	char *st_miss[] = { exe, "status", "--json", missing, NULL };
+	assert_int_equal(run(st_miss, out, sizeof(out)), 2);
+	assert_string_equal(out, "");
+
+	/* compare --json: generation 2 (the odd name) over generation 1 */
+	char *cmp[] = { exe, "compare", "--json", old, odd, NULL };
+	assert_int_equal(run(cmp, out, sizeof(out)), 0);
+	if (!js_valid(out))
+		fail_msg("not one line of JSON: %s", out);
+	const char *reps = js_get(out, "replicas");
+	assert_json_info(js_index(reps, 0), old, false, &fo);
+	assert_json_info(js_index(reps, 1), odd, false, &f);
+	assert_null(js_index(reps, 2));
+	const char *mc = js_get(out, "most_current");
+	js_string(js_index(mc, 0), s, sizeof(s));
+	assert_string_equal(s, odd);
+	assert_null(js_index(mc, 1));
+	js_str(out, "answer", s, sizeof(s));
+	assert_string_equal(s, odd);
+	assert_int_equal(strncmp(js_get(out, "reason"), "null", 4), 0);
+	char expect[400];
+	snprintf(expect, sizeof(expect), "most current: %s", odd);
+	js_str(out, "verdict", s, sizeof(s));
+	assert_string_equal(s, expect);
+
+	/* two equally current (one file, two names) */
+	char *cmp2[] = { exe, "compare", tg[0].path, odd, "--json", NULL };
+	assert_int_equal(run(cmp2, out, sizeof(out)), 0);
+	assert_true(js_valid(out));
+	mc = js_get(out, "most_current");
+	js_string(js_index(mc, 0), s, sizeof(s));
+	assert_string_equal(s, tg[0].path);
+	js_string(js_index(mc, 1), s, sizeof(s));
+	assert_string_equal(s, odd);
+	assert_null(js_index(mc, 2));
+
+	/* another set (a fresh replica: unclaimed): no answer, exit 1;
+	 * asked of both targets over the network */
+	target_start(&tg[1], "fresh", "1M");
+	struct pmrep_replica_info f1;
+	assert_int_equal(pmrep_replica_read_info(tg[1].path, &f1), 0);
+	char *cmp3[] = { exe, "compare", "--json", tg[0].path, tg[1].path, NULL };
+	assert_int_equal(run(cmp3, out, sizeof(out)), 1);
+	assert_true(js_valid(out));
+	reps = js_get(out, "replicas");
+	assert_json_info(js_index(reps, 0), tg[0].path, false, &f);
+	assert_json_info(js_index(reps, 1), tg[1].path, false, &f1);
+	assert_null(js_index(js_get(out, "most_current"), 0));
+	assert_int_equal(strncmp(js_get(out, "answer"), "null", 4), 0);
+	js_str(out, "reason", s, sizeof(s));
+	assert_string_equal(s, "different_sets");
+	js_str(out, "verdict", s, sizeof(s));
+	assert_int_equal(strncmp(s, "no answer: ", 11), 0);
+	assert_non_null(strstr(s, "belong to different replica sets"));
+	char rep1[64];
+	snprintf(rep1, sizeof(rep1), "127.0.0.1:%s", tg[1].port);
+	char *cmp4[] = { exe, "compare", "--json", "--key-file", keyfile, rep, rep1, NULL };
+	assert_int_equal(run(cmp4, out, sizeof(out)), 1);
+	assert_true(js_valid(out));
+	reps = js_get(out, "replicas");
+	assert_json_info(js_index(reps, 0), rep, true, &f);
+	assert_json_info(js_index(reps, 1), rep1, true, &f1);
+	/* the text form is unchanged: no JSON without --json */
+	char *cmp_txt[] = { exe, "compare", old, odd, NULL };
+	assert_int_equal(run(cmp_txt, out, sizeof(out)), 0);
+	assert_null(strchr(out, '{'));
+	assert_non_null(strstr(out, "most current: "));
+	assert_int_equal(unlink(odd), 0);
+}
+
+/* the checksum pmrep verify printed ("checksum HEX on both") */
+static unsigned long long
+verify_checksum(const char *out)
+{
+	const char *c = strstr(out, "checksum ");
+	assert_non_null(c);
+	return strtoull(c + 9, NULL, 16);
+}
+
+/*
+ * pmrep verify through mmap (the device DAX path: no read(2) there),
+ * taken for regular files with PMREP_VERIFY_MMAP=1 (-v says which way):
+ * IDENTICAL with the checksum the pread path prints, a pmrep log source
+ * by its data area, one flipped byte found in its range (DIFFERENT, exit
+ * 1), as by pread. The device DAX itself is not tested here (no pmem).
+ */
+static void
+verify_through_mmap_identical_and_different(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], src[128], out[16384];
+	program("tools/pmrep", exe, sizeof(exe));
+	target_start(&tg[0], "replica", "1M");
+	snprintf(src, sizeof(src), "%s/source", dir);
+	make_replica(src, 1);
+
+	char *v[] = { exe, "-v", "verify", src, tg[0].path, "--range", "64K", NULL };
+	assert_int_equal(run_out(v, out, sizeof(out), true), 0);
+	assert_non_null(strstr(out, "a plain file, read with pread"));
+	unsigned long long sum = verify_checksum(out);
+
+	assert_int_equal(setenv("PMREP_VERIFY_MMAP", "1", 1), 0);
+	int rc = run_out(v, out, sizeof(out), true);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "a plain file, read through mmap"));
+	assert_non_null(strstr(out, "IDENTICAL: 16 ranges of 65536 bytes, 1048576 bytes"));
+	assert_int_equal(verify_checksum(out), sum);
+	/* the replica file as a source: a pmrep log, by its data area */
+	char *vlog[] = { exe, "-v", "verify", tg[0].path, tg[0].path, NULL };
+	assert_int_equal(run_out(vlog, out, sizeof(out), true), 0);
+	assert_non_null(strstr(out, "a pmrep log: its data area, read through mmap"));
+	assert_int_equal(verify_checksum(out), sum);
+
+	/* one byte flipped in range 3 (bytes 196608..262143) */
+	int fd = open(src, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t b = (uint8_t)~pattern(200000);
+	assert_int_equal(pwrite(fd, &b, 1, 200000), 1);
+	close(fd);
+	char *v2[] = { exe, "verify", src, tg[0].path, "--range", "64K", NULL };
+	rc = run(v2, out, sizeof(out));
+	char *v3[] = { exe, "verify", src, tg[0].path, NULL };
+	char out3[4096];
+	int rc3 = run(v3, out3, sizeof(out3));
+	assert_int_equal(unsetenv("PMREP_VERIFY_MMAP"), 0);
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(out, "first differing range: 3 (bytes 196608..262143)"));
+	assert_non_null(strstr(out, "DIFFERENT: 1 of 16 ranges of 65536 bytes differs\n"));
+	assert_int_equal(rc3, 1);
+	assert_non_null(strstr(out3, "DIFFERENT: 1 of 1 range of 1048576 bytes differs\n"));
+	/* and the pread path says the same */
+	char out2[4096];
+	assert_int_equal(run(v2, out2, sizeof(out2)), 1);
+	assert_string_equal(out, out2);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1185,6 +1648,8 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(minimal_example_mirrors_and_verifies, setup, teardown),
 		cmocka_unit_test_setup_teardown(log_mirror_no_tls_and_key_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(log_mirror_fails_over_to_the_replica_file_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(status_and_compare_json_match_the_header, setup, teardown),
+		cmocka_unit_test_setup_teardown(verify_through_mmap_identical_and_different, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
