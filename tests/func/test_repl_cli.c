@@ -21,7 +21,11 @@
  *  - log-mirror's --no-tls and --key-id: against a plaintext target the
  *    default (TLS) fails with PMREP_E_TLS, --no-tls appends; by default it
  *    names the key file's id (refused by a target holding that key under
- *    id 0: PMREP_E_AUTH), --key-id 0 names none and attaches.
+ *    id 0: PMREP_E_AUTH), --key-id 0 names none and attaches;
+ *  - pmrep status --json / compare --json: one line of JSON (read by a
+ *    small parser here) whose every field is the header's, names with
+ *    quotes, backslashes and control characters byte-exact; verify
+ *    through mmap (the device DAX path, PMREP_VERIFY_MMAP=1 on files).
  */
 #include <errno.h>
 #include <fcntl.h>
