@@ -213,7 +213,8 @@ report_start_failure(int ret, const char *path, uint64_t size, bool create,
 	if (is_dir) {
 		fprintf(stderr, "pmrep-target: cannot serve %s: is a directory (--path names a replica file or device DAX)\n",
 				path);
-	} else if (ret == PMREP_E_PROVIDER && !addr_is_local(addr)) {
+	} else if (ret == PMREP_E_PROVIDER && err == EADDRNOTAVAIL &&
+			!addr_is_local(addr)) {
 		fprintf(stderr, "pmrep-target: cannot listen on %s: not an address of this host (--address)\n",
 				addr);
 	} else if (ret == PMREP_E_PROVIDER && err == ENOENT && !create &&
