@@ -3,13 +3,15 @@
  * pmrep-target -- the replica target daemon: serves one replica file or
  * device DAX to a pmrep mirror. Runs in the foreground, logs to stderr,
  * prints "listening on ADDR:PORT (MODE mode)" on stdout once ready, and
- * shuts down cleanly on SIGINT / SIGTERM (a signalfd in its poll loop).
+ * shuts down cleanly on SIGINT / SIGTERM (a signalfd in its poll loop);
+ * SIGHUP re-reads the keys, SIGUSR1 logs the counters, SIGPIPE is ignored.
  * Exit: 0 clean shutdown, 1 failure, 2 usage error (see usage()).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,8 +21,14 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <pmrep/repl.h>
+
+#ifndef PMREP_VERSION_STRING
+#define PMREP_VERSION_STRING "unknown"
+#endif
 
 static void
 usage(FILE *f)
@@ -73,6 +81,7 @@ usage(FILE *f)
 		"                           reach this target (a relay, a NAT); up to 8\n"
 		"  -v, --verbose            log at INFO (PMREP_LOG_LEVEL overrides)\n"
 		"  -h, --help               this help\n"
+		"      --version            print \"pmrep-target VERSION\" and exit\n"
 		"\n"
 		"Once ready it prints one line on stdout:\n"
 		"    listening on ADDR:PORT (direct mode)      (or: staging mode)\n"
@@ -84,10 +93,18 @@ usage(FILE *f)
 		"gone ones are removed; sessions already attached stay. When one does\n"
 		"not read (or DIR holds a link, a non-regular *.key, too many keys or\n"
 		"two of one id), the keys stay as they were.\n"
+		"SIGHUP never stops the target (a logrotate may send it), nor does a\n"
+		"failed re-read: without --key-file / --key-dir changes it only says\n"
+		"how many keys it holds.\n"
+		"SIGUSR1 logs one line of its counters on stderr (sessions accepted,\n"
+		"refused, in use, GPSPM persist requests) and it serves on.\n"
+		"SIGPIPE is ignored.\n"
 		"SIGINT or SIGTERM shuts it down cleanly: any session is closed, the\n"
 		"replica file unmapped, and a line of statistics logged (its persist\n"
 		"requests are GPSPM's only: native / APM flushes never reach the\n"
 		"target process).\n"
+		"A start that fails (a port in use, say) after --create made PATH\n"
+		"removes that file again; a file that existed is never removed.\n"
 		"\n"
 		"environment:\n"
 		"  PMREP_PROVIDER=tcp|verbs  force a provider (default: verbs when an RDMA\n"
@@ -95,7 +112,8 @@ usage(FILE *f)
 		"  PMREP_LOG_LEVEL=0..5     log verbosity on stderr (0 fatal, 1 error,\n"
 		"                           2 warning, 3 notice (default), 4 info, 5 debug)\n"
 		"\n"
-		"exit codes: 0 clean shutdown (SIGINT / SIGTERM) or --help; 1 failure\n"
+		"exit codes: 0 clean shutdown (SIGINT / SIGTERM), --help or --version;\n"
+		"1 failure "
 		"(bad configuration, key file, replica file, PATH already served by\n"
 		"another target, listening, or a fatal error while serving); 2 usage\n"
 		"error.\n");
@@ -142,6 +160,44 @@ parse_ms(const char *s, int *out)
 }
 
 /*
+ * is `addr` (numeric IPv4 / IPv6) one of this host's interface addresses
+ * (or a wildcard)? A name or an unreadable interface list: true (let the
+ * provider's own error speak)
+ */
+static bool
+addr_is_local(const char *addr)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	int fam;
+	if (inet_pton(AF_INET, addr, &a4) == 1)
+		fam = AF_INET;
+	else if (inet_pton(AF_INET6, addr, &a6) == 1)
+		fam = AF_INET6;
+	else
+		return true;
+	if ((fam == AF_INET && a4.s_addr == htonl(INADDR_ANY)) ||
+			(fam == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(&a6)))
+		return true;
+	struct ifaddrs *ifs;
+	if (getifaddrs(&ifs) != 0)
+		return true;
+	bool found = false;
+	for (struct ifaddrs *i = ifs; i != NULL && !found; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != fam)
+			continue;
+		if (fam == AF_INET)
+			found = ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr ==
+					a4.s_addr;
+		else
+			found = memcmp(&((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr,
+					&a6, sizeof(a6)) == 0;
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+/*
  * the last line when the target cannot start: the cause in the words of
  * the command line (pmrep_target_new's code alone says "provider call
  * failed" for a missing file, "out of range" for a file of another size)
@@ -153,7 +209,15 @@ report_start_failure(int ret, const char *path, uint64_t size, bool create,
 	int err = pmrep_err_errno();
 	struct stat st;
 	bool is_file = stat(path, &st) == 0 && S_ISREG(st.st_mode);
-	if (ret == PMREP_E_PROVIDER && err == ENOENT && !create &&
+	bool is_dir = !is_file && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	if (is_dir) {
+		fprintf(stderr, "pmrep-target: cannot serve %s: is a directory (--path names a replica file or device DAX)\n",
+				path);
+	} else if (ret == PMREP_E_PROVIDER && err == EADDRNOTAVAIL &&
+			!addr_is_local(addr)) {
+		fprintf(stderr, "pmrep-target: cannot listen on %s: not an address of this host (--address)\n",
+				addr);
+	} else if (ret == PMREP_E_PROVIDER && err == ENOENT && !create &&
 			access(path, F_OK) != 0) {
 		fprintf(stderr, "pmrep-target: cannot serve %s: %s (add --create --size N to create it)\n",
 				path, strerror(err));
@@ -405,6 +469,25 @@ keyset_reload(struct keyset *ks, struct pmrep_target *t,
 	fprintf(stderr, "pmrep-target: SIGHUP: %u key(s) held\n", ks->n);
 }
 
+/* one line of the target's counters on stderr; `live` (SIGUSR1): with
+ * the sessions in use now */
+static void
+print_stats(struct pmrep_target *t, bool live)
+{
+	struct pmrep_target_stats st;
+	char in_use[48] = "";
+	if (pmrep_target_get_stats(t, &st) != 0)
+		return;
+	if (live)
+		snprintf(in_use, sizeof(in_use), " %u in use,", st.sessions_in_use);
+	fprintf(stderr, "pmrep-target: %s%llu session%s accepted, %llu refused,%s %llu GPSPM persist requests (native / APM flushes are not seen by the target process)\n",
+			live ? "SIGUSR1: " : "",
+			(unsigned long long)st.sessions_accepted,
+			st.sessions_accepted == 1 ? "" : "s",
+			(unsigned long long)st.sessions_refused, in_use,
+			(unsigned long long)st.persist_requests);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -424,6 +507,7 @@ main(int argc, char *argv[])
 		{ "tls-name", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *addr = "127.0.0.1", *port = "7204";
@@ -482,16 +566,40 @@ main(int argc, char *argv[])
 			break;
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("pmrep-target %s\n", PMREP_VERSION_STRING); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (path == NULL || (src.nfiles == 0 && src.dir == NULL) ||
-			optind != argc) {
+	if (optind != argc || path == NULL ||
+			(src.nfiles == 0 && src.dir == NULL)) {
+		if (optind != argc)
+			fprintf(stderr, "pmrep-target: unexpected argument '%s'\n",
+					argv[optind]);
+		else if (path == NULL)
+			fprintf(stderr, "pmrep-target: --path is required\n");
+		else
+			fprintf(stderr, "pmrep-target: --key-file or --key-dir is required\n");
 		usage(stderr);
 		return 2;
 	}
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(verbose ? PMREP_LOG_INFO : PMREP_LOG_NOTICE);
+
+	/* signals arrive through the poll loop, never asynchronously:
+	 * blocked from here, so a SIGHUP or SIGUSR1 while it starts is
+	 * handled once it serves, never kills it; a peer gone mid-write
+	 * is an error return, not SIGPIPE */
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0) {
+		perror("pmrep-target: sigprocmask");
+		return 1;
+	}
 
 	static struct keyset ks;
 	struct pmrep_target_cfg *cfg = NULL;
@@ -520,17 +628,6 @@ main(int argc, char *argv[])
 		}
 	}
 
-	/* signals arrive through the poll loop, never asynchronously */
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0) {
-		perror("pmrep-target: sigprocmask");
-		ret = 1;
-		goto out;
-	}
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		perror("pmrep-target: signalfd");
@@ -568,6 +665,8 @@ main(int argc, char *argv[])
 			bool got = read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si);
 			if (got && si.ssi_signo == SIGHUP) {
 				keyset_reload(&ks, t, &src);
+			} else if (got && si.ssi_signo == SIGUSR1) {
+				print_stats(t, true);
 			} else if (got) {
 				fprintf(stderr, "pmrep-target: %s, shutting down\n",
 						strsignal((int)si.ssi_signo));
@@ -582,13 +681,7 @@ main(int argc, char *argv[])
 			break;
 		}
 	}
-	struct pmrep_target_stats st;
-	if (pmrep_target_get_stats(t, &st) == 0)
-		fprintf(stderr, "pmrep-target: %llu session%s accepted, %llu refused, %llu GPSPM persist requests (native / APM flushes are not seen by the target process)\n",
-				(unsigned long long)st.sessions_accepted,
-				st.sessions_accepted == 1 ? "" : "s",
-				(unsigned long long)st.sessions_refused,
-				(unsigned long long)st.persist_requests);
+	print_stats(t, false);
 	(void) pmrep_target_delete(&t);
 	close(sfd);
 out:

@@ -315,6 +315,8 @@ enum pmrep_target_mode {
  * anything, and two mirrors can never write one replica through two
  * targets. Only pmrep targets take the lock: other programs that write the
  * file are not stopped by it.
+ * On any failure a replica file this call created (cfg's create, the file
+ * missing) is removed again; a file that existed is left as it was.
  * Errors: PMREP_E_INVAL (NULL, no path, no key), PMREP_E_BUSY (another
  * target serves this replica: pmrep_err_msg() says "replica PATH is already
  * served by another target", pmrep_err_errno() is EWOULDBLOCK),

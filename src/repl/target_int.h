@@ -70,6 +70,8 @@ struct pmrep_target {
 	struct pmrep_target_cfg cfg;
 	struct pmrep_pmem *pmem;
 	int lock_fd;			/* holds the replica's flock: -1 none */
+	bool created;			/* pmrep_target_new created the file: a
+					 * failed start removes it again */
 	uint8_t *base;			/* the mapping: header ... */
 	uint8_t *data;			/* ... and data area */
 	pmrep_pmem_persist_fn *persist;	/* for the data MR (direct mode) */

@@ -19,6 +19,7 @@
 #include <linux/magic.h>
 #include <unistd.h>
 
+#include "pmem/pmem_view.h"
 #include "target_int.h"
 
 /* ------------------------------------------------------------ header */
@@ -127,6 +128,12 @@ target_close_pmem_keep_error(struct pmrep_target *t)
 	int err = pmrep_err_errno();
 	snprintf(why, sizeof(why), "%s", pmrep_err_msg());
 	(void) pmrep_pmem_close(&t->pmem);
+	/* a failed start removes only what it created, and only while it
+	 * holds the lock (without it another target may serve the file) */
+	if (t->created && t->lock_fd >= 0 && unlink(t->cfg.path) != 0)
+		PMREP_LOG_WARN("cannot remove the replica file %s created: %s",
+				t->cfg.path, strerror(errno));
+	t->created = false;
 	target_unlock_replica(t);
 	if (why[0] != '\0' && pmrep_err_msg()[0] == '\0')
 		PMREP_LOG_ERR("cannot serve %s: %s", t->cfg.path, why);
@@ -193,6 +200,7 @@ target_open_replica(struct pmrep_target *t)
 	ret = lock_replica(t);
 	if (ret)
 		goto err;
+	t->created = pmem_created(t->pmem);
 	t->base = pmrep_pmem_get_address(t->pmem);
 	t->data = t->base + PMREP_REPLICA_DATA_OFFSET;
 	t->persist = pmrep_pmem_get_persist_fn(t->pmem);

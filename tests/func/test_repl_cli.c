@@ -26,6 +26,11 @@
  *    small parser here) whose every field is the header's, names with
  *    quotes, backslashes and control characters byte-exact; verify
  *    through mmap (the device DAX path, PMREP_VERIFY_MMAP=1 on files).
+ *  - pmrep-target as a daemon: --version; SIGUSR1 logs its counters and it
+ *    serves on; SIGHUP (twice, once with the key file gone) keeps an
+ *    attached mirror's session; a failed start (port in use) removes the
+ *    file --create made, never one that existed; the errors name the real
+ *    cause (a directory, an address not of this host, a stray argument).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1631,6 +1636,318 @@ verify_through_mmap_identical_and_different(void **state)
 	assert_string_equal(out, out2);
 }
 
+/* ------------------------------------------- pmrep-target as a daemon */
+
+/* the text of `path` (at most len - 1 bytes) */
+static void
+slurp(const char *path, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* how often `needle` occurs in `s` */
+static int
+count_of(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *at = s; (at = strstr(at, needle)) != NULL; at++)
+		n++;
+	return n;
+}
+
+/* wait until t's log holds `needle` at least `times` times */
+static void
+wait_log(const struct target *t, const char *needle, int times)
+{
+	char log[200];
+	static char text[16384];
+	snprintf(log, sizeof(log), "%s.log", t->path);
+	long long t0 = func_now_ms();
+	for (;;) {
+		slurp(log, text, sizeof(text));
+		if (count_of(text, needle) >= times)
+			return;
+		if (func_now_ms() - t0 > 10000 * func_slow())
+			fail_msg("%s: no '%s' (x%d) in:\n%s", log, needle, times, text);
+		usleep(20000);
+	}
+}
+
+/* the target process still runs (no exit, no death by a signal) */
+static void
+assert_alive(const struct target *t)
+{
+	int st;
+	assert_int_equal(waitpid(t->pid, &st, WNOHANG), 0);
+}
+
+/* SIGTERM: a clean stop, exit 0 */
+static void
+stop_clean(struct target *t)
+{
+	int st = 0;
+	assert_int_equal(kill(t->pid, SIGTERM), 0);
+	assert_int_equal(waitpid(t->pid, &st, 0), t->pid);
+	t->pid = 0;
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* the last line of `s` (in place: its newline cut) */
+static const char *
+last_line(char *s)
+{
+	size_t n = strlen(s);
+	while (n > 0 && s[n - 1] == '\n')
+		s[--n] = '\0';
+	char *nl = strrchr(s, '\n');
+	return nl ? nl + 1 : s;
+}
+
+/* a mirror of a new source `name` (DATA_SIZE pattern bytes) attached to
+ * tg[0] and persisted once */
+static struct pmrep_mirror *
+mirror_attach(const char *name, struct pmrep_pmem **pmem,
+		struct pmrep_mirror_cfg **cfg)
+{
+	char src[128];
+	snprintf(src, sizeof(src), "%s/%s", dir, name);
+	assert_int_equal(pmrep_pmem_open(src, PMREP_PMEM_CREATE, DATA_SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, pmem), 0);
+	uint8_t *p = pmrep_pmem_get_address(*pmem);
+	for (size_t i = 0; i < DATA_SIZE; i++)
+		p[i] = pattern(i);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_cfg_new(cfg), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(*cfg, "127.0.0.1", tg[0].port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(*cfg, key, sizeof(key) - 1), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(*cfg, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(*cfg, 3), 0);
+	assert_int_equal(pmrep_mirror_new(*pmem, *cfg, &m), 0);
+	assert_int_equal(pmrep_mirror_persist(m, 0, DATA_SIZE, 5000 * func_slow()), 0);
+	return m;
+}
+
+/* one byte changed and persisted: still in sync, no resync since rs0 */
+static void
+persist_in_sync(struct pmrep_mirror *m, struct pmrep_pmem *pmem, size_t off,
+		const struct pmrep_replica_status *rs0)
+{
+	uint8_t *p = pmrep_pmem_get_address(pmem);
+	p[off] = (uint8_t)~p[off];
+	assert_int_equal(pmrep_mirror_persist(m, off, 1, 5000 * func_slow()), 0);
+	struct pmrep_replica_status rs;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &rs), 0);
+	assert_int_equal(rs.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(rs.last_error, 0);
+	assert_int_equal(rs.resyncs, rs0->resyncs);
+}
+
+/* pmrep-target --version: "pmrep-target VERSION", the version pmrep
+ * --version says, exit 0, nothing else */
+static void
+target_version(void **state)
+{
+	(void)state;
+	char exe[PATH_MAX], pm[PATH_MAX], out[256], out2[256];
+	program("tools/pmrep-target", exe, sizeof(exe));
+	program("tools/pmrep", pm, sizeof(pm));
+	char *v[] = { exe, "--version", NULL };
+	assert_int_equal(run_out(v, out, sizeof(out), true), 0);
+	assert_int_equal(count_lines(out), 1);
+	assert_true(strncmp(out, "pmrep-target ", 13) == 0);
+	assert_true(out[13] >= '0' && out[13] <= '9');
+	char *pv[] = { pm, "--version", NULL };
+	assert_int_equal(run(pv, out2, sizeof(out2)), 0);
+	assert_true(strncmp(out2, "pmrep ", 6) == 0);
+	assert_string_equal(out + 13, out2 + 6);
+}
+
+/* SIGUSR1: one counters line on stderr, and the target serves on: a
+ * mirror attaches after it and persists, pmrep status ADDR:PORT answers,
+ * the next SIGUSR1 counts them; SIGTERM then stops it with exit 0 */
+static void
+target_sigusr1_logs_counters_and_serves_on(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], rep[64], out[4096];
+	program("tools/pmrep", exe, sizeof(exe));
+	target_start(&tg[0], "replica", "1M");
+	snprintf(rep, sizeof(rep), "127.0.0.1:%s", tg[0].port);
+	assert_int_equal(kill(tg[0].pid, SIGUSR1), 0);
+	wait_log(&tg[0], "pmrep-target: SIGUSR1: 0 sessions accepted, 0 refused, 0 in use, 0 GPSPM persist requests", 1);
+	assert_alive(&tg[0]);
+
+	struct pmrep_pmem *pmem = NULL;
+	struct pmrep_mirror_cfg *cfg = NULL;
+	struct pmrep_mirror *m = mirror_attach("source", &pmem, &cfg);
+	assert_int_equal(kill(tg[0].pid, SIGUSR1), 0);
+	wait_log(&tg[0], "pmrep-target: SIGUSR1: 1 session accepted, 0 refused, 1 in use, ", 1);
+	struct pmrep_replica_status rs0;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &rs0), 0);
+	persist_in_sync(m, pmem, 4096, &rs0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+
+	char *st_net[] = { exe, "status", rep, "--key-file", keyfile, NULL };
+	assert_int_equal(run(st_net, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "generation:  3\n"));
+	assert_int_equal(kill(tg[0].pid, SIGUSR1), 0);
+	wait_log(&tg[0], "pmrep-target: SIGUSR1: 2 sessions accepted, 0 refused, ", 1);
+	assert_alive(&tg[0]);
+	stop_clean(&tg[0]);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_pmem_close(&pmem), 0);
+}
+
+/* SIGHUP twice with a mirror attached: the session stays (each persist
+ * after it succeeds, in sync, without a resync); the second with the key
+ * file gone: the keys stay as they were, the target serves on */
+static void
+target_sighup_keeps_the_session(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char kf[128];
+	snprintf(kf, sizeof(kf), "%s/hup.key", dir);
+	func_write_file(kf, key, sizeof(key) - 1);
+	tg_keyfile = kf;
+	target_start(&tg[0], "replica", "1M");
+	struct pmrep_pmem *pmem = NULL;
+	struct pmrep_mirror_cfg *cfg = NULL;
+	struct pmrep_mirror *m = mirror_attach("source", &pmem, &cfg);
+	struct pmrep_replica_status rs0;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &rs0), 0);
+	assert_int_equal(rs0.state, PMREP_REPLICA_IN_SYNC);
+
+	assert_int_equal(kill(tg[0].pid, SIGHUP), 0);
+	wait_log(&tg[0], "pmrep-target: SIGHUP: 1 key(s) held", 1);
+	assert_alive(&tg[0]);
+	persist_in_sync(m, pmem, 0, &rs0);
+
+	assert_int_equal(unlink(kf), 0);
+	assert_int_equal(kill(tg[0].pid, SIGHUP), 0);
+	wait_log(&tg[0], "pmrep-target: SIGHUP: the keys stay as they were", 1);
+	assert_alive(&tg[0]);
+	persist_in_sync(m, pmem, 8192, &rs0);
+	/* and a new session is admitted with the key kept */
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	struct pmrep_replica_info q;
+	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, 5000 * func_slow(), &q), 0);
+	assert_int_equal(q.generation, 3);
+	stop_clean(&tg[0]);
+	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
+	assert_int_equal(pmrep_pmem_close(&pmem), 0);
+}
+
+/* a start that fails on a port in use: exit 1, the cause on the last
+ * line; a file --create made is removed again, a file that existed (a
+ * replica, or a file that is none) is left byte for byte */
+static void
+target_failed_start_removes_only_what_it_created(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], out[16384], fresh[128], old[160], junk[128];
+	static uint8_t h0[PMREP_REPLICA_DATA_OFFSET], h1[PMREP_REPLICA_DATA_OFFSET];
+	program("tools/pmrep-target", exe, sizeof(exe));
+	/* a replica that exists: made by a target, stopped */
+	target_start(&tg[1], "old", "1M");
+	stop_clean(&tg[1]);
+	snprintf(old, sizeof(old), "%s", tg[1].path);
+	target_start(&tg[0], "replica", "1M");	/* holds the port */
+
+	snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+	char *a[] = { exe, "--path", fresh, "--size", "1M", "--create",
+		"--address", "127.0.0.1", "--port", tg[0].port, "--key-file",
+		keyfile, NULL };
+	assert_int_equal(run_out(a, out, sizeof(out), true), 1);
+	assert_non_null(strstr(last_line(out), "Address already in use"));
+	assert_int_not_equal(access(fresh, F_OK), 0);
+
+	struct stat st0, st1;
+	assert_int_equal(stat(old, &st0), 0);
+	read_hdr_block(old, h0);
+	char *b[] = { exe, "--path", old, "--size", "1M", "--create",
+		"--address", "127.0.0.1", "--port", tg[0].port, "--key-file",
+		keyfile, NULL };
+	assert_int_equal(run_out(b, out, sizeof(out), true), 1);
+	assert_non_null(strstr(last_line(out), "Address already in use"));
+	assert_int_equal(stat(old, &st1), 0);
+	assert_int_equal(st0.st_ino, st1.st_ino);
+	assert_int_equal(st0.st_size, st1.st_size);
+	read_hdr_block(old, h1);
+	assert_memory_equal(h0, h1, sizeof(h0));
+
+	/* a file of the right size that is no replica: refused, kept */
+	snprintf(junk, sizeof(junk), "%s/junk", dir);
+	static uint8_t zero[DATA_SIZE + PMREP_REPLICA_DATA_OFFSET];
+	memset(zero, 0x5a, sizeof(zero));
+	func_write_file(junk, zero, sizeof(zero));
+	char *c[] = { exe, "--path", junk, "--size", "1M", "--create",
+		"--address", "127.0.0.1", "--port", "0", "--key-file",
+		keyfile, NULL };
+	assert_int_equal(run_out(c, out, sizeof(out), true), 1);
+	assert_int_equal(stat(junk, &st1), 0);
+	assert_int_equal(st1.st_size, sizeof(zero));
+
+	/* the running target on the same port is untouched */
+	assert_alive(&tg[0]);
+	struct pmrep_replica_info q;
+	assert_int_equal(pmrep_replica_query("127.0.0.1", tg[0].port, key,
+			sizeof(key) - 1, 5000 * func_slow(), &q), 0);
+	stop_clean(&tg[0]);
+}
+
+/* errors that name the real cause, on the last line: a directory as
+ * --path, an --address of no interface of this host (the file --create
+ * made removed again), a stray argument (exit 2, the reason before the
+ * usage text) */
+static void
+target_errors_name_the_real_cause(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], out[16384], sub[128], fresh[128], want[256];
+	program("tools/pmrep-target", exe, sizeof(exe));
+	snprintf(sub, sizeof(sub), "%s/adir", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	char *d1[] = { exe, "--path", sub, "--key-file", keyfile, "--port",
+		"0", NULL };
+	char *d2[] = { exe, "--path", sub, "--size", "1M", "--create",
+		"--key-file", keyfile, "--port", "0", NULL };
+	snprintf(want, sizeof(want), "pmrep-target: cannot serve %s: is a directory (--path names a replica file or device DAX)", sub);
+	assert_int_equal(run_out(d1, out, sizeof(out), true), 1);
+	assert_string_equal(last_line(out), want);
+	assert_int_equal(run_out(d2, out, sizeof(out), true), 1);
+	assert_string_equal(last_line(out), want);
+
+	/* 192.0.2.1: TEST-NET-1 (RFC 5737), no host's own */
+	snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+	char *a1[] = { exe, "--path", fresh, "--size", "1M", "--create",
+		"--address", "192.0.2.1", "--port", "0", "--key-file", keyfile,
+		NULL };
+	assert_int_equal(run_out(a1, out, sizeof(out), true), 1);
+	assert_string_equal(last_line(out), "pmrep-target: cannot listen on 192.0.2.1: not an address of this host (--address)");
+	assert_int_not_equal(access(fresh, F_OK), 0);
+
+	char *s1[] = { exe, "--path", fresh, "--key-file", keyfile, "stray",
+		NULL };
+	assert_int_equal(run_out(s1, out, sizeof(out), true), 2);
+	assert_true(strncmp(out, "pmrep-target: unexpected argument 'stray'\nusage: pmrep-target ", 61) == 0);
+	char *s2[] = { exe, "--key-file", keyfile, NULL };
+	assert_int_equal(run_out(s2, out, sizeof(out), true), 2);
+	assert_true(strncmp(out, "pmrep-target: --path is required\nusage: ", 40) == 0);
+	assert_int_not_equal(access(fresh, F_OK), 0);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1654,6 +1971,11 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(log_mirror_fails_over_to_the_replica_file_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(status_and_compare_json_match_the_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(verify_through_mmap_identical_and_different, setup, teardown),
+		cmocka_unit_test_setup_teardown(target_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(target_sigusr1_logs_counters_and_serves_on, setup, teardown),
+		cmocka_unit_test_setup_teardown(target_sighup_keeps_the_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(target_failed_start_removes_only_what_it_created, setup, teardown),
+		cmocka_unit_test_setup_teardown(target_errors_name_the_real_cause, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
