@@ -110,7 +110,7 @@ tgt_start_rc(struct tgt *g, const char *path)
 	if (ret == 0)
 		ret = pmrep_target_cfg_set_key(cfg, key, sizeof(key));
 	if (ret == 0)
-		ret = pmrep_target_cfg_set_timeout(cfg, 2000);
+		ret = pmrep_target_cfg_set_timeout(cfg, 2000 * func_slow());
 	if (ret == 0)
 		ret = pmrep_target_new(cfg, &g->t);
 	(void) pmrep_target_cfg_delete(&cfg);

@@ -102,7 +102,7 @@ tgt_start_path(struct tgt **gp, const char *path, uint64_t size,
 	assert_int_equal(pmrep_target_cfg_set_direct_write_to_pmem(cfg,
 			o->direct_write), 0);
 	assert_int_equal(pmrep_target_cfg_set_timeout(cfg,
-			o->timeout_ms ? o->timeout_ms : 3000), 0);
+			o->timeout_ms ? o->timeout_ms : 3000 * func_slow()), 0);
 	if (o->no_tls)
 		assert_int_equal(pmrep_target_cfg_set_tls(cfg, false), 0);
 	int ret = pmrep_target_new(cfg, &g->t);
@@ -176,7 +176,7 @@ mcfg(const char *port, const uint8_t *uuid, uint64_t gen)
 	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_generation(c, gen), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_region_size(c, REGION), 0);
-	assert_int_equal(pmrep_mirror_cfg_set_timeout(c, 3000), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(c, 3000 * func_slow()), 0);
 	return c;
 }
 
