@@ -243,9 +243,17 @@ do_rig_verbs() {
 	# by the guest's tmpfs); the build dir is the guest's cwd, read-write.
 	# No NVDIMMs (VM_PMEM_SIZE=0): its replicas are files in /dev/shm, and
 	# the guest then skips the namespaces and mkfs at boot
-	(cd "$OUT/release" && RIG_SECONDS=${RIG_SECONDS:-30} VM_KERNEL=backports VM_TIMEOUT=330 \
-		VM_PMEM_SIZE=0 VM_RO_DIRS="$ROOT/tests/rig" \
-		"$ROOT/tests/vm/run-in-vm.sh" "$ROOT/tests/rig/verbs-nemesis.sh" .)
+	# run-in-vm's 123: the guest died before the command began (a kernel
+	# or emulator failure at boot): started once more, nothing ran twice
+	local attempt rc
+	for attempt in 1 2; do
+		(cd "$OUT/release" && RIG_SECONDS=${RIG_SECONDS:-30} VM_KERNEL=backports VM_TIMEOUT=330 \
+			VM_PMEM_SIZE=0 VM_RO_DIRS="$ROOT/tests/rig" \
+			"$ROOT/tests/vm/run-in-vm.sh" "$ROOT/tests/rig/verbs-nemesis.sh" .)
+		rc=$?
+		[ "$rc" = 123 ] && [ "$attempt" = 1 ] || return "$rc"
+		echo "rig-verbs: the guest did not boot; starting it once more"
+	done
 }
 
 do_native_flush() {

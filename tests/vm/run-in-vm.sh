@@ -666,6 +666,14 @@ elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 fi
 rc=$(cat "$JOB/rc" 2>/dev/null)
 case $rc in ''|*[!0-9]*) ;; *) exit "$rc" ;; esac
+if [ ! -e "$JOB/ready" ] && [ ! -e "$JOB/boot-timeout" ]; then
+  # the guest died before it was set up (seen: an int3 Oops in the 6.12
+  # kernel's early boot under TCG): nothing of the command ran, and a
+  # caller may start the VM again (exit 123, never a test's result)
+  say "the guest did not boot (qemu exit $qrc): nothing of the command ran; console tail:"
+  [ "${VM_VERBOSE:-0}" = 1 ] || tail -n 15 "$JOB/console.log" >&2 2>/dev/null
+  exit 123
+fi
 say "VM failed (qemu exit $qrc) before the command finished"
 [ -s "$JOB/fatal" ] && say "guest: $(cat "$JOB/fatal")"
 cat "$JOB/qemu.log" >&2
