@@ -1058,13 +1058,15 @@ PMREP_API int pmrep_replica_query(const char *addr, const char *port,
 #define PMREP_PROMOTE_FORCE_FENCE (1u << 1)
 /* return only once every replica reached is in sync with this log */
 #define PMREP_PROMOTE_WAIT_SYNC (1u << 2)
+/* the checks only (steps 1-3 below): is this node safe to promote? */
+#define PMREP_PROMOTE_DRY_RUN (1u << 3)
 
 /* What pmrep_mirror_promote found and did. */
 struct pmrep_promote_result {
 	uint64_t old_generation;	/* the newest generation seen: this log's and
 					 * the reached replicas' */
 	uint64_t generation;		/* the new one, recorded in this log's header
-					 * (0: the call refused before recording it) */
+					 * (0: refused, or a dry run: nothing written) */
 	uint64_t primary_id;		/* this node's primary id (its mirror record) */
 	uint64_t last_persist_seq;	/* this log's header held this sequence */
 	unsigned needed;		/* n - k + 1: this node and the replicas to fence */
@@ -1100,7 +1102,8 @@ struct pmrep_promote_result {
  * unless `flags` has PMREP_PROMOTE_FORCE_STALE, or if fewer than n - k + 1
  * can be fenced (this node and the replicas reached: PMREP_E_UNREACHABLE)
  * unless PMREP_PROMOTE_FORCE_FENCE (then the reached ones are fenced and
- * the caller takes the risk named above); (4) record the new generation
+ * the caller takes the risk named above); with PMREP_PROMOTE_DRY_RUN
+ * return here (0: this node may be promoted; nothing written); (4) record the new generation
  * (the newest seen + 1) with this node's primary id in the log's header,
  * crash-atomically; (5) attach a mirror at the new generation that
  * returns once n - k + 1 - 1 replicas of the cfg committed it: from then

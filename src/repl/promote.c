@@ -16,7 +16,7 @@
 #include "pmem/pmem_view.h"
 
 #define PROMOTE_FLAGS (PMREP_PROMOTE_FORCE_STALE | PMREP_PROMOTE_FORCE_FENCE | \
-		PMREP_PROMOTE_WAIT_SYNC)
+		PMREP_PROMOTE_WAIT_SYNC | PMREP_PROMOTE_DRY_RUN)
 
 /* is `a` (generation, persist sequence) more current than `b`? */
 static bool
@@ -163,6 +163,9 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		f = res->reached;
 	}
 
+	if (flags & PMREP_PROMOTE_DRY_RUN)
+		return 0;
+
 	/* (4)-(5): the mirror's new() records the generation in the log's
 	 * header first (mirror_log_claim), then returns once f replicas
 	 * committed it */
@@ -173,13 +176,13 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	c.fence_only = true;
 	c.manual_recovery = false;
 	struct pmrep_mirror *m = NULL;
+	res->generation = c.generation;
 	ret = pmrep_mirror_new(log, &c, &m);
 	if (ret) {
 		PMREP_LOG_ERR("promote: fencing at generation %llu failed: %s",
 				(unsigned long long)c.generation, pmrep_err_to_str(ret));
 		return ret;
 	}
-	res->generation = c.generation;
 	res->primary_id = mstate_primary_id(m->state);
 	if (flags & PMREP_PROMOTE_WAIT_SYNC)
 		ret = wait_reached_in_sync(m, reached,

@@ -13,7 +13,10 @@
  *    on (it holds the new generation when promote returns) and ends
  *    identical to the new primary (it was behind); every
  *    persist acknowledged before the failure is on the new primary; the
- *    application's mirror at the new generation takes over and persists.
+ *    application's mirror at the new generation takes over and persists;
+ *  - `pmrep promote`: a file its target still serves is refused (exit 2),
+ *    the refusals exit 1 and --json names the reason and the more current
+ *    replica; --dry-run writes nothing; --force-fence promotes anyway.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -38,7 +42,9 @@
 #define REC 4096u
 #define NREC 64u
 
-static const uint8_t key[32] = "test-key-promote-0123456789-abcd";
+static uint8_t key[PMREP_KEY_MAX];	/* read back from keyfile (setup) */
+static size_t key_len;
+static char keyfile[256], bindir[4096];
 static const uint8_t uuid[PMREP_UUID_SIZE] = { 0x97, 0x12, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static char dir[128], lpath[256], path[2][256];
 static struct func_child tg[2];
@@ -48,7 +54,7 @@ static void
 serve(unsigned i)
 {
 	struct func_child_cfg cfg = { .path = path[i], .size = SIZE,
-		.key = key, .key_len = sizeof(key) };
+		.key = key, .key_len = key_len };
 	func_child_start(&tg[i], &cfg, "0");
 }
 
@@ -62,7 +68,7 @@ mcfg(unsigned which, unsigned k)
 		if (which & (1u << i))
 			assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(),
 					tg[i].port), 0);
-	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, key_len), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_quorum(c, k), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_timeout(c, 2000 * func_slow()), 0);
@@ -277,6 +283,97 @@ promote_fences_the_old_primary_and_the_survivor_ends_identical(void **state)
 	pmrep_mirror_cfg_delete(&c);
 }
 
+
+/* run `pmrep promote LOG ARGS...` (NULL-terminated), its stdout and
+ * stderr into out[]; its exit code */
+static int
+promote_cli(const char *log, char *out, size_t out_len, ...)
+{
+	char exe[4200], res[300];
+	snprintf(exe, sizeof(exe), "%s/tools/pmrep", bindir);
+	snprintf(res, sizeof(res), "%s/cli.out", dir);
+	char *argv[32];
+	int n = 0;
+	argv[n++] = exe;
+	argv[n++] = (char *)"promote";
+	argv[n++] = (char *)log;
+	va_list ap;
+	va_start(ap, out_len);
+	for (char *a; n < 30 && (a = va_arg(ap, char *)) != NULL;)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(res, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(exe, argv);
+		_exit(127);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	int fd = open(res, O_RDONLY);
+	assert_true(fd >= 0);
+	ssize_t got = read(fd, out, out_len - 1);
+	close(fd);
+	out[got > 0 ? got : 0] = '\0';
+	print_message("pmrep promote -> %d: %s", WEXITSTATUS(st), out);
+	return WEXITSTATUS(st);
+}
+
+static void
+cli_promote_refusals_exit_1_and_name_the_reason(void **state)
+{
+	(void)state;
+	fail_primary();
+	char at0[64], at1[64], out[4096];
+	snprintf(at1, sizeof(at1), "%s:%s", func_addr(), tg[1].port);
+	/* its own target still serves the file: refused before anything */
+	serve(1);
+	snprintf(at1, sizeof(at1), "%s:%s", func_addr(), tg[1].port);
+	assert_int_equal(promote_cli(path[1], out, sizeof(out), "--replica", at1,
+			"--key-file", keyfile, "--set-size", "2", "--quorum", "1",
+			(char *)NULL), 2);
+	assert_non_null(strstr(out, "is in use"));
+	func_child_kill(&tg[1], SIGTERM);
+	/* the stale one, with the most current reachable */
+	serve(0);
+	snprintf(at0, sizeof(at0), "%s:%s", func_addr(), tg[0].port);
+	assert_int_equal(promote_cli(path[1], out, sizeof(out), "--replica", at0,
+			"--key-file", keyfile, "--set-size", "2", "--quorum", "1",
+			"--json", (char *)NULL), 1);
+	assert_non_null(strstr(out, "\"outcome\":\"refused_stale\""));
+	char want[128];
+	snprintf(want, sizeof(want), "\"more_current\":\"%s\"", at0);
+	assert_non_null(strstr(out, want));
+	func_child_kill(&tg[0], SIGTERM);
+	/* the most current one, the other unreachable, quorum 1 of 2 */
+	assert_int_equal(promote_cli(path[0], out, sizeof(out), "--replica", at1,
+			"--key-file", keyfile, "--set-size", "2", "--quorum", "1",
+			"--json", (char *)NULL), 1);
+	assert_non_null(strstr(out, "\"outcome\":\"refused_fence\""));
+	assert_non_null(strstr(out, "\"needed\":2,\"reached\":0"));
+	struct pmrep_replica_info i0;
+	assert_int_equal(pmrep_replica_read_info(path[0], &i0), 0);
+	assert_int_equal(i0.generation, 1);
+	/* --dry-run under "all": may promote, nothing written */
+	assert_int_equal(promote_cli(path[0], out, sizeof(out), "--replica", at1,
+			"--key-file", keyfile, "--dry-run", (char *)NULL), 0);
+	assert_non_null(strstr(out, "may promote"));
+	assert_int_equal(pmrep_replica_read_info(path[0], &i0), 0);
+	assert_int_equal(i0.generation, 1);
+	/* --force-fence: promoted although replica 1 is out of reach */
+	assert_int_equal(promote_cli(path[0], out, sizeof(out), "--replica", at1,
+			"--key-file", keyfile, "--set-size", "2", "--quorum", "1",
+			"--force-fence", (char *)NULL), 0);
+	assert_non_null(strstr(out, "at generation 2"));
+	assert_int_equal(pmrep_replica_read_info(path[0], &i0), 0);
+	assert_int_equal(i0.generation, 2);
+}
+
 static int
 setup(void **state)
 {
@@ -286,6 +383,11 @@ setup(void **state)
 	snprintf(lpath, sizeof(lpath), "%s/log", dir);
 	snprintf(path[0], sizeof(path[0]), "%s/r0", dir);
 	snprintf(path[1], sizeof(path[1]), "%s/r1", dir);
+	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+	assert_int_equal(pmrep_key_write_file(keyfile, 0, PMREP_KEY_GOOD), 0);
+	uint32_t id;
+	assert_int_equal(pmrep_key_read_file_ex(keyfile, 0, key, sizeof(key),
+			&key_len, &id), 0);
 	return 0;
 }
 
@@ -303,6 +405,7 @@ int
 main(int argc, char *argv[])
 {
 	func_child_main(argc, argv);
+	func_build_root(bindir, sizeof(bindir), argv[0]);
 	signal(SIGPIPE, SIG_IGN);
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
@@ -310,6 +413,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(promote_refuses_a_stale_replica_and_changes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(promote_refuses_what_it_cannot_fence_under_a_quorum_not_under_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(promote_fences_the_old_primary_and_the_survivor_ends_identical, setup, teardown),
+		cmocka_unit_test_setup_teardown(cli_promote_refusals_exit_1_and_name_the_reason, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
