@@ -717,6 +717,11 @@ struct pmrep_replica_status {
 				 * attach */
 	int64_t next_retry_ms;	/* ms until the next attempt (0: due now or
 				 * under way; -1: not FAILED) */
+	uint64_t resync_compared; /* bytes compared by digests before copying
+				 * (docs/PROTOCOL.md "Mirror, resync by
+				 * digests": a full resync of a replica of
+				 * this set copies only what differs), over
+				 * all its resyncs */
 };
 
 /*

@@ -534,6 +534,7 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 	st->last_error = r->last_error;
 	st->resyncs = r->resyncs;
 	st->resync_bytes = r->resync_bytes;
+	st->resync_compared = r->resync_compared;
 	st->resync_eta_ms = -1;
 	st->next_retry_ms = -1;
 	if (r->state == PMREP_REPLICA_SYNCING) {
