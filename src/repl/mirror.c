@@ -208,6 +208,24 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		pmrep_err_set_errno(e);
 		goto err;
 	}
+	if (cfg->persist_seq) {
+		/* the clock may have gone back since an earlier mirror of
+		 * this record: never below its high-water mark, which is
+		 * raised past this mirror's sequences before the first one
+		 * is given (a step sequence stays below 2^40) */
+		uint64_t hw = mstate_psn_hw(m->state);
+		if (m->psn_base < hw) {
+			PMREP_LOG(PMREP_LOG_NOTICE, "mirror: the wall clock is behind its record's persist sequence high-water mark by %llu ns: the sequences begin at the mark",
+					(unsigned long long)(hw - m->psn_base));
+			m->psn_base = hw;
+		}
+		ret = mstate_set_psn_hw(m->state, m->psn_base + (1ull << 40));
+		if (ret) {
+			PMREP_LOG_ERR("mirror: its record's persist sequence high-water mark could not be raised (%s)",
+					pmrep_err_to_str(ret));
+			goto err;
+		}
+	}
 	ret = mirror_log_claim(m);
 	if (ret)
 		goto err;

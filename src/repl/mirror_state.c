@@ -17,7 +17,9 @@
  * Slot:
  *      0  u8[8]  magic "PMREPMST"
  *      8  u32    version (1)
- *     12  u32    slot length (MST_SLOT_SIZE = 272)
+ *     12  u32    slot length (MST_SLOT_SIZE = 280; a slot of 272 bytes,
+ *           written before the high-water mark existed, is read with
+ *           the mark 0)
  *     16  u64    slot sequence (> 0; the valid slot with the highest wins)
  *     24  u8[16] replica-set UUID
  *     40  u64    primary id
@@ -28,7 +30,11 @@
  *    200  u64[PMREP_MIRROR_MAX_REPLICAS]  rec_seq[i]: the header slot
  *           sequence replica rec_id[i] holds after the last header write
  *           of ours it was sent (COMMIT, CLOSE)
- *    264  u64    checksum: Fletcher-64 (replica_fletcher64) of bytes 0..263
+ *    264  u64    persist sequence high-water mark: every persist sequence a
+ *           mirror of this record gave is below it (pmrep_mirror_new
+ *           raises it before its first step when persist sequences are on)
+ *    272  u64    checksum: Fletcher-64 (replica_fletcher64) of bytes 0..271
+ *           (in a 272-byte slot: at 264, of bytes 0..263)
  *
  * An update encodes the whole state with sequence + 1 into the slot not
  * holding the newest state and persists that slot: a torn update leaves
@@ -56,9 +62,11 @@
 #include "replica_hdr.h"
 
 #define MST_VERSION 1
-#define MST_SLOT_SIZE 272
+#define MST_SLOT_SIZE 280
+#define MST_SLOT_SIZE_V1 272	/* without the high-water mark */
 #define MST_REC_SEQ_OFF 200
-#define MST_CSUM_OFF 264
+#define MST_PSN_HW_OFF 264
+#define MST_CSUM_OFF 272
 #define MST_SLOT1_OFF 2048
 #define MST_BITMAP_OFF 4096
 #define MST_NBITMAPS (1 + PMREP_MIRROR_MAX_REPLICAS)
@@ -82,6 +90,7 @@ struct mirror_state {
 	uint64_t region_size;
 	uint8_t rec_id[PMREP_MIRROR_MAX_REPLICAS][PMREP_UUID_SIZE];
 	uint64_t rec_seq[PMREP_MIRROR_MAX_REPLICAS];
+	uint64_t psn_hw;		/* persist sequence high-water mark */
 	/* the bitmaps (their words in the file when persistent) */
 	size_t bm_bytes;		/* each bitmap's area in the file */
 	size_t nwords;			/* words of each bitmap */
@@ -122,6 +131,7 @@ slot_encode(const struct mirror_state *st, uint64_t seq, uint8_t *out)
 	memcpy(out + 72, st->rec_id, sizeof(st->rec_id));
 	for (unsigned i = 0; i < PMREP_MIRROR_MAX_REPLICAS; i++)
 		pmrep_put_le64(out + MST_REC_SEQ_OFF + 8 * i, st->rec_seq[i]);
+	pmrep_put_le64(out + MST_PSN_HW_OFF, st->psn_hw);
 	pmrep_put_le64(out + MST_CSUM_OFF, replica_fletcher64(out, MST_CSUM_OFF));
 }
 
@@ -131,18 +141,21 @@ struct slot {
 	uint64_t primary_id, generation, data_size, region_size;
 	uint8_t rec_id[PMREP_MIRROR_MAX_REPLICAS][PMREP_UUID_SIZE];
 	uint64_t rec_seq[PMREP_MIRROR_MAX_REPLICAS];
+	uint64_t psn_hw;
 };
 
 /* true when the slot bytes are a complete, valid slot */
 static bool
 slot_decode(const uint8_t *in, struct slot *s)
 {
+	uint32_t len = pmrep_get_le32(in + 12);
+	size_t csum = len == MST_SLOT_SIZE_V1 ? MST_PSN_HW_OFF : MST_CSUM_OFF;
 	if (memcmp(in, mst_magic, sizeof(mst_magic)) != 0 ||
 			pmrep_get_le32(in + 8) != MST_VERSION ||
-			pmrep_get_le32(in + 12) != MST_SLOT_SIZE ||
-			pmrep_get_le64(in + MST_CSUM_OFF) !=
-			replica_fletcher64(in, MST_CSUM_OFF))
+			(len != MST_SLOT_SIZE && len != MST_SLOT_SIZE_V1) ||
+			pmrep_get_le64(in + csum) != replica_fletcher64(in, csum))
 		return false;
+	s->psn_hw = len == MST_SLOT_SIZE ? pmrep_get_le64(in + MST_PSN_HW_OFF) : 0;
 	s->seq = pmrep_get_le64(in + 16);
 	memcpy(s->uuid, in + 24, PMREP_UUID_SIZE);
 	s->primary_id = pmrep_get_le64(in + 40);
@@ -395,6 +408,7 @@ st_load(struct mirror_state *st, const uint8_t uuid[PMREP_UUID_SIZE],
 	st->generation = s[c].generation;
 	memcpy(st->rec_id, s[c].rec_id, sizeof(st->rec_id));
 	memcpy(st->rec_seq, s[c].rec_seq, sizeof(st->rec_seq));
+	st->psn_hw = s[c].psn_hw;
 	ret = bitmaps_init(st);
 	if (ret)
 		return ret;
@@ -595,6 +609,25 @@ mstate_set_rec_id(struct mirror_state *st, unsigned i,
 		const uint8_t id[PMREP_UUID_SIZE])
 {
 	return mstate_set_rec(st, i, id, st->rec_seq[i]);
+}
+
+uint64_t
+mstate_psn_hw(const struct mirror_state *st)
+{
+	return st->psn_hw;
+}
+
+int
+mstate_set_psn_hw(struct mirror_state *st, uint64_t hw)
+{
+	uint64_t old = st->psn_hw;
+	st->psn_hw = hw;
+	if (st->pmem == NULL)
+		return 0;
+	int ret = slot_write(st);
+	if (ret)
+		st->psn_hw = old;	/* what is durable */
+	return ret;
 }
 
 uint64_t

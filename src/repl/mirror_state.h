@@ -78,6 +78,12 @@ int mstate_al_mark(struct mirror_state *st, uint64_t off, uint64_t len);
  * first the OOS[i] words of the marked regions are made durable, then AL's
  * bits are cleared and persisted. Call only with no persist step in flight.
  */
+/* the persist sequence high-water mark: every sequence a mirror of this
+ * record gave is below it (0: none recorded); set it durably (an in-memory
+ * record: in memory) -- 0 or the slot write's error */
+uint64_t mstate_psn_hw(const struct mirror_state *st);
+int mstate_set_psn_hw(struct mirror_state *st, uint64_t hw);
+
 #define MSTATE_AL_LIMIT 64
 int mstate_al_clear(struct mirror_state *st, bool force);
 

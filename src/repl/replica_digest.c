@@ -19,6 +19,8 @@
 #include "mirror_int.h"
 #include "mirror_state.h"
 
+#define DIGEST_BYTES (4ull << 20)
+
 /* one DIGEST round trip for regions [first, first + n) */
 static int
 digest_round(struct replica *r, size_t first, size_t n, long long deadline,
@@ -72,13 +74,19 @@ replica_digest_pass(struct replica *r, long long deadline)
 	r->chunk_hi = m->size;
 	uint64_t before = repl_bitmap_dirty_bytes(r->oos);
 	mirror_unlock(m);
+	/* at most DIGEST_BYTES per round trip: the target hashes them in
+	 * one progress turn */
+	size_t max = (size_t)(DIGEST_BYTES / rs);
+	if (max == 0)
+		max = 1;
+	if (max > REPL_DIGEST_MAX)
+		max = REPL_DIGEST_MAX;
 	size_t from = 0, compared = 0, equal = 0;
 	int ret = 0;
 	for (;;) {
 		size_t first, n;
 		mirror_lock(m);
-		bool found = repl_bitmap_next_run(r->oos, from, REPL_DIGEST_MAX,
-				&first, &n);
+		bool found = repl_bitmap_next_run(r->oos, from, max, &first, &n);
 		bool stop = repl_left_ms(deadline) == 0 || atomic_load(&m->stopping);
 		mirror_unlock(m);
 		if (!found || first < from || stop)

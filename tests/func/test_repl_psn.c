@@ -11,7 +11,8 @@
  *    the higher sequence holds every completed persist, and the other one
  *    shows less: the sequences tell which replica to promote;
  *  - a new attach clears it (the next mirror's sequences are its own, and
- *    larger); off (the default) nothing is recorded.
+ *    larger: they begin at the record's high-water mark, not at the clock);
+ *    off (the default) nothing is recorded.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -153,6 +154,10 @@ every_completed_persist_s_sequence_is_on_the_replicas_that_confirmed_it(void **s
 	record(local, 40, 2);
 	assert_int_equal(pmrep_mirror_persist(m, 40 * REC, REC, 5000 * func_slow()), 0);
 	assert_true(mirror_psn(m) > before);
+	/* not from the clock alone: the record's high-water mark, raised
+	 * 2^40 past the first mirror's base before its first step, is where
+	 * the second one begins (a clock gone back cannot give less) */
+	assert_true(mirror_psn(m) > before + (1ull << 40) - 100000);
 	assert_true(psn_of(0) >= mirror_psn(m));
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 	pmrep_mirror_cfg_delete(&c);
