@@ -289,6 +289,7 @@ run_policy() { # quorum (0: all)
 	if [ "$BREAK" = stale ] && [ "$q" -ne 0 ]; then
 		say "DELIBERATELY WRONG: promoting the stale $OTHER with --force-stale"
 		local x=$NEW; NEW=$OTHER; OTHER=$x
+		start_target "$OTHER"	# stopped for the fence refusal
 		stop_target "$NEW"
 		pflags=(--force-stale)
 	fi
@@ -364,11 +365,15 @@ run_policy() { # quorum (0: all)
 			fail "after the heal the three are not equally current at generation 2: $cmp"
 		echo "  pmrep compare of the three files: $(jget "$cmp" .verdict | sed "s|$WORK/||g")"
 	fi
-	local resync
-	resync=$(grep -ho "replica [0-9] ([0-9.:]*) attached: method [A-Za-z]*, resync [a-z]* of [0-9]* bytes" \
-		"$WORK/promote.err" "$WORK/w2.err" | sed "s/$(at P)/$(at P) = P/" | sort -u)
+	# what the rejoin copied: the promotion's fence-only mirror starts the
+	# resyncs, the new writer's mirror takes them over with what is left
+	local resync f
+	resync=$(for f in promote w2; do
+		grep -o "replica [0-9] ([0-9.:]*)\( attached: method [A-Za-z]*, resync [a-z]* of [0-9]* bytes\| in sync: [0-9]* bytes copied\)" \
+			"$WORK/$f.err" | sed "s/^/$([ $f = w2 ] && echo "new writer" || echo promote): /"
+	done | sed "s/($(at P))/($(at P) = P)/; s/($(at "$OTHER"))/($(at "$OTHER") = $OTHER)/")
 	echo "$resync" | sed 's/^/  rejoin: /'
-	grep -q "$(at P) = P.*resync" <<<"$resync" || { say "no resync line of P in the logs"; ok=0; }
+	grep -q "= P) attached: .*resync" <<<"$resync" || { say "no resync line of P in the logs"; ok=0; }
 
 	# 9. the figures
 	local t_first t_sync
