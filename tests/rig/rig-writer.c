@@ -39,7 +39,9 @@
  * --persist-seq: the replicas record persist sequences (pmrep compare).
  * An existing log: the writer resumes after the whole records it holds
  * (the first slot without one), writing records of epoch generation - 1
- * (rig.h), and names the epoch in its history lines.
+ * (rig.h), and names the epoch in its history lines. An attach refused
+ * for a reason no retry changes (AUTH, SPLIT_BRAIN, INVAL, RANGE,
+ * MALFORMED) is not retried.
  * Exit: 0 ok (healed), 1 failure (setup, or not healed in time), 2 usage.
  */
 #include <errno.h>
@@ -442,12 +444,15 @@ first_free_slot(const struct writer *w)
 	return s;
 }
 
-/* attach errors worth another try: a target not (yet) there */
+/* attach errors that no retry changes (a wrong key, another set or
+ * size, split brain); everything else is tried again until the bound --
+ * a target not (yet) there, or one still holding a killed writer's
+ * session (STATE, BUSY), and so also a replica of a newer generation */
 static bool
 transient(int e)
 {
-	return e == PMREP_E_UNREACHABLE || e == PMREP_E_TIMEOUT ||
-		e == PMREP_E_CONN_LOST || e == PMREP_E_AGAIN;
+	return e != PMREP_E_AUTH && e != PMREP_E_SPLIT_BRAIN &&
+		e != PMREP_E_INVAL && e != PMREP_E_RANGE && e != PMREP_E_MALFORMED;
 }
 
 static void

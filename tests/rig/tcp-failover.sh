@@ -55,20 +55,14 @@
 set -u
 BUILD=${1:?usage: tcp-failover.sh BUILD_DIR}
 BUILD=$(cd "$BUILD" && pwd)
-WRITER=$BUILD/tests/rig/rig-writer
-CHECK=$BUILD/tests/rig/rig-check
-CLOCK=$BUILD/tests/rig/rig-clock
-TARGET=$BUILD/tools/pmrep-target
-PMREP=$BUILD/tools/pmrep
+. "$(dirname "$0")/rig-lib.sh"
 
 skip() { echo "tcp-failover: SKIPPED: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
 command -v ip >/dev/null && ip netns list >/dev/null 2>&1 || skip "no 'ip netns' (iproute2)"
 command -v nft >/dev/null || skip "no nft (nftables)"
 command -v jq >/dev/null || skip "no jq (the JSON of pmrep compare / promote)"
-for b in "$WRITER" "$CHECK" "$CLOCK" "$TARGET" "$PMREP"; do
-	[ -x "$b" ] || { echo "tcp-failover: $b missing (build first)"; exit 1; }
-done
+rig_binaries tcp-failover
 
 POLICIES=${RIG_POLICIES:-0 1}
 PHASE=${RIG_FAILOVER_SECONDS:-3}
@@ -85,29 +79,8 @@ SIZE=$(( 16 * 1048576 ))	# data bytes: 65520 slots of 256, no wrap
 WALL=${RIG_WALL:-$(( $(wc -w <<<"$POLICIES") * (8 * PHASE + 60) ))}
 WORK=$(mktemp -d /dev/shm/rig-failover.XXXXXX)
 ok=1
-. "$(dirname "$0")/rig-lib.sh"
-
 pids_to_kill=()
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	rig_kill_all
-	local n
-	for n in "${NSN[@]}"; do
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$n" 2>/dev/null
-	done
-	if [ "$rc" -ne 0 ] || [ "${RIG_KEEP:-0}" = 1 ]; then
-		say "logs kept in $WORK"
-	else
-		rm -rf "$WORK"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'say "interrupted"; exit 1' INT TERM
-( sleep "$WALL"; echo "tcp-failover: WALL TIME of $WALL s exceeded"; kill -TERM $ID ) &
-WD=$!
+rig_exit_traps tcp-failover "${NSN[@]}"
 
 fail() { say "FAILED: $*"; exit 1; }
 # (in the foreground only: a function sent to the background is a subshell,
@@ -330,7 +303,7 @@ run_policy() { # quorum (0: all)
 	# 7. the old primary, at generation 1 with its state file, is fenced
 	out=$(in_ns P "$WRITER" --pmrep-log --file "$WORK/old-p.log" --size $SIZE --replica "$(at "$OTHER")" \
 		--key-file "$WORK/key" --quorum 0 --history "$WORK/hist-old" --events "$WORK/ev-old" \
-		--count 10 --heal-timeout 3000 2>&1); rc=$?
+		--count 10 --heal-timeout 1500 2>&1); rc=$?	# refusals are retried for 1.5 s
 	echo "  the old primary: exit $rc: $(grep -m1 -i "generation" <<<"$out")"
 	[ $rc -ne 0 ] && grep -q "newer generation" <<<"$out" && [ "$(hist_n "$WORK/hist-old")" = 0 ] ||
 		fail "the old primary was not refused by $OTHER: $out"
