@@ -11,7 +11,10 @@
  *     that is right (the bytes rig_record_make gives for its seq) on fewer
  *     replicas than the policy requires (K = 0, "all": every replica; K:
  *     at least K). Run it while no mirror writes the replicas and BEFORE
- *     the final heal (a heal would repair what it should catch). Prints
+ *     the final heal (a heal would repair what it should catch). LOG is a
+ *     plain rig log or a pmrep log (rig-writer --pmrep-log: its data area
+ *     is the rig log); a history line's fourth field, when there, is the
+ *     record's epoch (rig.h; default 0). Prints
  *     each violation (the first 20) as
  *       VIOLATION seq S slot L: right on G of N replicas, policy requires R: replica I missing|different ...
  *     and a summary. Exit 0 no violation, 1 violations, 2 usage / I/O error.
@@ -108,6 +111,19 @@ cmd_history(int argc, char *argv[])
 		fprintf(stderr, "rig-check: %s: %s\n", source, strerror(errno));
 		return 2;
 	}
+	/* a pmrep log: the rig log is its data area */
+	off_t src_off = 0;
+	uint64_t src_size = (uint64_t)st.st_size;
+	struct pmrep_replica_info sinfo;
+	if (memcmp(hdr, RIG_MAGIC, 8) != 0 &&
+			pmrep_replica_read_info(source, &sinfo) == 0) {
+		src_off = (off_t)sinfo.data_offset;
+		src_size = sinfo.data_size;
+		if (read_at(src, hdr, sizeof(hdr), src_off) != 0) {
+			fprintf(stderr, "rig-check: %s: %s\n", source, strerror(errno));
+			return 2;
+		}
+	}
 	uint32_t rs;
 	memcpy(&rs, hdr + 12, 4);
 	if (memcmp(hdr, RIG_MAGIC, 8) != 0 || rig_get64(hdr + 48) != rig_fnv(hdr, 48) ||
@@ -127,10 +143,10 @@ cmd_history(int argc, char *argv[])
 					pmrep_err_to_str(ret), pmrep_err_msg());
 			return 2;
 		}
-		if (info.data_size != (uint64_t)st.st_size) {
-			fprintf(stderr, "rig-check: %s: data area %llu bytes, the source %lld\n",
+		if (info.data_size != src_size) {
+			fprintf(stderr, "rig-check: %s: data area %llu bytes, the source %llu\n",
 					reps[r], (unsigned long long)info.data_size,
-					(long long)st.st_size);
+					(unsigned long long)src_size);
 			return 2;
 		}
 		doff[r] = info.data_offset;
@@ -154,18 +170,18 @@ cmd_history(int argc, char *argv[])
 	unsigned long long missing[MAXR] = { 0 }, different[MAXR] = { 0 };
 	char line[256];
 	while (fgets(line, sizeof(line), h)) {
-		unsigned long long seq, slot;
+		unsigned long long seq, slot, epoch = 0;
 		double t;
-		if (sscanf(line, "%llu %llu %lf", &seq, &slot, &t) != 3 ||
+		if (sscanf(line, "%llu %llu %lf %llu", &seq, &slot, &t, &epoch) < 3 ||
 				seq == 0 || slot != seq - 1 || slot >= slots) {
 			if (bad_lines++ < 5)
 				printf("bad history line: %s", line);
 			continue;
 		}
 		records++;
-		rig_record_make(want, rec, seq, slot);
+		rig_record_make_epoch(want, rec, seq, slot, epoch);
 		off_t off = (off_t)(RIG_HDR_SIZE + slot * rec);
-		if (read_at(src, got, rec, off) != 0) {
+		if (read_at(src, got, rec, src_off + off) != 0) {
 			fprintf(stderr, "rig-check: %s: read failed\n", source);
 			return 2;
 		}

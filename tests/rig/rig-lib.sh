@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# rig-lib.sh -- what tcp-nemesis.sh and verbs-nemesis.sh share (sourced):
-# the writer's clock, the log line, the seeded fault schedule, a sleep in
-# ms, and the kill of every process a rig started.
+# rig-lib.sh -- what tcp-nemesis.sh, tcp-failover.sh and verbs-nemesis.sh
+# share (sourced): the writer's clock, the log line, the seeded fault
+# schedule, a sleep in ms, the kill of every process a rig started, and
+# (the tcp rigs) the programs and the exit traps.
 
 now() { "$CLOCK"; }
 say() { echo "[$(date -u +%T)] $*"; }
@@ -62,4 +63,47 @@ rig_fault_window() {
 	kill -9 "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
 	rm -f "$WORK/writer.pid"
 	cat "$WORK/writer.out"
+}
+
+# rig_binaries NAME: the rig's programs in $BUILD (WRITER CHECK CLOCK
+# TARGET PMREP); one missing fails the run (build first)
+rig_binaries() {
+	WRITER=$BUILD/tests/rig/rig-writer
+	CHECK=$BUILD/tests/rig/rig-check
+	CLOCK=$BUILD/tests/rig/rig-clock
+	TARGET=$BUILD/tools/pmrep-target
+	PMREP=$BUILD/tools/pmrep
+	local b
+	for b in "$WRITER" "$CHECK" "$CLOCK" "$TARGET" "$PMREP"; do
+		[ -x "$b" ] || { echo "$1: $b missing (build first)"; exit 1; }
+	done
+}
+
+# rig_exit_traps NAME NAMESPACE...: on every exit the processes
+# (rig_kill_all) and the namespaces go (deleting a namespace deletes its
+# veth ends and nft tables), and the work directory $WORK unless the run
+# failed or RIG_KEEP=1; INT / TERM exit 1; a watchdog TERMs the script ($ID)
+# after $WALL s (the EXIT trap cleans up)
+rig_exit_traps() {
+	RIG_NAME=$1; shift
+	RIG_NAMESPACES=("$@")
+	trap rig_cleanup EXIT
+	trap 'say "interrupted"; exit 1' INT TERM
+	( sleep "$WALL"; echo "$RIG_NAME: WALL TIME of $WALL s exceeded"; kill -TERM "$ID" ) &
+	WD=$!
+}
+rig_cleanup() {
+	local rc=$? n
+	trap - EXIT INT TERM
+	rig_kill_all
+	for n in "${RIG_NAMESPACES[@]}"; do
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$n" 2>/dev/null
+	done
+	if [ "$rc" -ne 0 ] || [ "${RIG_KEEP:-0}" = 1 ]; then
+		say "logs kept in $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
 }

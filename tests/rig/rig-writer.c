@@ -20,6 +20,7 @@
  *       state T REPLICA OLD NEW LAST_ERROR
  *       idle T_START T_END
  *       heal T ok|fail DUR_MS
+ *       sync T            (the first time every replica is in sync)
  *       stop T ACKED
  * Recovery: the mirror's background threads (back-off 50 ms .. 1 s); with
  * --manual-recovery, pmrep_mirror_reconnect calls of the writer's own.
@@ -28,6 +29,19 @@
  * heal time, delete the mirror (its replicas are marked consistent).
  * --heal-only: open an existing log, attach the mirror and heal (after a
  * writer was killed with SIGKILL).
+ * --pmrep-log: the log is a pmrep log (pmrep_log_open; created when
+ * missing): the replica layout, so that after a failover a replica's file
+ * is the new primary's log in place. Its pmrep header's generation, when
+ * newer than the rig header's (a promoted log, `pmrep promote`), is the
+ * mirror's; the rig header takes it through the mirror once the mirror
+ * exists -- nothing is written to an existing log before that (a replica
+ * the promotion left consistent would never get such a write).
+ * --persist-seq: the replicas record persist sequences (pmrep compare).
+ * An existing log: the writer resumes after the whole records it holds
+ * (the first slot without one), writing records of epoch generation - 1
+ * (rig.h), and names the epoch in its history lines. An attach refused
+ * for a reason no retry changes (AUTH, SPLIT_BRAIN, INVAL, RANGE,
+ * MALFORMED) is not retried.
  * Exit: 0 ok (healed), 1 failure (setup, or not healed in time), 2 usage.
  */
 #include <errno.h>
@@ -50,6 +64,11 @@
 
 struct writer {
 	bool manual;		/* --manual-recovery: reconnect calls */
+	bool pmrep_log;		/* --pmrep-log: pmrep_log_open */
+	bool existed;		/* the log held a rig header already */
+	bool all_once;		/* "sync" logged */
+	uint64_t log_gen;	/* a promoted log's generation (0: none newer) */
+	uint64_t epoch;		/* of the records written: generation - 1 */
 	struct pmrep_pmem *pmem;
 	uint8_t *base;
 	size_t size;
@@ -161,6 +180,10 @@ scan(struct writer *w)
 				st.state == PMREP_REPLICA_BEHIND)
 			in_sync++;
 	}
+	if (in_sync == w->n && !w->all_once) {
+		w->all_once = true;
+		ev(w, "sync %.3f", rig_now_ms());
+	}
 	return in_sync;
 }
 
@@ -198,9 +221,15 @@ hist_add(struct writer *w, uint64_t seq, double t)
 		w->hbuf = b;
 		w->hcap = cap;
 	}
-	w->hlen += (size_t)snprintf(w->hbuf + w->hlen, w->hcap - w->hlen,
-			"%llu %llu %.3f\n", (unsigned long long)seq,
-			(unsigned long long)(seq - 1), t);
+	if (w->epoch)
+		w->hlen += (size_t)snprintf(w->hbuf + w->hlen, w->hcap - w->hlen,
+				"%llu %llu %.3f %llu\n", (unsigned long long)seq,
+				(unsigned long long)(seq - 1), t,
+				(unsigned long long)w->epoch);
+	else
+		w->hlen += (size_t)snprintf(w->hbuf + w->hlen, w->hcap - w->hlen,
+				"%llu %llu %.3f\n", (unsigned long long)seq,
+				(unsigned long long)(seq - 1), t);
 	w->hcount++;
 	return 0;
 }
@@ -303,8 +332,15 @@ static int
 log_open(struct writer *w, const char *path, size_t size, size_t rec,
 		bool must_exist)
 {
-	int ret = pmrep_pmem_open(path, must_exist ? 0 : PMREP_PMEM_CREATE,
-			must_exist ? 0 : size, PMREP_PMEM_GRANULARITY_PAGE, &w->pmem);
+	bool exists = access(path, F_OK) == 0;
+	int ret;
+	if (w->pmrep_log)
+		ret = pmrep_log_open(path, exists || must_exist ? 0 : PMREP_PMEM_CREATE,
+				exists || must_exist ? 0 : size, PMREP_PMEM_GRANULARITY_PAGE,
+				&w->pmem);
+	else
+		ret = pmrep_pmem_open(path, must_exist ? 0 : PMREP_PMEM_CREATE,
+				must_exist ? 0 : size, PMREP_PMEM_GRANULARITY_PAGE, &w->pmem);
 	if (ret) {
 		fprintf(stderr, "rig-writer: %s: %s (%s)\n", path,
 				pmrep_err_to_str(ret), pmrep_err_msg());
@@ -312,7 +348,8 @@ log_open(struct writer *w, const char *path, size_t size, size_t rec,
 	}
 	w->base = pmrep_pmem_get_address(w->pmem);
 	w->size = pmrep_pmem_get_size(w->pmem);
-	if (memcmp(w->base, RIG_MAGIC, 8) != 0) {
+	w->existed = memcmp(w->base, RIG_MAGIC, 8) == 0;
+	if (!w->existed) {
 		if (must_exist) {
 			fprintf(stderr, "rig-writer: %s: not a rig log\n", path);
 			return -1;
@@ -352,7 +389,70 @@ log_open(struct writer *w, const char *path, size_t size, size_t rec,
 	memcpy(&rs, w->base + 12, 4);
 	w->rec = rs;
 	w->slots = rig_get64(w->base + 40);
+	/* a promoted log: its pmrep header holds a newer generation of the
+	 * same set than the rig header (read only; written through the
+	 * mirror, take_log_generation) */
+	struct pmrep_replica_info info;
+	if (w->pmrep_log && pmrep_replica_read_info(path, &info) == 0 &&
+			memcmp(info.uuid, w->base + 16, 16) == 0 &&
+			info.generation > rig_get64(w->base + 32))
+		w->log_gen = info.generation;
 	return 0;
+}
+
+static uint64_t
+generation(const struct writer *w)
+{
+	uint64_t g = rig_get64(w->base + 32);
+	return w->log_gen > g ? w->log_gen : g;
+}
+
+/* the promoted log's generation into the rig header, through the mirror
+ * (retried while the policy cannot be met, bounded) */
+static int
+take_log_generation(struct writer *w, int limit_ms)
+{
+	if (w->log_gen <= rig_get64(w->base + 32))
+		return 0;
+	rig_put64(w->base + 32, w->log_gen);
+	rig_put64(w->base + 48, rig_fnv(w->base, 48));
+	double deadline = rig_now_ms() + limit_ms;
+	int ret;
+	while ((ret = pmrep_mirror_persist(w->m, 0, RIG_HDR_SIZE, w->timeout_ms)) != 0 &&
+			rig_now_ms() < deadline) {
+		tend(w);
+		sleep_ms(50);
+	}
+	if (ret) {
+		fprintf(stderr, "rig-writer: the log's generation could not be persisted: %s (%s)\n",
+				pmrep_err_to_str(ret), pmrep_err_msg());
+		return -1;
+	}
+	printf("rig-writer: generation %llu from the promoted log\n",
+			(unsigned long long)w->log_gen);
+	return 0;
+}
+
+/* an existing log: the first slot without a whole record */
+static uint64_t
+first_free_slot(const struct writer *w)
+{
+	uint64_t s = 0;
+	while (s < w->slots && rig_record_valid(w->base + RIG_HDR_SIZE + s * w->rec,
+				w->rec, s))
+		s++;
+	return s;
+}
+
+/* attach errors that no retry changes (a wrong key, another set or
+ * size, split brain); everything else is tried again until the bound --
+ * a target not (yet) there, or one still holding a killed writer's
+ * session (STATE, BUSY), and so also a replica of a newer generation */
+static bool
+transient(int e)
+{
+	return e != PMREP_E_AUTH && e != PMREP_E_SPLIT_BRAIN &&
+		e != PMREP_E_INVAL && e != PMREP_E_RANGE && e != PMREP_E_MALFORMED;
 }
 
 static void
@@ -382,6 +482,10 @@ usage(FILE *f)
 		"  --count N              stop after N acknowledged records (0: at SIGTERM)\n"
 		"  --heal-timeout MS      bound of the final heal (30000)\n"
 		"  --heal-only            attach to an existing log and heal, then exit\n"
+		"  --pmrep-log            the log is a pmrep log (pmrep_log_open; created if\n"
+		"                         missing, --size its data size); a promoted log's\n"
+		"                         generation is taken (through the mirror)\n"
+		"  --persist-seq          replicas record persist sequences\n"
 		"  --gpspm                force GPSPM\n"
 		"  --seed S               the writer's own PRNG (pauses, groups)\n"
 		"exit: 0 ok and healed, 1 failure, 2 usage\n");
@@ -392,7 +496,7 @@ main(int argc, char *argv[])
 {
 	enum { O_QUORUM = 256, O_HIST, O_EV, O_REC, O_GROUP, O_TMO, O_RCTMO,
 		O_IDLE_EVERY, O_IDLE_MAX, O_RATE, O_COUNT, O_HEALTMO, O_HEALONLY,
-		O_GPSPM, O_SEED, O_MANUAL };
+		O_GPSPM, O_SEED, O_MANUAL, O_PMREPLOG, O_PSN };
 	static const struct option opts[] = {
 		{ "file", required_argument, NULL, 'f' },
 		{ "size", required_argument, NULL, 's' },
@@ -414,6 +518,8 @@ main(int argc, char *argv[])
 		{ "gpspm", no_argument, NULL, O_GPSPM },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "manual-recovery", no_argument, NULL, O_MANUAL },
+		{ "pmrep-log", no_argument, NULL, O_PMREPLOG },
+		{ "persist-seq", no_argument, NULL, O_PSN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -424,7 +530,8 @@ main(int argc, char *argv[])
 	int timeout = 1000, rc_timeout = 2000, idle_every = 1500, idle_max = 1200;
 	int heal_timeout = 30000;
 	double rate = 0;
-	bool heal_only = false, gpspm = false, manual = false;
+	bool heal_only = false, gpspm = false, manual = false, pmrep_log = false,
+		psn = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "f:s:r:k:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -455,6 +562,8 @@ main(int argc, char *argv[])
 		case O_GPSPM: gpspm = true; break;
 		case O_SEED: seed = strtoull(optarg, NULL, 0); break;
 		case O_MANUAL: manual = true; break;
+		case O_PMREPLOG: pmrep_log = true; break;
+		case O_PSN: psn = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -471,7 +580,7 @@ main(int argc, char *argv[])
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_WARNING);
 
-	struct writer w = { .manual = manual, .n = nrep, .required = quorum ? quorum : nrep,
+	struct writer w = { .manual = manual, .pmrep_log = pmrep_log, .n = nrep, .required = quorum ? quorum : nrep,
 		.timeout_ms = timeout, .rc_timeout_ms = rc_timeout, .backoff = 50,
 		.backoff_max = 1000, .rng = seed, .ev_fd = -1, .hist_fd = -1 };
 	for (unsigned r = 0; r < nrep; r++)
@@ -515,7 +624,9 @@ main(int argc, char *argv[])
 	}
 	if (ret == 0) ret = pmrep_mirror_cfg_set_key(cfg, key, key_len);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_uuid(cfg, w.base + 16);
-	if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, rig_get64(w.base + 32));
+	if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, generation(&w));
+	if (ret == 0 && psn) ret = pmrep_mirror_cfg_set_persist_seq(cfg, true);
+	w.epoch = generation(&w) - 1;
 	if (ret == 0) ret = pmrep_mirror_cfg_set_quorum(cfg, quorum);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_timeout(cfg, timeout);
 	if (ret == 0 && gpspm) ret = pmrep_mirror_cfg_set_force_gpspm(cfg, true);
@@ -541,7 +652,7 @@ main(int argc, char *argv[])
 		 * overall limit: logged with timeout -1, never a "hang" */
 		ev(&w, "call %.3f new %s %.3f -1 0 0", t0, err_name(ret),
 				rig_now_ms() - t0);
-		if (ret == 0 || rig_now_ms() > attach_deadline)
+		if (ret == 0 || !transient(ret) || rig_now_ms() > attach_deadline)
 			break;
 		sleep_ms(100);
 	}
@@ -553,21 +664,34 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	scan(&w);
-	printf("rig-writer: attached %u replicas, policy %s%u, record %zu bytes, %llu slots\n",
+	printf("rig-writer: attached %u replicas, policy %s%u, record %zu bytes, %llu slots, generation %llu\n",
 			nrep, quorum ? "quorum " : "all ", quorum ? quorum : nrep,
-			w.rec, (unsigned long long)w.slots);
+			w.rec, (unsigned long long)w.slots,
+			(unsigned long long)generation(&w));
 	fflush(stdout);
 
 	int rc = 0;
+	if (take_log_generation(&w, heal_timeout) != 0) {
+		rc = 1;
+		goto done;
+	}
 	if (heal_only) {
 		rc = heal(&w, t_start, heal_timeout) ? 1 : 0;
 		goto done;
 	}
 
 	uint64_t seq = 1;
-	uint64_t written = 0;	/* records written into the mapping */
+	if (w.existed) {
+		seq = first_free_slot(&w) + 1;
+		printf("rig-writer: the log holds %llu records: resuming at %llu, epoch %llu\n",
+				(unsigned long long)(seq - 1), (unsigned long long)seq,
+				(unsigned long long)w.epoch);
+		fflush(stdout);
+	}
+	uint64_t written = seq - 1;	/* records written into the mapping */
 	double next_idle = idle_every ? rig_now_ms() + (double)(rig_mix(&w.rng) % (2 * (unsigned)idle_every + 1)) : 0;
 	double t_rate0 = rig_now_ms();
+	const uint64_t seq0 = seq;	/* the rate counts from here */
 	bool stop = false;
 	while (!(stop = stop_requested(&w))) {
 		if (count && w.acked >= count)
@@ -584,7 +708,7 @@ main(int argc, char *argv[])
 			continue;
 		}
 		if (rate > 0) {
-			double due = t_rate0 + (double)(seq - 1) * 1000.0 / rate;
+			double due = t_rate0 + (double)(seq - seq0) * 1000.0 / rate;
 			if (due > now)
 				sleep_ms(due - now > 20 ? 20 : due - now);
 			if (due > rig_now_ms())
@@ -595,8 +719,8 @@ main(int argc, char *argv[])
 			g = (unsigned)(w.slots - seq + 1);
 		for (uint64_t s = seq; s < seq + g; s++) {
 			if (s > written) {
-				rig_record_make(w.base + RIG_HDR_SIZE + (s - 1) * w.rec,
-						w.rec, s, s - 1);
+				rig_record_make_epoch(w.base + RIG_HDR_SIZE + (s - 1) * w.rec,
+						w.rec, s, s - 1, w.epoch);
 				written = s;
 			}
 		}

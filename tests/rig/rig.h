@@ -17,6 +17,14 @@
  *   size - 8: u64 FNV-1a of bytes 0 .. size - 9
  * The writer puts record `seq` in slot seq - 1: every record has its own
  * slot, the log never wraps.
+ * Epoch: a writer at generation g writes records of epoch g - 1 (the
+ * payload's seed mixes it in; epoch 0, generation 1, is the record as it
+ * always was). After a failover the new primary's writer resumes after
+ * the records its log holds: had it been promoted stale, its records in
+ * the slots the lost records held differ from them, and the checker sees
+ * the loss. A history line of epoch e > 0 carries it as a fourth field.
+ * With --pmrep-log the log above is the data area of a pmrep log (the
+ * replica layout: its PMREP_REPLICA_DATA_OFFSET-byte pmrep header first).
  */
 #ifndef PMREP_RIG_H
 #define PMREP_RIG_H
@@ -66,16 +74,33 @@ rig_mix(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-/* fill `rec` (size bytes) with record `seq` in `slot` */
+/* fill `rec` (size bytes) with record `seq` of `epoch` in `slot` */
 static inline void
-rig_record_make(uint8_t *rec, size_t size, uint64_t seq, uint64_t slot)
+rig_record_make_epoch(uint8_t *rec, size_t size, uint64_t seq, uint64_t slot,
+		uint64_t epoch)
 {
-	uint64_t s = seq * 0x2545f4914f6cdd1dull;
+	uint64_t s = seq * 0x2545f4914f6cdd1dull + epoch * 0x9e3779b97f4a7c15ull;
 	rig_put64(rec, seq);
 	rig_put64(rec + 8, slot);
 	for (size_t off = 16; off < size - 8; off += 8)
 		rig_put64(rec + off, rig_mix(&s));
 	rig_put64(rec + size - 8, rig_fnv(rec, size - 8));
+}
+
+/* record `seq` of epoch 0 (generation 1) */
+static inline void
+rig_record_make(uint8_t *rec, size_t size, uint64_t seq, uint64_t slot)
+{
+	rig_record_make_epoch(rec, size, seq, slot, 0);
+}
+
+/* does slot `slot` hold a whole record of some epoch (its seq and its
+ * checksum right)? */
+static inline int
+rig_record_valid(const uint8_t *rec, size_t size, uint64_t slot)
+{
+	return rig_get64(rec) == slot + 1 && rig_get64(rec + 8) == slot &&
+		rig_get64(rec + size - 8) == rig_fnv(rec, size - 8);
 }
 
 /* milliseconds of CLOCK_MONOTONIC (with a fraction) */

@@ -69,27 +69,8 @@ ok=1
 . "$(dirname "$0")/rig-lib.sh"
 
 pids_to_kill=()
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	rig_kill_all
-	for n in "$NS_P" "${NS[1]}" "${NS[2]}"; do
-		# deleting a namespace deletes its veth ends and nft tables
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$n" 2>/dev/null
-	done
-	if [ "$rc" -ne 0 ] || [ "${RIG_KEEP:-0}" = 1 ]; then
-		say "logs kept in $WORK"
-	else
-		rm -rf "$WORK"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'say "interrupted"; exit 1' INT TERM
-# the hard wall-time limit: TERM ourselves (the trap cleans up)
-( sleep "$WALL"; echo "tcp-nemesis: WALL TIME of $WALL s exceeded"; kill -TERM $ID ) &
-WD=$!
+# cleanup on every exit, and the hard wall-time limit (rig-lib.sh)
+rig_exit_traps tcp-nemesis "$NS_P" "${NS[1]}" "${NS[2]}"
 
 say "tcp-nemesis: seed $SEED (replay: RIG_SEED=$SEED), $PER s per policy, policies '$POLICIES' (0 = all), wall limit $WALL s, work dir $WORK"
 

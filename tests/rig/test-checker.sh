@@ -89,7 +89,7 @@ expect "history names a record never written" $rc "$out" 1 1 \
 	"VIOLATION seq 3000 slot 2999: right on 0 of 2 replicas"
 
 # the writer's SIGTERM path: stop writing, heal, exit 0 (on the same log
-# and replica set: the records it rewrites are the same bytes)
+# and replica set: it resumes after the records the log holds)
 "$RIG/rig-writer" --file "$D/src" --size $SIZE --replica 127.0.0.1:${ports[0]} \
 	--replica 127.0.0.1:${ports[1]} --key-file "$D/key" --history "$D/hist2" \
 	--events "$D/ev2" --rate 500 --idle-every 300 --idle-max 200 >"$D/w2.out" 2>&1 &
