@@ -233,6 +233,14 @@ pmrep_mirror_cfg_set_resync_rate(struct pmrep_mirror_cfg *cfg,
 }
 
 int
+pmrep_mirror_cfg_set_resync_digests(struct pmrep_mirror_cfg *cfg, bool on)
+{
+	CHECK_ARG(cfg);
+	cfg->no_digests = !on;
+	return 0;
+}
+
+int
 pmrep_mirror_cfg_set_create_timeout(struct pmrep_mirror_cfg *cfg,
 		int timeout_ms)
 {

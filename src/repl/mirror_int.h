@@ -127,6 +127,7 @@ struct pmrep_mirror_cfg {
 	uint64_t max_lag;	/* pull-ahead limit, bytes (max_lag_set) */
 	bool max_lag_set;
 	bool no_tls;		/* pmrep_mirror_cfg_set_tls(false) */
+	bool no_digests;	/* pmrep_mirror_cfg_set_resync_digests(false) */
 	bool state_path_set;	/* pmrep_mirror_cfg_set_state_path was called */
 	char *state_path;	/* its path (NULL: in memory); owned by the cfg */
 };

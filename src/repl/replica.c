@@ -292,18 +292,19 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 	enum repl_resync kind = decide_resync(r, acc, &why);
 	/* a replica of our set with a history we do not know (or whose
 	 * full resync an earlier mirror of our record began and did not
-	 * finish: all of it still out of sync): compared by digests first,
-	 * only what differs is copied */
+	 * finish: half of it or more still out of sync): compared by
+	 * digests first, only what differs is copied */
 	bool ours_set = !(acc->target_flags & REPL_TF_FRESH) &&
 		!replica_uuid_is_nil(acc->uuid) &&
 		memcmp(acc->uuid, m->cfg.uuid, PMREP_UUID_SIZE) == 0;
-	r->digest = ours_set && (kind == REPL_RESYNC_FULL ||
-			repl_bitmap_dirty_bytes(r->oos) == m->size);
+	r->digest = ours_set && !m->cfg.no_digests &&
+		(kind == REPL_RESYNC_FULL ||
+		 repl_bitmap_dirty_bytes(r->oos) >= m->size / 2);
 	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s): resync %s: %s",
 			r->idx, r->addr, r->port,
 			kind == REPL_RESYNC_FULL ?
 				(r->digest ? "full, by digests" : "full") :
-				(r->digest ? "incremental, all of it, by digests" :
+				(r->digest ? "incremental, by digests" :
 				 "incremental"), why);
 	if (kind == REPL_RESYNC_FULL) {
 		repl_bitmap_mark_all(r->oos);
