@@ -776,10 +776,11 @@ cmd_recover(int argc, char *argv[])
 		rc = EX_OK;
 	} else {
 		/* refusals of the replica as a source vs. failures; the
-		 * arguments were checked here, so PMREP_E_INVAL is the
+		 * arguments were checked here; PMREP_E_MISMATCH is the
 		 * target's "another replica set" */
 		bool refused = ret == PMREP_E_STATE || ret == PMREP_E_RANGE ||
-			ret == PMREP_E_NOSUPP || ret == PMREP_E_INVAL;
+			ret == PMREP_E_NOSUPP || ret == PMREP_E_INVAL ||
+			ret == PMREP_E_MISMATCH;
 		const char *msg = pmrep_err_msg();
 		fprintf(stderr, "pmrep recover: %s %s from %s: %s%s%s%s\n",
 				refused ? "refused to recover" : "could not recover",

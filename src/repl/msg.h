@@ -171,5 +171,8 @@ int repl_accept_mac(const uint8_t *key, size_t key_len,
 /* the PMREP_E_* an initiator reports for a target's status */
 int repl_status_to_err(enum repl_status st);
 const char *repl_status_str(enum repl_status st);
+/* `u` as 32 lowercase hex digits into `out`; returns out */
+char *repl_uuid_hex(const uint8_t u[PMREP_UUID_SIZE],
+		char out[2 * PMREP_UUID_SIZE + 1]);
 
 #endif /* PMREP_REPL_MSG_H */

@@ -1110,6 +1110,55 @@ mirror_new_failure_message_names_the_first_replicas_reason(void **state)
 	assert_non_null(strstr(msg, "data size differs from the replica's"));
 	assert_non_null(strstr(msg, sizes));
 
+	/* another replica set, by its own code and message (it read
+	 * "invalid argument"): the mapping's record names the set first */
+	static const uint8_t other[PMREP_UUID_SIZE] = { 0x07, 0x7e };
+	mirror_works(c);	/* the replica is the set `uuid`'s now */
+	struct pmrep_mirror_cfg *oc = mcfg(c->g.sport);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(oc, other), 0);
+	struct pmrep_mirror *om = NULL;
+	assert_int_equal(pmrep_mirror_new(c->src, oc, &om), PMREP_E_MISMATCH);
+	assert_non_null(strstr(pmrep_err_msg(), "belongs to replica set be0102"));
+	/* no record: the target refuses, naming both sets in its log */
+	assert_int_equal(pmrep_mirror_cfg_set_state_path(oc, NULL), 0);
+	assert_int_equal(pmrep_mirror_new(c->src, oc, &om), PMREP_E_MISMATCH);
+	snprintf(msg, sizeof(msg), "%s", pmrep_err_msg());
+	assert_null(om);
+	assert_int_equal(pmrep_mirror_cfg_delete(&oc), 0);
+	assert_non_null(strstr(msg, who));
+	assert_non_null(strstr(msg, "refused us: replica-set UUID mismatch"));
+	assert_string_equal(pmrep_err_to_str(PMREP_E_MISMATCH),
+			"replica-set UUID mismatch: it belongs to another replica set");
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_MISMATCH);
+
+	/* a port that takes the TCP connection and never answers (a hung
+	 * or stopped target): TIMEOUT, "no answer" -- not UNREACHABLE's
+	 * "is a pmrep-target listening there?" (the conn's own "connected,
+	 * but no answer": test_connect) */
+	int mute = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(mute >= 0);
+	struct sockaddr_in ma = { .sin_family = AF_INET };
+	ma.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t mal = sizeof(ma);
+	assert_int_equal(bind(mute, (struct sockaddr *)&ma, sizeof(ma)), 0);
+	assert_int_equal(listen(mute, 4), 0);	/* never accepted */
+	assert_int_equal(getsockname(mute, (struct sockaddr *)&ma, &mal), 0);
+	char mport[8], mwho[64];
+	snprintf(mport, sizeof(mport), "%u", ntohs(ma.sin_port));
+	snprintf(mwho, sizeof(mwho), "replica 0 (127.0.0.1:%s)", mport);
+	oc = mcfg(mport);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(oc, 400 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_new(c->src, oc, &om), PMREP_E_TIMEOUT);
+	snprintf(msg, sizeof(msg), "%s", pmrep_err_msg());
+	assert_int_equal(pmrep_mirror_cfg_delete(&oc), 0);
+	close(mute);
+	fprintf(stderr, "a mute port: %s\n", msg);
+	assert_non_null(strstr(msg, mwho));
+	assert_non_null(strstr(msg, "no answer to the connection request within"));
+	assert_null(strstr(msg, "is a pmrep-target listening there?"));
+
 	/* nobody listening: the hint */
 	tgt_halt(c);
 	assert_int_equal(pmrep_target_delete(&c->g.t), 0);
