@@ -1248,16 +1248,8 @@ mirror_new_failure_message_names_the_first_replicas_reason(void **state)
 	 * or stopped target): TIMEOUT, "no answer" -- not UNREACHABLE's
 	 * "is a pmrep-target listening there?" (the conn's own cause:
 	 * test_connect) */
-	int mute = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(mute >= 0);
-	struct sockaddr_in ma = { .sin_family = AF_INET };
-	ma.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t mal = sizeof(ma);
-	assert_int_equal(bind(mute, (struct sockaddr *)&ma, sizeof(ma)), 0);
-	assert_int_equal(listen(mute, 4), 0);	/* never accepted */
-	assert_int_equal(getsockname(mute, (struct sockaddr *)&ma, &mal), 0);
 	char mport[8], mwho[64];
-	snprintf(mport, sizeof(mport), "%u", ntohs(ma.sin_port));
+	int mute = func_mute_listener(mport, sizeof(mport));
 	snprintf(mwho, sizeof(mwho), "replica 0 (127.0.0.1:%s)", mport);
 	oc = mcfg(mport);
 	assert_int_equal(pmrep_mirror_cfg_set_timeout(oc, 400 * func_slow()), 0);

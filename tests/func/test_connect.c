@@ -102,22 +102,6 @@ T17_client_started_500ms_before_the_listener_gets_through_with_retries(
 	pmrep_conn_cfg_delete(&cfg);
 }
 
-/* tcp: a plain listener that completes TCP handshakes and never answers */
-static int
-silent_listener(char *port, size_t len)
-{
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(s >= 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s, 16), 0);
-	socklen_t al = sizeof(a);
-	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &al), 0);
-	snprintf(port, len, "%u", ntohs(a.sin_port));
-	return s;
-}
-
 static void
 T17_never_answering_address_is_unreachable_within_timeout_times_retries(
 		void **state)
@@ -131,7 +115,7 @@ T17_never_answering_address_is_unreachable_within_timeout_times_retries(
 	const char *addr;
 	int silent = -1;
 	if (func_is_tcp()) {
-		silent = silent_listener(port, sizeof(port));
+		silent = func_mute_listener(port, sizeof(port));
 		addr = func_addr();
 	} else {
 		/* an address in the rxe subnet where nobody lives */
