@@ -284,7 +284,7 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 			}
 		}
 	}
-	if (mirror_in_sync_count(m) < mirror_required(m) ||
+	if ((!m->cfg.fence_only && mirror_in_sync_count(m) < mirror_required(m)) ||
 			mirror_fenced_count(m) < m->cfg.fence_count) {
 		ret = first_err ? first_err : PMREP_E_CONN_LOST;
 		/* the summary replaces the thread's last message: it carries

@@ -117,6 +117,8 @@ struct pmrep_mirror_cfg {
 	bool force_gpspm;
 	bool persist_seq;		/* pmrep_mirror_cfg_set_persist_seq */
 	unsigned fence_count;		/* pmrep_mirror_cfg_set_fence_count */
+	bool fence_only;		/* pmrep_mirror_promote: new() waits for the
+					 * fence count only, none in sync */
 	bool manual_recovery;	/* pmrep_mirror_cfg_set_background_recovery(false) */
 	int backoff_min_ms, backoff_max_ms;	/* 0: BACKOFF_MIN_MS / _MAX_MS */
 	uint64_t resync_rate;	/* bytes/s, 0: unlimited */
