@@ -1127,8 +1127,8 @@ struct pmrep_promote_result {
  * generation once more). *res is filled as far as the call got.
  * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg without
  * replicas or key, a mapping that is not a pmrep log, a log that belongs
- * to no replica set (never claimed), a cfg UUID or a replica reached of
- * another set, k > n), PMREP_E_STATE (a more current replica, above),
+ * to no replica set (never claimed), k > n), PMREP_E_MISMATCH (a cfg UUID
+ * or a replica reached of another set), PMREP_E_STATE (a more current replica, above),
  * PMREP_E_UNREACHABLE (too few replicas reached to fence, above), and
  * pmrep_mirror_new's errors for step (5) (PMREP_E_TIMEOUT at the create
  * timeout, PMREP_E_SPLIT_BRAIN, PMREP_E_AUTH, ...). pmrep_err_msg() names
