@@ -2027,6 +2027,36 @@ pmrep_names_a_stray_argument(void **state)
 	assert_true(strncmp(out, "pmrep: compare: unexpected argument 'r64' (at most 64 REPLICAs)\n", 63) == 0);
 }
 
+/* pmrep status of a port that takes the connection and never answers (a
+ * hung target) is "timed out ... no answer", exit 2 -- it read
+ * "UNREACHABLE (is a pmrep-target listening there?)" -- and of a port
+ * nobody listens on is still that hint. TLS on (the default): the
+ * handshake's first answer never comes. */
+static void
+pmrep_status_tells_a_hung_target_from_a_refused_port(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], out[4096], port[8], target[32], want[128];
+	program("tools/pmrep", exe, sizeof(exe));
+	int mute = func_mute_listener(port, sizeof(port));
+	snprintf(target, sizeof(target), "127.0.0.1:%s", port);
+	char *st[] = { exe, "status", target, "--key-file", keyfile,
+		"--timeout", "300", NULL };
+	assert_int_equal(run_out(st, out, sizeof(out), true), 2);
+	snprintf(want, sizeof(want), "pmrep status: %s: timed out (", target);
+	if (strncmp(out, want, strlen(want)) != 0 ||
+			strstr(out, "no answer") == NULL ||
+			strstr(out, "listening there") != NULL)
+		fail_msg("a hung target reads: %s", out);
+	close(mute);	/* now nobody listens there */
+	assert_int_equal(run_out(st, out, sizeof(out), true), 2);
+	snprintf(want, sizeof(want), "pmrep status: %s: peer unreachable (", target);
+	if (strncmp(out, want, strlen(want)) != 0 ||
+			strstr(out, "is a pmrep-target listening there?") == NULL)
+		fail_msg("a refused port reads: %s", out);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -2056,6 +2086,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(target_failed_start_removes_only_what_it_created, setup, teardown),
 		cmocka_unit_test_setup_teardown(target_errors_name_the_real_cause, setup, teardown),
 		cmocka_unit_test_setup_teardown(pmrep_names_a_stray_argument, setup, teardown),
+		cmocka_unit_test_setup_teardown(pmrep_status_tells_a_hung_target_from_a_refused_port, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
