@@ -302,6 +302,9 @@ cmd_verify(int argc, char *argv[])
 		default: return usage_error("verify: %s", "unknown option");
 		}
 	}
+	if (argc - optind > 2)
+		return usage_error("verify: unexpected argument '%s' (expected SOURCE REPLICA)",
+				argv[optind + 2]);
 	if (argc - optind != 2)
 		return usage_error("verify: %s", "expected SOURCE REPLICA");
 	const char *source = argv[optind], *replica = argv[optind + 1];
@@ -644,6 +647,9 @@ cmd_status(int argc, char *argv[])
 		default: return usage_error("status: %s", "unknown option");
 		}
 	}
+	if (argc - optind > 1)
+		return usage_error("status: unexpected argument '%s' (expected one REPLICA_FILE, or ADDR:PORT with --key-file)",
+				argv[optind + 1]);
 	if (argc - optind != 1)
 		return usage_error("status: %s", "expected REPLICA_FILE, or ADDR:PORT with --key-file");
 	const char *path = argv[optind];
@@ -777,10 +783,11 @@ cmd_recover(int argc, char *argv[])
 		rc = EX_OK;
 	} else {
 		/* refusals of the replica as a source vs. failures; the
-		 * arguments were checked here, so PMREP_E_INVAL is the
+		 * arguments were checked here; PMREP_E_MISMATCH is the
 		 * target's "another replica set" */
 		bool refused = ret == PMREP_E_STATE || ret == PMREP_E_RANGE ||
-			ret == PMREP_E_NOSUPP || ret == PMREP_E_INVAL;
+			ret == PMREP_E_NOSUPP || ret == PMREP_E_INVAL ||
+			ret == PMREP_E_MISMATCH;
 		const char *msg = pmrep_err_msg();
 		fprintf(stderr, "pmrep recover: %s %s from %s: %s%s%s%s\n",
 				refused ? "refused to recover" : "could not recover",
@@ -828,6 +835,9 @@ cmd_keygen(int argc, char *argv[])
 		default: return usage_error("keygen: %s", "unknown option");
 		}
 	}
+	if (argc - optind > 1)
+		return usage_error("keygen: unexpected argument '%s' (expected one FILE)",
+				argv[optind + 1]);
 	if (optind + 1 != argc)
 		return usage_error("keygen: %s", "expected one FILE");
 	log_setup();
@@ -953,7 +963,10 @@ cmd_compare(int argc, char *argv[])
 		}
 	}
 	int n = argc - optind;
-	if (n < 2 || n > 64)
+	if (n > 64)
+		return usage_error("compare: unexpected argument '%s' (at most 64 REPLICAs)",
+				argv[optind + 64]);
+	if (n < 2)
 		return usage_error("compare: %s", "expected 2 to 64 REPLICAs");
 	log_setup();
 	uint8_t key[PMREP_KEY_MAX];
@@ -1076,6 +1089,9 @@ cmd_log_create(int argc, char *argv[])
 		}
 	}
 	int n = argc - optind;
+	if (n > 2)
+		return usage_error("log-create: unexpected argument '%s' (expected LOG [SIZE])",
+				argv[optind + 2]);
 	if (n < 1 || n > 2 || (n == 1 && from == NULL))
 		return usage_error("log-create: %s", n < 1 || n > 2 ?
 				"expected LOG [SIZE]" :

@@ -25,8 +25,8 @@
  *
  * usage (kv-mirror --help explains every option):
  *   kv-mirror --file PATH [--entries N] [--replica ADDR:PORT]...
- *             [--key-file F] [--policy all|quorum=K] [--timeout MS]
- *             [--wait-s S] COMMAND
+ *             [--key-file F] [--key-id N] [--no-tls] [--insecure-key-file]
+ *             [--policy all|quorum=K] [--timeout MS] [--wait-s S] COMMAND
  *   COMMAND: put KEY VALUE | get KEY | del KEY | list | script FILE
  *   A script (FILE, or - for stdin) holds one command per line: put, get,
  *   del, list, status, reconnect, sleep MS; # starts a comment.
@@ -542,7 +542,8 @@ usage(FILE *f, bool full)
 {
 	fprintf(f,
 		"usage: kv-mirror --file PATH [--entries N] [--replica ADDR:PORT]...\n"
-		"                 [--key-file F] [--policy all|quorum=K] [--timeout MS]\n"
+		"                 [--key-file F] [--key-id N] [--no-tls]\n"
+		"                 [--insecure-key-file] [--policy all|quorum=K] [--timeout MS]\n"
 		"                 [--wait-s S] [--pmrep-log] [--persist-seq]\n"
 		"                 [--raise-generation] [--fence-count N] put KEY VALUE |\n"
 		"                 get KEY | del KEY |\n"
@@ -567,7 +568,22 @@ usage(FILE *f, bool full)
 		"  -r, --replica ADDR:PORT  a pmrep-target to mirror to; repeat for more\n"
 		"                           (at most %d)\n"
 		"  -k, --key-file FILE      the targets' pre-shared key file (required with\n"
-		"                           --replica)\n"
+		"                           --replica): one `pmrep keygen` wrote (its key id\n"
+		"                           in it), or the older form: the file's bytes\n"
+		"                           without one trailing newline, 16..64 bytes (key\n"
+		"                           id 0). Mode 0600 and owned by the user, else\n"
+		"                           refused\n"
+		"  -i, --key-id N           the key id named in the connection requests,\n"
+		"                           0..4294967295 (default: the key file's id; 0\n"
+		"                           names none: each target tries every key it\n"
+		"                           holds). A target holds several keys by id\n"
+		"                           during a rotation (docs/SECURITY.md)\n"
+		"      --no-tls             tcp without TLS, for targets run with --no-tls\n"
+		"                           (default: TLS 1.3 with a PSK derived from the\n"
+		"                           key; each end refuses the other kind). No\n"
+		"                           effect on RDMA (use IPsec / MACsec)\n"
+		"      --insecure-key-file  accept a key file others may read or that\n"
+		"                           another user owns (a warning instead)\n"
 		"  -p, --policy all|quorum=K  all (default): every replica must confirm each\n"
 		"                           persist; quorum=K: K of them (1..replicas)\n"
 		"  -t, --timeout MS         limit in milliseconds for connecting to a\n"
@@ -611,6 +627,9 @@ main(int argc, char *argv[])
 		{ "entries", required_argument, NULL, 'n' },
 		{ "replica", required_argument, NULL, 'r' },
 		{ "key-file", required_argument, NULL, 'k' },
+		{ "key-id", required_argument, NULL, 'i' },
+		{ "no-tls", no_argument, NULL, 'N' },
+		{ "insecure-key-file", no_argument, NULL, 'K' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "wait-s", required_argument, NULL, 'w' },
@@ -626,9 +645,11 @@ main(int argc, char *argv[])
 	unsigned nrep = 0;
 	unsigned long long entries = 1024, quorum = 0, timeout = 2000, wait_s = 0;
 	bool pmrep_log = false, persist_seq = false, raise_gen = false;
-	unsigned long long fence = 0;
+	unsigned long long fence = 0, key_id = 0;
+	bool have_key_id = false, tls = true;
+	unsigned key_flags = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "+f:n:r:k:p:t:w:LSGF:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+f:n:r:k:i:p:t:w:LSGF:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
 		case 'n':
@@ -646,6 +667,15 @@ main(int argc, char *argv[])
 			replicas[nrep++] = optarg;
 			break;
 		case 'k': key_file = optarg; break;
+		case 'i':
+			if (parse_u(optarg, 0, UINT32_MAX, &key_id)) {
+				fprintf(stderr, "kv-mirror: bad --key-id '%s' (0..4294967295)\n", optarg);
+				return 2;
+			}
+			have_key_id = true;
+			break;
+		case 'N': tls = false; break;
+		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'p':
 			if (strcmp(optarg, "all") == 0)
 				quorum = 0;
@@ -723,7 +753,9 @@ main(int argc, char *argv[])
 	if (nrep > 0) {
 		uint8_t key[PMREP_KEY_MAX];
 		size_t key_len;
-		ret = pmrep_key_read_file(key_file, key, sizeof(key), &key_len);
+		uint32_t file_key_id = 0;
+		ret = pmrep_key_read_file_ex(key_file, key_flags, key,
+				sizeof(key), &key_len, &file_key_id);
 		if (ret == 0) ret = pmrep_mirror_cfg_new(&cfg);
 		for (unsigned i = 0; ret == 0 && i < nrep; i++) {
 			char addr[256];
@@ -738,6 +770,9 @@ main(int argc, char *argv[])
 			ret = pmrep_mirror_cfg_add_replica(cfg, addr, colon + 1);
 		}
 		if (ret == 0) ret = pmrep_mirror_cfg_set_key(cfg, key, key_len);
+		if (ret == 0) ret = pmrep_mirror_cfg_set_key_id(cfg,
+				have_key_id ? (uint32_t)key_id : file_key_id);
+		if (ret == 0) ret = pmrep_mirror_cfg_set_tls(cfg, tls);
 		if (ret == 0) ret = pmrep_mirror_cfg_set_uuid(cfg, kv.base + 16);
 		if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, kv_generation(&kv));
 		if (ret == 0) ret = pmrep_mirror_cfg_set_quorum(cfg, (unsigned)quorum);

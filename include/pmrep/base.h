@@ -51,6 +51,8 @@ enum pmrep_err {
 					 * to a plaintext end), or a record failed authentication */
 	PMREP_E_SPLIT_BRAIN = -100023,	/* the replica is claimed at this generation by another
 					 * primary that did not close it cleanly: raise the generation */
+	PMREP_E_MISMATCH = -100024,	/* identity mismatch: the replica, record or log belongs to
+					 * another replica set (its UUID is not the one asked for) */
 };
 
 /*

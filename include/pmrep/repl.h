@@ -792,7 +792,8 @@ struct pmrep_mirror_event {
  * record has no entry for them: their lag is the data size), and their
  * attach decides their resync by the rules above.
  * Errors: PMREP_E_INVAL (NULL, no replica, no key, nil UUID, quorum above
- * the replica count; the record's set UUID or region size differs),
+ * the replica count; the record's region size differs),
+ * PMREP_E_MISMATCH (the record file is another replica set's),
  * PMREP_E_MALFORMED (the record file holds no valid record),
  * PMREP_E_BUSY (another mirror has the record file open),
  * PMREP_E_PROVIDER (the record file cannot be created, opened or
@@ -802,7 +803,7 @@ struct pmrep_mirror_event {
  * the HELLO's admission proof did not verify, i.e. a wrong key, a key id
  * the target does not hold, or clocks more than 30 s apart; or at AUTH --
  * or failed to prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
- * PMREP_E_INVAL (it belongs to another replica set: UUID), PMREP_E_STATE
+ * PMREP_E_MISMATCH (it belongs to another replica set: UUID), PMREP_E_STATE
  * (it holds a newer generation), PMREP_E_SPLIT_BRAIN (another primary
  * claimed it at this generation and did not close it -- docs/PROTOCOL.md
  * "Split brain": fence that primary, then use a higher generation),
@@ -810,7 +811,9 @@ struct pmrep_mirror_event {
  * PMREP_E_UNREACHABLE (also: the target had no room for another handshake
  * -- its slots held by handshakes and attached mirrors, or two handshakes
  * of our address pending -- a refusal to retry, e.g. with
- * pmrep_mirror_reconnect) / PMREP_E_TIMEOUT /
+ * pmrep_mirror_reconnect) / PMREP_E_TIMEOUT (also: on tcp the target's
+ * port took the connection and nothing answered within the timeout -- a
+ * hung or stopped target, "connected, but no answer") /
  * PMREP_E_CONN_LOST (transport), PMREP_E_NOMEM; with several failures, the
  * first replica's. When the policy is not met, pmrep_err_msg() is
  * "mirror: I of N replicas in sync, K required; " followed by that first
@@ -1146,8 +1149,8 @@ struct pmrep_promote_result {
  * generation once more). *res is filled as far as the call got.
  * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg without
  * replicas or key, a mapping that is not a pmrep log, a log that belongs
- * to no replica set (never claimed), a cfg UUID or a replica reached of
- * another set, k > n), PMREP_E_STATE (a more current replica, above),
+ * to no replica set (never claimed), k > n), PMREP_E_MISMATCH (a cfg UUID
+ * or a replica reached of another set), PMREP_E_STATE (a more current replica, above),
  * PMREP_E_UNREACHABLE (too few replicas reached to fence, above), and
  * pmrep_mirror_new's errors for step (5) (PMREP_E_TIMEOUT at the create
  * timeout, PMREP_E_SPLIT_BRAIN, PMREP_E_AUTH, ...). pmrep_err_msg() names
@@ -1199,8 +1202,8 @@ PMREP_API int pmrep_mirror_promote(struct pmrep_pmem *log,
  * before any byte of the mapping is written; after a failure during the
  * copy the mapping holds part of the replica's data.
  * Errors: PMREP_E_INVAL (NULL argument, bad key length, nil UUID,
- * generation 0, unknown flags, bad port or timeout; or the replica belongs
- * to another replica set), PMREP_E_STATE (the replica holds an older or a
+ * generation 0, unknown flags, bad port or timeout), PMREP_E_MISMATCH (the
+ * replica belongs to another replica set), PMREP_E_STATE (the replica holds an older or a
  * newer generation, is fresh, or is not marked consistent without the
  * flag), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_NOSUPP (it serves through a staging buffer), PMREP_E_AUTH,

@@ -643,8 +643,12 @@ PMREP_API int pmrep_conn_get_private_data(const struct pmrep_conn *conn,
  * pmrep_conn_get_failure -- the named cause of the conn's failed connect
  * (REJECTED) or loss (LOST), when the provider knows one: PMREP_E_TLS (the
  * TLS handshake failed, the other end did not speak TLS, or a record
- * failed authentication: tampering on the wire); 0 when none is known
- * (a plain socket error, a timeout, the peer's reject). Read it after the
+ * failed authentication: tampering on the wire); PMREP_E_TIMEOUT with
+ * UNREACHABLE on tcp when the last attempt's TCP connection was made but
+ * the listener never answered within the cfg timeout (it hangs, is
+ * stopped, or is no pmrep listener) -- not "nobody listens"; 0 when none
+ * is known (a refused or unroutable connect, a plain socket error, the
+ * peer's reject; on verbs every UNREACHABLE). Read it after the
  * terminal event. Errors: PMREP_E_INVAL (NULL). Thread-safe.
  */
 PMREP_API int pmrep_conn_get_failure(const struct pmrep_conn *conn, int *cause);

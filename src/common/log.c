@@ -161,6 +161,7 @@ pmrep_err_to_str(int err)
 	case PMREP_E_DEVICE_REMOVED: return "the RDMA device was removed";
 	case PMREP_E_TLS: return "TLS: handshake failed / peer did not speak TLS / record authentication failed";
 	case PMREP_E_SPLIT_BRAIN: return "split brain: the replica is claimed at this generation by another primary";
+	case PMREP_E_MISMATCH: return "replica-set UUID mismatch: it belongs to another replica set";
 	default: return "unknown error code";
 	}
 }

@@ -355,6 +355,7 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		struct pmrep_conn **conn, uint8_t nonce_i[REPL_NONCE_SIZE],
 		uint8_t nonce_t[REPL_NONCE_SIZE])
 {
+	const long long dial_start = repl_now_ms();
 	struct pmrep_conn_cfg *ccfg = NULL;
 	struct pmrep_conn_req *req = NULL;
 	int ret = pmrep_conn_cfg_new(&ccfg);
@@ -421,6 +422,12 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 			break;
 		}
 	}
+	if (ret == PMREP_E_TIMEOUT)
+		/* a refused connect ends at once (UNREACHABLE, below):
+		 * what is still silent at the deadline was taken and not
+		 * answered, or went nowhere */
+		PMREP_LOG_ERR("%s (%s:%s): no answer to the connection request within %lld ms (is the pmrep-target there hung or stopped? nobody listening would have refused it at once)",
+				who, addr, port, repl_now_ms() - dial_start);
 	if (ret)
 		goto out;
 	int cause = 0;
@@ -436,6 +443,16 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 		PMREP_LOG_ERR("%s (%s:%s): authentication failed (wrong key) at admission: the target rejected the connection request (a wrong key, a key id %u it does not hold, clocks more than %d s apart, or not a pmrep target of protocol version %d)",
 				who, addr, port, key_id, REPL_ADMIT_WINDOW_S,
 				REPL_PROTO_VERSION);
+		goto out;
+	}
+	if (ev == PMREP_CONN_UNREACHABLE && cause == PMREP_E_TIMEOUT) {
+		/* TCP connected, no answer: a hung or stopped target (or
+		 * another service on the port), not "nobody listens" */
+		ch->lost = true;
+		ret = PMREP_E_TIMEOUT;
+		PMREP_LOG_ERR("%s (%s:%s): connected, but no answer within %d ms (is the pmrep-target there hung or stopped, or is another service on that port?)",
+				who, addr, port, conn_timeout_ms > 0 ?
+				conn_timeout_ms : REPL_CONN_TIMEOUT_DEFAULT_MS);
 		goto out;
 	}
 	if (ev != PMREP_CONN_ESTABLISHED) {

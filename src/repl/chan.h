@@ -102,7 +102,9 @@ void repl_chan_detach(struct repl_chan *ch);
  * target -- or the target is TLS and we are not), PMREP_E_AUTH (REJECTED
  * otherwise: a pmrep target rejects finally only at admission -- wrong
  * key, unknown key id, clocks apart), PMREP_E_UNREACHABLE (nobody
- * listens, or the target's retryable refusal: no room),
+ * listens, or the target's retryable refusal: no room), PMREP_E_TIMEOUT
+ * (the deadline passed; or tcp connected and nothing answered within
+ * conn_timeout_ms: a hung or stopped target),
  * PMREP_E_CONN_LOST; PMREP_E_MALFORMED (a bad CHALLENGE), those of
  * repl_admit_proof.
  */

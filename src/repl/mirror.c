@@ -276,7 +276,10 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 			goto err;
 		/* (a commit clears r->unknown itself, under the lock) */
 		first_err = mirror_recovery_wait_new(m, create_deadline, &first);
-		if (first_err == PMREP_E_TIMEOUT) {
+		/* the create timeout, not a replica's own TIMEOUT (its
+		 * reason follows below) */
+		if (first_err == PMREP_E_TIMEOUT &&
+				repl_left_ms(create_deadline) == 0) {
 			PMREP_LOG_ERR("mirror: %u of %u replicas in sync within the create timeout (%d ms), %u required",
 					mirror_in_sync_count(m), m->n,
 					cfg->create_timeout_ms, mirror_required(m));

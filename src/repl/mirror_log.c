@@ -32,7 +32,7 @@ mirror_log_claim(struct pmrep_mirror *m)
 	bool claimed = !replica_uuid_is_nil(h.uuid);
 	if (claimed && memcmp(h.uuid, m->cfg.uuid, PMREP_UUID_SIZE) != 0) {
 		PMREP_LOG_ERR("mirror: its log %s belongs to another replica set", path);
-		return PMREP_E_INVAL;
+		return PMREP_E_MISMATCH;
 	}
 	if (claimed && h.generation > m->cfg.generation) {
 		PMREP_LOG_ERR("mirror: its log %s is at generation %llu, newer than the mirror's %llu",

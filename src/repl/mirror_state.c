@@ -305,7 +305,7 @@ st_check(const struct mirror_state *st, const struct slot *s,
 		uuid_str(uuid, b);
 		PMREP_LOG_ERR("mirror state file %s belongs to replica set %s, this mirror's is %s (another set's record: give this mirror a state path of its own)",
 				st->path, a, b);
-		return PMREP_E_INVAL;
+		return PMREP_E_MISMATCH;
 	}
 	if (s->data_size != data_size) {
 		PMREP_LOG_ERR("mirror state file %s is the record of %" PRIu64 " data bytes, this mirror's mapping has %" PRIu64,

@@ -433,7 +433,7 @@ repl_status_to_err(enum repl_status st)
 	case REPL_ST_AUTH: return PMREP_E_AUTH;
 	case REPL_ST_MALFORMED: return PMREP_E_MALFORMED;
 	case REPL_ST_SIZE: return PMREP_E_RANGE;
-	case REPL_ST_UUID: return PMREP_E_INVAL;
+	case REPL_ST_UUID: return PMREP_E_MISMATCH;
 	case REPL_ST_GENERATION: return PMREP_E_STATE;
 	case REPL_ST_RANGE: return PMREP_E_RANGE;
 	case REPL_ST_STATE: return PMREP_E_STATE;
@@ -446,6 +446,19 @@ repl_status_to_err(enum repl_status st)
 	}
 }
 
+char *
+repl_uuid_hex(const uint8_t u[PMREP_UUID_SIZE],
+		char out[2 * PMREP_UUID_SIZE + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	for (unsigned i = 0; i < PMREP_UUID_SIZE; i++) {
+		out[2 * i] = hex[u[i] >> 4];
+		out[2 * i + 1] = hex[u[i] & 15];
+	}
+	out[2 * PMREP_UUID_SIZE] = '\0';
+	return out;
+}
+
 const char *
 repl_status_str(enum repl_status st)
 {
@@ -454,7 +467,7 @@ repl_status_str(enum repl_status st)
 	case REPL_ST_AUTH: return "authentication failed (wrong key)";
 	case REPL_ST_MALFORMED: return "malformed message";
 	case REPL_ST_SIZE: return "data size differs from the replica's";
-	case REPL_ST_UUID: return "the replica belongs to another replica set (UUID)";
+	case REPL_ST_UUID: return "replica-set UUID mismatch: the replica belongs to another replica set (its target's log names both UUIDs; `pmrep status` shows the replica's)";
 	case REPL_ST_GENERATION: return "the replica holds a newer generation";
 	case REPL_ST_INTERNAL: return "the target failed (e.g. a persist of its replica; its log says why)";
 	case REPL_ST_RANGE: return "range outside the replica's data area";

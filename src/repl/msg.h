@@ -199,5 +199,8 @@ enum repl_status repl_digest_answer(const uint8_t *data, uint64_t data_size,
 
 int repl_status_to_err(enum repl_status st);
 const char *repl_status_str(enum repl_status st);
+/* `u` as 32 lowercase hex digits into `out`; returns out */
+char *repl_uuid_hex(const uint8_t u[PMREP_UUID_SIZE],
+		char out[2 * PMREP_UUID_SIZE + 1]);
 
 #endif /* PMREP_REPL_MSG_H */

@@ -90,7 +90,7 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 			memcmp(cfg->uuid, own.uuid, PMREP_UUID_SIZE) != 0) {
 		PMREP_LOG_ERR("promote: %s belongs to another replica set than the cfg's UUID",
 				path);
-		return PMREP_E_INVAL;
+		return PMREP_E_MISMATCH;
 	}
 	unsigned n = set_size ? set_size : cfg->n + 1;
 	unsigned k = set_quorum ? set_quorum : n;
@@ -120,7 +120,7 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		if (!fresh && memcmp(info.uuid, own.uuid, PMREP_UUID_SIZE) != 0) {
 			PMREP_LOG_ERR("promote: replica %u (%s:%s) belongs to another replica set",
 					i, cfg->r[i].addr, cfg->r[i].port);
-			return PMREP_E_INVAL;
+			return PMREP_E_MISMATCH;
 		}
 		reached[i] = true;
 		res->reached++;

@@ -318,7 +318,11 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	bool any_set = query && replica_uuid_is_nil(a->uuid);
 	if (!any_set && (replica_uuid_is_nil(a->uuid) ||
 			(!fresh && memcmp(a->uuid, t->hdr.uuid, PMREP_UUID_SIZE) != 0))) {
-		refuse(t, s, REPL_ST_UUID, NULL);
+		char rh[2 * PMREP_UUID_SIZE + 1], ah[2 * PMREP_UUID_SIZE + 1];
+		snprintf(detail, sizeof(detail), "the initiator names set %s, the replica belongs to %s",
+				repl_uuid_hex(a->uuid, ah), fresh ? "none yet" :
+				repl_uuid_hex(t->hdr.uuid, rh));
+		refuse(t, s, REPL_ST_UUID, detail);
 		return;
 	}
 	if (!any_set && !fresh && t->hdr.generation > a->generation) {

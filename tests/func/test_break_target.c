@@ -139,12 +139,15 @@ setup(void **state)
 	return 0;
 }
 
+static void slow_loop_stop(uint16_t port);
+
 static int
 teardown(void **state)
 {
 	struct ctx *c = *state;
 	if (c == NULL)
 		return 0;
+	slow_loop_stop(c->g.port);	/* a test that failed with it running */
 	tgt_halt(c);
 	(void) pmrep_target_delete(&c->g.t);
 	(void) pmrep_pmem_close(&c->src);
@@ -1056,6 +1059,114 @@ second_target_on_one_replica_is_refused_until_the_first_is_deleted(void **state)
 	mirror_works(c);
 }
 
+/* a target loop whose waits are long (20 s): it wakes only for what
+ * happens on the target's fds, its own deadlines included */
+struct slow_loop {
+	struct pmrep_target *t;
+	atomic_bool stop;
+	atomic_int calls;
+	pthread_t th;
+};
+
+static struct slow_loop *slow_running;
+
+static void *
+slow_loop_run(void *arg)
+{
+	struct slow_loop *l = arg;
+	while (!atomic_load(&l->stop)) {
+		atomic_fetch_add(&l->calls, 1);
+		(void) pmrep_target_process(l->t, 20000);
+	}
+	return NULL;
+}
+
+/* stop the running slow loop, if any: the flag, then a connection to
+ * wake its wait */
+static void
+slow_loop_stop(uint16_t port)
+{
+	struct slow_loop *l = slow_running;
+	if (l == NULL)
+		return;
+	slow_running = NULL;
+	atomic_store(&l->stop, true);
+	int s = raw_connect(port);
+	pthread_join(l->th, NULL);
+	close(s);
+}
+
+/* wait until `s` reads EOF (or a reset): the ms it took, -1: not within
+ * limit_ms */
+static long long
+eof_within(int s, int limit_ms)
+{
+	long long t0 = func_now_ms();
+	for (;;) {
+		long long left = t0 + limit_ms - func_now_ms();
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return -1;
+		uint8_t b[64];
+		ssize_t n = recv(s, b, sizeof(b), 0);
+		if (n <= 0)
+			return func_now_ms() - t0;
+	}
+}
+
+/*
+ * Idle sockets are closed at the handshake timeout (300 ms) while nothing
+ * else happens on the target: a TCP connection that never sends its HELLO
+ * (the endpoint's pending table, 64 slots, drops it at its deadline -- not
+ * only when it needs room or another request comes in), and a session
+ * admitted by a valid HELLO that never sends its AUTH. The target's loop
+ * waits 20 s a call: each close comes from a wait bounded by the earliest
+ * deadline, so it takes about the timeout, and the loop is called a few
+ * times only.
+ */
+static void
+idle_pre_auth_sockets_are_closed_at_the_handshake_timeout(void **state)
+{
+	FUNC_TCP_ONLY();
+	struct ctx *c = *state;
+	const int timeout = 300;
+	tgt_new(c, timeout);
+	static struct slow_loop l;
+	memset(&l, 0, sizeof(l));
+	l.t = c->g.t;
+	assert_int_equal(pthread_create(&l.th, NULL, slow_loop_run, &l), 0);
+	slow_running = &l;
+
+	/* a TCP connection, not a byte sent */
+	int s = raw_connect(c->g.port);
+	long long took = eof_within(s, 5000 * func_slow());
+	close(s);
+	fprintf(stderr, "a silent socket: EOF after %lld ms (timeout %d ms), %d target loop calls\n",
+			took, timeout, atomic_load(&l.calls));
+	if (took < 0)
+		fail_msg("a socket that sent nothing is still open after %d ms (handshake timeout %d ms)",
+				5000 * func_slow(), timeout);
+	assert_true(took >= timeout * 9 / 10);
+	assert_true(atomic_load(&l.calls) <= 4);
+
+	/* a valid HELLO, admitted (ACCEPT), then no AUTH */
+	int before = atomic_load(&l.calls);
+	assert_true(silent_session(c->g.port, &s));
+	took = eof_within(s, 5000 * func_slow());
+	close(s);
+	fprintf(stderr, "a session without AUTH: EOF after %lld ms, %d target loop calls\n",
+			took, atomic_load(&l.calls) - before);
+	assert_true(took >= 0);
+	assert_true(atomic_load(&l.calls) - before <= 4);
+
+	slow_loop_stop(c->g.port);
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &ts), 0);
+	assert_int_equal(ts.sessions_started, 1);
+	assert_int_equal(ts.sessions_in_use, 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_TIMEOUT);	/* no AUTH in time */
+}
+
 /* pmrep_mirror_new with `k` (key) to 127.0.0.1:`port`: the code; `msg`
  * gets pmrep_err_msg() */
 static int
@@ -1110,6 +1221,51 @@ mirror_new_failure_message_names_the_first_replicas_reason(void **state)
 	assert_non_null(strstr(msg, "data size differs from the replica's"));
 	assert_non_null(strstr(msg, sizes));
 
+	/* another replica set, by its own code and message (it read
+	 * "invalid argument"): the mapping's record names the set first */
+	static const uint8_t other[PMREP_UUID_SIZE] = { 0x07, 0x7e };
+	mirror_works(c);	/* the replica is the set `uuid`'s now */
+	struct pmrep_mirror_cfg *oc = mcfg(c->g.sport);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(oc, other), 0);
+	struct pmrep_mirror *om = NULL;
+	assert_int_equal(pmrep_mirror_new(c->src, oc, &om), PMREP_E_MISMATCH);
+	assert_non_null(strstr(pmrep_err_msg(), "belongs to replica set be0102"));
+	/* no record: the target refuses, naming both sets in its log */
+	assert_int_equal(pmrep_mirror_cfg_set_state_path(oc, NULL), 0);
+	assert_int_equal(pmrep_mirror_new(c->src, oc, &om), PMREP_E_MISMATCH);
+	snprintf(msg, sizeof(msg), "%s", pmrep_err_msg());
+	assert_null(om);
+	assert_int_equal(pmrep_mirror_cfg_delete(&oc), 0);
+	assert_non_null(strstr(msg, who));
+	assert_non_null(strstr(msg, "refused us: replica-set UUID mismatch"));
+	assert_string_equal(pmrep_err_to_str(PMREP_E_MISMATCH),
+			"replica-set UUID mismatch: it belongs to another replica set");
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(c->g.t, &ts), 0);
+	assert_int_equal(ts.last_refusal, PMREP_E_MISMATCH);
+
+	/* a port that takes the TCP connection and never answers (a hung
+	 * or stopped target): TIMEOUT, "no answer" -- not UNREACHABLE's
+	 * "is a pmrep-target listening there?" (the conn's own cause:
+	 * test_connect) */
+	char mport[8], mwho[64];
+	int mute = func_mute_listener(mport, sizeof(mport));
+	snprintf(mwho, sizeof(mwho), "replica 0 (127.0.0.1:%s)", mport);
+	oc = mcfg(mport);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(oc, 400 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_new(c->src, oc, &om), PMREP_E_TIMEOUT);
+	snprintf(msg, sizeof(msg), "%s", pmrep_err_msg());
+	assert_int_equal(pmrep_mirror_cfg_delete(&oc), 0);
+	close(mute);
+	fprintf(stderr, "a mute port: %s\n", msg);
+	assert_non_null(strstr(msg, mwho));
+	/* the dial's deadline and the conn's own attempt end together:
+	 * whichever reports first words it */
+	if (strstr(msg, "no answer to the connection request within") == NULL &&
+			strstr(msg, "connected, but no answer within") == NULL)
+		fail_msg("a mute port reads: %s", msg);
+	assert_null(strstr(msg, "is a pmrep-target listening there?"));
+
 	/* nobody listening: the hint */
 	tgt_halt(c);
 	assert_int_equal(pmrep_target_delete(&c->g.t), 0);
@@ -1134,6 +1290,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(sparse_replica_on_a_full_file_system_is_refused_at_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(second_target_on_one_replica_is_refused_until_the_first_is_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(mirror_new_failure_message_names_the_first_replicas_reason, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_pre_auth_sockets_are_closed_at_the_handshake_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(lost_accept_leaves_the_replica_header_unchanged, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_auth_leaves_the_replica_header_unchanged, setup, teardown),
 	};

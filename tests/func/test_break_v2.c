@@ -301,7 +301,7 @@ truncated_or_foreign_state_file_is_refused_and_the_replicas_left_alone(void **st
 	other[15] ^= 0x80;
 	assert_int_equal(pmrep_mirror_cfg_set_uuid(cfg, other), 0);
 	struct pmrep_mirror *m = NULL;
-	assert_int_equal(pmrep_mirror_new(c->log, cfg, &m), PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_new(c->log, cfg, &m), PMREP_E_MISMATCH);
 	assert_non_null(strstr(pmrep_err_msg(), "belongs to replica set"));
 	assert_int_equal(pmrep_mirror_cfg_delete(&cfg), 0);
 	snprintf(cmd, sizeof(cmd), "cmp -s %s %s", saved, c->statepath);

@@ -3,8 +3,10 @@
  * test_connect.c -- establishing and ending connections: a client that
  * starts before the server listens gets through bounded retries (T17); an
  * address that never answers fails with UNREACHABLE within the documented
- * timeout x (retries + 1), +10 % (T17); a refused connect without retries is
- * UNREACHABLE; an explicit reject is REJECTED and final; disconnect and
+ * timeout x (retries + 1), +10 % (T17) -- on tcp, where the listener took
+ * the connection and never answered, with the named cause PMREP_E_TIMEOUT
+ * ("connected, but no answer": a hung target); a refused connect without
+ * retries is UNREACHABLE, with no cause; an explicit reject is REJECTED and final; disconnect and
  * delete report CLOSED exactly once on both sides; requests left at an
  * endpoint that shuts down are refused; sockets that connect and never
  * send a HELLO neither lock a real client out of an endpoint (tcp) nor
@@ -100,22 +102,6 @@ T17_client_started_500ms_before_the_listener_gets_through_with_retries(
 	pmrep_conn_cfg_delete(&cfg);
 }
 
-/* tcp: a plain listener that completes TCP handshakes and never answers */
-static int
-silent_listener(char *port, size_t len)
-{
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(s >= 0);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s, 16), 0);
-	socklen_t al = sizeof(a);
-	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &al), 0);
-	snprintf(port, len, "%u", ntohs(a.sin_port));
-	return s;
-}
-
 static void
 T17_never_answering_address_is_unreachable_within_timeout_times_retries(
 		void **state)
@@ -129,7 +115,7 @@ T17_never_answering_address_is_unreachable_within_timeout_times_retries(
 	const char *addr;
 	int silent = -1;
 	if (func_is_tcp()) {
-		silent = silent_listener(port, sizeof(port));
+		silent = func_mute_listener(port, sizeof(port));
 		addr = func_addr();
 	} else {
 		/* an address in the rxe subnet where nobody lives */
@@ -154,6 +140,10 @@ T17_never_answering_address_is_unreachable_within_timeout_times_retries(
 					bound);
 		if (func_is_tcp())	/* it did wait for answers */
 			assert_true(took >= budget * 9 / 10);
+		/* tcp: connected, never answered -- not "nobody there" */
+		int cause = -1;
+		assert_int_equal(pmrep_conn_get_failure(cc, &cause), 0);
+		assert_int_equal(cause, func_is_tcp() ? PMREP_E_TIMEOUT : 0);
 		enum pmrep_conn_event ev;
 		assert_int_equal(pmrep_conn_next_event(cc, &ev),
 				PMREP_E_NO_EVENT);
@@ -185,6 +175,9 @@ refused_connect_without_retries_is_unreachable_at_once(void **state)
 	func_expect_event(cc, PMREP_CONN_UNREACHABLE, T * func_slow());
 	/* refused is an answer: no waiting for the 1 s timeout */
 	assert_true(func_now_ms() - t0 < 1000 * func_slow());
+	int cause = -1;
+	assert_int_equal(pmrep_conn_get_failure(cc, &cause), 0);
+	assert_int_equal(cause, 0);	/* not a silent listener's TIMEOUT */
 	/* posting on a conn that reported its end */
 	uint8_t buf[64];
 	struct pmrep_mr_local *mr = NULL;

@@ -459,7 +459,8 @@ tools_help(void **state)
 	char *kv[] = { exe, "--help", NULL };
 	assert_int_equal(run(kv, out, sizeof(out)), 0);
 	static const char *const kv_opts[] = { "--file PATH", "--entries N",
-		"--replica ADDR:PORT", "--key-file FILE", "--policy all|quorum=K",
+		"--replica ADDR:PORT", "--key-file FILE", "--key-id N", "--no-tls",
+		"--insecure-key-file", "--policy all|quorum=K",
 		"--timeout MS", "--wait-s S", "exit codes" };
 	for (size_t i = 0; i < sizeof(kv_opts) / sizeof(kv_opts[0]); i++)
 		if (strstr(out, kv_opts[i]) == NULL)
@@ -1170,6 +1171,46 @@ log_mirror_no_tls_and_key_id(void **state)
 		"--append", "1", NULL };
 	assert_int_equal(run_out(loose, out, sizeof(out), true), 0);
 	assert_non_null(strstr(out, "done: 6 records acked"));
+
+	/* kv-mirror takes the same three options, worded the same (4080
+	 * buckets: 4096 + 4080 * 256 bytes = the 1M data area); the key
+	 * file is still 0644 */
+	char kvf[128];
+	snprintf(kvf, sizeof(kvf), "%s/kv", dir);
+	program("examples/kv-mirror", exe, sizeof(exe));
+	char *kv_tls[] = { exe, "--file", kvf, "--entries", "4080", "--replica",
+		rep, "--key-file", kfile, "--insecure-key-file", "--key-id",
+		"0", "put", "a", "1", NULL };
+	assert_int_equal(run_out(kv_tls, out, sizeof(out), true), 1);
+	assert_non_null(strstr(out, pmrep_err_to_str(PMREP_E_TLS)));
+	char *kv_id5[] = { exe, "--file", kvf, "--entries", "4080", "--replica",
+		rep, "--key-file", kfile, "--insecure-key-file", "--no-tls",
+		"put", "a", "1", NULL };
+	assert_int_equal(run_out(kv_id5, out, sizeof(out), true), 1);
+	assert_non_null(strstr(out, pmrep_err_to_str(PMREP_E_AUTH)));
+	char *kv_strict[] = { exe, "--file", kvf, "--entries", "4080",
+		"--replica", rep, "--key-file", kfile, "--no-tls", "--key-id",
+		"0", "put", "a", "1", NULL };
+	assert_int_equal(run_out(kv_strict, out, sizeof(out), true), 1);
+	assert_null(strstr(out, "ok put"));
+	char *kv_ok[] = { exe, "--file", kvf, "--entries", "4080", "--replica",
+		rep, "--key-file", kfile, "--insecure-key-file", "--no-tls",
+		"--key-id", "0", "put", "a", "1", NULL };
+	/* the log's set holds that replica now: named (it read "invalid
+	 * argument") */
+	assert_int_equal(run_out(kv_ok, out, sizeof(out), true), 1);
+	assert_non_null(strstr(out, "kv-mirror: cannot mirror: replica-set UUID mismatch: it belongs to another replica set ("));
+	assert_non_null(strstr(out, "refused us: replica-set UUID mismatch"));
+	/* a replica of its own */
+	target_start_opt(&tg[1], "replica2", "1M", "--no-tls");
+	char rep2[64];
+	snprintf(rep2, sizeof(rep2), "127.0.0.1:%s", tg[1].port);
+	kv_ok[6] = rep2;
+	assert_int_equal(run_out(kv_ok, out, sizeof(out), true), 0);
+	assert_non_null(strstr(out, "ok put a"));
+	char *kv_bad[] = { exe, "--file", kvf, "--key-id", "4294967296",
+		"list", NULL };
+	assert_int_equal(run(kv_bad, NULL, 0), 2);
 	memset(k, 0, sizeof(k));
 }
 
@@ -1948,6 +1989,74 @@ target_errors_name_the_real_cause(void **state)
 	assert_int_not_equal(access(fresh, F_OK), 0);
 }
 
+/* pmrep names a stray argument of each command (it said only what it
+ * expected, or printed the usage): exit 2, the reason first */
+static void
+pmrep_names_a_stray_argument(void **state)
+{
+	(void)state;
+	char exe[PATH_MAX], out[4096];
+	program("tools/pmrep", exe, sizeof(exe));
+	char *v[] = { exe, "verify", "a", "b", "extra", NULL };
+	char *s[] = { exe, "status", "a", "extra", NULL };
+	char *k[] = { exe, "keygen", "a", "extra", NULL };
+	char *l[] = { exe, "log-create", "a", "1M", "extra", NULL };
+	char *r[] = { exe, "recover", "--file", "a", "extra", NULL };
+	char *const *cmds[] = { v, s, k, l, r };
+	static const char *const want[] = {
+		"pmrep: verify: unexpected argument 'extra' (expected SOURCE REPLICA)\n",
+		"pmrep: status: unexpected argument 'extra' (expected one REPLICA_FILE, or ADDR:PORT with --key-file)\n",
+		"pmrep: keygen: unexpected argument 'extra' (expected one FILE)\n",
+		"pmrep: log-create: unexpected argument 'extra' (expected LOG [SIZE])\n",
+		"pmrep: recover: unexpected argument 'extra'\n",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		assert_int_equal(run_out(cmds[i], out, sizeof(out), true), 2);
+		if (strncmp(out, want[i], strlen(want[i])) != 0)
+			fail_msg("got '%s', want '%s'", out, want[i]);
+	}
+	/* 65 replicas to compare: the 65th is named */
+	char *c[68] = { exe, "compare" };
+	static char names[65][8];
+	for (int i = 0; i < 65; i++) {
+		snprintf(names[i], sizeof(names[i]), "r%d", i);
+		c[2 + i] = names[i];
+	}
+	c[67] = NULL;
+	assert_int_equal(run_out(c, out, sizeof(out), true), 2);
+	assert_true(strncmp(out, "pmrep: compare: unexpected argument 'r64' (at most 64 REPLICAs)\n", 63) == 0);
+}
+
+/* pmrep status of a port that takes the connection and never answers (a
+ * hung target) is "timed out ... no answer", exit 2 -- it read
+ * "UNREACHABLE (is a pmrep-target listening there?)" -- and of a port
+ * nobody listens on is still that hint. TLS on (the default): the
+ * handshake's first answer never comes. */
+static void
+pmrep_status_tells_a_hung_target_from_a_refused_port(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	char exe[PATH_MAX], out[4096], port[8], target[32], want[128];
+	program("tools/pmrep", exe, sizeof(exe));
+	int mute = func_mute_listener(port, sizeof(port));
+	snprintf(target, sizeof(target), "127.0.0.1:%s", port);
+	char *st[] = { exe, "status", target, "--key-file", keyfile,
+		"--timeout", "300", NULL };
+	assert_int_equal(run_out(st, out, sizeof(out), true), 2);
+	snprintf(want, sizeof(want), "pmrep status: %s: timed out (", target);
+	if (strncmp(out, want, strlen(want)) != 0 ||
+			strstr(out, "no answer") == NULL ||
+			strstr(out, "listening there") != NULL)
+		fail_msg("a hung target reads: %s", out);
+	close(mute);	/* now nobody listens there */
+	assert_int_equal(run_out(st, out, sizeof(out), true), 2);
+	snprintf(want, sizeof(want), "pmrep status: %s: peer unreachable (", target);
+	if (strncmp(out, want, strlen(want)) != 0 ||
+			strstr(out, "is a pmrep-target listening there?") == NULL)
+		fail_msg("a refused port reads: %s", out);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1976,6 +2085,8 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(target_sighup_keeps_the_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(target_failed_start_removes_only_what_it_created, setup, teardown),
 		cmocka_unit_test_setup_teardown(target_errors_name_the_real_cause, setup, teardown),
+		cmocka_unit_test_setup_teardown(pmrep_names_a_stray_argument, setup, teardown),
+		cmocka_unit_test_setup_teardown(pmrep_status_tells_a_hung_target_from_a_refused_port, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

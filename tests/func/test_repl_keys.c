@@ -341,17 +341,25 @@ struct cut_relay {
 	atomic_bool stop;
 	atomic_int cut;		/* connections cut so far */
 	pthread_t th;
+	/* what the initiator sent on the first connection: its HELLO */
+	uint8_t cap[512];
+	size_t ncap;
 };
 
-/* copy what is readable on `from` to `to`: false when `from` ended */
+/* copy what is readable on `from` to `to`, and to `r`'s capture when
+ * `r` is not NULL: false when `from` ended */
 static bool
-relay_pass(int from, int to)
+relay_pass(int from, int to, struct cut_relay *r)
 {
 	uint8_t b[4096];
 	ssize_t n = recv(from, b, sizeof(b), MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
 			errno != EINTR))
 		return false;
+	if (r != NULL && n > 0 && r->ncap + (size_t)n <= sizeof(r->cap)) {
+		memcpy(r->cap + r->ncap, b, (size_t)n);
+		r->ncap += (size_t)n;
+	}
 	for (ssize_t off = 0; n > 0 && off < n; ) {
 		ssize_t w = send(to, b + off, (size_t)(n - off), MSG_NOSIGNAL);
 		if (w <= 0)
@@ -388,13 +396,13 @@ cut_relay_loop(void *arg)
 			if (poll(p, 2, 50) <= 0)
 				continue;
 			if (p[0].revents)
-				live = relay_pass(cfd, ufd);
+				live = relay_pass(cfd, ufd, first ? r : NULL);
 			if (live && p[1].revents && first) {
 				/* the target's answer: lost */
 				atomic_fetch_add(&r->cut, 1);
 				live = false;
 			} else if (live && p[1].revents) {
-				live = relay_pass(ufd, cfd);
+				live = relay_pass(ufd, cfd, NULL);
 			}
 		}
 		first = false;
@@ -472,6 +480,31 @@ a_lost_accept_is_followed_by_a_fresh_hello_not_a_replay(void **state)
 	assert_int_equal(st.admission_refused, 0);
 	assert_int_equal(st.sessions_started, 3);
 	assert_int_equal(st.sessions_accepted, 2);
+
+	/* a real replay is still one: the first attempt's HELLO, as the
+	 * relay saw it, sent verbatim on a connection of our own (within
+	 * its time window) is refused at the connection request --
+	 * REJECT, type 3 -- and counted as a replay */
+	assert_true(r.ncap > 24 && r.ncap <= 24 + 56);
+	tgt_run(c);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		.sin_port = htons(c->nport) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(send(s, r.cap, r.ncap, MSG_NOSIGNAL), (ssize_t)r.ncap);
+	struct pollfd pf = { .fd = s, .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, 5000 * func_slow()), 1);
+	uint8_t ans[16];
+	assert_true(recv(s, ans, sizeof(ans), 0) >= 1);
+	assert_int_equal(ans[0], 3);	/* REJECT, not ACCEPT (2) */
+	close(s);
+	tgt_halt(c);
+	assert_int_equal(pmrep_target_get_stats(c->t, &st), 0);
+	assert_int_equal(st.admission_replayed, 1);
+	assert_int_equal(st.admission_refused, 1);
+	assert_int_equal(st.sessions_started, 3);
 }
 
 /* ------------------------------------------------------------- rotation */

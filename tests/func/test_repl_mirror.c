@@ -626,7 +626,7 @@ other_replica_set_and_newer_generation_are_refused(void **state)
 	/* the mapping's record (its default state file) is of uuid_a and
 	 * generation 3: it refuses first, the target sees nothing */
 	struct pmrep_mirror_cfg *cb = mcfg(g->port, uuid_b, 3);
-	expect_refusal(g->port, local, cb, PMREP_E_INVAL);
+	expect_refusal(g->port, local, cb, PMREP_E_MISMATCH);
 	struct pmrep_mirror_cfg *old = mcfg(g->port, uuid_a, 2);
 	expect_refusal(g->port, local, old, PMREP_E_STATE);
 	struct pmrep_target_stats ts;
@@ -636,9 +636,9 @@ other_replica_set_and_newer_generation_are_refused(void **state)
 	/* without a record file: the target refuses */
 	assert_int_equal(pmrep_mirror_cfg_set_state_path(cb, NULL), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_state_path(old, NULL), 0);
-	expect_refusal(g->port, local, cb, PMREP_E_INVAL);
+	expect_refusal(g->port, local, cb, PMREP_E_MISMATCH);
 	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);
-	assert_int_equal(ts.last_refusal, PMREP_E_INVAL);
+	assert_int_equal(ts.last_refusal, PMREP_E_MISMATCH);
 
 	expect_refusal(g->port, local, old, PMREP_E_STATE);
 	assert_int_equal(pmrep_target_get_stats(g->t, &ts), 0);

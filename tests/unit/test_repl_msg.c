@@ -272,7 +272,7 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(out.status, REPL_ST_NO_REPLICA);
 	assert_int_equal(repl_status_to_err(out.status), PMREP_E_INVAL);
 	assert_string_equal(repl_status_str(REPL_ST_NO_REPLICA), "no such replica on this target");
-	assert_int_equal(repl_status_to_err(REPL_ST_UUID), PMREP_E_INVAL);
+	assert_int_equal(repl_status_to_err(REPL_ST_UUID), PMREP_E_MISMATCH);
 }
 
 static void

@@ -222,7 +222,7 @@ refusals_leave_the_file_byte_identical(void **state)
 		uint64_t gen, data, region;
 		int want;
 	} cases[] = {
-		{ uuid_b, 3, DATA, R, PMREP_E_INVAL },		/* another set */
+		{ uuid_b, 3, DATA, R, PMREP_E_MISMATCH },	/* another set */
 		{ uuid_a, 3, DATA - R, R, PMREP_E_RANGE },	/* another data size */
 		{ uuid_a, 3, DATA, 2 * R, PMREP_E_INVAL },	/* another region size */
 		{ uuid_a, 2, DATA, R, PMREP_E_STATE },		/* the file's is newer */

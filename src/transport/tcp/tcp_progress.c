@@ -1384,10 +1384,14 @@ wait_fd(struct tcp_conn *c, int fd, short events, long long deadline,
 /* ATT_DOWNGRADE: REJECT(version) from a version 1 listener: offer 1 now */
 enum attempt { ATT_OK, ATT_RETRY, ATT_REJECTED, ATT_STOP, ATT_DOWNGRADE };
 
-/* one TCP connect + HELLO / ACCEPT exchange, bounded by `end` */
+/* one TCP connect + HELLO / ACCEPT exchange, bounded by `end`; *mute:
+ * the TCP connection was made but nothing answered by `end` (a listener
+ * that hangs, is stopped, or speaks nothing: not the same as refused) */
 static enum attempt
-connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
+connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc,
+		bool *mute)
 {
+	*mute = false;
 	int s = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 			SOCK_CLOEXEC, 0);
 	if (s < 0) {
@@ -1417,6 +1421,7 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 		}
 	}
 	tcp_sock_tune(s, c->base.cfg.timeout_ms);
+	bool answered = false;	/* any byte back from the listener */
 
 	/* TLS on: the session first, all of pmrep's bytes inside it */
 	if (c->base.cfg.tls) {
@@ -1432,9 +1437,13 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 			enum wait_result w = wait_fd(c, s, ev, end, disc);
 			if (w != WAIT_READY) {
 				*why = ETIMEDOUT;
+				/* the server's first flight never came */
+				*mute = w != WAIT_STOP && ev == POLLIN &&
+					!answered;
 				res = w == WAIT_STOP ? ATT_STOP : ATT_RETRY;
 				goto out_close;
 			}
+			answered |= ev == POLLIN;
 		}
 		if (t < 0) {
 			*why = t == PMREP_E_TLS ? EPROTO : ECONNRESET;
@@ -1522,6 +1531,7 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 				TCP_RX_BUF_SIZE - c->rx_end, 0);
 		if (got > 0) {
 			c->rx_end += (size_t)got;
+			answered = true;
 			continue;
 		}
 		if (got < 0 && errno == EINTR)
@@ -1535,6 +1545,7 @@ connect_attempt(struct tcp_conn *c, long long end, int *why, bool *disc)
 		enum wait_result w = wait_fd(c, s, POLLIN, end, disc);
 		if (w != WAIT_READY) {
 			*why = ETIMEDOUT;
+			*mute = w != WAIT_STOP && !answered;
 			res = w == WAIT_STOP ? ATT_STOP : ATT_RETRY;
 			goto out_close;
 		}
@@ -1565,14 +1576,14 @@ connect_phase(struct tcp_conn *c)
 		((long long)left + 1);
 	long long backoff = cfg->retry_backoff_ms;
 	int why = 0;
-	bool disc = false;
+	bool disc = false, mute = false;
 
 	for (;;) {
 		long long now = pmrep_now_ms();
 		long long end = now + cfg->timeout_ms;
 		if (end > budget_end)
 			end = budget_end;
-		switch (connect_attempt(c, end, &why, &disc)) {
+		switch (connect_attempt(c, end, &why, &disc, &mute)) {
 		case ATT_OK:
 			return PMREP_CONN_ESTABLISHED;
 		case ATT_REJECTED:
@@ -1597,6 +1608,15 @@ connect_phase(struct tcp_conn *c)
 			break;
 		backoff = backoff * 2 > TCP_BACKOFF_CAP_MS ? TCP_BACKOFF_CAP_MS :
 			backoff * 2;
+	}
+	if (mute) {
+		/* the last attempt connected and heard nothing: named, so
+		 * that a hung listener does not read as "nobody there" */
+		atomic_store(&c->base.cause, PMREP_E_TIMEOUT);
+		PMREP_LOG_ERR("connect: connected, but no answer within %d ms (attempt %u, %lld ms in all): the listener accepts connections and does not reply",
+				cfg->timeout_ms, cfg->connect_retries - left + 1,
+				pmrep_now_ms() - start);
+		return PMREP_CONN_UNREACHABLE;
 	}
 	PMREP_LOG_ERR("connect: unreachable after %u attempt(s) in %lld ms: %s",
 			cfg->connect_retries - left + 1, pmrep_now_ms() - start,

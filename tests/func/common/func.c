@@ -325,3 +325,18 @@ func_write_file(const char *path, const void *data, size_t len)
 	assert_int_equal(write(fd, data, len), (ssize_t)len);
 	close(fd);
 }
+
+int
+func_mute_listener(char *port, size_t len)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(s >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s, 16), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&a, &al), 0);
+	snprintf(port, len, "%u", ntohs(a.sin_port));
+	return s;
+}

@@ -125,6 +125,12 @@ func_put_le(uint8_t *p, uint64_t v, int n)
 	for (int i = 0; i < n; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
+/* a plain TCP socket listening on 127.0.0.1, an ephemeral port (its
+ * number in `port`): the kernel completes connections to it, nobody
+ * accepts or answers them (a hung or stopped server). The caller closes
+ * it. */
+int func_mute_listener(char *port, size_t len);
+
 #define func_put_le16(p, v) func_put_le((p), (v), 2)
 #define func_put_le32(p, v) func_put_le((p), (v), 4)
 #define func_put_le64(p, v) func_put_le((p), (v), 8)
