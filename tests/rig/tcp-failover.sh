@@ -36,7 +36,8 @@
 #      and both replicas (every record right on every one); pmrep verify
 #      IDENTICAL for each replica vs the new primary's log; pmrep compare of
 #      the three files: all equally current. The bytes the rejoin of P
-#      copied (the mirror's "resync ... of N bytes": today a full copy).
+#      copied (the mirror's "resync ... of N bytes" is what was out of sync
+#      at the attach; "in sync: N bytes copied" what the digests left).
 #   9. figures (CLOCK_MONOTONIC ms, rig-clock): detection (writer killed ->
 #      compare done), promote (the command), first acknowledged persist of
 #      the new writer after the promote, all replicas in sync after the
