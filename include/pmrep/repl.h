@@ -1132,8 +1132,10 @@ struct pmrep_promote_result {
  * (the newest seen + 1) with this node's primary id in the log's header,
  * crash-atomically; (5) attach a mirror at the new generation that
  * returns once n - k + 1 - 1 replicas of the cfg committed it: from then
- * on they refuse the old primary's writes, and their resync from this log
- * has begun (with PMREP_PROMOTE_WAIT_SYNC it waits until every replica
+ * on they refuse the old primary's writes; then waits until their
+ * comparison by digests (pmrep_mirror_cfg_set_resync_digests) is done,
+ * so that the record holds only the regions that differ (with
+ * PMREP_PROMOTE_WAIT_SYNC it waits until every replica
  * reached is in sync: the replica that was not promoted gets back to
  * identical, whatever writes of the old primary it held that this log
  * lacks); (6) close that mirror cleanly. The caller then creates its own

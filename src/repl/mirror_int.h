@@ -161,6 +161,7 @@ struct replica {
 	/* the next resync compares digests first (replica_digest.c): a
 	 * replica of our set whose history our record does not cover */
 	bool digest;
+	bool digesting;		/* the digest pass is running (m->lock) */
 	uint64_t resync_compared;	/* bytes compared so, all resyncs */
 	struct repl_bitmap redirty;
 	bool redirty_ready;

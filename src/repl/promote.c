@@ -25,6 +25,28 @@ more_current(uint64_t a_gen, uint64_t a_psn, uint64_t b_gen, uint64_t b_psn)
 	return a_gen > b_gen || (a_gen == b_gen && a_psn > b_psn);
 }
 
+/* the digest passes of the fenced replicas finished (or they failed), or
+ * the deadline: the record then holds only the regions that differ, and
+ * the application's mirror copies those and no more */
+static void
+wait_digests(struct pmrep_mirror *m, long long deadline)
+{
+	for (;;) {
+		bool busy = false;
+		mirror_lock(m);
+		for (unsigned i = 0; i < m->n; i++) {
+			const struct replica *r = &m->r[i];
+			if (r->fenced && r->state != PMREP_REPLICA_FAILED &&
+					(r->digest || r->digesting))
+				busy = true;
+		}
+		mirror_unlock(m);
+		if (!busy || repl_left_ms(deadline) == 0)
+			return;
+		usleep(2000);
+	}
+}
+
 /* every replica of `m` that answered the query in sync, or the deadline */
 static int
 wait_reached_in_sync(struct pmrep_mirror *m, const bool *reached,
@@ -187,6 +209,8 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	if (flags & PMREP_PROMOTE_WAIT_SYNC)
 		ret = wait_reached_in_sync(m, reached,
 				repl_deadline(cfg->create_timeout_ms));
+	else
+		wait_digests(m, repl_deadline(cfg->create_timeout_ms));
 	res->fenced = mirror_fenced_count(m);
 	/* (6) a clean close: the sessions are handed over */
 	int dret = pmrep_mirror_delete(&m);

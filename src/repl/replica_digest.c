@@ -68,6 +68,7 @@ replica_digest_pass(struct replica *r, long long deadline)
 	uint64_t rs = r->oos->region_size;
 	mirror_lock(m);
 	r->digest = false;
+	r->digesting = true;
 	repl_bitmap_clear_regions(&r->redirty, 0, r->redirty.nregions);
 	r->chunks++;
 	r->chunk_lo = 0;
@@ -127,6 +128,7 @@ replica_digest_pass(struct replica *r, long long deadline)
 		from = first + n;
 	}
 	mirror_lock(m);
+	r->digesting = false;
 	r->chunks--;
 	r->chunk_lo = r->chunk_hi = 0;
 	repl_bitmap_clear_regions(&r->redirty, 0, r->redirty.nregions);
