@@ -28,7 +28,7 @@ repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
 	char what[64];
 	snprintf(what, sizeof(what), "%s: replica", who);
-	struct repl_tls tls = { repl_tls_default(), key, key_len, 0 };
+	struct repl_tls tls = { repl_tls_default(), key, key_len, 0, NULL };
 	int ret = repl_chan_dial(ch, peer, addr, port, deadline,
 			conn_timeout_ms, 16, 32, what, &tls,
 			conn, nonce_i, nonce_t);
