@@ -42,9 +42,20 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pmrep-target --path PATH --key-file FILE | --key-dir DIR [options]\n"
+		"       pmrep-target --config FILE [--log-file FILE] [-v]\n"
 		"Serves one replica file (or device DAX) to a pmrep mirror, in the\n"
-		"foreground, logging to stderr.\n"
+		"foreground, logging to stderr; with --config the replicas of FILE,\n"
+		"all on one port (mirrors select one by its name).\n"
 		"\n"
+		"      --config FILE        serve the replicas FILE names ([replica NAME]\n"
+		"                           sections: path, size, create, key-file ...;\n"
+		"                           address, port, tls ... before them); the\n"
+		"                           format: pmrep-target(8). Excludes the options\n"
+		"                           below but --log-file and --verbose. A\n"
+		"                           malformed FILE: \"FILE:LINE: what\", exit 2,\n"
+		"                           nothing opened. SIGHUP reads it again\n"
+		"      --log-file FILE      log there (appended) instead of stderr;\n"
+		"                           SIGHUP reopens it (logrotate)\n"
 		"  -p, --path PATH          replica file or device DAX; a replica file is\n"
 		"                           the data size plus 4096 bytes (the replica\n"
 		"                           header in front of the data)\n"
@@ -95,6 +106,12 @@ usage(FILE *f)
 		"which is how to learn the port chosen with --port 0. One target per\n"
 		"replica: while it runs it holds a lock on PATH, and a second\n"
 		"pmrep-target on the same PATH (any port) refuses to start.\n"
+		"With --config it prints \"listening on ADDR:PORT (N replicas: NAME ...)\";\n"
+		"SIGHUP reads FILE again: replicas added and removed, each replica's\n"
+		"keys made its key files' (sessions stay), the log file reopened;\n"
+		"address, port, tls and the global timeout / tls-name need a restart;\n"
+		"a FILE that does not parse leaves everything as it was (logged).\n"
+		"Without --config:\n"
 		"SIGHUP reads every --key-file again and scans --key-dir again: the\n"
 		"target then holds exactly their keys, the new ones added before the\n"
 		"gone ones are removed; sessions already attached stay. When one does\n"
@@ -123,7 +140,7 @@ usage(FILE *f)
 		"1 failure "
 		"(bad configuration, key file, replica file, PATH already served by\n"
 		"another target, listening, or a fatal error while serving); 2 usage\n"
-		"error.\n");
+		"error or a malformed --config FILE.\n");
 }
 
 /*
