@@ -473,6 +473,27 @@ print_stats(struct pmrep_target *t, bool live, const char *who)
 			(unsigned long long)st.persist_requests);
 }
 
+/* one turn of a poll loop: wait up to 200 ms (handshake deadlines are
+ * checked by the caller's process call) for `fd` or a signal on `sfd`:
+ * 0 with *signo the signal taken (0: none), -1 when poll failed (said) */
+static int
+poll_turn(int sfd, int fd, int *signo)
+{
+	*signo = 0;
+	struct pollfd p[2] = { { sfd, POLLIN, 0 }, { fd, POLLIN, 0 } };
+	int n = poll(p, 2, 200);
+	if (n < 0 && errno != EINTR) {
+		perror("pmrep-target: poll");
+		return -1;
+	}
+	if (n > 0 && (p[0].revents & POLLIN)) {
+		struct signalfd_siginfo si;
+		if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			*signo = (int)si.ssi_signo;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------ service manager, log */
 
 /* a line to the service manager (systemd's sd_notify: READY=1,
@@ -547,7 +568,19 @@ struct daemon {
 	struct pmrep_listener *l;
 	struct served *s;
 	unsigned n;
+	const char *log_override;	/* --log-file: over the file's log-file */
 };
+
+/* --log-file wins over the file's log-file: 0, -1 out of memory */
+static int
+log_override(const struct daemon *d, struct tconf *c)
+{
+	if (d->log_override == NULL)
+		return 0;
+	free(c->log_file);
+	c->log_file = strdup(d->log_override);
+	return c->log_file ? 0 : -1;
+}
 
 static void
 served_src(struct served *sv, const struct tconf *c,
@@ -803,6 +836,12 @@ daemon_reload(struct daemon *d)
 		daemon_status(d, "READY=1\n");
 		return;
 	}
+	if (log_override(d, &next) != 0) {
+		fprintf(stderr, "pmrep-target: SIGHUP: out of memory; the running configuration stays\n");
+		tconf_free(&next);
+		daemon_status(d, "READY=1\n");
+		return;
+	}
 	if (next.log_file && log_reopen(next.log_file) != 0)
 		fprintf(stderr, "pmrep-target: SIGHUP: logging on where it did\n");
 	warn_restart(&d->conf, &next);
@@ -887,27 +926,21 @@ daemon_run(struct daemon *d, int sfd)
 	daemon_status(d, "READY=1\n");
 	int ret = 0;
 	for (;;) {
-		struct pollfd p[2] = { { sfd, POLLIN, 0 }, { lfd, POLLIN, 0 } };
-		int n = poll(p, 2, 200);
-		if (n < 0 && errno != EINTR) {
-			perror("pmrep-target: poll");
+		int sig;
+		if (poll_turn(sfd, lfd, &sig) != 0) {
 			ret = 1;
 			break;
 		}
-		if (n > 0 && (p[0].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			bool got = read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si);
-			if (got && si.ssi_signo == SIGHUP) {
-				daemon_reload(d);
-			} else if (got && si.ssi_signo == SIGUSR1) {
-				for (unsigned i = 0; i < d->n; i++)
-					if (d->s[i].t)
-						print_stats(d->s[i].t, true, d->s[i].who);
-			} else if (got) {
-				fprintf(stderr, "pmrep-target: %s, shutting down\n",
-						strsignal((int)si.ssi_signo));
-				break;
-			}
+		if (sig == SIGHUP) {
+			daemon_reload(d);
+		} else if (sig == SIGUSR1) {
+			for (unsigned i = 0; i < d->n; i++)
+				if (d->s[i].t)
+					print_stats(d->s[i].t, true, d->s[i].who);
+		} else if (sig != 0) {
+			fprintf(stderr, "pmrep-target: %s, shutting down\n",
+					strsignal(sig));
+			break;
 		}
 		int r = pmrep_listener_process(d->l, 0);
 		if (r != 0 && r != PMREP_E_TIMEOUT) {
@@ -925,7 +958,7 @@ daemon_run(struct daemon *d, int sfd)
 
 /* pmrep-target --config FILE: exit code */
 static int
-main_config(const char *file, const char *log_file, bool verbose)
+main_config(const char *file, const char *log_file, const sigset_t *mask)
 {
 	static struct daemon d;
 	char err[512];
@@ -933,26 +966,13 @@ main_config(const char *file, const char *log_file, bool verbose)
 		fprintf(stderr, "pmrep-target: %s\n", err);
 		return 2;
 	}
-	/* --log-file wins over the file's log-file */
-	if (log_file != NULL) {
-		free(d.conf.log_file);
-		d.conf.log_file = strdup(log_file);
-	}
-	if (getenv("PMREP_LOG_LEVEL") == NULL)
-		pmrep_log_set_threshold(verbose ? PMREP_LOG_INFO : PMREP_LOG_NOTICE);
-	signal(SIGPIPE, SIG_IGN);
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGUSR1);
-	int sfd = -1, ret = 1;
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) != 0) {
-		perror("pmrep-target: sigprocmask");
+	d.log_override = log_file;
+	int ret = 1, sfd = -1;
+	if (log_override(&d, &d.conf) != 0) {
+		fprintf(stderr, "pmrep-target: out of memory\n");
 		goto out;
 	}
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		perror("pmrep-target: signalfd");
 		goto out;
@@ -1072,10 +1092,8 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return 2;
 	}
-	if (config != NULL)
-		return main_config(config, log_file, verbose);
-	if (optind != argc || path == NULL ||
-			(src.nfiles == 0 && src.dir == NULL)) {
+	if (config == NULL && (optind != argc || path == NULL ||
+			(src.nfiles == 0 && src.dir == NULL))) {
 		if (optind != argc)
 			fprintf(stderr, "pmrep-target: unexpected argument '%s'\n",
 					argv[optind]);
@@ -1104,6 +1122,8 @@ main(int argc, char *argv[])
 		perror("pmrep-target: sigprocmask");
 		return 1;
 	}
+	if (config != NULL)
+		return main_config(config, log_file, &mask);
 
 	static struct keyset ks;
 	struct pmrep_target_cfg *cfg = NULL;
@@ -1161,33 +1181,25 @@ main(int argc, char *argv[])
 	notify("READY=1\nSTATUS=serving %s on %s:%u", path, addr, bound);
 
 	for (;;) {
-		struct pollfd p[2] = { { sfd, POLLIN, 0 }, { tfd, POLLIN, 0 } };
-		/* wake up now and then: handshake deadlines are checked in
-		 * pmrep_target_process */
-		int n = poll(p, 2, 200);
-		if (n < 0 && errno != EINTR) {
-			perror("pmrep-target: poll");
+		int sig;
+		if (poll_turn(sfd, tfd, &sig) != 0) {
 			ret = 1;
 			break;
 		}
-		if (n > 0 && (p[0].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			bool got = read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si);
-			if (got && si.ssi_signo == SIGHUP) {
-				notify_reloading();
-				if (log_file != NULL)
-					(void) log_reopen(log_file);
-				keyset_reload(&ks, t, &src, "");
-				notify("READY=1\nSTATUS=serving %s on %s:%u", path,
-						addr, bound);
-			} else if (got && si.ssi_signo == SIGUSR1) {
-				print_stats(t, true, "");
-			} else if (got) {
-				fprintf(stderr, "pmrep-target: %s, shutting down\n",
-						strsignal((int)si.ssi_signo));
-				ret = 0;
-				break;
-			}
+		if (sig == SIGHUP) {
+			notify_reloading();
+			if (log_file != NULL)
+				(void) log_reopen(log_file);
+			keyset_reload(&ks, t, &src, "");
+			notify("READY=1\nSTATUS=serving %s on %s:%u", path, addr,
+					bound);
+		} else if (sig == SIGUSR1) {
+			print_stats(t, true, "");
+		} else if (sig != 0) {
+			fprintf(stderr, "pmrep-target: %s, shutting down\n",
+					strsignal(sig));
+			ret = 0;
+			break;
 		}
 		int r = pmrep_target_process(t, 0);
 		if (r != 0 && r != PMREP_E_TIMEOUT) {

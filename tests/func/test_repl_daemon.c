@@ -51,6 +51,7 @@
 #include <pmrep/transport.h>
 
 #include "func.h"
+#include "proc.h"
 #include "repl_hello.h"
 
 #define DATA_SIZE (256u << 10)
@@ -155,19 +156,8 @@ daemon_start(void)
 		_exit(127);
 	}
 	close(p[1]);
-	char buf[256] = "";
-	size_t n = 0;
-	long long t0 = func_now_ms();
-	while (strchr(buf, '\n') == NULL) {
-		struct pollfd pf = { p[0], POLLIN, 0 };
-		assert_true(func_now_ms() - t0 < 10000 * func_slow());
-		if (poll(&pf, 1, 100) <= 0)
-			continue;
-		ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
-		assert_true(r > 0);
-		n += (size_t)r;
-		buf[n] = '\0';
-	}
+	char buf[256];
+	func_read_line(p[0], buf, sizeof(buf));
 	close(p[0]);
 	/* "listening on 127.0.0.1:PORT (2 replicas: a b)" */
 	char *at = strstr(buf, "listening on 127.0.0.1:");
@@ -194,46 +184,9 @@ assert_alive(void)
 }
 
 static void
-slurp(const char *path, char *buf, size_t len)
-{
-	buf[0] = '\0';
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, len - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-}
-
-static int
-count_of(const char *s, const char *needle)
-{
-	int n = 0;
-	for (const char *at = s; (at = strstr(at, needle)) != NULL; at++)
-		n++;
-	return n;
-}
-
-/* wait until the log file `path` holds `needle` at least `times` times */
-static void
-wait_log_in(const char *path, const char *needle, int times)
-{
-	static char text[65536];
-	long long t0 = func_now_ms();
-	for (;;) {
-		slurp(path, text, sizeof(text));
-		if (count_of(text, needle) >= times)
-			return;
-		if (func_now_ms() - t0 > 10000 * func_slow())
-			fail_msg("%s: no '%s' (x%d) in:\n%s", path, needle, times, text);
-		usleep(20000);
-	}
-}
-
-static void
 wait_log(const char *needle, int times)
 {
-	wait_log_in(logpath, needle, times);
+	func_wait_text(logpath, needle, times);
 }
 
 static uint8_t
@@ -320,34 +273,9 @@ src_close(struct src *s)
 static int
 run_out(char *const argv[], char *out, size_t out_len)
 {
-	char outpath[128];
-	snprintf(outpath, sizeof(outpath), "%s/run.out", dir);
-	long long t0 = func_now_ms();
-	pid_t c = fork();
-	assert_true(c >= 0);
-	if (c == 0) {
-		int o = open(outpath, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-		dup2(o, 1);
-		dup2(o, 2);
-		unsetenv("PMREP_LOG_LEVEL");
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st = 0;
-	for (;;) {
-		pid_t r = waitpid(c, &st, WNOHANG);
-		assert_true(r >= 0);
-		if (r == c)
-			break;
-		if (func_now_ms() - t0 > CHILD_LIMIT_MS * func_slow()) {
-			kill(c, SIGKILL);
-			waitpid(c, &st, 0);
-			return -1;
-		}
-		usleep(10000);
-	}
-	slurp(outpath, out, out_len);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	char tmp[128];
+	snprintf(tmp, sizeof(tmp), "%s/run.out", dir);
+	return func_run_capture(argv, tmp, out, out_len, CHILD_LIMIT_MS);
 }
 
 /* pmrep verify SOURCE REPLICA: its exit status (0 IDENTICAL) */
@@ -604,7 +532,7 @@ sighup_adds_a_key_and_keeps_sessions(void **state)
 	snprintf(ra, sizeof(ra), "%s/a", dir);
 	assert_int_equal(verify(a.path, ra), 0);
 	/* the rotated file kept what came before the SIGHUP */
-	wait_log_in(rotated, "serving replica \"a\"", 1);
+	func_wait_text(rotated, "serving replica \"a\"", 1);
 	stop_clean();
 }
 
