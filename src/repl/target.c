@@ -20,6 +20,11 @@
  * Single-threaded: everything happens in pmrep_target_process, driven by
  * one epoll fd. A target holds an exclusive flock on its replica for its
  * life: one target per replica.
+ * A target is either its own endpoint (pmrep_target_new) or one replica
+ * of a listener (target_listener.c: pmrep_listener_add_target), which
+ * owns the peer and the endpoint, hands it the connection requests its
+ * selector names (target_accept) and lets it serve its sessions
+ * (target_serve) in pmrep_listener_process.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,8 @@
  * target_int.h -- the replica target's objects shared by its files: the
  * configuration (target_cfg.c), the replica it serves (target_replica.c:
  * open, lock, header updates, registration, poisoning) and the sessions
- * with their protocol (target.c).
+ * with their protocol (target.c), and a listener serving several
+ * replicas on one endpoint (target_listener.c).
  */
 #ifndef PMREP_REPL_TARGET_INT_H
 #define PMREP_REPL_TARGET_INT_H
