@@ -1178,6 +1178,19 @@ PMREP_API int pmrep_repl_set_tls_default(bool on);
 PMREP_API int pmrep_replica_query(const char *addr, const char *port,
 		const uint8_t *key, size_t key_len, int timeout_ms,
 		struct pmrep_replica_info *info);
+/*
+ * pmrep_replica_query_named -- pmrep_replica_query of the replica served
+ * under `name` at `addr`:`port` (an endpoint of several replicas:
+ * pmrep-target --config, pmrep_listener_add_target); name NULL or "" is
+ * pmrep_replica_query. An endpoint that serves no replica of that name
+ * refuses it (PMREP_E_INVAL, pmrep_err_msg() "no such replica on this
+ * target"). Errors: those of pmrep_replica_query; PMREP_E_INVAL also for a
+ * name that is not 1..20 letters, digits, '.', '_', '-'.
+ * Thread-safe (each call has its own connection).
+ */
+PMREP_API int pmrep_replica_query_named(const char *addr, const char *port,
+		const char *name, const uint8_t *key, size_t key_len,
+		int timeout_ms, struct pmrep_replica_info *info);
 
 /* ---------------------------------------------------------------- recover */
 

@@ -324,6 +324,28 @@ two_replicas_on_one_port(void **state)
 	assert_true(ib.flags & PMREP_REPLICA_F_CONSISTENT);
 	wait_log("serving replica \"a\"", 1);
 	wait_log("serving replica \"b\"", 1);
+	/* pmrep status ADDR:PORT/NAME asks the named one */
+	char exe[PATH_MAX], out[4096], t[64];
+	program("tools/pmrep", exe, sizeof(exe));
+	snprintf(t, sizeof(t), "127.0.0.1:%s/a", port);
+	char *sa[] = { exe, "status", t, "--key-file", kfa, "--json", NULL };
+	assert_int_equal(run_out(sa, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"uuid\":\"aa0102030405060708090a0b0c0d0e0f\""));
+	snprintf(t, sizeof(t), "127.0.0.1:%s/b", port);
+	char *sb[] = { exe, "status", t, "--key-file", kfb, "--json", NULL };
+	assert_int_equal(run_out(sb, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"uuid\":\"bb0102030405060708090a0b0c0d0e0f\""));
+	/* with a's key b is not reachable; no name on two replicas: refused */
+	char *sx[] = { exe, "status", t, "--key-file", kfa, NULL };
+	assert_int_equal(run_out(sx, out, sizeof(out)), 2);
+	snprintf(t, sizeof(t), "127.0.0.1:%s", port);
+	char *sn[] = { exe, "status", t, "--key-file", kfa, NULL };
+	assert_int_equal(run_out(sn, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "no such replica on this target"));
+	struct pmrep_replica_info q;
+	assert_int_equal(pmrep_replica_query_named("127.0.0.1", port, "b", key_b,
+			sizeof(key_b) - 1, 5000 * func_slow(), &q), 0);
+	assert_memory_equal(q.uuid, uuid_b, PMREP_UUID_SIZE);
 	stop_clean();
 }
 
