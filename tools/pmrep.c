@@ -54,7 +54,7 @@ static const char help_verify[] =
 	"      regular files with PMREP_VERIFY_MMAP=1; -v says which way).\n";
 static const char help_status[] =
 	"  pmrep status REPLICA_FILE [--json] [-v]\n"
-	"  pmrep status ADDR:PORT[/NAME] --key-file FILE [--timeout MS] [--no-tls]\n"
+	"  pmrep status ADDR:PORT --key-file FILE [--timeout MS] [--no-tls]\n"
 	"               [--json] [-v]\n"
 	"      print a replica's header: replica set UUID, generation, data size,\n"
 	"      consistent mark, replica id, owner (the primary id of the last\n"
@@ -62,9 +62,10 @@ static const char help_status[] =
 	"      REPLICA_FILE: read from the file on the replica's host. ADDR:PORT:\n"
 	"      asked of the pmrep-target serving it, authenticated with the key in\n"
 	"      FILE, read-only: the target writes nothing for it, and a mirror\n"
-	"      attached there goes on undisturbed; /NAME: the replica NAME of a\n"
-	"      pmrep-target --config serving several on that port. --timeout: milliseconds for\n"
-	"      the query (default 10000). Either way nothing is written.\n"
+	"      attached there goes on undisturbed. ADDR:PORT/NAME: the replica\n"
+	"      NAME of a pmrep-target --config serving several on that port.\n"
+	"      --timeout: milliseconds for the query (default 10000). Either way\n"
+	"      nothing is written.\n"
 	"      Exit 0 a valid replica (whatever its mark), 1 REPLICA_FILE is not a\n"
 	"      valid replica, 2 usage error or failure (e.g. a missing file; over\n"
 	"      the network: connection, authentication, timeout). --no-tls: tcp\n"
