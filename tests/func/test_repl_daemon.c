@@ -130,12 +130,13 @@ write_conf_ab(const char *global, const char *extra_b)
 {
 	write_conf("# two replicas on one port\n"
 			"address = 127.0.0.1\nport = 0\n%s\n"
-			"log-file = %s\n\n"
+			"timeout = %d\nlog-file = %s\n\n"
 			"[replica a]\npath = %s/a\nsize = 256K\ncreate = yes\n"
 			"key-file = %s\n\n"
 			"[replica b]\npath = %s/b\nsize = 256K\ncreate = yes\n"
 			"key-file = %s\n%s\n",
-			global, logpath, dir, kfa, dir, kfb, extra_b);
+			global, 5000 * func_slow(), logpath, dir, kfa, dir, kfb,
+			extra_b);
 }
 
 /* start pmrep-target --config conf; its port from the "listening on" line */
@@ -430,11 +431,12 @@ stalled_replica_does_not_stall_the_other(void **state)
 	/* a long handshake deadline on a: the stalled sessions hold its
 	 * slots for the whole test */
 	write_conf("address = 127.0.0.1\nport = 0\ntls = off\nlog-file = %s\n"
+			"timeout = %d\n"
 			"[replica a]\npath = %s/a\nsize = 256K\ncreate = yes\n"
 			"key-file = %s\ntimeout = 60000\n"
 			"[replica b]\npath = %s/b\nsize = 256K\ncreate = yes\n"
 			"key-file = %s\n",
-			logpath, dir, kfa, dir, kfb);
+			logpath, 5000 * func_slow(), dir, kfa, dir, kfb);
 	daemon_start();
 	struct src b;
 	mirror_tls = false;	/* the mirrors speak plaintext to it */
@@ -534,10 +536,10 @@ sighup_adds_a_key_and_keeps_sessions(void **state)
 
 	/* replica b removed, c added: b is no longer served, c is; a's
 	 * session stays */
-	write_conf("address = 127.0.0.1\nport = 0\nlog-file = %s\n"
+	write_conf("address = 127.0.0.1\nport = 0\nlog-file = %s\ntimeout = %d\n"
 			"[replica a]\npath = %s/a\nsize = 256K\ncreate = yes\nkey-file = %s\n"
 			"[replica c]\npath = %s/c\nsize = 256K\ncreate = yes\nkey-file = %s\n",
-			logpath, dir, kfa, dir, kfb);
+			logpath, 5000 * func_slow(), dir, kfa, dir, kfb);
 	assert_int_equal(kill(pid, SIGHUP), 0);
 	wait_log("2 replicas served (1 added, 0 failed)", 1);
 	persist_in_sync(&a, 7);
