@@ -15,16 +15,23 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <pmrep/repl.h>
+
+#include "target_conf.h"
+#ifdef PMREP_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #ifndef PMREP_VERSION_STRING
 #define PMREP_VERSION_STRING "unknown"
@@ -35,9 +42,20 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pmrep-target --path PATH --key-file FILE | --key-dir DIR [options]\n"
+		"       pmrep-target --config FILE [--log-file FILE] [-v]\n"
 		"Serves one replica file (or device DAX) to a pmrep mirror, in the\n"
-		"foreground, logging to stderr.\n"
+		"foreground, logging to stderr; with --config the replicas of FILE,\n"
+		"all on one port (mirrors select one by its name).\n"
 		"\n"
+		"      --config FILE        serve the replicas FILE names ([replica NAME]\n"
+		"                           sections: path, size, create, key-file ...;\n"
+		"                           address, port, tls ... before them); the\n"
+		"                           format: pmrep-target(8). Excludes the options\n"
+		"                           below but --log-file and --verbose. A\n"
+		"                           malformed FILE: \"FILE:LINE: what\", exit 2,\n"
+		"                           nothing opened. SIGHUP reads it again\n"
+		"      --log-file FILE      log there (appended) instead of stderr;\n"
+		"                           SIGHUP reopens it (logrotate)\n"
 		"  -p, --path PATH          replica file or device DAX; a replica file is\n"
 		"                           the data size plus 4096 bytes (the replica\n"
 		"                           header in front of the data)\n"
@@ -88,6 +106,12 @@ usage(FILE *f)
 		"which is how to learn the port chosen with --port 0. One target per\n"
 		"replica: while it runs it holds a lock on PATH, and a second\n"
 		"pmrep-target on the same PATH (any port) refuses to start.\n"
+		"With --config it prints \"listening on ADDR:PORT (N replicas: NAME ...)\";\n"
+		"SIGHUP reads FILE again: replicas added and removed, each replica's\n"
+		"keys made its key files' (sessions stay), the log file reopened;\n"
+		"address, port, tls and the global timeout / tls-name need a restart;\n"
+		"a FILE that does not parse leaves everything as it was (logged).\n"
+		"Without --config:\n"
 		"SIGHUP reads every --key-file again and scans --key-dir again: the\n"
 		"target then holds exactly their keys, the new ones added before the\n"
 		"gone ones are removed; sessions already attached stay. When one does\n"
@@ -116,47 +140,7 @@ usage(FILE *f)
 		"1 failure "
 		"(bad configuration, key file, replica file, PATH already served by\n"
 		"another target, listening, or a fatal error while serving); 2 usage\n"
-		"error.\n");
-}
-
-static int
-parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	/* strtoull takes "-1" (and " -1") as ULLONG_MAX: digits only */
-	if (s[0] < '0' || s[0] > '9')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -1;
-	int shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end != '\0' || (shift && v > (~0ull >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-/* a time limit in ms: 1 .. INT_MAX, digits only (atoi takes "abc" as 0
- * and overflows silently) */
-static int
-parse_ms(const char *s, int *out)
-{
-	char *end;
-	if (s[0] < '0' || s[0] > '9')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end != '\0' || v <= 0 || v > INT_MAX)
-		return -1;
-	*out = (int)v;
-	return 0;
+		"error or a malformed --config FILE.\n");
 }
 
 /*
@@ -433,11 +417,12 @@ keyset_to_cfg(const struct keyset *ks, struct pmrep_target_cfg *cfg)
  * directory) now */
 static void
 keyset_reload(struct keyset *ks, struct pmrep_target *t,
-		const struct keysrc *src)
+		const struct keysrc *src, const char *who)
 {
 	static struct keyset next;	/* 16 KiB of names: not on the stack */
 	if (keyset_read(&next, src) != 0) {
-		fprintf(stderr, "pmrep-target: SIGHUP: the keys stay as they were\n");
+		fprintf(stderr, "pmrep-target: SIGHUP: %sthe keys stay as they were\n",
+				who);
 		return;
 	}
 	/* add (or replace) the new ones first: never without a key; one
@@ -449,8 +434,8 @@ keyset_reload(struct keyset *ks, struct pmrep_target *t,
 		if (r == PMREP_E_RANGE)
 			later[i] = true;
 		else if (r != 0)
-			fprintf(stderr, "pmrep-target: SIGHUP: key id %u: %s\n",
-					next.id[i], pmrep_err_msg());
+			fprintf(stderr, "pmrep-target: SIGHUP: %skey id %u: %s\n",
+					who, next.id[i], pmrep_err_msg());
 	}
 	for (unsigned i = 0; i < ks->n; i++) {
 		bool kept = false;
@@ -462,17 +447,17 @@ keyset_reload(struct keyset *ks, struct pmrep_target *t,
 	for (unsigned i = 0; i < next.n; i++)
 		if (later[i] && pmrep_target_add_key(t, next.id[i], next.key[i],
 				next.len[i]) != 0)
-			fprintf(stderr, "pmrep-target: SIGHUP: key id %u: %s\n",
-					next.id[i], pmrep_err_msg());
+			fprintf(stderr, "pmrep-target: SIGHUP: %skey id %u: %s\n",
+					who, next.id[i], pmrep_err_msg());
 	*ks = next;
 	memset(&next, 0, sizeof(next));
-	fprintf(stderr, "pmrep-target: SIGHUP: %u key(s) held\n", ks->n);
+	fprintf(stderr, "pmrep-target: SIGHUP: %s%u key(s) held\n", who, ks->n);
 }
 
 /* one line of the target's counters on stderr; `live` (SIGUSR1): with
  * the sessions in use now */
 static void
-print_stats(struct pmrep_target *t, bool live)
+print_stats(struct pmrep_target *t, bool live, const char *who)
 {
 	struct pmrep_target_stats st;
 	char in_use[48] = "";
@@ -480,12 +465,528 @@ print_stats(struct pmrep_target *t, bool live)
 		return;
 	if (live)
 		snprintf(in_use, sizeof(in_use), " %u in use,", st.sessions_in_use);
-	fprintf(stderr, "pmrep-target: %s%llu session%s accepted, %llu refused,%s %llu GPSPM persist requests (native / APM flushes are not seen by the target process)\n",
-			live ? "SIGUSR1: " : "",
+	fprintf(stderr, "pmrep-target: %s%s%llu session%s accepted, %llu refused,%s %llu GPSPM persist requests (native / APM flushes are not seen by the target process)\n",
+			live ? "SIGUSR1: " : "", who,
 			(unsigned long long)st.sessions_accepted,
 			st.sessions_accepted == 1 ? "" : "s",
 			(unsigned long long)st.sessions_refused, in_use,
 			(unsigned long long)st.persist_requests);
+}
+
+/* one turn of a poll loop: wait up to 200 ms (handshake deadlines are
+ * checked by the caller's process call) for `fd` or a signal on `sfd`:
+ * 0 with *signo the signal taken (0: none), -1 when poll failed (said) */
+static int
+poll_turn(int sfd, int fd, int *signo)
+{
+	*signo = 0;
+	struct pollfd p[2] = { { sfd, POLLIN, 0 }, { fd, POLLIN, 0 } };
+	int n = poll(p, 2, 200);
+	if (n < 0 && errno != EINTR) {
+		perror("pmrep-target: poll");
+		return -1;
+	}
+	if (n > 0 && (p[0].revents & POLLIN)) {
+		struct signalfd_siginfo si;
+		if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			*signo = (int)si.ssi_signo;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------ service manager, log */
+
+/* a line to the service manager (systemd's sd_notify: READY=1,
+ * RELOADING=1, STOPPING=1, STATUS=...); nothing without NOTIFY_SOCKET or
+ * in a build without libsystemd */
+__attribute__((format(printf, 1, 2)))
+static void
+notify(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+#ifdef PMREP_HAVE_SYSTEMD
+	(void) sd_notify(0, buf);
+#else
+	static bool said;
+	if (!said && getenv("NOTIFY_SOCKET") != NULL) {
+		said = true;
+		fprintf(stderr, "pmrep-target: warning: built without libsystemd: no readiness notification to the service manager (a Type=notify unit waits for it in vain)\n");
+	}
+#endif
+}
+
+/* RELOADING=1 with the time systemd 253+ wants beside it */
+static void
+notify_reloading(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	notify("RELOADING=1\nMONOTONIC_USEC=%llu",
+			(unsigned long long)ts.tv_sec * 1000000ull +
+			(unsigned long long)ts.tv_nsec / 1000);
+}
+
+/* the log (stderr, fd 2) goes to `path` from now on, appended: 0 or -1
+ * (said why; stderr as it was) */
+static int
+log_reopen(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+			O_NOCTTY, 0640);
+	if (fd < 0) {
+		fprintf(stderr, "pmrep-target: log file %s: %s\n", path,
+				strerror(errno));
+		return -1;
+	}
+	fflush(stderr);
+	int ret = dup2(fd, STDERR_FILENO) < 0 ? -1 : 0;
+	if (ret)
+		fprintf(stderr, "pmrep-target: log file %s: dup2: %s\n", path,
+				strerror(errno));
+	close(fd);
+	return ret;
+}
+
+/* ------------------------------------------- config mode (a listener) */
+
+/* a replica the daemon serves: its key sources (into the running
+ * config's strings), the keys it holds, its target on the listener */
+struct served {
+	char name[TCONF_NAME_MAX + 1];
+	char who[TCONF_NAME_MAX + 16];	/* "replica NAME: " */
+	struct keysrc src;
+	struct keyset *ks;
+	struct pmrep_target *t;
+};
+
+struct daemon {
+	struct tconf conf;		/* the running configuration */
+	struct pmrep_listener *l;
+	struct served *s;
+	unsigned n;
+	const char *log_override;	/* --log-file: over the file's log-file */
+};
+
+/* --log-file wins over the file's log-file: 0, -1 out of memory */
+static int
+log_override(const struct daemon *d, struct tconf *c)
+{
+	if (d->log_override == NULL)
+		return 0;
+	free(c->log_file);
+	c->log_file = strdup(d->log_override);
+	return c->log_file ? 0 : -1;
+}
+
+static void
+served_src(struct served *sv, const struct tconf *c,
+		const struct tconf_replica *r)
+{
+	memset(&sv->src, 0, sizeof(sv->src));
+	for (unsigned i = 0; i < r->nkey_files; i++)
+		sv->src.files[i] = r->key_files[i];
+	sv->src.nfiles = r->nkey_files;
+	sv->src.dir = r->key_dir;
+	sv->src.flags = c->insecure_key_file ? PMREP_KEY_FILE_INSECURE_OK : 0;
+}
+
+/* a target cfg for replica `r` of config `c` (keys from ks) */
+static int
+replica_cfg(const struct tconf *c, const struct tconf_replica *r,
+		const struct keyset *ks, struct pmrep_target_cfg **cfg)
+{
+	int ret;
+	if ((ret = pmrep_target_cfg_new(cfg)) ||
+			(ret = pmrep_target_cfg_set_path(*cfg, r->path)) ||
+			(ret = pmrep_target_cfg_set_data_size(*cfg, r->size, r->create)) ||
+			(ret = keyset_to_cfg(ks, *cfg)) ||
+			(ret = pmrep_target_cfg_set_direct_write_to_pmem(*cfg, r->direct)) ||
+			(ret = pmrep_target_cfg_set_staging(*cfg, r->staging)) ||
+			(ret = pmrep_target_cfg_set_timeout(*cfg, r->timeout_ms ?
+					r->timeout_ms : c->timeout_ms)))
+		return ret;
+	for (unsigned i = 0; i < r->ntls_names; i++)
+		if ((ret = pmrep_target_cfg_add_tls_name(*cfg, r->tls_names[i])))
+			return ret;
+	return 0;
+}
+
+/*
+ * serve replica `r` (keys read already into sv->ks): 0, or -1 (said why).
+ * `created`: set when this made its file (a failed start removes it).
+ */
+static int
+served_add(struct daemon *d, struct served *sv, const struct tconf_replica *r,
+		bool *created)
+{
+	struct pmrep_target_cfg *cfg = NULL;
+	bool existed = access(r->path, F_OK) == 0;
+	int ret = replica_cfg(&d->conf, r, sv->ks, &cfg);
+	if (ret == 0)
+		ret = pmrep_listener_add_target(d->l, r->name, cfg, &sv->t);
+	if (ret) {
+		fprintf(stderr, "pmrep-target: [replica %s] (%s:%u):\n", r->name,
+				d->conf.file, r->line);
+		report_start_failure(ret, r->path, r->size, r->create,
+				d->conf.addr, d->conf.port);
+	}
+	(void) pmrep_target_cfg_delete(&cfg);
+	if (created)
+		*created = ret == 0 && !existed;
+	return ret ? -1 : 0;
+}
+
+static int
+served_init(struct served *sv, const struct tconf *c,
+		const struct tconf_replica *r)
+{
+	memset(sv, 0, sizeof(*sv));
+	snprintf(sv->name, sizeof(sv->name), "%s", r->name);
+	snprintf(sv->who, sizeof(sv->who), "replica %s: ", r->name);
+	sv->ks = calloc(1, sizeof(*sv->ks));
+	if (sv->ks == NULL) {
+		fprintf(stderr, "pmrep-target: out of memory\n");
+		return -1;
+	}
+	served_src(sv, c, r);
+	return 0;
+}
+
+static void
+served_fini(struct served *sv)
+{
+	(void) pmrep_target_delete(&sv->t);
+	if (sv->ks) {
+		memset(sv->ks, 0, sizeof(*sv->ks));
+		free(sv->ks);
+	}
+	sv->ks = NULL;
+}
+
+static void
+daemon_status(const struct daemon *d, const char *what)
+{
+	uint16_t port = 0;
+	(void) pmrep_listener_get_port(d->l, &port);
+	unsigned serving = 0;
+	for (unsigned i = 0; i < d->n; i++)
+		serving += d->s[i].t != NULL;
+	notify("%sSTATUS=serving %u replica%s on %s:%u", what, serving,
+			serving == 1 ? "" : "s", d->conf.addr, port);
+}
+
+/*
+ * start: every replica's keys read (nothing opened yet), the listener,
+ * then each replica. A failure: the replicas added are deleted again and
+ * the files this start created removed (while still locked). 0 / 1.
+ */
+static int
+daemon_start(struct daemon *d)
+{
+	d->s = calloc(d->conf.n, sizeof(*d->s));
+	if (d->s == NULL) {
+		fprintf(stderr, "pmrep-target: out of memory\n");
+		return 1;
+	}
+	for (unsigned i = 0; i < d->conf.n; i++) {
+		const struct tconf_replica *r = &d->conf.r[i];
+		if (served_init(&d->s[i], &d->conf, r) != 0)
+			return 1;
+		d->n = i + 1;
+		if (keyset_read(d->s[i].ks, &d->s[i].src) != 0) {
+			fprintf(stderr, "pmrep-target: [replica %s] (%s:%u): its keys do not read; nothing started\n",
+					r->name, d->conf.file, r->line);
+			return 1;
+		}
+	}
+	struct pmrep_target_cfg *lcfg = NULL;
+	int ret;
+	if ((ret = pmrep_target_cfg_new(&lcfg)) ||
+			(ret = pmrep_target_cfg_set_address(lcfg, d->conf.addr, d->conf.port)) ||
+			(ret = pmrep_target_cfg_set_timeout(lcfg, d->conf.timeout_ms)) ||
+			(ret = pmrep_target_cfg_set_tls(lcfg, d->conf.tls))) {
+		fprintf(stderr, "pmrep-target: %s: bad configuration: %s (%s)\n",
+				d->conf.file, pmrep_err_to_str(ret), pmrep_err_msg());
+		(void) pmrep_target_cfg_delete(&lcfg);
+		return 1;
+	}
+	for (unsigned i = 0; i < d->conf.ntls_names; i++) {
+		if ((ret = pmrep_target_cfg_add_tls_name(lcfg, d->conf.tls_names[i]))) {
+			fprintf(stderr, "pmrep-target: %s: bad tls-name '%s' (%s)\n",
+					d->conf.file, d->conf.tls_names[i], pmrep_err_msg());
+			(void) pmrep_target_cfg_delete(&lcfg);
+			return 1;
+		}
+	}
+	ret = pmrep_listener_new(lcfg, &d->l);
+	(void) pmrep_target_cfg_delete(&lcfg);
+	if (ret) {
+		report_start_failure(ret, d->conf.file, 0, false, d->conf.addr,
+				d->conf.port);
+		return 1;
+	}
+	bool *created = calloc(d->conf.n, sizeof(bool));
+	if (created == NULL) {
+		fprintf(stderr, "pmrep-target: out of memory\n");
+		return 1;
+	}
+	for (unsigned i = 0; i < d->conf.n; i++) {
+		if (served_add(d, &d->s[i], &d->conf.r[i], &created[i]) == 0)
+			continue;
+		/* none of this start stays: files it made are removed while
+		 * their targets still hold the locks */
+		for (unsigned j = 0; j < i; j++) {
+			if (created[j] && unlink(d->conf.r[j].path) != 0)
+				fprintf(stderr, "pmrep-target: cannot remove %s created: %s\n",
+						d->conf.r[j].path, strerror(errno));
+			(void) pmrep_target_delete(&d->s[j].t);
+		}
+		free(created);
+		return 1;
+	}
+	free(created);
+	return 0;
+}
+
+static void
+daemon_stop(struct daemon *d)
+{
+	for (unsigned i = 0; i < d->n; i++)
+		served_fini(&d->s[i]);
+	free(d->s);
+	d->s = NULL;
+	d->n = 0;
+	(void) pmrep_listener_delete(&d->l);
+	tconf_free(&d->conf);
+}
+
+static struct served *
+daemon_find(struct daemon *d, const char *name)
+{
+	for (unsigned i = 0; i < d->n; i++)
+		if (strcmp(d->s[i].name, name) == 0)
+			return &d->s[i];
+	return NULL;
+}
+
+/* what of the endpoint's configuration changed: needs a restart */
+static void
+warn_restart(const struct tconf *run, const struct tconf *next)
+{
+	bool names = run->ntls_names != next->ntls_names;
+	for (unsigned i = 0; !names && i < run->ntls_names; i++)
+		names = strcmp(run->tls_names[i], next->tls_names[i]) != 0;
+	if (strcmp(run->addr, next->addr) != 0 || strcmp(run->port, next->port) != 0)
+		fprintf(stderr, "pmrep-target: SIGHUP: %s names %s:%s, still listening on %s:%s: an address or port change needs a restart\n",
+				next->file, next->addr, next->port, run->addr, run->port);
+	if (run->tls != next->tls)
+		fprintf(stderr, "pmrep-target: SIGHUP: %s turns TLS %s: needs a restart (TLS stays %s)\n",
+				next->file, next->tls ? "on" : "off", run->tls ? "on" : "off");
+	if (run->timeout_ms != next->timeout_ms)
+		fprintf(stderr, "pmrep-target: SIGHUP: the global timeout change (%d -> %d ms) needs a restart\n",
+				run->timeout_ms, next->timeout_ms);
+	if (names)
+		fprintf(stderr, "pmrep-target: SIGHUP: a change of the global tls-name lines needs a restart\n");
+}
+
+/* the endpoint's settings stay the running ones (they need a restart) */
+static void
+keep_endpoint(struct tconf *run, struct tconf *next)
+{
+	char *t;
+	t = next->addr; next->addr = run->addr; run->addr = t;
+	t = next->port; next->port = run->port; run->port = t;
+	bool b = next->tls; next->tls = run->tls; run->tls = b;
+	int ms = next->timeout_ms; next->timeout_ms = run->timeout_ms;
+	run->timeout_ms = ms;
+	for (unsigned i = 0; i < TCONF_MAX_TLS_NAMES; i++) {
+		t = next->tls_names[i];
+		next->tls_names[i] = run->tls_names[i];
+		run->tls_names[i] = t;
+	}
+	unsigned n = next->ntls_names;
+	next->ntls_names = run->ntls_names;
+	run->ntls_names = n;
+}
+
+/*
+ * SIGHUP: read the config again. Malformed: the running configuration
+ * stays (an error logged). Else: the log file reopened, replicas gone
+ * from the file deleted (their sessions closed), new ones added, a kept
+ * one's keys made exactly its key files' (sessions stay), a kept one whose
+ * path, size, create, staging, direct-write-to-pmem, timeout or tls-name
+ * changed served anew (its sessions closed); endpoint changes need a
+ * restart (said).
+ */
+static void
+daemon_reload(struct daemon *d)
+{
+	notify_reloading();
+	struct tconf next;
+	char err[512];
+	if (tconf_read(d->conf.file, &next, err, sizeof(err)) != 0) {
+		if (d->conf.log_file)
+			(void) log_reopen(d->conf.log_file);
+		fprintf(stderr, "pmrep-target: SIGHUP: %s; the running configuration stays\n",
+				err);
+		daemon_status(d, "READY=1\n");
+		return;
+	}
+	if (log_override(d, &next) != 0) {
+		fprintf(stderr, "pmrep-target: SIGHUP: out of memory; the running configuration stays\n");
+		tconf_free(&next);
+		daemon_status(d, "READY=1\n");
+		return;
+	}
+	if (next.log_file && log_reopen(next.log_file) != 0)
+		fprintf(stderr, "pmrep-target: SIGHUP: logging on where it did\n");
+	warn_restart(&d->conf, &next);
+	keep_endpoint(&d->conf, &next);
+	/* gone, or to be served anew */
+	for (unsigned i = 0; i < d->n; i++) {
+		struct served *sv = &d->s[i];
+		const struct tconf_replica *nr = tconf_find(&next, sv->name);
+		const struct tconf_replica *cur = tconf_find(&d->conf, sv->name);
+		if (nr != NULL && sv->t != NULL &&
+				!tconf_replica_reopen_differs(cur, nr))
+			continue;
+		if (sv->t != NULL)
+			fprintf(stderr, "pmrep-target: SIGHUP: replica %s %s: its sessions are closed\n",
+					sv->name, nr ? "changed (path, size, create, staging, direct-write-to-pmem, timeout or tls-name): served anew" :
+					"is no longer in the file: not served any more");
+		(void) pmrep_target_delete(&sv->t);
+	}
+	struct served *ns = calloc(next.n, sizeof(*ns));
+	if (ns == NULL) {
+		fprintf(stderr, "pmrep-target: SIGHUP: out of memory; the running configuration stays\n");
+		tconf_free(&next);
+		daemon_status(d, "READY=1\n");
+		return;
+	}
+	/* the new configuration owns the strings the key sources point to
+	 * from here on; d->conf's are freed at the end */
+	struct tconf old = d->conf;
+	d->conf = next;
+	unsigned added = 0, failed = 0;
+	for (unsigned i = 0; i < next.n; i++) {
+		const struct tconf_replica *r = &d->conf.r[i];
+		struct served *sv = daemon_find(d, r->name);
+		if (sv != NULL && sv->t != NULL) {
+			/* kept: its keys are its files' now */
+			ns[i] = *sv;
+			sv->ks = NULL;
+			sv->t = NULL;
+			served_src(&ns[i], &d->conf, r);
+			keyset_reload(ns[i].ks, ns[i].t, &ns[i].src, ns[i].who);
+			continue;
+		}
+		if (served_init(&ns[i], &d->conf, r) != 0 ||
+				keyset_read(ns[i].ks, &ns[i].src) != 0 ||
+				served_add(d, &ns[i], r, NULL) != 0) {
+			fprintf(stderr, "pmrep-target: SIGHUP: replica %s (%s:%u) is not served\n",
+					r->name, d->conf.file, r->line);
+			failed++;
+			continue;
+		}
+		added++;
+	}
+	for (unsigned i = 0; i < d->n; i++)
+		served_fini(&d->s[i]);
+	free(d->s);
+	d->s = ns;
+	d->n = next.n;
+	tconf_free(&old);
+	unsigned serving = 0;
+	for (unsigned i = 0; i < d->n; i++)
+		serving += d->s[i].t != NULL;
+	fprintf(stderr, "pmrep-target: SIGHUP: %s read again: %u replica%s served (%u added%s%u failed)\n",
+			d->conf.file, serving, serving == 1 ? "" : "s", added,
+			", ", failed);
+	daemon_status(d, "READY=1\n");
+}
+
+/* the poll loop of config mode: 0 clean stop, 1 failure */
+static int
+daemon_run(struct daemon *d, int sfd)
+{
+	int lfd;
+	uint16_t bound = 0;
+	(void) pmrep_listener_get_fd(d->l, &lfd);
+	(void) pmrep_listener_get_port(d->l, &bound);
+	printf("listening on %s:%u (%u replica%s:", d->conf.addr, bound,
+			d->n, d->n == 1 ? "" : "s");
+	for (unsigned i = 0; i < d->n; i++)
+		printf(" %s", d->s[i].name);
+	printf(")\n");
+	fflush(stdout);
+	daemon_status(d, "READY=1\n");
+	int ret = 0;
+	for (;;) {
+		int sig;
+		if (poll_turn(sfd, lfd, &sig) != 0) {
+			ret = 1;
+			break;
+		}
+		if (sig == SIGHUP) {
+			daemon_reload(d);
+		} else if (sig == SIGUSR1) {
+			for (unsigned i = 0; i < d->n; i++)
+				if (d->s[i].t)
+					print_stats(d->s[i].t, true, d->s[i].who);
+		} else if (sig != 0) {
+			fprintf(stderr, "pmrep-target: %s, shutting down\n",
+					strsignal(sig));
+			break;
+		}
+		int r = pmrep_listener_process(d->l, 0);
+		if (r != 0 && r != PMREP_E_TIMEOUT) {
+			fprintf(stderr, "pmrep-target: %s\n", pmrep_err_to_str(r));
+			ret = 1;
+			break;
+		}
+	}
+	notify("STOPPING=1\nSTATUS=stopping");
+	for (unsigned i = 0; i < d->n; i++)
+		if (d->s[i].t)
+			print_stats(d->s[i].t, false, d->s[i].who);
+	return ret;
+}
+
+/* pmrep-target --config FILE: exit code */
+static int
+main_config(const char *file, const char *log_file, const sigset_t *mask)
+{
+	static struct daemon d;
+	char err[512];
+	if (tconf_read(file, &d.conf, err, sizeof(err)) != 0) {
+		fprintf(stderr, "pmrep-target: %s\n", err);
+		return 2;
+	}
+	d.log_override = log_file;
+	int ret = 1, sfd = -1;
+	if (log_override(&d, &d.conf) != 0) {
+		fprintf(stderr, "pmrep-target: out of memory\n");
+		goto out;
+	}
+	sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		perror("pmrep-target: signalfd");
+		goto out;
+	}
+	if (d.conf.log_file != NULL && log_reopen(d.conf.log_file) != 0)
+		goto out;
+	ret = daemon_start(&d);
+	if (ret == 0)
+		ret = daemon_run(&d, sfd);
+out:
+	daemon_stop(&d);
+	if (sfd >= 0)
+		close(sfd);
+	return ret;
 }
 
 int
@@ -508,6 +1009,8 @@ main(int argc, char *argv[])
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "log-file", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *addr = "127.0.0.1", *port = "7204";
@@ -518,12 +1021,21 @@ main(int argc, char *argv[])
 	const char *tls_names[8];
 	unsigned ntls_names = 0;
 	int timeout = 5000, c;
+	const char *config = NULL, *log_file = NULL;
+	const char *replica_opt = NULL;	/* one that --config excludes */
 
 	while ((c = getopt_long(argc, argv, "p:s:ca:P:k:dSt:vh", opts, NULL)) != -1) {
+		/* what the config file says instead: --config excludes it */
+		if (c > 0 && strchr("pscaPkDKdStNT", c) != NULL)
+			for (const struct option *o = opts; o->name; o++)
+				if (o->val == c)
+					replica_opt = o->name;
 		switch (c) {
+		case 'C': config = optarg; break;
+		case 'L': log_file = optarg; break;
 		case 'p': path = optarg; break;
 		case 's':
-			if (parse_size(optarg, &size)) {
+			if (tconf_parse_size(optarg, &size)) {
 				fprintf(stderr, "pmrep-target: bad size '%s'\n", optarg);
 				return 2;
 			}
@@ -550,7 +1062,7 @@ main(int argc, char *argv[])
 		case 'd': direct = true; break;
 		case 'S': staging = true; break;
 		case 't':
-			if (parse_ms(optarg, &timeout)) {
+			if (tconf_parse_ms(optarg, &timeout)) {
 				fprintf(stderr, "pmrep-target: bad timeout '%s' (ms, 1..%d)\n",
 						optarg, INT_MAX);
 				return 2;
@@ -570,8 +1082,18 @@ main(int argc, char *argv[])
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc || path == NULL ||
-			(src.nfiles == 0 && src.dir == NULL)) {
+	if (config != NULL && (optind != argc || replica_opt != NULL)) {
+		if (optind != argc)
+			fprintf(stderr, "pmrep-target: unexpected argument '%s'\n",
+					argv[optind]);
+		else
+			fprintf(stderr, "pmrep-target: --%s and --config exclude each other (the file says what to serve; only --verbose and --log-file go with it)\n",
+					replica_opt);
+		usage(stderr);
+		return 2;
+	}
+	if (config == NULL && (optind != argc || path == NULL ||
+			(src.nfiles == 0 && src.dir == NULL))) {
 		if (optind != argc)
 			fprintf(stderr, "pmrep-target: unexpected argument '%s'\n",
 					argv[optind]);
@@ -600,6 +1122,8 @@ main(int argc, char *argv[])
 		perror("pmrep-target: sigprocmask");
 		return 1;
 	}
+	if (config != NULL)
+		return main_config(config, log_file, &mask);
 
 	static struct keyset ks;
 	struct pmrep_target_cfg *cfg = NULL;
@@ -634,6 +1158,11 @@ main(int argc, char *argv[])
 		ret = 1;
 		goto out;
 	}
+	if (log_file != NULL && log_reopen(log_file) != 0) {
+		close(sfd);
+		ret = 1;
+		goto out;
+	}
 	ret = pmrep_target_new(cfg, &t);
 	if (ret) {
 		report_start_failure(ret, path, size, create, addr, port);
@@ -649,30 +1178,28 @@ main(int argc, char *argv[])
 	printf("listening on %s:%u (%s mode)\n", addr, bound,
 			mode == PMREP_TARGET_MODE_STAGING ? "staging" : "direct");
 	fflush(stdout);
+	notify("READY=1\nSTATUS=serving %s on %s:%u", path, addr, bound);
 
 	for (;;) {
-		struct pollfd p[2] = { { sfd, POLLIN, 0 }, { tfd, POLLIN, 0 } };
-		/* wake up now and then: handshake deadlines are checked in
-		 * pmrep_target_process */
-		int n = poll(p, 2, 200);
-		if (n < 0 && errno != EINTR) {
-			perror("pmrep-target: poll");
+		int sig;
+		if (poll_turn(sfd, tfd, &sig) != 0) {
 			ret = 1;
 			break;
 		}
-		if (n > 0 && (p[0].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			bool got = read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si);
-			if (got && si.ssi_signo == SIGHUP) {
-				keyset_reload(&ks, t, &src);
-			} else if (got && si.ssi_signo == SIGUSR1) {
-				print_stats(t, true);
-			} else if (got) {
-				fprintf(stderr, "pmrep-target: %s, shutting down\n",
-						strsignal((int)si.ssi_signo));
-				ret = 0;
-				break;
-			}
+		if (sig == SIGHUP) {
+			notify_reloading();
+			if (log_file != NULL)
+				(void) log_reopen(log_file);
+			keyset_reload(&ks, t, &src, "");
+			notify("READY=1\nSTATUS=serving %s on %s:%u", path, addr,
+					bound);
+		} else if (sig == SIGUSR1) {
+			print_stats(t, true, "");
+		} else if (sig != 0) {
+			fprintf(stderr, "pmrep-target: %s, shutting down\n",
+					strsignal(sig));
+			ret = 0;
+			break;
 		}
 		int r = pmrep_target_process(t, 0);
 		if (r != 0 && r != PMREP_E_TIMEOUT) {
@@ -681,7 +1208,8 @@ main(int argc, char *argv[])
 			break;
 		}
 	}
-	print_stats(t, false);
+	notify("STOPPING=1\nSTATUS=stopping");
+	print_stats(t, false, "");
 	(void) pmrep_target_delete(&t);
 	close(sfd);
 out:

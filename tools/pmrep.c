@@ -62,8 +62,10 @@ static const char help_status[] =
 	"      REPLICA_FILE: read from the file on the replica's host. ADDR:PORT:\n"
 	"      asked of the pmrep-target serving it, authenticated with the key in\n"
 	"      FILE, read-only: the target writes nothing for it, and a mirror\n"
-	"      attached there goes on undisturbed. --timeout: milliseconds for\n"
-	"      the query (default 10000). Either way nothing is written.\n"
+	"      attached there goes on undisturbed. ADDR:PORT/NAME: the replica\n"
+	"      NAME of a pmrep-target --config serving several on that port.\n"
+	"      --timeout: milliseconds for the query (default 10000). Either way\n"
+	"      nothing is written.\n"
 	"      Exit 0 a valid replica (whatever its mark), 1 REPLICA_FILE is not a\n"
 	"      valid replica, 2 usage error or failure (e.g. a missing file; over\n"
 	"      the network: connection, authentication, timeout). --no-tls: tcp\n"
@@ -581,6 +583,10 @@ status_remote(const char *target, const char *key_file, int timeout, bool json)
 		return usage_error("status: bad target '%s' (ADDR:PORT with --key-file)",
 				target);
 	*colon = '\0';
+	/* ADDR:PORT/NAME: the replica NAME of an endpoint serving several */
+	char *name = strchr(colon + 1, '/');
+	if (name != NULL)
+		*name++ = '\0';
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len = 0;
 	int ret = pmrep_key_read_file_ex(key_file, key_flags, key, sizeof(key),
@@ -590,7 +596,8 @@ status_remote(const char *target, const char *key_file, int timeout, bool json)
 		return EX_ERR;
 	}
 	struct pmrep_replica_info info;
-	ret = pmrep_replica_query(addr, colon + 1, key, key_len, timeout, &info);
+	ret = pmrep_replica_query_named(addr, colon + 1, name, key, key_len,
+			timeout, &info);
 	memset(key, 0, sizeof(key));
 	if (ret) {
 		/* a target serves a valid replica only: every error is a

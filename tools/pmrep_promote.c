@@ -18,7 +18,7 @@
 #include "pmrep_cli.h"
 
 const char help_promote[] =
-	"  pmrep promote LOG --replica ADDR:PORT [--replica ADDR:PORT]...\n"
+	"  pmrep promote LOG --replica ADDR:PORT[/NAME] [--replica ...]...\n"
 	"                --key-file FILE [--set-size N] [--quorum K] [--dry-run]\n"
 	"                [--force] [--force-stale] [--force-fence] [--wait-sync]\n"
 	"                [--state-file PATH] [--timeout MS] [--create-timeout MS]\n"
@@ -26,7 +26,8 @@ const char help_promote[] =
 	"      make this node's replica file LOG (a pmrep log; its pmrep-target\n"
 	"      stopped) the primary of its set after the primary failed: ask the\n"
 	"      set's other replicas (--replica, in the order the new primary's\n"
-	"      mirror uses them) read-only; refuse if one is more current (a newer\n"
+	"      mirror uses them; /NAME: one replica of an endpoint serving several)\n"
+	"      read-only; refuse if one is more current (a newer\n"
 	"      generation or a higher persist sequence) or if fewer than\n"
 	"      n - k + 1 replicas can be fenced (--set-size n: the replicas the old\n"
 	"      primary wrote to, this node included, default the --replica count\n"
@@ -39,17 +40,27 @@ const char help_promote[] =
 	"      Exit 0 promoted (or, --dry-run, may be promoted), 1 refused, 2 usage\n"
 	"      error or failure (LOG in use by its target, I/O, fencing failed).\n";
 
-/* --replica ADDR:PORT into the cfg */
+/* --replica ADDR:PORT[/NAME] into the cfg as replica `idx` (NAME: the
+ * replica of an endpoint serving several, pmrep-target --config) */
 static int
-add_replica(struct pmrep_mirror_cfg *cfg, const char *arg)
+add_replica(struct pmrep_mirror_cfg *cfg, unsigned idx, const char *arg)
 {
 	char addr[256];
 	snprintf(addr, sizeof(addr), "%s", arg);
+	char *name = NULL, *slash = strrchr(addr, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		name = slash + 1;
+	}
 	char *colon = strrchr(addr, ':');
-	if (colon == NULL || colon == addr || colon[1] == '\0')
+	if (colon == NULL || colon == addr || colon[1] == '\0' ||
+			(name != NULL && name[0] == '\0'))
 		return PMREP_E_INVAL;
 	*colon = '\0';
-	return pmrep_mirror_cfg_add_replica(cfg, addr, colon + 1);
+	int ret = pmrep_mirror_cfg_add_replica(cfg, addr, colon + 1);
+	if (ret == 0 && name != NULL)
+		ret = pmrep_mirror_cfg_set_replica_name(cfg, idx, name);
+	return ret;
 }
 
 /* the outcome's token: promoted, may_promote (--dry-run), refused_stale,
@@ -205,11 +216,11 @@ cmd_promote(int argc, char *argv[])
 	struct pmrep_mirror_cfg *cfg = NULL;
 	ret = pmrep_mirror_cfg_new(&cfg);
 	for (unsigned i = 0; ret == 0 && i < nrep; i++) {
-		ret = add_replica(cfg, replicas[i]);
+		ret = add_replica(cfg, i, replicas[i]);
 		if (ret == PMREP_E_INVAL) {
 			memset(key, 0, sizeof(key));
 			pmrep_mirror_cfg_delete(&cfg);
-			return usage_error("promote: bad --replica '%s' (ADDR:PORT)",
+			return usage_error("promote: bad --replica '%s' (ADDR:PORT[/NAME])",
 					replicas[i]);
 		}
 	}

@@ -419,6 +419,121 @@ struct pmrep_target_stats {
 PMREP_API int pmrep_target_get_stats(const struct pmrep_target *target,
 		struct pmrep_target_stats *stats);
 
+/* ---------------------------------------------------------------- listener */
+
+/*
+ * A listener serves several replicas on one endpoint (one address and
+ * port): each replica is a struct pmrep_target of its own -- its file,
+ * size, lock, keys, identity (the UUID in its header), session slots and
+ * counters -- added under a name; a mirror selects it by that name
+ * (pmrep_mirror_cfg_set_replica_name: the HELLO's replica selector,
+ * docs/PROTOCOL.md). The functions of a target (add_key, remove_key,
+ * get_stats, get_mode, get_port, delete) work on a listener's replicas;
+ * pmrep_target_process does not (the listener's process serves them).
+ * One thread: a listener and its replicas are used by one thread at a time.
+ */
+struct pmrep_listener;
+
+/* Counters of a listener (pmrep_listener_get_stats); a replica's own are its pmrep_target_stats. */
+struct pmrep_listener_stats {
+	uint64_t requests_dispatched;	/* connection requests whose selector named a replica */
+	uint64_t requests_no_replica;	/* whose selector named none (refused: at AUTH, NO_REPLICA, when its proof verified with a replica's key, else at once) */
+	uint64_t requests_refused;	/* rejected by the listener itself: no HELLO, TLS, no replica and no key */
+	unsigned replicas;		/* replicas served now */
+};
+
+/*
+ * pmrep_listener_new -- listen on cfg's address and port (port "0": any
+ * free one, pmrep_listener_get_port) for the replicas added later. Of cfg
+ * only the endpoint's settings count: address, port, timeout (the
+ * connections' transport timeout), TLS on / off and TLS names (more per
+ * replica: their cfg's); its path, size and keys are ignored (no replica
+ * is served until one is added). The cfg is copied.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_NOMEM, those of pmrep_peer_open
+ * and pmrep_ep_listen (PMREP_E_PROVIDER with EADDRINUSE ...).
+ */
+PMREP_API int pmrep_listener_new(const struct pmrep_target_cfg *cfg,
+		struct pmrep_listener **listener_ptr);
+/*
+ * pmrep_listener_delete -- delete every replica still on the listener (as
+ * pmrep_target_delete does: their sessions closed, files unmapped, locks
+ * released; pointers the caller kept to them become invalid), stop
+ * listening, free (NULL ok). Errors: PMREP_E_INVAL (listener_ptr NULL).
+ */
+PMREP_API int pmrep_listener_delete(struct pmrep_listener **listener_ptr);
+/*
+ * pmrep_listener_add_target -- serve one more replica on the listener,
+ * under `name` (1..20 letters, digits, '.', '_', '-'; unique on the
+ * listener): opened, locked, checked, registered as pmrep_target_new
+ * does, from cfg's path, size / create, keys, staging, direct write,
+ * timeout (its handshake deadlines) and TLS names (added to the
+ * endpoint's); cfg's address, port and TLS on / off are the listener's.
+ * Takes effect at once: the next connection request selecting `name` is
+ * admitted with this replica's keys. *target_ptr (NULL ok: not wanted)
+ * is owned by the listener; remove the replica with pmrep_target_delete.
+ * On failure nothing is added and a file this call created is removed.
+ * Errors: PMREP_E_INVAL (NULL, a bad or taken name, no path, no key),
+ * PMREP_E_STATE (the listener's RDMA device is gone), and those of
+ * pmrep_target_new for the replica (PMREP_E_BUSY: served already).
+ */
+PMREP_API int pmrep_listener_add_target(struct pmrep_listener *listener,
+		const char *name, const struct pmrep_target_cfg *cfg,
+		struct pmrep_target **target_ptr);
+/*
+ * pmrep_listener_find_target -- the replica served under `name`.
+ * Errors: PMREP_E_INVAL (NULL), PMREP_E_NO_EVENT (none by that name;
+ * *target_ptr NULL).
+ */
+PMREP_API int pmrep_listener_find_target(const struct pmrep_listener *listener,
+		const char *name, struct pmrep_target **target_ptr);
+/*
+ * pmrep_listener_next_target -- iterate the replicas in the order added:
+ * prev NULL gives the first, else the one after prev. Adding or deleting
+ * a replica invalidates an iteration in progress (start again).
+ * Errors: PMREP_E_INVAL (NULL listener or next_ptr, prev not on this
+ * listener), PMREP_E_NO_EVENT (no more; *next_ptr NULL).
+ */
+PMREP_API int pmrep_listener_next_target(const struct pmrep_listener *listener,
+		const struct pmrep_target *prev, struct pmrep_target **next_ptr);
+/*
+ * pmrep_listener_get_fd -- an epoll fd readable whenever the listener or
+ * one of its replicas has work; call pmrep_listener_process(listener, 0)
+ * then. Owned by the listener: never close it. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_listener_get_fd(const struct pmrep_listener *listener,
+		int *fd);
+/*
+ * pmrep_listener_process -- wait up to timeout_ms (0: do not wait; -1: no
+ * limit; a replica's handshake deadline may end the wait earlier) for
+ * work, then dispatch every connection request to the replica its HELLO's
+ * selector names (an empty selector: the only replica, when there is
+ * one; a name served by none: refused, see pmrep_listener_stats) and let
+ * every replica do what pmrep_target_process does for a target of its
+ * own. No replica waits for another: nothing of one replica's work waits
+ * on a connection (a stalled handshake holds that replica's slot until
+ * its deadline, a refused attach ends that session only, each replica
+ * has its own slots, per-source bound and replay cache); what blocks is
+ * the kernel's part of a persist into a replica's mapping, which holds
+ * up this thread (a device that may hang there belongs in a process of
+ * its own). Errors: PMREP_E_INVAL, PMREP_E_TIMEOUT (nothing happened in
+ * time; not a failure), PMREP_E_PROVIDER (waiting failed).
+ */
+PMREP_API int pmrep_listener_process(struct pmrep_listener *listener,
+		int timeout_ms);
+/* pmrep_listener_get_port -- the port it listens on (host order). Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_listener_get_port(const struct pmrep_listener *listener,
+		uint16_t *port);
+/* pmrep_listener_get_stats -- its counters. Errors: PMREP_E_INVAL. */
+PMREP_API int pmrep_listener_get_stats(const struct pmrep_listener *listener,
+		struct pmrep_listener_stats *stats);
+/*
+ * pmrep_target_get_name -- the name a HELLO's selector gives for the
+ * target: its listener name, or (pmrep_target_new) its path's basename.
+ * The string is the target's. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_target_get_name(const struct pmrep_target *target,
+		const char **name);
+
 /* ------------------------------------------------------------------ mirror */
 
 struct pmrep_mirror_cfg;
@@ -446,6 +561,21 @@ PMREP_API int pmrep_mirror_cfg_delete(struct pmrep_mirror_cfg **cfg_ptr);
  */
 PMREP_API int pmrep_mirror_cfg_add_replica(struct pmrep_mirror_cfg *cfg,
 		const char *addr, const char *port);
+/*
+ * pmrep_mirror_cfg_set_replica_name -- the name of the replica to ask
+ * replica `index`'s endpoint for (the HELLO's selector): a pmrep-target
+ * serving several replicas on one port (pmrep_listener_add_target, a
+ * [replica NAME] of its config) serves the one of that name; NULL or ""
+ * (default): none, the endpoint's only replica. An endpoint that serves
+ * no replica of that name refuses the attach after the key check: the
+ * replica fails with PMREP_E_INVAL, logged "refused: no such replica on
+ * this target" (a pmrep-target of one replica: unless the name is its
+ * path's basename).
+ * Errors: PMREP_E_INVAL (NULL cfg, no replica `index`, a name that is not
+ * 1..20 letters, digits, '.', '_', '-').
+ */
+PMREP_API int pmrep_mirror_cfg_set_replica_name(struct pmrep_mirror_cfg *cfg,
+		unsigned index, const char *name);
 /* pmrep_mirror_cfg_set_key -- the pre-shared key (copied). Required.
  * Errors: PMREP_E_INVAL (NULL, len outside PMREP_KEY_MIN..PMREP_KEY_MAX). */
 PMREP_API int pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg,
@@ -1073,6 +1203,19 @@ PMREP_API int pmrep_repl_set_tls_default(bool on);
 PMREP_API int pmrep_replica_query(const char *addr, const char *port,
 		const uint8_t *key, size_t key_len, int timeout_ms,
 		struct pmrep_replica_info *info);
+/*
+ * pmrep_replica_query_named -- pmrep_replica_query of the replica served
+ * under `name` at `addr`:`port` (an endpoint of several replicas:
+ * pmrep-target --config, pmrep_listener_add_target); name NULL or "" is
+ * pmrep_replica_query. An endpoint that serves no replica of that name
+ * refuses it (PMREP_E_INVAL, pmrep_err_msg() "no such replica on this
+ * target"). Errors: those of pmrep_replica_query; PMREP_E_INVAL also for a
+ * name that is not 1..20 letters, digits, '.', '_', '-'.
+ * Thread-safe (each call has its own connection).
+ */
+PMREP_API int pmrep_replica_query_named(const char *addr, const char *port,
+		const char *name, const uint8_t *key, size_t key_len,
+		int timeout_ms, struct pmrep_replica_info *info);
 
 /* ---------------------------------------------------------------- promote */
 

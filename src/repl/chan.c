@@ -2,6 +2,7 @@
 /*
  * chan.c -- the message channel of a replication connection (see chan.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -388,10 +389,13 @@ repl_chan_dial(struct repl_chan *ch, struct pmrep_peer *peer,
 	ret = repl_random(nonce_i, REPL_NONCE_SIZE);
 	if (ret)
 		goto out;
-	/* our key's id, empty selector (the target's one replica), and the
-	 * admission proof: we hold the key, now */
+	/* our key's id, the selector (empty: the target's one replica),
+	 * and the admission proof: we hold the key, now */
 	const uint32_t key_id = tls->key_id;
 	struct repl_pdata hello = { .type = REPL_PDATA_HELLO, .key_id = key_id };
+	if (tls->selector != NULL)
+		snprintf(hello.selector, sizeof(hello.selector), "%s",
+				tls->selector);
 	memcpy(hello.nonce, nonce_i, REPL_NONCE_SIZE);
 	ret = repl_admit_proof(tls->key, tls->key_len,
 			repl_admit_window(repl_wall_ms()), key_id, nonce_i,

@@ -125,6 +125,28 @@ pmrep_mirror_cfg_add_replica(struct pmrep_mirror_cfg *cfg, const char *addr,
 }
 
 int
+pmrep_mirror_cfg_set_replica_name(struct pmrep_mirror_cfg *cfg,
+		unsigned index, const char *name)
+{
+	CHECK_ARG(cfg);
+	if (index >= cfg->n) {
+		PMREP_LOG_ERR("invalid argument: replica %u: the mirror cfg has %u replicas",
+				index, cfg->n);
+		return PMREP_E_INVAL;
+	}
+	if (name == NULL || name[0] == '\0') {
+		cfg->r[index].selector[0] = '\0';
+		return 0;
+	}
+	int ret = repl_selector_check(name, "replica name");
+	if (ret)
+		return ret;
+	snprintf(cfg->r[index].selector, sizeof(cfg->r[index].selector), "%s",
+			name);
+	return 0;
+}
+
+int
 pmrep_mirror_cfg_set_key(struct pmrep_mirror_cfg *cfg, const uint8_t *key,
 		size_t len)
 {

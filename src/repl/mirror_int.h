@@ -101,6 +101,8 @@ struct inflight {
 struct mirror_replica_cfg {
 	char *addr;
 	char *port;
+	/* the HELLO's selector (pmrep_mirror_cfg_set_replica_name): "" none */
+	char selector[REPL_SELECTOR_SIZE + 1];
 };
 
 struct pmrep_mirror_cfg {

@@ -477,3 +477,21 @@ repl_status_str(enum repl_status st)
 	default: return "unknown status";
 	}
 }
+
+int
+repl_selector_check(const char *name, const char *what)
+{
+	size_t n = name ? strlen(name) : 0;
+	bool ok = n > 0 && n <= REPL_SELECTOR_SIZE;
+	for (size_t i = 0; ok && i < n; i++) {
+		char c = name[i];
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			(c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+	}
+	if (!ok) {
+		PMREP_LOG_ERR("invalid argument: %s \"%s\": a replica name is 1..%d letters, digits, '.', '_' or '-'",
+				what, name ? name : "(null)", REPL_SELECTOR_SIZE);
+		return PMREP_E_INVAL;
+	}
+	return 0;
+}

@@ -167,6 +167,11 @@ size_t repl_pdata_encode(const struct repl_pdata *p, uint8_t *out);
 int repl_pdata_decode(const void *buf, size_t len, enum repl_pdata_type want,
 		struct repl_pdata *p);
 
+/* a replica selector (a listener's replica name): 1..REPL_SELECTOR_SIZE
+ * bytes of letters, digits, '.', '_' and '-'; 0 or PMREP_E_INVAL (logged,
+ * `what` naming it) */
+int repl_selector_check(const char *name, const char *what);
+
 /* encode `m` into `out` (REPL_MSG_SLOT bytes of room); returns its length */
 size_t repl_msg_encode(const struct repl_msg *m, uint8_t *out);
 /* PMREP_E_MALFORMED: short, bad magic / version, unknown type or status,

@@ -130,8 +130,9 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	uint64_t best_gen = own.generation, best_psn = own_psn;
 	for (unsigned i = 0; i < cfg->n; i++) {
 		struct pmrep_replica_info info;
-		int q = pmrep_replica_query(cfg->r[i].addr, cfg->r[i].port, cfg->key,
-				cfg->key_len, cfg->timeout_ms, &info);
+		int q = pmrep_replica_query_named(cfg->r[i].addr, cfg->r[i].port,
+				cfg->r[i].selector[0] ? cfg->r[i].selector : NULL,
+				cfg->key, cfg->key_len, cfg->timeout_ms, &info);
 		if (q) {
 			PMREP_LOG_WARN("promote: replica %u (%s:%s) not reached: %s",
 					i, cfg->r[i].addr, cfg->r[i].port,

@@ -19,7 +19,8 @@
 
 int
 repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
-		const char *addr, const char *port, const uint8_t *key,
+		const char *addr, const char *port, const char *selector,
+		const uint8_t *key,
 		size_t key_len, const uint8_t uuid[PMREP_UUID_SIZE],
 		uint64_t generation, uint64_t data_size, long long deadline,
 		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,
@@ -28,7 +29,7 @@ repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
 	char what[64];
 	snprintf(what, sizeof(what), "%s: replica", who);
-	struct repl_tls tls = { repl_tls_default(), key, key_len, 0 };
+	struct repl_tls tls = { repl_tls_default(), key, key_len, 0, selector };
 	int ret = repl_chan_dial(ch, peer, addr, port, deadline,
 			conn_timeout_ms, 16, 32, what, &tls,
 			conn, nonce_i, nonce_t);
@@ -104,10 +105,22 @@ int
 pmrep_replica_query(const char *addr, const char *port, const uint8_t *key,
 		size_t key_len, int timeout_ms, struct pmrep_replica_info *info)
 {
+	return pmrep_replica_query_named(addr, port, NULL, key, key_len,
+			timeout_ms, info);
+}
+
+int
+pmrep_replica_query_named(const char *addr, const char *port,
+		const char *name, const uint8_t *key, size_t key_len,
+		int timeout_ms, struct pmrep_replica_info *info)
+{
 	if (addr == NULL || port == NULL || key == NULL || info == NULL) {
 		PMREP_LOG_ERR("invalid argument: addr, port, key or info is NULL");
 		return PMREP_E_INVAL;
 	}
+	if (name != NULL && name[0] != '\0' &&
+			repl_selector_check(name, "replica name") != 0)
+		return PMREP_E_INVAL;
 	if (addr[0] == '\0') {
 		PMREP_LOG_ERR("invalid argument: empty address");
 		return PMREP_E_INVAL;
@@ -137,7 +150,7 @@ pmrep_replica_query(const char *addr, const char *port, const uint8_t *key,
 	 * checked; data size 0: whatever the replica holds */
 	static const uint8_t any_set[PMREP_UUID_SIZE];
 	struct repl_accept acc;
-	ret = repl_query_open(&ch, peer, addr, port, key, key_len, any_set, 0,
+	ret = repl_query_open(&ch, peer, addr, port, name, key, key_len, any_set, 0,
 			0, deadline, timeout_ms, "query", &conn, &acc);
 	if (ret)
 		goto out;

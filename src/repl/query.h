@@ -14,7 +14,8 @@
 #include "chan.h"
 
 /*
- * repl_query_open -- connect to the target at addr:port through `ch`
+ * repl_query_open -- connect to the target at addr:port (its replica
+ * `selector`: NULL or "" none, the endpoint's one replica) through `ch`
  * (initialised on `peer`), send AUTH with intent QUERY and primary id 0
  * for set `uuid` (all zero: any set; then the target checks neither set
  * nor generation) at `generation`, data size `data_size` (0: whatever
@@ -31,7 +32,8 @@
  * ACCEPT), PMREP_E_TIMEOUT / PMREP_E_CONN_LOST while waiting.
  */
 int repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
-		const char *addr, const char *port, const uint8_t *key,
+		const char *addr, const char *port, const char *selector,
+		const uint8_t *key,
 		size_t key_len, const uint8_t uuid[PMREP_UUID_SIZE],
 		uint64_t generation, uint64_t data_size, long long deadline,
 		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,

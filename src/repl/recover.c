@@ -190,7 +190,7 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 	rc.chan_ready = true;
 
 	struct repl_accept acc;
-	ret = repl_query_open(&rc.ch, rc.peer, addr, port, key, key_len, uuid,
+	ret = repl_query_open(&rc.ch, rc.peer, addr, port, NULL, key, key_len, uuid,
 			generation, size, rc.deadline, timeout_ms, "recover",
 			&rc.conn, &acc);
 	if (ret)

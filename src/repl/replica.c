@@ -412,7 +412,8 @@ replica_connect(struct replica *r, long long deadline)
 	snprintf(who, sizeof(who), "replica %u", r->idx);
 	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];
 	struct repl_tls tls = { !r->m->cfg.no_tls, r->m->cfg.key,
-		r->m->cfg.key_len, r->m->cfg.key_id };
+		r->m->cfg.key_len, r->m->cfg.key_id,
+		r->m->cfg.r[r->idx].selector };
 	ret = repl_chan_dial(&r->ch, r->peer, r->addr, r->port, deadline,
 			r->m->cfg.timeout_ms, MIRROR_SQ_SIZE,
 			MIRROR_CQ_SIZE, who, &tls, &r->conn, nonce_i, nonce_t);

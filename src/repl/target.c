@@ -20,6 +20,11 @@
  * Single-threaded: everything happens in pmrep_target_process, driven by
  * one epoll fd. A target holds an exclusive flock on its replica for its
  * life: one target per replica.
+ * A target is either its own endpoint (pmrep_target_new) or one replica
+ * of a listener (target_listener.c: pmrep_listener_add_target), which
+ * owns the peer and the endpoint, hands it the connection requests its
+ * selector names (target_accept) and lets it serve its sessions
+ * (target_serve) in pmrep_listener_process.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -122,21 +127,14 @@ target_session_close(struct pmrep_target *t, struct session *s,
 	session_close(t, s, why);
 }
 
-/* a connection request on the endpoint */
-static void
-accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
+/* a connection request whose HELLO decoded, on the target's endpoint or
+ * dispatched to this replica by its listener (no_replica: its selector
+ * names none of the listener's; its AUTH is refused NO_REPLICA) */
+void
+target_accept(struct pmrep_target *t, struct pmrep_conn_req *req,
+		const struct repl_pdata *hello_in, bool no_replica)
 {
-	struct pmrep_conn_private_data pd;
-	struct repl_pdata hello;
-	(void) pmrep_conn_req_get_private_data(req, &pd);
-	if (repl_pdata_decode(pd.ptr, pd.len, REPL_PDATA_HELLO, &hello) != 0) {
-		t->stats.sessions_refused++;
-		t->stats.last_refusal = PMREP_E_MALFORMED;
-		PMREP_LOG_ERR("connection request refused: no valid pmrep HELLO (protocol version %d) in its private data",
-				REPL_PROTO_VERSION);
-		(void) pmrep_conn_req_delete(&req);
-		return;
-	}
+	const struct repl_pdata hello = *hello_in;
 	/* admission (admission.c): the proof, the replay cache, a slot that
 	 * displaces no handshake, the per-source bound -- before anything
 	 * of a session exists */
@@ -145,6 +143,7 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 		return;
 	memcpy(s->nonce_i, hello.nonce, REPL_NONCE_SIZE);
 	memcpy(s->selector, hello.selector, sizeof(s->selector));
+	s->no_replica = no_replica;
 	struct repl_pdata chal = { .type = REPL_PDATA_CHALLENGE };
 	uint8_t enc[REPL_PDATA_SIZE];
 	int ret = repl_random(s->nonce_t, REPL_NONCE_SIZE);
@@ -181,6 +180,24 @@ reject:
 	if (req)	/* our failure, not the initiator's: it may retry */
 		(void) pmrep_conn_req_reject(&req, true);
 	memset(s, 0, sizeof(*s));
+}
+
+/* a connection request on a target's own endpoint */
+static void
+accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
+{
+	struct pmrep_conn_private_data pd;
+	struct repl_pdata hello;
+	(void) pmrep_conn_req_get_private_data(req, &pd);
+	if (repl_pdata_decode(pd.ptr, pd.len, REPL_PDATA_HELLO, &hello) != 0) {
+		t->stats.sessions_refused++;
+		t->stats.last_refusal = PMREP_E_MALFORMED;
+		PMREP_LOG_ERR("connection request refused: no valid pmrep HELLO (protocol version %d) in its private data",
+				REPL_PROTO_VERSION);
+		(void) pmrep_conn_req_delete(&req);
+		return;
+	}
+	target_accept(t, req, &hello, false);
 }
 
 /* the name a HELLO's selector must give: the replica path's basename */
@@ -297,7 +314,15 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		refuse(t, s, REPL_ST_AUTH, "the initiator does not hold our key");
 		return;
 	}
-	if (s->selector[0] != '\0' && strcmp(s->selector, replica_name(t)) != 0) {
+	if (s->no_replica) {
+		listener_no_replica_detail(t->listener, s->selector, detail,
+				sizeof(detail));
+		refuse(t, s, REPL_ST_NO_REPLICA, detail);
+		return;
+	}
+	/* a listener's replica: dispatched by its selector already */
+	if (t->listener == NULL && s->selector[0] != '\0' &&
+			strcmp(s->selector, replica_name(t)) != 0) {
 		snprintf(detail, sizeof(detail), "the initiator asked for \"%s\", this target serves \"%s\"",
 				s->selector, replica_name(t));
 		refuse(t, s, REPL_ST_NO_REPLICA, detail);
@@ -652,14 +677,10 @@ session_progress(struct pmrep_target *t, struct session *s)
 
 /* ------------------------------------------------------------- target */
 
+/* a target with its replica open (and locked), no network part yet */
 int
-pmrep_target_new(const struct pmrep_target_cfg *cfg,
-		struct pmrep_target **target_ptr)
+target_open(const struct pmrep_target_cfg *cfg, struct pmrep_target **target_ptr)
 {
-	if (cfg == NULL || target_ptr == NULL) {
-		PMREP_LOG_ERR("invalid argument: cfg or target_ptr is NULL");
-		return PMREP_E_INVAL;
-	}
 	if (cfg->path == NULL || cfg->nkeys == 0) {
 		PMREP_LOG_ERR("a target needs a path and a key");
 		return PMREP_E_INVAL;
@@ -669,7 +690,6 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 		PMREP_LOG_ERR("out of memory for a target");
 		return PMREP_E_NOMEM;
 	}
-	int ret = PMREP_E_NOMEM;
 	t->epfd = -1;
 	t->lock_fd = -1;
 	t->cfg = *cfg;
@@ -678,22 +698,90 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 	t->cfg.port = strdup(cfg->port);
 	if (!t->cfg.path || !t->cfg.addr || !t->cfg.port) {
 		PMREP_LOG_ERR("out of memory for a target");
-		goto err_cfg;
+		target_free(t);
+		return PMREP_E_NOMEM;
 	}
-	ret = target_open_replica(t);
+	snprintf(t->name, sizeof(t->name), "%s", replica_name(t));
+	int ret = target_open_replica(t);
+	if (ret) {
+		target_free(t);
+		return ret;
+	}
+	*target_ptr = t;
+	return 0;
+}
+
+/* the target's network part on `peer` (its own, or a listener's): the
+ * descriptor of its peer cfg, the data area's registration, its epfd */
+int
+target_attach_peer(struct pmrep_target *t, struct pmrep_peer *peer)
+{
+	t->peer = peer;
+	int ret = pmrep_peer_cfg_new(&t->peer_cfg);
 	if (ret)
-		goto err_cfg;
-	ret = pmrep_peer_open(t->cfg.addr, true, &t->peer);
-	if (ret)
-		goto err_pmem;
-	ret = pmrep_peer_cfg_new(&t->peer_cfg);
-	if (ret)
-		goto err_peer;
+		return ret;
 	(void) pmrep_peer_cfg_set_direct_write_to_pmem(t->peer_cfg,
 			t->cfg.direct_write_to_pmem);
+	ret = target_register_data(t);
+	if (ret)
+		return ret;
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (t->epfd < 0)
+		return PMREP_ERR_PROVIDER(errno, "epoll_create1");
+	return 0;
+}
+
+/* free what target_open and target_attach_peer made (sessions closed,
+ * not on a listener's list any more); a failed start removes the file it
+ * created (target_close_pmem_keep_error) */
+void
+target_free(struct pmrep_target *t)
+{
+	if (t->epfd >= 0)
+		close(t->epfd);
+	(void) pmrep_mr_dereg(&t->data_mr);
+	if (t->staging)
+		munmap(t->staging, (size_t)t->hdr.data_size);
+	(void) pmrep_conn_cfg_delete(&t->conn_cfg);
+	(void) pmrep_peer_cfg_delete(&t->peer_cfg);
+	if (t->listener == NULL && t->peer != NULL) {
+		int ret = pmrep_peer_delete(&t->peer);
+		if (ret)
+			PMREP_LOG_ERR("deleting the target's peer: %s",
+					pmrep_err_to_str(ret));
+	}
+	if (t->pmem != NULL)
+		target_close_pmem_keep_error(t);
+	target_unlock_replica(t);
+	free(t->cfg.path);
+	free(t->cfg.addr);
+	free(t->cfg.port);
+	repl_wipe(t->cfg.keys, sizeof(t->cfg.keys));
+	free(t);
+}
+
+int
+pmrep_target_new(const struct pmrep_target_cfg *cfg,
+		struct pmrep_target **target_ptr)
+{
+	if (cfg == NULL || target_ptr == NULL) {
+		PMREP_LOG_ERR("invalid argument: cfg or target_ptr is NULL");
+		return PMREP_E_INVAL;
+	}
+	struct pmrep_target *t = NULL;
+	int ret = target_open(cfg, &t);
+	if (ret)
+		return ret;
+	struct pmrep_peer *peer = NULL;
+	ret = pmrep_peer_open(t->cfg.addr, true, &peer);
+	if (ret)
+		goto err;
+	ret = target_attach_peer(t, peer);
+	if (ret)
+		goto err;
 	ret = pmrep_conn_cfg_new(&t->conn_cfg);
 	if (ret)
-		goto err_pcfg;
+		goto err;
 	(void) pmrep_conn_cfg_set_timeout(t->conn_cfg, t->cfg.timeout_ms);
 	/* every reply in flight, and the receives kept posted */
 	(void) pmrep_conn_cfg_set_sq_size(t->conn_cfg, CHAN_NSEND + 4);
@@ -706,21 +794,13 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 			prov == PMREP_PROVIDER_TCP) {
 		t->tls = (struct repl_tls_target){ t->cfg.keys, &t->cfg.nkeys,
 			(const char (*)[REPL_TLS_NAME_MAX])t->cfg.tls_names,
-			t->cfg.ntls_names };
+			t->cfg.ntls_names, NULL };
 		(void) pmrep_conn_cfg_set_tls_psk_find(t->conn_cfg,
 				repl_tls_target_find, &t->tls);
 	}
-	ret = target_register_data(t);
-	if (ret)
-		goto err_ccfg;
-	t->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (t->epfd < 0) {
-		ret = PMREP_ERR_PROVIDER(errno, "epoll_create1");
-		goto err_mr;
-	}
 	ret = pmrep_ep_listen(t->peer, t->cfg.addr, t->cfg.port, &t->ep);
 	if (ret)
-		goto err_epfd;
+		goto err;
 	int fd;
 	(void) pmrep_ep_get_fd(t->ep, &fd);
 	epoll_add(t, fd, TAG_EP);
@@ -732,27 +812,10 @@ pmrep_target_new(const struct pmrep_target_cfg *cfg,
 			t->staging ? "staging" : "direct", t->cfg.addr, port);
 	*target_ptr = t;
 	return 0;
-
-err_epfd:
-	close(t->epfd);
-err_mr:
-	(void) pmrep_mr_dereg(&t->data_mr);
-	if (t->staging)
-		munmap(t->staging, (size_t)t->hdr.data_size);
-err_ccfg:
-	(void) pmrep_conn_cfg_delete(&t->conn_cfg);
-err_pcfg:
-	(void) pmrep_peer_cfg_delete(&t->peer_cfg);
-err_peer:
-	(void) pmrep_peer_delete(&t->peer);
-err_pmem:
-	target_close_pmem_keep_error(t);
-err_cfg:
-	free(t->cfg.path);
-	free(t->cfg.addr);
-	free(t->cfg.port);
-	repl_wipe(t->cfg.keys, sizeof(t->cfg.keys));
-	free(t);
+err:
+	if (t->peer == NULL)
+		t->peer = peer;
+	target_free(t);
 	return ret;
 }
 
@@ -766,25 +829,19 @@ pmrep_target_delete(struct pmrep_target **target_ptr)
 	struct pmrep_target *t = *target_ptr;
 	if (t == NULL)
 		return 0;
+	if (t->listener != NULL)
+		listener_detach(t->listener, t);	/* t->listener stays */
 	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
-		session_close(t, &t->s[i], "the target is shutting down");
+		session_close(t, &t->s[i], t->listener ?
+				"the replica is removed from its listener" :
+				"the target is shutting down");
 	(void) pmrep_ep_shutdown(&t->ep);
-	close(t->epfd);
-	(void) pmrep_mr_dereg(&t->data_mr);
-	if (t->staging)
-		munmap(t->staging, (size_t)t->hdr.data_size);
-	(void) pmrep_conn_cfg_delete(&t->conn_cfg);
-	(void) pmrep_peer_cfg_delete(&t->peer_cfg);
-	int ret = pmrep_peer_delete(&t->peer);
-	if (ret)
-		PMREP_LOG_ERR("deleting the target's peer: %s", pmrep_err_to_str(ret));
-	(void) pmrep_pmem_close(&t->pmem);
-	target_unlock_replica(t);
-	free(t->cfg.path);
-	free(t->cfg.addr);
-	free(t->cfg.port);
-	repl_wipe(t->cfg.keys, sizeof(t->cfg.keys));
-	free(t);
+	if (t->listener)
+		PMREP_LOG(PMREP_LOG_NOTICE, "replica \"%s\" (%s) no longer served",
+				t->name, t->cfg.path);
+	/* the file existed by now: target_free removes nothing */
+	t->created = false;
+	target_free(t);
 	*target_ptr = NULL;
 	return 0;
 }
@@ -883,6 +940,19 @@ pmrep_target_remove_key(struct pmrep_target *target, uint32_t key_id)
 
 #define RELISTEN_PERIOD_MS 100
 
+/* the device went: every session, the endpoint (its own), the MRs */
+void
+target_drop_device(struct pmrep_target *t)
+{
+	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
+		session_close(t, &t->s[i], "the RDMA device was removed");
+	(void) pmrep_ep_shutdown(&t->ep);
+	(void) pmrep_mr_dereg(&t->data_mr);
+	if (t->staging)
+		munmap(t->staging, (size_t)t->hdr.data_size);
+	t->staging = NULL;
+}
+
 /*
  * The endpoint's RDMA device was removed: the transport released every
  * verbs object already; free the dead pmrep objects (sessions, endpoint,
@@ -893,13 +963,7 @@ target_endpoint_lost(struct pmrep_target *t)
 {
 	PMREP_LOG(PMREP_LOG_NOTICE, "endpoint %s:%u lost: its RDMA device was removed; listening again when it is back",
 			t->cfg.addr, (unsigned)t->port);
-	for (int i = 0; i < TARGET_MAX_SESSIONS; i++)
-		session_close(t, &t->s[i], "the RDMA device was removed");
-	(void) pmrep_ep_shutdown(&t->ep);
-	(void) pmrep_mr_dereg(&t->data_mr);
-	if (t->staging)
-		munmap(t->staging, (size_t)t->hdr.data_size);
-	t->staging = NULL;
+	target_drop_device(t);
 	int ret = pmrep_peer_delete(&t->peer);
 	if (ret)
 		PMREP_LOG_ERR("deleting the target's peer: %s", pmrep_err_to_str(ret));
@@ -944,8 +1008,8 @@ err_peer:
 }
 
 /* the earliest session deadline, or `limit` */
-static int
-wait_limit(const struct pmrep_target *t, int timeout_ms)
+int
+target_wait_limit(const struct pmrep_target *t, int timeout_ms)
 {
 	int left = timeout_ms;
 	if (t->ep_lost && (left < 0 || left > RELISTEN_PERIOD_MS))
@@ -962,30 +1026,13 @@ wait_limit(const struct pmrep_target *t, int timeout_ms)
 	return left;
 }
 
-int
-pmrep_target_process(struct pmrep_target *t, int timeout_ms)
+/* the events `evs[0..n)` of the target's epfd: connection requests on
+ * its own endpoint, its sessions' messages; then every session's deadline.
+ * Never waits: a session whose initiator stalls holds its slot until its
+ * deadline, nothing else */
+static void
+target_handle(struct pmrep_target *t, const struct epoll_event *evs, int n)
 {
-	if (t == NULL) {
-		PMREP_LOG_ERR("invalid argument: target is NULL");
-		return PMREP_E_INVAL;
-	}
-	int ret = repl_timeout_check(timeout_ms, "pmrep_target_process");
-	if (ret)
-		return ret;
-	/* T22: the device went (whoever noticed) or may be back */
-	if (!t->ep_lost && repl_peer_removed(t->peer))
-		target_endpoint_lost(t);
-	if (t->ep_lost)
-		target_relisten(t);
-	struct epoll_event evs[2 * TARGET_MAX_SESSIONS + 1];
-	int n;
-	do {
-		n = epoll_wait(t->epfd, evs, (int)(sizeof(evs) / sizeof(evs[0])),
-				wait_limit(t, timeout_ms));
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return PMREP_ERR_PROVIDER(errno, "epoll_wait");
-
 	bool busy[TARGET_MAX_SESSIONS] = { false };
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 == TAG_EP) {
@@ -1037,5 +1084,53 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 			session_close(t, s, "handshake timed out");
 		}
 	}
+}
+
+/* a listener's replica: whatever its sessions have, without waiting */
+void
+target_serve(struct pmrep_target *t)
+{
+	struct epoll_event evs[2 * TARGET_MAX_SESSIONS + 1];
+	int n;
+	do {
+		n = epoll_wait(t->epfd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		PMREP_LOG_ERR("replica \"%s\": epoll_wait: %s", t->name,
+				strerror(errno));
+		n = 0;
+	}
+	target_handle(t, evs, n);
+}
+
+int
+pmrep_target_process(struct pmrep_target *t, int timeout_ms)
+{
+	if (t == NULL) {
+		PMREP_LOG_ERR("invalid argument: target is NULL");
+		return PMREP_E_INVAL;
+	}
+	if (t->listener != NULL) {
+		PMREP_LOG_ERR("replica \"%s\" is served by its listener: call pmrep_listener_process",
+				t->name);
+		return PMREP_E_STATE;
+	}
+	int ret = repl_timeout_check(timeout_ms, "pmrep_target_process");
+	if (ret)
+		return ret;
+	/* T22: the device went (whoever noticed) or may be back */
+	if (!t->ep_lost && repl_peer_removed(t->peer))
+		target_endpoint_lost(t);
+	if (t->ep_lost)
+		target_relisten(t);
+	struct epoll_event evs[2 * TARGET_MAX_SESSIONS + 1];
+	int n;
+	do {
+		n = epoll_wait(t->epfd, evs, (int)(sizeof(evs) / sizeof(evs[0])),
+				target_wait_limit(t, timeout_ms));
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return PMREP_ERR_PROVIDER(errno, "epoll_wait");
+	target_handle(t, evs, n);
 	return n == 0 ? PMREP_E_TIMEOUT : 0;
 }

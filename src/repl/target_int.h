@@ -3,7 +3,8 @@
  * target_int.h -- the replica target's objects shared by its files: the
  * configuration (target_cfg.c), the replica it serves (target_replica.c:
  * open, lock, header updates, registration, poisoning) and the sessions
- * with their protocol (target.c).
+ * with their protocol (target.c), and a listener serving several
+ * replicas on one endpoint (target_listener.c).
  */
 #ifndef PMREP_REPL_TARGET_INT_H
 #define PMREP_REPL_TARGET_INT_H
@@ -60,6 +61,10 @@ struct session {
 	uint32_t key_id;
 	struct repl_src src;		/* the request's source address */
 	char selector[REPL_SELECTOR_SIZE + 1];
+	/* a listener gave it this replica's slot though its selector names
+	 * none it serves (its proof verified with this replica's key): its
+	 * AUTH is refused NO_REPLICA (target_listener.c) */
+	bool no_replica;
 	/* the AUTH's (what a COMMIT claims the replica for) */
 	uint8_t uuid[PMREP_UUID_SIZE];
 	uint64_t generation;
@@ -68,6 +73,14 @@ struct session {
 
 struct pmrep_target {
 	struct pmrep_target_cfg cfg;
+	/* a replica of a listener (pmrep_listener_add_target): the peer and
+	 * the endpoint are the listener's (borrowed), its epfd is in the
+	 * listener's; NULL: a target of its own (pmrep_target_new) */
+	struct pmrep_listener *listener;
+	struct pmrep_target *next;	/* the listener's list */
+	/* the name a HELLO's selector gives: the path's basename, or the
+	 * listener's replica name */
+	char name[REPL_SELECTOR_SIZE + 1];
 	struct pmrep_pmem *pmem;
 	int lock_fd;			/* holds the replica's flock: -1 none */
 	bool created;			/* pmrep_target_new created the file: a
@@ -101,6 +114,37 @@ struct pmrep_target {
 	struct repl_replay admit_replay;	/* admission.c */
 	struct repl_ratelog admit_log;
 };
+
+/* a listener: one endpoint serving several replicas (target_listener.c) */
+struct pmrep_listener {
+	struct pmrep_target_cfg *cfg;	/* address, port, timeout, TLS */
+	struct pmrep_peer *peer;
+	struct pmrep_conn_cfg *conn_cfg;
+	struct repl_tls_target tls;	/* the chain's head: its TLS names */
+	struct pmrep_ep *ep;
+	int epfd;			/* the ep's fd, every replica's epfd */
+	uint16_t port;
+	bool ep_lost;			/* T22, as a target's */
+	long long relisten_at;
+	struct pmrep_target *targets;	/* in the order added */
+	unsigned ntargets;
+	struct pmrep_listener_stats stats;
+};
+
+/* target.c: the pieces a listener drives */
+int target_open(const struct pmrep_target_cfg *cfg,
+		struct pmrep_target **target_ptr);
+int target_attach_peer(struct pmrep_target *t, struct pmrep_peer *peer);
+void target_free(struct pmrep_target *t);
+void target_accept(struct pmrep_target *t, struct pmrep_conn_req *req,
+		const struct repl_pdata *hello, bool no_replica);
+void target_serve(struct pmrep_target *t);
+int target_wait_limit(const struct pmrep_target *t, int timeout_ms);
+void target_drop_device(struct pmrep_target *t);
+/* target_listener.c */
+void listener_detach(struct pmrep_listener *l, struct pmrep_target *t);
+void listener_no_replica_detail(const struct pmrep_listener *l,
+		const char *selector, char *buf, size_t len);
 
 /* target_admission.c: the admission of a connection request whose HELLO decoded:
  * its session slot (the caller makes the session; s->src and s->key_id

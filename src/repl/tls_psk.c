@@ -208,45 +208,47 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 	}
 	const char *name = end + 8;
 	bool ours = strcmp(name, local) == 0;
-	for (unsigned i = 0; !ours && i < tt->nnames; i++)
-		ours = strcmp(name, tt->names[i]) == 0;
+	for (const struct repl_tls_target *t = tt; !ours && t; t = t->next)
+		for (unsigned i = 0; !ours && i < t->nnames; i++)
+			ours = strcmp(name, t->names[i]) == 0;
 	if (!ours) {
 		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator that dialed %s: this target is %s (not a name it answers to; a reflected or misdirected handshake)",
 				name, local);
 		return -1;
 	}
-	/* the key: the one of that id; key id 0 and no key of id 0 (a
-	 * mirror, query or recover that names no id): the key whose
-	 * fingerprint the identity carries. Either way the fingerprint
-	 * must be that key's: a wrong key is named here, not left to a
-	 * failed binder */
-	int k = repl_keys_find(tt->keys, *tt->nkeys, (uint32_t)key_id);
+	/* the key: one of that id whose fingerprint the identity carries;
+	 * key id 0 (a mirror, query or recover that names no id): any key
+	 * with that fingerprint (the PSK is the key's and the id's, so
+	 * which of equal keys does not matter). A wrong key is named
+	 * here, not left to a failed binder. On a listener's chain every
+	 * replica's table is searched: the TLS handshake comes before the
+	 * HELLO that selects the replica (whose admission proof and MACs
+	 * are checked with that replica's own keys) */
+	const struct repl_key *rk = NULL;
+	bool id_held = false;
 	uint8_t fp[REPL_TLS_FP_LEN];
-	bool by_fp = key_id == 0 && (k < 0 ||
-			repl_tls_key_fp(tt->keys[k].key, tt->keys[k].len, fp) != 0 ||
-			repl_tls_fp_u64(fp) != fp_id);
-	if (by_fp)
-		k = -1;
-	for (unsigned i = 0; by_fp && k < 0 && i < *tt->nkeys; i++) {
-		if (tt->keys[i].len > 0 &&
-				repl_tls_key_fp(tt->keys[i].key, tt->keys[i].len, fp) == 0 &&
-				repl_tls_fp_u64(fp) == fp_id)
-			k = (int)i;
+	for (const struct repl_tls_target *t = tt; rk == NULL && t; t = t->next) {
+		unsigned n = t->nkeys ? *t->nkeys : 0;
+		for (unsigned i = 0; rk == NULL && i < n; i++) {
+			const struct repl_key *c = &t->keys[i];
+			if (c->len == 0 || (key_id != 0 && c->id != key_id))
+				continue;
+			id_held = true;
+			if (repl_tls_key_fp(c->key, c->len, fp) == 0 &&
+					repl_tls_fp_u64(fp) == fp_id)
+				rk = c;
+		}
 	}
-	if (k < 0) {
-		if (by_fp)
+	if (rk == NULL) {
+		if (key_id == 0)
 			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator naming key id %lu: none of this target's keys has its fingerprint (a wrong key)",
 					key_id);
-		else
+		else if (!id_held)
 			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator with key id %lu: this target holds no key of that id",
 					key_id);
-		return -1;
-	}
-	const struct repl_key *rk = &tt->keys[k];
-	if (!by_fp && (repl_tls_key_fp(rk->key, rk->len, fp) != 0 ||
-			repl_tls_fp_u64(fp) != fp_id)) {
-		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator with key id %lu: its key is not this target's key of that id (fingerprints differ: a wrong key)",
-				key_id);
+		else
+			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator with key id %lu: its key is not this target's key of that id (fingerprints differ: a wrong key)",
+					key_id);
 		return -1;
 	}
 	if (repl_tls_psk(rk->key, rk->len, (uint32_t)key_id, name, psk))

@@ -44,6 +44,9 @@ struct repl_tls {
 	const uint8_t *key;
 	size_t key_len;
 	uint32_t key_id;
+	/* the HELLO's replica selector: NULL or "" none (the target's one
+	 * replica); not TLS's, but what every dial sends with its key */
+	const char *selector;
 };
 
 /*
@@ -80,6 +83,9 @@ struct repl_tls_target {
 	const unsigned *nkeys;
 	const char (*names)[REPL_TLS_NAME_MAX];	/* extra names (relays, NAT) */
 	unsigned nnames;
+	/* a listener's chain (target_listener.c): the names and keys of every
+	 * table on it count; NULL: this one only */
+	const struct repl_tls_target *next;
 };
 
 /* pmrep_tls_psk_find_fn for a target (arg: struct repl_tls_target) */

@@ -218,7 +218,7 @@ ini_open(struct ctx *c, struct ini *x)
 	/* plaintext: the target here runs without TLS (test_repl_tls.c) */
 	assert_int_equal(repl_chan_dial(&x->ch, x->peer, "127.0.0.1", c->port,
 			repl_deadline(3000), 1234, 16, 32, "fake",
-			&(struct repl_tls){ false, key, sizeof(key), 0 }, &x->conn,
+			&(struct repl_tls){ false, key, sizeof(key), 0, NULL }, &x->conn,
 			x->ni, x->nt), 0);
 	/* the conn's own timeout is the one given, not what was left of
 	 * the dial's deadline (its liveness period follows from it) */

@@ -131,7 +131,7 @@ target_accepts_only_initiators_of_its_key_id_and_names(void **state)
 	memcpy(keys[0].key, key, sizeof(key));
 	unsigned nkeys = 1;
 	struct repl_tls_target tt = { keys, &nkeys,
-		(const char (*)[REPL_TLS_NAME_MAX])names, 1 };
+		(const char (*)[REPL_TLS_NAME_MAX])names, 1, NULL };
 	uint8_t psk[PMREP_TLS_PSK_MAX], want[32];
 	size_t len = 0;
 
