@@ -66,7 +66,14 @@ session_close(struct pmrep_target *t, struct session *s, const char *why)
 {
 	if (s->state == S_FREE)
 		return;
-	PMREP_LOG_INFO("session %d closed: %s", (int)(s - t->s), why);
+	/* the line (and the event) about this session, whichever the
+	 * thread's context is */
+	char ctx[PMREP_LOG_CTX_MAX];
+	snprintf(ctx, sizeof(ctx), "%s", pmrep_log_ctx_get());
+	target_info_log_ctx(s);
+	PMREP_LOG_INFO("closed: %s (slot %d)", why, (int)(s - t->s));
+	target_info_closed(t, s, why);
+	pmrep_log_ctx_set(ctx);
 	/* first: nothing of the replica is reachable through it any more */
 	session_revoke(t, s);
 	if (s->conn) {
@@ -143,6 +150,7 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 	struct session *s = target_admit(t, &req, &hello);
 	if (s == NULL)
 		return;
+	target_info_begin(t, s, req);	/* its id and peer; the log context */
 	memcpy(s->nonce_i, hello.nonce, REPL_NONCE_SIZE);
 	memcpy(s->selector, hello.selector, sizeof(s->selector));
 	struct repl_pdata chal = { .type = REPL_PDATA_CHALLENGE };
@@ -173,6 +181,8 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 	t->stats.sessions_started++;
 	PMREP_LOG_INFO("session %d: accepted a connection (admission proof of key id %u), waiting for AUTH",
 			(int)(s - t->s), s->key_id);
+	target_info_note(t, s);
+	target_info_log_ctx(NULL);
 	return;
 fini:
 	repl_chan_fini(&s->ch);
@@ -181,6 +191,7 @@ reject:
 	if (req)	/* our failure, not the initiator's: it may retry */
 		(void) pmrep_conn_req_reject(&req, true);
 	memset(s, 0, sizeof(*s));
+	target_info_log_ctx(NULL);
 }
 
 /* the name a HELLO's selector must give: the replica path's basename */
@@ -501,6 +512,7 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 {
 	struct repl_msg r = { .seq = m->seq };
 	int ret = 0;
+	long long t0_ns = target_info_now_ns();
 	switch (m->type) {
 	case REPL_MSG_PERSIST: {
 		uint64_t off = m->u.persist.offset, len = m->u.persist.length;
@@ -535,6 +547,8 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 				t->psn = psn;
 			}
 		}
+		if (r.status == REPL_ST_OK)
+			target_info_persist(s, len, t0_ns);
 		break;
 	}
 	case REPL_MSG_CLOSE: {
@@ -625,6 +639,7 @@ session_progress(struct pmrep_target *t, struct session *s)
 		/* a COMMIT closed other sessions, maybe not this one */
 		if (s->state == S_FREE)
 			return;
+		target_info_note(t, s);
 	}
 	if (s->state == S_CLOSING && s->ch.sends_in_flight == 0) {
 		session_close(t, s, "closed after its last reply");
@@ -1002,6 +1017,7 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 	}
 	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
 		struct session *s = &t->s[i];
+		target_info_log_ctx(s);	/* its lines carry its id and peer */
 		if (s->state == S_FREE)
 			continue;
 		if (busy[i])
@@ -1023,5 +1039,6 @@ pmrep_target_process(struct pmrep_target *t, int timeout_ms)
 			session_close(t, s, "handshake timed out");
 		}
 	}
+	target_info_log_ctx(NULL);
 	return n == 0 ? PMREP_E_TIMEOUT : 0;
 }

@@ -17,6 +17,7 @@
 #include "chan.h"
 #include "admission.h"
 #include "tls_psk.h"
+#include "target_info.h"
 
 #define TARGET_MAX_SESSIONS 4
 #define TAG_EP UINT64_MAX
@@ -64,6 +65,7 @@ struct session {
 	uint8_t uuid[PMREP_UUID_SIZE];
 	uint64_t generation;
 	uint64_t primary_id;
+	struct target_sinfo info;	/* target_info.c: id, peer, persists */
 };
 
 struct pmrep_target {
@@ -100,6 +102,7 @@ struct pmrep_target {
 	struct pmrep_target_stats stats;
 	struct repl_replay admit_replay;	/* admission.c */
 	struct repl_ratelog admit_log;
+	struct target_tinfo info;	/* target_info.c: the event callback */
 };
 
 /* target_admission.c: the admission of a connection request whose HELLO decoded:
