@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include "target_ctl.h"
 #include <sys/stat.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -80,6 +81,18 @@ usage(FILE *f)
 		"      --tls-name HOST:PORT another numeric address initiators dial to\n"
 		"                           reach this target (a relay, a NAT); up to 8\n"
 		"  -v, --verbose            log at INFO (PMREP_LOG_LEVEL overrides)\n"
+		"      --log SINK           where log lines go: stderr (default), syslog\n"
+		"                           (ident pmrep-target, facility daemon) or\n"
+		"                           file:PATH (appended; reopened on SIGHUP). Lines\n"
+		"                           start with the UTC time (ISO 8601, ms); under\n"
+		"                           systemd (stderr is the journal) without it\n"
+		"      --no-log-timestamp   stderr / file lines without the time\n"
+		"      --control PATH       answer on a local AF_UNIX socket at PATH (mode\n"
+		"                           0600), read-only: 'status' (one JSON line) and\n"
+		"                           'watch' (JSON events); see pmrep status\n"
+		"                           --control, pmrep watch. A live socket there:\n"
+		"                           refused; a stale one is replaced; removed at exit\n"
+		"      --control-group GROUP  the socket is mode 0660, group GROUP\n"
 		"  -h, --help               this help\n"
 		"      --version            print \"pmrep-target VERSION\" and exit\n"
 		"\n"
@@ -508,6 +521,10 @@ main(int argc, char *argv[])
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "log", required_argument, NULL, 'L' },
+		{ "no-log-timestamp", no_argument, NULL, 'Z' },
+		{ "control", required_argument, NULL, 'C' },
+		{ "control-group", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *addr = "127.0.0.1", *port = "7204";
@@ -518,6 +535,8 @@ main(int argc, char *argv[])
 	const char *tls_names[8];
 	unsigned ntls_names = 0;
 	int timeout = 5000, c;
+	const char *log_sink = "stderr", *control = NULL, *control_group = NULL;
+	unsigned log_flags = 0;
 
 	while ((c = getopt_long(argc, argv, "p:s:ca:P:k:dSt:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -565,6 +584,10 @@ main(int argc, char *argv[])
 			tls_names[ntls_names++] = optarg;
 			break;
 		case 'v': verbose = true; break;
+		case 'L': log_sink = optarg; break;
+		case 'Z': log_flags |= PMREP_LOG_SINK_F_NO_TIMESTAMP; break;
+		case 'C': control = optarg; break;
+		case 'G': control_group = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("pmrep-target %s\n", PMREP_VERSION_STRING); return 0;
 		default: usage(stderr); return 2;
@@ -584,6 +607,21 @@ main(int argc, char *argv[])
 	}
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(verbose ? PMREP_LOG_INFO : PMREP_LOG_NOTICE);
+	int lret = strcmp(log_sink, "stderr") == 0 ?
+		pmrep_log_set_sink(PMREP_LOG_SINK_STDERR, NULL, log_flags) :
+		strcmp(log_sink, "syslog") == 0 ?
+		pmrep_log_set_sink(PMREP_LOG_SINK_SYSLOG, "pmrep-target", log_flags) :
+		strncmp(log_sink, "file:", 5) == 0 && log_sink[5] != '\0' ?
+		pmrep_log_set_sink(PMREP_LOG_SINK_FILE, log_sink + 5, log_flags) : -1;
+	if (lret == -1) {
+		fprintf(stderr, "pmrep-target: bad --log '%s' (stderr, syslog or file:PATH)\n",
+				log_sink);
+		return 2;
+	}
+	if (lret) {
+		fprintf(stderr, "pmrep-target: --log %s: %s\n", log_sink, pmrep_err_msg());
+		return 1;
+	}
 
 	/* signals arrive through the poll loop, never asynchronously:
 	 * blocked from here, so a SIGHUP or SIGUSR1 while it starts is
@@ -646,15 +684,23 @@ main(int argc, char *argv[])
 	(void) pmrep_target_get_fd(t, &tfd);
 	(void) pmrep_target_get_port(t, &bound);
 	(void) pmrep_target_get_mode(t, &mode);
+	struct target_ctl *ctl = NULL;
+	const struct target_ctl_about about = { path, addr };
+	if (control != NULL && target_ctl_open(control, control_group, t,
+			&about, &ctl) != 0) {
+		ret = 1;
+		goto stop;
+	}
 	printf("listening on %s:%u (%s mode)\n", addr, bound,
 			mode == PMREP_TARGET_MODE_STAGING ? "staging" : "direct");
 	fflush(stdout);
 
 	for (;;) {
-		struct pollfd p[2] = { { sfd, POLLIN, 0 }, { tfd, POLLIN, 0 } };
+		struct pollfd p[3] = { { sfd, POLLIN, 0 }, { tfd, POLLIN, 0 },
+			{ ctl ? target_ctl_fd(ctl) : -1, POLLIN, 0 } };
 		/* wake up now and then: handshake deadlines are checked in
 		 * pmrep_target_process */
-		int n = poll(p, 2, 200);
+		int n = poll(p, 3, 200);
 		if (n < 0 && errno != EINTR) {
 			perror("pmrep-target: poll");
 			ret = 1;
@@ -664,6 +710,7 @@ main(int argc, char *argv[])
 			struct signalfd_siginfo si;
 			bool got = read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si);
 			if (got && si.ssi_signo == SIGHUP) {
+				(void) pmrep_log_reopen();
 				keyset_reload(&ks, t, &src);
 			} else if (got && si.ssi_signo == SIGUSR1) {
 				print_stats(t, true);
@@ -674,6 +721,8 @@ main(int argc, char *argv[])
 				break;
 			}
 		}
+		if (ctl != NULL && (p[2].revents & POLLIN))
+			target_ctl_process(ctl);
 		int r = pmrep_target_process(t, 0);
 		if (r != 0 && r != PMREP_E_TIMEOUT) {
 			fprintf(stderr, "pmrep-target: %s\n", pmrep_err_to_str(r));
@@ -682,6 +731,8 @@ main(int argc, char *argv[])
 		}
 	}
 	print_stats(t, false);
+stop:
+	target_ctl_close(&ctl);
 	(void) pmrep_target_delete(&t);
 	close(sfd);
 out:

@@ -7,6 +7,7 @@
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]
  *   pmrep keygen FILE [--key-id N] [--bytes N]
+ *   pmrep status --control SOCKET [--json] | pmrep watch SOCKET
  *   pmrep [COMMAND] --help | pmrep --version
  * Errors are reported as one line each; -v (any command) also shows the
  * library's log lines (PMREP_LOG_LEVEL, when set, decides instead).
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,8 @@
 
 #include <pmrep/pmem.h>
 #include <pmrep/repl.h>
+
+#include "target_ctl.h"
 
 #define EX_OK 0
 #define EX_NO 1
@@ -73,7 +77,21 @@ static const char help_status[] =
 	"      uuid, claimed, generation, data_size, data_offset, consistent,\n"
 	"      flags, replica_id, has_replica_id, owner, header_seq,\n"
 	"      last_persist_seq; not a valid replica: valid false, code, error,\n"
-	"      message); errors stay on stderr; the exit codes are the same.\n";
+	"      message); errors stay on stderr; the exit codes are the same.\n"
+	"  pmrep status --control SOCKET [--json]\n"
+	"      ask a running pmrep-target on its control socket (pmrep-target\n"
+	"      --control SOCKET; read-only): its replica, its sessions (id, peer,\n"
+	"      state, generation, GPSPM persists and their latency percentiles as\n"
+	"      the target sees them). --json: one JSON object on one line (target,\n"
+	"      replicas, sessions). Exit 0, 2 the socket does not answer.\n";
+static const char help_watch[] =
+	"  pmrep watch SOCKET\n"
+	"      follow a running pmrep-target's events on its control socket: one\n"
+	"      JSON object per line, first the current state (\"event\":\"exists\"\n"
+	"      for the target, the replica, each session, then an end mark with\n"
+	"      \"object\":\"-\"), then opened / authenticated / state / generation /\n"
+	"      closed as they happen, until the target stops (exit 0) or the\n"
+	"      socket does not answer (exit 2).\n";
 static const char help_recover[] =
 	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
 	"                --uuid HEX --generation N [--allow-inconsistent]\n"
@@ -137,7 +155,7 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n%s\n%s\n%s\n"
+		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
 		"  --insecure-key-file (status, recover, compare): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
@@ -149,7 +167,7 @@ usage(FILE *f)
 		"replica; recover: the replica was refused as a source); 2 usage error or\n"
 		"failure (I/O, connection, authentication).\n",
 		help_verify, help_status, help_recover, help_keygen,
-		help_log_create, help_compare);
+		help_log_create, help_compare, help_watch);
 }
 
 /* one command's help */
@@ -616,11 +634,12 @@ cmd_status(int argc, char *argv[])
 		{ "replica", required_argument, NULL, 'r' },
 		{ "no-tls", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "control", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *key_file = NULL;
+	const char *key_file = NULL, *control = NULL;
 	unsigned long long timeout = 10000;
 	bool have_timeout = false, json = false;
 	int c;
@@ -635,6 +654,7 @@ cmd_status(int argc, char *argv[])
 			have_timeout = true;
 			break;
 		case 'J': json = true; break;
+		case 'C': control = optarg; break;
 		case 'r':
 			return usage_error("status: --replica %s: not an option; ask a target with 'pmrep status ADDR:PORT --key-file FILE'",
 					optarg);
@@ -643,6 +663,11 @@ cmd_status(int argc, char *argv[])
 		default: return usage_error("status: %s", "unknown option");
 		}
 	}
+	if (control != NULL && (argc != optind || key_file != NULL))
+		return usage_error("status: %s", "--control SOCKET takes no REPLICA_FILE, ADDR:PORT or --key-file");
+	if (control != NULL)
+		return target_ctl_request(control, json ? "status" : "status text",
+				stdout) ? EX_ERR : EX_OK;
 	if (argc - optind != 1)
 		return usage_error("status: %s", "expected REPLICA_FILE, or ADDR:PORT with --key-file");
 	const char *path = argv[optind];
@@ -1138,6 +1163,18 @@ cmd_log_create(int argc, char *argv[])
 	return EX_OK;
 }
 
+/* pmrep watch SOCKET: a target's events, one JSON line each */
+static int
+cmd_watch(int argc, char *argv[])
+{
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+		return cmd_help(help_watch);
+	if (argc != 2 || argv[1][0] == '-')
+		return usage_error("watch: %s", "expected SOCKET (pmrep-target --control SOCKET)");
+	signal(SIGPIPE, SIG_IGN);
+	return target_ctl_request(argv[1], "watch", stdout) ? EX_ERR : EX_OK;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1176,6 +1213,8 @@ main(int argc, char *argv[])
 			return cmd_help(help_log_create);
 		if (argc >= 3 && strcmp(argv[2], "compare") == 0)
 			return cmd_help(help_compare);
+		if (argc >= 3 && strcmp(argv[2], "watch") == 0)
+			return cmd_help(help_watch);
 		usage(stdout);
 		return EX_OK;
 	}
@@ -1194,5 +1233,7 @@ main(int argc, char *argv[])
 		return cmd_log_create(argc, argv);
 	if (strcmp(cmd, "compare") == 0)
 		return cmd_compare(argc, argv);
+	if (strcmp(cmd, "watch") == 0)
+		return cmd_watch(argc, argv);
 	return usage_error("unknown command '%s'", cmd);
 }
