@@ -672,8 +672,17 @@ main(int argc, char *argv[])
 		ret = 1;
 		goto out;
 	}
+	struct target_ctl *ctl = NULL;
+	const struct target_ctl_about about = { path, addr };
+	if (control != NULL && target_ctl_open(control, control_group,
+			&about, &ctl) != 0) {
+		ret = 1;
+		close(sfd);
+		goto out;
+	}
 	ret = pmrep_target_new(cfg, &t);
 	if (ret) {
+		target_ctl_close(&ctl);
 		report_start_failure(ret, path, size, create, addr, port);
 		close(sfd);
 		goto out;
@@ -684,13 +693,8 @@ main(int argc, char *argv[])
 	(void) pmrep_target_get_fd(t, &tfd);
 	(void) pmrep_target_get_port(t, &bound);
 	(void) pmrep_target_get_mode(t, &mode);
-	struct target_ctl *ctl = NULL;
-	const struct target_ctl_about about = { path, addr };
-	if (control != NULL && target_ctl_open(control, control_group, t,
-			&about, &ctl) != 0) {
-		ret = 1;
-		goto stop;
-	}
+	if (ctl != NULL)
+		target_ctl_attach(ctl, t);
 	printf("listening on %s:%u (%s mode)\n", addr, bound,
 			mode == PMREP_TARGET_MODE_STAGING ? "staging" : "direct");
 	fflush(stdout);
@@ -731,7 +735,6 @@ main(int argc, char *argv[])
 		}
 	}
 	print_stats(t, false);
-stop:
 	target_ctl_close(&ctl);
 	(void) pmrep_target_delete(&t);
 	close(sfd);

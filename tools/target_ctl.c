@@ -92,6 +92,9 @@ jb_put(struct jbuf *b, const char *s, size_t n)
 	b->p[b->len] = '\0';
 }
 
+/* a string literal */
+#define JB_LIT(b, lit) jb_put((b), (lit), sizeof(lit) - 1)
+
 static void __attribute__((format(printf, 2, 3)))
 jb_printf(struct jbuf *b, const char *fmt, ...)
 {
@@ -108,7 +111,7 @@ jb_printf(struct jbuf *b, const char *fmt, ...)
 static void
 jb_str(struct jbuf *b, const char *s)
 {
-	jb_put(b, "\"", 1);
+	JB_LIT(b, "\"");
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
 		if (*c == '"' || *c == '\\') {
 			char e[2] = { '\\', (char)*c };
@@ -119,7 +122,7 @@ jb_str(struct jbuf *b, const char *s)
 			jb_put(b, (const char *)c, 1);
 		}
 	}
-	jb_put(b, "\"", 1);
+	JB_LIT(b, "\"");
 }
 
 static void
@@ -174,7 +177,7 @@ jb_replica(struct jbuf *b, const struct target_ctl *ctl)
 	bool claimed = false;
 	for (int i = 0; i < PMREP_UUID_SIZE; i++)
 		claimed |= in.uuid[i] != 0;
-	jb_put(b, "{\"path\":", 8);
+	JB_LIT(b, "{\"path\":");
 	jb_str(b, ctl->about->path);
 	jb_printf(b, ",\"uuid\":\"%s\",\"claimed\":%s,\"generation\":%llu,"
 			"\"owner\":\"%016llx\",\"consistent\":%s,\"flags\":%u,"
@@ -199,7 +202,7 @@ jb_target(struct jbuf *b, const struct target_ctl *ctl)
 	(void) pmrep_target_get_stats(ctl->t, &st);
 	(void) pmrep_target_get_mode(ctl->t, &mode);
 	(void) pmrep_target_get_port(ctl->t, &port);
-	jb_put(b, "{\"address\":", 11);
+	JB_LIT(b, "{\"address\":");
 	jb_str(b, ctl->about->address);
 	jb_printf(b, ",\"port\":%u,\"pid\":%ld,\"mode\":\"%s\",\"time_ms\":%lld,"
 			"\"stats\":{\"sessions_started\":%llu,\"sessions_accepted\":%llu,"
@@ -234,17 +237,17 @@ jb_status(struct jbuf *b, const struct target_ctl *ctl)
 	static struct pmrep_target_session s[CTL_MAX_SESSIONS];
 	size_t n;
 	sessions(ctl, s, &n);
-	jb_put(b, "{\"target\":", 10);
+	JB_LIT(b, "{\"target\":");
 	jb_target(b, ctl);
-	jb_put(b, ",\"replicas\":[", 13);
+	JB_LIT(b, ",\"replicas\":[");
 	jb_replica(b, ctl);
-	jb_put(b, "],\"sessions\":[", 14);
+	JB_LIT(b, "],\"sessions\":[");
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0)
-			jb_put(b, ",", 1);
+			JB_LIT(b, ",");
 		jb_session(b, &s[i]);
 	}
-	jb_put(b, "]}\n", 3);
+	JB_LIT(b, "]}\n");
 }
 
 static void
@@ -363,8 +366,9 @@ client_send(struct target_ctl *ctl, struct client *c, const char *p,
 static void
 client_send_jb(struct target_ctl *ctl, struct client *c, struct jbuf *b)
 {
+	static const char oom[] = "{\"error\":\"out of memory\"}\n";
 	if (b->oom)
-		client_send(ctl, c, "{\"error\":\"out of memory\"}\n", 26);
+		client_send(ctl, c, oom, sizeof(oom) - 1);
 	else
 		client_send(ctl, c, b->p, b->len);
 	free(b->p);
@@ -376,13 +380,13 @@ client_error(struct target_ctl *ctl, struct client *c, const char *what,
 		const char *cmd)
 {
 	struct jbuf b = { 0 };
-	jb_put(&b, "{\"error\":", 9);
+	JB_LIT(&b, "{\"error\":");
 	jb_str(&b, what);
 	if (cmd != NULL) {
-		jb_put(&b, ",\"command\":", 11);
+		JB_LIT(&b, ",\"command\":");
 		jb_str(&b, cmd);
 	}
-	jb_put(&b, "}\n", 2);
+	JB_LIT(&b, "}\n");
 	client_send_jb(ctl, c, &b);
 }
 
@@ -395,19 +399,19 @@ watch_start(struct target_ctl *ctl, struct client *c)
 	jb_printf(&b, "{\"event\":\"exists\",\"object\":\"target\",\"time_ms\":%lld,\"target\":",
 			wall_ms());
 	jb_target(&b, ctl);
-	jb_put(&b, "}\n", 2);
+	JB_LIT(&b, "}\n");
 	jb_printf(&b, "{\"event\":\"exists\",\"object\":\"replica\",\"time_ms\":%lld,\"replica\":",
 			wall_ms());
 	jb_replica(&b, ctl);
-	jb_put(&b, "}\n", 2);
+	JB_LIT(&b, "}\n");
 	sessions(ctl, s, &n);
 	for (size_t i = 0; i < n; i++) {
 		jb_printf(&b, "{\"event\":\"exists\",\"object\":\"session\",\"time_ms\":%lld,\"session\":",
 				wall_ms());
 		jb_session(&b, &s[i]);
-		jb_put(&b, "}\n", 2);
+		JB_LIT(&b, "}\n");
 	}
-	jb_put(&b, "{\"event\":\"exists\",\"object\":\"-\"}\n", 33);
+	JB_LIT(&b, "{\"event\":\"exists\",\"object\":\"-\"}\n");
 	c->watching = true;
 	client_send_jb(ctl, c, &b);
 }
@@ -525,14 +529,14 @@ on_event(const struct pmrep_target_event *ev, void *arg)
 			(unsigned)ev->type < 5 ? event_names[ev->type] : "unknown",
 			wall_ms(), (unsigned long long)ev->generation);
 	if (ev->session != NULL) {
-		jb_put(&b, ",\"session\":", 11);
+		JB_LIT(&b, ",\"session\":");
 		jb_session(&b, ev->session);
 	}
 	if (ev->reason != NULL) {
-		jb_put(&b, ",\"reason\":", 10);
+		JB_LIT(&b, ",\"reason\":");
 		jb_str(&b, ev->reason);
 	}
-	jb_put(&b, "}\n", 2);
+	JB_LIT(&b, "}\n");
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
 		struct client *c = &ctl->c[i];
 		if (c->fd >= 0 && c->watching && !b.oom)
@@ -578,7 +582,7 @@ path_free(const char *path)
 }
 
 int
-target_ctl_open(const char *path, const char *group, struct pmrep_target *t,
+target_ctl_open(const char *path, const char *group,
 		const struct target_ctl_about *about, struct target_ctl **ctl_ptr)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -607,7 +611,6 @@ target_ctl_open(const char *path, const char *group, struct pmrep_target *t,
 	}
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		ctl->c[i].fd = -1;
-	ctl->t = t;
 	ctl->about = about;
 	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ctl->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -627,9 +630,10 @@ target_ctl_open(const char *path, const char *group, struct pmrep_target *t,
 		what = "bind";
 	else if (stat(path, &st) != 0 && (e = errno))
 		what = "stat";
-	else if (group != NULL && (chown(path, (uid_t)-1, gid) != 0 ||
-			chmod(path, 0660) != 0) && (e = errno))
-		what = "chown / chmod (--control-group)";
+	else if (group != NULL && chown(path, (uid_t)-1, gid) != 0 && (e = errno))
+		what = "chown (--control-group)";
+	else if (chmod(path, group != NULL ? 0660 : 0600) != 0 && (e = errno))
+		what = "chmod";
 	else if (listen(ctl->lfd, 8) != 0 && (e = errno))
 		what = "listen";
 	if (what != NULL) {
@@ -647,11 +651,17 @@ target_ctl_open(const char *path, const char *group, struct pmrep_target *t,
 	}
 	ctl->dev = st.st_dev;
 	ctl->ino = st.st_ino;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
-	epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->lfd, &ev);
-	(void) pmrep_target_set_event_fn(t, on_event, ctl);
 	*ctl_ptr = ctl;
 	return 0;
+}
+
+void
+target_ctl_attach(struct target_ctl *ctl, struct pmrep_target *t)
+{
+	ctl->t = t;
+	(void) pmrep_target_set_event_fn(t, on_event, ctl);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
+	epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->lfd, &ev);
 }
 
 int
@@ -686,7 +696,8 @@ target_ctl_close(struct target_ctl **ctl_ptr)
 	struct target_ctl *ctl = *ctl_ptr;
 	if (ctl == NULL)
 		return;
-	(void) pmrep_target_set_event_fn(ctl->t, NULL, NULL);
+	if (ctl->t != NULL)
+		(void) pmrep_target_set_event_fn(ctl->t, NULL, NULL);
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		client_drop(ctl, &ctl->c[i]);
 	close(ctl->lfd);

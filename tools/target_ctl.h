@@ -21,15 +21,18 @@ struct target_ctl_about {
 };
 
 /*
- * Listen on `path` (mode 0600; with `group` non-NULL: 0660 and that group)
- * for target t; the target's events go to it (pmrep_target_set_event_fn).
- * A socket at `path` that answers is live: refused (1); a stale one (no
- * listener) is replaced; any other file there is refused. 0 or 1 (the
- * reason printed on stderr). Both pointers must outlive the ctl.
+ * Listen on `path` (mode 0600; with `group` non-NULL: 0660 and that group),
+ * before the target starts (a control socket that cannot be made fails the
+ * start before anything else is made). A socket at `path` that answers is
+ * live: refused (1); a stale one (no listener) is replaced; any other file
+ * there is refused. 0 or 1 (the reason printed on stderr). `about` must
+ * outlive the ctl. Clients are taken only once a target is attached.
  */
 int target_ctl_open(const char *path, const char *group,
-		struct pmrep_target *t, const struct target_ctl_about *about,
-		struct target_ctl **ctl_ptr);
+		const struct target_ctl_about *about, struct target_ctl **ctl_ptr);
+
+/* serve target t from now on; its events come here (pmrep_target_set_event_fn) */
+void target_ctl_attach(struct target_ctl *ctl, struct pmrep_target *t);
 
 /* its fd for poll (POLLIN: call target_ctl_process) */
 int target_ctl_fd(const struct target_ctl *ctl);
