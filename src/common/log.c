@@ -176,6 +176,7 @@ pmrep_log_set_sink(enum pmrep_log_sink sink, const char *arg, unsigned flags)
 	sink_path = path;
 	sink_kind = sink;
 	sink_flags = flags;
+	journal = -1;	/* stderr may be another file now: checked again */
 	if (sink == PMREP_LOG_SINK_SYSLOG) {
 		snprintf(sink_ident, sizeof(sink_ident), "%s",
 				arg && arg[0] ? arg : "pmrep");

@@ -597,6 +597,18 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		session_close(t, s, "cannot reply");
 }
 
+/* the session's connection ended (`what`): after its last reply (a clean
+ * CLOSE, a refusal) that is how it ends, logged INFO "closed"; an attached
+ * mirror's that ends without CLOSE was lost: WARNING */
+static void
+session_ended(struct pmrep_target *t, struct session *s, const char *what)
+{
+	if (s->state == S_ACTIVE)
+		PMREP_LOG_WARN("connection lost while attached (no CLOSE): %s", what);
+	session_close(t, s, s->state == S_CLOSING ?
+			"the initiator disconnected after the last reply" : what);
+}
+
 static void
 session_progress(struct pmrep_target *t, struct session *s)
 {
@@ -610,7 +622,7 @@ session_progress(struct pmrep_target *t, struct session *s)
 			return;
 		}
 		if (ret) {
-			session_close(t, s, pmrep_err_to_str(ret));
+			session_ended(t, s, pmrep_err_to_str(ret));
 			return;
 		}
 		if (ev == REPL_CHAN_NONE)
@@ -646,7 +658,7 @@ session_progress(struct pmrep_target *t, struct session *s)
 		return;
 	}
 	if (repl_chan_check_conn(&s->ch) != 0)
-		session_close(t, s, s->state == S_ACTIVE || s->state == S_QUERY ?
+		session_ended(t, s, s->state == S_ACTIVE || s->state == S_QUERY ?
 				"the initiator disconnected" :
 				"the connection ended during the handshake");
 }

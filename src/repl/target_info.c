@@ -125,20 +125,24 @@ bucket_top(unsigned b)
 }
 
 void
-target_info_persist(struct session *s, uint64_t len, long long t0_ns)
+target_info_record(struct target_sinfo *in, uint64_t len, uint64_t ns)
 {
-	long long d = target_info_now_ns() - t0_ns;
-	struct target_sinfo *in = &s->info;
 	in->persists++;
 	in->bytes += len;
-	uint32_t *h = &in->hist[bucket_of(d > 0 ? (uint64_t)d : 0)];
+	uint32_t *h = &in->hist[bucket_of(ns)];
 	if (*h != UINT32_MAX)
 		(*h)++;
 }
 
-/* the q-quantile (0 < q <= 1) of the histogram, µs; 0 for none */
-static double
-quantile_us(const struct target_sinfo *in, double q)
+void
+target_info_persist(struct session *s, uint64_t len, long long t0_ns)
+{
+	long long d = target_info_now_ns() - t0_ns;
+	target_info_record(&s->info, len, d > 0 ? (uint64_t)d : 0);
+}
+
+double
+target_info_quantile_us(const struct target_sinfo *in, double q)
 {
 	uint64_t n = 0;
 	for (unsigned b = 0; b < SINFO_NBUCKETS; b++)
@@ -190,9 +194,9 @@ snapshot(const struct pmrep_target *t, const struct session *s,
 	o->mode = t->mode;
 	o->gpspm_persists = in->persists;
 	o->gpspm_bytes = in->bytes;
-	o->persist_p50_us = quantile_us(in, 0.50);
-	o->persist_p99_us = quantile_us(in, 0.99);
-	o->persist_p999_us = quantile_us(in, 0.999);
+	o->persist_p50_us = target_info_quantile_us(in, 0.50);
+	o->persist_p99_us = target_info_quantile_us(in, 0.99);
+	o->persist_p999_us = target_info_quantile_us(in, 0.999);
 	o->start_ms = in->start_ms;
 }
 

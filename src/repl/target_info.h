@@ -52,4 +52,10 @@ long long target_info_now_ns(void);
 /* a GPSPM persist of `len` bytes answered OK; t0_ns: when it came */
 void target_info_persist(struct session *s, uint64_t len, long long t0_ns);
 
+/* the histogram's pieces (for the unit test): one persist of `len` bytes
+ * that took `ns`; the q-quantile (0 < q <= 1) in µs (the upper bound of
+ * its bucket), 0 when none */
+void target_info_record(struct target_sinfo *in, uint64_t len, uint64_t ns);
+double target_info_quantile_us(const struct target_sinfo *in, double q);
+
 #endif /* PMREP_REPL_TARGET_INFO_H */
