@@ -12,7 +12,9 @@
  *    exactly the persists done; "watch" gives the current state as
  *    "exists" events (the attached session among them), then the
  *    session's "closed" event when the mirror closes; a watcher that never
- *    reads does not hold up the mirror's persists; a client that floods
+ *    reads, and a client whose socket is full of 2500 unread answers, do
+ *    not hold up a mirror's persists (the latter then reads every answer:
+ *    nothing lost, not dropped); a client that floods
  *    commands and never reads is dropped (counted) and the target serves
  *    on; a garbage command gets an {"error":...} line, a command too long
  *    an error line and the close; the socket is mode 0600, a second
@@ -638,6 +640,31 @@ bad_clients_get_errors_and_are_dropped(void **state)
 	assert_non_null(strstr(s, "too long"));
 	assert_false(ctl_line(fd, line, sizeof(line)));
 	close(fd);
+
+	/* a client that asks and does not read (its socket full, much of
+	 * its output waiting in the target) does not hold up a mirror's
+	 * persists; once it reads, every answer is there, in order */
+	int stuck = ctl_connect();
+	enum { NASK = 2500 };	/* ~210 KB of answers: below the bound */
+	static char asks[2 * NASK];
+	for (size_t i = 0; i < sizeof(asks); i += 2)
+		memcpy(asks + i, "?\n", 2);
+	assert_int_equal(send(stuck, asks, sizeof(asks), MSG_NOSIGNAL), (ssize_t)sizeof(asks));
+	{
+		struct pmrep_pmem *l0 = NULL;
+		struct pmrep_mirror *m0 = mirror_open(&l0, "local0");
+		persist_n(m0, l0, NPERSIST);
+		assert_int_equal(pmrep_mirror_delete(&m0), 0);
+		(void) pmrep_pmem_close(&l0);
+	}
+	for (int i = 0; i < NASK; i++) {
+		assert_true(ctl_line(stuck, line, sizeof(line)));
+		assert_int_equal(strncmp(line, "{\"error\":", 9), 0);
+	}
+	close(stuck);
+	ctl_status(line, sizeof(line));
+	assert_int_equal(jnum(jget(jget(line, "target"), "stats"),
+			"control_clients_dropped"), 0);
 
 	/* a client that sends commands and never reads their answers: its
 	 * output passes the bound and it is dropped */
