@@ -54,6 +54,7 @@
 #include <pmrep/repl.h>
 
 #include "func.h"
+#include "func_tool.h"
 
 #define DATA_SIZE (1u << 20)
 #define NPERSIST 25
@@ -246,53 +247,21 @@ matches(const char *re, const char *s)
 static int
 target_start(const char *extra)
 {
-	char exe[PATH_MAX], rep[200], logopt[220], errlog[200];
+	char exe[PATH_MAX], rep[128], logopt[128], errlog[128];
 	snprintf(exe, sizeof(exe), "%s/tools/pmrep-target", bindir);
 	if (access(exe, X_OK) != 0)
 		skip();
 	snprintf(rep, sizeof(rep), "%s/rep", dir);
 	snprintf(logopt, sizeof(logopt), "file:%s", logfile);
 	snprintf(errlog, sizeof(errlog), "%s/stderr", dir);
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(p[1], 1);
-		int l = open(errlog, O_CREAT | O_WRONLY | O_APPEND, 0600);
-		dup2(l, 2);
-		close(p[0]);
-		unsetenv("PMREP_LOG_LEVEL");
-		execl(exe, exe, "--path", rep, "--size", "1M", "--create",
-				"--address", "127.0.0.1", "--port", "0",
-				"--key-file", keyfile, "--control", sock,
-				"--log", logopt, "-v", "--staging", extra, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	char buf[256] = "";
-	size_t n = 0;
-	long long t0 = func_now_ms();
-	while (strchr(buf, '\n') == NULL) {
-		struct pollfd pf = { p[0], POLLIN, 0 };
-		assert_true(func_now_ms() - t0 < 10000 * func_slow());
-		if (poll(&pf, 1, 100) <= 0)
-			continue;
-		ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
-		if (r <= 0) {	/* ended before listening */
-			close(p[0]);
-			int st;
-			assert_int_equal(waitpid(pid, &st, 0), pid);
-			assert_true(WIFEXITED(st));
-			return WEXITSTATUS(st);
-		}
-		n += (size_t)r;
-		buf[n] = '\0';
-	}
-	close(p[0]);
-	char *at = strstr(buf, "127.0.0.1:");
-	assert_non_null(at);
-	assert_int_equal(sscanf(at, "127.0.0.1:%7[0-9]", tport), 1);
+	char *argv[] = { exe, "--path", rep, "--size", "1M", "--create",
+		"--address", "127.0.0.1", "--port", "0", "--key-file", keyfile,
+		"--control", sock, "--log", logopt, "-v", "--staging",
+		(char *)extra, NULL };
+	int st = 0;
+	pid_t pid = func_tool_listen(argv, errlog, tport, sizeof(tport), &st);
+	if (pid < 0)
+		return st;
 	tpid = pid;
 	return 0;
 }
