@@ -367,6 +367,17 @@ persist_n(struct pmrep_mirror *m, struct pmrep_pmem *local, int n)
 	}
 }
 
+/* a mirror's whole session: attach, n persists, a clean close */
+static void
+mirror_round(const char *name, int n)
+{
+	struct pmrep_pmem *local = NULL;
+	struct pmrep_mirror *m = mirror_open(&local, name);
+	persist_n(m, local, n);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	(void) pmrep_pmem_close(&local);
+}
+
 /* the log file's text, in memory to free() */
 static char *
 read_log(void)
@@ -619,13 +630,7 @@ bad_clients_get_errors_and_are_dropped(void **state)
 	for (size_t i = 0; i < sizeof(asks); i += 2)
 		memcpy(asks + i, "?\n", 2);
 	assert_int_equal(send(stuck, asks, sizeof(asks), MSG_NOSIGNAL), (ssize_t)sizeof(asks));
-	{
-		struct pmrep_pmem *l0 = NULL;
-		struct pmrep_mirror *m0 = mirror_open(&l0, "local0");
-		persist_n(m0, l0, NPERSIST);
-		assert_int_equal(pmrep_mirror_delete(&m0), 0);
-		(void) pmrep_pmem_close(&l0);
-	}
+	mirror_round("local0", NPERSIST);
 	for (int i = 0; i < NASK; i++) {
 		assert_true(ctl_line(stuck, line, sizeof(line)));
 		assert_int_equal(strncmp(line, "{\"error\":", 9), 0);
@@ -659,11 +664,7 @@ bad_clients_get_errors_and_are_dropped(void **state)
 	ctl_status(line, sizeof(line));
 	assert_int_equal(jnum(jget(jget(line, "target"), "stats"),
 			"control_clients_dropped"), 1);
-	struct pmrep_pmem *local = NULL;
-	struct pmrep_mirror *m = mirror_open(&local, "local");
-	persist_n(m, local, 3);
-	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	(void) pmrep_pmem_close(&local);
+	mirror_round("local", 3);
 
 	/* a second target on the live socket: refused before it makes
 	 * anything (exit 1), and the first one's socket still answers */
