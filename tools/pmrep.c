@@ -4,6 +4,8 @@
  *   pmrep verify SOURCE REPLICA [--range BYTES]
  *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS] [--json]
  *   pmrep compare REPLICA REPLICA... [--key-file F] [--json]
+ *   pmrep promote LOG --replica ADDR:PORT... --key-file F [--set-size N]
+ *                 [--quorum K] [--dry-run] [--force] [--wait-sync] [--json]
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]
  *   pmrep keygen FILE [--key-id N] [--bytes N]
@@ -31,19 +33,16 @@
 #include <pmrep/pmem.h>
 #include <pmrep/repl.h>
 
+#include "pmrep_cli.h"
 #include "target_ctl.h"
-
-#define EX_OK 0
-#define EX_NO 1
-#define EX_ERR 2
 
 #ifndef PMREP_VERSION_STRING
 #define PMREP_VERSION_STRING "unknown"
 #endif
 
-static bool verbose;
+bool verbose;
 /* --insecure-key-file: PMREP_KEY_FILE_INSECURE_OK */
-static unsigned key_flags;
+unsigned key_flags;
 
 static const char help_verify[] =
 	"  pmrep verify SOURCE REPLICA [--range BYTES] [-v]\n"
@@ -155,8 +154,8 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
-		"  --insecure-key-file (status, recover, compare): accept a key file others may\n"
+		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
+		"  --insecure-key-file (status, recover, compare, promote): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
 		"  (by default each error is one line from pmrep; PMREP_LOG_LEVEL=0..5,\n"
@@ -164,14 +163,15 @@ usage(FILE *f)
 		"\n"
 		"exit codes: 0 success (verify: identical); 1 a negative answer (verify:\n"
 		"different, or REPLICA is not a valid replica; status: not a valid\n"
-		"replica; recover: the replica was refused as a source); 2 usage error or\n"
-		"failure (I/O, connection, authentication).\n",
+		"replica; recover: the replica was refused as a source; promote: refused,\n"
+		"as not the most current or unable to fence); 2 usage error or failure\n"
+		"(I/O, connection, authentication).\n",
 		help_verify, help_status, help_recover, help_keygen,
-		help_log_create, help_compare, help_watch);
+		help_log_create, help_compare, help_promote, help_watch);
 }
 
 /* one command's help */
-static int
+int
 cmd_help(const char *help)
 {
 	printf("usage:\n%s", help);
@@ -180,7 +180,7 @@ cmd_help(const char *help)
 
 /* the library's log threshold: errors are reported by pmrep itself, one
  * line each; -v adds the library's lines; PMREP_LOG_LEVEL overrides both */
-static void
+void
 log_setup(void)
 {
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
@@ -189,7 +189,7 @@ log_setup(void)
 
 /* a failed library call on `path`, one line: "No such file or directory:
  * PATH" for an OS error, else pmrep's error and its message */
-static void
+void
 report(const char *cmd, const char *path, int ret)
 {
 	int err = pmrep_err_errno();
@@ -200,7 +200,7 @@ report(const char *cmd, const char *path, int ret)
 				pmrep_err_to_str(ret), pmrep_err_msg());
 }
 
-static int
+int
 usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "pmrep: ");
@@ -210,7 +210,7 @@ usage_error(const char *fmt, const char *arg)
 }
 
 /* digits with an optional K / M / G suffix, 1 .. max */
-static int
+int
 parse_size(const char *s, unsigned long long max, unsigned long long *out)
 {
 	char *end;
@@ -516,7 +516,7 @@ print_info(const char *where, const struct pmrep_replica_info *info)
 /* `s` as a JSON string: quotes, backslash and every control character
  * escaped (a path may hold any byte but NUL); bytes >= 0x80 are copied
  * as they are (a UTF-8 path stays readable; JSON wants UTF-8) */
-static void
+void
 json_str(const char *s)
 {
 	putchar('"');
@@ -1213,8 +1213,7 @@ main(int argc, char *argv[])
 			return cmd_help(help_log_create);
 		if (argc >= 3 && strcmp(argv[2], "compare") == 0)
 			return cmd_help(help_compare);
-		if (argc >= 3 && strcmp(argv[2], "watch") == 0)
-			return cmd_help(help_watch);
+		help_log_create, help_compare, help_promote, help_watch);
 		usage(stdout);
 		return EX_OK;
 	}
@@ -1233,6 +1232,8 @@ main(int argc, char *argv[])
 		return cmd_log_create(argc, argv);
 	if (strcmp(cmd, "compare") == 0)
 		return cmd_compare(argc, argv);
+	if (strcmp(cmd, "promote") == 0)
+		return cmd_promote(argc, argv);
 	if (strcmp(cmd, "watch") == 0)
 		return cmd_watch(argc, argv);
 	return usage_error("unknown command '%s'", cmd);

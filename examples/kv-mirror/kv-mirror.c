@@ -64,6 +64,7 @@ struct kv {
 	pmrep_pmem_persist_fn *local_persist;
 	struct pmrep_mirror *m;		/* NULL: local only */
 	bool gen_raised;
+	uint64_t log_gen;		/* a promoted log's newer generation */
 	bool pmrep_log;			/* --pmrep-log: the table in a pmrep log */
 	int timeout_ms;
 	int wait_s;
@@ -278,12 +279,49 @@ kv_open(struct kv *kv, const char *path, uint64_t entries)
 	}
 	if (torn || dup)
 		local_change(kv);	/* repaired without a mirror */
+	/* a log promoted by `pmrep promote` holds a newer generation in its
+	 * pmrep header than the table: the mirror runs at it (the replicas
+	 * were fenced with it), and the table takes it once the mirror is
+	 * there -- written through the mirror, as every change of the table */
+	struct pmrep_replica_info info;
+	if (kv->pmrep_log && pmrep_replica_read_info(path, &info) == 0 &&
+			memcmp(info.uuid, kv->base + 16, 16) == 0 &&
+			info.generation > get64(kv->base + 32))
+		kv->log_gen = info.generation;
 	kv->next_seq = max_seq + 1;
 	printf("recovered %llu entries (%llu deleted buckets, %llu torn repaired, %llu duplicates resolved), all checksums verified; generation %llu\n",
 			(unsigned long long)live, (unsigned long long)dead,
 			(unsigned long long)torn, (unsigned long long)dup,
 			(unsigned long long)get64(kv->base + 32));
 	fflush(stdout);
+	return 0;
+}
+
+/* the table's generation, or the promoted log's when that is newer */
+static uint64_t
+kv_generation(const struct kv *kv)
+{
+	uint64_t g = get64(kv->base + 32);
+	return kv->log_gen > g ? kv->log_gen : g;
+}
+
+/* the promoted log's generation into the table (after the mirror exists) */
+static int
+kv_take_log_generation(struct kv *kv)
+{
+	if (kv->log_gen <= get64(kv->base + 32))
+		return 0;
+	put64(kv->base + 32, kv->log_gen);
+	hdr_seal(kv);
+	int ret = kv_persist(kv, 0, HDR_SIZE);
+	if (ret) {
+		fprintf(stderr, "kv-mirror: the log's generation could not be persisted (%s)\n",
+				pmrep_err_msg());
+		return -1;
+	}
+	kv->gen_raised = true;	/* not again by a local change */
+	printf("generation %llu from the promoted log\n",
+			(unsigned long long)kv->log_gen);
 	return 0;
 }
 
@@ -701,7 +739,7 @@ main(int argc, char *argv[])
 		}
 		if (ret == 0) ret = pmrep_mirror_cfg_set_key(cfg, key, key_len);
 		if (ret == 0) ret = pmrep_mirror_cfg_set_uuid(cfg, kv.base + 16);
-		if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, get64(kv.base + 32));
+		if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, kv_generation(&kv));
 		if (ret == 0) ret = pmrep_mirror_cfg_set_quorum(cfg, (unsigned)quorum);
 		if (ret == 0) ret = pmrep_mirror_cfg_set_timeout(cfg, (int)timeout);
 		if (ret == 0 && persist_seq)
@@ -721,6 +759,12 @@ main(int argc, char *argv[])
 				quorum ? "quorum=" : "all", quorum);
 		kv_status(&kv);
 		fflush(stdout);
+	}
+	if (kv_take_log_generation(&kv) != 0) {
+		pmrep_mirror_delete(&kv.m);
+		pmrep_mirror_cfg_delete(&cfg);
+		pmrep_pmem_close(&kv.pmem);
+		return 1;
 	}
 	int rc = script ? run_script(&kv, args[1]) : run_cmd(&kv, args, nargs);
 	fflush(stdout);

@@ -822,6 +822,11 @@ struct pmrep_replica_status {
 				 * attach */
 	int64_t next_retry_ms;	/* ms until the next attempt (0: due now or
 				 * under way; -1: not FAILED) */
+	uint64_t resync_compared; /* bytes compared by digests before copying
+				 * (docs/PROTOCOL.md "Mirror, resync by
+				 * digests": a full resync of a replica of
+				 * this set copies only what differs), over
+				 * all its resyncs */
 };
 
 /*
@@ -1153,6 +1158,94 @@ PMREP_API int pmrep_repl_set_tls_default(bool on);
 PMREP_API int pmrep_replica_query(const char *addr, const char *port,
 		const uint8_t *key, size_t key_len, int timeout_ms,
 		struct pmrep_replica_info *info);
+
+/* ---------------------------------------------------------------- promote */
+
+/* Flags of pmrep_mirror_promote */
+/* promote even when a replica reached is more current than this log */
+#define PMREP_PROMOTE_FORCE_STALE (1u << 0)
+/* promote even when fewer than n - k + 1 replicas of the set can be fenced */
+#define PMREP_PROMOTE_FORCE_FENCE (1u << 1)
+/* return only once every replica reached is in sync with this log */
+#define PMREP_PROMOTE_WAIT_SYNC (1u << 2)
+/* the checks only (steps 1-3 below): is this node safe to promote? */
+#define PMREP_PROMOTE_DRY_RUN (1u << 3)
+
+/* What pmrep_mirror_promote found and did. */
+struct pmrep_promote_result {
+	uint64_t old_generation;	/* the newest generation seen: this log's and
+					 * the reached replicas' */
+	uint64_t generation;		/* the new one, recorded in this log's header
+					 * (0: refused, or a dry run: nothing written) */
+	uint64_t primary_id;		/* this node's primary id (its mirror record) */
+	uint64_t last_persist_seq;	/* this log's header held this sequence */
+	unsigned needed;		/* n - k + 1: this node and the replicas to fence */
+	unsigned reached;		/* replicas of the cfg that answered the query */
+	unsigned fenced;		/* replicas of the cfg that hold the new
+					 * generation (committed it) */
+	int more_current;		/* -1, or the cfg index of a replica reached that
+					 * is more current than this log */
+	uint8_t reserved[64];		/* zero; room to grow */
+};
+
+/*
+ * pmrep_mirror_promote -- make this node's file the primary of its replica
+ * set after the primary failed (docs/FAILOVER.md): `log` is the file
+ * opened in place with pmrep_log_open (which takes the lock the node's own
+ * pmrep-target held: stop that target first, or pmrep_log_open fails with
+ * PMREP_E_BUSY); `cfg` names the set's other replicas (pmrep_mirror_cfg_*:
+ * replicas, key, TLS, timeouts; its UUID may be left unset -- the log's
+ * header gives it -- and its generation is ignored) in the order the new
+ * primary's mirror will use them. `set_size` (n) is the number of
+ * replicas the failed primary wrote to, this node included (0: the cfg's
+ * replicas plus this node); `set_quorum` (k) the quorum it wrote under
+ * (0: all, k = n). With fewer than n - k + 1 replicas holding the new
+ * generation, the old primary could still find k that never saw it and
+ * complete a persist; this node counts as one (its own header holds the
+ * new generation and its target no longer serves the file).
+ *
+ * In order: (1) read this log's header (set UUID, generation, persist
+ * sequence); (2) ask every replica of the cfg read-only (QUERY, as
+ * pmrep_replica_query); (3) refuse, writing nothing anywhere, if one
+ * reached is more current -- a newer generation, or the same one and a
+ * higher persist sequence (PMREP_E_STATE; res->more_current names it) --
+ * unless `flags` has PMREP_PROMOTE_FORCE_STALE, or if fewer than n - k + 1
+ * can be fenced (this node and the replicas reached: PMREP_E_UNREACHABLE)
+ * unless PMREP_PROMOTE_FORCE_FENCE (then the reached ones are fenced and
+ * the caller takes the risk named above); with PMREP_PROMOTE_DRY_RUN
+ * return here (0: this node may be promoted; nothing written); (4) record the new generation
+ * (the newest seen + 1) with this node's primary id in the log's header,
+ * crash-atomically; (5) attach a mirror at the new generation that
+ * returns once n - k + 1 - 1 replicas of the cfg committed it: from then
+ * on they refuse the old primary's writes, and their resync from this log
+ * has begun (with PMREP_PROMOTE_WAIT_SYNC it waits until every replica
+ * reached is in sync: the replica that was not promoted gets back to
+ * identical, whatever writes of the old primary it held that this log
+ * lacks); (6) close that mirror cleanly. The caller then creates its own
+ * mirror on `log` with the same cfg and res->generation (and the same
+ * state file: the primary id is its record's): a takeover of the
+ * promotion's sessions, which goes on with whatever resync is left.
+ * Nothing acknowledged by this node happens before the fence holds.
+ *
+ * A refusal in (3) leaves every file as it was. A failure after (4) --
+ * too few replicas committed within the create timeout, say -- leaves
+ * the raised generation in the log's header and on the replicas that
+ * committed it: fencing cannot be undone; call again (it raises the
+ * generation once more). *res is filled as far as the call got.
+ * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg without
+ * replicas or key, a mapping that is not a pmrep log, a log that belongs
+ * to no replica set (never claimed), a cfg UUID or a replica reached of
+ * another set, k > n), PMREP_E_STATE (a more current replica, above),
+ * PMREP_E_UNREACHABLE (too few replicas reached to fence, above), and
+ * pmrep_mirror_new's errors for step (5) (PMREP_E_TIMEOUT at the create
+ * timeout, PMREP_E_SPLIT_BRAIN, PMREP_E_AUTH, ...). pmrep_err_msg() names
+ * the replica and the reason. Not thread-safe for one `log`; the caller
+ * owns `log` (no fd is kept).
+ */
+PMREP_API int pmrep_mirror_promote(struct pmrep_pmem *log,
+		const struct pmrep_mirror_cfg *cfg, unsigned set_size,
+		unsigned set_quorum, unsigned flags,
+		struct pmrep_promote_result *res);
 
 /* ---------------------------------------------------------------- recover */
 

@@ -281,7 +281,7 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 			}
 		}
 	}
-	if (mirror_in_sync_count(m) < mirror_required(m) ||
+	if ((!m->cfg.fence_only && mirror_in_sync_count(m) < mirror_required(m)) ||
 			mirror_fenced_count(m) < m->cfg.fence_count) {
 		ret = first_err ? first_err : PMREP_E_CONN_LOST;
 		/* the summary replaces the thread's last message: it carries
@@ -534,6 +534,7 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 	st->last_error = r->last_error;
 	st->resyncs = r->resyncs;
 	st->resync_bytes = r->resync_bytes;
+	st->resync_compared = r->resync_compared;
 	st->resync_eta_ms = -1;
 	st->next_retry_ms = -1;
 	if (r->state == PMREP_REPLICA_SYNCING) {

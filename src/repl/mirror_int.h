@@ -117,6 +117,8 @@ struct pmrep_mirror_cfg {
 	bool force_gpspm;
 	bool persist_seq;		/* pmrep_mirror_cfg_set_persist_seq */
 	unsigned fence_count;		/* pmrep_mirror_cfg_set_fence_count */
+	bool fence_only;		/* pmrep_mirror_promote: new() waits for the
+					 * fence count only, none in sync */
 	bool manual_recovery;	/* pmrep_mirror_cfg_set_background_recovery(false) */
 	int backoff_min_ms, backoff_max_ms;	/* 0: BACKOFF_MIN_MS / _MAX_MS */
 	uint64_t resync_rate;	/* bytes/s, 0: unlimited */
@@ -155,6 +157,10 @@ struct replica {
 	 * when their chunk is confirmed */
 	unsigned chunks;
 	uint64_t chunk_lo, chunk_hi;
+	/* the next resync compares digests first (replica_digest.c): a
+	 * replica of our set whose history our record does not cover */
+	bool digest;
+	uint64_t resync_compared;	/* bytes compared so, all resyncs */
 	struct repl_bitmap redirty;
 	bool redirty_ready;
 	/* the resync in progress: bytes to copy (grows when persists mark
@@ -255,6 +261,8 @@ void replica_disconnect(struct replica *r);
 void replica_drop_peer(struct replica *r);
 void replica_fail(struct replica *r, int err, uint64_t off, uint64_t len);
 int replica_resync(struct replica *r, long long deadline);
+/* replica_digest.c: clear the out-of-sync regions whose digests match */
+int replica_digest_pass(struct replica *r, long long deadline);
 int replica_attach(struct replica *r, long long connect_deadline, long long deadline);
 /* the back-off after a failed attempt (cfg min .. max, doubling) */
 void replica_backoff(struct replica *r);

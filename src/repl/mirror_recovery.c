@@ -261,7 +261,7 @@ int
 mirror_recovery_wait_new(struct pmrep_mirror *m, long long deadline,
 		const struct replica **first)
 {
-	unsigned k = mirror_required(m);
+	unsigned k = m->cfg.fence_only ? 0 : mirror_required(m);
 	unsigned f = m->cfg.fence_count;
 	int ret = 0;
 	*first = NULL;

@@ -35,6 +35,11 @@
  *  PERSIST (24): 0 u64 offset  8 u64 length (bytes of the data area)
  *                16 u64 persist sequence (psn: recorded by the target once
  *                the range is durable; 0: none -- a resync's copy)
+ *  DIGEST (24): 0 u64 offset  8 u64 region (bytes, a power of two)
+ *                16 u32 count (1 .. 14)  20 u32 reserved (0)
+ *  DIGEST_REPLY (232): 0 u32 count (the request's; 0 when the status is
+ *                not OK)  4 u32 reserved (0)  8 digest[14][16] (SHA-256 of
+ *                each region, its first 16 bytes; unused ones zero)
  *  REFUSE, COMMIT_REPLY, PERSIST_REPLY, CLOSE, CLOSE_REPLY: no body
  *  (status, sequence).
  * A REFUSE whose status is OK does not decode (MALFORMED): a refusal
@@ -42,6 +47,8 @@
  * would otherwise take it for a success.
  */
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "common/log.h"
 #include "common/wire.h"
@@ -53,6 +60,8 @@
 #define ACCEPT_BODY 144
 #define COMMIT_BODY 40
 #define PERSIST_BODY 24
+#define DIGEST_BODY 24
+#define DIGEST_REPLY_BODY (8 + REPL_DIGEST_MAX * REPL_DIGEST_SIZE)
 
 static const char auth_label[] = "pmrep-repl-v2 initiator";
 static const char accept_label[] = "pmrep-repl-v2 target";
@@ -131,6 +140,8 @@ body_len(enum repl_msg_type t)
 	case REPL_MSG_ACCEPT: return ACCEPT_BODY;
 	case REPL_MSG_COMMIT: return COMMIT_BODY;
 	case REPL_MSG_PERSIST: return PERSIST_BODY;
+	case REPL_MSG_DIGEST: return DIGEST_BODY;
+	case REPL_MSG_DIGEST_REPLY: return DIGEST_REPLY_BODY;
 	default: return 0;
 	}
 }
@@ -200,6 +211,15 @@ repl_msg_encode(const struct repl_msg *m, uint8_t *out)
 		pmrep_put_le64(b + 8, m->u.persist.length);
 		pmrep_put_le64(b + 16, m->u.persist.psn);
 		break;
+	case REPL_MSG_DIGEST:
+		pmrep_put_le64(b, m->u.digest.offset);
+		pmrep_put_le64(b + 8, m->u.digest.region);
+		pmrep_put_le32(b + 16, m->u.digest.count);
+		break;
+	case REPL_MSG_DIGEST_REPLY:
+		pmrep_put_le32(b, m->u.digest_reply.count);
+		memcpy(b + 8, m->u.digest_reply.d, sizeof(m->u.digest_reply.d));
+		break;
 	default:
 		break;
 	}
@@ -220,7 +240,7 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		return PMREP_E_MALFORMED;
 	}
 	enum repl_msg_type t = (enum repl_msg_type)p[3];
-	if (t < REPL_MSG_AUTH || t > REPL_MSG_COMMIT_REPLY) {
+	if (t < REPL_MSG_AUTH || t > REPL_MSG_DIGEST_REPLY) {
 		PMREP_LOG_ERR("message: unknown type %u", p[3]);
 		return PMREP_E_MALFORMED;
 	}
@@ -300,10 +320,75 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		m->u.persist.length = pmrep_get_le64(b + 8);
 		m->u.persist.psn = pmrep_get_le64(b + 16);
 		break;
+	case REPL_MSG_DIGEST: {
+		struct repl_digest *d = &m->u.digest;
+		d->offset = pmrep_get_le64(b);
+		d->region = pmrep_get_le64(b + 8);
+		d->count = pmrep_get_le32(b + 16);
+		if (pmrep_get_le32(b + 20) != 0 || d->count == 0 ||
+				d->count > REPL_DIGEST_MAX || d->region == 0 ||
+				(d->region & (d->region - 1)) != 0) {
+			PMREP_LOG_ERR("DIGEST message: count %u, region %llu bytes, or reserved bytes set",
+					d->count, (unsigned long long)d->region);
+			return PMREP_E_MALFORMED;
+		}
+		break;
+	}
+	case REPL_MSG_DIGEST_REPLY: {
+		struct repl_digest_reply *d = &m->u.digest_reply;
+		d->count = pmrep_get_le32(b);
+		if (pmrep_get_le32(b + 4) != 0 || d->count > REPL_DIGEST_MAX ||
+				(st == REPL_ST_OK) != (d->count > 0)) {
+			PMREP_LOG_ERR("DIGEST_REPLY message: count %u with status %u, or reserved bytes set",
+					d->count, st);
+			return PMREP_E_MALFORMED;
+		}
+		memcpy(d->d, b + 8, sizeof(d->d));
+		break;
+	}
 	default:
 		break;
 	}
 	return 0;
+}
+
+int
+repl_digest(const void *buf, size_t len, uint8_t out[REPL_DIGEST_SIZE])
+{
+	uint8_t full[32];
+	unsigned n = 0;
+	if (EVP_Digest(buf, len, full, &n, EVP_sha256(), NULL) != 1 || n != 32) {
+		PMREP_LOG_ERR("SHA-256 of %zu bytes failed (OpenSSL)", len);
+		return PMREP_E_PROVIDER;
+	}
+	memcpy(out, full, REPL_DIGEST_SIZE);
+	return 0;
+}
+
+enum repl_status
+repl_digest_answer(const uint8_t *data, uint64_t data_size,
+		const struct repl_digest *req, struct repl_digest_reply *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	uint64_t n = req->count, rs = req->region;
+	if (req->offset >= data_size || rs > (1ull << 40) ||
+			(n - 1) * rs > data_size - 1 - req->offset) {
+		PMREP_LOG_ERR("digest request of %llu regions of %llu bytes at %llu is outside the %llu-byte data area",
+				(unsigned long long)n, (unsigned long long)rs,
+				(unsigned long long)req->offset,
+				(unsigned long long)data_size);
+		return REPL_ST_RANGE;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t off = req->offset + i * rs;
+		uint64_t len = data_size - off < rs ? data_size - off : rs;
+		if (repl_digest(data + off, (size_t)len, rep->d[i]) != 0) {
+			memset(rep, 0, sizeof(*rep));
+			return REPL_ST_INTERNAL;
+		}
+	}
+	rep->count = req->count;
+	return REPL_ST_OK;
 }
 
 int

@@ -42,7 +42,12 @@ enum repl_msg_type {
 	REPL_MSG_CLOSE_REPLY = 7,
 	REPL_MSG_COMMIT = 8,		/* initiator -> target: the record is durable */
 	REPL_MSG_COMMIT_REPLY = 9,	/* target -> initiator: the claim is durable */
+	REPL_MSG_DIGEST = 10,		/* initiator -> target: digests of regions */
+	REPL_MSG_DIGEST_REPLY = 11,	/* target -> initiator: them */
 };
+
+#define REPL_DIGEST_SIZE 16	/* SHA-256, truncated */
+#define REPL_DIGEST_MAX 14	/* regions per DIGEST: the reply fills one slot */
 
 /* status codes on the wire (REFUSE, *_REPLY) */
 enum repl_status {
@@ -126,6 +131,19 @@ struct repl_persist {
 	uint64_t psn;
 };
 
+/* DIGEST: the digests of regions [offset + i * region, + region) for i <
+ * count, the last one cut at the data area's end */
+struct repl_digest {
+	uint64_t offset;		/* bytes into the data area */
+	uint64_t region;		/* bytes, a power of two */
+	uint32_t count;			/* 1 .. REPL_DIGEST_MAX */
+};
+
+struct repl_digest_reply {
+	uint32_t count;			/* the request's (0 with a status not OK) */
+	uint8_t d[REPL_DIGEST_MAX][REPL_DIGEST_SIZE];
+};
+
 struct repl_msg {
 	enum repl_msg_type type;
 	enum repl_status status;
@@ -135,6 +153,8 @@ struct repl_msg {
 		struct repl_accept accept;
 		struct repl_commit commit;
 		struct repl_persist persist;
+		struct repl_digest digest;
+		struct repl_digest_reply digest_reply;
 	} u;
 };
 
@@ -169,6 +189,14 @@ int repl_accept_mac(const uint8_t *key, size_t key_len,
 		const struct repl_accept *a, uint8_t out[REPL_MAC_SIZE]);
 
 /* the PMREP_E_* an initiator reports for a target's status */
+/* the first REPL_DIGEST_SIZE bytes of SHA-256 of [buf, buf + len): 0, or
+ * PMREP_E_PROVIDER (OpenSSL failed; logged) */
+int repl_digest(const void *buf, size_t len, uint8_t out[REPL_DIGEST_SIZE]);
+/* the target's answer to DIGEST `req` over data[0, data_size): OK with
+ * rep filled, RANGE (a region outside the data area), INTERNAL */
+enum repl_status repl_digest_answer(const uint8_t *data, uint64_t data_size,
+		const struct repl_digest *req, struct repl_digest_reply *rep);
+
 int repl_status_to_err(enum repl_status st);
 const char *repl_status_str(enum repl_status st);
 

@@ -290,9 +290,21 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 	 * recovery */
 	mirror_lock(m);
 	enum repl_resync kind = decide_resync(r, acc, &why);
+	/* a replica of our set with a history we do not know (or whose
+	 * full resync an earlier mirror of our record began and did not
+	 * finish: all of it still out of sync): compared by digests first,
+	 * only what differs is copied */
+	bool ours_set = !(acc->target_flags & REPL_TF_FRESH) &&
+		!replica_uuid_is_nil(acc->uuid) &&
+		memcmp(acc->uuid, m->cfg.uuid, PMREP_UUID_SIZE) == 0;
+	r->digest = ours_set && (kind == REPL_RESYNC_FULL ||
+			repl_bitmap_dirty_bytes(r->oos) == m->size);
 	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s): resync %s: %s",
 			r->idx, r->addr, r->port,
-			kind == REPL_RESYNC_FULL ? "full" : "incremental", why);
+			kind == REPL_RESYNC_FULL ?
+				(r->digest ? "full, by digests" : "full") :
+				(r->digest ? "incremental, all of it, by digests" :
+				 "incremental"), why);
 	if (kind == REPL_RESYNC_FULL) {
 		repl_bitmap_mark_all(r->oos);
 		ret = mstate_oos_persist(m->state, r->idx, 0, m->size);
@@ -680,7 +692,13 @@ replica_resync(struct replica *r, long long deadline)
 	r->rs_start_ms = r->rs_log_ms = repl_now_ms();
 	r->chunks = 0;
 	r->chunk_lo = r->chunk_hi = 0;
+	bool digest = r->digest;
 	mirror_unlock(m);
+	if (digest) {
+		int ret = replica_digest_pass(r, deadline);
+		if (ret)
+			return ret;
+	}
 	size_t from = 0;
 	for (;;) {
 		size_t first, n;

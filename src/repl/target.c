@@ -482,6 +482,7 @@ reply_type(enum repl_msg_type t)
 	case REPL_MSG_COMMIT: return REPL_MSG_COMMIT_REPLY;
 	case REPL_MSG_PERSIST: return REPL_MSG_PERSIST_REPLY;
 	case REPL_MSG_CLOSE: return REPL_MSG_CLOSE_REPLY;
+	case REPL_MSG_DIGEST: return REPL_MSG_DIGEST_REPLY;
 	default: return (enum repl_msg_type)0;
 	}
 }
@@ -577,6 +578,14 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		reply_and_close(t, s, &r);
 		return;
 	}
+	case REPL_MSG_DIGEST:
+		/* a resync's comparison: the digests of the durable data
+		 * (staging: what persists copied in), nothing written */
+		r.type = REPL_MSG_DIGEST_REPLY;
+		r.status = target_poisoned(t) ? REPL_ST_INTERNAL :
+			repl_digest_answer(t->data, t->hdr.data_size,
+					&m->u.digest, &r.u.digest_reply);
+		break;
 	case REPL_MSG_COMMIT:
 		/* committed already */
 		on_not_allowed(t, s, m);
@@ -589,7 +598,8 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	}
 	if (r.status == REPL_ST_INTERNAL) {
 		PMREP_LOG_ERR("session %d: %s answered INTERNAL (the target is poisoned); closing the session",
-				(int)(s - t->s), m->type == REPL_MSG_CLOSE ? "CLOSE" : "PERSIST");
+				(int)(s - t->s), m->type == REPL_MSG_CLOSE ? "CLOSE" :
+				m->type == REPL_MSG_DIGEST ? "DIGEST" : "PERSIST");
 		reply_and_close(t, s, &r);
 		return;
 	}

@@ -213,6 +213,12 @@ on_msg(struct fake *f, struct sess *s, const struct repl_msg *m)
 	case REPL_MSG_CLOSE:
 		r.type = REPL_MSG_CLOSE_REPLY;
 		break;
+	case REPL_MSG_DIGEST:
+		/* honest: the digests of what it holds */
+		r.type = REPL_MSG_DIGEST_REPLY;
+		r.status = repl_digest_answer(f->data, SIZE, &m->u.digest,
+				&r.u.digest_reply);
+		break;
 	default:
 		return;
 	}

@@ -297,7 +297,8 @@ msg_malformed_is_refused(void **state)
 	MUTATE(c[2] = 9);			/* version */
 	MUTATE(c[3] = 0);			/* type 0 */
 	MUTATE(c[3] = 42);			/* unknown type */
-	MUTATE(c[3] = 10);			/* one past COMMIT_REPLY */
+	MUTATE(c[3] = 12);			/* one past DIGEST_REPLY */
+	MUTATE(c[3] = REPL_MSG_DIGEST);		/* AUTH-sized body on a DIGEST */
 	MUTATE(pmrep_put_le16(c + 4, 200));	/* unknown status */
 	MUTATE(pmrep_put_le16(c + 4, REPL_ST_MAX_ + 1));
 	MUTATE(pmrep_put_le16(c + 6, 79));	/* body length not AUTH's */
@@ -339,6 +340,78 @@ msg_malformed_is_refused(void **state)
 	n = repl_msg_encode(&cr, b);
 	pmrep_put_le16(b + 6, 8);
 	assert_int_equal(repl_msg_decode(b, n + 8, &out), PMREP_E_MALFORMED);
+}
+
+static void
+digest_roundtrip_bounds_and_answer(void **state)
+{
+	(void)state;
+	uint8_t b[REPL_MSG_SLOT], c[REPL_MSG_SLOT];
+	struct repl_msg out;
+	struct repl_msg d = { .type = REPL_MSG_DIGEST, .seq = 9,
+		.u.digest = { .offset = 65536, .region = 65536, .count = 14 } };
+	size_t n = repl_msg_encode(&d, b);
+	assert_int_equal(n, REPL_MSG_HDR_SIZE + 24);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.digest.offset, 65536);
+	assert_int_equal(out.u.digest.region, 65536);
+	assert_int_equal(out.u.digest.count, 14);
+#define MUTATE(stmt) do { memcpy(c, b, n); stmt; \
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED); } while (0)
+	MUTATE(pmrep_put_le32(c + 16 + 16, 0));		/* count 0 */
+	MUTATE(pmrep_put_le32(c + 16 + 16, 15));	/* count above the slot's */
+	MUTATE(pmrep_put_le64(c + 16 + 8, 0));		/* region 0 */
+	MUTATE(pmrep_put_le64(c + 16 + 8, 65537));	/* not a power of two */
+	MUTATE(c[16 + 20] = 1);				/* reserved */
+#undef MUTATE
+
+	/* the answer: SHA-256 (first 16 bytes) of each region, the last one
+	 * cut at the end; the reply fills one slot */
+	static uint8_t data[3 * 4096 + 100];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 31 + 7 + i / 4096);
+	struct repl_digest q = { .offset = 4096, .region = 4096, .count = 3 };
+	struct repl_msg r = { .type = REPL_MSG_DIGEST_REPLY, .seq = 9 };
+	assert_int_equal(repl_digest_answer(data, sizeof(data), &q, &r.u.digest_reply),
+			REPL_ST_OK);
+	uint8_t want[REPL_DIGEST_SIZE];
+	assert_int_equal(repl_digest(data + 4096, 4096, want), 0);
+	assert_memory_equal(r.u.digest_reply.d[0], want, REPL_DIGEST_SIZE);
+	assert_int_equal(repl_digest(data + 3 * 4096, 100, want), 0);
+	assert_memory_equal(r.u.digest_reply.d[2], want, REPL_DIGEST_SIZE);
+	assert_memory_not_equal(r.u.digest_reply.d[0], r.u.digest_reply.d[1],
+			REPL_DIGEST_SIZE);
+	n = repl_msg_encode(&r, b);
+	assert_true(n <= REPL_MSG_SLOT);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.digest_reply.count, 3);
+	assert_memory_equal(out.u.digest_reply.d, r.u.digest_reply.d,
+			sizeof(out.u.digest_reply.d));
+	/* a count that does not go with the status */
+	memcpy(c, b, n);
+	pmrep_put_le32(c + 16, 0);
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	/* outside the data area: refused, nothing computed */
+	q.offset = 4 * 4096;
+	assert_int_equal(repl_digest_answer(data, sizeof(data), &q, &r.u.digest_reply),
+			REPL_ST_RANGE);
+	q.offset = 4096;
+	q.count = 4;	/* the fourth region begins past the end */
+	assert_int_equal(repl_digest_answer(data, sizeof(data), &q, &r.u.digest_reply),
+			REPL_ST_RANGE);
+	q.offset = 0;
+	q.region = 1ull << 41;	/* huge: never an overflow */
+	q.count = 14;
+	assert_int_equal(repl_digest_answer(data, sizeof(data), &q, &r.u.digest_reply),
+			REPL_ST_RANGE);
+	q.count = 1;
+	assert_int_equal(repl_digest_answer(data, sizeof(data), &q, &r.u.digest_reply),
+			REPL_ST_RANGE);
+	q.region = 1ull << 20;	/* one region larger than the data: all of it */
+	assert_int_equal(repl_digest_answer(data, sizeof(data), &q, &r.u.digest_reply),
+			REPL_ST_OK);
+	assert_int_equal(repl_digest(data, sizeof(data), want), 0);
+	assert_memory_equal(r.u.digest_reply.d[0], want, REPL_DIGEST_SIZE);
 }
 
 static void
@@ -477,6 +550,7 @@ main(void)
 		cmocka_unit_test(pdata_malformed_is_refused),
 		cmocka_unit_test(msg_roundtrip_of_every_type),
 		cmocka_unit_test(msg_malformed_is_refused),
+		cmocka_unit_test(digest_roundtrip_bounds_and_answer),
 		cmocka_unit_test(auth_mac_binds_key_nonces_and_every_field),
 		cmocka_unit_test(accept_mac_binds_the_descriptors_and_differs_from_auth),
 		cmocka_unit_test(key_file_is_read_without_its_trailing_newline),

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pmrep_promote.c -- `pmrep promote LOG ...`: this node's replica file
+ * becomes the primary of its set (pmrep_mirror_promote), for a person or
+ * an external manager (exit codes, --json). The node's own pmrep-target
+ * must have stopped serving LOG: promote opens it in place, which takes
+ * the target's lock.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+
+#include "pmrep_cli.h"
+
+const char help_promote[] =
+	"  pmrep promote LOG --replica ADDR:PORT [--replica ADDR:PORT]...\n"
+	"                --key-file FILE [--set-size N] [--quorum K] [--dry-run]\n"
+	"                [--force] [--force-stale] [--force-fence] [--wait-sync]\n"
+	"                [--state-file PATH] [--timeout MS] [--create-timeout MS]\n"
+	"                [--no-tls] [--json] [-v]\n"
+	"      make this node's replica file LOG (a pmrep log; its pmrep-target\n"
+	"      stopped) the primary of its set after the primary failed: ask the\n"
+	"      set's other replicas (--replica, in the order the new primary's\n"
+	"      mirror uses them) read-only; refuse if one is more current (a newer\n"
+	"      generation or a higher persist sequence) or if fewer than\n"
+	"      n - k + 1 replicas can be fenced (--set-size n: the replicas the old\n"
+	"      primary wrote to, this node included, default the --replica count\n"
+	"      + 1; --quorum k: its quorum, default all); else raise the\n"
+	"      generation in LOG's header and commit it on the replicas reached, so\n"
+	"      that they refuse the old primary from then on. --dry-run: the checks\n"
+	"      only. --force: both --force-stale and --force-fence. --wait-sync:\n"
+	"      return once every replica reached is in sync with LOG. Then start\n"
+	"      the application's mirror on LOG at the printed generation.\n"
+	"      Exit 0 promoted (or, --dry-run, may be promoted), 1 refused, 2 usage\n"
+	"      error or failure (LOG in use by its target, I/O, fencing failed).\n";
+
+/* --replica ADDR:PORT into the cfg */
+static int
+add_replica(struct pmrep_mirror_cfg *cfg, const char *arg)
+{
+	char addr[256];
+	snprintf(addr, sizeof(addr), "%s", arg);
+	char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || colon[1] == '\0')
+		return PMREP_E_INVAL;
+	*colon = '\0';
+	return pmrep_mirror_cfg_add_replica(cfg, addr, colon + 1);
+}
+
+/* the outcome's token: promoted, may_promote (--dry-run), refused_stale,
+ * refused_fence, failed */
+static const char *
+outcome_of(const struct pmrep_promote_result *r, unsigned flags, int ret)
+{
+	if (ret == 0)
+		return flags & PMREP_PROMOTE_DRY_RUN ? "may_promote" : "promoted";
+	if (r->generation == 0 && ret == PMREP_E_STATE && r->more_current >= 0)
+		return "refused_stale";
+	if (r->generation == 0 && ret == PMREP_E_UNREACHABLE && r->needed > 0)
+		return "refused_fence";
+	return "failed";
+}
+
+static void
+print_result(const char *log, const struct pmrep_promote_result *r,
+		char *const replicas[], const char *outcome, int ret, bool json)
+{
+	if (json) {
+		fputs("{\"log\":", stdout);
+		json_str(log);
+		printf(",\"outcome\":\"%s\",\"old_generation\":%llu,\"generation\":%llu,"
+				"\"primary_id\":\"%016llx\",\"last_persist_seq\":%llu,"
+				"\"needed\":%u,\"reached\":%u,\"fenced\":%u,\"more_current\":",
+				outcome, (unsigned long long)r->old_generation,
+				(unsigned long long)r->generation,
+				(unsigned long long)r->primary_id,
+				(unsigned long long)r->last_persist_seq, r->needed,
+				r->reached, r->fenced);
+		if (r->more_current >= 0)
+			json_str(replicas[r->more_current]);
+		else
+			fputs("null", stdout);
+		fputs(",\"error\":", stdout);
+		if (ret)
+			json_str(pmrep_err_to_str(ret));
+		else
+			fputs("null", stdout);
+		fputs("}\n", stdout);
+		return;
+	}
+	printf("replicas reached: %u; needed to fence: %u (this node included)\n",
+			r->reached, r->needed);
+	if (r->more_current >= 0)
+		printf("more current: %s\n", replicas[r->more_current]);
+	if (strcmp(outcome, "may_promote") == 0)
+		printf("may promote: %s (generation %llu would become %llu)\n", log,
+				(unsigned long long)r->old_generation,
+				(unsigned long long)r->old_generation + 1);
+	else if (ret == 0)
+		printf("promoted: %s at generation %llu (primary %016llx), %u replicas fenced\n",
+				log, (unsigned long long)r->generation,
+				(unsigned long long)r->primary_id, r->fenced);
+}
+
+int
+cmd_promote(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "replica", required_argument, NULL, 'r' },
+		{ "key-file", required_argument, NULL, 'k' },
+		{ "insecure-key-file", no_argument, NULL, 'K' },
+		{ "set-size", required_argument, NULL, 'n' },
+		{ "quorum", required_argument, NULL, 'q' },
+		{ "dry-run", no_argument, NULL, 'd' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "force-stale", no_argument, NULL, 'S' },
+		{ "force-fence", no_argument, NULL, 'F' },
+		{ "wait-sync", no_argument, NULL, 'w' },
+		{ "state-file", required_argument, NULL, 's' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "create-timeout", required_argument, NULL, 'c' },
+		{ "no-tls", no_argument, NULL, 'N' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *key_file = NULL, *state_file = NULL;
+	char *replicas[PMREP_MIRROR_MAX_REPLICAS];
+	unsigned nrep = 0, flags = 0;
+	unsigned long long set_size = 0, quorum = 0, timeout = 10000,
+		create_timeout = 60000;
+	bool json = false, no_tls = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "r:k:n:q:s:t:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (nrep == PMREP_MIRROR_MAX_REPLICAS)
+				return usage_error("promote: more than %s --replica",
+						"the mirror's most");
+			replicas[nrep++] = optarg;
+			break;
+		case 'k': key_file = optarg; break;
+		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
+		case 'n':
+			if (parse_size(optarg, PMREP_MIRROR_MAX_REPLICAS + 1, &set_size) ||
+					strpbrk(optarg, "kKmMgG"))
+				return usage_error("promote: bad --set-size '%s'", optarg);
+			break;
+		case 'q':
+			if (strcmp(optarg, "all") == 0)
+				quorum = 0;
+			else if (parse_size(optarg, PMREP_MIRROR_MAX_REPLICAS + 1, &quorum) ||
+					strpbrk(optarg, "kKmMgG"))
+				return usage_error("promote: bad --quorum '%s' (K or all)", optarg);
+			break;
+		case 'd': flags |= PMREP_PROMOTE_DRY_RUN; break;
+		case 'f': flags |= PMREP_PROMOTE_FORCE_STALE | PMREP_PROMOTE_FORCE_FENCE; break;
+		case 'S': flags |= PMREP_PROMOTE_FORCE_STALE; break;
+		case 'F': flags |= PMREP_PROMOTE_FORCE_FENCE; break;
+		case 'w': flags |= PMREP_PROMOTE_WAIT_SYNC; break;
+		case 's': state_file = optarg; break;
+		case 't':
+			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+				return usage_error("promote: bad --timeout '%s' (ms, >= 1)", optarg);
+			break;
+		case 'c':
+			if (parse_size(optarg, INT_MAX, &create_timeout) ||
+					strpbrk(optarg, "kKmMgG"))
+				return usage_error("promote: bad --create-timeout '%s' (ms, >= 1)",
+						optarg);
+			break;
+		case 'N': no_tls = true; break;
+		case 'J': json = true; break;
+		case 'v': verbose = true; break;
+		case 'h': return cmd_help(help_promote);
+		default: return usage_error("promote: %s", "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return usage_error("promote: %s", argc - optind < 1 ?
+				"expected LOG" : "expected one LOG");
+	if (nrep == 0)
+		return usage_error("promote: %s", "expected --replica ADDR:PORT");
+	if (key_file == NULL)
+		return usage_error("promote: %s", "expected --key-file FILE");
+	const char *log = argv[optind];
+	log_setup();
+	uint8_t key[PMREP_KEY_MAX];
+	size_t key_len = 0;
+	uint32_t key_id = 0;
+	int ret = pmrep_key_read_file_ex(key_file, key_flags, key, sizeof(key),
+			&key_len, &key_id);
+	if (ret) {
+		report("promote", key_file, ret);
+		return EX_ERR;
+	}
+	if (no_tls)
+		(void) pmrep_repl_set_tls_default(false);
+	struct pmrep_mirror_cfg *cfg = NULL;
+	ret = pmrep_mirror_cfg_new(&cfg);
+	for (unsigned i = 0; ret == 0 && i < nrep; i++) {
+		ret = add_replica(cfg, replicas[i]);
+		if (ret == PMREP_E_INVAL) {
+			memset(key, 0, sizeof(key));
+			pmrep_mirror_cfg_delete(&cfg);
+			return usage_error("promote: bad --replica '%s' (ADDR:PORT)",
+					replicas[i]);
+		}
+	}
+	if (ret == 0) ret = pmrep_mirror_cfg_set_key(cfg, key, key_len);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_key_id(cfg, key_id);
+	memset(key, 0, sizeof(key));
+	if (ret == 0) ret = pmrep_mirror_cfg_set_timeout(cfg, (int)timeout);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_create_timeout(cfg, (int)create_timeout);
+	if (ret == 0 && no_tls) ret = pmrep_mirror_cfg_set_tls(cfg, false);
+	if (ret == 0 && state_file) ret = pmrep_mirror_cfg_set_state_path(cfg, state_file);
+	if (ret) {
+		report("promote", log, ret);
+		pmrep_mirror_cfg_delete(&cfg);
+		return EX_ERR;
+	}
+	struct pmrep_pmem *pmem = NULL;
+	ret = pmrep_log_open(log, 0, 0, PMREP_PMEM_GRANULARITY_PAGE, &pmem);
+	if (ret == PMREP_E_BUSY) {
+		fprintf(stderr, "pmrep promote: %s is in use (its pmrep-target still serves it, or a mirror has it open): stop that first\n",
+				log);
+		pmrep_mirror_cfg_delete(&cfg);
+		return EX_ERR;
+	}
+	if (ret) {
+		report("promote", log, ret);
+		pmrep_mirror_cfg_delete(&cfg);
+		return EX_ERR;
+	}
+	struct pmrep_promote_result res;
+	ret = pmrep_mirror_promote(pmem, cfg, (unsigned)set_size, (unsigned)quorum,
+			flags, &res);
+	const char *outcome = outcome_of(&res, flags, ret);
+	bool refused = strncmp(outcome, "refused", 7) == 0;
+	print_result(log, &res, replicas, outcome, ret, json);
+	if (ret)
+		report("promote", log, ret);
+	int cret = pmrep_pmem_close(&pmem);
+	pmrep_mirror_cfg_delete(&cfg);
+	if (ret == 0 && cret) {
+		report("promote", log, cret);
+		return EX_ERR;
+	}
+	return ret == 0 ? EX_OK : refused ? EX_NO : EX_ERR;
+}
