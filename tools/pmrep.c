@@ -1213,7 +1213,10 @@ main(int argc, char *argv[])
 			return cmd_help(help_log_create);
 		if (argc >= 3 && strcmp(argv[2], "compare") == 0)
 			return cmd_help(help_compare);
-		help_log_create, help_compare, help_promote, help_watch);
+		if (argc >= 3 && strcmp(argv[2], "promote") == 0)
+			return cmd_help(help_promote);
+		if (argc >= 3 && strcmp(argv[2], "watch") == 0)
+			return cmd_help(help_watch);
 		usage(stdout);
 		return EX_OK;
 	}
