@@ -17,7 +17,8 @@
  *    nothing lost, not dropped); a client that floods
  *    commands and never reads is dropped (counted) and the target serves
  *    on; a garbage command gets an {"error":...} line, a command too long
- *    an error line and the close; the socket is mode 0600, a second
+ *    an error line and the close; the socket is mode 0600 (0660 and the
+ *    group with --control-group), a second
  *    target on a live socket refuses to start, a stale one is replaced,
  *    and a clean stop removes it; `pmrep status --control --json` prints
  *    the same JSON;
@@ -29,6 +30,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -674,10 +676,19 @@ bad_clients_get_errors_and_are_dropped(void **state)
 	tpid = first;
 	ctl_status(line, sizeof(line));
 
-	/* killed: the stale socket stays, and the next start replaces it */
+	/* killed: the stale socket stays, and the next start replaces it
+	 * (this time for a group: ours, mode 0660) */
 	target_stop(SIGKILL);
 	assert_int_equal(access(sock, F_OK), 0);
-	assert_int_equal(target_start(NULL), 0);
+	struct group *gr = getgrgid(getgid());
+	assert_non_null(gr);
+	char gopt[300];
+	snprintf(gopt, sizeof(gopt), "--control-group=%s", gr->gr_name);
+	assert_int_equal(target_start(gopt), 0);
+	struct stat st;
+	assert_int_equal(stat(sock, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0660);
+	assert_int_equal(st.st_gid, getgid());
 	ctl_status(line, sizeof(line));
 	target_stop(SIGTERM);
 	assert_int_not_equal(access(sock, F_OK), 0);
