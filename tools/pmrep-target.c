@@ -29,6 +29,7 @@
 #include <pmrep/repl.h>
 
 #include "target_conf.h"
+#include "target_ctl.h"
 #ifdef PMREP_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
 #endif
@@ -56,6 +57,20 @@ usage(FILE *f)
 		"                           nothing opened. SIGHUP reads it again\n"
 		"      --log-file FILE      log there (appended) instead of stderr;\n"
 		"                           SIGHUP reopens it (logrotate)\n"
+		"      --log SINK           where the library's log lines go: stderr\n"
+		"                           (default), syslog (ident pmrep-target,\n"
+		"                           facility daemon) or file:PATH (appended;\n"
+		"                           reopened on SIGHUP). Lines start with the UTC\n"
+		"                           time (ISO 8601, ms); under systemd (stderr is\n"
+		"                           the journal) without it\n"
+		"      --no-log-timestamp   stderr / file lines without the time\n"
+		"      --control PATH       (one replica) answer on a local AF_UNIX socket\n"
+		"                           at PATH (mode 0600), read-only: 'status' (one\n"
+		"                           JSON line) and 'watch' (JSON events); see pmrep\n"
+		"                           status --control, pmrep watch. A live socket\n"
+		"                           there: refused; a stale one is replaced;\n"
+		"                           removed at exit\n"
+		"      --control-group GROUP  the socket is mode 0660, group GROUP\n"
 		"  -p, --path PATH          replica file or device DAX; a replica file is\n"
 		"                           the data size plus 4096 bytes (the replica\n"
 		"                           header in front of the data)\n"
@@ -477,11 +492,13 @@ print_stats(struct pmrep_target *t, bool live, const char *who)
  * checked by the caller's process call) for `fd` or a signal on `sfd`:
  * 0 with *signo the signal taken (0: none), -1 when poll failed (said) */
 static int
-poll_turn(int sfd, int fd, int *signo)
+poll_turn(int sfd, int fd, int ctl_fd, int *signo, bool *ctl_ready)
 {
 	*signo = 0;
-	struct pollfd p[2] = { { sfd, POLLIN, 0 }, { fd, POLLIN, 0 } };
-	int n = poll(p, 2, 200);
+	*ctl_ready = false;
+	struct pollfd p[3] = { { sfd, POLLIN, 0 }, { fd, POLLIN, 0 },
+		{ ctl_fd, POLLIN, 0 } };
+	int n = poll(p, 3, 200);
 	if (n < 0 && errno != EINTR) {
 		perror("pmrep-target: poll");
 		return -1;
@@ -491,6 +508,7 @@ poll_turn(int sfd, int fd, int *signo)
 		if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			*signo = (int)si.ssi_signo;
 	}
+	*ctl_ready = n > 0 && ctl_fd >= 0 && (p[2].revents & POLLIN);
 	return 0;
 }
 
@@ -927,11 +945,13 @@ daemon_run(struct daemon *d, int sfd)
 	int ret = 0;
 	for (;;) {
 		int sig;
-		if (poll_turn(sfd, lfd, &sig) != 0) {
+		bool no_ctl;
+		if (poll_turn(sfd, lfd, -1, &sig, &no_ctl) != 0) {
 			ret = 1;
 			break;
 		}
 		if (sig == SIGHUP) {
+			(void) pmrep_log_reopen();
 			daemon_reload(d);
 		} else if (sig == SIGUSR1) {
 			for (unsigned i = 0; i < d->n; i++)
@@ -1011,6 +1031,10 @@ main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'V' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "log-file", required_argument, NULL, 'L' },
+		{ "log", required_argument, NULL, 'O' },
+		{ "no-log-timestamp", no_argument, NULL, 'Z' },
+		{ "control", required_argument, NULL, 'X' },
+		{ "control-group", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *addr = "127.0.0.1", *port = "7204";
@@ -1022,6 +1046,8 @@ main(int argc, char *argv[])
 	unsigned ntls_names = 0;
 	int timeout = 5000, c;
 	const char *config = NULL, *log_file = NULL;
+	const char *log_sink = "stderr", *control = NULL, *control_group = NULL;
+	unsigned log_flags = 0;
 	const char *replica_opt = NULL;	/* one that --config excludes */
 
 	while ((c = getopt_long(argc, argv, "p:s:ca:P:k:dSt:vh", opts, NULL)) != -1) {
@@ -1033,6 +1059,10 @@ main(int argc, char *argv[])
 		switch (c) {
 		case 'C': config = optarg; break;
 		case 'L': log_file = optarg; break;
+		case 'O': log_sink = optarg; break;
+		case 'Z': log_flags |= PMREP_LOG_SINK_F_NO_TIMESTAMP; break;
+		case 'X': control = optarg; break;
+		case 'G': control_group = optarg; break;
 		case 'p': path = optarg; break;
 		case 's':
 			if (tconf_parse_size(optarg, &size)) {
@@ -1082,6 +1112,10 @@ main(int argc, char *argv[])
 		default: usage(stderr); return 2;
 		}
 	}
+	if (config != NULL && control != NULL) {
+		fprintf(stderr, "pmrep-target: --control serves one replica; with --config it is not built yet\n");
+		return 2;
+	}
 	if (config != NULL && (optind != argc || replica_opt != NULL)) {
 		if (optind != argc)
 			fprintf(stderr, "pmrep-target: unexpected argument '%s'\n",
@@ -1106,6 +1140,21 @@ main(int argc, char *argv[])
 	}
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(verbose ? PMREP_LOG_INFO : PMREP_LOG_NOTICE);
+	int lret = strcmp(log_sink, "stderr") == 0 ?
+		pmrep_log_set_sink(PMREP_LOG_SINK_STDERR, NULL, log_flags) :
+		strcmp(log_sink, "syslog") == 0 ?
+		pmrep_log_set_sink(PMREP_LOG_SINK_SYSLOG, "pmrep-target", log_flags) :
+		strncmp(log_sink, "file:", 5) == 0 && log_sink[5] != '\0' ?
+		pmrep_log_set_sink(PMREP_LOG_SINK_FILE, log_sink + 5, log_flags) : -1;
+	if (lret == -1) {
+		fprintf(stderr, "pmrep-target: bad --log '%s' (stderr, syslog or file:PATH)\n",
+				log_sink);
+		return 2;
+	}
+	if (lret) {
+		fprintf(stderr, "pmrep-target: --log %s: %s\n", log_sink, pmrep_err_msg());
+		return 1;
+	}
 
 	/* signals arrive through the poll loop, never asynchronously:
 	 * blocked from here, so a SIGHUP or SIGUSR1 while it starts is
@@ -1163,12 +1212,25 @@ main(int argc, char *argv[])
 		ret = 1;
 		goto out;
 	}
-	ret = pmrep_target_new(cfg, &t);
-	if (ret) {
-		report_start_failure(ret, path, size, create, addr, port);
+	/* the control socket before the replica: a live one refuses the
+	 * start before anything is created */
+	struct target_ctl *ctl = NULL;
+	const struct target_ctl_about about = { path, addr };
+	if (control != NULL && target_ctl_open(control, control_group,
+			&about, &ctl) != 0) {
+		ret = 1;
 		close(sfd);
 		goto out;
 	}
+	ret = pmrep_target_new(cfg, &t);
+	if (ret) {
+		report_start_failure(ret, path, size, create, addr, port);
+		target_ctl_close(&ctl);
+		close(sfd);
+		goto out;
+	}
+	if (ctl != NULL)
+		target_ctl_attach(ctl, t);
 	int tfd;
 	uint16_t bound = 0;
 	enum pmrep_target_mode mode;
@@ -1182,14 +1244,19 @@ main(int argc, char *argv[])
 
 	for (;;) {
 		int sig;
-		if (poll_turn(sfd, tfd, &sig) != 0) {
+		bool ctl_ready = false;
+		if (poll_turn(sfd, tfd, ctl ? target_ctl_fd(ctl) : -1, &sig,
+				&ctl_ready) != 0) {
 			ret = 1;
 			break;
 		}
+		if (ctl_ready)
+			target_ctl_process(ctl);
 		if (sig == SIGHUP) {
 			notify_reloading();
 			if (log_file != NULL)
 				(void) log_reopen(log_file);
+			(void) pmrep_log_reopen();
 			keyset_reload(&ks, t, &src, "");
 			notify("READY=1\nSTATUS=serving %s on %s:%u", path, addr,
 					bound);
@@ -1210,6 +1277,7 @@ main(int argc, char *argv[])
 	}
 	notify("STOPPING=1\nSTATUS=stopping");
 	print_stats(t, false, "");
+	target_ctl_close(&ctl);
 	(void) pmrep_target_delete(&t);
 	close(sfd);
 out:

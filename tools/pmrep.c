@@ -9,6 +9,7 @@
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]
  *   pmrep keygen FILE [--key-id N] [--bytes N]
+ *   pmrep status --control SOCKET [--json] | pmrep watch SOCKET
  *   pmrep [COMMAND] --help | pmrep --version
  * Errors are reported as one line each; -v (any command) also shows the
  * library's log lines (PMREP_LOG_LEVEL, when set, decides instead).
@@ -22,6 +23,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,7 @@
 #include <pmrep/repl.h>
 
 #include "pmrep_cli.h"
+#include "target_ctl.h"
 
 #ifndef PMREP_VERSION_STRING
 #define PMREP_VERSION_STRING "unknown"
@@ -75,7 +78,21 @@ static const char help_status[] =
 	"      uuid, claimed, generation, data_size, data_offset, consistent,\n"
 	"      flags, replica_id, has_replica_id, owner, header_seq,\n"
 	"      last_persist_seq; not a valid replica: valid false, code, error,\n"
-	"      message); errors stay on stderr; the exit codes are the same.\n";
+	"      message); errors stay on stderr; the exit codes are the same.\n"
+	"  pmrep status --control SOCKET [--json]\n"
+	"      ask a running pmrep-target on its control socket (pmrep-target\n"
+	"      --control SOCKET; read-only): its replica, its sessions (id, peer,\n"
+	"      state, generation, GPSPM persists and their latency percentiles as\n"
+	"      the target sees them). --json: one JSON object on one line (target,\n"
+	"      replicas, sessions). Exit 0, 2 the socket does not answer.\n";
+static const char help_watch[] =
+	"  pmrep watch SOCKET\n"
+	"      follow a running pmrep-target's events on its control socket: one\n"
+	"      JSON object per line, first the current state (\"event\":\"exists\"\n"
+	"      for the target, the replica, each session, then an end mark with\n"
+	"      \"object\":\"-\"), then opened / authenticated / state / generation /\n"
+	"      closed as they happen, until the target stops (exit 0) or the\n"
+	"      socket does not answer (exit 2).\n";
 static const char help_recover[] =
 	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
 	"                --uuid HEX --generation N [--allow-inconsistent]\n"
@@ -139,7 +156,7 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
+		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
 		"  --insecure-key-file (status, recover, compare, promote): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
@@ -152,7 +169,7 @@ usage(FILE *f)
 		"as not the most current or unable to fence); 2 usage error or failure\n"
 		"(I/O, connection, authentication).\n",
 		help_verify, help_status, help_recover, help_keygen,
-		help_log_create, help_compare, help_promote);
+		help_log_create, help_compare, help_promote, help_watch);
 }
 
 /* one command's help */
@@ -627,11 +644,12 @@ cmd_status(int argc, char *argv[])
 		{ "replica", required_argument, NULL, 'r' },
 		{ "no-tls", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "control", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *key_file = NULL;
+	const char *key_file = NULL, *control = NULL;
 	unsigned long long timeout = 10000;
 	bool have_timeout = false, json = false;
 	int c;
@@ -646,6 +664,7 @@ cmd_status(int argc, char *argv[])
 			have_timeout = true;
 			break;
 		case 'J': json = true; break;
+		case 'C': control = optarg; break;
 		case 'r':
 			return usage_error("status: --replica %s: not an option; ask a target with 'pmrep status ADDR:PORT --key-file FILE'",
 					optarg);
@@ -654,6 +673,11 @@ cmd_status(int argc, char *argv[])
 		default: return usage_error("status: %s", "unknown option");
 		}
 	}
+	if (control != NULL && (argc != optind || key_file != NULL))
+		return usage_error("status: %s", "--control SOCKET takes no REPLICA_FILE, ADDR:PORT or --key-file");
+	if (control != NULL)
+		return target_ctl_request(control, json ? "status" : "status text",
+				stdout) ? EX_ERR : EX_OK;
 	if (argc - optind > 1)
 		return usage_error("status: unexpected argument '%s' (expected one REPLICA_FILE, or ADDR:PORT with --key-file)",
 				argv[optind + 1]);
@@ -1162,6 +1186,18 @@ cmd_log_create(int argc, char *argv[])
 	return EX_OK;
 }
 
+/* pmrep watch SOCKET: a target's events, one JSON line each */
+static int
+cmd_watch(int argc, char *argv[])
+{
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+		return cmd_help(help_watch);
+	if (argc != 2 || argv[1][0] == '-')
+		return usage_error("watch: %s", "expected SOCKET (pmrep-target --control SOCKET)");
+	signal(SIGPIPE, SIG_IGN);
+	return target_ctl_request(argv[1], "watch", stdout) ? EX_ERR : EX_OK;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1202,6 +1238,8 @@ main(int argc, char *argv[])
 			return cmd_help(help_compare);
 		if (argc >= 3 && strcmp(argv[2], "promote") == 0)
 			return cmd_help(help_promote);
+		if (argc >= 3 && strcmp(argv[2], "watch") == 0)
+			return cmd_help(help_watch);
 		usage(stdout);
 		return EX_OK;
 	}
@@ -1222,5 +1260,7 @@ main(int argc, char *argv[])
 		return cmd_compare(argc, argv);
 	if (strcmp(cmd, "promote") == 0)
 		return cmd_promote(argc, argv);
+	if (strcmp(cmd, "watch") == 0)
+		return cmd_watch(argc, argv);
 	return usage_error("unknown command '%s'", cmd);
 }

@@ -115,6 +115,48 @@ PMREP_API enum pmrep_log_level pmrep_log_get_threshold(void);
  */
 PMREP_API int pmrep_log_set_function(pmrep_log_fn *fn, void *arg);
 
+/* Where the default log sink writes (pmrep_log_set_sink). */
+enum pmrep_log_sink {
+	PMREP_LOG_SINK_STDERR = 0,	/* the default */
+	PMREP_LOG_SINK_FILE = 1,	/* appended to a file */
+	PMREP_LOG_SINK_SYSLOG = 2,	/* syslog(3), facility LOG_DAEMON */
+};
+/* pmrep_log_set_sink flag: no timestamp at the start of a line */
+#define PMREP_LOG_SINK_F_NO_TIMESTAMP (1u << 0)
+
+/*
+ * pmrep_log_set_sink -- where log lines go when no pmrep_log_set_function
+ * sink is set. PMREP_LOG_SINK_STDERR (the default) and PMREP_LOG_SINK_FILE
+ * (`arg`: the path, opened O_APPEND, created mode 0640) write one line per
+ * message, with one write(2):
+ * "2026-12-02T00:46:54.123Z pmrep LEVEL file.c:LINE function: message" --
+ * the time is the wall clock (CLOCK_REALTIME) in UTC, ISO 8601 with
+ * milliseconds; PMREP_LOG_SINK_F_NO_TIMESTAMP in `flags` leaves it out.
+ * When stderr is systemd's journal stream (the environment variable
+ * JOURNAL_STREAM names stderr's device and inode) the stderr sink writes
+ * no timestamp (the journal stamps every line) and starts each line with
+ * the syslog priority as "<N>" so that the journal records the level.
+ * PMREP_LOG_SINK_SYSLOG calls openlog(`arg` or "pmrep", LOG_PID |
+ * LOG_NDELAY, LOG_DAEMON) and logs each line with syslog(3) at the
+ * level's priority: FATAL LOG_CRIT, ERROR LOG_ERR, WARNING LOG_WARNING,
+ * NOTICE LOG_NOTICE, INFO LOG_INFO, DEBUG LOG_DEBUG. Lines about a
+ * session of a target carry "sid=ID peer=ADDR:PORT: " before the message.
+ * The previous sink's file is closed (closelog for syslog).
+ * Errors: PMREP_E_INVAL (an unknown sink or flag, FILE without a path),
+ * PMREP_E_PROVIDER (the file cannot be opened: pmrep_err_errno), PMREP_E_NOMEM.
+ * Thread-safe (lines being written finish on the old sink first).
+ */
+PMREP_API int pmrep_log_set_sink(enum pmrep_log_sink sink, const char *arg,
+		unsigned flags);
+
+/*
+ * pmrep_log_reopen -- the file sink opens its path again (after a log
+ * rotation renamed the file) and writes there from now on; other sinks:
+ * nothing to do. Errors: PMREP_E_PROVIDER (the path cannot be opened; the
+ * old file stays in use: pmrep_err_errno). Thread-safe.
+ */
+PMREP_API int pmrep_log_reopen(void);
+
 #ifdef __cplusplus
 }
 #endif

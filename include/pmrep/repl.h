@@ -534,6 +534,111 @@ PMREP_API int pmrep_listener_get_stats(const struct pmrep_listener *listener,
 PMREP_API int pmrep_target_get_name(const struct pmrep_target *target,
 		const char **name);
 
+/* ----------------------------------------- a running target's sessions */
+
+/* The state of a target's session (pmrep_target_get_sessions). */
+enum pmrep_target_session_state {
+	PMREP_TARGET_SESSION_HANDSHAKE = 0,	/* admitted; waiting for the initiator's AUTH */
+	PMREP_TARGET_SESSION_ATTACHING = 1,	/* authenticated (ACCEPT sent); waiting for COMMIT */
+	PMREP_TARGET_SESSION_ACTIVE = 2,	/* committed: the mirror's session, serving persists */
+	PMREP_TARGET_SESSION_QUERY = 3,		/* authenticated for a read-only query */
+	PMREP_TARGET_SESSION_CLOSING = 4,	/* a last reply on its way; closed when sent */
+};
+
+/*
+ * One session of a target, as the target sees it. A mirror's native-flush
+ * and APM persists, and its RDMA writes, never reach the target's process
+ * (the device and the peer's NIC do them): only GPSPM persist requests are
+ * counted here. A session with no GPSPM persists either persists by
+ * native flush / APM or has not persisted yet. The mirror's lag and resync
+ * progress are the mirror's (pmrep_mirror_get_status in the application).
+ */
+struct pmrep_target_session {
+	uint64_t id;		/* unique within the process, never reused (from 1) */
+	char id_str[24];	/* "PPPPPPPP-N": a random prefix per process + id, as in log lines */
+	char peer[64];		/* the initiator's address: "ADDR:PORT" ("[v6]:PORT") */
+	enum pmrep_target_session_state state;
+	uint32_t key_id;	/* the key its admission proof verified with */
+	uint64_t generation;	/* its AUTH's generation; 0 before AUTH */
+	uint64_t primary_id;	/* its AUTH's primary id; 0 before AUTH */
+	enum pmrep_target_mode mode;	/* the target's: writes land in the mapping or a staging buffer */
+	uint64_t gpspm_persists;	/* GPSPM persist requests answered OK */
+	uint64_t gpspm_bytes;		/* bytes those requests persisted */
+	/* the target's service time of those requests (PERSIST received to
+	 * its reply posted: staging copy, persist, persist sequence word), in
+	 * microseconds: percentiles of a histogram with 4 buckets per power
+	 * of two (each value the upper bound of its bucket: at most 25 % above
+	 * the true value); 0 when none. The network round trip is not in it. */
+	double persist_p50_us;
+	double persist_p99_us;
+	double persist_p999_us;
+	long long start_ms;	/* when it was admitted: wall clock, ms since the epoch */
+	uint64_t reserved[4];	/* zeroed (room to grow) */
+};
+
+/*
+ * pmrep_target_get_sessions -- the target's sessions now (any state but
+ * free), oldest first: up to `max` into out[0..max), *count: how many
+ * there are (may be more than `max`; `out` may be NULL when max is 0).
+ * Not thread-safe against pmrep_target_process: call it from the thread
+ * that drives the target (or between its calls).
+ * Errors: PMREP_E_INVAL (target or count NULL, out NULL with max > 0).
+ */
+PMREP_API int pmrep_target_get_sessions(const struct pmrep_target *target,
+		struct pmrep_target_session *out, size_t max, size_t *count);
+
+/*
+ * pmrep_target_session_state_str -- a static name: "handshake",
+ * "attaching", "active", "query", "closing" ("unknown" for another value).
+ * Thread-safe.
+ */
+PMREP_API const char *pmrep_target_session_state_str(
+		enum pmrep_target_session_state state);
+
+/*
+ * pmrep_target_get_replica_info -- the header of the replica the target
+ * serves, as the target holds it (its newest durable state; no read of the
+ * file): uuid, generation, owner, flags, persist sequence, sizes.
+ * Same thread rule as pmrep_target_get_sessions. Errors: PMREP_E_INVAL.
+ */
+PMREP_API int pmrep_target_get_replica_info(const struct pmrep_target *target,
+		struct pmrep_replica_info *info);
+
+/* What happened to a target's session (pmrep_target_set_event_fn). */
+enum pmrep_target_event_type {
+	PMREP_TARGET_EVENT_OPENED = 0,		/* admitted: a session (state handshake) */
+	PMREP_TARGET_EVENT_AUTHENTICATED = 1,	/* AUTH verified: state attaching or query */
+	PMREP_TARGET_EVENT_STATE = 2,		/* another state change (active, closing) */
+	PMREP_TARGET_EVENT_CLOSED = 3,		/* the session ended (reason says why) */
+	PMREP_TARGET_EVENT_GENERATION = 4,	/* the replica's generation changed (a COMMIT) */
+};
+
+struct pmrep_target_event {
+	enum pmrep_target_event_type type;
+	/* the session (its state after the event; CLOSED: its last state);
+	 * NULL for GENERATION. Valid during the call only. */
+	const struct pmrep_target_session *session;
+	uint64_t generation;	/* the replica's generation after the event */
+	const char *reason;	/* CLOSED: why (static or valid during the call); else NULL */
+	uint64_t reserved[4];
+};
+
+typedef void pmrep_target_event_fn(const struct pmrep_target_event *ev,
+		void *arg);
+
+/*
+ * pmrep_target_set_event_fn -- call fn(ev, arg) for every event of the
+ * target's sessions from now on (NULL: none), from within
+ * pmrep_target_process (or pmrep_target_delete: CLOSED), in the order they
+ * happen. fn must not call into this target but for
+ * pmrep_target_get_sessions / pmrep_target_get_replica_info, and should
+ * return quickly: the target serves no one meanwhile.
+ * Errors: PMREP_E_INVAL (target NULL). Not thread-safe against
+ * pmrep_target_process.
+ */
+PMREP_API int pmrep_target_set_event_fn(struct pmrep_target *target,
+		pmrep_target_event_fn *fn, void *arg);
+
 /* ------------------------------------------------------------------ mirror */
 
 struct pmrep_mirror_cfg;

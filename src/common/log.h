@@ -13,6 +13,16 @@ void pmrep_log_write(enum pmrep_log_level level, const char *file, int line,
 		const char *func, const char *fmt, ...)
 		__attribute__((format(printf, 5, 6)));
 
+/*
+ * The log context of the calling thread: a short text ("sid=... peer=...")
+ * that every line this thread logs starts with, until it is set again;
+ * NULL or "" clears it. Copied (at most PMREP_LOG_CTX_MAX - 1 bytes).
+ * pmrep_log_ctx_get: the current one ("" none), valid until the next set.
+ */
+#define PMREP_LOG_CTX_MAX 128
+void pmrep_log_ctx_set(const char *ctx);
+const char *pmrep_log_ctx_get(void);
+
 /* Log a message at `level` (checked against the threshold first). */
 #define PMREP_LOG(level, ...) \
 	pmrep_log_write((level), __FILE__, __LINE__, __func__, __VA_ARGS__)

@@ -71,7 +71,14 @@ session_close(struct pmrep_target *t, struct session *s, const char *why)
 {
 	if (s->state == S_FREE)
 		return;
-	PMREP_LOG_INFO("session %d closed: %s", (int)(s - t->s), why);
+	/* the line (and the event) about this session, whichever the
+	 * thread's context is */
+	char ctx[PMREP_LOG_CTX_MAX];
+	snprintf(ctx, sizeof(ctx), "%s", pmrep_log_ctx_get());
+	target_info_log_ctx(s);
+	PMREP_LOG_INFO("closed: %s (slot %d)", why, (int)(s - t->s));
+	target_info_closed(t, s, why);
+	pmrep_log_ctx_set(ctx);
 	/* first: nothing of the replica is reachable through it any more */
 	session_revoke(t, s);
 	if (s->conn) {
@@ -141,6 +148,7 @@ target_accept(struct pmrep_target *t, struct pmrep_conn_req *req,
 	struct session *s = target_admit(t, &req, &hello);
 	if (s == NULL)
 		return;
+	target_info_begin(t, s, req);	/* its id and peer; the log context */
 	memcpy(s->nonce_i, hello.nonce, REPL_NONCE_SIZE);
 	memcpy(s->selector, hello.selector, sizeof(s->selector));
 	s->no_replica = no_replica;
@@ -172,6 +180,8 @@ target_accept(struct pmrep_target *t, struct pmrep_conn_req *req,
 	t->stats.sessions_started++;
 	PMREP_LOG_INFO("session %d: accepted a connection (admission proof of key id %u), waiting for AUTH",
 			(int)(s - t->s), s->key_id);
+	target_info_note(t, s);
+	target_info_log_ctx(NULL);
 	return;
 fini:
 	repl_chan_fini(&s->ch);
@@ -180,6 +190,7 @@ reject:
 	if (req)	/* our failure, not the initiator's: it may retry */
 		(void) pmrep_conn_req_reject(&req, true);
 	memset(s, 0, sizeof(*s));
+	target_info_log_ctx(NULL);
 }
 
 /* a connection request on a target's own endpoint */
@@ -531,6 +542,7 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 {
 	struct repl_msg r = { .seq = m->seq };
 	int ret = 0;
+	long long t0_ns = target_info_now_ns();
 	switch (m->type) {
 	case REPL_MSG_PERSIST: {
 		uint64_t off = m->u.persist.offset, len = m->u.persist.length;
@@ -565,6 +577,8 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 				t->psn = psn;
 			}
 		}
+		if (r.status == REPL_ST_OK)
+			target_info_persist(s, len, t0_ns);
 		break;
 	}
 	case REPL_MSG_CLOSE: {
@@ -622,6 +636,18 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		session_close(t, s, "cannot reply");
 }
 
+/* the session's connection ended (`what`): after its last reply (a clean
+ * CLOSE, a refusal) that is how it ends, logged INFO "closed"; an attached
+ * mirror's that ends without CLOSE was lost: WARNING */
+static void
+session_ended(struct pmrep_target *t, struct session *s, const char *what)
+{
+	if (s->state == S_ACTIVE)
+		PMREP_LOG_WARN("connection lost while attached (no CLOSE): %s", what);
+	session_close(t, s, s->state == S_CLOSING ?
+			"the initiator disconnected after the last reply" : what);
+}
+
 static void
 session_progress(struct pmrep_target *t, struct session *s)
 {
@@ -635,7 +661,7 @@ session_progress(struct pmrep_target *t, struct session *s)
 			return;
 		}
 		if (ret) {
-			session_close(t, s, pmrep_err_to_str(ret));
+			session_ended(t, s, pmrep_err_to_str(ret));
 			return;
 		}
 		if (ev == REPL_CHAN_NONE)
@@ -664,13 +690,14 @@ session_progress(struct pmrep_target *t, struct session *s)
 		/* a COMMIT closed other sessions, maybe not this one */
 		if (s->state == S_FREE)
 			return;
+		target_info_note(t, s);
 	}
 	if (s->state == S_CLOSING && s->ch.sends_in_flight == 0) {
 		session_close(t, s, "closed after its last reply");
 		return;
 	}
 	if (repl_chan_check_conn(&s->ch) != 0)
-		session_close(t, s, s->state == S_ACTIVE || s->state == S_QUERY ?
+		session_ended(t, s, s->state == S_ACTIVE || s->state == S_QUERY ?
 				"the initiator disconnected" :
 				"the connection ended during the handshake");
 }
@@ -1063,6 +1090,7 @@ target_handle(struct pmrep_target *t, const struct epoll_event *evs, int n)
 	}
 	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
 		struct session *s = &t->s[i];
+		target_info_log_ctx(s);	/* its lines carry its id and peer */
 		if (s->state == S_FREE)
 			continue;
 		if (busy[i])
@@ -1084,6 +1112,7 @@ target_handle(struct pmrep_target *t, const struct epoll_event *evs, int n)
 			session_close(t, s, "handshake timed out");
 		}
 	}
+	target_info_log_ctx(NULL);
 }
 
 /* a listener's replica: whatever its sessions have, without waiting */

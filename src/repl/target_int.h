@@ -18,6 +18,7 @@
 #include "chan.h"
 #include "admission.h"
 #include "tls_psk.h"
+#include "target_info.h"
 
 #define TARGET_MAX_SESSIONS 4
 #define TAG_EP UINT64_MAX
@@ -69,6 +70,7 @@ struct session {
 	uint8_t uuid[PMREP_UUID_SIZE];
 	uint64_t generation;
 	uint64_t primary_id;
+	struct target_sinfo info;	/* target_info.c: id, peer, persists */
 };
 
 struct pmrep_target {
@@ -113,6 +115,7 @@ struct pmrep_target {
 	struct pmrep_target_stats stats;
 	struct repl_replay admit_replay;	/* admission.c */
 	struct repl_ratelog admit_log;
+	struct target_tinfo info;	/* target_info.c: the event callback */
 };
 
 /* a listener: one endpoint serving several replicas (target_listener.c) */
