@@ -86,25 +86,6 @@ record(uint8_t *base, unsigned k)
 		p[i] = (uint8_t)(k * 7 + i * 13 + 1);
 }
 
-static void
-wait_in_sync(struct pmrep_mirror *m, unsigned n)
-{
-	long long until = func_now_ms() + 20000LL * func_slow();
-	for (unsigned i = 0; i < n; i++) {
-		for (;;) {
-			struct pmrep_replica_status st;
-			assert_int_equal(pmrep_mirror_get_replica_status(m, i, &st), 0);
-			if (st.state == PMREP_REPLICA_IN_SYNC)
-				break;
-			assert_true(func_now_ms() < until);
-			struct pmrep_mirror_completion cc[4];
-			int got;
-			assert_int_equal(pmrep_mirror_poll(m, cc, 4, &got), 0);
-			usleep(2000);
-		}
-	}
-}
-
 /* the header block of the file at `p` */
 static void
 header_of(const char *p, uint8_t out[4096])
@@ -134,10 +115,10 @@ fail_primary(void)
 	struct pmrep_mirror_cfg *c = mcfg(3, 1);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
-	wait_in_sync(m, 2);
+	func_mirror_wait_in_sync(m, 2);
 	for (unsigned k = 0; k < NREC; k++) {
 		if (k == NREC / 2) {
-			wait_in_sync(m, 2);
+			func_mirror_wait_in_sync(m, 2);
 			func_child_freeze(&tg[1]);
 		}
 		record(base, k);
@@ -274,7 +255,7 @@ promote_fences_the_old_primary_and_the_survivor_ends_identical(void **state)
 	record(base, NREC + 1);
 	assert_int_equal(pmrep_mirror_persist(m, (size_t)(NREC + 1) * REC, REC,
 			5000 * func_slow()), 0);
-	wait_in_sync(m, 1);
+	func_mirror_wait_in_sync(m, 1);
 	/* the survivor missed the second half (2 of the 16 regions of
 	 * 64 KiB): the promotion compared it by digests before it returned,
 	 * so what is left to copy is what differs (the new record's region at
@@ -297,7 +278,7 @@ promote_fences_the_old_primary_and_the_survivor_ends_identical(void **state)
 	struct pmrep_mirror_cfg *c2 = mcfg(3, 1);
 	assert_int_equal(pmrep_mirror_cfg_set_generation(c2, res.generation), 0);
 	assert_int_equal(pmrep_mirror_new(log, c2, &m), 0);
-	wait_in_sync(m, 2);
+	func_mirror_wait_in_sync(m, 2);
 	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
 	print_message("old primary: %llu bytes compared, %llu copied\n",
 			(unsigned long long)st.resync_compared,

@@ -92,27 +92,6 @@ record(struct pmrep_pmem *local, unsigned k, unsigned round)
 		p[i] = (uint8_t)(k * 7 + i * 13 + round);
 }
 
-/* both in sync (new returns at k of them) */
-static void
-wait_all_in_sync(struct pmrep_mirror *m, unsigned n)
-{
-	long long until = func_now_ms() + 20000LL * func_slow();
-	for (unsigned i = 0; i < n; i++) {
-		for (;;) {
-			struct pmrep_replica_status st;
-			assert_int_equal(pmrep_mirror_get_replica_status(m, i, &st), 0);
-			if (st.state == PMREP_REPLICA_IN_SYNC)
-				break;
-			assert_true(func_now_ms() < until);
-			/* BEHIND: in sync, its confirmations still to be taken */
-			struct pmrep_mirror_completion cc[4];
-			int n;
-			assert_int_equal(pmrep_mirror_poll(m, cc, 4, &n), 0);
-			usleep(2000);
-		}
-	}
-}
-
 static void
 every_completed_persist_s_sequence_is_on_the_replicas_that_confirmed_it(void **state)
 {
@@ -148,7 +127,7 @@ every_completed_persist_s_sequence_is_on_the_replicas_that_confirmed_it(void **s
 	uint64_t before = psn_of(0);
 	assert_int_equal(before, prev);
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
-	wait_all_in_sync(m, 2);
+	func_mirror_wait_in_sync(m, 2);
 	assert_int_equal(psn_of(0), 0);
 	assert_int_equal(psn_of(1), 0);
 	record(local, 40, 2);
@@ -188,7 +167,7 @@ the_higher_sequence_names_the_replica_that_holds_every_completed_persist(void **
 	struct pmrep_mirror_cfg *c = mcfg(2, 1, true);
 	struct pmrep_mirror *m = NULL;
 	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
-	wait_all_in_sync(m, 2);
+	func_mirror_wait_in_sync(m, 2);
 	for (unsigned k = 0; k < 64; k++) {
 		record(local, k, 1);
 		assert_int_equal(pmrep_mirror_persist(m, (size_t)k * REC, REC,
@@ -196,7 +175,7 @@ the_higher_sequence_names_the_replica_that_holds_every_completed_persist(void **
 	}
 	uint64_t shared = mirror_psn(m);
 	/* both confirmed all of it (quorum 1 completes at the first) */
-	wait_all_in_sync(m, 2);
+	func_mirror_wait_in_sync(m, 2);
 	/* replica 1 stops answering: quorum 1 goes on with replica 0 */
 	func_child_freeze(&tg[1]);
 	for (unsigned k = 64; k < 128; k++) {

@@ -267,3 +267,24 @@ func_assert_replica_equals(struct pmrep_pmem *local, const char *path)
 	assert_memory_equal(buf, pmrep_pmem_get_address(local), size);
 	free(buf);
 }
+
+/* replicas 0 .. n-1 of `m` IN_SYNC (BEHIND turns IN_SYNC once its
+ * confirmations are taken: polled meanwhile), within 20 s (scaled) */
+void
+func_mirror_wait_in_sync(struct pmrep_mirror *m, unsigned n)
+{
+	long long until = func_now_ms() + 20000LL * func_slow();
+	for (unsigned i = 0; i < n; i++) {
+		for (;;) {
+			struct pmrep_replica_status st;
+			assert_int_equal(pmrep_mirror_get_replica_status(m, i, &st), 0);
+			if (st.state == PMREP_REPLICA_IN_SYNC)
+				break;
+			assert_true(func_now_ms() < until);
+			struct pmrep_mirror_completion cc[4];
+			int got;
+			assert_int_equal(pmrep_mirror_poll(m, cc, 4, &got), 0);
+			usleep(2000);
+		}
+	}
+}

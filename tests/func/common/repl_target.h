@@ -99,4 +99,9 @@ uint8_t *func_replica_read(const char *path, size_t size);
 /* the data area of the replica at `path` equals local's whole mapping */
 void func_assert_replica_equals(struct pmrep_pmem *local, const char *path);
 
+/* replicas 0 .. n-1 of `m` IN_SYNC (BEHIND: polled until it is), or the
+ * test fails after 20 s (scaled by func_slow) */
+struct pmrep_mirror;
+void func_mirror_wait_in_sync(struct pmrep_mirror *m, unsigned n);
+
 #endif /* PMREP_FUNC_REPL_TARGET_H */
