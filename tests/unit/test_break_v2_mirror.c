@@ -76,6 +76,7 @@ struct fake {
 	uint32_t target_flags;
 	bool claimed;		/* the header names our set (else unclaimed) */
 	uint64_t other_owner;	/* non-zero: the header's owner (else ours) */
+	int digest_lie;		/* DIGEST: 1 one digest short, 2 refused (RANGE) */
 	/* its world */
 	struct pmrep_peer *peer;
 	struct pmrep_peer_cfg *pcfg;
@@ -218,6 +219,12 @@ on_msg(struct fake *f, struct sess *s, const struct repl_msg *m)
 		r.type = REPL_MSG_DIGEST_REPLY;
 		r.status = repl_digest_answer(f->data, SIZE, &m->u.digest,
 				&r.u.digest_reply);
+		if (f->digest_lie == 1 && r.u.digest_reply.count > 1)
+			r.u.digest_reply.count--;
+		if (f->digest_lie == 2) {
+			r.status = REPL_ST_RANGE;
+			memset(&r.u.digest_reply, 0, sizeof(r.u.digest_reply));
+		}
 		break;
 	default:
 		return;
@@ -377,6 +384,20 @@ attach_must_fail(struct ctx *c)
 	}
 	assert_int_not_equal(ret, 0);
 	assert_null(m);
+}
+
+/* a resync by digests (the fake's replica: our set, another history)
+ * whose DIGEST_REPLY does not answer what was asked fails the replica;
+ * nothing is taken as equal */
+static void
+digest_reply_short_or_refused_fails_the_attach(void **state)
+{
+	struct ctx *c = *state;
+	c->f.on_commit = C_OK;
+	c->f.digest_lie = 1;
+	attach_must_fail(c);
+	c->f.digest_lie = 2;
+	attach_must_fail(c);
 }
 
 static void
@@ -573,6 +594,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(fake_target_that_answers_honestly_is_attached, setup, teardown),
+		cmocka_unit_test_setup_teardown(digest_reply_short_or_refused_fails_the_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuse_with_status_ok_answering_commit_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuse_with_status_ok_answering_auth_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(accept_of_a_newer_generation_is_not_attached, setup, teardown),
