@@ -276,7 +276,7 @@ chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C
 		apt-get update -q >/dev/null && inst || { cat /tmp/apt.log; exit 1; }
 	fi
 	n=$(grep -c "^Unpacking" /tmp/apt.log || true)
-	got=$(grep -c "^Get:" /tmp/apt.log || true)
+	got=$(grep "^Get:" /tmp/apt.log | grep -vc " /debs/" || true)
 	say "apt installed the 3 packages and their dependencies: $n unpacked ($got fetched from the mirror, the rest from the cache)"
 	say "installed: $(dpkg-query -W -f "\${Package} \${Version}, " libpmrep0 libpmrep-dev pmrep-tools)"
 	if dpkg-query -W -f "\${Status}" libibverbs-dev 2>/dev/null | grep -q "ok installed"; then
