@@ -134,9 +134,9 @@ cleanup() {
 	[ -n "$LPID" ] && kill "$LPID" 2>/dev/null
 	[ -n "$CHILD" ] && kill "$CHILD" 2>/dev/null
 	wait 2>/dev/null
-	# the mounts live in the child's private mount namespace and vanish with it; this is
-	# for a namespace that outlived us (it cannot: it is our child) -- and the overlay's dirs
-	[ -n "$MNT" ] && { mountpoint -q "$MNT/root" && umount -R "$MNT/root"; rm -rf "$MNT"; }
+	# the mounts live in the child's private mount namespace and vanish with it (and the
+	# job's own EXIT trap unmounts them); what is left here is the overlay's dirs
+	[ -n "$MNT" ] && rm -rf "$MNT"
 	return 0
 }
 trap cleanup EXIT
@@ -302,7 +302,10 @@ chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C
 '
 EOF
 step "in a throwaway overlay of the chroot: apt install, tcp-only user checks, man, the main job"
-unshare -m --propagation private bash -c "$JOB" job "$CHROOT" "$MNT" "$ARCHIVES" "$BSRC" &
+# and a PID namespace: whatever runs in the chroot (a target, log-mirror) dies with its init,
+# the job's bash, which --kill-child kills when unshare goes (cleanup, on any exit)
+unshare -m -p --fork --kill-child --propagation private \
+	bash -c "$JOB" job "$CHROOT" "$MNT" "$ARCHIVES" "$BSRC" &
 CHILD=$!
 rc=0
 wait "$CHILD" || rc=$?
