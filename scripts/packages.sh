@@ -104,7 +104,7 @@ DEBS=("$OUT"/libpmrep0_"$VERSION"_*.deb "$OUT"/libpmrep-dev_"$VERSION"_*.deb "$O
 for d in "${DEBS[@]}"; do [ -f "$d" ] || { say "not built: $d"; exit 1; }; done
 for d in "${DEBS[@]}"; do
 	echo "  $(basename "$d"): $(dpkg-deb -c "$d" | grep -vc '/$') files; Depends: $(dpkg-deb -f "$d" Depends)"
-	dpkg-deb -c "$d" | awk '$NF !~ /\/$/ { print $NF }' | sed 's|^\./||' |
+	dpkg-deb -c "$d" | awk '/^l/ { print $(NF - 2) " -> " $NF; next } $NF !~ /\/$/ { print $NF }' | sed 's|^\./||' |
 		sed -E 's|^(usr/share/man/man[0-9])/.*|\1/*|; s|^(usr/include/pmrep)/.*|\1/*|; s|^(usr/share/doc/[^/]+/examples)/.*|\1/*|' |
 		sort | uniq -c | awk '{ printf "      %s%s\n", $2, ($1 > 1 ? " (" $1 ")" : "") }'
 done
