@@ -132,7 +132,9 @@ CHILD=
 MNT=
 cleanup() {
 	[ -n "$LPID" ] && kill "$LPID" 2>/dev/null
-	[ -n "$CHILD" ] && kill "$CHILD" 2>/dev/null
+	# unshare --fork ignores SIGTERM (it waits for its child): SIGKILL, and --kill-child
+	# then kills the job's init, and with it everything in its PID namespace
+	[ -n "$CHILD" ] && kill -KILL "$CHILD" 2>/dev/null
 	wait 2>/dev/null
 	# the mounts live in the child's private mount namespace and vanish with it (and the
 	# job's own EXIT trap unmounts them); what is left here is the overlay's dirs
