@@ -20,6 +20,10 @@
 # Usage (as root, Debian 12):
 #   scripts/packages.sh                   all of it
 #   scripts/packages.sh --build-only      1 and 2 only (no root needed apart from lintian's liking)
+#   scripts/packages.sh --fresh-build     all of it, and then the packages built once more in the
+#                                         chroot with nothing but the Build-Depends (nocheck
+#                                         profile) that apt-get build-dep installs: the same files
+#                                         must come out (shows debian/control's list complete)
 #   scripts/packages.sh --update-symbols  build, then rewrite debian/libpmrep0.symbols from the
 #                                         built library (new symbols get the changelog's upstream
 #                                         version: that of the release that adds them, docs/ABI.md)
@@ -48,6 +52,7 @@ case ${1:-} in
 '') ;;
 --build-only) MODE=build ;;
 --update-symbols) MODE=symbols ;;
+--fresh-build) MODE=fresh ;;
 -h | --help) usage; exit 0 ;;
 *) say "unknown argument '$1'"; usage >&2; exit 2 ;;
 esac
@@ -248,11 +253,9 @@ mkdir -p "$ARCHIVES/partial" || rig "cannot create $ARCHIVES"
 # unmounts them first anyway): overlay = cached chroot + a throwaway upper dir; apt's .deb
 # cache, the .debs and the tree (read-only) bound in; /proc, /dev, a fresh /dev/shm and /tmp.
 MNT=$OUT/overlay
-mkdir -p "$MNT/upper" "$MNT/work" "$MNT/root" "$MNT/debs" || rig "cannot create $MNT"
-cp "${DEBS[@]}" "$MNT/debs/"
 read -r -d '' JOB <<'EOF'
 set -eu
-lower=$1 mnt=$2 archives=$3 src=$4
+lower=$1 mnt=$2 archives=$3 src=$4 script=$5
 r=$mnt/root
 mounted=""
 umount_all() { for m in $mounted; do umount -l "$m" 2>/dev/null || true; done; }
@@ -268,7 +271,26 @@ m --rbind /dev "$r/dev"
 m -t tmpfs -o mode=1777 tmpfs "$r/dev/shm"
 m -t tmpfs -o mode=1777 tmpfs "$r/tmp"
 chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-	DEBIAN_FRONTEND=noninteractive bash -euo pipefail -c '
+	DEBIAN_FRONTEND=noninteractive bash -euo pipefail -c "$script"
+EOF
+# in_overlay SCRIPT: SCRIPT (bash) in a throwaway overlay of the chroot, the .debs in /debs and
+# the tree's copy in /src (both read-only), in private mount and PID namespaces: whatever runs
+# in the chroot (a target, log-mirror) dies with the job's bash, its init, which --kill-child
+# kills when unshare goes (cleanup, on any exit); the mounts vanish with the namespace
+in_overlay() {
+	local r=0
+	[ -n "$MNT" ] || rig "in_overlay: no MNT"
+	rm -rf "$MNT" && mkdir -p "$MNT/upper" "$MNT/work" "$MNT/root" "$MNT/debs" || rig "cannot create $MNT"
+	cp "${DEBS[@]}" "$MNT/debs/"
+	unshare -m -p --fork --kill-child --propagation private \
+		bash -c "$JOB" job "$CHROOT" "$MNT" "$ARCHIVES" "$BSRC" "$1" &
+	CHILD=$!
+	wait "$CHILD" || r=$?
+	CHILD=
+	rm -rf "$MNT"
+	return $r
+}
+read -r -d '' INSTALL <<'EOF'
 	say() { echo "  [chroot] $*"; }
 	inst() { apt-get install -y -q --no-install-recommends /debs/libpmrep0_*.deb \
 		/debs/libpmrep-dev_*.deb /debs/pmrep-tools_*.deb >/tmp/apt.log 2>&1; }
@@ -288,7 +310,6 @@ chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C
 	say "pkg-config --cflags --libs pmrep (no libibverbs-dev here): $flags"
 	case $flags in *libnl*|*rdma*|*infiniband*|*ibverbs*) say "rdma-core in the flags"; exit 1 ;; esac
 	printf "#include <pmrep.h>\n#include <stdio.h>\nint main(void) { puts(pmrep_err_to_str(PMREP_E_INVAL)); return 0; }\n" >/tmp/u.c
-	# shellcheck disable=SC2046
 	cc -Wall -Werror /tmp/u.c -o /tmp/u $(pkg-config --cflags --libs pmrep)
 	[ "$(/tmp/u)" = "invalid argument" ] || { say "a program built with pkg-config pmrep: wrong output"; exit 1; }
 	say "a tcp-only program builds with pkg-config pmrep and runs"
@@ -301,19 +322,36 @@ chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C
 	if [ -n "$u" ]; then say "systemd unit: $u"; else say "systemd unit: none in this build"; fi
 	say "the main job (scripts/main-job.sh, PMREP_MAIN_JOB_INSTALLED=1):"
 	PMREP_MAIN_JOB_INSTALLED=1 timeout -k 5 300 /src/scripts/main-job.sh 2>&1 | sed "s/^/    /"
-'
+EOF
+# --fresh-build: the packages built again in the chroot with nothing but Build-Depends
+# (nocheck profile) installed by apt-get build-dep; the same files must come out
+read -r -d '' FRESH <<'EOF'
+	say() { echo "  [chroot] $*"; }
+	mkdir -p /build && cp -a /src /build/pmrep && cd /build/pmrep
+	{ apt-get install -y -q --no-install-recommends dpkg-dev &&
+		apt-get build-dep -y -q --no-install-recommends -Pnocheck ./; } >/tmp/apt.log 2>&1 ||
+		{ tail -n 20 /tmp/apt.log; exit 1; }
+	say "Build-Depends (nocheck profile): $(grep -c "^Unpacking" /tmp/apt.log) packages installed"
+	DEB_BUILD_OPTIONS="nocheck parallel=2" dpkg-buildpackage -us -uc -b -Pnocheck >/tmp/b.log 2>&1 ||
+		{ tail -n 30 /tmp/b.log; say "the build with only Build-Depends failed"; exit 1; }
+	for d in /debs/*.deb; do
+		f=/build/$(basename "$d")
+		[ -f "$f" ] || { say "not built here: $(basename "$d")"; exit 1; }
+		if ! diff <(dpkg-deb -c "$d" | awk "{ print \$1, \$NF }") <(dpkg-deb -c "$f" | awk "{ print \$1, \$NF }"); then
+			say "$(basename "$d"): other files than the host build"; exit 1
+		fi
+	done
+	say "built with only Build-Depends: the same files in each package as the host build"
 EOF
 step "in a throwaway overlay of the chroot: apt install, tcp-only user checks, man, the main job"
-# and a PID namespace: whatever runs in the chroot (a target, log-mirror) dies with its init,
-# the job's bash, which --kill-child kills when unshare goes (cleanup, on any exit)
-unshare -m -p --fork --kill-child --propagation private \
-	bash -c "$JOB" job "$CHROOT" "$MNT" "$ARCHIVES" "$BSRC" &
-CHILD=$!
 rc=0
-wait "$CHILD" || rc=$?
-CHILD=
+in_overlay "$INSTALL" || rc=$?
+if [ "$rc" = 0 ] && [ "$MODE" = fresh ]; then
+	step "in another throwaway overlay: a build with nothing but Build-Depends"
+	in_overlay "$FRESH" || rc=$?
+fi
 flock -u 9
-rm -rf "$MNT"; MNT=
+MNT=
 lintian_result || rc=1
 [ "$rc" = 0 ] || { say "failed (exit $rc)"; exit 1; }
 step "done: built, lintian clean, installed in a clean $SUITE chroot, the main job passed"
