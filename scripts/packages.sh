@@ -111,7 +111,7 @@ for d in "${DEBS[@]}"; do
 	echo "  $(basename "$d"): $(dpkg-deb -c "$d" | grep -vc '/$') files; Depends: $(dpkg-deb -f "$d" Depends)"
 	dpkg-deb -c "$d" | awk '/^l/ { print $(NF - 2) " -> " $NF; next } $NF !~ /\/$/ { print $NF }' | sed 's|^\./||' |
 		sed -E 's|^(usr/share/man/man[0-9])/.*|\1/*|; s|^(usr/include/pmrep)/.*|\1/*|; s|^(usr/share/doc/[^/]+/examples)/.*|\1/*|' |
-		sort | uniq -c | awk '{ printf "      %s%s\n", $2, ($1 > 1 ? " (" $1 ")" : "") }'
+		sort | uniq -c | awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "      %s%s\n", $0, (n > 1 ? " (" n ")" : "") }'
 done
 
 if [ "$MODE" = symbols ]; then
