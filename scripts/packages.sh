@@ -320,6 +320,12 @@ read -r -d '' INSTALL <<'EOF'
 	done
 	u=$(dpkg -L pmrep-tools | grep -E "/systemd/system/.+\.service$" || true)
 	if [ -n "$u" ]; then say "systemd unit: $u"; else say "systemd unit: none in this build"; fi
+	for f in $(dpkg -L pmrep-tools | grep -E "/sysusers\.d/.+\.conf$" || true); do
+		for n in $(awk "\$1 == \"u\" { print \$2 }" "$f"); do
+			getent passwd "$n" >/dev/null || { say "$f: user $n was not created at install"; exit 1; }
+			say "user $n created at install ($f)"
+		done
+	done
 	say "the main job (scripts/main-job.sh, PMREP_MAIN_JOB_INSTALLED=1):"
 	PMREP_MAIN_JOB_INSTALLED=1 timeout -k 5 300 /src/scripts/main-job.sh 2>&1 | sed "s/^/    /"
 EOF
