@@ -1,17 +1,26 @@
 #!/bin/sh
 # Installs, from Debian's packages, everything pmrep needs to build and test.
-# Usage (as root on Debian 12):  scripts/install-deps.sh [--vm]
-#   --vm  also the packages of the soft-RoCE guest rig (qemu, busybox, ndctl, perftest ...)
-#         and of the benchmarks (perftest floors, librpma for comparison, gnuplot),
-#         and debootstrap (a Debian 13 userspace for the native RDMA FLUSH stage)
+# Usage (as root on Debian 12):  scripts/install-deps.sh [--vm | --packages]
+#   --vm        also the packages of the soft-RoCE guest rig (qemu, busybox, ndctl, perftest ...)
+#               and of the benchmarks (perftest floors, librpma for comparison, gnuplot),
+#               and debootstrap (a Debian 13 userspace for the native RDMA FLUSH stage);
+#               and those of --packages: everything CI (scripts/test.sh) needs
+#   --packages  also what building and checking the Debian packages needs (debhelper,
+#               lintian; debootstrap for the clean chroot: scripts/packages.sh)
 set -eu
 BUILD_PKGS="build-essential cmake pkg-config libibverbs-dev librdmacm-dev libpmem2-dev \
 libcmocka-dev libssl-dev valgrind clang libclang-rt-14-dev iproute2 nftables \
 python3 groff-base man-db libsystemd-dev"
 VM_PKGS="qemu-system-x86 busybox-static ndctl iproute2 e2fsprogs xz-utils zstd rdma-core \
 ibverbs-utils ibverbs-providers rdmacm-utils perftest librpma-dev gnuplot-nox debootstrap"
+PKG_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
 pkgs=$BUILD_PKGS
-[ "${1:-}" = "--vm" ] && pkgs="$pkgs $VM_PKGS"
+case ${1:-} in
+--vm) pkgs="$pkgs $VM_PKGS $PKG_PKGS" ;;
+--packages) pkgs="$pkgs $PKG_PKGS" ;;
+'') ;;
+*) echo "install-deps.sh: unknown option '$1' (--vm, --packages)" >&2; exit 2 ;;
+esac
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

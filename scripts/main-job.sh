@@ -11,6 +11,10 @@
 # soft-RoCE guest (tests/vm), with a build in the repository tree:
 #   tests/vm/run-in-vm.sh -- sh -c 'PMREP_MAIN_JOB_ADDR=$RXE_IP \
 #       PMREP_PROVIDER=verbs scripts/main-job.sh build-test/release'
+# PMREP_MAIN_JOB_INSTALLED=1: against the installed packages instead of a
+# build (no BUILD_DIR, nothing installed or built by CMake): pmrep-target and
+# pmrep from PATH, log-mirror compiled with cc and `pkg-config pmrep` from
+# libpmrep-dev's copy of the example (this tree's if that is absent).
 set -euo pipefail
 # the header comment above, up to `set`, is the usage text
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
@@ -25,21 +29,31 @@ if [ $# -gt 1 ]; then
 fi
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=${1:-$ROOT/build-main-job}
-case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 ADDR=${PMREP_MAIN_JOB_ADDR:-127.0.0.1}
 export PMREP_PROVIDER=${PMREP_PROVIDER:-tcp}
+INSTALLED=${PMREP_MAIN_JOB_INSTALLED:-0}
 
-"$ROOT/scripts/install-deps.sh" >/dev/null	# Debian packages, once
-if [ ! -x "$BUILD/tools/pmrep-target" ] || [ ! -x "$BUILD/tools/pmrep" ] ||
-		[ ! -x "$BUILD/examples/log-mirror" ]; then
-	echo "== building pmrep into $BUILD"
-	cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPMREP_BUILD_TESTS=OFF >/dev/null
-	cmake --build "$BUILD" -j"$(nproc)" --target pmrep-target pmrep-cli log-mirror >/dev/null
+if [ "$INSTALLED" = 1 ]; then
+	if [ $# -gt 0 ]; then
+		echo "main-job.sh: no build directory with PMREP_MAIN_JOB_INSTALLED=1" >&2
+		exit 2
+	fi
+	TARGET=$(command -v pmrep-target) || { echo "main-job.sh: no pmrep-target in PATH" >&2; exit 1; }
+	PMREP=$(command -v pmrep) || { echo "main-job.sh: no pmrep in PATH" >&2; exit 1; }
+else
+	BUILD=${1:-$ROOT/build-main-job}
+	case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+	"$ROOT/scripts/install-deps.sh" >/dev/null	# Debian packages, once
+	if [ ! -x "$BUILD/tools/pmrep-target" ] || [ ! -x "$BUILD/tools/pmrep" ] ||
+			[ ! -x "$BUILD/examples/log-mirror" ]; then
+		echo "== building pmrep into $BUILD"
+		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPMREP_BUILD_TESTS=OFF >/dev/null
+		cmake --build "$BUILD" -j"$(nproc)" --target pmrep-target pmrep-cli log-mirror >/dev/null
+	fi
+	TARGET=$BUILD/tools/pmrep-target
+	PMREP=$BUILD/tools/pmrep
+	LOGM=$BUILD/examples/log-mirror
 fi
-TARGET=$BUILD/tools/pmrep-target
-PMREP=$BUILD/tools/pmrep
-LOGM=$BUILD/examples/log-mirror
 
 W=$(mktemp -d /dev/shm/pmrep-main-job.XXXXXX)
 TPID=""
@@ -54,6 +68,15 @@ cleanup() {
 	rm -rf "$W"
 }
 trap cleanup EXIT
+
+if [ "$INSTALLED" = 1 ]; then
+	src=/usr/share/doc/libpmrep-dev/examples/log-mirror/log-mirror.c
+	[ -r "$src" ] || src=$ROOT/examples/log-mirror/log-mirror.c
+	echo "== 0. installed tools: $TARGET, $PMREP; log-mirror from $src (pkg-config pmrep $(pkg-config --modversion pmrep))"
+	LOGM=$W/log-mirror
+	# shellcheck disable=SC2046 # pkg-config's flags are words
+	cc -Wall -Wextra -Werror -D_GNU_SOURCE "$src" -o "$LOGM" $(pkg-config --cflags --libs pmrep)
+fi
 
 SIZE=$((4 << 20))
 head -c 32 /dev/urandom | base64 | head -c 40 >"$W/key"

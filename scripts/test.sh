@@ -2,7 +2,10 @@
 # Runs every pmrep test stage, as CI does. Usage (root, Debian 12):
 #   scripts/test.sh                 all stages
 #   PMREP_TEST_STAGES="build asan" scripts/test.sh     only some
-# Stages: deps build asan valgrind install fuzz rig bench vm rig-verbs native-flush
+# Stages: deps build asan valgrind install packages fuzz rig bench vm rig-verbs native-flush
+#   packages: scripts/packages.sh -- the Debian packages built from a copy of the tree
+#   (OUT/packages), lintian, installed with apt in a clean Debian 12 chroot (cached in
+#   /var/cache/pmrep-ci) where the tcp main job runs against them
 # A stage that cannot run here prints SKIPPED (exit 77 of its script) and
 # counts as skipped, never as passed.
 # Each stage streams its output; the last line counts the stages.
@@ -10,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${PMREP_TEST_OUT:-$ROOT/build-test}
-STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install fuzz rig bench vm rig-verbs native-flush}
+STAGES=${PMREP_TEST_STAGES:-deps build asan valgrind install packages fuzz rig bench vm rig-verbs native-flush}
 JOBS=$(nproc)
 passed=0; failed=0; skipped=0; failed_names=""
 
@@ -196,6 +199,12 @@ C
 		{ echo "install: man pmrep_mirror_persist shows no page"; return 1; }
 }
 
+do_packages() {
+	# its own build (dpkg-buildflags, no tests) in its own copy of the tree:
+	# nothing shared with the other stages
+	PMREP_PKG_OUT=$OUT/packages PMREP_PKG_JOBS=$JOBS "$ROOT/scripts/packages.sh"
+}
+
 do_fuzz() {
 	[ -x "$ROOT/tests/fuzz/run.sh" ] || { echo "no fuzz targets yet"; return 0; }
 	"$ROOT/tests/fuzz/run.sh"
@@ -286,6 +295,7 @@ stage build do_build
 stage asan do_asan
 stage valgrind do_valgrind
 stage install do_install
+stage packages do_packages
 stage fuzz do_fuzz
 stage rig do_rig
 stage bench do_bench
