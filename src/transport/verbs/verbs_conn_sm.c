@@ -90,14 +90,19 @@ static void
 notify_clear(struct verbs_conn *conn)
 {
 	uint64_t n;
-	(void) read(conn->notifyfd, &n, sizeof(n));
+	/* EAGAIN: nothing was raised; any other failure leaves it readable,
+	 * which only costs a spurious wakeup */
+	if (read(conn->notifyfd, &n, sizeof(n)) < 0)
+		return;
 }
 
 void
 verbs_conn_notify_raise(struct verbs_conn *conn)
 {
 	uint64_t one = 1;
-	(void) write(conn->notifyfd, &one, sizeof(one));
+	/* EAGAIN: the counter is at its maximum, raised already */
+	if (write(conn->notifyfd, &one, sizeof(one)) < 0)
+		return;
 }
 
 /* the one way to a terminal event: quiet every fd of the set */
