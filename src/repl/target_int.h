@@ -157,6 +157,16 @@ struct session *target_admit(struct pmrep_target *t,
 /* target.c */
 void target_session_close(struct pmrep_target *t, struct session *s,
 		const char *why);
+/* target.c: a session's end and refusals (target_session.c uses them) */
+void target_session_revoke(struct pmrep_target *t, struct session *s);
+void target_refuse(struct pmrep_target *t, struct session *s,
+		enum repl_status st, const char *detail);
+void target_reply_and_close(struct pmrep_target *t, struct session *s,
+		const struct repl_msg *r);
+/* the name a HELLO's selector must give: the replica path's basename */
+const char *target_replica_name(const struct pmrep_target *t);
+/* target_session.c: what the session's connection has (one turn) */
+void target_session_progress(struct pmrep_target *t, struct session *s);
 
 /* target_replica.c */
 int target_hdr_update(struct pmrep_target *t, const struct replica_hdr *next);
