@@ -591,17 +591,30 @@ struct daemon {
 	unsigned n;
 	const char *log_override;	/* --log-file: over the file's log-file */
 	struct target_ctl *ctl;		/* --control / control = PATH; NULL: none */
+	const char *control_override;	/* --control: over the file's control */
+	const char *group_override;	/* --control-group: over control-group */
 };
 
-/* --log-file wins over the file's log-file: 0, -1 out of memory */
+/* `over` (non-NULL) replaces *field: 0, -1 out of memory */
+static int
+str_override(char **field, const char *over)
+{
+	if (over == NULL)
+		return 0;
+	free(*field);
+	*field = strdup(over);
+	return *field ? 0 : -1;
+}
+
+/* --log-file wins over the file's log-file, --control and
+ * --control-group over its control and control-group: 0, -1 out of
+ * memory */
 static int
 log_override(const struct daemon *d, struct tconf *c)
 {
-	if (d->log_override == NULL)
-		return 0;
-	free(c->log_file);
-	c->log_file = strdup(d->log_override);
-	return c->log_file ? 0 : -1;
+	return str_override(&c->log_file, d->log_override) ||
+		str_override(&c->control, d->control_override) ||
+		str_override(&c->control_group, d->group_override) ? -1 : 0;
 }
 
 static void
@@ -1018,6 +1031,8 @@ main_config(const char *file, const char *log_file, const char *control,
 		return 2;
 	}
 	d.log_override = log_file;
+	d.control_override = control;
+	d.group_override = control_group;
 	int ret = 1, sfd = -1;
 	if (log_override(&d, &d.conf) != 0) {
 		fprintf(stderr, "pmrep-target: out of memory\n");
@@ -1030,22 +1045,6 @@ main_config(const char *file, const char *log_file, const char *control,
 	}
 	if (d.conf.log_file != NULL && log_reopen(d.conf.log_file) != 0)
 		goto out;
-	/* the command line's control socket, else the file's; kept in
-	 * d.conf (a change on SIGHUP needs a restart) */
-	if (control != NULL) {
-		free(d.conf.control);
-		if ((d.conf.control = strdup(control)) == NULL) {
-			fprintf(stderr, "pmrep-target: out of memory\n");
-			goto out;
-		}
-	}
-	if (control_group != NULL) {
-		free(d.conf.control_group);
-		if ((d.conf.control_group = strdup(control_group)) == NULL) {
-			fprintf(stderr, "pmrep-target: out of memory\n");
-			goto out;
-		}
-	}
 	/* the control socket before the listener and the replicas: a live
 	 * one refuses the start before anything is created */
 	const struct target_ctl_about about = { NULL, d.conf.addr };
