@@ -496,6 +496,12 @@ status_watch_and_log_follow_the_sessions(void **state)
 	unsigned long long c0 = jnum(s0, "gpspm_persists");
 	const char *rep0 = jat(jget(js1, "replicas"), 0);
 	assert_int_equal(jnum(rep0, "generation"), 3);
+	/* one replica (--path): named by its path's basename */
+	jstr(rep0, "name", s, sizeof(s));
+	assert_string_equal(s, "rep");
+	jstr(s0, "replica", s, sizeof(s));
+	assert_string_equal(s, "rep");
+	assert_null(jat(jget(js1, "replicas"), 1));
 
 	/* persists with the lazy watcher connected: none is held up (each
 	 * has its own deadline, asserted 0 in persist_n) */
