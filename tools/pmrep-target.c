@@ -52,7 +52,8 @@ usage(FILE *f)
 		"                           sections: path, size, create, key-file ...;\n"
 		"                           address, port, tls ... before them); the\n"
 		"                           format: pmrep-target(8). Excludes the options\n"
-		"                           below but --log-file and --verbose. A\n"
+		"                           below but --log-file, --log, --control,\n"
+		"                           --control-group and --verbose. A\n"
 		"                           malformed FILE: \"FILE:LINE: what\", exit 2,\n"
 		"                           nothing opened. SIGHUP reads it again\n"
 		"      --log-file FILE      log there (appended) instead of stderr;\n"
@@ -64,12 +65,14 @@ usage(FILE *f)
 		"                           time (ISO 8601, ms); under systemd (stderr is\n"
 		"                           the journal) without it\n"
 		"      --no-log-timestamp   stderr / file lines without the time\n"
-		"      --control PATH       (one replica) answer on a local AF_UNIX socket\n"
-		"                           at PATH (mode 0600), read-only: 'status' (one\n"
-		"                           JSON line) and 'watch' (JSON events); see pmrep\n"
-		"                           status --control, pmrep watch. A live socket\n"
-		"                           there: refused; a stale one is replaced;\n"
-		"                           removed at exit\n"
+		"      --control PATH       answer on a local AF_UNIX socket at PATH\n"
+		"                           (mode 0600), read-only: 'status' (one JSON\n"
+		"                           line: every replica by name, every session\n"
+		"                           with its replica's) and 'watch' (JSON events);\n"
+		"                           see pmrep status --control, pmrep watch. A live\n"
+		"                           socket there: refused; a stale one is\n"
+		"                           replaced; removed at exit. With --config: over\n"
+		"                           the file's control = PATH\n"
 		"      --control-group GROUP  the socket is mode 0660, group GROUP\n"
 		"  -p, --path PATH          replica file or device DAX; a replica file is\n"
 		"                           the data size plus 4096 bytes (the replica\n"
@@ -587,17 +590,31 @@ struct daemon {
 	struct served *s;
 	unsigned n;
 	const char *log_override;	/* --log-file: over the file's log-file */
+	struct target_ctl *ctl;		/* --control / control = PATH; NULL: none */
+	const char *control_override;	/* --control: over the file's control */
+	const char *group_override;	/* --control-group: over control-group */
 };
 
-/* --log-file wins over the file's log-file: 0, -1 out of memory */
+/* `over` (non-NULL) replaces *field: 0, -1 out of memory */
+static int
+str_override(char **field, const char *over)
+{
+	if (over == NULL)
+		return 0;
+	free(*field);
+	*field = strdup(over);
+	return *field ? 0 : -1;
+}
+
+/* --log-file wins over the file's log-file, --control and
+ * --control-group over its control and control-group: 0, -1 out of
+ * memory */
 static int
 log_override(const struct daemon *d, struct tconf *c)
 {
-	if (d->log_override == NULL)
-		return 0;
-	free(c->log_file);
-	c->log_file = strdup(d->log_override);
-	return c->log_file ? 0 : -1;
+	return str_override(&c->log_file, d->log_override) ||
+		str_override(&c->control, d->control_override) ||
+		str_override(&c->control_group, d->group_override) ? -1 : 0;
 }
 
 static void
@@ -773,6 +790,7 @@ daemon_start(struct daemon *d)
 static void
 daemon_stop(struct daemon *d)
 {
+	target_ctl_close(&d->ctl);
 	for (unsigned i = 0; i < d->n; i++)
 		served_fini(&d->s[i]);
 	free(d->s);
@@ -789,6 +807,13 @@ daemon_find(struct daemon *d, const char *name)
 		if (strcmp(d->s[i].name, name) == 0)
 			return &d->s[i];
 	return NULL;
+}
+
+/* two strings, NULL or not, equal */
+static bool
+str_eq(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
 /* what of the endpoint's configuration changed: needs a restart */
@@ -809,6 +834,9 @@ warn_restart(const struct tconf *run, const struct tconf *next)
 				run->timeout_ms, next->timeout_ms);
 	if (names)
 		fprintf(stderr, "pmrep-target: SIGHUP: a change of the global tls-name lines needs a restart\n");
+	if (!str_eq(run->control, next->control) ||
+			!str_eq(run->control_group, next->control_group))
+		fprintf(stderr, "pmrep-target: SIGHUP: a change of control or control-group needs a restart (the control socket stays as it is)\n");
 }
 
 /* the endpoint's settings stay the running ones (they need a restart) */
@@ -829,6 +857,9 @@ keep_endpoint(struct tconf *run, struct tconf *next)
 	unsigned n = next->ntls_names;
 	next->ntls_names = run->ntls_names;
 	run->ntls_names = n;
+	t = next->control; next->control = run->control; run->control = t;
+	t = next->control_group; next->control_group = run->control_group;
+	run->control_group = t;
 }
 
 /*
@@ -876,6 +907,9 @@ daemon_reload(struct daemon *d)
 			fprintf(stderr, "pmrep-target: SIGHUP: replica %s %s: its sessions are closed\n",
 					sv->name, nr ? "changed (path, size, create, staging, direct-write-to-pmem, timeout or tls-name): served anew" :
 					"is no longer in the file: not served any more");
+		/* the control socket lets go first: no pointer to a
+		 * deleted target, no event callback during its delete */
+		target_ctl_detach(d->ctl, sv->t);
 		(void) pmrep_target_delete(&sv->t);
 	}
 	struct served *ns = calloc(next.n, sizeof(*ns));
@@ -910,10 +944,15 @@ daemon_reload(struct daemon *d)
 			failed++;
 			continue;
 		}
+		if (d->ctl != NULL)
+			(void) target_ctl_attach_named(d->ctl, ns[i].t, r->name,
+					r->path);
 		added++;
 	}
-	for (unsigned i = 0; i < d->n; i++)
+	for (unsigned i = 0; i < d->n; i++) {
+		target_ctl_detach(d->ctl, d->s[i].t);
 		served_fini(&d->s[i]);
+	}
 	free(d->s);
 	d->s = ns;
 	d->n = next.n;
@@ -945,11 +984,14 @@ daemon_run(struct daemon *d, int sfd)
 	int ret = 0;
 	for (;;) {
 		int sig;
-		bool no_ctl;
-		if (poll_turn(sfd, lfd, -1, &sig, &no_ctl) != 0) {
+		bool ctl_ready;
+		if (poll_turn(sfd, lfd, d->ctl ? target_ctl_fd(d->ctl) : -1,
+				&sig, &ctl_ready) != 0) {
 			ret = 1;
 			break;
 		}
+		if (ctl_ready)
+			target_ctl_process(d->ctl);
 		if (sig == SIGHUP) {
 			(void) pmrep_log_reopen();
 			daemon_reload(d);
@@ -976,9 +1018,11 @@ daemon_run(struct daemon *d, int sfd)
 	return ret;
 }
 
-/* pmrep-target --config FILE: exit code */
+/* pmrep-target --config FILE: exit code; control, control_group: the
+ * command line's (over the file's control / control-group) */
 static int
-main_config(const char *file, const char *log_file, const sigset_t *mask)
+main_config(const char *file, const char *log_file, const char *control,
+		const char *control_group, const sigset_t *mask)
 {
 	static struct daemon d;
 	char err[512];
@@ -987,6 +1031,8 @@ main_config(const char *file, const char *log_file, const sigset_t *mask)
 		return 2;
 	}
 	d.log_override = log_file;
+	d.control_override = control;
+	d.group_override = control_group;
 	int ret = 1, sfd = -1;
 	if (log_override(&d, &d.conf) != 0) {
 		fprintf(stderr, "pmrep-target: out of memory\n");
@@ -999,7 +1045,20 @@ main_config(const char *file, const char *log_file, const sigset_t *mask)
 	}
 	if (d.conf.log_file != NULL && log_reopen(d.conf.log_file) != 0)
 		goto out;
+	/* the control socket before the listener and the replicas: a live
+	 * one refuses the start before anything is created */
+	const struct target_ctl_about about = { NULL, d.conf.addr };
+	if (d.conf.control != NULL && target_ctl_open(d.conf.control,
+			d.conf.control_group, &about, &d.ctl) != 0)
+		goto out;
 	ret = daemon_start(&d);
+	if (ret == 0 && d.ctl != NULL) {
+		target_ctl_set_listener(d.ctl, d.l);
+		for (unsigned i = 0; i < d.n; i++)
+			if (d.s[i].t != NULL)
+				(void) target_ctl_attach_named(d.ctl, d.s[i].t,
+						d.s[i].name, d.conf.r[i].path);
+	}
 	if (ret == 0)
 		ret = daemon_run(&d, sfd);
 out:
@@ -1112,16 +1171,12 @@ main(int argc, char *argv[])
 		default: usage(stderr); return 2;
 		}
 	}
-	if (config != NULL && control != NULL) {
-		fprintf(stderr, "pmrep-target: --control serves one replica; with --config it is not built yet\n");
-		return 2;
-	}
 	if (config != NULL && (optind != argc || replica_opt != NULL)) {
 		if (optind != argc)
 			fprintf(stderr, "pmrep-target: unexpected argument '%s'\n",
 					argv[optind]);
 		else
-			fprintf(stderr, "pmrep-target: --%s and --config exclude each other (the file says what to serve; only --verbose and --log-file go with it)\n",
+			fprintf(stderr, "pmrep-target: --%s and --config exclude each other (the file says what to serve; only --verbose, --log-file, --log, --control and --control-group go with it)\n",
 					replica_opt);
 		usage(stderr);
 		return 2;
@@ -1172,7 +1227,8 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	if (config != NULL)
-		return main_config(config, log_file, &mask);
+		return main_config(config, log_file, control, control_group,
+				&mask);
 
 	static struct keyset ks;
 	struct pmrep_target_cfg *cfg = NULL;

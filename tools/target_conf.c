@@ -61,6 +61,8 @@ tconf_free(struct tconf *c)
 	free(c->addr);
 	free(c->port);
 	free(c->log_file);
+	free(c->control);
+	free(c->control_group);
 	for (unsigned i = 0; i < c->ntls_names; i++)
 		free(c->tls_names[i]);
 	for (unsigned i = 0; i < c->n; i++) {
@@ -222,7 +224,11 @@ global_key(struct ctx *x, struct tconf *c, const char *k, const char *v,
 		return set_once(x, k, v, &c->log_file);
 	if (!strcmp(k, "insecure-key-file"))
 		return parse_bool(x, k, v, &c->insecure_key_file);
-	return fail(x, "unknown key \"%s\" (before any [replica NAME]: address, port, tls, tls-name, timeout, log-file, insecure-key-file)",
+	if (!strcmp(k, "control"))
+		return set_once(x, k, v, &c->control);
+	if (!strcmp(k, "control-group"))
+		return set_once(x, k, v, &c->control_group);
+	return fail(x, "unknown key \"%s\" (before any [replica NAME]: address, port, tls, tls-name, timeout, log-file, insecure-key-file, control, control-group)",
 			k);
 }
 

@@ -40,6 +40,8 @@ struct tconf {
 	bool tls;			/* default on */
 	int timeout_ms;			/* default 5000 */
 	char *log_file;			/* NULL: stderr */
+	char *control;			/* control socket path; NULL: none */
+	char *control_group;		/* its group; NULL: mode 0600 */
 	bool insecure_key_file;
 	char *tls_names[TCONF_MAX_TLS_NAMES];
 	unsigned ntls_names;

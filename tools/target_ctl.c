@@ -3,7 +3,8 @@
  * target_ctl.c -- pmrep-target's control socket: a local AF_UNIX stream
  * socket (mode 0600, or 0660 with a group) that answers, read-only:
  *   status       one JSON object on one line (the target, its replicas,
- *                its sessions), then the server closes;
+ *                each with its name, its sessions, each with its
+ *                replica's name), then the server closes;
  *   status text  the same for people, a few lines, then closes;
  *   watch        first the current state as "exists" events and an
  *                {"event":"exists","object":"-"} end mark, then one JSON
@@ -14,8 +15,11 @@
  * The daemon never waits for a client: every socket is non-blocking, a
  * client's pending output is bounded (CTL_OUT_MAX) and a client that lets
  * it overflow (it does not read) is dropped. Nothing here changes the
- * target. Single-threaded: called from pmrep-target's poll loop (and from
- * pmrep_target_process, through the event callback).
+ * target. It serves the targets attached (one: --path; or the replicas
+ * of a listener: --config, attached and detached as SIGHUP adds and
+ * removes them). Single-threaded: called from pmrep-target's poll loop
+ * (and from pmrep_target_process / pmrep_listener_process, through the
+ * event callback).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,13 +55,25 @@ struct client {
 	bool want_out;			/* EPOLLOUT registered */
 };
 
+/* an attached target: its event callback's argument */
+struct ctl_replica {
+	struct target_ctl *ctl;
+	struct pmrep_target *t;
+	char *name;			/* the HELLO's selector ("" none) */
+	char *path;			/* its file */
+};
+
 struct target_ctl {
 	int lfd, epfd;
 	char *path;
 	dev_t dev;
 	ino_t ino;			/* the socket file we made */
-	struct pmrep_target *t;
-	const struct target_ctl_about *about;
+	struct ctl_replica **r;		/* attached, in the order attached */
+	unsigned nr, cap;
+	const struct pmrep_listener *l;	/* config mode: the endpoint's */
+	bool accepting;			/* lfd in the epoll set */
+	char *address;
+	const char *path_one;		/* target_ctl_attach's replica path */
 	struct client c[CTL_MAX_CLIENTS];
 	uint64_t dropped;		/* clients dropped for not reading */
 };
@@ -147,10 +163,13 @@ wall_ms(void)
 }
 
 static void
-jb_session(struct jbuf *b, const struct pmrep_target_session *s)
+jb_session(struct jbuf *b, const struct pmrep_target_session *s,
+		const char *replica)
 {
-	jb_printf(b, "{\"id\":\"%s\",\"serial\":%llu,\"peer\":", s->id_str,
+	jb_printf(b, "{\"id\":\"%s\",\"serial\":%llu,\"replica\":", s->id_str,
 			(unsigned long long)s->id);
+	jb_str(b, replica);
+	JB_LIT(b, ",\"peer\":");
 	jb_str(b, s->peer);
 	jb_printf(b, ",\"state\":\"%s\",\"key_id\":%u,\"generation\":%llu,"
 			"\"primary_id\":\"%016llx\",\"mode\":\"%s\","
@@ -166,24 +185,47 @@ jb_session(struct jbuf *b, const struct pmrep_target_session *s)
 			s->start_ms);
 }
 
+/* a target's counters as a JSON object's members (no braces) */
 static void
-jb_replica(struct jbuf *b, const struct target_ctl *ctl)
+jb_stats_members(struct jbuf *b, const struct pmrep_target_stats *st)
+{
+	jb_printf(b, "\"sessions_started\":%llu,\"sessions_accepted\":%llu,"
+			"\"sessions_refused\":%llu,\"admission_refused\":%llu,"
+			"\"admission_replayed\":%llu,\"admission_busy\":%llu,"
+			"\"persist_requests\":%llu,\"sessions_in_use\":%u",
+			(unsigned long long)st->sessions_started,
+			(unsigned long long)st->sessions_accepted,
+			(unsigned long long)st->sessions_refused,
+			(unsigned long long)st->admission_refused,
+			(unsigned long long)st->admission_replayed,
+			(unsigned long long)st->admission_busy,
+			(unsigned long long)st->persist_requests, st->sessions_in_use);
+}
+
+static void
+jb_replica(struct jbuf *b, const struct ctl_replica *r)
 {
 	struct pmrep_replica_info in;
-	(void) pmrep_target_get_replica_info(ctl->t, &in);
+	struct pmrep_target_stats st;
+	enum pmrep_target_mode mode = PMREP_TARGET_MODE_DIRECT;
+	(void) pmrep_target_get_replica_info(r->t, &in);
+	(void) pmrep_target_get_stats(r->t, &st);
+	(void) pmrep_target_get_mode(r->t, &mode);
 	char u[2 * PMREP_UUID_SIZE + 1], rid[2 * PMREP_UUID_SIZE + 1];
 	uuid_hex(in.uuid, u);
 	uuid_hex(in.replica_id, rid);
 	bool claimed = false;
 	for (int i = 0; i < PMREP_UUID_SIZE; i++)
 		claimed |= in.uuid[i] != 0;
-	JB_LIT(b, "{\"path\":");
-	jb_str(b, ctl->about->path);
-	jb_printf(b, ",\"uuid\":\"%s\",\"claimed\":%s,\"generation\":%llu,"
+	JB_LIT(b, "{\"name\":");
+	jb_str(b, r->name);
+	JB_LIT(b, ",\"path\":");
+	jb_str(b, r->path);
+	jb_printf(b, ",\"mode\":\"%s\",\"uuid\":\"%s\",\"claimed\":%s,\"generation\":%llu,"
 			"\"owner\":\"%016llx\",\"consistent\":%s,\"flags\":%u,"
 			"\"data_size\":%llu,\"replica_id\":\"%s\",\"header_seq\":%llu,"
-			"\"last_persist_seq\":%llu}",
-			u, claimed ? "true" : "false",
+			"\"last_persist_seq\":%llu,\"stats\":{",
+			mode_str(mode), u, claimed ? "true" : "false",
 			(unsigned long long)in.generation,
 			(unsigned long long)in.owner,
 			claimed && (in.flags & PMREP_REPLICA_F_CONSISTENT) ?
@@ -191,43 +233,86 @@ jb_replica(struct jbuf *b, const struct target_ctl *ctl)
 			(unsigned)in.flags, (unsigned long long)in.data_size, rid,
 			(unsigned long long)in.seq,
 			(unsigned long long)in.last_persist_seq);
+	jb_stats_members(b, &st);
+	JB_LIT(b, "}}");
 }
 
+/* every attached replica's counters added up */
+static void
+stats_sum(const struct target_ctl *ctl, struct pmrep_target_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned i = 0; i < ctl->nr; i++) {
+		struct pmrep_target_stats st;
+		if (pmrep_target_get_stats(ctl->r[i]->t, &st) != 0)
+			continue;
+		sum->sessions_started += st.sessions_started;
+		sum->sessions_accepted += st.sessions_accepted;
+		sum->sessions_refused += st.sessions_refused;
+		sum->admission_refused += st.admission_refused;
+		sum->admission_replayed += st.admission_replayed;
+		sum->admission_busy += st.admission_busy;
+		sum->persist_requests += st.persist_requests;
+		sum->sessions_in_use += st.sessions_in_use;
+	}
+}
+
+/* the port listened on: the listener's, else the one target's */
+static unsigned
+ctl_port(const struct target_ctl *ctl)
+{
+	uint16_t port = 0;
+	if (ctl->l != NULL)
+		(void) pmrep_listener_get_port(ctl->l, &port);
+	else if (ctl->nr > 0)
+		(void) pmrep_target_get_port(ctl->r[0]->t, &port);
+	return port;
+}
+
+/*
+ * the target: one target (--path) with its mode; a listener (--config)
+ * with how many replicas it serves and its own counters besides. stats:
+ * the replicas' counters added up (one target: its own)
+ */
 static void
 jb_target(struct jbuf *b, const struct target_ctl *ctl)
 {
 	struct pmrep_target_stats st;
-	enum pmrep_target_mode mode;
-	uint16_t port = 0;
-	(void) pmrep_target_get_stats(ctl->t, &st);
-	(void) pmrep_target_get_mode(ctl->t, &mode);
-	(void) pmrep_target_get_port(ctl->t, &port);
+	stats_sum(ctl, &st);
 	JB_LIT(b, "{\"address\":");
-	jb_str(b, ctl->about->address);
-	jb_printf(b, ",\"port\":%u,\"pid\":%ld,\"mode\":\"%s\",\"time_ms\":%lld,"
-			"\"stats\":{\"sessions_started\":%llu,\"sessions_accepted\":%llu,"
-			"\"sessions_refused\":%llu,\"admission_refused\":%llu,"
-			"\"admission_replayed\":%llu,\"admission_busy\":%llu,"
-			"\"persist_requests\":%llu,\"sessions_in_use\":%u,"
-			"\"control_clients_dropped\":%llu}}",
-			(unsigned)port, (long)getpid(), mode_str(mode), wall_ms(),
-			(unsigned long long)st.sessions_started,
-			(unsigned long long)st.sessions_accepted,
-			(unsigned long long)st.sessions_refused,
-			(unsigned long long)st.admission_refused,
-			(unsigned long long)st.admission_replayed,
-			(unsigned long long)st.admission_busy,
-			(unsigned long long)st.persist_requests, st.sessions_in_use,
+	jb_str(b, ctl->address);
+	jb_printf(b, ",\"port\":%u,\"pid\":%ld,", ctl_port(ctl), (long)getpid());
+	if (ctl->l == NULL) {
+		enum pmrep_target_mode mode = PMREP_TARGET_MODE_DIRECT;
+		if (ctl->nr > 0)
+			(void) pmrep_target_get_mode(ctl->r[0]->t, &mode);
+		jb_printf(b, "\"mode\":\"%s\",", mode_str(mode));
+	} else {
+		jb_printf(b, "\"replicas\":%u,", ctl->nr);
+	}
+	jb_printf(b, "\"time_ms\":%lld,\"stats\":{", wall_ms());
+	jb_stats_members(b, &st);
+	jb_printf(b, ",\"control_clients_dropped\":%llu",
 			(unsigned long long)ctl->dropped);
+	if (ctl->l != NULL) {
+		struct pmrep_listener_stats ls = { 0 };
+		(void) pmrep_listener_get_stats(ctl->l, &ls);
+		jb_printf(b, ",\"requests_dispatched\":%llu,"
+				"\"requests_no_replica\":%llu,\"requests_refused\":%llu",
+				(unsigned long long)ls.requests_dispatched,
+				(unsigned long long)ls.requests_no_replica,
+				(unsigned long long)ls.requests_refused);
+	}
+	JB_LIT(b, "}}");
 }
 
-/* the target's sessions (at most CTL_MAX_SESSIONS); *n: how many */
+/* replica r's sessions (at most CTL_MAX_SESSIONS); *n: how many */
 static void
-sessions(const struct target_ctl *ctl, struct pmrep_target_session *s,
+sessions(const struct ctl_replica *r, struct pmrep_target_session *s,
 		size_t *n)
 {
 	size_t count = 0;
-	(void) pmrep_target_get_sessions(ctl->t, s, CTL_MAX_SESSIONS, &count);
+	(void) pmrep_target_get_sessions(r->t, s, CTL_MAX_SESSIONS, &count);
 	*n = count < CTL_MAX_SESSIONS ? count : CTL_MAX_SESSIONS;
 }
 
@@ -235,17 +320,25 @@ static void
 jb_status(struct jbuf *b, const struct target_ctl *ctl)
 {
 	static struct pmrep_target_session s[CTL_MAX_SESSIONS];
-	size_t n;
-	sessions(ctl, s, &n);
 	JB_LIT(b, "{\"target\":");
 	jb_target(b, ctl);
 	JB_LIT(b, ",\"replicas\":[");
-	jb_replica(b, ctl);
-	JB_LIT(b, "],\"sessions\":[");
-	for (size_t i = 0; i < n; i++) {
+	for (unsigned i = 0; i < ctl->nr; i++) {
 		if (i > 0)
 			JB_LIT(b, ",");
-		jb_session(b, &s[i]);
+		jb_replica(b, ctl->r[i]);
+	}
+	JB_LIT(b, "],\"sessions\":[");
+	bool first = true;
+	for (unsigned i = 0; i < ctl->nr; i++) {
+		size_t n;
+		sessions(ctl->r[i], s, &n);
+		for (size_t j = 0; j < n; j++) {
+			if (!first)
+				JB_LIT(b, ",");
+			first = false;
+			jb_session(b, &s[j], ctl->r[i]->name);
+		}
 	}
 	JB_LIT(b, "]}\n");
 }
@@ -254,34 +347,50 @@ static void
 jb_status_text(struct jbuf *b, const struct target_ctl *ctl)
 {
 	static struct pmrep_target_session s[CTL_MAX_SESSIONS];
-	struct pmrep_replica_info in;
 	struct pmrep_target_stats st;
-	uint16_t port = 0;
-	size_t n;
-	(void) pmrep_target_get_replica_info(ctl->t, &in);
-	(void) pmrep_target_get_stats(ctl->t, &st);
-	(void) pmrep_target_get_port(ctl->t, &port);
-	sessions(ctl, s, &n);
-	jb_printf(b, "target %s:%u, pid %ld: %llu sessions started, %llu refused, %llu GPSPM persists\n",
-			ctl->about->address, (unsigned)port, (long)getpid(),
+	stats_sum(ctl, &st);
+	jb_printf(b, "target %s:%u, pid %ld: ", ctl->address, ctl_port(ctl),
+			(long)getpid());
+	if (ctl->l != NULL)
+		jb_printf(b, "%u replica%s, ", ctl->nr, ctl->nr == 1 ? "" : "s");
+	jb_printf(b, "%llu sessions started, %llu refused, %llu GPSPM persists\n",
 			(unsigned long long)st.sessions_started,
 			(unsigned long long)st.sessions_refused,
 			(unsigned long long)st.persist_requests);
-	jb_printf(b, "replica %s: generation %llu, owner %016llx, %s\n",
-			ctl->about->path, (unsigned long long)in.generation,
-			(unsigned long long)in.owner,
-			(in.flags & PMREP_REPLICA_F_CONSISTENT) ? "consistent" :
-			"not marked consistent (a mirror may be writing)");
-	if (n == 0)
+	size_t total = 0;
+	for (unsigned i = 0; i < ctl->nr; i++) {
+		const struct ctl_replica *r = ctl->r[i];
+		struct pmrep_replica_info in;
+		(void) pmrep_target_get_replica_info(r->t, &in);
+		if (ctl->l != NULL)
+			jb_printf(b, "replica %s (%s)", r->name, r->path);
+		else
+			jb_printf(b, "replica %s", r->path);
+		jb_printf(b, ": generation %llu, owner %016llx, %s\n",
+				(unsigned long long)in.generation,
+				(unsigned long long)in.owner,
+				(in.flags & PMREP_REPLICA_F_CONSISTENT) ? "consistent" :
+				"not marked consistent (a mirror may be writing)");
+		size_t n;
+		sessions(r, s, &n);
+		total += n;
+		for (size_t j = 0; j < n; j++) {
+			jb_printf(b, "session %s", s[j].id_str);
+			if (ctl->l != NULL)
+				jb_printf(b, " on %s", r->name);
+			jb_printf(b, " from %s: %s, generation %llu, %llu GPSPM persists (p50 %.1f us, p99 %.1f us, p999 %.1f us)\n",
+					s[j].peer,
+					pmrep_target_session_state_str(s[j].state),
+					(unsigned long long)s[j].generation,
+					(unsigned long long)s[j].gpspm_persists,
+					s[j].persist_p50_us, s[j].persist_p99_us,
+					s[j].persist_p999_us);
+		}
+	}
+	if (ctl->nr == 0)
+		jb_printf(b, "no replicas\n");
+	if (total == 0)
 		jb_printf(b, "no sessions\n");
-	for (size_t i = 0; i < n; i++)
-		jb_printf(b, "session %s from %s: %s, generation %llu, %llu GPSPM persists (p50 %.1f us, p99 %.1f us, p999 %.1f us)\n",
-				s[i].id_str, s[i].peer,
-				pmrep_target_session_state_str(s[i].state),
-				(unsigned long long)s[i].generation,
-				(unsigned long long)s[i].gpspm_persists,
-				s[i].persist_p50_us, s[i].persist_p99_us,
-				s[i].persist_p999_us);
 }
 
 /* ------------------------------------------------------- clients */
@@ -400,16 +509,20 @@ watch_start(struct target_ctl *ctl, struct client *c)
 			wall_ms());
 	jb_target(&b, ctl);
 	JB_LIT(&b, "}\n");
-	jb_printf(&b, "{\"event\":\"exists\",\"object\":\"replica\",\"time_ms\":%lld,\"replica\":",
-			wall_ms());
-	jb_replica(&b, ctl);
-	JB_LIT(&b, "}\n");
-	sessions(ctl, s, &n);
-	for (size_t i = 0; i < n; i++) {
-		jb_printf(&b, "{\"event\":\"exists\",\"object\":\"session\",\"time_ms\":%lld,\"session\":",
+	for (unsigned i = 0; i < ctl->nr; i++) {
+		jb_printf(&b, "{\"event\":\"exists\",\"object\":\"replica\",\"time_ms\":%lld,\"replica\":",
 				wall_ms());
-		jb_session(&b, &s[i]);
+		jb_replica(&b, ctl->r[i]);
 		JB_LIT(&b, "}\n");
+	}
+	for (unsigned i = 0; i < ctl->nr; i++) {
+		sessions(ctl->r[i], s, &n);
+		for (size_t j = 0; j < n; j++) {
+			jb_printf(&b, "{\"event\":\"exists\",\"object\":\"session\",\"time_ms\":%lld,\"session\":",
+					wall_ms());
+			jb_session(&b, &s[j], ctl->r[i]->name);
+			JB_LIT(&b, "}\n");
+		}
 	}
 	JB_LIT(&b, "{\"event\":\"exists\",\"object\":\"-\"}\n");
 	c->watching = true;
@@ -515,34 +628,51 @@ static const char *const event_names[] = {
 	"opened", "authenticated", "state", "closed", "generation",
 };
 
+/* the line `b` to every watcher */
+static void
+watchers_send(struct target_ctl *ctl, struct jbuf *b)
+{
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		struct client *c = &ctl->c[i];
+		if (c->fd >= 0 && c->watching && !b->oom)
+			client_send(ctl, c, b->p, b->len);
+	}
+	free(b->p);
+	*b = (struct jbuf){ 0 };
+}
+
+static bool
+any_watcher(const struct target_ctl *ctl)
+{
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+		if (ctl->c[i].fd >= 0 && ctl->c[i].watching)
+			return true;
+	return false;
+}
+
 static void
 on_event(const struct pmrep_target_event *ev, void *arg)
 {
-	struct target_ctl *ctl = arg;
-	bool any = false;
-	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
-		any |= ctl->c[i].fd >= 0 && ctl->c[i].watching;
-	if (!any)
+	struct ctl_replica *r = arg;
+	struct target_ctl *ctl = r->ctl;
+	if (!any_watcher(ctl))
 		return;
 	struct jbuf b = { 0 };
-	jb_printf(&b, "{\"event\":\"%s\",\"time_ms\":%lld,\"generation\":%llu",
+	jb_printf(&b, "{\"event\":\"%s\",\"time_ms\":%lld,\"replica\":",
 			(unsigned)ev->type < 5 ? event_names[ev->type] : "unknown",
-			wall_ms(), (unsigned long long)ev->generation);
+			wall_ms());
+	jb_str(&b, r->name);
+	jb_printf(&b, ",\"generation\":%llu", (unsigned long long)ev->generation);
 	if (ev->session != NULL) {
 		JB_LIT(&b, ",\"session\":");
-		jb_session(&b, ev->session);
+		jb_session(&b, ev->session, r->name);
 	}
 	if (ev->reason != NULL) {
 		JB_LIT(&b, ",\"reason\":");
 		jb_str(&b, ev->reason);
 	}
 	JB_LIT(&b, "}\n");
-	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
-		struct client *c = &ctl->c[i];
-		if (c->fd >= 0 && c->watching && !b.oom)
-			client_send(ctl, c, b.p, b.len);
-	}
-	free(b.p);
+	watchers_send(ctl, &b);
 }
 
 /* ---------------------------------------------------------- server */
@@ -604,14 +734,17 @@ target_ctl_open(const char *path, const char *group,
 	if (path_free(path))
 		return 1;
 	struct target_ctl *ctl = calloc(1, sizeof(*ctl));
-	if (ctl == NULL || (ctl->path = strdup(path)) == NULL) {
+	if (ctl == NULL || (ctl->path = strdup(path)) == NULL ||
+			(ctl->address = strdup(about->address)) == NULL) {
 		fprintf(stderr, "pmrep-target: out of memory\n");
+		if (ctl != NULL)
+			free(ctl->path);
 		free(ctl);
 		return 1;
 	}
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		ctl->c[i].fd = -1;
-	ctl->about = about;
+	ctl->path_one = about->path;
 	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ctl->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -646,6 +779,7 @@ target_ctl_open(const char *path, const char *group,
 		if (ctl->epfd >= 0)
 			close(ctl->epfd);
 		free(ctl->path);
+		free(ctl->address);
 		free(ctl);
 		return 1;
 	}
@@ -655,13 +789,104 @@ target_ctl_open(const char *path, const char *group,
 	return 0;
 }
 
+/* clients are taken from the first attach (or the listener) on */
+static void
+ctl_accept_on(struct target_ctl *ctl)
+{
+	if (ctl->accepting)
+		return;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
+	ctl->accepting = epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->lfd, &ev) == 0;
+}
+
+int
+target_ctl_attach_named(struct target_ctl *ctl, struct pmrep_target *t,
+		const char *name, const char *path)
+{
+	for (unsigned i = 0; i < ctl->nr; i++)
+		if (ctl->r[i]->t == t)
+			return 0;
+	if (ctl->nr == ctl->cap) {
+		unsigned cap = ctl->cap ? 2 * ctl->cap : 8;
+		struct ctl_replica **a = realloc(ctl->r, cap * sizeof(*a));
+		if (a == NULL)
+			goto oom;
+		ctl->r = a;
+		ctl->cap = cap;
+	}
+	struct ctl_replica *r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		goto oom;
+	r->ctl = ctl;
+	r->t = t;
+	r->name = strdup(name != NULL ? name : "");
+	r->path = strdup(path != NULL ? path : "");
+	if (r->name == NULL || r->path == NULL) {
+		free(r->name);
+		free(r->path);
+		free(r);
+		goto oom;
+	}
+	ctl->r[ctl->nr++] = r;
+	(void) pmrep_target_set_event_fn(t, on_event, r);
+	ctl_accept_on(ctl);
+	if (any_watcher(ctl)) {
+		struct jbuf b = { 0 };
+		jb_printf(&b, "{\"event\":\"added\",\"object\":\"replica\",\"time_ms\":%lld,\"replica\":",
+				wall_ms());
+		jb_replica(&b, r);
+		JB_LIT(&b, "}\n");
+		watchers_send(ctl, &b);
+	}
+	return 0;
+oom:
+	fprintf(stderr, "pmrep-target: control socket: out of memory: replica %s not shown\n",
+			name != NULL ? name : "");
+	return 1;
+}
+
 void
 target_ctl_attach(struct target_ctl *ctl, struct pmrep_target *t)
 {
-	ctl->t = t;
-	(void) pmrep_target_set_event_fn(t, on_event, ctl);
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG_LISTEN };
-	epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->lfd, &ev);
+	const char *name = "";
+	(void) pmrep_target_get_name(t, &name);
+	(void) target_ctl_attach_named(ctl, t, name, ctl->path_one);
+}
+
+void
+target_ctl_detach(struct target_ctl *ctl, const struct pmrep_target *t)
+{
+	if (ctl == NULL || t == NULL)
+		return;
+	for (unsigned i = 0; i < ctl->nr; i++) {
+		struct ctl_replica *r = ctl->r[i];
+		if (r->t != t)
+			continue;
+		(void) pmrep_target_set_event_fn(r->t, NULL, NULL);
+		memmove(&ctl->r[i], &ctl->r[i + 1],
+				(ctl->nr - i - 1) * sizeof(ctl->r[0]));
+		ctl->nr--;
+		if (any_watcher(ctl)) {
+			struct jbuf b = { 0 };
+			jb_printf(&b, "{\"event\":\"removed\",\"object\":\"replica\",\"time_ms\":%lld,\"replica\":",
+					wall_ms());
+			jb_str(&b, r->name);
+			JB_LIT(&b, "}\n");
+			watchers_send(ctl, &b);
+		}
+		free(r->name);
+		free(r->path);
+		free(r);
+		return;
+	}
+}
+
+void
+target_ctl_set_listener(struct target_ctl *ctl,
+		const struct pmrep_listener *l)
+{
+	ctl->l = l;
+	ctl_accept_on(ctl);
 }
 
 int
@@ -696,8 +921,9 @@ target_ctl_close(struct target_ctl **ctl_ptr)
 	struct target_ctl *ctl = *ctl_ptr;
 	if (ctl == NULL)
 		return;
-	if (ctl->t != NULL)
-		(void) pmrep_target_set_event_fn(ctl->t, NULL, NULL);
+	while (ctl->nr > 0)
+		target_ctl_detach(ctl, ctl->r[ctl->nr - 1]->t);
+	free(ctl->r);
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		client_drop(ctl, &ctl->c[i]);
 	close(ctl->lfd);
@@ -708,6 +934,7 @@ target_ctl_close(struct target_ctl **ctl_ptr)
 			st.st_ino == ctl->ino)
 		unlink(ctl->path);
 	free(ctl->path);
+	free(ctl->address);
 	free(ctl);
 	*ctl_ptr = NULL;
 }

@@ -14,9 +14,10 @@
 
 struct target_ctl;
 
-/* what status reports of the target besides what the library tells */
+/* what status reports of the target besides what the library tells
+ * (both copied by target_ctl_open or target_ctl_attach) */
 struct target_ctl_about {
-	const char *path;	/* the replica's path */
+	const char *path;	/* the replica's path (target_ctl_attach's; NULL with --config) */
 	const char *address;	/* the address listened on */
 };
 
@@ -25,14 +26,39 @@ struct target_ctl_about {
  * before the target starts (a control socket that cannot be made fails the
  * start before anything else is made). A socket at `path` that answers is
  * live: refused (1); a stale one (no listener) is replaced; any other file
- * there is refused. 0 or 1 (the reason printed on stderr). `about` must
- * outlive the ctl. Clients are taken only once a target is attached.
+ * there is refused. 0 or 1 (the reason printed on stderr). `about->path`
+ * must last until target_ctl_attach. Clients are taken only once a
+ * target is attached (or a listener set).
  */
 int target_ctl_open(const char *path, const char *group,
 		const struct target_ctl_about *about, struct target_ctl **ctl_ptr);
 
-/* serve target t from now on; its events come here (pmrep_target_set_event_fn) */
+/* serve target t from now on; its events come here (pmrep_target_set_event_fn);
+ * its name pmrep_target_get_name's (a path's basename), its path about's */
 void target_ctl_attach(struct target_ctl *ctl, struct pmrep_target *t);
+
+/*
+ * one more replica shown (status, watch) from now on: target t, under
+ * `name` (its selector; copied), file `path` (copied); its events come
+ * here (pmrep_target_set_event_fn: t's callback is the ctl's until
+ * target_ctl_detach). Watchers get an "added" event. Attached already:
+ * nothing. 0, or 1 out of memory (said; t not shown, no callback set).
+ */
+int target_ctl_attach_named(struct target_ctl *ctl, struct pmrep_target *t,
+		const char *name, const char *path);
+
+/*
+ * t shown no more: its event callback cleared, watchers get a "removed"
+ * event. Call it BEFORE pmrep_target_delete(t) (the ctl keeps the pointer
+ * and t's callback points into the ctl). Not attached, ctl or t NULL:
+ * nothing.
+ */
+void target_ctl_detach(struct target_ctl *ctl, const struct pmrep_target *t);
+
+/* --config: the replicas' listener (status shows its port and counters;
+ * must outlive the ctl, or the ctl closed first); clients taken from now */
+void target_ctl_set_listener(struct target_ctl *ctl,
+		const struct pmrep_listener *l);
 
 /* its fd for poll (POLLIN: call target_ctl_process) */
 int target_ctl_fd(const struct target_ctl *ctl);
@@ -40,7 +66,8 @@ int target_ctl_fd(const struct target_ctl *ctl);
 /* accept, read commands, answer, write what is pending: never blocks */
 void target_ctl_process(struct target_ctl *ctl);
 
-/* close every client, remove the socket file (if still ours), free */
+/* detach every target, close every client, remove the socket file (if
+ * still ours), free (*ctl_ptr NULL: nothing) */
 void target_ctl_close(struct target_ctl **ctl_ptr);
 
 /*

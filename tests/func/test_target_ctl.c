@@ -22,6 +22,14 @@
  *    target on a live socket refuses to start, a stale one is replaced,
  *    and a clean stop removes it; `pmrep status --control --json` prints
  *    the same JSON;
+ *  - a --config daemon with two replicas, a and b, and --control: status
+ *    lists both by name (their paths, target.replicas 2, the listener's
+ *    port and dispatch count), a session of a mirror on b carries
+ *    "replica":"b" and one on a "replica":"a", status text names them;
+ *    a watcher sees both replicas, then SIGHUP removing a: its "removed"
+ *    event for a, status shows only b and b's session (the same id)
+ *    persists on, its events carry "replica":"b"; the file's control =
+ *    PATH serves as --control does (a status from it, 2 replicas);
  *  - a clean close whose disconnect the target sees before it looks at
  *    the session again (its thread held in the CLOSING event for 300 ms,
  *    in this process): INFO "closed:", no "connection lost", no WARNING
@@ -67,6 +75,7 @@ static uint8_t key[64];
 static size_t key_len;
 static pid_t tpid;
 static char tport[16];
+static const char *mirror_replica;	/* the mirrors' replica selector (NULL: none) */
 
 /* ------------------------------------------------ a tiny JSON reader */
 
@@ -279,6 +288,19 @@ target_stop(int sig)
 	tpid = 0;
 }
 
+/* SIGTERM: a clean stop, exit 0 (under ASan: no error, no leak) */
+static void
+target_stop_clean(void)
+{
+	assert_true(tpid > 0);
+	assert_int_equal(kill(tpid, SIGTERM), 0);
+	int st = 0;
+	assert_int_equal(waitpid(tpid, &st, 0), tpid);
+	tpid = 0;
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static int
 ctl_connect(void)
 {
@@ -346,6 +368,9 @@ mirror_open(struct pmrep_pmem **local, const char *name)
 	static const uint8_t uuid[PMREP_UUID_SIZE] = { 7, 1, 2, 3 };
 	assert_int_equal(pmrep_mirror_cfg_new(&c), 0);
 	assert_int_equal(pmrep_mirror_cfg_add_replica(c, "127.0.0.1", tport), 0);
+	if (mirror_replica != NULL)
+		assert_int_equal(pmrep_mirror_cfg_set_replica_name(c, 0,
+				mirror_replica), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, key_len), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_generation(c, 3), 0);
@@ -419,6 +444,7 @@ teardown(void **state)
 {
 	(void)state;
 	target_stop(SIGKILL);
+	mirror_replica = NULL;
 	if (dir[0] != '\0')
 		assert_int_equal(func_rm_rf(dir), 0);
 	dir[0] = '\0';
@@ -470,6 +496,12 @@ status_watch_and_log_follow_the_sessions(void **state)
 	unsigned long long c0 = jnum(s0, "gpspm_persists");
 	const char *rep0 = jat(jget(js1, "replicas"), 0);
 	assert_int_equal(jnum(rep0, "generation"), 3);
+	/* one replica (--path): named by its path's basename */
+	jstr(rep0, "name", s, sizeof(s));
+	assert_string_equal(s, "rep");
+	jstr(s0, "replica", s, sizeof(s));
+	assert_string_equal(s, "rep");
+	assert_null(jat(jget(js1, "replicas"), 1));
 
 	/* persists with the lazy watcher connected: none is held up (each
 	 * has its own deadline, asserted 0 in persist_n) */
@@ -702,6 +734,213 @@ struct inproc {
 	pthread_t th;
 };
 
+/* the config file: replicas `names` (each one character) on port 0,
+ * `extra` lines before them */
+static void
+write_conf(const char *conf, const char *names, const char *extra)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text),
+			"address = 127.0.0.1\nport = 0\ntimeout = %d\n%s\n",
+			5000 * func_slow(), extra);
+	for (const char *c = names; *c; c++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n,
+				"[replica %c]\npath = %s/rep-%c\nsize = 1M\n"
+				"create = yes\nstaging = yes\nkey-file = %s\n\n",
+				*c, dir, *c, keyfile);
+	assert_true(n > 0 && (size_t)n < sizeof(text));
+	char tmp[160];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", conf);
+	int fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, (size_t)n), n);
+	close(fd);
+	assert_int_equal(rename(tmp, conf), 0);
+}
+
+/* pmrep-target --config conf [--control sock]: 0, or its exit status */
+static int
+config_start(const char *conf, bool control)
+{
+	char exe[PATH_MAX], logopt[128], errlog[128];
+	snprintf(exe, sizeof(exe), "%s/tools/pmrep-target", bindir);
+	if (access(exe, X_OK) != 0)
+		skip();
+	snprintf(logopt, sizeof(logopt), "file:%s", logfile);
+	snprintf(errlog, sizeof(errlog), "%s/stderr", dir);
+	char *argv[] = { exe, "--config", (char *)conf, "--log", logopt, "-v",
+		control ? "--control" : NULL, sock, NULL };
+	int st = 0;
+	pid_t pid = func_tool_listen(argv, errlog, tport, sizeof(tport), &st);
+	if (pid < 0)
+		return st;
+	tpid = pid;
+	return 0;
+}
+
+/* a watcher's next line: one JSON object */
+static void
+watch_line(int w, char *line, size_t len)
+{
+	assert_true(ctl_line(w, line, len));
+	assert_json_line(line);
+}
+
+static void
+config_daemon_shows_every_replica_by_name(void **state)
+{
+	(void)state;
+	if (!func_is_tcp())
+		skip();
+	char conf[128], s[64], path[160];
+	snprintf(conf, sizeof(conf), "%s/target.conf", dir);
+	write_conf(conf, "ab", "");
+	assert_int_equal(config_start(conf, true), 0);
+	struct stat st;
+	assert_int_equal(stat(sock, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+
+	struct pmrep_pmem *la = NULL, *lb = NULL;
+	mirror_replica = "a";
+	struct pmrep_mirror *ma = mirror_open(&la, "la");
+	mirror_replica = "b";
+	struct pmrep_mirror *mb = mirror_open(&lb, "lb");
+
+	char js[16384];
+	ctl_status(js, sizeof(js));
+	const char *tg = jget(js, "target");
+	assert_int_equal(jnum(tg, "replicas"), 2);
+	assert_int_equal(jnum(tg, "port"), strtoull(tport, NULL, 10));
+	assert_null(jget(tg, "mode"));	/* per replica with --config */
+	assert_true(jnum(jget(tg, "stats"), "requests_dispatched") >= 2);
+	assert_int_equal(jnum(jget(tg, "stats"), "sessions_in_use"), 2);
+	const char *reps = jget(js, "replicas");
+	const char *ra = jat(reps, 0), *rb = jat(reps, 1);
+	assert_non_null(ra);
+	assert_non_null(rb);
+	assert_null(jat(reps, 2));
+	jstr(ra, "name", s, sizeof(s));
+	assert_string_equal(s, "a");
+	jstr(rb, "name", s, sizeof(s));
+	assert_string_equal(s, "b");
+	jstr(rb, "path", s, sizeof(s));
+	snprintf(path, sizeof(path), "%s/rep-b", dir);
+	assert_string_equal(s, path);
+	jstr(rb, "mode", s, sizeof(s));
+	assert_string_equal(s, "staging");
+	assert_int_equal(jnum(rb, "generation"), 3);
+	assert_int_equal(jnum(jget(rb, "stats"), "sessions_in_use"), 1);
+	/* a's session first (replicas in order), then b's */
+	const char *sess = jget(js, "sessions");
+	char id_b[32];
+	jstr(jat(sess, 0), "replica", s, sizeof(s));
+	assert_string_equal(s, "a");
+	const char *sb = jat(sess, 1);
+	assert_non_null(sb);
+	assert_null(jat(sess, 2));
+	jstr(sb, "replica", s, sizeof(s));
+	assert_string_equal(s, "b");
+	jstr(sb, "state", s, sizeof(s));
+	assert_string_equal(s, "active");
+	jstr(sb, "id", id_b, sizeof(id_b));
+	unsigned long long c0 = jnum(sb, "gpspm_persists");
+
+	/* status text names both */
+	int fd = ctl_connect();
+	ctl_send(fd, "status text\n");
+	char line[8192];
+	bool text_a = false, text_b = false, text_sb = false;
+	char want[96];
+	snprintf(want, sizeof(want), "session %s on b from 127.0.0.1:", id_b);
+	while (ctl_line(fd, line, sizeof(line))) {
+		text_a |= strncmp(line, "replica a (", 11) == 0;
+		text_b |= strncmp(line, "replica b (", 11) == 0;
+		text_sb |= strncmp(line, want, strlen(want)) == 0;
+	}
+	close(fd);
+	assert_true(text_a && text_b && text_sb);
+
+	/* a watcher: both replicas exist */
+	int w = ctl_connect();
+	ctl_send(w, "watch\n");
+	char obj[32], ev[32];
+	int reps_seen = 0;
+	for (;;) {
+		watch_line(w, line, sizeof(line));
+		jstr(line, "object", obj, sizeof(obj));
+		if (strcmp(obj, "-") == 0)
+			break;
+		if (strcmp(obj, "replica") == 0)
+			reps_seen++;
+		if (strcmp(obj, "session") == 0) {
+			jstr(jget(line, "session"), "replica", s, sizeof(s));
+			assert_true(strcmp(s, "a") == 0 || strcmp(s, "b") == 0);
+		}
+	}
+	assert_int_equal(reps_seen, 2);
+
+	/* SIGHUP without a: the watcher hears a's session close and a go
+	 * (detached before it is deleted); b serves on */
+	write_conf(conf, "b", "");
+	assert_int_equal(kill(tpid, SIGHUP), 0);
+	for (;;) {
+		watch_line(w, line, sizeof(line));
+		jstr(line, "event", ev, sizeof(ev));
+		if (strcmp(ev, "removed") == 0)
+			break;
+	}
+	jstr(line, "replica", s, sizeof(s));
+	assert_string_equal(s, "a");
+	ctl_status(js, sizeof(js));
+	reps = jget(js, "replicas");
+	jstr(jat(reps, 0), "name", s, sizeof(s));
+	assert_string_equal(s, "b");
+	assert_null(jat(reps, 1));
+	assert_int_equal(jnum(jget(js, "target"), "replicas"), 1);
+	sess = jget(js, "sessions");
+	sb = jat(sess, 0);
+	assert_non_null(sb);
+	assert_null(jat(sess, 1));
+	jstr(sb, "replica", s, sizeof(s));
+	assert_string_equal(s, "b");
+	jstr(sb, "id", s, sizeof(s));
+	assert_string_equal(s, id_b);
+	persist_n(mb, lb, NPERSIST);
+	ctl_status(js, sizeof(js));
+	assert_int_equal(jnum(jat(jget(js, "sessions"), 0), "gpspm_persists"),
+			c0 + NPERSIST);
+	/* b's close: its events carry "replica":"b" */
+	assert_int_equal(pmrep_mirror_delete(&mb), 0);
+	(void) pmrep_pmem_close(&lb);
+	for (;;) {
+		watch_line(w, line, sizeof(line));
+		jstr(line, "replica", s, sizeof(s));
+		assert_string_equal(s, "b");
+		jstr(line, "event", ev, sizeof(ev));
+		if (strcmp(ev, "closed") == 0)
+			break;
+	}
+	jstr(jget(line, "session"), "id", s, sizeof(s));
+	assert_string_equal(s, id_b);
+	close(w);
+	(void) pmrep_mirror_delete(&ma);	/* its replica is gone */
+	(void) pmrep_pmem_close(&la);
+	target_stop_clean();
+	assert_int_not_equal(access(sock, F_OK), 0);
+
+	/* control = PATH in the file: the same socket */
+	char extra[160];
+	snprintf(extra, sizeof(extra), "control = %s\n", sock);
+	write_conf(conf, "ab", extra);
+	assert_int_equal(config_start(conf, false), 0);
+	ctl_status(js, sizeof(js));
+	assert_int_equal(jnum(jget(js, "target"), "replicas"), 2);
+	jstr(jat(jget(js, "replicas"), 1), "name", s, sizeof(s));
+	assert_string_equal(s, "b");
+	target_stop_clean();
+	assert_int_not_equal(access(sock, F_OK), 0);
+}
+
 static void *
 inproc_loop(void *arg)
 {
@@ -826,6 +1065,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(status_watch_and_log_follow_the_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_clients_get_errors_and_are_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_clean_close_is_logged_info_closed, setup, teardown),
+		cmocka_unit_test_setup_teardown(config_daemon_shows_every_replica_by_name, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
