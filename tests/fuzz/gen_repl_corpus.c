@@ -146,6 +146,21 @@ msgs(void)
 	m.u.persist.length = 65536;
 	emit("repl_msg", "persist", out, repl_msg_encode(&m, out));
 
+	memset(&m, 0, sizeof(m));
+	m.type = REPL_MSG_DIGEST;
+	m.seq = 4;
+	m.u.digest.offset = 65536;
+	m.u.digest.region = 65536;
+	m.u.digest.count = 14;
+	emit("repl_msg", "digest", out, repl_msg_encode(&m, out));
+
+	memset(&m, 0, sizeof(m));
+	m.type = REPL_MSG_DIGEST_REPLY;
+	m.seq = 4;
+	m.u.digest_reply.count = 3;
+	fill(m.u.digest_reply.d[0], 3 * REPL_DIGEST_SIZE, 9);
+	emit("repl_msg", "digest_reply", out, repl_msg_encode(&m, out));
+
 	static const struct { enum repl_msg_type t; enum repl_status st; const char *name; } bare[] = {
 		{ REPL_MSG_REFUSE, REPL_ST_GENERATION, "refuse" },
 		{ REPL_MSG_REFUSE, REPL_ST_NO_REPLICA, "refuse_no_replica" },
