@@ -390,12 +390,19 @@ attach_must_fail(struct ctx *c)
  * whose DIGEST_REPLY does not answer what was asked fails the replica;
  * nothing is taken as equal */
 static void
-digest_reply_short_or_refused_fails_the_attach(void **state)
+digest_reply_one_short_fails_the_attach(void **state)
 {
 	struct ctx *c = *state;
 	c->f.on_commit = C_OK;
 	c->f.digest_lie = 1;
 	attach_must_fail(c);
+}
+
+static void
+digest_reply_refused_fails_the_attach(void **state)
+{
+	struct ctx *c = *state;
+	c->f.on_commit = C_OK;
 	c->f.digest_lie = 2;
 	attach_must_fail(c);
 }
@@ -594,7 +601,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(fake_target_that_answers_honestly_is_attached, setup, teardown),
-		cmocka_unit_test_setup_teardown(digest_reply_short_or_refused_fails_the_attach, setup, teardown),
+		cmocka_unit_test_setup_teardown(digest_reply_one_short_fails_the_attach, setup, teardown),
+		cmocka_unit_test_setup_teardown(digest_reply_refused_fails_the_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuse_with_status_ok_answering_commit_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuse_with_status_ok_answering_auth_is_no_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(accept_of_a_newer_generation_is_not_attached, setup, teardown),
