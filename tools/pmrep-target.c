@@ -28,6 +28,7 @@
 
 #include <pmrep/repl.h>
 
+#include "size_parse.h"
 #include "target_conf.h"
 #include "target_ctl.h"
 #ifdef PMREP_HAVE_SYSTEMD
@@ -1124,7 +1125,7 @@ main(int argc, char *argv[])
 		case 'G': control_group = optarg; break;
 		case 'p': path = optarg; break;
 		case 's':
-			if (tconf_parse_size(optarg, &size)) {
+			if (tool_parse_size(optarg, &size)) {
 				fprintf(stderr, "pmrep-target: bad size '%s'\n", optarg);
 				return 2;
 			}

@@ -34,6 +34,7 @@
 #include <pmrep/repl.h>
 
 #include "pmrep_cli.h"
+#include "size_parse.h"
 #include "target_ctl.h"
 
 #ifndef PMREP_VERSION_STRING
@@ -215,24 +216,8 @@ usage_error(const char *fmt, const char *arg)
 int
 parse_size(const char *s, unsigned long long max, unsigned long long *out)
 {
-	char *end;
-	if (s[0] < '0' || s[0] > '9')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -1;
-	int shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end != '\0' || (shift && v > (~0ull >> shift)))
-		return -1;
-	v <<= shift;
-	if (v == 0 || v > max)
+	uint64_t v;
+	if (tool_parse_size(s, &v) != 0 || v == 0 || v > max)
 		return -1;
 	*out = v;
 	return 0;

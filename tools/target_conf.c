@@ -12,31 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "size_parse.h"
 #include "target_conf.h"
-
-int
-tconf_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	/* strtoull takes "-1" (and " -1") as ULLONG_MAX: digits only */
-	if (s[0] < '0' || s[0] > '9')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -1;
-	int shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	default: break;
-	}
-	if (*end != '\0' || (shift && v > (~0ull >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
 
 /* a time limit in ms: 1 .. INT_MAX, digits only (atoi takes "abc" as 0
  * and overflows silently) */
@@ -242,7 +219,7 @@ replica_key(struct ctx *x, struct tconf_replica *r, const char *k,
 		if (*seen_size)
 			return fail(x, "size given twice");
 		*seen_size = true;
-		return tconf_parse_size(v, &r->size) ?
+		return tool_parse_size(v, &r->size) ?
 			fail(x, "size = %s: bytes, with K / M / G for KiB / MiB / GiB",
 					v) : 0;
 	}

@@ -63,8 +63,7 @@ const struct tconf_replica *tconf_find(const struct tconf *c, const char *name);
  * (path, size, create, staging, direct-write, timeout, TLS names)? */
 bool tconf_replica_reopen_differs(const struct tconf_replica *a,
 		const struct tconf_replica *b);
-/* size with K / M / G suffixes (KiB, MiB, GiB): 0 or -1 */
-int tconf_parse_size(const char *s, uint64_t *out);
+
 /* a time limit in ms, 1 .. INT_MAX: 0 or -1 */
 int tconf_parse_ms(const char *s, int *out);
 
