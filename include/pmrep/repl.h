@@ -58,6 +58,29 @@ struct pmrep_replica_info {
 };
 
 /*
+ * What a replica's header records of the membership of the writer that
+ * claimed it (docs/PROTOCOL.md "Membership"): the set size n -- the
+ * replicas that writer mirrors to, replicas it is adding at run time
+ * included -- and its quorum k (0: all, k = n). A promotion must fence
+ * n - k + 1 of them (pmrep_mirror_promote). set_size 0: none recorded (a
+ * header written before membership was recorded, or never claimed).
+ */
+struct pmrep_replica_membership {
+	uint32_t set_size;
+	uint32_t quorum;
+	uint64_t reserved[3];		/* zero; room to grow */
+};
+
+/*
+ * pmrep_replica_read_membership -- read the membership recorded in the
+ * header of the replica file, device DAX or pmrep log at `path` (as
+ * pmrep_replica_read_info reads the rest of it; nothing is written) into
+ * *mb. Errors: those of pmrep_replica_read_info. Thread-safe.
+ */
+PMREP_API int pmrep_replica_read_membership(const char *path,
+		struct pmrep_replica_membership *mb);
+
+/*
  * pmrep_replica_read_info -- open the replica file or device DAX at `path`
  * read-only, decode and check its header (magic, version, checksum, and
  * that header + data area fill the file exactly) and fill *info. The
@@ -941,6 +964,9 @@ enum pmrep_replica_state {
 	 * -- or FAILED, its lag out of sync, when it trails by more than the
 	 * cfg lag (pmrep_mirror_cfg_set_max_lag) */
 	PMREP_REPLICA_BEHIND,
+	/* its slot is free: removed by pmrep_mirror_remove_replica (the
+	 * index is given again by pmrep_mirror_add_replica) */
+	PMREP_REPLICA_REMOVED,
 };
 
 /* One replica's status (pmrep_mirror_get_replica_status). */
@@ -1236,9 +1262,100 @@ PMREP_API int pmrep_mirror_poll(struct pmrep_mirror *mirror,
  */
 PMREP_API int pmrep_mirror_get_persist_seq(const struct pmrep_mirror *mirror,
 		uint64_t *psn);
-/* pmrep_mirror_get_replica_count -- replicas configured. Errors: PMREP_E_INVAL. */
+/*
+ * pmrep_mirror_get_replica_count -- the replica slots of the mirror: the
+ * cfg's replicas plus those added at run time, removed ones included
+ * (their state is PMREP_REPLICA_REMOVED); valid indices are below it.
+ * Errors: PMREP_E_INVAL (NULL).
+ */
 PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
 		unsigned *count);
+
+/*
+ * Membership at run time (docs/PROTOCOL.md "Membership"). The mirror's
+ * membership is its set size n (the replicas it mirrors to, not the
+ * removed ones) and its quorum k (0: all). Every replica header it claims
+ * records them, and a change is recorded on every in-sync replica before
+ * it takes effect, so that pmrep_mirror_promote, which fences the
+ * largest n - k + 1 it reads, fences enough replicas whatever changed.
+ * Each call below first finishes what is queued and in flight (as
+ * pmrep_mirror_delete does), then sends the new membership to every
+ * in-sync replica (MEMBERS: the target records it in its header,
+ * crash-atomic) and waits for their answers; a replica that does not
+ * answer by the deadline is failed (out of sync; its next attach records
+ * the membership then). The change takes effect only when the policy's
+ * replicas (all in-sync ones; the quorum: k of them, under the old and
+ * the new membership) recorded it; otherwise the headers that took it
+ * get the old one back, the call fails and nothing else changed. A
+ * replica being resynced keeps the old membership in its header until
+ * its next attach (the in-sync ones suffice: docs/PROTOCOL.md). Not
+ * thread-safe: one thread at a time, as every call on this mirror; the
+ * application's persists wait meanwhile (they are not accepted
+ * concurrently). A membership change is not kept by the mirror's record:
+ * the next pmrep_mirror_new takes its replicas and quorum from its cfg
+ * (keep the cfg's replicas in index order, a removed index's slot
+ * resyncs whoever gets it by digests).
+ */
+/*
+ * pmrep_mirror_add_replica -- add the replica target at `addr`:`port`
+ * (`name`: its selector as pmrep_mirror_cfg_set_replica_name; NULL or
+ * "": none) to the running mirror, with the cfg's key, TLS and timeouts.
+ * It takes the lowest free index (*index, may be NULL): a removed one, or
+ * the next. It joins: its recovery attaches it (its COMMIT records the
+ * new membership), compares (by digests) and copies the data, and hands
+ * it to the data path IN_SYNC, while the application's persists go on;
+ * until that first IN_SYNC it is not required by the "all" policy, from
+ * then on it is a replica like the others. Under a quorum k it counts in
+ * n from the call on (the fencing count grows at once) and confirms
+ * persists from its first IN_SYNC. Without background recovery it is
+ * attached by pmrep_mirror_reconnect. Its events come on the mirror's
+ * fd (FAILED -> SYNCING -> IN_SYNC).
+ * Errors: PMREP_E_INVAL (NULL, empty address or port, a bad name, no free
+ * index: PMREP_MIRROR_MAX_REPLICAS slots in use), PMREP_E_TIMEOUT (what
+ * was in flight, or the in-sync replicas' answers, not done within
+ * timeout_ms: nothing changed), PMREP_E_CONN_LOST (fewer than the
+ * policy's replicas recorded the new membership: nothing changed),
+ * PMREP_E_NOMEM, PMREP_E_PROVIDER (its recovery thread could not start).
+ */
+PMREP_API int pmrep_mirror_add_replica(struct pmrep_mirror *mirror,
+		const char *addr, const char *port, const char *name,
+		int timeout_ms, unsigned *index);
+/*
+ * pmrep_mirror_remove_replica -- remove replica `index` from the running
+ * mirror: record the smaller membership on the in-sync replicas (the
+ * removed one included: a copy taken out of the set says it was a set of
+ * one fewer), then stop its recovery, mark it consistent when it is in
+ * sync (CLOSE: a clean copy as of now, e.g. a backup), disconnect it and
+ * clear its slot of the mirror's record (crash-atomic). Its state becomes
+ * PMREP_REPLICA_REMOVED (an event) and the index is free for
+ * pmrep_mirror_add_replica. The last replica cannot be removed, nor one
+ * that would leave fewer replicas than the quorum (lower it first).
+ * Errors: PMREP_E_INVAL (NULL, no such index, removed already, the last
+ * replica, the quorum above what would be left), PMREP_E_TIMEOUT,
+ * PMREP_E_CONN_LOST (as for pmrep_mirror_add_replica: nothing changed).
+ */
+PMREP_API int pmrep_mirror_remove_replica(struct pmrep_mirror *mirror,
+		unsigned index, int timeout_ms);
+/*
+ * pmrep_mirror_set_quorum -- change the running mirror's quorum to k
+ * (0: all; else 1..n, n the replicas not removed). A lower k makes the
+ * fencing count n - k + 1 grow, and is recorded on the in-sync replicas
+ * before any persist completes with fewer confirmations. The replicas in
+ * sync now must be at least the new policy's count.
+ * Errors: PMREP_E_INVAL (NULL, k above n), PMREP_E_STATE (fewer replicas
+ * in sync than the new policy requires: nothing changed),
+ * PMREP_E_TIMEOUT, PMREP_E_CONN_LOST (as for pmrep_mirror_add_replica).
+ */
+PMREP_API int pmrep_mirror_set_quorum(struct pmrep_mirror *mirror, unsigned k,
+		int timeout_ms);
+/*
+ * pmrep_mirror_get_membership -- the running mirror's membership: *mb's
+ * set_size (replicas not removed, joining ones included) and quorum (0:
+ * all), as its replicas' headers record it.
+ * Errors: PMREP_E_INVAL (NULL). Thread-safe.
+ */
+PMREP_API int pmrep_mirror_get_membership(const struct pmrep_mirror *mirror,
+		struct pmrep_replica_membership *mb);
 /*
  * pmrep_mirror_get_replica_status -- the status of replica `index`
  * (0-based, in the order added): its state (BEHIND: in sync but trailing
@@ -1348,7 +1465,12 @@ struct pmrep_promote_result {
 					 * generation (committed it) */
 	int more_current;		/* -1, or the cfg index of a replica reached that
 					 * is more current than this log */
-	uint8_t reserved[64];		/* zero; room to grow */
+	/* the membership `needed` was computed from: the one of the
+	 * arguments or the largest n - k + 1 the headers read recorded
+	 * (this log's and the reached replicas'), whichever needs more */
+	uint32_t set_size;
+	uint32_t set_quorum;		/* 0: all */
+	uint8_t reserved[56];		/* zero; room to grow */
 };
 
 /*
@@ -1365,7 +1487,14 @@ struct pmrep_promote_result {
  * (0: all, k = n). With fewer than n - k + 1 replicas holding the new
  * generation, the old primary could still find k that never saw it and
  * complete a persist; this node counts as one (its own header holds the
- * new generation and its target no longer serves the file).
+ * new generation and its target no longer serves the file). The
+ * membership the headers record (struct pmrep_replica_membership: each
+ * writer records its own, and a change at run time is recorded before
+ * it takes effect) counts too: the largest n - k + 1 among the
+ * arguments', this log's header's and the reached replicas' is needed
+ * (res->set_size and res->set_quorum name it), so that a set grown or a
+ * quorum lowered at run time is fenced as it is, whatever the caller
+ * remembered.
  *
  * In order: (1) read this log's header (set UUID, generation, persist
  * sequence); (2) ask every replica of the cfg read-only (QUERY, as

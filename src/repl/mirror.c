@@ -26,7 +26,21 @@
 unsigned
 mirror_required(const struct pmrep_mirror *m)
 {
-	return m->cfg.quorum == 0 ? m->n : m->cfg.quorum;
+	if (m->cfg.quorum != 0)
+		return m->cfg.quorum;
+	unsigned k = 0;
+	for (unsigned i = 0; i < m->n; i++)
+		k += !m->r[i].removed && !m->r[i].joining;
+	return k;
+}
+
+unsigned
+mirror_set_size(const struct pmrep_mirror *m)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < m->n; i++)
+		n += !m->r[i].removed;
+	return n;
 }
 
 unsigned
@@ -54,8 +68,8 @@ mirror_in_sync_count(const struct pmrep_mirror *m)
 	mirror_unlock(mm);
 	return k;
 }
-static void
-replica_free(struct replica *r)
+void
+mirror_replica_free(struct replica *r)
 {
 	replica_disconnect(r);
 	if (r->chan_ready)
@@ -69,8 +83,64 @@ replica_free(struct replica *r)
 	}
 	if (r->redirty_ready)
 		repl_bitmap_fini(&r->redirty);
+	r->redirty_ready = false;
+	r->chan_ready = false;
 	free(r->addr);
 	free(r->port);
+	r->addr = r->port = NULL;
+}
+
+int
+mirror_replica_init(struct pmrep_mirror *m, unsigned i, const char *addr,
+		const char *port)
+{
+	struct replica *r = &m->r[i];
+	r->m = m;
+	r->idx = i;
+	r->state = PMREP_REPLICA_FAILED;
+	r->owner = OWN_RECOVERY;
+	r->addr = strdup(addr);
+	r->port = strdup(port);
+	if (r->addr == NULL || r->port == NULL) {
+		PMREP_LOG_ERR("out of memory for a replica");
+		return PMREP_E_NOMEM;
+	}
+	r->oos = mstate_oos(m->state, i);
+	int ret = repl_bitmap_init(&r->redirty, m->size, r->oos->region_size);
+	if (ret)
+		return ret;
+	r->redirty_ready = true;
+	/* no record of the replica in this slot: all of it may differ */
+	r->unknown = replica_uuid_is_nil(mstate_rec_id(m->state, i));
+	return 0;
+}
+
+void
+mirror_replica_close(struct replica *r)
+{
+	struct pmrep_mirror *m = r->m;
+	unsigned i = r->idx;
+	/* a clean end: the replica may say it is consistent. The record
+	 * first: the header sequence the mark will have */
+	int ret = mstate_set_rec(m->state, i, mstate_rec_id(m->state, i),
+			mstate_rec_seq(m->state, i) + 1);
+	if (ret) {
+		PMREP_LOG_WARN("replica %u: not marked consistent: its record could not be updated (%s)",
+				i, pmrep_err_to_str(ret));
+		return;
+	}
+	struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = mirror_next_seq(m) };
+	struct repl_msg reply;
+	long long deadline = repl_deadline(m->cfg.timeout_ms);
+	ret = repl_chan_send(&r->ch, &msg);
+	if (ret == 0)
+		ret = replica_wait_msg(r, deadline, &reply);
+	if (ret == 0 && (reply.type != REPL_MSG_CLOSE_REPLY ||
+			reply.seq != msg.seq || reply.status != REPL_ST_OK))
+		ret = PMREP_E_MALFORMED;
+	if (ret)
+		PMREP_LOG_WARN("replica %u: could not mark it consistent (%s); the next mirror without this record resyncs it in full",
+				i, pmrep_err_to_str(ret));
 }
 
 static void
@@ -78,7 +148,7 @@ mirror_free(struct pmrep_mirror *m)
 {
 	mirror_recovery_stop(m);
 	for (unsigned i = 0; i < m->n; i++)
-		replica_free(&m->r[i]);
+		mirror_replica_free(&m->r[i]);
 	/* orphans (their callers gave up) are freed here too; a
 	 * synchronous request in flight cannot be: its caller waits */
 	req_list_free(&m->queue);
@@ -244,26 +314,10 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		goto err;
 	}
 	for (unsigned i = 0; i < cfg->n; i++) {
-		struct replica *r = &m->r[i];
-		r->m = m;
-		r->idx = i;
-		r->state = PMREP_REPLICA_FAILED;
-		r->owner = OWN_RECOVERY;
-		r->addr = strdup(cfg->r[i].addr);
-		r->port = strdup(cfg->r[i].port);
 		m->n++;
-		if (r->addr == NULL || r->port == NULL) {
-			PMREP_LOG_ERR("out of memory for a replica");
-			ret = PMREP_E_NOMEM;
-			goto err;
-		}
-		r->oos = mstate_oos(m->state, i);
-		ret = repl_bitmap_init(&r->redirty, m->size, r->oos->region_size);
+		ret = mirror_replica_init(m, i, cfg->r[i].addr, cfg->r[i].port);
 		if (ret)
 			goto err;
-		r->redirty_ready = true;
-		/* no record of the replica in this slot: all of it may differ */
-		r->unknown = replica_uuid_is_nil(mstate_rec_id(m->state, i));
 	}
 	int first_err = 0;
 	const struct replica *first = NULL;
@@ -357,35 +411,15 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	 * it holds by now fails (its ring goes to its OOS) */
 	for (const struct async_req *q = m->queue.head; q != NULL; q = q->next)
 		for (unsigned i = 0; i < m->n; i++)
-			repl_bitmap_mark(m->r[i].oos, q->off, q->len);
+			if (!m->r[i].removed)
+				repl_bitmap_mark(m->r[i].oos, q->off, q->len);
 	for (unsigned i = 0; i < m->n; i++)
 		if (m->r[i].r_n > 0)
 			replica_fail(&m->r[i], PMREP_E_TIMEOUT, 0, 0);
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
-		if (r->state != PMREP_REPLICA_IN_SYNC || r->oos->nset != 0)
-			continue;
-		/* a clean end: the replica may say it is consistent. The
-		 * record first: the header sequence the mark will have */
-		int ret = mstate_set_rec(m->state, i, mstate_rec_id(m->state, i),
-				mstate_rec_seq(m->state, i) + 1);
-		if (ret) {
-			PMREP_LOG_WARN("replica %u: not marked consistent: its record could not be updated (%s)",
-					i, pmrep_err_to_str(ret));
-			continue;
-		}
-		struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = mirror_next_seq(m) };
-		struct repl_msg reply;
-		long long deadline = repl_deadline(m->cfg.timeout_ms);
-		ret = repl_chan_send(&r->ch, &msg);
-		if (ret == 0)
-			ret = replica_wait_msg(r, deadline, &reply);
-		if (ret == 0 && (reply.type != REPL_MSG_CLOSE_REPLY ||
-				reply.seq != msg.seq || reply.status != REPL_ST_OK))
-			ret = PMREP_E_MALFORMED;
-		if (ret)
-			PMREP_LOG_WARN("replica %u: could not mark it consistent (%s); the next mirror without this record resyncs it in full",
-					i, pmrep_err_to_str(ret));
+		if (r->state == PMREP_REPLICA_IN_SYNC && r->oos->nset == 0)
+			mirror_replica_close(r);
 	}
 	mirror_log_close(m);
 	/* nothing in flight: what AL covers is on the replicas or in their
@@ -484,7 +518,7 @@ pmrep_mirror_reconnect(struct pmrep_mirror *m, int timeout_ms)
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		ret = 0;
-		if (atomic_load(&r->owner) == OWN_DATA)
+		if (atomic_load(&r->owner) == OWN_DATA || r->removed)
 			continue;
 		if (r->state == PMREP_REPLICA_FAILED) {
 			if (repl_now_ms() < r->next_try) {
@@ -544,6 +578,12 @@ pmrep_mirror_get_replica_status(const struct pmrep_mirror *m, unsigned index,
 	mirror_lock(mm);
 	memset(st, 0, sizeof(*st));
 	st->state = r->state;
+	if (r->removed) {
+		st->resync_eta_ms = -1;
+		st->next_retry_ms = -1;
+		mirror_unlock(mm);
+		return 0;
+	}
 	/* "in sync" means identical to every completed persist */
 	if (r->state == PMREP_REPLICA_IN_SYNC && r->lag_inflight > 0)
 		st->state = PMREP_REPLICA_BEHIND;

@@ -40,6 +40,7 @@ pmrep_replica_state_str(enum pmrep_replica_state state)
 	case PMREP_REPLICA_DEGRADED: return "degraded";
 	case PMREP_REPLICA_FAILED: return "failed";
 	case PMREP_REPLICA_BEHIND: return "behind";
+	case PMREP_REPLICA_REMOVED: return "removed";
 	default: return "unknown";
 	}
 }

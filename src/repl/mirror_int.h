@@ -151,6 +151,15 @@ struct replica {
 	pthread_t th;			/* its recovery thread */
 	bool th_started;
 	bool tried;			/* an attach was attempted (pmrep_mirror_new) */
+	/* run-time membership (mirror_members.c; m->lock): the slot is
+	 * free (PMREP_REPLICA_REMOVED), or the replica was added at run time
+	 * and was never in sync yet (the "all" policy does not require it) */
+	bool removed;
+	bool joining;
+	/* its recovery thread ends (pmrep_mirror_remove_replica), and its
+	 * chan's waits end at once (set with the mirror's delete too) */
+	atomic_bool stop;
+	atomic_bool cancel;
 	/* an attach of this mirror was committed: the replica durably holds
 	 * our generation and refuses every older writer (m->lock) */
 	bool fenced;
@@ -211,9 +220,6 @@ struct pmrep_mirror {
 	pthread_cond_t cond;		/* a replica changed hands or state */
 	bool sync_ready;		/* lock and cond initialized */
 	atomic_bool stopping;		/* pmrep_mirror_delete: threads end */
-	/* set while pmrep_mirror_delete joins the recovery threads: their
-	 * chans' waits end at once (repl_chan's cancel) */
-	atomic_bool recovery_cancel;
 	struct pmrep_mirror_event ev[MIRROR_EVENTS];
 	unsigned ev_head, ev_n, ev_lost;
 	struct pmrep_pmem *pmem;
@@ -283,6 +289,10 @@ void mirror_event(struct pmrep_mirror *m, unsigned idx,
 void mirror_signal(struct pmrep_mirror *m);
 /* start every replica's recovery thread */
 int mirror_recovery_start(struct pmrep_mirror *m);
+/* start replica r's (a replica added at run time) */
+int mirror_recovery_start_one(struct replica *r);
+/* stop and join replica r's */
+void mirror_recovery_stop_one(struct replica *r);
 /* stop and join them */
 void mirror_recovery_stop(struct pmrep_mirror *m);
 /* hand a failed replica to its recovery and wake it */
@@ -326,12 +336,31 @@ int replica_wait_seq(struct replica *r, uint64_t seq, long long deadline);
 int mirror_wait_any(struct pmrep_mirror *m, int slice_ms);	/* replicas waited on */
 
 /* mirror.c */
+/* the replicas the policy requires: the quorum, or ("all") every replica
+ * not removed nor joining */
 unsigned mirror_required(const struct pmrep_mirror *m);
+/* the set size n: replicas not removed (joining ones included) */
+unsigned mirror_set_size(const struct pmrep_mirror *m);
+/* mirror_members.c: the membership its replicas record (m->lock held, or
+ * the data path) */
+void mirror_membership(const struct pmrep_mirror *m, struct repl_members *mb);
+/* set up slot `i` for the replica at addr:port (its record slot, its
+ * bitmaps); not started */
+int mirror_replica_init(struct pmrep_mirror *m, unsigned i, const char *addr,
+		const char *port);
+/* free its connection, peer, bitmaps and strings (the slot stays) */
+void mirror_replica_free(struct replica *r);
+/* send CLOSE to an in-sync replica with nothing in flight, recording the
+ * mark's header sequence first: it says it is consistent */
+void mirror_replica_close(struct replica *r);
 unsigned mirror_in_sync_count(const struct pmrep_mirror *m);
 /* mirror_log.c: claim the header of the mirror's own log (a pmrep log
  * mapping; a plain one: nothing), and mark it consistent at a delete */
 int mirror_log_claim(struct pmrep_mirror *m);
 void mirror_log_close(struct pmrep_mirror *m);
+/* record a membership in the log's header (a plain mapping: nothing) */
+int mirror_log_members(struct pmrep_mirror *m, unsigned set_size,
+		unsigned quorum);
 /* replicas that committed an attach of this mirror (its generation) */
 unsigned mirror_fenced_count(const struct pmrep_mirror *m);
 
@@ -346,6 +375,10 @@ void mirror_step_fail(struct pmrep_mirror *m, uint64_t seq, unsigned idx,
 bool mirror_step_complete(const struct pmrep_mirror *m, uint64_t seq);
 /* take completions, fail what is past its deadline, retire, post */
 void mirror_pipe_advance(struct pmrep_mirror *m);
+/* nothing queued, no step in flight, no persist posted to a replica
+ * being resynced unconfirmed (the caller holds m->lock or is the data
+ * path) */
+bool mirror_pipe_idle(struct pmrep_mirror *m);
 /* advance until nothing is queued or in flight, or `deadline` */
 void mirror_pipe_drain(struct pmrep_mirror *m, long long deadline);
 /* submit a request (the record covers it: mirror_pipe_submit marks AL) */

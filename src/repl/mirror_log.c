@@ -57,6 +57,8 @@ mirror_log_claim(struct pmrep_mirror *m)
 	memcpy(next.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
 	next.generation = m->cfg.generation;
 	next.owner = id;
+	next.set_size = m->cfg.n;
+	next.set_quorum = m->cfg.quorum;
 	next.flags &= ~PMREP_REPLICA_F_CONSISTENT;
 	ret = replica_hdr_write(m->pmem, whole, &h, &next);
 	if (ret) {
@@ -70,6 +72,22 @@ mirror_log_claim(struct pmrep_mirror *m)
 			path, (unsigned long long)next.generation,
 			(unsigned long long)id);
 	return 0;
+}
+
+int
+mirror_log_members(struct pmrep_mirror *m, unsigned set_size, unsigned quorum)
+{
+	if (!m->log)
+		return 0;
+	struct replica_hdr next = m->log_hdr;
+	next.set_size = set_size;
+	next.set_quorum = quorum;
+	int ret = replica_hdr_write(m->pmem, pmem_whole_address(m->pmem),
+			&m->log_hdr, &next);
+	if (ret)
+		PMREP_LOG_ERR("mirror: the membership could not be recorded in its log %s (%s)",
+				pmrep_pmem_get_path(m->pmem), pmrep_err_to_str(ret));
+	return ret;
 }
 
 void

@@ -153,7 +153,8 @@ step_settle(struct pmrep_mirror *m, struct step *st)
 		st->result = timed_out ? PMREP_E_TIMEOUT : PMREP_E_CONN_LOST;
 		PMREP_LOG_ERR("persist of %llu bytes at %llu: %u of %u replicas confirmed, %u required (%s)",
 				(unsigned long long)st->len,
-				(unsigned long long)st->off, acked, m->n, k,
+				(unsigned long long)st->off, acked,
+				mirror_set_size(m), k,
 				pmrep_err_to_str(st->result));
 	} else {
 		return;
@@ -308,6 +309,8 @@ pipe_post_one(struct pmrep_mirror *m)
 	}
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
+		if (r->removed)
+			continue;
 		if (atomic_load(&r->owner) != OWN_DATA ||
 				r->state != PMREP_REPLICA_IN_SYNC) {
 			/* being resynced, and the range is copied already:
@@ -365,8 +368,8 @@ pipe_pull_ahead(struct pmrep_mirror *m)
 }
 
 /* nothing of a step is in flight on any replica */
-static bool
-pipe_idle(struct pmrep_mirror *m)
+bool
+mirror_pipe_idle(struct pmrep_mirror *m)
 {
 	if (m->queue.n != 0 || m->s_n != 0)
 		return false;
@@ -390,7 +393,7 @@ pipe_idle(struct pmrep_mirror *m)
 int
 mirror_al_clear(struct pmrep_mirror *m)
 {
-	if (!pipe_idle(m))
+	if (!mirror_pipe_idle(m))
 		return 0;
 	return mstate_al_clear(m->state, false);
 }
@@ -460,13 +463,13 @@ void
 mirror_pipe_drain(struct pmrep_mirror *m, long long deadline)
 {
 	mirror_pipe_advance(m);
-	while (!pipe_idle(m)) {
+	while (!mirror_pipe_idle(m)) {
 		int left = repl_left_ms(deadline);
 		if (left == 0)
 			break;
 		int nw = mirror_wait_any(m, left);
 		mirror_pipe_advance(m);
-		if (nw == 0 && !pipe_idle(m))
+		if (nw == 0 && !mirror_pipe_idle(m))
 			break;	/* what is left no replica of the data path holds */
 	}
 }

@@ -134,6 +134,8 @@ mirror_recovery_handback(struct replica *r)
 {
 	if (r->oos->nset != 0 || r->chunks != 0 || r->conn == NULL)
 		return false;
+	/* a replica added at run time is one of the policy's from now on */
+	r->joining = false;
 	replica_set_state(r, PMREP_REPLICA_IN_SYNC);
 	r->resyncs++;
 	r->resync_bytes += r->rs_done;
@@ -185,7 +187,7 @@ recovery_main(void *arg)
 	struct replica *r = arg;
 	struct pmrep_mirror *m = r->m;
 	mirror_lock(m);
-	while (!atomic_load(&m->stopping)) {
+	while (!atomic_load(&m->stopping) && !atomic_load(&r->stop)) {
 		if (atomic_load(&r->owner) != OWN_RECOVERY) {
 			cond_wait_until(m, -1);
 			continue;
@@ -206,27 +208,53 @@ recovery_main(void *arg)
 }
 
 int
-mirror_recovery_start(struct pmrep_mirror *m)
+mirror_recovery_start_one(struct replica *r)
 {
 	/* the application's signals go to its own threads */
 	sigset_t all, old;
 	sigfillset(&all);
 	(void) pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = 0;
-	for (unsigned i = 0; i < m->n && e == 0; i++) {
-		struct replica *r = &m->r[i];
-		e = pthread_create(&r->th, NULL, recovery_main, r);
-		if (e == 0) {
-			r->th_started = true;
-			char name[16];
-			snprintf(name, sizeof(name), "pmrep-rec%u", (unsigned)(i % PMREP_MIRROR_MAX_REPLICAS));
-			(void) pthread_setname_np(r->th, name);
-		}
+	atomic_store(&r->stop, false);
+	int e = pthread_create(&r->th, NULL, recovery_main, r);
+	if (e == 0) {
+		r->th_started = true;
+		char name[16];
+		snprintf(name, sizeof(name), "pmrep-rec%u",
+				r->idx % PMREP_MIRROR_MAX_REPLICAS);
+		(void) pthread_setname_np(r->th, name);
 	}
 	(void) pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e != 0)
 		return PMREP_ERR_PROVIDER(e, "pthread_create (a replica's recovery thread)");
 	return 0;
+}
+
+int
+mirror_recovery_start(struct pmrep_mirror *m)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		int ret = mirror_recovery_start_one(&m->r[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void
+mirror_recovery_stop_one(struct replica *r)
+{
+	/* its attach or resync ends at its next wait slice (the replica
+	 * it held is failed) */
+	atomic_store(&r->stop, true);
+	atomic_store(&r->cancel, true);
+	mirror_lock(r->m);
+	(void) pthread_cond_broadcast(&r->m->cond);
+	mirror_unlock(r->m);
+	if (r->th_started) {
+		(void) pthread_join(r->th, NULL);
+		r->th_started = false;
+	}
+	atomic_store(&r->cancel, false);
 }
 
 void
@@ -236,7 +264,8 @@ mirror_recovery_stop(struct pmrep_mirror *m)
 	/* a thread mid-attach (a frozen target: up to the cfg timeout) or
 	 * mid-resync ends at its next wait slice; the replica it held is
 	 * failed (out of sync), resynced by the next mirror */
-	atomic_store(&m->recovery_cancel, true);
+	for (unsigned i = 0; i < m->n; i++)
+		atomic_store(&m->r[i].cancel, true);
 	mirror_lock(m);
 	(void) pthread_cond_broadcast(&m->cond);
 	mirror_unlock(m);
@@ -248,7 +277,8 @@ mirror_recovery_stop(struct pmrep_mirror *m)
 		}
 	}
 	/* the delete's own exchanges (CLOSE) wait on these chans */
-	atomic_store(&m->recovery_cancel, false);
+	for (unsigned i = 0; i < m->n; i++)
+		atomic_store(&m->r[i].cancel, false);
 }
 
 /*
@@ -316,7 +346,8 @@ mirror_recovery_wait_all(struct pmrep_mirror *m, long long deadline)
 	for (;;) {
 		const struct replica *bad = NULL;
 		for (unsigned i = 0; i < m->n && bad == NULL; i++)
-			if (atomic_load(&m->r[i].owner) != OWN_DATA)
+			if (atomic_load(&m->r[i].owner) != OWN_DATA &&
+					!m->r[i].removed)
 				bad = &m->r[i];
 		if (bad == NULL) {
 			ret = 0;

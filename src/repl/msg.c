@@ -29,9 +29,15 @@
  *                the header as it is now: 72 uuid[16]  88 replica id[16]
  *                104 u64 generation  112 u64 owner  120 u64 slot sequence
  *                128 u64 last persist sequence  136 u32 header flags
- *                140 u32 target flags (REPL_TF_*)
+ *                140 u32 target flags (REPL_TF_*)  144 u16 set size
+ *                146 u16 set quorum (the header's membership; 0 0: none
+ *                recorded)  148 u32 reserved (0)
  *  COMMIT (40):  0 replica id[16]  16 u64 generation  24 u64 primary id
- *                32 u32 resync kind (1 FULL, 2 INCREMENTAL)  36 u32 reserved (0)
+ *                32 u32 resync kind (1 FULL, 2 INCREMENTAL)  36 u16 set
+ *                size (1 .. 8)  38 u16 set quorum (0: all .. set size):
+ *                the writer's membership
+ *  MEMBERS (8):  0 u16 set size (1 .. 8)  2 u16 set quorum (0 .. size)
+ *                4 u32 reserved (0): the writer's new membership
  *  PERSIST (24): 0 u64 offset  8 u64 length (bytes of the data area)
  *                16 u64 persist sequence (psn: recorded by the target once
  *                the range is durable; 0: none -- a resync's copy)
@@ -40,7 +46,8 @@
  *  DIGEST_REPLY (232): 0 u32 count (the request's; 0 when the status is
  *                not OK)  4 u32 reserved (0)  8 digest[14][16] (SHA-256 of
  *                each region, its first 16 bytes; unused ones zero)
- *  REFUSE, COMMIT_REPLY, PERSIST_REPLY, CLOSE, CLOSE_REPLY: no body
+ *  REFUSE, COMMIT_REPLY, PERSIST_REPLY, CLOSE, CLOSE_REPLY,
+ *  MEMBERS_REPLY: no body
  *  (status, sequence).
  * A REFUSE whose status is OK does not decode (MALFORMED): a refusal
  * always says why, and a reader that mapped its status to an error code
@@ -57,10 +64,11 @@
 #define PDATA_MAGIC 0x5052
 #define MSG_MAGIC 0x4d52
 #define AUTH_BODY 80
-#define ACCEPT_BODY 144
+#define ACCEPT_BODY 152
 #define COMMIT_BODY 40
 #define PERSIST_BODY 24
 #define DIGEST_BODY 24
+#define MEMBERS_BODY 8
 #define DIGEST_REPLY_BODY (8 + REPL_DIGEST_MAX * REPL_DIGEST_SIZE)
 
 static const char auth_label[] = "pmrep-repl-v2 initiator";
@@ -142,6 +150,7 @@ body_len(enum repl_msg_type t)
 	case REPL_MSG_PERSIST: return PERSIST_BODY;
 	case REPL_MSG_DIGEST: return DIGEST_BODY;
 	case REPL_MSG_DIGEST_REPLY: return DIGEST_REPLY_BODY;
+	case REPL_MSG_MEMBERS: return MEMBERS_BODY;
 	default: return 0;
 	}
 }
@@ -172,6 +181,29 @@ accept_body_encode(const struct repl_accept *a, uint8_t *b)
 	pmrep_put_le64(b + 128, a->last_persist_seq);
 	pmrep_put_le32(b + 136, a->hdr_flags);
 	pmrep_put_le32(b + 140, a->target_flags);
+	pmrep_put_le16(b + 144, (uint16_t)a->set_size);
+	pmrep_put_le16(b + 146, (uint16_t)a->set_quorum);
+	pmrep_put_le32(b + 148, 0);
+}
+
+static void
+members_encode(const struct repl_members *mb, uint8_t *b)
+{
+	pmrep_put_le16(b, (uint16_t)mb->set_size);
+	pmrep_put_le16(b + 2, (uint16_t)mb->set_quorum);
+}
+
+/* a membership as a writer sends it: 1..PMREP_MIRROR_MAX_REPLICAS, a
+ * quorum 0..size (`none_ok`: 0 0, none recorded, too) */
+static bool
+members_decode(const uint8_t *b, bool none_ok, struct repl_members *mb)
+{
+	mb->set_size = pmrep_get_le16(b);
+	mb->set_quorum = pmrep_get_le16(b + 2);
+	if (mb->set_size == 0)
+		return none_ok && mb->set_quorum == 0;
+	return mb->set_size <= PMREP_MIRROR_MAX_REPLICAS &&
+		mb->set_quorum <= mb->set_size;
 }
 
 static void
@@ -181,7 +213,7 @@ commit_body_encode(const struct repl_commit *c, uint8_t *b)
 	pmrep_put_le64(b + 16, c->generation);
 	pmrep_put_le64(b + 24, c->primary_id);
 	pmrep_put_le32(b + 32, (uint32_t)c->resync);
-	pmrep_put_le32(b + 36, 0);
+	members_encode(&c->members, b + 36);
 }
 
 size_t
@@ -220,6 +252,9 @@ repl_msg_encode(const struct repl_msg *m, uint8_t *out)
 		pmrep_put_le32(b, m->u.digest_reply.count);
 		memcpy(b + 8, m->u.digest_reply.d, sizeof(m->u.digest_reply.d));
 		break;
+	case REPL_MSG_MEMBERS:
+		members_encode(&m->u.members, b);
+		break;
 	default:
 		break;
 	}
@@ -240,7 +275,7 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		return PMREP_E_MALFORMED;
 	}
 	enum repl_msg_type t = (enum repl_msg_type)p[3];
-	if (t < REPL_MSG_AUTH || t > REPL_MSG_DIGEST_REPLY) {
+	if (t < REPL_MSG_AUTH || t > REPL_MSG_MEMBERS_REPLY) {
 		PMREP_LOG_ERR("message: unknown type %u", p[3]);
 		return PMREP_E_MALFORMED;
 	}
@@ -292,21 +327,28 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		a->last_persist_seq = pmrep_get_le64(b + 128);
 		a->hdr_flags = pmrep_get_le32(b + 136);
 		a->target_flags = pmrep_get_le32(b + 140);
+		struct repl_members mb;
+		bool mb_ok = members_decode(b + 144, true, &mb);
+		a->set_size = mb.set_size;
+		a->set_quorum = mb.set_quorum;
 		if ((a->target_flags & ~REPL_TF_KNOWN) != 0 ||
-				(a->hdr_flags & ~PMREP_REPLICA_F_CONSISTENT) != 0) {
-			PMREP_LOG_ERR("ACCEPT message: unknown target flags 0x%x or header flags 0x%x",
-					a->target_flags, a->hdr_flags);
+				(a->hdr_flags & ~PMREP_REPLICA_F_CONSISTENT) != 0 ||
+				!mb_ok || pmrep_get_le32(b + 148) != 0) {
+			PMREP_LOG_ERR("ACCEPT message: unknown target flags 0x%x or header flags 0x%x, set size %u quorum %u, or reserved bytes set",
+					a->target_flags, a->hdr_flags, mb.set_size,
+					mb.set_quorum);
 			return PMREP_E_MALFORMED;
 		}
 		break;
 	}
 	case REPL_MSG_COMMIT: {
 		uint32_t kind = pmrep_get_le32(b + 32);
-		if (pmrep_get_le32(b + 36) != 0 ||
+		if (!members_decode(b + 36, false, &m->u.commit.members) ||
 				(kind != REPL_RESYNC_FULL &&
 				 kind != REPL_RESYNC_INCREMENTAL)) {
-			PMREP_LOG_ERR("COMMIT message: unknown resync kind %u or reserved bytes set",
-					kind);
+			PMREP_LOG_ERR("COMMIT message: unknown resync kind %u, or set size %u quorum %u",
+					kind, m->u.commit.members.set_size,
+					m->u.commit.members.set_quorum);
 			return PMREP_E_MALFORMED;
 		}
 		memcpy(m->u.commit.replica_id, b, PMREP_UUID_SIZE);
@@ -346,6 +388,15 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		memcpy(d->d, b + 8, sizeof(d->d));
 		break;
 	}
+	case REPL_MSG_MEMBERS:
+		if (!members_decode(b, false, &m->u.members) ||
+				pmrep_get_le32(b + 4) != 0) {
+			PMREP_LOG_ERR("MEMBERS message: set size %u quorum %u, or reserved bytes set",
+					m->u.members.set_size,
+					m->u.members.set_quorum);
+			return PMREP_E_MALFORMED;
+		}
+		break;
 	default:
 		break;
 	}

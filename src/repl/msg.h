@@ -44,6 +44,8 @@ enum repl_msg_type {
 	REPL_MSG_COMMIT_REPLY = 9,	/* target -> initiator: the claim is durable */
 	REPL_MSG_DIGEST = 10,		/* initiator -> target: digests of regions */
 	REPL_MSG_DIGEST_REPLY = 11,	/* target -> initiator: them */
+	REPL_MSG_MEMBERS = 12,		/* initiator -> target: record the membership */
+	REPL_MSG_MEMBERS_REPLY = 13,	/* target -> initiator: it is durable */
 };
 
 #define REPL_DIGEST_SIZE 16	/* SHA-256, truncated */
@@ -113,6 +115,15 @@ struct repl_accept {
 	uint64_t last_persist_seq;
 	uint32_t hdr_flags;		/* PMREP_REPLICA_F_* */
 	uint32_t target_flags;		/* REPL_TF_* */
+	/* the header's membership (set size 0: not recorded) */
+	unsigned set_size, set_quorum;
+};
+
+/* a writer's membership (PROTOCOL.md "Membership"): the replicas it
+ * mirrors to, 1..PMREP_MIRROR_MAX_REPLICAS, and its quorum, 0 (all) ..
+ * set_size; MEMBERS' body, part of COMMIT's */
+struct repl_members {
+	unsigned set_size, set_quorum;
 };
 
 struct repl_commit {
@@ -120,6 +131,7 @@ struct repl_commit {
 	uint64_t generation;
 	uint64_t primary_id;
 	enum repl_resync resync;
+	struct repl_members members;	/* the writer's membership */
 };
 
 struct repl_persist {
@@ -155,6 +167,7 @@ struct repl_msg {
 		struct repl_persist persist;
 		struct repl_digest digest;
 		struct repl_digest_reply digest_reply;
+		struct repl_members members;
 	} u;
 };
 

@@ -14,6 +14,7 @@
 #include "mirror_int.h"
 #include "mirror_state.h"
 #include "pmem/pmem_view.h"
+#include "query.h"
 
 #define PROMOTE_FLAGS (PMREP_PROMOTE_FORCE_STALE | PMREP_PROMOTE_FORCE_FENCE | \
 		PMREP_PROMOTE_WAIT_SYNC | PMREP_PROMOTE_DRY_RUN)
@@ -71,6 +72,27 @@ wait_reached_in_sync(struct pmrep_mirror *m, const bool *reached,
 	}
 }
 
+/*
+ * a header's membership (set size 0: none recorded): when it needs more
+ * fencing than what res holds, it is the one (logged: the caller's
+ * arguments, or an older header, said less)
+ */
+static void
+take_membership(struct pmrep_promote_result *res, unsigned n, unsigned k,
+		const char *where)
+{
+	if (n == 0)
+		return;
+	unsigned need = n - (k ? k : n) + 1;
+	if (need <= res->needed)
+		return;
+	PMREP_LOG(PMREP_LOG_NOTICE, "promote: %s records a set of %u replicas with quorum %u: %u to fence (was %u)",
+			where, n, k ? k : n, need, res->needed);
+	res->needed = need;
+	res->set_size = n;
+	res->set_quorum = k;
+}
+
 int
 pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		unsigned set_size, unsigned set_quorum, unsigned flags,
@@ -121,7 +143,12 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		return PMREP_E_INVAL;
 	}
 	uint64_t own_psn = replica_psn_get(whole);
+	/* the fencing count: the arguments', or the largest a header
+	 * records (this log's now, the replicas' below) */
 	res->needed = n - k + 1;
+	res->set_size = n;
+	res->set_quorum = k == n ? 0 : k;
+	take_membership(res, own.set_size, own.set_quorum, path);
 	res->last_persist_seq = own_psn;
 	res->old_generation = own.generation;
 
@@ -130,9 +157,10 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	uint64_t best_gen = own.generation, best_psn = own_psn;
 	for (unsigned i = 0; i < cfg->n; i++) {
 		struct pmrep_replica_info info;
-		int q = pmrep_replica_query_named(cfg->r[i].addr, cfg->r[i].port,
+		struct pmrep_replica_membership mb;
+		int q = repl_query_named(cfg->r[i].addr, cfg->r[i].port,
 				cfg->r[i].selector[0] ? cfg->r[i].selector : NULL,
-				cfg->key, cfg->key_len, cfg->timeout_ms, &info);
+				cfg->key, cfg->key_len, cfg->timeout_ms, &info, &mb);
 		if (q) {
 			PMREP_LOG_WARN("promote: replica %u (%s:%s) not reached: %s",
 					i, cfg->r[i].addr, cfg->r[i].port,
@@ -149,6 +177,7 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		res->reached++;
 		if (fresh)
 			continue;
+		take_membership(res, mb.set_size, mb.quorum, cfg->r[i].addr);
 		if (info.generation > res->old_generation)
 			res->old_generation = info.generation;
 		if (more_current(info.generation, info.last_persist_seq,
@@ -178,7 +207,8 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	if (f > res->reached) {
 		if (!(flags & PMREP_PROMOTE_FORCE_FENCE)) {
 			PMREP_LOG_ERR("promote: refused: %u of the set's %u replicas reached (this node included), %u needed to fence the old primary (n - k + 1 with quorum %u): it could still complete a persist",
-					res->reached + 1, n, res->needed, k);
+					res->reached + 1, res->set_size, res->needed,
+					res->set_quorum ? res->set_quorum : res->set_size);
 			return PMREP_E_UNREACHABLE;
 		}
 		PMREP_LOG_WARN("promote: forced: %u of %u replicas to fence reached; the old primary may still complete a persist",

@@ -114,6 +114,16 @@ pmrep_replica_query_named(const char *addr, const char *port,
 		const char *name, const uint8_t *key, size_t key_len,
 		int timeout_ms, struct pmrep_replica_info *info)
 {
+	return repl_query_named(addr, port, name, key, key_len, timeout_ms,
+			info, NULL);
+}
+
+int
+repl_query_named(const char *addr, const char *port, const char *name,
+		const uint8_t *key, size_t key_len, int timeout_ms,
+		struct pmrep_replica_info *info,
+		struct pmrep_replica_membership *mb)
+{
 	if (addr == NULL || port == NULL || key == NULL || info == NULL) {
 		PMREP_LOG_ERR("invalid argument: addr, port, key or info is NULL");
 		return PMREP_E_INVAL;
@@ -166,6 +176,9 @@ pmrep_replica_query_named(const char *addr, const char *port,
 	size_t size = 0;
 	(void) pmrep_mr_remote_get_size(rmr, &size);
 	repl_query_info(info, size, &acc);
+	if (mb != NULL)
+		*mb = (struct pmrep_replica_membership){ .set_size = acc.set_size,
+			.quorum = acc.set_quorum };
 	PMREP_LOG_INFO("query: replica %s:%s: generation %llu, owner %016llx, header seq %llu, %s",
 			addr, port, (unsigned long long)acc.generation,
 			(unsigned long long)acc.owner,

@@ -44,4 +44,11 @@ int repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 void repl_query_info(struct pmrep_replica_info *info, uint64_t data_size,
 		const struct repl_accept *acc);
 
+/* pmrep_replica_query_named, and *mb (NULL: not wanted) the membership
+ * the header records */
+int repl_query_named(const char *addr, const char *port, const char *name,
+		const uint8_t *key, size_t key_len, int timeout_ms,
+		struct pmrep_replica_info *info,
+		struct pmrep_replica_membership *mb);
+
 #endif /* PMREP_REPL_QUERY_H */

@@ -141,7 +141,7 @@ replica_fail(struct replica *r, int err, uint64_t off, uint64_t len)
 	r->chunk_lo = r->chunk_hi = 0;
 	if (r->redirty_ready)
 		repl_bitmap_clear_regions(&r->redirty, 0, r->redirty.nregions);
-	if (was && atomic_load(&r->m->recovery_cancel))
+	if (was && atomic_load(&r->cancel))
 		PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s): its recovery ended by the mirror's delete; %llu bytes out of sync",
 				r->idx, r->addr, r->port,
 				(unsigned long long)repl_bitmap_dirty_bytes(r->oos));
@@ -330,6 +330,12 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 	msg.u.commit.generation = m->cfg.generation;
 	msg.u.commit.primary_id = mstate_primary_id(m->state);
 	msg.u.commit.resync = kind;
+	/* the membership as it is at this commit (a change made meanwhile
+	 * is recorded on the in-sync replicas; this one gets it at its next
+	 * attach: PROTOCOL.md "Membership") */
+	mirror_lock(m);
+	mirror_membership(m, &msg.u.commit.members);
+	mirror_unlock(m);
 	ret = repl_chan_send(&r->ch, &msg);
 	if (ret)
 		return ret;
@@ -407,7 +413,7 @@ replica_connect(struct replica *r, long long deadline)
 			return ret;
 		r->chan_ready = true;
 	}
-	r->ch.cancel = &r->m->recovery_cancel;
+	r->ch.cancel = &r->cancel;
 	char who[32];
 	snprintf(who, sizeof(who), "replica %u", r->idx);
 	uint8_t nonce_i[REPL_NONCE_SIZE], nonce_t[REPL_NONCE_SIZE];

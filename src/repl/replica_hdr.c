@@ -25,7 +25,10 @@
  *   72  u64 generation
  *   80  u64 owner (primary id of the last committed attach)
  *   88  u64 last persist sequence (failover; 0 until then)
- *   96  u8[24] reserved (0)
+ *   96  u16 set size: the replicas the claiming writer mirrors to (its
+ *       membership, PROTOCOL.md "Membership"; 0: not recorded)
+ *   98  u16 set quorum (0: all; at most the set size)
+ *  100  u8[20] reserved (0)
  *  120  u64 checksum: Fletcher-64 of bytes 0..119
  *
  * Slot, version 1 (read only; one slot at offset 0): magic "PMREPRPL",
@@ -93,6 +96,8 @@ replica_hdr_encode(const struct replica_hdr *h, uint8_t *out)
 	pmrep_put_le64(out + 72, h->generation);
 	pmrep_put_le64(out + 80, h->owner);
 	pmrep_put_le64(out + 88, h->last_persist_seq);
+	pmrep_put_le16(out + 96, (uint16_t)h->set_size);
+	pmrep_put_le16(out + 98, (uint16_t)h->set_quorum);
 	pmrep_put_le64(out + HDR_CSUM_OFF, replica_fletcher64(out, HDR_CSUM_OFF));
 }
 
@@ -121,7 +126,7 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 				(unsigned long long)csum);
 	size_t off_doff = version == 2 ? 56 : 32;
 	size_t off_size = version == 2 ? 64 : 40;
-	size_t res_from = version == 2 ? 96 : 64;
+	size_t res_from = version == 2 ? 100 : 64;
 	if (pmrep_get_le16(buf + 10) != REPLICA_HDR_ENC_SIZE ||
 			pmrep_get_le64(buf + off_doff) != PMREP_REPLICA_DATA_OFFSET)
 		SLOT_ERR("replica header: bad header length %u or data offset %llu",
@@ -147,6 +152,12 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 		h->generation = pmrep_get_le64(buf + 72);
 		h->owner = pmrep_get_le64(buf + 80);
 		h->last_persist_seq = pmrep_get_le64(buf + 88);
+		h->set_size = pmrep_get_le16(buf + 96);
+		h->set_quorum = pmrep_get_le16(buf + 98);
+		if (h->set_size > PMREP_MIRROR_MAX_REPLICAS ||
+				h->set_quorum > h->set_size)
+			SLOT_ERR("replica header: set size %u, quorum %u",
+					h->set_size, h->set_quorum);
 	} else {
 		h->seq = 0;
 		memcpy(h->uuid, buf + 16, PMREP_UUID_SIZE);
@@ -154,6 +165,7 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 		h->generation = pmrep_get_le64(buf + 48);
 		h->owner = pmrep_get_le64(buf + 56);
 		h->last_persist_seq = 0;
+		h->set_size = h->set_quorum = 0;
 	}
 	return 0;
 }
@@ -237,14 +249,11 @@ replica_psn_write(struct pmrep_pmem *pmem, uint8_t *base, uint64_t psn)
 	return pmrep_pmem_persist(pmem, w, sizeof(*w));
 }
 
-int
-pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
+/* read the header at `path` into *info and (NULL: not wanted) *mb */
+static int
+read_hdr(const char *path, struct pmrep_replica_info *info,
+		struct pmrep_replica_membership *mb)
 {
-	if (path == NULL || info == NULL) {
-		PMREP_LOG_ERR("invalid argument: %s is NULL",
-				path == NULL ? "path" : "info");
-		return PMREP_E_INVAL;
-	}
 	pmrep_err_clear();
 
 	struct stat st;
@@ -301,5 +310,32 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 	info->owner = h.owner;
 	info->seq = h.seq;
 	info->last_persist_seq = psn;
+	if (mb != NULL)
+		*mb = (struct pmrep_replica_membership){ .set_size = h.set_size,
+			.quorum = h.set_quorum };
 	return 0;
+}
+
+int
+pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
+{
+	if (path == NULL || info == NULL) {
+		PMREP_LOG_ERR("invalid argument: %s is NULL",
+				path == NULL ? "path" : "info");
+		return PMREP_E_INVAL;
+	}
+	return read_hdr(path, info, NULL);
+}
+
+int
+pmrep_replica_read_membership(const char *path,
+		struct pmrep_replica_membership *mb)
+{
+	if (path == NULL || mb == NULL) {
+		PMREP_LOG_ERR("invalid argument: %s is NULL",
+				path == NULL ? "path" : "mb");
+		return PMREP_E_INVAL;
+	}
+	struct pmrep_replica_info info;
+	return read_hdr(path, &info, mb);
 }

@@ -28,6 +28,10 @@ struct replica_hdr {
 	uint64_t owner;			/* primary id of the last committed attach */
 	uint64_t last_persist_seq;	/* written by failover; 0 until then */
 	uint32_t flags;			/* PMREP_REPLICA_F_* */
+	/* the membership of the writer that claimed it (PROTOCOL.md
+	 * "Membership"): the replicas it mirrors to (0: not recorded) and
+	 * its quorum (0: all) */
+	unsigned set_size, set_quorum;
 	/* where the state came from (decode) / went to (write) */
 	uint64_t seq;			/* the slot's sequence; a v1 header: 0 */
 	unsigned slot;			/* 0 or 1: the slot holding it */

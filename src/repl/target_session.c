@@ -18,7 +18,7 @@
 
 static int
 write_claim(struct pmrep_target *t, const struct session *s,
-		uint64_t generation)
+		uint64_t generation, const struct repl_members *mb)
 {
 	/* the persist sequence word speaks for the steps of the sessions
 	 * of this claim only: cleared (durably) before a claim is written */
@@ -32,6 +32,8 @@ write_claim(struct pmrep_target *t, const struct session *s,
 	memcpy(next.uuid, s->uuid, PMREP_UUID_SIZE);
 	next.generation = generation;
 	next.owner = s->primary_id;
+	next.set_size = mb->set_size;
+	next.set_quorum = mb->set_quorum;
 	next.flags &= ~PMREP_REPLICA_F_CONSISTENT;
 	return target_hdr_update(t, &next);
 }
@@ -202,6 +204,8 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	acc->hdr_seq = t->hdr.seq;
 	acc->last_persist_seq = t->psn;
 	acc->hdr_flags = t->hdr.flags;
+	acc->set_size = t->hdr.set_size;
+	acc->set_quorum = t->hdr.set_quorum;
 	acc->target_flags = (t->staging ? REPL_TF_STAGING : 0) |
 		(fresh ? REPL_TF_FRESH : 0);
 	if (repl_accept_mac(key->key, key->len, s->nonce_i, s->nonce_t,
@@ -213,7 +217,9 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		/* the broken v1 order, for the harness to catch: the claim
 		 * is durable before the mirror's record covers it */
 		close_others(t, s, "taken over by a new initiator");
-		int ret = target_poisoned(t) ? PMREP_E_STATE : write_claim(t, s, a->generation);
+		struct repl_members keep = { t->hdr.set_size, t->hdr.set_quorum };
+		int ret = target_poisoned(t) ? PMREP_E_STATE :
+			write_claim(t, s, a->generation, &keep);
 		if (ret) {
 			if (!t->poisoned)
 				target_poison(t, ret, "the header's claim");
@@ -279,7 +285,7 @@ on_commit(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	}
 	/* fencing: no other session may write once the claim is durable */
 	close_others(t, s, "fenced: another initiator committed an attach");
-	int ret = write_claim(t, s, c->generation);
+	int ret = write_claim(t, s, c->generation, &c->members);
 	if (ret) {
 		target_poison(t, ret, "writing the header's claim");
 		r.status = REPL_ST_INTERNAL;
@@ -307,6 +313,7 @@ reply_type(enum repl_msg_type t)
 	case REPL_MSG_PERSIST: return REPL_MSG_PERSIST_REPLY;
 	case REPL_MSG_CLOSE: return REPL_MSG_CLOSE_REPLY;
 	case REPL_MSG_DIGEST: return REPL_MSG_DIGEST_REPLY;
+	case REPL_MSG_MEMBERS: return REPL_MSG_MEMBERS_REPLY;
 	default: return (enum repl_msg_type)0;
 	}
 }
@@ -410,6 +417,29 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 			repl_digest_answer(t->data, t->hdr.data_size,
 					&m->u.digest, &r.u.digest_reply);
 		break;
+	case REPL_MSG_MEMBERS: {
+		/* the writer's membership changed (PROTOCOL.md "Membership"):
+		 * recorded in the header, crash-atomic, before the reply */
+		r.type = REPL_MSG_MEMBERS_REPLY;
+		if (target_poisoned(t)) {
+			r.status = REPL_ST_INTERNAL;
+			break;
+		}
+		struct replica_hdr next = t->hdr;
+		next.set_size = m->u.members.set_size;
+		next.set_quorum = m->u.members.set_quorum;
+		ret = target_hdr_update(t, &next);
+		if (ret) {
+			target_poison(t, ret, "recording the membership");
+			r.status = REPL_ST_INTERNAL;
+			break;
+		}
+		PMREP_LOG(PMREP_LOG_NOTICE, "session %d: membership recorded: %u replicas, quorum %s%u",
+				(int)(s - t->s), next.set_size,
+				next.set_quorum ? "" : "all = ",
+				next.set_quorum ? next.set_quorum : next.set_size);
+		break;
+	}
 	case REPL_MSG_COMMIT:
 		/* committed already */
 		on_not_allowed(t, s, m);
@@ -423,7 +453,8 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	if (r.status == REPL_ST_INTERNAL) {
 		PMREP_LOG_ERR("session %d: %s answered INTERNAL (the target is poisoned); closing the session",
 				(int)(s - t->s), m->type == REPL_MSG_CLOSE ? "CLOSE" :
-				m->type == REPL_MSG_DIGEST ? "DIGEST" : "PERSIST");
+				m->type == REPL_MSG_DIGEST ? "DIGEST" :
+				m->type == REPL_MSG_MEMBERS ? "MEMBERS" : "PERSIST");
 		target_reply_and_close(t, s, &r);
 		return;
 	}

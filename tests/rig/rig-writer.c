@@ -106,6 +106,7 @@ state_name(enum pmrep_replica_state s)
 	case PMREP_REPLICA_DEGRADED: return "degraded";
 	case PMREP_REPLICA_FAILED: return "failed";
 	case PMREP_REPLICA_BEHIND: return "behind";
+	case PMREP_REPLICA_REMOVED: return "removed";
 	}
 	return "unknown";
 }

@@ -32,7 +32,8 @@ sample(void)
 {
 	struct replica_hdr h = { .data_size = DATA, .generation = 7,
 		.owner = 0x1122334455667788ull, .last_persist_seq = 99,
-		.flags = PMREP_REPLICA_F_CONSISTENT, .seq = 5 };
+		.flags = PMREP_REPLICA_F_CONSISTENT, .seq = 5,
+		.set_size = 3, .set_quorum = 2 };
 	for (int i = 0; i < PMREP_UUID_SIZE; i++) {
 		h.uuid[i] = (uint8_t)(0xa0 + i);
 		h.replica_id[i] = (uint8_t)(0x10 + i);
@@ -48,7 +49,8 @@ same_state(const struct replica_hdr *a, const struct replica_hdr *b)
 		memcmp(a->replica_id, b->replica_id, PMREP_UUID_SIZE) == 0 &&
 		a->data_size == b->data_size && a->generation == b->generation &&
 		a->owner == b->owner && a->last_persist_seq == b->last_persist_seq &&
-		a->flags == b->flags && a->seq == b->seq;
+		a->flags == b->flags && a->seq == b->seq &&
+		a->set_size == b->set_size && a->set_quorum == b->set_quorum;
 }
 
 /* re-seal a modified slot so that only the intended fault remains */
@@ -102,7 +104,9 @@ slot_roundtrip_keeps_every_field_at_fixed_offsets(void **state)
 	assert_int_equal(pmrep_get_le64(b + 72), 7);
 	assert_int_equal(pmrep_get_le64(b + 80), 0x1122334455667788ull);
 	assert_int_equal(pmrep_get_le64(b + 88), 99);
-	for (int i = 96; i < 120; i++)
+	assert_int_equal(pmrep_get_le16(b + 96), 3);
+	assert_int_equal(pmrep_get_le16(b + 98), 2);
+	for (int i = 100; i < 120; i++)
 		assert_int_equal(b[i], 0);
 	assert_int_equal(pmrep_get_le64(b + 120), replica_fletcher64(b, 120));
 	memset(&out, 0, sizeof(out));
@@ -366,7 +370,10 @@ slot_bad_magic_version_checksum_reserved_layout_are_malformed(void **state)
 	BAD(pmrep_put_le64(b + 56, 8192));	/* data offset */
 	BAD(pmrep_put_le64(b + 64, 0));		/* data size 0 */
 	BAD(pmrep_put_le64(b + 64, UINT64_MAX));	/* data size overflows */
-	for (int i = 96; i < 120; i++)
+	BAD(pmrep_put_le16(b + 96, 9));		/* set size above 8 */
+	BAD(pmrep_put_le16(b + 98, 4));		/* quorum above the set size */
+	BAD(pmrep_put_le16(b + 96, 0));		/* a quorum without a set */
+	for (int i = 100; i < 120; i++)
 		BAD(b[i] = 1);			/* reserved */
 #undef BAD
 	/* every flipped bit after the magic fails the checksum (or more) */

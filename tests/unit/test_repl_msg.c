@@ -181,6 +181,8 @@ sample_accept(void)
 	c.u.accept.last_persist_seq = 12;
 	c.u.accept.hdr_flags = PMREP_REPLICA_F_CONSISTENT;
 	c.u.accept.target_flags = REPL_TF_STAGING | REPL_TF_FRESH;
+	c.u.accept.set_size = 3;
+	c.u.accept.set_quorum = 1;
 	return c;
 }
 
@@ -214,7 +216,8 @@ msg_roundtrip_of_every_type(void **state)
 
 	struct repl_msg c = sample_accept();
 	n = repl_msg_encode(&c, b);
-	assert_int_equal(n, 16 + 144);
+	assert_int_equal(n, 16 + 152);
+	assert_int_equal(pmrep_get_le16(b + 16 + 144), 3);	/* set size */
 	assert_true(n <= REPL_MSG_SLOT);
 	assert_int_equal(b[16 + 88], 0x44);		/* replica id */
 	assert_int_equal(pmrep_get_le64(b + 16 + 120), 11);	/* slot seq */
@@ -229,20 +232,40 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(out.u.accept.last_persist_seq, 12);
 	assert_int_equal(out.u.accept.hdr_flags, PMREP_REPLICA_F_CONSISTENT);
 	assert_int_equal(out.u.accept.target_flags, REPL_TF_STAGING | REPL_TF_FRESH);
+	assert_int_equal(out.u.accept.set_size, 3);
+	assert_int_equal(out.u.accept.set_quorum, 1);
 
 	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .seq = 3 };
 	memset(cm.u.commit.replica_id, 0x44, PMREP_UUID_SIZE);
 	cm.u.commit.generation = 9;
 	cm.u.commit.primary_id = 0xfeed;
 	cm.u.commit.resync = REPL_RESYNC_INCREMENTAL;
+	cm.u.commit.members = (struct repl_members){ 4, 0 };
 	n = repl_msg_encode(&cm, b);
 	assert_int_equal(n, 16 + 40);
+	assert_int_equal(pmrep_get_le16(b + 16 + 36), 4);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.type, REPL_MSG_COMMIT);
 	assert_memory_equal(out.u.commit.replica_id, cm.u.commit.replica_id, PMREP_UUID_SIZE);
 	assert_int_equal(out.u.commit.generation, 9);
 	assert_int_equal(out.u.commit.primary_id, 0xfeed);
 	assert_int_equal(out.u.commit.resync, REPL_RESYNC_INCREMENTAL);
+	assert_int_equal(out.u.commit.members.set_size, 4);
+	assert_int_equal(out.u.commit.members.set_quorum, 0);
+
+	struct repl_msg mm = { .type = REPL_MSG_MEMBERS, .seq = 4,
+		.u.members = { 3, 2 } };
+	n = repl_msg_encode(&mm, b);
+	assert_int_equal(n, 16 + 8);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.type, REPL_MSG_MEMBERS);
+	assert_int_equal(out.u.members.set_size, 3);
+	assert_int_equal(out.u.members.set_quorum, 2);
+	struct repl_msg mr = { .type = REPL_MSG_MEMBERS_REPLY, .seq = 4 };
+	n = repl_msg_encode(&mr, b);
+	assert_int_equal(n, 16);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.type, REPL_MSG_MEMBERS_REPLY);
 
 	struct repl_msg cr = { .type = REPL_MSG_COMMIT_REPLY, .status = REPL_ST_GENERATION, .seq = 3 };
 	n = repl_msg_encode(&cr, b);
@@ -323,7 +346,8 @@ msg_malformed_is_refused(void **state)
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n - 1, &out), PMREP_E_MALFORMED);
 
-	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .u.commit.resync = REPL_RESYNC_FULL };
+	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .u.commit.resync = REPL_RESYNC_FULL,
+		.u.commit.members = { 2, 1 } };
 	n = repl_msg_encode(&cm, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	memcpy(c, b, n);
@@ -333,7 +357,35 @@ msg_malformed_is_refused(void **state)
 	pmrep_put_le32(c + 16 + 32, 3);		/* unknown resync kind */
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
 	memcpy(c, b, n);
-	c[16 + 39] = 1;				/* COMMIT reserved */
+	pmrep_put_le16(c + 16 + 36, 0);		/* COMMIT without a set */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 16 + 36, 9);		/* a set above 8 */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 16 + 38, 3);		/* a quorum above the set */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	/* MEMBERS: the same bounds, and its reserved bytes */
+	struct repl_msg mm = { .type = REPL_MSG_MEMBERS, .u.members = { 2, 0 } };
+	n = repl_msg_encode(&mm, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 16, 0);
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 16 + 2, 3);
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	c[16 + 7] = 1;
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	/* ACCEPT: its membership bounds and reserved bytes */
+	struct repl_msg ac = sample_accept();
+	n = repl_msg_encode(&ac, b);
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 16 + 146, 4);	/* quorum above the set */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	c[16 + 151] = 1;
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
 	/* COMMIT_REPLY with a body */
 	struct repl_msg cr = { .type = REPL_MSG_COMMIT_REPLY };

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mirror_members.c -- the mirror's membership at run time (docs/PROTOCOL.md
+ * "Membership"): add and remove a replica, change the quorum. A change is
+ * recorded on the in-sync replicas (MEMBERS) before it takes effect, so that
+ * a promotion, which fences the largest n - k + 1 the headers it reads
+ * record, always fences enough of them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "mirror_int.h"
+
+/* the fencing count of a membership: n - k + 1 (k 0: all, 1) */
+static unsigned
+members_need(const struct repl_members *mb)
+{
+	unsigned k = mb->set_quorum ? mb->set_quorum : mb->set_size;
+	return mb->set_size - k + 1;
+}
+
+/*
+ * The membership the replicas record, with slot `add` taken by a joining
+ * replica (-1: none), slot `drop` removed (-1: none), and quorum `q` (-1:
+ * the mirror's). Under "all" with replicas joining, the quorum recorded is
+ * the count of replicas the policy requires -- not 0: the old primary may
+ * complete a persist without a joining replica, so a joining replica
+ * promoted must fence the others (m->lock held or the data path).
+ */
+static struct repl_members
+members_of(const struct pmrep_mirror *m, int add, int drop, int q)
+{
+	unsigned size = 0, required = 0, joining = 0;
+	for (unsigned i = 0; i < PMREP_MIRROR_MAX_REPLICAS; i++) {
+		bool in = i < m->n && !m->r[i].removed;
+		bool join = in && m->r[i].joining;
+		if ((int)i == drop)
+			in = join = false;
+		if ((int)i == add)
+			in = join = true;
+		size += in;
+		joining += join;
+		required += in && !join;
+	}
+	unsigned quorum = q >= 0 ? (unsigned)q : m->cfg.quorum;
+	if (quorum == 0 && joining > 0)
+		quorum = required;
+	return (struct repl_members){ .set_size = size, .set_quorum = quorum };
+}
+
+void
+mirror_membership(const struct pmrep_mirror *m, struct repl_members *mb)
+{
+	*mb = members_of(m, -1, -1, -1);
+}
+
+/* one MEMBERS exchange with an in-sync replica, nothing in flight */
+static int
+members_send(struct replica *r, const struct repl_members *mb,
+		long long deadline)
+{
+	struct repl_msg msg = { .type = REPL_MSG_MEMBERS,
+		.seq = mirror_next_seq(r->m), .u.members = *mb };
+	struct repl_msg reply;
+	int ret = repl_chan_send(&r->ch, &msg);
+	if (ret == 0)
+		ret = replica_wait_msg(r, deadline, &reply);
+	if (ret == 0 && (reply.type != REPL_MSG_MEMBERS_REPLY ||
+			reply.seq != msg.seq))
+		ret = PMREP_E_MALFORMED;
+	if (ret == 0 && reply.status != REPL_ST_OK)
+		ret = repl_status_to_err(reply.status);
+	if (ret) {
+		PMREP_LOG_ERR("replica %u (%s:%s): the membership (%u replicas, quorum %u) was not recorded: %s",
+				r->idx, r->addr, r->port, mb->set_size,
+				mb->set_quorum, pmrep_err_to_str(ret));
+		/* it does not hold what the others do: out of sync until its
+		 * next attach records the membership of then */
+		replica_fail(r, ret, 0, 0);
+	}
+	return ret;
+}
+
+static bool
+data_in_sync(const struct replica *r)
+{
+	return !r->removed && r->state == PMREP_REPLICA_IN_SYNC &&
+		atomic_load(&r->owner) == OWN_DATA;
+}
+
+/*
+ * record `next` on every in-sync replica but slot `skip` (-1: none), and in
+ * the mirror's log. When it raises the fencing count, the replicas that
+ * record it must be at least the current membership's k: a promotion that
+ * fences n - k + 1 of them then reads it from one at least. Otherwise it
+ * is recorded where it can be (a promotion reading the old one fences
+ * more, not fewer). 0, or the error with the old membership restored.
+ */
+static int
+members_change(struct pmrep_mirror *m, struct repl_members next, int skip,
+		long long deadline)
+{
+	/* nothing may complete under either membership while it changes:
+	 * what is queued and in flight first */
+	mirror_pipe_drain(m, deadline);
+	if (!mirror_pipe_idle(m)) {
+		PMREP_LOG_ERR("mirror: membership unchanged: the persists in flight were not done in time");
+		return PMREP_E_TIMEOUT;
+	}
+	struct repl_members old;
+	mirror_membership(m, &old);
+	bool grows = members_need(&next) > members_need(&old);
+	unsigned k_old = old.set_quorum ? old.set_quorum : old.set_size;
+	unsigned avail = 0;
+	for (unsigned i = 0; i < m->n; i++)
+		avail += (int)i != skip && data_in_sync(&m->r[i]);
+	if (grows && avail < k_old) {
+		PMREP_LOG_ERR("mirror: membership unchanged: %u replicas in sync, the change raises the fencing count to %u and must be recorded on %u first",
+				avail, members_need(&next), k_old);
+		return PMREP_E_STATE;
+	}
+	uint32_t took = 0;
+	unsigned n_took = 0;
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if ((int)i == skip || !data_in_sync(r))
+			continue;
+		if (members_send(r, &next, deadline) == 0) {
+			took |= 1u << i;
+			n_took++;
+		}
+	}
+	if (grows && n_took < k_old) {
+		PMREP_LOG_ERR("mirror: membership unchanged: %u replicas recorded it, %u needed; the old one is recorded again",
+				n_took, k_old);
+		for (unsigned i = 0; i < m->n; i++)
+			if ((took & (1u << i)) && data_in_sync(&m->r[i]))
+				(void) members_send(&m->r[i], &old,
+						repl_deadline(m->cfg.timeout_ms));
+		return PMREP_E_CONN_LOST;
+	}
+	/* the mirror's own log: what a node that was primary says of its
+	 * set (a promotion reads the replicas' headers, not this one) */
+	(void) mirror_log_members(m, next.set_size, next.set_quorum);
+	return 0;
+}
+
+int
+pmrep_mirror_add_replica(struct pmrep_mirror *m, const char *addr,
+		const char *port, const char *name, int timeout_ms,
+		unsigned *index)
+{
+	CHECK_ARG(m);
+	CHECK_ARG(addr);
+	CHECK_ARG(port);
+	int ret = repl_timeout_check(timeout_ms, "pmrep_mirror_add_replica");
+	if (ret)
+		return ret;
+	if (addr[0] == '\0' || port[0] == '\0') {
+		PMREP_LOG_ERR("pmrep_mirror_add_replica: empty address or port");
+		return PMREP_E_INVAL;
+	}
+	if (name != NULL && name[0] != '\0' &&
+			repl_selector_check(name, "replica name") != 0)
+		return PMREP_E_INVAL;
+	if (m->cfg.fence_only) {
+		PMREP_LOG_ERR("pmrep_mirror_add_replica: not on a promotion's mirror");
+		return PMREP_E_INVAL;
+	}
+	unsigned idx = 0;
+	while (idx < m->n && !m->r[idx].removed)
+		idx++;
+	if (idx == PMREP_MIRROR_MAX_REPLICAS) {
+		PMREP_LOG_ERR("pmrep_mirror_add_replica: the mirror has %d replicas already",
+				PMREP_MIRROR_MAX_REPLICAS);
+		return PMREP_E_INVAL;
+	}
+	ret = members_change(m, members_of(m, (int)idx, -1, -1), -1,
+			repl_deadline(timeout_ms));
+	if (ret)
+		return ret;
+
+	struct replica *r = &m->r[idx];
+	mirror_lock(m);
+	bool reuse = idx < m->n;
+	memset(r, 0, sizeof(*r));
+	ret = mirror_replica_init(m, idx, addr, port);
+	if (ret == 0) {
+		struct mirror_replica_cfg *rc = &m->cfg.r[idx];
+		snprintf(rc->selector, sizeof(rc->selector), "%s",
+				name != NULL ? name : "");
+		rc->addr = r->addr;
+		rc->port = r->port;
+		r->joining = true;
+		if (!reuse) {
+			m->n++;
+			m->cfg.n = m->n;
+		}
+		/* an added replica's first state: FAILED, attaching */
+		r->state = PMREP_REPLICA_REMOVED;
+		replica_set_state(r, PMREP_REPLICA_FAILED);
+	}
+	mirror_unlock(m);
+	if (ret == 0 && mirror_background(m))
+		ret = mirror_recovery_start_one(r);
+	if (ret) {
+		mirror_lock(m);
+		mirror_replica_free(r);
+		r->removed = true;
+		r->joining = false;
+		r->state = PMREP_REPLICA_REMOVED;
+		mirror_unlock(m);
+		/* the larger membership recorded is on the safe side; put the
+		 * old one back where it can be */
+		struct repl_members old;
+		mirror_membership(m, &old);
+		(void) members_change(m, old, -1, repl_deadline(m->cfg.timeout_ms));
+		return ret;
+	}
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) added: joining (%u replicas, quorum %u recorded)",
+			idx, addr, port, mirror_set_size(m), m->cfg.quorum);
+	if (index != NULL)
+		*index = idx;
+	return 0;
+}
+
+int
+pmrep_mirror_remove_replica(struct pmrep_mirror *m, unsigned index,
+		int timeout_ms)
+{
+	CHECK_ARG(m);
+	int ret = repl_timeout_check(timeout_ms, "pmrep_mirror_remove_replica");
+	if (ret)
+		return ret;
+	if (index >= m->n || m->r[index].removed) {
+		PMREP_LOG_ERR("pmrep_mirror_remove_replica: no replica %u", index);
+		return PMREP_E_INVAL;
+	}
+	if (m->cfg.fence_only) {
+		PMREP_LOG_ERR("pmrep_mirror_remove_replica: not on a promotion's mirror");
+		return PMREP_E_INVAL;
+	}
+	unsigned left = mirror_set_size(m) - 1;
+	if (left == 0 || m->cfg.quorum > left) {
+		PMREP_LOG_ERR("pmrep_mirror_remove_replica: replica %u is %s",
+				index, left == 0 ? "the last one" :
+				"needed by the quorum (lower it first)");
+		return PMREP_E_INVAL;
+	}
+	ret = members_change(m, members_of(m, -1, (int)index, -1), (int)index,
+			repl_deadline(timeout_ms));
+	if (ret)
+		return ret;
+	struct replica *r = &m->r[index];
+	/* its recovery first: from here on only this thread drives it */
+	mirror_recovery_stop_one(r);
+	bool clean = r->state == PMREP_REPLICA_IN_SYNC && r->r_n == 0 &&
+		r->oos->nset == 0 && r->conn != NULL;
+	if (clean)
+		mirror_replica_close(r);
+	mirror_lock(m);
+	mirror_replica_free(r);
+	mirror_unlock(m);
+	/* its slot of the record: no replica (crash-atomic), nothing out
+	 * of sync -- whoever takes the slot is compared in full */
+	static const uint8_t nil[PMREP_UUID_SIZE];
+	ret = mstate_set_rec(m->state, index, nil, 0);
+	if (ret == 0) {
+		repl_bitmap_clear_regions(r->oos, 0, r->oos->nregions);
+		ret = mstate_oos_persist(m->state, index, 0, m->size);
+	}
+	if (ret)
+		PMREP_LOG_WARN("replica %u: its slot of the record could not be cleared (%s); the slot's next replica is resynced from what it holds",
+				index, pmrep_err_to_str(ret));
+	mirror_lock(m);
+	r->removed = true;
+	r->joining = false;
+	r->fenced = false;
+	r->unknown = true;
+	r->last_error = 0;
+	atomic_store(&r->owner, OWN_RECOVERY);
+	replica_set_state(r, PMREP_REPLICA_REMOVED);
+	mirror_unlock(m);
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u removed%s (%u replicas left, quorum %u recorded)",
+			index, clean ? ", marked consistent" : "",
+			mirror_set_size(m), m->cfg.quorum);
+	return 0;
+}
+
+int
+pmrep_mirror_set_quorum(struct pmrep_mirror *m, unsigned k, int timeout_ms)
+{
+	CHECK_ARG(m);
+	int ret = repl_timeout_check(timeout_ms, "pmrep_mirror_set_quorum");
+	if (ret)
+		return ret;
+	unsigned n = mirror_set_size(m);
+	if (k > n || m->cfg.fence_only) {
+		PMREP_LOG_ERR("pmrep_mirror_set_quorum: a quorum of %u with %u replicas%s",
+				k, n, m->cfg.fence_only ? " (a promotion's mirror)" : "");
+		return PMREP_E_INVAL;
+	}
+	unsigned old_k = m->cfg.quorum;
+	mirror_lock(m);
+	m->cfg.quorum = k;
+	unsigned want = mirror_required(m);
+	m->cfg.quorum = old_k;
+	mirror_unlock(m);
+	unsigned in_sync = mirror_in_sync_count(m);
+	if (in_sync < want) {
+		PMREP_LOG_ERR("pmrep_mirror_set_quorum: %u replicas in sync, the new policy requires %u",
+				in_sync, want);
+		return PMREP_E_STATE;
+	}
+	ret = members_change(m, members_of(m, -1, -1, (int)k), -1,
+			repl_deadline(timeout_ms));
+	if (ret)
+		return ret;
+	mirror_lock(m);
+	m->cfg.quorum = k;
+	mirror_unlock(m);
+	PMREP_LOG(PMREP_LOG_NOTICE, "mirror: quorum %u (was %u; 0: all) of %u replicas",
+			k, old_k, n);
+	return 0;
+}
+
+int
+pmrep_mirror_get_membership(const struct pmrep_mirror *m,
+		struct pmrep_replica_membership *mb)
+{
+	CHECK_ARG(m);
+	CHECK_ARG(mb);
+	struct pmrep_mirror *mm = (struct pmrep_mirror *)m;
+	struct repl_members cur;
+	mirror_lock(mm);
+	mirror_membership(m, &cur);
+	mirror_unlock(mm);
+	memset(mb, 0, sizeof(*mb));
+	mb->set_size = cur.set_size;
+	mb->quorum = cur.set_quorum;
+	return 0;
+}
