@@ -31,7 +31,8 @@ const char help_promote[] =
 	"      generation or a higher persist sequence) or if fewer than\n"
 	"      n - k + 1 replicas can be fenced (--set-size n: the replicas the old\n"
 	"      primary wrote to, this node included, default the --replica count\n"
-	"      + 1; --quorum k: its quorum, default all); else raise the\n"
+	"      + 1; --quorum k: its quorum, default all; the set and quorum the\n"
+	"      headers record count too, whichever needs more); else raise the\n"
 	"      generation in LOG's header and commit it on the replicas reached, so\n"
 	"      that they refuse the old primary from then on. --dry-run: the checks\n"
 	"      only. --force: both --force-stale and --force-fence. --wait-sync:\n"
@@ -86,12 +87,13 @@ print_result(const char *log, const struct pmrep_promote_result *r,
 		json_str(log);
 		printf(",\"outcome\":\"%s\",\"old_generation\":%llu,\"generation\":%llu,"
 				"\"primary_id\":\"%016llx\",\"last_persist_seq\":%llu,"
-				"\"needed\":%u,\"reached\":%u,\"fenced\":%u,\"more_current\":",
+				"\"needed\":%u,\"reached\":%u,\"fenced\":%u,"
+				"\"set_size\":%u,\"set_quorum\":%u,\"more_current\":",
 				outcome, (unsigned long long)r->old_generation,
 				(unsigned long long)r->generation,
 				(unsigned long long)r->primary_id,
 				(unsigned long long)r->last_persist_seq, r->needed,
-				r->reached, r->fenced);
+				r->reached, r->fenced, r->set_size, r->set_quorum);
 		if (r->more_current >= 0)
 			json_str(replicas[r->more_current]);
 		else
@@ -104,8 +106,10 @@ print_result(const char *log, const struct pmrep_promote_result *r,
 		fputs("}\n", stdout);
 		return;
 	}
-	printf("replicas reached: %u; needed to fence: %u (this node included)\n",
-			r->reached, r->needed);
+	printf("replicas reached: %u; needed to fence: %u (this node included; a set of %u, quorum %s%u)\n",
+			r->reached, r->needed, r->set_size,
+			r->set_quorum ? "" : "all = ",
+			r->set_quorum ? r->set_quorum : r->set_size);
 	if (r->more_current >= 0)
 		printf("more current: %s\n", replicas[r->more_current]);
 	if (strcmp(outcome, "may_promote") == 0)

@@ -507,6 +507,7 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	func_put_le64(b + 16, 1);
 	func_put_le64(b + 24, 0x5eed0001ull);
 	func_put_le32(b + 32, 1);		/* FULL */
+	func_put_le(b + 36, 1, 2);		/* a set of 1 */
 	fake_send(&f, 8, 40);			/* COMMIT */
 	assert_int_equal(fake_recv(&f, &st), 9);	/* COMMIT_REPLY */
 	assert_int_equal(st, 8);
@@ -527,6 +528,7 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	func_put_le64(b + 16, 1);
 	func_put_le64(b + 24, 0x5eed0001ull);
 	func_put_le32(b + 32, 2);
+	func_put_le(b + 36, 1, 2);
 	fake_send(&f, 8, 40);
 	assert_int_equal(fake_recv(&f, &st), 3);	/* REFUSE */
 	assert_int_equal(st, 8);
@@ -543,6 +545,7 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	func_put_le64(b + 16, 1);
 	func_put_le64(b + 24, 0x5eed0001ull);
 	func_put_le32(b + 32, 2);
+	func_put_le(b + 36, 1, 2);
 	fake_send(&f, 8, 40);
 	assert_int_equal(fake_recv(&f, &st), 9);
 	assert_int_equal(st, 0);

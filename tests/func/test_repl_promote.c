@@ -191,11 +191,22 @@ promote_refuses_what_it_cannot_fence_under_a_quorum_not_under_all(void **state)
 	assert_int_equal(res.generation, 0);
 	header_of(path[0], a0);
 	assert_memory_equal(h0, a0, sizeof(h0));
-	/* "all": the old primary needed this node too, which no longer
-	 * serves it and holds the new generation */
+	/* a caller who says "all" (n - k + 1 = 1) is not believed: the
+	 * headers record the quorum 1 of 2 the old primary wrote under
+	 * (docs/PROTOCOL.md "Membership") */
 	assert_int_equal(pmrep_mirror_promote(log, c, 2, 0,
-			PMREP_PROMOTE_WAIT_SYNC, &res), 0);
-	assert_int_equal(res.needed, 1);
+			PMREP_PROMOTE_WAIT_SYNC, &res), PMREP_E_UNREACHABLE);
+	assert_int_equal(res.needed, 2);
+	assert_int_equal(res.set_size, 2);
+	assert_int_equal(res.set_quorum, 1);
+	assert_int_equal(res.generation, 0);
+	header_of(path[0], a0);
+	assert_memory_equal(h0, a0, sizeof(h0));
+	/* forced, it promotes: the old primary could still complete a
+	 * persist on replica 1, the caller's risk */
+	assert_int_equal(pmrep_mirror_promote(log, c, 2, 0,
+			PMREP_PROMOTE_WAIT_SYNC | PMREP_PROMOTE_FORCE_FENCE, &res), 0);
+	assert_int_equal(res.needed, 2);
 	assert_int_equal(res.generation, 2);
 	assert_int_equal(res.fenced, 0);
 	assert_int_equal(pmrep_pmem_close(&log), 0);
@@ -372,10 +383,12 @@ cli_promote_refusals_exit_1_and_name_the_reason(void **state)
 	struct pmrep_replica_info i0;
 	assert_int_equal(pmrep_replica_read_info(path[0], &i0), 0);
 	assert_int_equal(i0.generation, 1);
-	/* --dry-run under "all": may promote, nothing written */
+	/* --dry-run with no --set-size / --quorum ("all" of 2): the
+	 * headers' quorum 1 of 2 counts, refused, nothing written */
 	assert_int_equal(promote_cli(path[0], out, sizeof(out), "--replica", at1,
-			"--key-file", keyfile, "--dry-run", (char *)NULL), 0);
-	assert_non_null(strstr(out, "may promote"));
+			"--key-file", keyfile, "--dry-run", "--json", (char *)NULL), 1);
+	assert_non_null(strstr(out, "\"needed\":2,\"reached\":0"));
+	assert_non_null(strstr(out, "\"set_size\":2,\"set_quorum\":1"));
 	assert_int_equal(pmrep_replica_read_info(path[0], &i0), 0);
 	assert_int_equal(i0.generation, 1);
 	/* --force-fence: promoted although replica 1 is out of reach */

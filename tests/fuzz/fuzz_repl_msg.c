@@ -88,7 +88,7 @@ check_msg(const uint8_t *data, size_t size)
 		return;
 	if (r != 0)
 		abort();
-	if (m.type < REPL_MSG_AUTH || m.type > REPL_MSG_DIGEST_REPLY ||
+	if (m.type < REPL_MSG_AUTH || m.type > REPL_MSG_MEMBERS_REPLY ||
 			m.status > REPL_ST_MAX_)
 		abort();
 	uint8_t again[REPL_MSG_SLOT];

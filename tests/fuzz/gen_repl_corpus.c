@@ -55,6 +55,8 @@ hdrs(void)
 	c.seq = 2;
 	c.generation = 42;
 	c.owner = 0x0123456789abcdefull;
+	c.set_size = 2;
+	c.set_quorum = 1;
 	c.flags = PMREP_REPLICA_F_CONSISTENT;
 	replica_hdr_encode(&c, blk + REPLICA_HDR_SLOT_OFF(1));
 	emit("repl_hdr", "claimed_consistent", blk, sizeof(blk));
@@ -128,6 +130,8 @@ msgs(void)
 	m.u.accept.hdr_seq = 7;
 	m.u.accept.hdr_flags = PMREP_REPLICA_F_CONSISTENT;
 	m.u.accept.target_flags = REPL_TF_STAGING | REPL_TF_FRESH;
+	m.u.accept.set_size = 3;
+	m.u.accept.set_quorum = 2;
 	emit("repl_msg", "accept", out, repl_msg_encode(&m, out));
 
 	memset(&m, 0, sizeof(m));
@@ -137,7 +141,15 @@ msgs(void)
 	m.u.commit.generation = 2;
 	m.u.commit.primary_id = 0xfeedull;
 	m.u.commit.resync = REPL_RESYNC_FULL;
+	m.u.commit.members.set_size = 2;
 	emit("repl_msg", "commit", out, repl_msg_encode(&m, out));
+
+	memset(&m, 0, sizeof(m));
+	m.type = REPL_MSG_MEMBERS;
+	m.seq = 5;
+	m.u.members.set_size = 3;
+	m.u.members.set_quorum = 1;
+	emit("repl_msg", "members", out, repl_msg_encode(&m, out));
 
 	memset(&m, 0, sizeof(m));
 	m.type = REPL_MSG_PERSIST;
@@ -168,6 +180,7 @@ msgs(void)
 		{ REPL_MSG_PERSIST_REPLY, REPL_ST_OK, "persist_reply" },
 		{ REPL_MSG_CLOSE, REPL_ST_OK, "close" },
 		{ REPL_MSG_CLOSE_REPLY, REPL_ST_STATE, "close_reply" },
+		{ REPL_MSG_MEMBERS_REPLY, REPL_ST_OK, "members_reply" },
 	};
 	for (size_t i = 0; i < sizeof(bare) / sizeof(bare[0]); i++) {
 		memset(&m, 0, sizeof(m));

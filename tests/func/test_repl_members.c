@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_repl_members.c -- membership at run time (issue 14 item 5,
+ * docs/PROTOCOL.md "Membership"): a replica added to a running mirror
+ * joins without stopping the persists and is required by "all" only once
+ * in sync; a replica removed is marked consistent and its index is given
+ * again; the quorum changes; every change is recorded in the in-sync
+ * replicas' headers before it takes effect, and a promotion fences what
+ * the headers record, not what its caller remembered (a quorum lowered at
+ * run time: refused where the old count would have let it through).
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+
+#include "func.h"
+#include "repl_target.h"
+
+#define SIZE (1u << 20)
+#define REC 4096u
+#define NT 3
+
+static uint8_t key[PMREP_KEY_MAX];
+static size_t key_len;
+static char keyfile[256];
+static const uint8_t uuid[PMREP_UUID_SIZE] = { 0x4d, 0x45, 0x4d, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static char dir[128], lpath[256], path[NT][256];
+static struct func_child tg[NT];
+static struct pmrep_pmem *local;
+static uint8_t *base;
+static unsigned next_rec;
+
+static void
+serve(unsigned i)
+{
+	struct func_child_cfg cfg = { .path = path[i], .size = SIZE,
+		.key = key, .key_len = key_len };
+	func_child_start(&tg[i], &cfg, "0");
+}
+
+/* a cfg of the targets `which` (bit i: tg[i]) in that order, quorum k */
+static struct pmrep_mirror_cfg *
+mcfg(unsigned which, unsigned k)
+{
+	struct pmrep_mirror_cfg *c;
+	assert_int_equal(pmrep_mirror_cfg_new(&c), 0);
+	for (unsigned i = 0; i < NT; i++)
+		if (which & (1u << i))
+			assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(),
+					tg[i].port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, key_len), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_quorum(c, k), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(c, 1000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_create_timeout(c, 20000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_backoff(c, 50, 200), 0);
+	return c;
+}
+
+static struct pmrep_mirror *
+mirror(unsigned which, unsigned k)
+{
+	assert_int_equal(pmrep_log_open(lpath, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &local), 0);
+	base = pmrep_pmem_get_address(local);
+	struct pmrep_mirror_cfg *c = mcfg(which, k);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	pmrep_mirror_cfg_delete(&c);
+	return m;
+}
+
+/* write and persist the next record: `want` the result */
+static void
+append(struct pmrep_mirror *m, int want)
+{
+	unsigned k = next_rec++ % (SIZE / REC);
+	uint8_t *p = base + (size_t)k * REC;
+	for (unsigned i = 0; i < REC; i++)
+		p[i] = (uint8_t)(next_rec * 7 + i * 13 + 1);
+	assert_int_equal(pmrep_mirror_persist(m, (size_t)k * REC, REC,
+			3000 * func_slow()), want);
+}
+
+static void
+expect_members(const char *p, unsigned n, unsigned k)
+{
+	struct pmrep_replica_membership mb;
+	assert_int_equal(pmrep_replica_read_membership(p, &mb), 0);
+	if (mb.set_size != n || mb.quorum != k)
+		fail_msg("%s records %u replicas, quorum %u; expected %u, %u",
+				p, mb.set_size, mb.quorum, n, k);
+}
+
+static enum pmrep_replica_state
+state_of(struct pmrep_mirror *m, unsigned i)
+{
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, i, &st), 0);
+	return st.state;
+}
+
+/* wait (polling) until replica i is IN_SYNC */
+static void
+wait_in_sync(struct pmrep_mirror *m, unsigned i)
+{
+	long long until = func_now_ms() + 20000LL * func_slow();
+	while (state_of(m, i) != PMREP_REPLICA_IN_SYNC) {
+		assert_true(func_now_ms() < until);
+		struct pmrep_mirror_completion cc[4];
+		int got;
+		assert_int_equal(pmrep_mirror_poll(m, cc, 4, &got), 0);
+		usleep(2000);
+	}
+}
+
+/* is there an event of replica i to `to` among those waiting? */
+static bool
+saw_event(struct pmrep_mirror *m, unsigned i, enum pmrep_replica_state to)
+{
+	struct pmrep_mirror_event ev;
+	bool seen = false;
+	while (pmrep_mirror_get_event(m, &ev) == 0)
+		if (ev.replica == i && ev.to == to)
+			seen = true;
+	return seen;
+}
+
+static void
+close_mirror(struct pmrep_mirror **m)
+{
+	assert_int_equal(pmrep_mirror_delete(m), 0);
+}
+
+static void
+add_under_a_quorum_is_recorded_before_the_joiner_counts(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	serve(2);
+	struct pmrep_mirror *m = mirror(3, 1);
+	func_mirror_wait_in_sync(m, 2);
+	for (int i = 0; i < 16; i++)
+		append(m, 0);
+	expect_members(path[0], 2, 1);
+	expect_members(lpath, 2, 1);
+	unsigned idx = 99;
+	assert_int_equal(pmrep_mirror_add_replica(m, func_addr(), tg[2].port,
+			NULL, 5000 * func_slow(), &idx), 0);
+	assert_int_equal(idx, 2);
+	/* recorded on both in-sync replicas (and the log) when the call
+	 * returned: n - k + 1 is 3 from now on */
+	expect_members(path[0], 3, 1);
+	expect_members(path[1], 3, 1);
+	expect_members(lpath, 3, 1);
+	struct pmrep_replica_membership mb;
+	assert_int_equal(pmrep_mirror_get_membership(m, &mb), 0);
+	assert_int_equal(mb.set_size, 3);
+	assert_int_equal(mb.quorum, 1);
+	unsigned count;
+	assert_int_equal(pmrep_mirror_get_replica_count(m, &count), 0);
+	assert_int_equal(count, 3);
+	/* persists go on while it joins */
+	for (int i = 0; i < 16; i++)
+		append(m, 0);
+	wait_in_sync(m, 2);
+	assert_true(saw_event(m, 2, PMREP_REPLICA_IN_SYNC));
+	expect_members(path[2], 3, 1);	/* its COMMIT recorded it */
+	for (int i = 0; i < 8; i++)
+		append(m, 0);
+	func_mirror_wait_in_sync(m, 3);
+	close_mirror(&m);
+	for (unsigned i = 0; i < NT; i++)
+		func_assert_replica_equals(local, path[i]);
+}
+
+static void
+a_joiner_is_required_by_all_only_once_in_sync(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	struct pmrep_mirror *m = mirror(1, 0);	/* "all" of replica 0 */
+	append(m, 0);
+	/* replica 1 does not answer: it joins, failing, and the persists
+	 * go on with replica 0 alone */
+	func_child_freeze(&tg[1]);
+	unsigned idx;
+	assert_int_equal(pmrep_mirror_add_replica(m, func_addr(), tg[1].port,
+			NULL, 5000 * func_slow(), &idx), 0);
+	assert_int_equal(idx, 1);
+	/* under "all" with one joining, the quorum recorded is the count
+	 * required (1 of 2): a promoted joiner must fence the others */
+	expect_members(path[0], 2, 1);
+	for (int i = 0; i < 8; i++)
+		append(m, 0);
+	assert_int_not_equal(state_of(m, 1), PMREP_REPLICA_IN_SYNC);
+	func_child_thaw(&tg[1]);
+	wait_in_sync(m, 1);
+	/* its COMMIT came while it joined: 1 of 2 there too, and it stays
+	 * so -- more fencing than "all" needs, never less -- until the
+	 * next change or attach records "all" of 2 */
+	expect_members(path[1], 2, 1);
+	append(m, 0);
+	/* a replica now: "all" requires it */
+	func_child_kill(&tg[1], SIGKILL);
+	long long until = func_now_ms() + 10000LL * func_slow();
+	int ret;
+	do {
+		unsigned k = next_rec % (SIZE / REC);
+		ret = pmrep_mirror_persist(m, (size_t)k * REC, REC, 1000 * func_slow());
+		assert_true(func_now_ms() < until);
+	} while (ret == 0);
+	assert_true(ret == PMREP_E_CONN_LOST || ret == PMREP_E_TIMEOUT);
+	(void) pmrep_mirror_delete(&m);
+}
+
+static void
+remove_marks_it_consistent_and_frees_its_index(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	serve(2);
+	struct pmrep_mirror *m = mirror(7, 2);
+	func_mirror_wait_in_sync(m, 3);
+	for (int i = 0; i < 8; i++)
+		append(m, 0);
+	func_mirror_wait_in_sync(m, 3);
+	assert_int_equal(pmrep_mirror_remove_replica(m, 1, 5000 * func_slow()), 0);
+	assert_int_equal(state_of(m, 1), PMREP_REPLICA_REMOVED);
+	assert_true(saw_event(m, 1, PMREP_REPLICA_REMOVED));
+	/* a clean copy as of its removal, of a set it no longer belongs to */
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(path[1], &info), 0);
+	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
+	func_assert_replica_equals(local, path[1]);
+	expect_members(path[0], 2, 2);
+	expect_members(path[2], 2, 2);
+	expect_members(path[1], 3, 2);
+	/* refusals: removed already; what would leave fewer than k */
+	assert_int_equal(pmrep_mirror_remove_replica(m, 1, 1000), PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_remove_replica(m, 7, 1000), PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_remove_replica(m, 0, 1000), PMREP_E_INVAL);
+	for (int i = 0; i < 8; i++)
+		append(m, 0);
+	/* its index is given again: replica 1 back, compared by digests */
+	unsigned idx;
+	assert_int_equal(pmrep_mirror_add_replica(m, func_addr(), tg[1].port,
+			NULL, 5000 * func_slow(), &idx), 0);
+	assert_int_equal(idx, 1);
+	wait_in_sync(m, 1);
+	expect_members(path[1], 3, 2);
+	append(m, 0);
+	func_mirror_wait_in_sync(m, 3);
+	close_mirror(&m);
+	for (unsigned i = 0; i < NT; i++)
+		func_assert_replica_equals(local, path[i]);
+}
+
+static void
+set_quorum_refuses_what_the_replicas_in_sync_cannot_carry(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	struct pmrep_mirror *m = mirror(3, 0);
+	func_mirror_wait_in_sync(m, 2);
+	append(m, 0);
+	assert_int_equal(pmrep_mirror_set_quorum(m, 3, 1000), PMREP_E_INVAL);
+	/* "all" -> 1 of 2 raises the fencing count (1 -> 2): recorded on
+	 * both before a persist completes on one */
+	assert_int_equal(pmrep_mirror_set_quorum(m, 1, 5000 * func_slow()), 0);
+	expect_members(path[0], 2, 1);
+	expect_members(path[1], 2, 1);
+	/* replica 1 lost: quorum 1 carries on, "all" cannot be asked for */
+	func_child_kill(&tg[1], SIGKILL);
+	long long until = func_now_ms() + 10000LL * func_slow();
+	while (state_of(m, 1) == PMREP_REPLICA_IN_SYNC) {
+		append(m, 0);
+		assert_true(func_now_ms() < until);
+	}
+	append(m, 0);
+	assert_int_equal(pmrep_mirror_set_quorum(m, 0, 1000), PMREP_E_STATE);
+	expect_members(path[0], 2, 1);	/* nothing changed */
+	struct pmrep_replica_membership mb;
+	assert_int_equal(pmrep_mirror_get_membership(m, &mb), 0);
+	assert_int_equal(mb.quorum, 1);
+	append(m, 0);
+	(void) pmrep_mirror_delete(&m);
+}
+
+static void
+promote_fences_the_membership_the_headers_record(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	serve(2);
+	/* the primary starts under "all" (n - k + 1 = 1) and lowers the
+	 * quorum to 1 at run time (3): its caller remembers "all" */
+	struct pmrep_mirror *m = mirror(7, 0);
+	func_mirror_wait_in_sync(m, 3);
+	append(m, 0);
+	assert_int_equal(pmrep_mirror_set_quorum(m, 1, 5000 * func_slow()), 0);
+	for (int i = 0; i < 8; i++)
+		append(m, 0);
+	func_mirror_wait_in_sync(m, 3);
+	/* the primary and replicas 0 and 2 die; replica 1 is reachable */
+	func_child_kill(&tg[0], SIGKILL);
+	func_child_kill(&tg[2], SIGKILL);
+	(void) pmrep_mirror_delete(&m);
+	struct pmrep_pmem *log = NULL;
+	assert_int_equal(pmrep_log_open(path[0], 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&log), 0);
+	struct pmrep_mirror_cfg *c = mcfg(2 | 4, 0);
+	struct pmrep_promote_result res;
+	/* "all" of 3 as the caller says would need this node alone; the
+	 * headers say 1 of 3: 3 to fence, 2 reachable */
+	assert_int_equal(pmrep_mirror_promote(log, c, 3, 0, PMREP_PROMOTE_DRY_RUN,
+			&res), PMREP_E_UNREACHABLE);
+	assert_int_equal(res.needed, 3);
+	assert_int_equal(res.set_size, 3);
+	assert_int_equal(res.set_quorum, 1);
+	assert_int_equal(res.reached, 1);
+	assert_int_equal(res.generation, 0);
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(path[0], &info), 0);
+	assert_int_equal(info.generation, 1);
+	/* with replica 2 back it may */
+	serve(2);
+	pmrep_mirror_cfg_delete(&c);
+	c = mcfg(2 | 4, 0);
+	assert_int_equal(pmrep_mirror_promote(log, c, 3, 0, PMREP_PROMOTE_DRY_RUN,
+			&res), 0);
+	assert_int_equal(res.needed, 3);
+	assert_int_equal(res.reached, 2);
+	pmrep_mirror_cfg_delete(&c);
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-members-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(lpath, sizeof(lpath), "%s/log", dir);
+	for (unsigned i = 0; i < NT; i++)
+		snprintf(path[i], sizeof(path[i]), "%s/r%u", dir, i);
+	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
+	assert_int_equal(pmrep_key_write_file(keyfile, 0, PMREP_KEY_GOOD), 0);
+	uint32_t id;
+	assert_int_equal(pmrep_key_read_file_ex(keyfile, 0, key, sizeof(key),
+			&key_len, &id), 0);
+	next_rec = 0;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	func_child_kill_all();
+	if (local != NULL)
+		(void) pmrep_pmem_close(&local);
+	return func_rm_rf(dir);
+}
+
+int
+main(int argc, char *argv[])
+{
+	func_child_main(argc, argv);
+	signal(SIGPIPE, SIG_IGN);
+	if (getenv("PMREP_LOG_LEVEL") == NULL)
+		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(add_under_a_quorum_is_recorded_before_the_joiner_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_joiner_is_required_by_all_only_once_in_sync, setup, teardown),
+		cmocka_unit_test_setup_teardown(remove_marks_it_consistent_and_frees_its_index, setup, teardown),
+		cmocka_unit_test_setup_teardown(set_quorum_refuses_what_the_replicas_in_sync_cannot_carry, setup, teardown),
+		cmocka_unit_test_setup_teardown(promote_fences_the_membership_the_headers_record, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
