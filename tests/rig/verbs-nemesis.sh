@@ -29,19 +29,10 @@
 set -u
 BUILD=${1:?usage: verbs-nemesis.sh BUILD_DIR}
 BUILD=$(cd "$BUILD" && pwd)
-WRITER=$BUILD/tests/rig/rig-writer
-CHECK=$BUILD/tests/rig/rig-check
-CLOCK=$BUILD/tests/rig/rig-clock
-TARGET=$BUILD/tools/pmrep-target
-PMREP=$BUILD/tools/pmrep
+. "$(dirname "$0")/rig-lib.sh"
 
-skip() { echo "verbs-nemesis: SKIPPED: $*"; exit 77; }
-[ "${IN_VM:-0}" = 1 ] || skip "runs inside the soft-RoCE guest (tests/vm/run-in-vm.sh)"
-[ "$(id -u)" -eq 0 ] || skip "needs root"
-command -v rdma >/dev/null && command -v tc >/dev/null || skip "no rdma / tc"
-for b in "$WRITER" "$CHECK" "$CLOCK" "$TARGET" "$PMREP"; do
-	[ -x "$b" ] || { echo "verbs-nemesis: $b missing (build first)"; exit 1; }
-done
+rig_verbs_require verbs-nemesis
+rig_binaries verbs-nemesis
 
 PER=${RIG_SECONDS:-45}
 POLICIES=${RIG_POLICIES:-0 1}
@@ -65,7 +56,6 @@ LOGDIR=${RIG_LOG_DIR:-$BUILD/rig-verbs-logs}
 TMO=${RIG_TIMEOUT_MS:-2000}
 export PMREP_PROVIDER=verbs
 ok=1
-. "$(dirname "$0")/rig-lib.sh"
 
 pids_to_kill=()
 cleanup() {
@@ -77,15 +67,7 @@ cleanup() {
 	cp "$WORK"/*.q? "$WORK"/*.err "$WORK"/*.out "$WORK"/faults "$WORK"/ev* "$WORK"/diag* "$LOGDIR"/ 2>/dev/null
 	tc -s qdisc show dev vethA >"$LOGDIR/qdisc.txt" 2>&1; rdma link show >>"$LOGDIR/qdisc.txt" 2>&1
 	say "logs copied to $LOGDIR"
-	tc qdisc del dev vethA root 2>/dev/null; tc qdisc del dev vethB root 2>/dev/null
-	# every pmrep process is gone: the deletes cannot hang on an open
-	# device (T22); bounded all the same
-	timeout 10 rdma link delete rxeA 2>/dev/null
-	timeout 10 rdma link delete rxeB 2>/dev/null
-	ip link del vethA 2>/dev/null
-	ip rule add pref 0 lookup local 2>/dev/null
-	for p in 10 11 12 13 100; do ip rule del pref $p 2>/dev/null; done
-	ip route flush table 100 2>/dev/null; ip route flush table 101 2>/dev/null
+	rig_verbs_link_down
 	rm -rf "$WORK"
 	exit "$rc"
 }
@@ -96,38 +78,11 @@ WD=$!
 
 say "verbs-nemesis: seed $SEED (replay: RIG_SEED=$SEED), $PER s per policy, policies '$POLICIES', kernel $(uname -r), wall limit $WALL s"
 
-# ---- the link: network-faults.md's layout
-ip link add vethA type veth peer name vethB || exit 1
-ip addr add $ADDR_W/32 dev vethA; ip addr add $ADDR_T/32 dev vethB
-ip link set vethA up; ip link set vethB up
-for i in all default vethA vethB; do
-	sysctl -qw net.ipv4.conf.$i.rp_filter=0 net.ipv4.conf.$i.accept_local=1
-done
-ip rule add pref 10 iif lo to $ADDR_T lookup 100
-ip rule add pref 11 iif lo to $ADDR_W lookup 101
-ip rule add pref 12 oif vethA to $ADDR_T lookup 100
-ip rule add pref 13 oif vethB to $ADDR_W lookup 101
-ip rule add pref 100 lookup local; ip rule del pref 0
-ip route replace $ADDR_T dev vethA src $ADDR_W table 100
-ip route replace $ADDR_W dev vethB src $ADDR_T table 101
-ip neigh replace $ADDR_T lladdr "$(cat /sys/class/net/vethB/address)" dev vethA nud permanent
-ip neigh replace $ADDR_W lladdr "$(cat /sys/class/net/vethA/address)" dev vethB nud permanent
-rdma link add rxeA type rxe netdev vethA || exit 1
-rdma link add rxeB type rxe netdev vethB || exit 1
-# netem sits on both ends for the whole run and a fault only changes its
-# parameters: replacing or deleting a root qdisc under traffic, or a queue
-# over its limit, fails a transmit, and rxe moves the sending QP -- its
-# GSI QP (QP1) too -- to the error state on any transmit failure (seen on
-# 6.12: rxeA's QP1 in ERR, no CM MAD leaves the device any more). A big
-# backlog for the same reason (veth hands packets to netif_rx).
-sysctl -qw net.core.netdev_max_backlog=100000
-for d in vethA vethB; do
-	tc qdisc add dev $d root netem delay 0ms limit 100000 2>/dev/null || skip "no netem in this kernel"
-done
+# ---- the link: network-faults.md's layout (rig-lib.sh)
+rig_verbs_link_up verbs-nemesis
 say "rxeA on vethA ($ADDR_W), rxeB on vethB ($ADDR_T), policy routed"
 head -c 32 /dev/urandom | base64 >"$WORK/key"
 chmod 600 "$WORK/key"	# key files others may read are refused
-chmod 600 "$WORK/key"
 
 
 start_target() { # replica 1|2
@@ -158,13 +113,6 @@ start_target_retry() {
 	done
 	say "replica $1: target does not start again: $(tail -2 "$WORK/t$1.err")"
 	return 1
-}
-netem() { # args for both ends, or "off" (no delay, no loss)
-	local d
-	[ "$1" = off ] && set -- delay 0ms
-	for d in vethA vethB; do
-		tc qdisc change dev $d root netem "$@" limit 100000
-	done
 }
 # rxe's transmit failures so far (send_err of both devices): a fault that
 # made the kernel fail a transmit is named in the output
