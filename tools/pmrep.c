@@ -469,7 +469,8 @@ out:
 /* a replica header's fields, one a line; `where` names the replica
  * (its file, or ADDR:PORT with how it was asked) */
 static void
-print_info(const char *where, const struct pmrep_replica_info *info)
+print_info(const char *where, const struct pmrep_replica_info *info,
+		const struct pmrep_replica_membership *mb)
 {
 	bool claimed = false;
 	for (int i = 0; i < PMREP_UUID_SIZE; i++)
@@ -499,6 +500,15 @@ print_info(const char *where, const struct pmrep_replica_info *info)
 	printf("header seq:  %llu\n", (unsigned long long)info->seq);
 	printf("last persist seq: %llu\n",
 			(unsigned long long)info->last_persist_seq);
+	if (mb == NULL)
+		return;
+	if (mb->set_size == 0)
+		printf("membership:  not recorded\n");
+	else
+		printf("membership:  %u replicas, quorum %s%u (a promotion fences %u)\n",
+				mb->set_size, mb->quorum ? "" : "all = ",
+				mb->quorum ? mb->quorum : mb->set_size,
+				mb->set_size - (mb->quorum ? mb->quorum : mb->set_size) + 1);
 }
 
 /* ---------------------------------------------------------------- json */
@@ -532,7 +542,8 @@ json_str(const char *s)
 /* a replica header as one JSON object (no newline): the fields of
  * print_info; `name` the replica as given, `queried` asked of a target */
 static void
-json_info(const char *name, bool queried, const struct pmrep_replica_info *info)
+json_info(const char *name, bool queried, const struct pmrep_replica_info *info,
+		const struct pmrep_replica_membership *mb)
 {
 	bool claimed = false, has_id = false;
 	for (int i = 0; i < PMREP_UUID_SIZE; i++) {
@@ -548,7 +559,7 @@ json_info(const char *name, bool queried, const struct pmrep_replica_info *info)
 			"\"generation\":%llu,\"data_size\":%llu,\"data_offset\":%llu,"
 			"\"consistent\":%s,\"flags\":%u,\"replica_id\":\"%s\","
 			"\"has_replica_id\":%s,\"owner\":\"%016llx\",\"header_seq\":%llu,"
-			"\"last_persist_seq\":%llu}",
+			"\"last_persist_seq\":%llu",
 			queried ? "true" : "false", u, claimed ? "true" : "false",
 			(unsigned long long)info->generation,
 			(unsigned long long)info->data_size,
@@ -559,6 +570,10 @@ json_info(const char *name, bool queried, const struct pmrep_replica_info *info)
 			(unsigned long long)info->owner,
 			(unsigned long long)info->seq,
 			(unsigned long long)info->last_persist_seq);
+	if (mb != NULL)
+		printf(",\"set_size\":%u,\"set_quorum\":%u", mb->set_size,
+				mb->quorum);
+	putchar('}');
 }
 
 /* a file that is no valid replica (exit 1) as one JSON object */
@@ -608,14 +623,14 @@ status_remote(const char *target, const char *key_file, int timeout, bool json)
 		return EX_ERR;
 	}
 	if (json) {
-		json_info(target, true, &info);
+		json_info(target, true, &info, NULL);
 		putchar('\n');
 		return EX_OK;
 	}
 	char where[300];
 	snprintf(where, sizeof(where), "%s (queried over the network, read-only)",
 			target);
-	print_info(where, &info);
+	print_info(where, &info, NULL);
 	return EX_OK;
 }
 
@@ -692,16 +707,19 @@ cmd_status(int argc, char *argv[])
 				strerror(ENOENT), path);
 		return EX_ERR;
 	}
+	struct pmrep_replica_membership mb = { 0 };
+	if (ret == 0)
+		ret = pmrep_replica_read_membership(path, &mb);
 	if (ret) {
 		report("status", path, ret);
 		return EX_ERR;
 	}
 	if (json) {
-		json_info(path, false, &info);
+		json_info(path, false, &info, &mb);
 		putchar('\n');
 		return EX_OK;
 	}
-	print_info(path, &info);
+	print_info(path, &info, &mb);
 	return EX_OK;
 }
 
@@ -1018,7 +1036,7 @@ cmd_compare(int argc, char *argv[])
 		for (int i = 0; i < n; i++) {
 			if (i)
 				putchar(',');
-			json_info(argv[optind + i], key_file != NULL, &in[i]);
+			json_info(argv[optind + i], key_file != NULL, &in[i], NULL);
 		}
 		fputs("],\"most_current\":[", stdout);
 		bool first = true;

@@ -29,7 +29,9 @@
  *             [--policy all|quorum=K] [--timeout MS] [--wait-s S] COMMAND
  *   COMMAND: put KEY VALUE | get KEY | del KEY | list | script FILE
  *   A script (FILE, or - for stdin) holds one command per line: put, get,
- *   del, list, status, reconnect, sleep MS; # starts a comment.
+ *   del, list, status, reconnect, sleep MS, and the membership at run time:
+ *   add-replica ADDR:PORT[/NAME], remove-replica INDEX, quorum K|all;
+ *   # starts a comment.
  * Exit: 0 every command succeeded, 1 a command failed or a put / del was
  * not acknowledged, 2 usage error.
  */
@@ -456,6 +458,52 @@ kv_status(struct kv *kv)
 	}
 }
 
+/* a membership change of the running mirror (docs/PROTOCOL.md
+ * "Membership"): add-replica ADDR:PORT[/NAME], remove-replica INDEX,
+ * quorum K|all */
+static int
+kv_members(struct kv *kv, const char *cmd, char *arg)
+{
+	int ret;
+	unsigned idx = 0;
+	if (strcmp(cmd, "add-replica") == 0) {
+		char *name = strchr(arg, '/');
+		char *colon = strrchr(arg, ':');
+		if (name != NULL)
+			*name++ = '\0';
+		if (colon == NULL || colon == arg || colon[1] == '\0') {
+			printf("FAILED: add-replica ADDR:PORT[/NAME]\n");
+			return 2;
+		}
+		*colon = '\0';
+		ret = pmrep_mirror_add_replica(kv->m, arg, colon + 1, name,
+				kv->timeout_ms, &idx);
+	} else {
+		char *end;
+		bool all = strcmp(cmd, "quorum") == 0 && strcmp(arg, "all") == 0;
+		unsigned long v = all ? 0 : strtoul(arg, &end, 10);
+		if (!all && (*arg == '\0' || *end != '\0' || v > 64)) {
+			printf("FAILED: %s: a number%s\n", cmd,
+					strcmp(cmd, "quorum") == 0 ? " or all" : "");
+			return 2;
+		}
+		idx = (unsigned)v;
+		ret = strcmp(cmd, "quorum") == 0 ?
+			pmrep_mirror_set_quorum(kv->m, idx, kv->timeout_ms) :
+			pmrep_mirror_remove_replica(kv->m, idx, kv->timeout_ms);
+	}
+	struct pmrep_replica_membership mb;
+	(void) pmrep_mirror_get_membership(kv->m, &mb);
+	if (ret)
+		printf("FAILED %s: %s (%s)\n", cmd, pmrep_err_to_str(ret),
+				pmrep_err_msg());
+	else
+		printf("ok %s: replica %u; %u replicas, quorum %s%u\n", cmd, idx,
+				mb.set_size, mb.quorum ? "" : "all = ",
+				mb.quorum ? mb.quorum : mb.set_size);
+	return ret ? 1 : 0;
+}
+
 /* one command; returns 0 ok, 1 failed, 2 usage */
 static int
 run_cmd(struct kv *kv, char **w, int n)
@@ -480,6 +528,10 @@ run_cmd(struct kv *kv, char **w, int n)
 				pmrep_err_to_str(ret));
 		return ret ? 1 : 0;
 	}
+	if (n == 2 && kv->m != NULL && (strcmp(w[0], "add-replica") == 0 ||
+			strcmp(w[0], "remove-replica") == 0 ||
+			strcmp(w[0], "quorum") == 0))
+		return kv_members(kv, w[0], w[1]);
 	if (n == 2 && strcmp(w[0], "sleep") == 0) {
 		long ms = strtol(w[1], NULL, 10);
 		if (ms < 0 || ms > 60000) {
@@ -489,7 +541,7 @@ run_cmd(struct kv *kv, char **w, int n)
 		usleep((useconds_t)ms * 1000);
 		return 0;
 	}
-	printf("FAILED: unknown command '%s' (put K V, get K, del K, list, status, reconnect, sleep MS)\n",
+	printf("FAILED: unknown command '%s' (put K V, get K, del K, list, status, reconnect, sleep MS, add-replica ADDR:PORT[/NAME], remove-replica I, quorum K|all)\n",
 			n ? w[0] : "");
 	return 2;
 }
@@ -608,7 +660,9 @@ usage(FILE *f, bool full)
 		"\n"
 		"commands: put KEY VALUE (KEY 1..%d bytes, VALUE up to %d bytes),\n"
 		"get KEY, del KEY, list, or script FILE (- for stdin): one command per\n"
-		"line, also status, reconnect, sleep MS (0..60000); # starts a comment.\n"
+		"line, also status, reconnect, sleep MS (0..60000), and the membership at\n"
+		"run time: add-replica ADDR:PORT[/NAME], remove-replica INDEX, quorum K|all;\n"
+		"# starts a comment.\n"
 		"\n"
 		"environment: PMREP_PROVIDER=tcp|verbs forces a provider; PMREP_LOG_LEVEL\n"
 		"(0..5) sets the library's log verbosity on stderr (default 3, notice).\n"
