@@ -1322,11 +1322,13 @@ PMREP_API int pmrep_mirror_add_replica(struct pmrep_mirror *mirror,
 		int timeout_ms, unsigned *index);
 /*
  * pmrep_mirror_remove_replica -- remove replica `index` from the running
- * mirror: record the smaller membership on the in-sync replicas (the
- * removed one included: a copy taken out of the set says it was a set of
- * one fewer), then stop its recovery, mark it consistent when it is in
- * sync (CLOSE: a clean copy as of now, e.g. a backup), disconnect it and
- * clear its slot of the mirror's record (crash-atomic). Its state becomes
+ * mirror: record the smaller membership on the other in-sync replicas
+ * (the removed one keeps the larger: a promotion reading it fences more,
+ * never fewer), then stop its recovery, disconnect it and clear its slot
+ * of the mirror's record (crash-atomic). Its header is not marked
+ * consistent (the set goes on without it: a consistent mark would call
+ * an old copy complete; pmrep verify tells whether it still equals the
+ * primary). Its state becomes
  * PMREP_REPLICA_REMOVED (an event) and the index is free for
  * pmrep_mirror_add_replica. The last replica cannot be removed, nor one
  * that would leave fewer replicas than the quorum (lower it first).

@@ -115,7 +115,9 @@ mirror_replica_init(struct pmrep_mirror *m, unsigned i, const char *addr,
 	return 0;
 }
 
-void
+/* send CLOSE to an in-sync replica with nothing in flight, recording the
+ * mark's header sequence first: it says it is consistent */
+static void
 mirror_replica_close(struct replica *r)
 {
 	struct pmrep_mirror *m = r->m;

@@ -350,9 +350,7 @@ int mirror_replica_init(struct pmrep_mirror *m, unsigned i, const char *addr,
 		const char *port);
 /* free its connection, peer, bitmaps and strings (the slot stays) */
 void mirror_replica_free(struct replica *r);
-/* send CLOSE to an in-sync replica with nothing in flight, recording the
- * mark's header sequence first: it says it is consistent */
-void mirror_replica_close(struct replica *r);
+
 unsigned mirror_in_sync_count(const struct pmrep_mirror *m);
 /* mirror_log.c: claim the header of the mirror's own log (a pmrep log
  * mapping; a plain one: nothing), and mark it consistent at a delete */

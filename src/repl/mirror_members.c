@@ -256,10 +256,10 @@ pmrep_mirror_remove_replica(struct pmrep_mirror *m, unsigned index,
 	struct replica *r = &m->r[index];
 	/* its recovery first: from here on only this thread drives it */
 	mirror_recovery_stop_one(r);
-	bool clean = r->state == PMREP_REPLICA_IN_SYNC && r->r_n == 0 &&
-		r->oos->nset == 0 && r->conn != NULL;
-	if (clean)
-		mirror_replica_close(r);
+	/* no CLOSE: a consistent mark says "a complete copy of the set's
+	 * data of this generation", and the set goes on without it (a
+	 * recover from it, or a check of the mark, would take an old copy
+	 * for the current one). Its header stays as its COMMIT left it */
 	mirror_lock(m);
 	mirror_replica_free(r);
 	mirror_unlock(m);
@@ -283,9 +283,8 @@ pmrep_mirror_remove_replica(struct pmrep_mirror *m, unsigned index,
 	atomic_store(&r->owner, OWN_RECOVERY);
 	replica_set_state(r, PMREP_REPLICA_REMOVED);
 	mirror_unlock(m);
-	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u removed%s (%u replicas left, quorum %u recorded)",
-			index, clean ? ", marked consistent" : "",
-			mirror_set_size(m), m->cfg.quorum);
+	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u removed (%u replicas left, quorum %u recorded)",
+			index, mirror_set_size(m), m->cfg.quorum);
 	return 0;
 }
 

@@ -228,7 +228,7 @@ a_joiner_is_required_by_all_only_once_in_sync(void **state)
 }
 
 static void
-remove_marks_it_consistent_and_frees_its_index(void **state)
+remove_leaves_it_unmarked_and_frees_its_index(void **state)
 {
 	(void)state;
 	serve(0);
@@ -242,11 +242,11 @@ remove_marks_it_consistent_and_frees_its_index(void **state)
 	assert_int_equal(pmrep_mirror_remove_replica(m, 1, 5000 * func_slow()), 0);
 	assert_int_equal(state_of(m, 1), PMREP_REPLICA_REMOVED);
 	assert_true(saw_event(m, 1, PMREP_REPLICA_REMOVED));
-	/* a clean copy as of its removal, of a set it no longer belongs to */
+	/* not marked consistent: the set goes on without it */
 	struct pmrep_replica_info info;
 	assert_int_equal(pmrep_replica_read_info(path[1], &info), 0);
-	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
-	func_assert_replica_equals(local, path[1]);
+	assert_false(info.flags & PMREP_REPLICA_F_CONSISTENT);
+	func_assert_replica_equals(local, path[1]);	/* as of its removal */
 	expect_members(path[0], 2, 2);
 	expect_members(path[2], 2, 2);
 	expect_members(path[1], 3, 2);
@@ -389,7 +389,7 @@ main(int argc, char *argv[])
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(add_under_a_quorum_is_recorded_before_the_joiner_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_joiner_is_required_by_all_only_once_in_sync, setup, teardown),
-		cmocka_unit_test_setup_teardown(remove_marks_it_consistent_and_frees_its_index, setup, teardown),
+		cmocka_unit_test_setup_teardown(remove_leaves_it_unmarked_and_frees_its_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(set_quorum_refuses_what_the_replicas_in_sync_cannot_carry, setup, teardown),
 		cmocka_unit_test_setup_teardown(promote_fences_the_membership_the_headers_record, setup, teardown),
 	};
