@@ -497,6 +497,8 @@ print_info(const char *where, const struct pmrep_replica_info *info,
 			" (none yet: a version 1 header; its target draws one)");
 	printf("owner:       %016llx%s\n", (unsigned long long)info->owner,
 			info->owner ? " (primary id of the last committed attach)" : "");
+	if (info->flags & PMREP_REPLICA_F_REMOVED)
+		printf("removed:     yes (its primary removed it from the set; a promotion neither counts nor promotes it)\n");
 	printf("header seq:  %llu\n", (unsigned long long)info->seq);
 	printf("last persist seq: %llu\n",
 			(unsigned long long)info->last_persist_seq);
@@ -613,8 +615,9 @@ status_remote(const char *target, const char *key_file, int timeout, bool json)
 		return EX_ERR;
 	}
 	struct pmrep_replica_info info;
-	ret = pmrep_replica_query_named(addr, colon + 1, name, key, key_len,
-			timeout, &info);
+	struct pmrep_replica_membership mb;
+	ret = pmrep_replica_query_membership(addr, colon + 1, name, key, key_len,
+			timeout, &info, &mb);
 	memset(key, 0, sizeof(key));
 	if (ret) {
 		/* a target serves a valid replica only: every error is a
@@ -623,14 +626,14 @@ status_remote(const char *target, const char *key_file, int timeout, bool json)
 		return EX_ERR;
 	}
 	if (json) {
-		json_info(target, true, &info, NULL);
+		json_info(target, true, &info, &mb);
 		putchar('\n');
 		return EX_OK;
 	}
 	char where[300];
 	snprintf(where, sizeof(where), "%s (queried over the network, read-only)",
 			target);
-	print_info(where, &info, NULL);
+	print_info(where, &info, &mb);
 	return EX_OK;
 }
 

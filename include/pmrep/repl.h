@@ -36,6 +36,10 @@ extern "C" {
  * `generation`, left so by a clean mirror shutdown. Cleared when a mirror's
  * attach is committed (not by a refused, unfinished or read-only session). */
 #define PMREP_REPLICA_F_CONSISTENT (1u << 0)
+/* Header flag: its writer removed it from the set (pmrep_mirror_remove_replica):
+ * a promotion neither counts it as fenced nor promotes it. Cleared when a
+ * mirror's attach is committed (the replica is in a set again). */
+#define PMREP_REPLICA_F_REMOVED (1u << 1)
 
 /* What a replica header says (decoded; see pmrep_replica_read_info). */
 struct pmrep_replica_info {
@@ -1311,7 +1315,8 @@ PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
  * attached by pmrep_mirror_reconnect. Its events come on the mirror's
  * fd (FAILED -> SYNCING -> IN_SYNC).
  * Errors: PMREP_E_INVAL (NULL, empty address or port, a bad name, no free
- * index: PMREP_MIRROR_MAX_REPLICAS slots in use), PMREP_E_TIMEOUT (what
+ * index: PMREP_MIRROR_MAX_REPLICAS slots in use, the same address, port
+ * and name as a replica of the mirror), PMREP_E_TIMEOUT (what
  * was in flight, or the in-sync replicas' answers, not done within
  * timeout_ms: nothing changed), PMREP_E_CONN_LOST (fewer than the
  * policy's replicas recorded the new membership: nothing changed),
@@ -1322,9 +1327,10 @@ PMREP_API int pmrep_mirror_add_replica(struct pmrep_mirror *mirror,
 		int timeout_ms, unsigned *index);
 /*
  * pmrep_mirror_remove_replica -- remove replica `index` from the running
- * mirror: record the smaller membership on the other in-sync replicas
- * (the removed one keeps the larger: a promotion reading it fences more,
- * never fewer), then stop its recovery, disconnect it and clear its slot
+ * mirror: tell it first (it must be in sync: its header gets
+ * PMREP_REPLICA_F_REMOVED, and a promotion neither counts it as fenced
+ * nor promotes it), record the smaller membership on the other in-sync
+ * replicas, then stop its recovery, disconnect it and clear its slot
  * of the mirror's record (crash-atomic). Its header is not marked
  * consistent (the set goes on without it: a consistent mark would call
  * an old copy complete; pmrep verify tells whether it still equals the
@@ -1333,8 +1339,12 @@ PMREP_API int pmrep_mirror_add_replica(struct pmrep_mirror *mirror,
  * pmrep_mirror_add_replica. The last replica cannot be removed, nor one
  * that would leave fewer replicas than the quorum (lower it first).
  * Errors: PMREP_E_INVAL (NULL, no such index, removed already, the last
- * replica, the quorum above what would be left), PMREP_E_TIMEOUT,
- * PMREP_E_CONN_LOST (as for pmrep_mirror_add_replica: nothing changed).
+ * replica that is not joining, the quorum above the replicas left that
+ * are not joining), PMREP_E_STATE (it is not in sync, or did not answer:
+ * it cannot be told it leaves, and a promotion could count it as fenced
+ * or promote it while this mirror goes on without it; let it resync
+ * first), PMREP_E_TIMEOUT, PMREP_E_CONN_LOST (as for
+ * pmrep_mirror_add_replica: nothing changed).
  */
 PMREP_API int pmrep_mirror_remove_replica(struct pmrep_mirror *mirror,
 		unsigned index, int timeout_ms);
@@ -1440,6 +1450,17 @@ PMREP_API int pmrep_replica_query(const char *addr, const char *port,
 PMREP_API int pmrep_replica_query_named(const char *addr, const char *port,
 		const char *name, const uint8_t *key, size_t key_len,
 		int timeout_ms, struct pmrep_replica_info *info);
+/*
+ * pmrep_replica_query_membership -- pmrep_replica_query_named, and also
+ * the membership the replica's header records (*mb; see
+ * pmrep_replica_read_membership), in the same read-only session. `info`
+ * may be NULL. Errors: those of pmrep_replica_query_named; PMREP_E_INVAL
+ * also for a NULL mb. Thread-safe (each call has its own connection).
+ */
+PMREP_API int pmrep_replica_query_membership(const char *addr,
+		const char *port, const char *name, const uint8_t *key,
+		size_t key_len, int timeout_ms, struct pmrep_replica_info *info,
+		struct pmrep_replica_membership *mb);
 
 /* ---------------------------------------------------------------- promote */
 
@@ -1531,7 +1552,10 @@ struct pmrep_promote_result {
  * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg without
  * replicas or key, a mapping that is not a pmrep log, a log that belongs
  * to no replica set (never claimed), k > n), PMREP_E_MISMATCH (a cfg UUID
- * or a replica reached of another set), PMREP_E_STATE (a more current replica, above),
+ * or a replica reached of another set), PMREP_E_STATE (a more current replica, above;
+ * or this log's header says its primary removed it from the set --
+ * PMREP_REPLICA_F_REMOVED -- unless PMREP_PROMOTE_FORCE_STALE; a reached
+ * replica so marked is not counted as fenced),
  * PMREP_E_UNREACHABLE (too few replicas reached to fence, above), and
  * pmrep_mirror_new's errors for step (5) (PMREP_E_TIMEOUT at the create
  * timeout, PMREP_E_SPLIT_BRAIN, PMREP_E_AUTH, ...). pmrep_err_msg() names

@@ -31,7 +31,9 @@ mirror_required(const struct pmrep_mirror *m)
 	unsigned k = 0;
 	for (unsigned i = 0; i < m->n; i++)
 		k += !m->r[i].removed && !m->r[i].joining;
-	return k;
+	/* never none: pmrep_mirror_remove_replica keeps one that is not
+	 * joining; a persist with no replica required is no mirror's */
+	return k ? k : 1;
 }
 
 unsigned

@@ -80,6 +80,9 @@ struct step {
 	uint32_t posted;	/* replicas it was posted to (bit per index) */
 	uint32_t acked;		/* of those, the ones that confirmed it */
 	uint32_t failed;	/* of those, the ones that failed before */
+	/* the policy's count when it was posted: a replica joining then
+	 * ("all") and in sync by its confirmations does not raise it */
+	unsigned required;
 	bool timed_out;		/* one of them failed by timing out */
 	bool complete;		/* result is final */
 	int result;

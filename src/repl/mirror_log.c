@@ -59,7 +59,7 @@ mirror_log_claim(struct pmrep_mirror *m)
 	next.owner = id;
 	next.set_size = m->cfg.n;
 	next.set_quorum = m->cfg.quorum;
-	next.flags &= ~PMREP_REPLICA_F_CONSISTENT;
+	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED);
 	ret = replica_hdr_write(m->pmem, whole, &h, &next);
 	if (ret) {
 		PMREP_LOG_ERR("mirror: the claim of its log %s could not be written (%s)",

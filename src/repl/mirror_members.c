@@ -56,15 +56,36 @@ mirror_membership(const struct pmrep_mirror *m, struct repl_members *mb)
 	*mb = members_of(m, -1, -1, -1);
 }
 
+/* members_of under the mirror's lock (the recovery threads change the
+ * replicas' joining and state) */
+static struct repl_members
+members_locked(struct pmrep_mirror *m, int add, int drop, int q)
+{
+	mirror_lock(m);
+	struct repl_members mb = members_of(m, add, drop, q);
+	mirror_unlock(m);
+	return mb;
+}
+
 /* one MEMBERS exchange with an in-sync replica, nothing in flight */
 static int
 members_send(struct replica *r, const struct repl_members *mb,
 		long long deadline)
 {
+	struct pmrep_mirror *m = r->m;
 	struct repl_msg msg = { .type = REPL_MSG_MEMBERS,
-		.seq = mirror_next_seq(r->m), .u.members = *mb };
+		.seq = mirror_next_seq(m), .u.members = *mb };
 	struct repl_msg reply;
-	int ret = repl_chan_send(&r->ch, &msg);
+	/* the record first: the header sequence the update will have (as
+	 * for CLOSE), so that the next attach still finds the replica the
+	 * record covers; a lost reply leaves it one ahead -- a full
+	 * comparison, never a trusted stale copy */
+	mirror_lock(m);
+	int ret = mstate_set_rec(m->state, r->idx, mstate_rec_id(m->state, r->idx),
+			mstate_rec_seq(m->state, r->idx) + 1);
+	mirror_unlock(m);
+	if (ret == 0)
+		ret = repl_chan_send(&r->ch, &msg);
 	if (ret == 0)
 		ret = replica_wait_msg(r, deadline, &reply);
 	if (ret == 0 && (reply.type != REPL_MSG_MEMBERS_REPLY ||
@@ -109,8 +130,7 @@ members_change(struct pmrep_mirror *m, struct repl_members next, int skip,
 		PMREP_LOG_ERR("mirror: membership unchanged: the persists in flight were not done in time");
 		return PMREP_E_TIMEOUT;
 	}
-	struct repl_members old;
-	mirror_membership(m, &old);
+	struct repl_members old = members_locked(m, -1, -1, -1);
 	bool grows = members_need(&next) > members_need(&old);
 	unsigned k_old = old.set_quorum ? old.set_quorum : old.set_size;
 	unsigned avail = 0;
@@ -169,6 +189,18 @@ pmrep_mirror_add_replica(struct pmrep_mirror *m, const char *addr,
 		PMREP_LOG_ERR("pmrep_mirror_add_replica: not on a promotion's mirror");
 		return PMREP_E_INVAL;
 	}
+	/* one slot per replica: a second one would fence the first at its
+	 * COMMIT, and the two would take turns */
+	const char *sel = name != NULL ? name : "";
+	for (unsigned i = 0; i < m->n; i++) {
+		if (m->r[i].removed || strcmp(m->r[i].addr, addr) != 0 ||
+				strcmp(m->r[i].port, port) != 0 ||
+				strcmp(m->cfg.r[i].selector, sel) != 0)
+			continue;
+		PMREP_LOG_ERR("pmrep_mirror_add_replica: %s:%s%s%s is replica %u already",
+				addr, port, sel[0] ? "/" : "", sel, i);
+		return PMREP_E_INVAL;
+	}
 	unsigned idx = 0;
 	while (idx < m->n && !m->r[idx].removed)
 		idx++;
@@ -177,10 +209,30 @@ pmrep_mirror_add_replica(struct pmrep_mirror *m, const char *addr,
 				PMREP_MIRROR_MAX_REPLICAS);
 		return PMREP_E_INVAL;
 	}
-	ret = members_change(m, members_of(m, (int)idx, -1, -1), -1,
+	ret = members_change(m, members_locked(m, (int)idx, -1, -1), -1,
 			repl_deadline(timeout_ms));
 	if (ret)
 		return ret;
+
+	/* the slot's record: whatever an earlier mirror of this record left
+	 * there (a cfg that had more replicas) does not cover this one, and
+	 * this mirror kept no out-of-sync set for it -- nil, crash-atomic:
+	 * the replica is compared in full */
+	static const uint8_t nil[PMREP_UUID_SIZE];
+	mirror_lock(m);
+	ret = mstate_set_rec(m->state, idx, nil, 0);
+	if (ret == 0) {
+		struct repl_bitmap *oos = mstate_oos(m->state, idx);
+		repl_bitmap_clear_regions(oos, 0, oos->nregions);
+	}
+	mirror_unlock(m);
+	if (ret) {
+		PMREP_LOG_ERR("pmrep_mirror_add_replica: slot %u of the record could not be cleared (%s)",
+				idx, pmrep_err_to_str(ret));
+		struct repl_members back = members_locked(m, -1, -1, -1);
+		(void) members_change(m, back, -1, repl_deadline(m->cfg.timeout_ms));
+		return ret;
+	}
 
 	struct replica *r = &m->r[idx];
 	mirror_lock(m);
@@ -214,8 +266,7 @@ pmrep_mirror_add_replica(struct pmrep_mirror *m, const char *addr,
 		mirror_unlock(m);
 		/* the larger membership recorded is on the safe side; put the
 		 * old one back where it can be */
-		struct repl_members old;
-		mirror_membership(m, &old);
+		struct repl_members old = members_locked(m, -1, -1, -1);
 		(void) members_change(m, old, -1, repl_deadline(m->cfg.timeout_ms));
 		return ret;
 	}
@@ -242,18 +293,56 @@ pmrep_mirror_remove_replica(struct pmrep_mirror *m, unsigned index,
 		PMREP_LOG_ERR("pmrep_mirror_remove_replica: not on a promotion's mirror");
 		return PMREP_E_INVAL;
 	}
-	unsigned left = mirror_set_size(m) - 1;
+	/* the replicas that would be left and are not joining: at least
+	 * one, and the quorum */
+	unsigned left = 0;
+	mirror_lock(m);
+	for (unsigned i = 0; i < m->n; i++)
+		left += i != index && !m->r[i].removed && !m->r[i].joining;
+	mirror_unlock(m);
 	if (left == 0 || m->cfg.quorum > left) {
 		PMREP_LOG_ERR("pmrep_mirror_remove_replica: replica %u is %s",
-				index, left == 0 ? "the last one" :
+				index, left == 0 ?
+				"the last one that is not joining" :
 				"needed by the quorum (lower it first)");
 		return PMREP_E_INVAL;
 	}
-	ret = members_change(m, members_of(m, -1, (int)index, -1), (int)index,
-			repl_deadline(timeout_ms));
-	if (ret)
-		return ret;
+	long long deadline = repl_deadline(timeout_ms);
 	struct replica *r = &m->r[index];
+	struct repl_members cur = members_locked(m, -1, -1, -1);
+	struct repl_members next = members_locked(m, -1, (int)index, -1);
+	/*
+	 * The replica leaving is told first, while nothing is in flight: its
+	 * header gets PMREP_REPLICA_F_REMOVED, and a promotion neither counts
+	 * it as fenced nor promotes it (it no longer is one the others'
+	 * persists need: counted, it could stand in for one that is). One
+	 * that cannot be told -- not in sync, no answer -- is refused: no
+	 * count recorded on it stays right once the set changes again.
+	 */
+	mirror_pipe_drain(m, deadline);
+	if (!mirror_pipe_idle(m)) {
+		PMREP_LOG_ERR("pmrep_mirror_remove_replica: the persists in flight were not done in time");
+		return PMREP_E_TIMEOUT;
+	}
+	bool told = false;
+	if (data_in_sync(r)) {
+		struct repl_members out = cur;
+		out.removed = true;
+		told = members_send(r, &out, deadline) == 0;
+	}
+	if (!told) {
+		PMREP_LOG_ERR("pmrep_mirror_remove_replica: replica %u (%s:%s) is not in sync and cannot be told it leaves the set: a promotion could count it as fenced, or promote it, while this mirror goes on without it (let it resync first; docs/PROTOCOL.md \"Membership\")",
+				index, r->addr, r->port);
+		return PMREP_E_STATE;
+	}
+	ret = members_change(m, next, (int)index, deadline);
+	if (ret) {
+		/* back in the set (its flag cleared), or failed: its next
+		 * attach clears it */
+		if (data_in_sync(r))
+			(void) members_send(r, &cur, repl_deadline(m->cfg.timeout_ms));
+		return ret;
+	}
 	/* its recovery first: from here on only this thread drives it */
 	mirror_recovery_stop_one(r);
 	/* no CLOSE: a consistent mark says "a complete copy of the set's
@@ -266,11 +355,13 @@ pmrep_mirror_remove_replica(struct pmrep_mirror *m, unsigned index,
 	/* its slot of the record: no replica (crash-atomic), nothing out
 	 * of sync -- whoever takes the slot is compared in full */
 	static const uint8_t nil[PMREP_UUID_SIZE];
+	mirror_lock(m);
 	ret = mstate_set_rec(m->state, index, nil, 0);
 	if (ret == 0) {
 		repl_bitmap_clear_regions(r->oos, 0, r->oos->nregions);
 		ret = mstate_oos_persist(m->state, index, 0, m->size);
 	}
+	mirror_unlock(m);
 	if (ret)
 		PMREP_LOG_WARN("replica %u: its slot of the record could not be cleared (%s); the slot's next replica is resynced from what it holds",
 				index, pmrep_err_to_str(ret));
@@ -313,7 +404,7 @@ pmrep_mirror_set_quorum(struct pmrep_mirror *m, unsigned k, int timeout_ms)
 				in_sync, want);
 		return PMREP_E_STATE;
 	}
-	ret = members_change(m, members_of(m, -1, -1, (int)k), -1,
+	ret = members_change(m, members_locked(m, -1, -1, (int)k), -1,
 			repl_deadline(timeout_ms));
 	if (ret)
 		return ret;

@@ -136,7 +136,7 @@ step_settle(struct pmrep_mirror *m, struct step *st)
 {
 	if (st->complete)
 		return;
-	unsigned k = mirror_required(m);
+	unsigned k = st->required;
 	unsigned acked = bits(st->acked);
 	unsigned alive = bits(st->posted & ~st->acked & ~st->failed);
 	if (acked >= k) {
@@ -301,7 +301,7 @@ pipe_post_one(struct pmrep_mirror *m)
 	}
 	struct step *st = step_at(m, m->s_n);
 	*st = (struct step){ .seq = mirror_next_seq(m), .off = lo, .len = hi - lo,
-		.deadline = deadline };
+		.deadline = deadline, .required = mirror_required(m) };
 	m->s_n++;
 	while ((q = list_pop(&mine)) != NULL) {
 		q->step = st->seq;

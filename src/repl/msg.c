@@ -37,7 +37,8 @@
  *                size (1 .. 8)  38 u16 set quorum (0: all .. set size):
  *                the writer's membership
  *  MEMBERS (8):  0 u16 set size (1 .. 8)  2 u16 set quorum (0 .. size)
- *                4 u32 reserved (0): the writer's new membership
+ *                4 u32 flags (bit 0 REMOVED: the replica leaves the set;
+ *                others 0): the writer's new membership
  *  PERSIST (24): 0 u64 offset  8 u64 length (bytes of the data area)
  *                16 u64 persist sequence (psn: recorded by the target once
  *                the range is durable; 0: none -- a resync's copy)
@@ -193,6 +194,8 @@ members_encode(const struct repl_members *mb, uint8_t *b)
 	pmrep_put_le16(b + 2, (uint16_t)mb->set_quorum);
 }
 
+#define MEMBERS_F_REMOVED 1u
+
 /* a membership as a writer sends it: 1..PMREP_MIRROR_MAX_REPLICAS, a
  * quorum 0..size (`none_ok`: 0 0, none recorded, too) */
 static bool
@@ -254,6 +257,7 @@ repl_msg_encode(const struct repl_msg *m, uint8_t *out)
 		break;
 	case REPL_MSG_MEMBERS:
 		members_encode(&m->u.members, b);
+		pmrep_put_le32(b + 4, m->u.members.removed ? MEMBERS_F_REMOVED : 0);
 		break;
 	default:
 		break;
@@ -332,7 +336,8 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		a->set_size = mb.set_size;
 		a->set_quorum = mb.set_quorum;
 		if ((a->target_flags & ~REPL_TF_KNOWN) != 0 ||
-				(a->hdr_flags & ~PMREP_REPLICA_F_CONSISTENT) != 0 ||
+				(a->hdr_flags & ~(PMREP_REPLICA_F_CONSISTENT |
+					PMREP_REPLICA_F_REMOVED)) != 0 ||
 				!mb_ok || pmrep_get_le32(b + 148) != 0) {
 			PMREP_LOG_ERR("ACCEPT message: unknown target flags 0x%x or header flags 0x%x, set size %u quorum %u, or reserved bytes set",
 					a->target_flags, a->hdr_flags, mb.set_size,
@@ -390,12 +395,13 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 	}
 	case REPL_MSG_MEMBERS:
 		if (!members_decode(b, false, &m->u.members) ||
-				pmrep_get_le32(b + 4) != 0) {
+				(pmrep_get_le32(b + 4) & ~MEMBERS_F_REMOVED) != 0) {
 			PMREP_LOG_ERR("MEMBERS message: set size %u quorum %u, or reserved bytes set",
 					m->u.members.set_size,
 					m->u.members.set_quorum);
 			return PMREP_E_MALFORMED;
 		}
+		m->u.members.removed = pmrep_get_le32(b + 4) & MEMBERS_F_REMOVED;
 		break;
 	default:
 		break;

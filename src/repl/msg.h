@@ -124,6 +124,8 @@ struct repl_accept {
  * set_size; MEMBERS' body, part of COMMIT's */
 struct repl_members {
 	unsigned set_size, set_quorum;
+	/* MEMBERS only: the replica leaves the set (PMREP_REPLICA_F_REMOVED) */
+	bool removed;
 };
 
 struct repl_commit {

@@ -130,6 +130,12 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 				path);
 		return PMREP_E_INVAL;
 	}
+	if ((own.flags & PMREP_REPLICA_F_REMOVED) &&
+			!(flags & PMREP_PROMOTE_FORCE_STALE)) {
+		PMREP_LOG_ERR("promote: refused: %s was removed from its set by its primary (pmrep_mirror_remove_replica): the set went on without it; promote a replica of the set (--force-stale: this one anyway)",
+				path);
+		return PMREP_E_STATE;
+	}
 	if (!replica_uuid_is_nil(cfg->uuid) &&
 			memcmp(cfg->uuid, own.uuid, PMREP_UUID_SIZE) != 0) {
 		PMREP_LOG_ERR("promote: %s belongs to another replica set than the cfg's UUID",
@@ -172,6 +178,13 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 			PMREP_LOG_ERR("promote: replica %u (%s:%s) belongs to another replica set",
 					i, cfg->r[i].addr, cfg->r[i].port);
 			return PMREP_E_MISMATCH;
+		}
+		if (info.flags & PMREP_REPLICA_F_REMOVED) {
+			/* not one the old primary's persists need: fencing it
+			 * fences nothing (its next attach makes it a member) */
+			PMREP_LOG(PMREP_LOG_NOTICE, "promote: replica %u (%s:%s) was removed from the set: not counted as fenced",
+					i, cfg->r[i].addr, cfg->r[i].port);
+			continue;
 		}
 		reached[i] = true;
 		res->reached++;

@@ -119,6 +119,21 @@ pmrep_replica_query_named(const char *addr, const char *port,
 }
 
 int
+pmrep_replica_query_membership(const char *addr, const char *port,
+		const char *name, const uint8_t *key, size_t key_len,
+		int timeout_ms, struct pmrep_replica_info *info,
+		struct pmrep_replica_membership *mb)
+{
+	if (mb == NULL) {
+		PMREP_LOG_ERR("invalid argument: mb is NULL");
+		return PMREP_E_INVAL;
+	}
+	struct pmrep_replica_info tmp;
+	return repl_query_named(addr, port, name, key, key_len, timeout_ms,
+			info != NULL ? info : &tmp, mb);
+}
+
+int
 repl_query_named(const char *addr, const char *port, const char *name,
 		const uint8_t *key, size_t key_len, int timeout_ms,
 		struct pmrep_replica_info *info,

@@ -34,7 +34,7 @@ write_claim(struct pmrep_target *t, const struct session *s,
 	next.owner = s->primary_id;
 	next.set_size = mb->set_size;
 	next.set_quorum = mb->set_quorum;
-	next.flags &= ~PMREP_REPLICA_F_CONSISTENT;
+	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED);
 	return target_hdr_update(t, &next);
 }
 
@@ -217,7 +217,8 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		/* the broken v1 order, for the harness to catch: the claim
 		 * is durable before the mirror's record covers it */
 		close_others(t, s, "taken over by a new initiator");
-		struct repl_members keep = { t->hdr.set_size, t->hdr.set_quorum };
+		struct repl_members keep = { .set_size = t->hdr.set_size,
+			.set_quorum = t->hdr.set_quorum };
 		int ret = target_poisoned(t) ? PMREP_E_STATE :
 			write_claim(t, s, a->generation, &keep);
 		if (ret) {
@@ -428,16 +429,22 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		struct replica_hdr next = t->hdr;
 		next.set_size = m->u.members.set_size;
 		next.set_quorum = m->u.members.set_quorum;
+		if (m->u.members.removed)
+			next.flags |= PMREP_REPLICA_F_REMOVED;
+		else
+			next.flags &= ~PMREP_REPLICA_F_REMOVED;
 		ret = target_hdr_update(t, &next);
 		if (ret) {
 			target_poison(t, ret, "recording the membership");
 			r.status = REPL_ST_INTERNAL;
 			break;
 		}
-		PMREP_LOG(PMREP_LOG_NOTICE, "session %d: membership recorded: %u replicas, quorum %s%u",
+		PMREP_LOG(PMREP_LOG_NOTICE, "session %d: membership recorded: %u replicas, quorum %s%u%s",
 				(int)(s - t->s), next.set_size,
 				next.set_quorum ? "" : "all = ",
-				next.set_quorum ? next.set_quorum : next.set_size);
+				next.set_quorum ? next.set_quorum : next.set_size,
+				m->u.members.removed ?
+				"; this replica was removed from the set" : "");
 		break;
 	}
 	case REPL_MSG_COMMIT:

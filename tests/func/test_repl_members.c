@@ -207,8 +207,18 @@ a_joiner_is_required_by_all_only_once_in_sync(void **state)
 	for (int i = 0; i < 8; i++)
 		append(m, 0);
 	assert_int_not_equal(state_of(m, 1), PMREP_REPLICA_IN_SYNC);
+	/* the only replica that is not joining stays; a joining one cannot
+	 * be told it leaves (not in sync) */
+	assert_int_equal(pmrep_mirror_remove_replica(m, 0, 1000), PMREP_E_INVAL);
+	assert_int_equal(pmrep_mirror_remove_replica(m, 1, 1000), PMREP_E_STATE);
 	func_child_thaw(&tg[1]);
-	wait_in_sync(m, 1);
+	/* persists go on while it resyncs and when it is handed over: a
+	 * step posted before its first IN_SYNC needs replica 0 alone */
+	long long until0 = func_now_ms() + 20000LL * func_slow();
+	while (state_of(m, 1) != PMREP_REPLICA_IN_SYNC) {
+		append(m, 0);
+		assert_true(func_now_ms() < until0);
+	}
 	/* its COMMIT came while it joined: 1 of 2 there too, and it stays
 	 * so -- more fencing than "all" needs, never less -- until the
 	 * next change or attach records "all" of 2 */
@@ -242,10 +252,12 @@ remove_leaves_it_unmarked_and_frees_its_index(void **state)
 	assert_int_equal(pmrep_mirror_remove_replica(m, 1, 5000 * func_slow()), 0);
 	assert_int_equal(state_of(m, 1), PMREP_REPLICA_REMOVED);
 	assert_true(saw_event(m, 1, PMREP_REPLICA_REMOVED));
-	/* not marked consistent: the set goes on without it */
+	/* told it left (a promotion neither counts nor promotes it), not
+	 * marked consistent: the set goes on without it */
 	struct pmrep_replica_info info;
 	assert_int_equal(pmrep_replica_read_info(path[1], &info), 0);
 	assert_false(info.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_true(info.flags & PMREP_REPLICA_F_REMOVED);
 	func_assert_replica_equals(local, path[1]);	/* as of its removal */
 	expect_members(path[0], 2, 2);
 	expect_members(path[2], 2, 2);
@@ -263,6 +275,8 @@ remove_leaves_it_unmarked_and_frees_its_index(void **state)
 	assert_int_equal(idx, 1);
 	wait_in_sync(m, 1);
 	expect_members(path[1], 3, 2);
+	assert_int_equal(pmrep_replica_read_info(path[1], &info), 0);
+	assert_false(info.flags & PMREP_REPLICA_F_REMOVED);	/* its COMMIT */
 	append(m, 0);
 	func_mirror_wait_in_sync(m, 3);
 	close_mirror(&m);
@@ -351,6 +365,107 @@ promote_fences_the_membership_the_headers_record(void **state)
 	assert_int_equal(pmrep_pmem_close(&log), 0);
 }
 
+static void
+a_removed_replica_is_neither_counted_nor_promoted(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	serve(2);
+	/* 2 of 3; replica 2 leaves; then 1 of the 2 left: the primary may
+	 * complete a persist on replica 1 alone */
+	struct pmrep_mirror *m = mirror(7, 2);
+	func_mirror_wait_in_sync(m, 3);
+	append(m, 0);
+	assert_int_equal(pmrep_mirror_remove_replica(m, 2, 5000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_set_quorum(m, 1, 5000 * func_slow()), 0);
+	for (int i = 0; i < 4; i++)
+		append(m, 0);
+	func_child_kill(&tg[0], SIGKILL);
+	(void) pmrep_mirror_delete(&m);
+	/* promote replica 0 reaching the removed replica 2 only: it must
+	 * not stand in for replica 1 */
+	struct pmrep_pmem *log = NULL;
+	assert_int_equal(pmrep_log_open(path[0], 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&log), 0);
+	func_child_freeze(&tg[1]);
+	struct pmrep_mirror_cfg *c = mcfg(2 | 4, 0);
+	struct pmrep_promote_result res;
+	assert_int_equal(pmrep_mirror_promote(log, c, 0, 0, PMREP_PROMOTE_DRY_RUN,
+			&res), PMREP_E_UNREACHABLE);
+	assert_int_equal(res.needed, 2);
+	assert_int_equal(res.reached, 0);
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+	pmrep_mirror_cfg_delete(&c);
+	func_child_thaw(&tg[1]);
+	/* and the removed replica is not promoted */
+	func_child_kill(&tg[2], SIGTERM);
+	assert_int_equal(pmrep_log_open(path[2], 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&log), 0);
+	c = mcfg(2, 0);
+	assert_int_equal(pmrep_mirror_promote(log, c, 0, 0, PMREP_PROMOTE_DRY_RUN,
+			&res), PMREP_E_STATE);
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+	pmrep_mirror_cfg_delete(&c);
+}
+
+static void
+an_added_replica_is_not_taken_for_an_earlier_mirrors_slot(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	serve(2);
+	/* an earlier mirror of this log and record had three replicas and
+	 * closed cleanly: its slot 2 names replica 2 */
+	struct pmrep_mirror *m = mirror(7, 0);
+	func_mirror_wait_in_sync(m, 3);
+	append(m, 0);
+	close_mirror(&m);
+	assert_int_equal(pmrep_pmem_close(&local), 0);
+	/* this one has two, writes, then adds replica 2: slot 2, which this
+	 * mirror never kept an out-of-sync set for */
+	m = mirror(3, 0);
+	func_mirror_wait_in_sync(m, 2);
+	for (int i = 0; i < 8; i++)
+		append(m, 0);
+	unsigned idx;
+	assert_int_equal(pmrep_mirror_add_replica(m, func_addr(), tg[2].port,
+			NULL, 5000 * func_slow(), &idx), 0);
+	assert_int_equal(idx, 2);
+	wait_in_sync(m, 2);
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 2, &st), 0);
+	assert_int_equal(st.resync_compared, SIZE);	/* compared in full */
+	close_mirror(&m);
+	func_assert_replica_equals(local, path[2]);
+}
+
+static void
+a_recorded_change_keeps_the_next_attach_incremental(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	struct pmrep_mirror *m = mirror(3, 0);
+	func_mirror_wait_in_sync(m, 2);
+	append(m, 0);
+	assert_int_equal(pmrep_mirror_set_quorum(m, 1, 5000 * func_slow()), 0);
+	append(m, 0);
+	close_mirror(&m);
+	assert_int_equal(pmrep_pmem_close(&local), 0);
+	/* the record knows the header sequence MEMBERS left: incremental,
+	 * nothing compared */
+	m = mirror(3, 1);
+	func_mirror_wait_in_sync(m, 2);
+	for (unsigned i = 0; i < 2; i++) {
+		struct pmrep_replica_status st;
+		assert_int_equal(pmrep_mirror_get_replica_status(m, i, &st), 0);
+		assert_int_equal(st.resync_compared, 0);
+	}
+	close_mirror(&m);
+}
+
 static int
 setup(void **state)
 {
@@ -392,6 +507,9 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(remove_leaves_it_unmarked_and_frees_its_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(set_quorum_refuses_what_the_replicas_in_sync_cannot_carry, setup, teardown),
 		cmocka_unit_test_setup_teardown(promote_fences_the_membership_the_headers_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_removed_replica_is_neither_counted_nor_promoted, setup, teardown),
+		cmocka_unit_test_setup_teardown(an_added_replica_is_not_taken_for_an_earlier_mirrors_slot, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_recorded_change_keeps_the_next_attach_incremental, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -150,6 +150,8 @@ msgs(void)
 	m.u.members.set_size = 3;
 	m.u.members.set_quorum = 1;
 	emit("repl_msg", "members", out, repl_msg_encode(&m, out));
+	m.u.members.removed = true;
+	emit("repl_msg", "members_removed", out, repl_msg_encode(&m, out));
 
 	memset(&m, 0, sizeof(m));
 	m.type = REPL_MSG_PERSIST;

@@ -65,6 +65,9 @@ enum scenario {
 	SC_FENCED,		/* (g) a failover: a second writer (generation
 				 * + 1, its own log) takes the replica over
 				 * while the first one goes on persisting */
+	SC_MEMBERS,		/* (h) membership at run time: a replica added,
+				 * the quorum changed, a replica removed and
+				 * added again, while persisting */
 	SC_NSCENARIOS,
 	SC_LOST_ACCEPT = 8,	/* named: fresh replica, its ACCEPT lost */
 	SC_SCALE = 9,		/* named: 1 MiB, 256 sequential 4 KiB persists,
@@ -72,7 +75,7 @@ enum scenario {
 };
 
 static const char *const sc_names[] = { "fresh", "reattach", "lost",
-	"quorum", "async", "writer", "fenced", "?", "lost_accept", "writer_scale" };
+	"quorum", "async", "writer", "fenced", "members", "lost_accept", "writer_scale" };
 
 enum method { M_NATIVE = 0, M_GPSPM, M_STAGING, M_N };
 static const char *const m_names[] = { "native", "gpspm", "staging" };
@@ -113,6 +116,11 @@ static struct {
 	struct pmrep_mirror *m;
 	struct sim_file *logf, *statef;
 	unsigned quorum;
+	/* members: the targets a (re)opened mirror's cfg names (0 ..
+	 * ncfg - 1), and the ones the mirror has now (bit per target;
+	 * target i is replica index i) */
+	unsigned ncfg;
+	uint32_t in_mirror;
 	struct sim_rng wrng;		/* the writer's ranges */
 	/* history */
 	struct persist_rec h[MAX_PERSISTS];
@@ -161,7 +169,8 @@ violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "no trace" early is still checked for "identical" at its end).
  */
 static const char *const kind_names[] = { "identical", "durable", "no trace",
-	"atomic", "fenced", "heal", "liveness", "setup", "harness", "scale" };
+	"atomic", "fenced", "membership", "heal", "liveness", "setup", "harness",
+	"scale" };
 #define NKINDS (sizeof(kind_names) / sizeof(kind_names[0]))
 
 static int
@@ -280,10 +289,14 @@ header_consistent(struct target_slot *tg, bool *decodes)
 	return ret == 0 && (info.flags & PMREP_REPLICA_F_CONSISTENT);
 }
 
-/* every in-sync replica and every replica whose header says consistent */
+static void check_membership(const char *where);
+
+/* every in-sync replica and every replica whose header says consistent;
+ * the membership's fencing count (scenario h) */
 static void
 check_point(const char *where)
 {
+	check_membership(where);
 	if (S.broken)
 		return;
 	char why[300];
@@ -335,7 +348,8 @@ check_header_change(struct target_slot *tg)
 				d->fault == SIM_F_DELAY)
 			continue;
 #if REPL_PROTO_VERSION >= 2
-		if (d->msg_type == REPL_MSG_COMMIT || d->msg_type == REPL_MSG_CLOSE)
+		if (d->msg_type == REPL_MSG_COMMIT || d->msg_type == REPL_MSG_CLOSE ||
+				d->msg_type == REPL_MSG_MEMBERS)
 			why_ok = true;
 #else
 		if (d->msg_type == REPL_MSG_CLOSE)
@@ -643,7 +657,7 @@ mirror_open(void)
 	int ret = pmrep_mirror_cfg_new(&cfg);
 	if (ret)
 		return ret;
-	for (unsigned i = 0; i < S.ntargets; i++)
+	for (unsigned i = 0; i < S.ncfg; i++)
 		(void) pmrep_mirror_cfg_add_replica(cfg, "sim", S.tg[i].port);
 	(void) pmrep_mirror_cfg_set_key(cfg, KEY, sizeof(KEY));
 	(void) pmrep_mirror_cfg_set_tls(cfg, false);
@@ -662,6 +676,8 @@ mirror_open(void)
 	(void) pmrep_mirror_cfg_delete(&cfg);
 	if (ret)
 		S.m = NULL;
+	else
+		S.in_mirror = (1u << S.ncfg) - 1;
 	return ret;
 }
 
@@ -823,6 +839,8 @@ op_reconnect(void)
 	for (int i = 0; i < 6 && S.m; i++) {
 		bool all = true;
 		for (unsigned k = 0; k < S.ntargets; k++) {
+			if (!(S.in_mirror & (1u << k)))
+				continue;
 			struct pmrep_replica_status st;
 			(void) pmrep_mirror_get_replica_status(S.m, k, &st);
 			if (st.state != PMREP_REPLICA_IN_SYNC)
@@ -836,6 +854,141 @@ op_reconnect(void)
 			return;
 		check_point("after a reconnect");
 	}
+}
+
+/* ----------------------------------------------- membership (h) */
+
+/* the fencing count a header records (n - k + 1; none recorded: 1);
+ * *claimed: it belongs to a set (a promotion refuses an unclaimed one);
+ * *removed: its writer removed it (a promotion neither counts nor
+ * promotes it) */
+static unsigned
+recorded_need(const struct target_slot *tg, bool *claimed, bool *removed)
+{
+	struct pmrep_replica_info info;
+	struct pmrep_replica_membership mb;
+	*claimed = *removed = false;
+	if (pmrep_replica_read_info(tg->path, &info) != 0 ||
+			pmrep_replica_read_membership(tg->path, &mb) != 0)
+		return 1;
+	for (unsigned i = 0; i < PMREP_UUID_SIZE; i++)
+		*claimed |= info.uuid[i] != 0;
+	*removed = info.flags & PMREP_REPLICA_F_REMOVED;
+	if (mb.set_size == 0)
+		return 1;
+	return mb.set_size - (mb.quorum ? mb.quorum : mb.set_size) + 1;
+}
+
+/*
+ * membership: every set P of targets that a promotion could fence -- as
+ * many as the largest n - k + 1 their headers record -- meets every k
+ * replicas the mirror can complete a persist with now (k: its quorum, or
+ * under "all" every replica it requires, the joining ones not). Checked
+ * after every writer call: no persist completes inside a membership call.
+ */
+static void
+check_membership(const char *where)
+{
+	if (S.m == NULL || S.sc != SC_MEMBERS || S.broken)
+		return;
+	struct pmrep_replica_membership mb;
+	if (pmrep_mirror_get_membership(S.m, &mb) != 0)
+		return;
+	unsigned members = 0, n = 0;
+	uint32_t req = 0;	/* replicas the mirror counts for a persist */
+	for (unsigned i = 0; i < S.ntargets; i++) {
+		if (!(S.in_mirror & (1u << i)))
+			continue;
+		n++;
+		struct pmrep_replica_status st;
+		if (pmrep_mirror_get_replica_status(S.m, i, &st) != 0)
+			continue;
+		/* a joining replica under "all": counted once in sync; the
+		 * quorum counts any in sync (a superset: stricter) */
+		req |= 1u << i;
+		members++;
+	}
+	unsigned k = mb.quorum ? mb.quorum : members;
+	if (n == 0 || k == 0)
+		return;
+	for (uint32_t p = 1; p < (1u << S.ntargets); p++) {
+		unsigned size = 0, need = 1;
+		bool promoter = false;
+		for (unsigned i = 0; i < S.ntargets; i++) {
+			if (!(p & (1u << i)))
+				continue;
+			bool claimed, removed;
+			unsigned r = recorded_need(&S.tg[i], &claimed, &removed);
+			if (removed)
+				continue;
+			size++;
+			promoter |= claimed;
+			if (r > need)
+				need = r;
+		}
+		if (size < need || !promoter)
+			continue;	/* refused: too few to fence, or no
+					 * replica of the set to promote */
+		unsigned meet = (unsigned)__builtin_popcount(p & req);
+		unsigned count = (unsigned)__builtin_popcount(req);
+		if (count >= k && meet + k <= count)
+			violation("membership: %s: targets 0x%x (fencing count %u recorded) could be promoted, yet %u of the mirror's %u replicas outside them complete a persist (quorum %u, %u replicas)",
+					where, p, need, count - meet, count,
+					mb.quorum, mb.set_size);
+	}
+}
+
+static bool
+op_add(unsigned t)
+{
+	if (S.m == NULL || (S.in_mirror & (1u << t)))
+		return true;
+	/* a restart (the application's recovery) names it from now on */
+	if (S.ncfg < t + 1)
+		S.ncfg = t + 1;
+	unsigned idx = UINT32_MAX;
+	int ret = pmrep_mirror_add_replica(S.m, "sim", S.tg[t].port, NULL,
+			3 * TIMEOUT_MS, &idx);
+	if (writer_check_crash())
+		return false;
+	sim_log("add_replica target %u: %s (index %u)", t,
+			ret ? pmrep_err_to_str(ret) : "ok", idx);
+	if (ret == 0 && idx != t)
+		violation("harness: target %u added as replica %u", t, idx);
+	if (ret == 0)
+		S.in_mirror |= 1u << t;
+	check_point("after a replica was added");
+	return true;
+}
+
+static bool
+op_remove(unsigned t)
+{
+	if (S.m == NULL || !(S.in_mirror & (1u << t)))
+		return true;
+	int ret = pmrep_mirror_remove_replica(S.m, t, 3 * TIMEOUT_MS);
+	if (writer_check_crash())
+		return false;
+	sim_log("remove_replica %u: %s", t, ret ? pmrep_err_to_str(ret) : "ok");
+	if (ret == 0)
+		S.in_mirror &= ~(1u << t);
+	check_point("after a replica was removed");
+	return true;
+}
+
+static bool
+op_quorum(unsigned k)
+{
+	if (S.m == NULL)
+		return true;
+	int ret = pmrep_mirror_set_quorum(S.m, k, 3 * TIMEOUT_MS);
+	if (writer_check_crash())
+		return false;
+	sim_log("set_quorum %u: %s", k, ret ? pmrep_err_to_str(ret) : "ok");
+	if (ret == 0)
+		S.quorum = k;
+	check_point("after the quorum changed");
+	return true;
 }
 
 static void
@@ -1117,8 +1270,12 @@ static void
 setup_world(void)
 {
 	rm_rf_dir();
-	S.ntargets = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT) ? 2 : 1;
+	S.ntargets = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT ||
+			S.sc == SC_MEMBERS) ? 2 : 1;
 	S.quorum = (S.sc == SC_QUORUM || S.sc == SC_LOST_ACCEPT) ? 1 : 0;
+	/* members: the mirror starts with target 0, the other is added */
+	S.ncfg = S.sc == SC_MEMBERS ? 1 : S.ntargets;
+	S.in_mirror = 0;
 	if (log_open() != 0) {
 		violation("harness: cannot create the writer's log %s", S.log_path);
 		return;
@@ -1172,6 +1329,10 @@ heal_and_close(void)
 		return;
 	if (S.m == NULL)
 		op_mirror_new();
+	/* the application's recovery completes the set it meant to have */
+	for (unsigned k = 0; k < S.ntargets && S.m; k++)
+		if (!(S.in_mirror & (1u << k)))
+			(void) op_add(k);
 	for (int i = 0; i < 20 && S.m; i++) {
 		bool all = true;
 		for (unsigned k = 0; k < S.ntargets; k++) {
@@ -1290,6 +1451,27 @@ scenario_body(void)
 		op_delete();
 		op_old_persist(false);
 		op_old_delete();
+		break;
+	case SC_MEMBERS:
+		/* "all" of target 0; target 1 joins; quorum 1 of 2; target 0
+		 * removed and added again; "all" of 2 */
+		op_mirror_new();
+		for (int i = 0; i < 2; i++)
+			if (!op_persist())
+				return;
+		if (!op_add(1) || !op_persist() || !op_persist())
+			return;
+		op_reconnect();
+		if (!op_persist() || !op_quorum(1) || !op_persist())
+			return;
+		if (!op_remove(0) || !op_persist() || !op_persist())
+			return;
+		if (!op_add(0))
+			return;
+		op_reconnect();
+		if (!op_persist() || !op_quorum(0) || !op_persist())
+			return;
+		op_delete();
 		break;
 	case SC_SCALE:
 		/* sequential 4 KiB persists over all 256 regions (4 times the

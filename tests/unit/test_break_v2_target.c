@@ -303,7 +303,7 @@ ini_commit(struct ini *x, const uint8_t *rid, uint64_t gen, uint64_t primary,
 	m.u.commit.generation = gen;
 	m.u.commit.primary_id = primary;
 	m.u.commit.resync = REPL_RESYNC_FULL;
-	m.u.commit.members = (struct repl_members){ 1, 0 };
+	m.u.commit.members = (struct repl_members){ .set_size = 1 };
 	return ini_req(x, &m, r);
 }
 

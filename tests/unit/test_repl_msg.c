@@ -240,7 +240,7 @@ msg_roundtrip_of_every_type(void **state)
 	cm.u.commit.generation = 9;
 	cm.u.commit.primary_id = 0xfeed;
 	cm.u.commit.resync = REPL_RESYNC_INCREMENTAL;
-	cm.u.commit.members = (struct repl_members){ 4, 0 };
+	cm.u.commit.members = (struct repl_members){ .set_size = 4 };
 	n = repl_msg_encode(&cm, b);
 	assert_int_equal(n, 16 + 40);
 	assert_int_equal(pmrep_get_le16(b + 16 + 36), 4);
@@ -254,13 +254,19 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(out.u.commit.members.set_quorum, 0);
 
 	struct repl_msg mm = { .type = REPL_MSG_MEMBERS, .seq = 4,
-		.u.members = { 3, 2 } };
+		.u.members = { .set_size = 3, .set_quorum = 2 } };
 	n = repl_msg_encode(&mm, b);
 	assert_int_equal(n, 16 + 8);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.type, REPL_MSG_MEMBERS);
 	assert_int_equal(out.u.members.set_size, 3);
 	assert_int_equal(out.u.members.set_quorum, 2);
+	assert_false(out.u.members.removed);
+	mm.u.members.removed = true;
+	n = repl_msg_encode(&mm, b);
+	assert_int_equal(pmrep_get_le32(b + 16 + 4), 1);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_true(out.u.members.removed);
 	struct repl_msg mr = { .type = REPL_MSG_MEMBERS_REPLY, .seq = 4 };
 	n = repl_msg_encode(&mr, b);
 	assert_int_equal(n, 16);
@@ -338,7 +344,7 @@ msg_malformed_is_refused(void **state)
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	acc = sample_accept();
-	acc.u.accept.hdr_flags = 0x2;		/* unknown header flag */
+	acc.u.accept.hdr_flags = 0x4;		/* unknown header flag */
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	/* an ACCEPT one byte short of its body */
@@ -347,7 +353,7 @@ msg_malformed_is_refused(void **state)
 	assert_int_equal(repl_msg_decode(b, n - 1, &out), PMREP_E_MALFORMED);
 
 	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .u.commit.resync = REPL_RESYNC_FULL,
-		.u.commit.members = { 2, 1 } };
+		.u.commit.members = { .set_size = 2, .set_quorum = 1 } };
 	n = repl_msg_encode(&cm, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	memcpy(c, b, n);
@@ -366,7 +372,7 @@ msg_malformed_is_refused(void **state)
 	pmrep_put_le16(c + 16 + 38, 3);		/* a quorum above the set */
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
 	/* MEMBERS: the same bounds, and its reserved bytes */
-	struct repl_msg mm = { .type = REPL_MSG_MEMBERS, .u.members = { 2, 0 } };
+	struct repl_msg mm = { .type = REPL_MSG_MEMBERS, .u.members = { .set_size = 2 } };
 	n = repl_msg_encode(&mm, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	memcpy(c, b, n);
