@@ -303,6 +303,22 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	ret = mirror_log_claim(m);
 	if (ret)
 		goto err;
+	if (m->members_grow) {
+		/* this cfg needs more fencing than the membership the log
+		 * recorded (more replicas, or a lower quorum): recorded on
+		 * k of the old set's before a persist completes, as a change
+		 * at run time is (PROTOCOL.md "Membership") */
+		unsigned k_old = m->prev_quorum ? m->prev_quorum : m->prev_size;
+		unsigned f = k_old < cfg->n ? k_old : cfg->n;
+		if (k_old > cfg->n)
+			PMREP_LOG_WARN("mirror: the log recorded %u replicas (quorum %u), this cfg names %u: the replicas it no longer names keep the old membership -- remove them at run time (pmrep_mirror_remove_replica) before dropping them from the cfg",
+					m->prev_size, m->prev_quorum, cfg->n);
+		if (f > m->cfg.fence_count)
+			m->cfg.fence_count = f;
+		PMREP_LOG(PMREP_LOG_NOTICE, "mirror: %u replicas with quorum %u need more fencing than the %u replicas with quorum %u the log recorded: %u replicas commit first",
+				cfg->n, cfg->quorum, m->prev_size, m->prev_quorum,
+				m->cfg.fence_count);
+	}
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
 	m->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -383,6 +399,8 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		pmrep_err_set_errno(first != NULL ? first->why_errno : 0);
 		goto err;
 	}
+	if (m->members_grow)
+		(void) mirror_log_members(m, cfg->n, cfg->quorum);
 	*mirror_ptr = m;
 	return 0;
 err:

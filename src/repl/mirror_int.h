@@ -238,6 +238,12 @@ struct pmrep_mirror {
 	/* the mapping is a pmrep log: its header as durable (mirror_log.c) */
 	bool log;
 	struct replica_hdr log_hdr;
+	/* the membership the log's header recorded before this mirror (set
+	 * size 0: none); when this mirror's cfg needs more fencing, new()
+	 * waits for that many COMMITs first and records its own after
+	 * (PROTOCOL.md "Membership", "across a restart") */
+	unsigned prev_size, prev_quorum;
+	bool members_grow;
 	unsigned n;
 	struct replica r[PMREP_MIRROR_MAX_REPLICAS];
 	/* one epoll fd (pmrep_mirror_get_fd) over every connected

@@ -57,8 +57,20 @@ mirror_log_claim(struct pmrep_mirror *m)
 	memcpy(next.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
 	next.generation = m->cfg.generation;
 	next.owner = id;
-	next.set_size = m->cfg.n;
-	next.set_quorum = m->cfg.quorum;
+	/* a membership that needs more fencing than the one recorded is
+	 * recorded here only once new() saw enough replicas commit it */
+	unsigned k_new = m->cfg.quorum ? m->cfg.quorum : m->cfg.n;
+	unsigned k_old = h.set_quorum ? h.set_quorum : h.set_size;
+	m->prev_size = claimed ? h.set_size : 0;
+	m->prev_quorum = h.set_quorum;
+	m->members_grow = m->prev_size != 0 && !m->cfg.fence_only &&
+		m->cfg.n - k_new > m->prev_size - k_old;
+	/* a promotion's mirror records no membership of its own here: the
+	 * application's mirror that follows compares its cfg with the old
+	 * primary's */
+	bool keep = m->members_grow || m->cfg.fence_only;
+	next.set_size = keep ? h.set_size : m->cfg.n;
+	next.set_quorum = keep ? h.set_quorum : m->cfg.quorum;
 	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED);
 	ret = replica_hdr_write(m->pmem, whole, &h, &next);
 	if (ret) {

@@ -466,6 +466,40 @@ a_recorded_change_keeps_the_next_attach_incremental(void **state)
 	close_mirror(&m);
 }
 
+static void
+a_restart_with_a_lower_quorum_records_it_before_acknowledging(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	struct pmrep_mirror *m = mirror(3, 0);	/* "all" of 2 */
+	func_mirror_wait_in_sync(m, 2);
+	append(m, 0);
+	close_mirror(&m);
+	assert_int_equal(pmrep_pmem_close(&local), 0);
+	expect_members(lpath, 2, 0);
+	/* the application restarts with quorum 1 of 2 while replica 1 does
+	 * not answer: replica 1 holds "all" (n - k + 1 = 1), so a persist
+	 * on replica 0 alone must wait until both recorded 1 of 2 */
+	func_child_freeze(&tg[1]);
+	assert_int_equal(pmrep_log_open(lpath, 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&local), 0);
+	base = pmrep_pmem_get_address(local);
+	struct pmrep_mirror_cfg *c = mcfg(3, 1);
+	assert_int_equal(pmrep_mirror_cfg_set_create_timeout(c, 3000), 0);
+	assert_int_equal(pmrep_mirror_new(local, c, &m), PMREP_E_TIMEOUT);
+	expect_members(lpath, 2, 0);	/* not recorded: nothing acknowledged */
+	expect_members(path[0], 2, 1);	/* its COMMIT did */
+	func_child_thaw(&tg[1]);
+	assert_int_equal(pmrep_mirror_cfg_set_create_timeout(c, 20000 * func_slow()), 0);
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	pmrep_mirror_cfg_delete(&c);
+	expect_members(path[1], 2, 1);
+	expect_members(lpath, 2, 1);
+	append(m, 0);
+	close_mirror(&m);
+}
+
 static int
 setup(void **state)
 {
@@ -510,6 +544,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(a_removed_replica_is_neither_counted_nor_promoted, setup, teardown),
 		cmocka_unit_test_setup_teardown(an_added_replica_is_not_taken_for_an_earlier_mirrors_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_recorded_change_keeps_the_next_attach_incremental, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_restart_with_a_lower_quorum_records_it_before_acknowledging, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
