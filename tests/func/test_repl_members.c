@@ -49,6 +49,15 @@ serve(unsigned i)
 	func_child_start(&tg[i], &cfg, "0");
 }
 
+/* start the targets `which` (bit i: tg[i]) */
+static void
+serve_set(unsigned which)
+{
+	for (unsigned i = 0; i < NT; i++)
+		if (which & (1u << i))
+			serve(i);
+}
+
 /* a cfg of the targets `which` (bit i: tg[i]) in that order, quorum k */
 static struct pmrep_mirror_cfg *
 mcfg(unsigned which, unsigned k)
@@ -143,13 +152,21 @@ close_mirror(struct pmrep_mirror **m)
 	assert_int_equal(pmrep_mirror_delete(m), 0);
 }
 
+/* every replica in sync, a clean close, each identical to the log */
+static void
+close_identical(struct pmrep_mirror **m)
+{
+	func_mirror_wait_in_sync(*m, NT);
+	close_mirror(m);
+	for (unsigned i = 0; i < NT; i++)
+		func_assert_replica_equals(local, path[i]);
+}
+
 static void
 add_under_a_quorum_is_recorded_before_the_joiner_counts(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
-	serve(2);
+	serve_set(7);
 	struct pmrep_mirror *m = mirror(3, 1);
 	func_mirror_wait_in_sync(m, 2);
 	for (int i = 0; i < 16; i++)
@@ -180,18 +197,14 @@ add_under_a_quorum_is_recorded_before_the_joiner_counts(void **state)
 	expect_members(path[2], 3, 1);	/* its COMMIT recorded it */
 	for (int i = 0; i < 8; i++)
 		append(m, 0);
-	func_mirror_wait_in_sync(m, 3);
-	close_mirror(&m);
-	for (unsigned i = 0; i < NT; i++)
-		func_assert_replica_equals(local, path[i]);
+	close_identical(&m);
 }
 
 static void
 a_joiner_is_required_by_all_only_once_in_sync(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
+	serve_set(3);
 	struct pmrep_mirror *m = mirror(1, 0);	/* "all" of replica 0 */
 	append(m, 0);
 	/* replica 1 does not answer: it joins, failing, and the persists
@@ -241,9 +254,7 @@ static void
 remove_leaves_it_unmarked_and_frees_its_index(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
-	serve(2);
+	serve_set(7);
 	struct pmrep_mirror *m = mirror(7, 2);
 	func_mirror_wait_in_sync(m, 3);
 	for (int i = 0; i < 8; i++)
@@ -278,18 +289,14 @@ remove_leaves_it_unmarked_and_frees_its_index(void **state)
 	assert_int_equal(pmrep_replica_read_info(path[1], &info), 0);
 	assert_false(info.flags & PMREP_REPLICA_F_REMOVED);	/* its COMMIT */
 	append(m, 0);
-	func_mirror_wait_in_sync(m, 3);
-	close_mirror(&m);
-	for (unsigned i = 0; i < NT; i++)
-		func_assert_replica_equals(local, path[i]);
+	close_identical(&m);
 }
 
 static void
 set_quorum_refuses_what_the_replicas_in_sync_cannot_carry(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
+	serve_set(3);
 	struct pmrep_mirror *m = mirror(3, 0);
 	func_mirror_wait_in_sync(m, 2);
 	append(m, 0);
@@ -320,9 +327,7 @@ static void
 promote_fences_the_membership_the_headers_record(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
-	serve(2);
+	serve_set(7);
 	/* the primary starts under "all" (n - k + 1 = 1) and lowers the
 	 * quorum to 1 at run time (3): its caller remembers "all" */
 	struct pmrep_mirror *m = mirror(7, 0);
@@ -369,9 +374,7 @@ static void
 a_removed_replica_is_neither_counted_nor_promoted(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
-	serve(2);
+	serve_set(7);
 	/* 2 of 3; replica 2 leaves; then 1 of the 2 left: the primary may
 	 * complete a persist on replica 1 alone */
 	struct pmrep_mirror *m = mirror(7, 2);
@@ -413,9 +416,7 @@ static void
 an_added_replica_is_not_taken_for_an_earlier_mirrors_slot(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
-	serve(2);
+	serve_set(7);
 	/* an earlier mirror of this log and record had three replicas and
 	 * closed cleanly: its slot 2 names replica 2 */
 	struct pmrep_mirror *m = mirror(7, 0);
@@ -445,8 +446,7 @@ static void
 a_recorded_change_keeps_the_next_attach_incremental(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
+	serve_set(3);
 	struct pmrep_mirror *m = mirror(3, 0);
 	func_mirror_wait_in_sync(m, 2);
 	append(m, 0);
@@ -470,8 +470,7 @@ static void
 a_restart_with_a_lower_quorum_records_it_before_acknowledging(void **state)
 {
 	(void)state;
-	serve(0);
-	serve(1);
+	serve_set(3);
 	struct pmrep_mirror *m = mirror(3, 0);	/* "all" of 2 */
 	func_mirror_wait_in_sync(m, 2);
 	append(m, 0);
