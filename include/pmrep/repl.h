@@ -40,6 +40,10 @@ extern "C" {
  * a promotion neither counts it as fenced nor promotes it. Cleared when a
  * mirror's attach is committed (the replica is in a set again). */
 #define PMREP_REPLICA_F_REMOVED (1u << 1)
+/* Header flag (a pmrep log): promoted by pmrep_mirror_promote; the
+ * membership it records is still the old primary's, of which this node was
+ * a replica. Cleared when the promoted log's mirror claims it. */
+#define PMREP_REPLICA_F_PROMOTED (1u << 2)
 
 /* What a replica header says (decoded; see pmrep_replica_read_info). */
 struct pmrep_replica_info {

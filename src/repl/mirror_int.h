@@ -124,6 +124,9 @@ struct pmrep_mirror_cfg {
 	unsigned fence_count;		/* pmrep_mirror_cfg_set_fence_count */
 	bool fence_only;		/* pmrep_mirror_promote: new() waits for the
 					 * fence count only, none in sync */
+	/* pmrep_mirror_promote: the membership its COMMITs record (the old
+	 * set's, as the headers read said: set size 0 -- the cfg's) */
+	unsigned fence_set_size, fence_set_quorum;
 	bool manual_recovery;	/* pmrep_mirror_cfg_set_background_recovery(false) */
 	int backoff_min_ms, backoff_max_ms;	/* 0: BACKOFF_MIN_MS / _MAX_MS */
 	uint64_t resync_rate;	/* bytes/s, 0: unlimited */

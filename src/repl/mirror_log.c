@@ -47,6 +47,24 @@ mirror_log_claim(struct pmrep_mirror *m)
 				(unsigned long long)h.owner);
 		return PMREP_E_SPLIT_BRAIN;
 	}
+	/*
+	 * The replicas the log's membership counts that this cfg cannot
+	 * name (a promoted log: the old set less this node): they keep that
+	 * membership, and one of them could be promoted without this
+	 * mirror's replicas (PROTOCOL.md "Membership", across a restart).
+	 * Remove them at run time first; a generation above the log's says
+	 * the caller has seen to them.
+	 */
+	bool promoted = claimed && (h.flags & PMREP_REPLICA_F_PROMOTED);
+	if (claimed && !m->cfg.fence_only && h.set_size != 0 &&
+			m->cfg.n + (promoted ? 1u : 0u) < h.set_size &&
+			m->cfg.generation <= h.generation) {
+		PMREP_LOG_ERR("mirror: its log %s records a set of %u replicas%s; this cfg names %u: the ones left out keep that membership and could be promoted without this mirror's replicas -- remove them at run time first (pmrep_mirror_remove_replica), or, once they are gone for good, raise the generation",
+				path, h.set_size, promoted ?
+				" (this node one of them, promoted)" : "",
+				m->cfg.n);
+		return PMREP_E_STATE;
+	}
 	/* the persist sequence word speaks for one claim: cleared first */
 	if (replica_psn_get(whole) != 0) {
 		ret = replica_psn_write(m->pmem, whole, 0);
@@ -71,7 +89,10 @@ mirror_log_claim(struct pmrep_mirror *m)
 	bool keep = m->members_grow || m->cfg.fence_only;
 	next.set_size = keep ? h.set_size : m->cfg.n;
 	next.set_quorum = keep ? h.set_quorum : m->cfg.quorum;
-	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED);
+	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
+			PMREP_REPLICA_F_PROMOTED);
+	if (m->cfg.fence_only)
+		next.flags |= PMREP_REPLICA_F_PROMOTED;
 	ret = replica_hdr_write(m->pmem, whole, &h, &next);
 	if (ret) {
 		PMREP_LOG_ERR("mirror: the claim of its log %s could not be written (%s)",

@@ -54,6 +54,14 @@ void
 mirror_membership(const struct pmrep_mirror *m, struct repl_members *mb)
 {
 	*mb = members_of(m, -1, -1, -1);
+	/* a promotion's fencing records the old set's membership: its own
+	 * cfg (the set less this node, maybe "all") could say less, and the
+	 * fenced replicas keep what it records until the new primary's
+	 * mirror attaches */
+	if (m->cfg.fence_only && m->cfg.fence_set_size != 0) {
+		mb->set_size = m->cfg.fence_set_size;
+		mb->set_quorum = m->cfg.fence_set_quorum;
+	}
 }
 
 /* members_of under the mirror's lock (the recovery threads change the

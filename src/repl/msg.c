@@ -337,7 +337,8 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		a->set_quorum = mb.set_quorum;
 		if ((a->target_flags & ~REPL_TF_KNOWN) != 0 ||
 				(a->hdr_flags & ~(PMREP_REPLICA_F_CONSISTENT |
-					PMREP_REPLICA_F_REMOVED)) != 0 ||
+					PMREP_REPLICA_F_REMOVED |
+					PMREP_REPLICA_F_PROMOTED)) != 0 ||
 				!mb_ok || pmrep_get_le32(b + 148) != 0) {
 			PMREP_LOG_ERR("ACCEPT message: unknown target flags 0x%x or header flags 0x%x, set size %u quorum %u, or reserved bytes set",
 					a->target_flags, a->hdr_flags, mb.set_size,

@@ -186,10 +186,15 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 					i, cfg->r[i].addr, cfg->r[i].port);
 			continue;
 		}
+		if (fresh) {
+			/* of no set yet: the old primary completed no
+			 * persist on it (it commits before it counts) */
+			PMREP_LOG(PMREP_LOG_NOTICE, "promote: replica %u (%s:%s) is fresh: not counted as fenced",
+					i, cfg->r[i].addr, cfg->r[i].port);
+			continue;
+		}
 		reached[i] = true;
 		res->reached++;
-		if (fresh)
-			continue;
 		take_membership(res, mb.set_size, mb.quorum, cfg->r[i].addr);
 		if (info.generation > res->old_generation)
 			res->old_generation = info.generation;
@@ -240,6 +245,8 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	c.generation = res->old_generation + 1;
 	c.fence_count = f;
 	c.fence_only = true;
+	c.fence_set_size = res->set_size;
+	c.fence_set_quorum = res->set_quorum;
 	c.manual_recovery = false;
 	struct pmrep_mirror *m = NULL;
 	res->generation = c.generation;

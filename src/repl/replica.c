@@ -365,7 +365,15 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 	mirror_lock(m);
 	r->unknown = false;
 	r->backoff_ms = 0;	/* a successful attach resets the back-off */
-	r->fenced = true;	/* it holds our generation's claim now */
+	/* it holds our generation's claim now; where the count stands for
+	 * the old set (a promotion's fencing, a membership that grew across
+	 * a restart) only a replica that was of it counts: a fresh one, or
+	 * one its primary removed, fences nothing the old set could use */
+	bool member = !(acc->target_flags & REPL_TF_FRESH) &&
+		!replica_uuid_is_nil(acc->uuid) &&
+		memcmp(acc->uuid, m->cfg.uuid, PMREP_UUID_SIZE) == 0 &&
+		!(acc->hdr_flags & PMREP_REPLICA_F_REMOVED);
+	r->fenced = member || !(m->cfg.fence_only || m->members_grow);
 	replica_set_state(r, PMREP_REPLICA_CONNECTED);
 	mirror_unlock(m);
 	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) attached: method %s, resync %s of %llu bytes",

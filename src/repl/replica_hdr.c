@@ -16,7 +16,7 @@
  *    0  u8[8] magic "PMREPRP2"
  *    8  u16 version (2)
  *   10  u16 slot length (128)
- *   12  u32 flags (PMREP_REPLICA_F_*: CONSISTENT 1, REMOVED 2; others
+ *   12  u32 flags (PMREP_REPLICA_F_*: CONSISTENT 1, REMOVED 2, PROMOTED 4; others
  *       reserved, 0)
  *   16  u64 slot sequence
  *   24  u8[16] replica-set UUID (all zero: unclaimed)
@@ -53,7 +53,8 @@
 static const uint8_t magic_v2[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', '2' };
 static const uint8_t magic_v1[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', 'L' };
 #define HDR_CSUM_OFF 120
-#define HDR_FLAGS_KNOWN (PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED)
+#define HDR_FLAGS_KNOWN (PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED | \
+		PMREP_REPLICA_F_PROMOTED)
 
 uint64_t
 replica_fletcher64(const uint8_t *buf, size_t len)

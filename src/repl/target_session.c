@@ -34,7 +34,8 @@ write_claim(struct pmrep_target *t, const struct session *s,
 	next.owner = s->primary_id;
 	next.set_size = mb->set_size;
 	next.set_quorum = mb->set_quorum;
-	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED);
+	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
+			PMREP_REPLICA_F_PROMOTED);
 	return target_hdr_update(t, &next);
 }
 

@@ -393,14 +393,27 @@ rig_failover_policy() { # quorum (0: all)
 		fail "the promoted log holds $held records, the last acknowledged was $last1"
 	local n2; n2=$(hist_n "$WORK/hist2")
 
-	# 7. the old primary, at generation 1 with its state file, is fenced
-	# (refusals are retried for 1.5 x the timeout)
+	# 7. the old primary, at generation 1 with its state file and its
+	# cfg (both replicas -- the new primary's target is gone -- and its
+	# policy), is fenced: nothing written; under the quorum it waits for
+	# both and $OTHER refuses it (a newer generation; refusals are retried
+	# for 1.5 x the timeout). Under "all" it gives up at the first that
+	# cannot be had. With $OTHER alone in its cfg its own log refuses it
+	# first: it records a set of two (docs/PROTOCOL.md "Membership")
+	out=$(in_node P "$WRITER" --pmrep-log --file "$WORK/old-p.log" --size "$SIZE" \
+		--replica "$(at R1)" --replica "$(at R2)" \
+		--key-file "$WORK/key" --quorum "$q" --history "$WORK/hist-old" --events "$WORK/ev-old" \
+		--timeout "$TMO" ${WFLAGS[@]+"${WFLAGS[@]}"} --count 10 --heal-timeout $(( TMO * 3 / 2 )) 2>&1); rc=$?
+	echo "  the old primary: exit $rc: $(grep -m1 -i "generation" <<<"$out")"
+	[ $rc -ne 0 ] && [ "$(hist_n "$WORK/hist-old")" = 0 ] ||
+		fail "the old primary was not refused: $out"
+	[ "$q" = 0 ] || grep -q "newer generation" <<<"$out" ||
+		fail "the old primary was not refused by $OTHER: $out"
 	out=$(in_node P "$WRITER" --pmrep-log --file "$WORK/old-p.log" --size "$SIZE" --replica "$(at "$OTHER")" \
 		--key-file "$WORK/key" --quorum 0 --history "$WORK/hist-old" --events "$WORK/ev-old" \
 		--timeout "$TMO" ${WFLAGS[@]+"${WFLAGS[@]}"} --count 10 --heal-timeout $(( TMO * 3 / 2 )) 2>&1); rc=$?
-	echo "  the old primary: exit $rc: $(grep -m1 -i "generation" <<<"$out")"
-	[ $rc -ne 0 ] && grep -q "newer generation" <<<"$out" && [ "$(hist_n "$WORK/hist-old")" = 0 ] ||
-		fail "the old primary was not refused by $OTHER: $out"
+	[ $rc -ne 0 ] && grep -q "records a set of 2 replicas" <<<"$out" && [ "$(hist_n "$WORK/hist-old")" = 0 ] ||
+		fail "the old primary with one replica was not refused by its log: $out"
 
 	stop_target "$OTHER"
 	stop_target P

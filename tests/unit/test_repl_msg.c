@@ -344,7 +344,7 @@ msg_malformed_is_refused(void **state)
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	acc = sample_accept();
-	acc.u.accept.hdr_flags = 0x4;		/* unknown header flag */
+	acc.u.accept.hdr_flags = 0x8;		/* unknown header flag */
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	/* an ACCEPT one byte short of its body */
