@@ -1073,7 +1073,10 @@ struct pmrep_mirror_event {
  * the target does not hold, or clocks more than 30 s apart; or at AUTH --
  * or failed to prove its own), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_MISMATCH (it belongs to another replica set: UUID), PMREP_E_STATE
- * (it holds a newer generation), PMREP_E_SPLIT_BRAIN (another primary
+ * (it holds a newer generation; or the mapping is a pmrep log whose header
+ * records a set of more replicas than the cfg names -- docs/PROTOCOL.md
+ * "Membership": remove the others at run time first, or raise the
+ * generation -- nothing written), PMREP_E_SPLIT_BRAIN (another primary
  * claimed it at this generation and did not close it -- docs/PROTOCOL.md
  * "Split brain": fence that primary, then use a higher generation),
  * PMREP_E_MALFORMED (a malformed handshake),
@@ -1291,18 +1294,22 @@ PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
  * in-sync replica (MEMBERS: the target records it in its header,
  * crash-atomic) and waits for their answers; a replica that does not
  * answer by the deadline is failed (out of sync; its next attach records
- * the membership then). The change takes effect only when the policy's
- * replicas (all in-sync ones; the quorum: k of them, under the old and
- * the new membership) recorded it; otherwise the headers that took it
- * get the old one back, the call fails and nothing else changed. A
- * replica being resynced keeps the old membership in its header until
- * its next attach (the in-sync ones suffice: docs/PROTOCOL.md). Not
- * thread-safe: one thread at a time, as every call on this mirror; the
- * application's persists wait meanwhile (they are not accepted
- * concurrently). A membership change is not kept by the mirror's record:
- * the next pmrep_mirror_new takes its replicas and quorum from its cfg
- * (keep the cfg's replicas in index order, a removed index's slot
- * resyncs whoever gets it by digests).
+ * the membership then). A change that raises the fencing count takes
+ * effect only when k of the old membership's replicas (its quorum, or
+ * under "all" every one) recorded it; otherwise the headers that took it
+ * get the old one back and the call fails. A replica being resynced
+ * keeps the old membership in its header until its next attach (the
+ * in-sync ones suffice: docs/PROTOCOL.md). Not thread-safe: one thread
+ * at a time, as every call on this mirror; the application's persists
+ * wait meanwhile (they are not accepted concurrently). A membership
+ * change is not kept by the mirror's record: the next pmrep_mirror_new
+ * takes its replicas and quorum from its cfg -- for a pmrep log, it
+ * refuses a cfg naming fewer replicas than the log's header records
+ * (PMREP_E_STATE: remove them at run time first, or raise the
+ * generation), and a cfg that needs more fencing waits for k of the old
+ * replicas to record it (the fence count). Keep the cfg's replicas in
+ * index order: a slot's record is matched by index (a replica in a slot
+ * its record does not cover is compared in full, by digests).
  */
 /*
  * pmrep_mirror_add_replica -- add the replica target at `addr`:`port`
@@ -1359,7 +1366,8 @@ PMREP_API int pmrep_mirror_remove_replica(struct pmrep_mirror *mirror,
  * before any persist completes with fewer confirmations. The replicas in
  * sync now must be at least the new policy's count.
  * Errors: PMREP_E_INVAL (NULL, k above n), PMREP_E_STATE (fewer replicas
- * in sync than the new policy requires: nothing changed),
+ * in sync than the new policy requires, or than the old one's k when the
+ * fencing count grows: nothing changed),
  * PMREP_E_TIMEOUT, PMREP_E_CONN_LOST (as for pmrep_mirror_add_replica).
  */
 PMREP_API int pmrep_mirror_set_quorum(struct pmrep_mirror *mirror, unsigned k,
