@@ -65,7 +65,7 @@ add_replica(struct pmrep_mirror_cfg *cfg, unsigned idx, const char *arg)
 }
 
 /* the outcome's token: promoted, may_promote (--dry-run), refused_stale,
- * refused_fence, failed */
+ * refused_removed, refused_fence, failed */
 static const char *
 outcome_of(const struct pmrep_promote_result *r, unsigned flags, int ret)
 {
@@ -73,6 +73,8 @@ outcome_of(const struct pmrep_promote_result *r, unsigned flags, int ret)
 		return flags & PMREP_PROMOTE_DRY_RUN ? "may_promote" : "promoted";
 	if (r->generation == 0 && ret == PMREP_E_STATE && r->more_current >= 0)
 		return "refused_stale";
+	if (r->generation == 0 && ret == PMREP_E_STATE)
+		return "refused_removed";	/* its primary removed it from the set */
 	if (r->generation == 0 && ret == PMREP_E_UNREACHABLE && r->needed > 0)
 		return "refused_fence";
 	return "failed";
@@ -106,7 +108,7 @@ print_result(const char *log, const struct pmrep_promote_result *r,
 		fputs("}\n", stdout);
 		return;
 	}
-	printf("replicas reached: %u; needed to fence: %u (this node included; a set of %u, quorum %s%u)\n",
+	printf("replicas reached: %u besides this node; needed to fence: %u (this node included; a set of %u, quorum %s%u)\n",
 			r->reached, r->needed, r->set_size,
 			r->set_quorum ? "" : "all = ",
 			r->set_quorum ? r->set_quorum : r->set_size);

@@ -497,6 +497,10 @@ kv_members(struct kv *kv, const char *cmd, char *arg)
 	if (ret)
 		printf("FAILED %s: %s (%s)\n", cmd, pmrep_err_to_str(ret),
 				pmrep_err_msg());
+	else if (strcmp(cmd, "quorum") == 0)
+		printf("ok quorum: %u replicas, quorum %s%u\n", mb.set_size,
+				mb.quorum ? "" : "all = ",
+				mb.quorum ? mb.quorum : mb.set_size);
 	else
 		printf("ok %s: replica %u; %u replicas, quorum %s%u\n", cmd, idx,
 				mb.set_size, mb.quorum ? "" : "all = ",

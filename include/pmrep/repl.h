@@ -1299,17 +1299,18 @@ PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
  * under "all" every one) recorded it; otherwise the headers that took it
  * get the old one back and the call fails. A replica being resynced
  * keeps the old membership in its header until its next attach (the
- * in-sync ones suffice: docs/PROTOCOL.md). Not thread-safe: one thread
- * at a time, as every call on this mirror; the application's persists
- * wait meanwhile (they are not accepted concurrently). A membership
- * change is not kept by the mirror's record: the next pmrep_mirror_new
- * takes its replicas and quorum from its cfg -- for a pmrep log, it
- * refuses a cfg naming fewer replicas than the log's header records
- * (PMREP_E_STATE: remove them at run time first, or raise the
- * generation), and a cfg that needs more fencing waits for k of the old
- * replicas to record it (the fence count). Keep the cfg's replicas in
- * index order: a slot's record is matched by index (a replica in a slot
- * its record does not cover is compared in full, by digests).
+ * in-sync ones suffice: docs/PROTOCOL.md). `timeout_ms` bounds each
+ * call (-1: no limit). A membership change is not kept by the mirror's
+ * record: the next pmrep_mirror_new takes its replicas and quorum from
+ * its cfg -- for a pmrep log, it refuses a cfg naming fewer replicas than
+ * the log's header records (PMREP_E_STATE: remove them at run time first,
+ * or raise the generation), and a cfg that needs more fencing waits for
+ * k of the old replicas to record it (the fence count). Keep the cfg's
+ * replicas in index order: a slot's record is matched by index (a replica
+ * in a slot its record does not cover is compared in full, by digests).
+ * The application's persists wait while a change is made (they are not
+ * accepted concurrently). Not thread-safe: one thread at a time, as every
+ * call on this mirror.
  */
 /*
  * pmrep_mirror_add_replica -- add the replica target at `addr`:`port`
@@ -1318,13 +1319,20 @@ PMREP_API int pmrep_mirror_get_replica_count(const struct pmrep_mirror *mirror,
  * It takes the lowest free index (*index, may be NULL): a removed one, or
  * the next. It joins: its recovery attaches it (its COMMIT records the
  * new membership), compares (by digests) and copies the data, and hands
- * it to the data path IN_SYNC, while the application's persists go on;
+ * it to the data path IN_SYNC, while the application's persists go on
+ * (the call returns before that: pmrep_mirror_get_replica_status, and
+ * the events, say when);
  * until that first IN_SYNC it is not required by the "all" policy, from
  * then on it is a replica like the others. Under a quorum k it counts in
  * n from the call on (the fencing count grows at once) and confirms
  * persists from its first IN_SYNC. Without background recovery it is
  * attached by pmrep_mirror_reconnect. Its events come on the mirror's
- * fd (FAILED -> SYNCING -> IN_SYNC).
+ * fd (FAILED -> SYNCING -> IN_SYNC). The name is matched as given: the
+ * same replica under another address or name (a pmrep-target of one
+ * replica answers to its path's basename too) is refused at its attach
+ * (its replica id is another slot's) -- remove it again. A replica that
+ * never attached (a wrong address or name, a target that never answers)
+ * can be removed as it is.
  * Errors: PMREP_E_INVAL (NULL, empty address or port, a bad name, no free
  * index: PMREP_MIRROR_MAX_REPLICAS slots in use, the same address, port
  * and name as a replica of the mirror), PMREP_E_TIMEOUT (what
@@ -1348,7 +1356,9 @@ PMREP_API int pmrep_mirror_add_replica(struct pmrep_mirror *mirror,
  * primary). Its state becomes
  * PMREP_REPLICA_REMOVED (an event) and the index is free for
  * pmrep_mirror_add_replica. The last replica cannot be removed, nor one
- * that would leave fewer replicas than the quorum (lower it first).
+ * that would leave fewer replicas than the quorum (lower it first). A
+ * replica added at run time that never committed an attach holds nothing
+ * of the set and is removed without being told.
  * Errors: PMREP_E_INVAL (NULL, no such index, removed already, the last
  * replica that is not joining, the quorum above the replicas left that
  * are not joining), PMREP_E_STATE (it is not in sync, or did not answer:

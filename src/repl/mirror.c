@@ -289,7 +289,9 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		 * is given (a step sequence stays below 2^40) */
 		uint64_t hw = mstate_psn_hw(m->state);
 		if (m->psn_base < hw) {
-			PMREP_LOG(PMREP_LOG_NOTICE, "mirror: the wall clock is behind its record's persist sequence high-water mark by %llu ns: the sequences begin at the mark",
+			/* usual within 2^40 ns (~18 min) of the last start: the
+			 * mark is raised that far ahead of the sequences given */
+			PMREP_LOG_INFO("mirror: the persist sequences begin at its record's high-water mark, %llu ns past the wall clock (an earlier mirror of this record reserved them)",
 					(unsigned long long)(hw - m->psn_base));
 			m->psn_base = hw;
 		}

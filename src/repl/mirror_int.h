@@ -169,6 +169,7 @@ struct replica {
 	/* an attach of this mirror was committed: the replica durably holds
 	 * our generation and refuses every older writer (m->lock) */
 	bool fenced;
+	bool committed;		/* an attach of this mirror was committed */
 	/* the resync chunks in flight (chunks of them, posted in increasing
 	 * offset order) span [chunk_lo, chunk_hi): the regions of that span
 	 * a persist marks meanwhile (redirty, in memory) stay out of sync

@@ -338,8 +338,13 @@ pmrep_mirror_remove_replica(struct pmrep_mirror *m, unsigned index,
 		out.removed = true;
 		told = members_send(r, &out, deadline) == 0;
 	}
+	/* a replica that joined and never committed an attach of this
+	 * mirror holds nothing of it (a wrong address or name, a target
+	 * that never answered): nothing to tell */
+	if (!told && r->joining && !r->committed)
+		told = true;
 	if (!told) {
-		PMREP_LOG_ERR("pmrep_mirror_remove_replica: replica %u (%s:%s) is not in sync and cannot be told it leaves the set: a promotion could count it as fenced, or promote it, while this mirror goes on without it (let it resync first; docs/PROTOCOL.md \"Membership\")",
+		PMREP_LOG_ERR("pmrep_mirror_remove_replica: replica %u (%s:%s) is not in sync and cannot be told it leaves the set: a promotion could count it as fenced, or promote it, while this mirror goes on without it. Let it resync first; if it is gone for good, delete this mirror and create one without it at a raised generation (pmrep_mirror_cfg_set_generation; kv-mirror --raise-generation), once its file cannot be promoted any more (docs/PROTOCOL.md \"Membership\")",
 				index, r->addr, r->port);
 		return PMREP_E_STATE;
 	}

@@ -130,12 +130,6 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 				path);
 		return PMREP_E_INVAL;
 	}
-	if ((own.flags & PMREP_REPLICA_F_REMOVED) &&
-			!(flags & PMREP_PROMOTE_FORCE_STALE)) {
-		PMREP_LOG_ERR("promote: refused: %s was removed from its set by its primary (pmrep_mirror_remove_replica): the set went on without it; promote a replica of the set (--force-stale: this one anyway)",
-				path);
-		return PMREP_E_STATE;
-	}
 	if (!replica_uuid_is_nil(cfg->uuid) &&
 			memcmp(cfg->uuid, own.uuid, PMREP_UUID_SIZE) != 0) {
 		PMREP_LOG_ERR("promote: %s belongs to another replica set than the cfg's UUID",
@@ -155,6 +149,13 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	res->set_size = n;
 	res->set_quorum = k == n ? 0 : k;
 	take_membership(res, own.set_size, own.set_quorum, path);
+	if ((own.flags & PMREP_REPLICA_F_REMOVED) &&
+			!(flags & PMREP_PROMOTE_FORCE_STALE)) {
+		PMREP_LOG_ERR("promote: refused: %s was removed from its set by its primary (pmrep_mirror_remove_replica): the set went on without it; promote a replica of the set (--force-stale: this one anyway)",
+				path);
+		return PMREP_E_STATE;
+	}
+
 	res->last_persist_seq = own_psn;
 	res->old_generation = own.generation;
 

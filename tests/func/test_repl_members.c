@@ -231,10 +231,8 @@ a_joiner_is_required_by_all_only_once_in_sync(void **state)
 	for (int i = 0; i < 8; i++)
 		append(m, 0);
 	assert_int_not_equal(state_of(m, 1), PMREP_REPLICA_IN_SYNC);
-	/* the only replica that is not joining stays; a joining one cannot
-	 * be told it leaves (not in sync) */
+	/* the only replica that is not joining stays */
 	assert_int_equal(pmrep_mirror_remove_replica(m, 0, 1000), PMREP_E_INVAL);
-	assert_int_equal(pmrep_mirror_remove_replica(m, 1, 1000), PMREP_E_STATE);
 	func_child_thaw(&tg[1]);
 	/* persists go on while it resyncs and when it is handed over: a
 	 * step posted before its first IN_SYNC needs replica 0 alone */
@@ -325,6 +323,9 @@ set_quorum_refuses_what_the_replicas_in_sync_cannot_carry(void **state)
 		assert_true(func_now_ms() < until);
 	}
 	append(m, 0);
+	/* it committed an attach and cannot be told it leaves: not removed
+	 * (a promotion could count it, or promote it) */
+	assert_int_equal(pmrep_mirror_remove_replica(m, 1, 1000), PMREP_E_STATE);
 	assert_int_equal(pmrep_mirror_set_quorum(m, 0, 1000), PMREP_E_STATE);
 	expect_members(path[0], 2, 1);	/* nothing changed */
 	struct pmrep_replica_membership mb;
@@ -526,6 +527,49 @@ a_restart_with_a_lower_quorum_records_it_before_acknowledging(void **state)
 	close_mirror(&m);
 }
 
+static void
+a_replica_that_never_joins_is_removed_and_a_second_name_refused(void **state)
+{
+	(void)state;
+	serve_set(3);
+	struct pmrep_mirror *m = mirror(3, 1);
+	func_mirror_wait_in_sync(m, 2);
+	append(m, 0);
+	/* a port nobody listens on: it joins, fails, and holds nothing of
+	 * the set -- removed as it is, the membership as before */
+	struct func_child gone = { 0 };
+	serve(2);
+	gone = tg[2];
+	func_child_kill(&tg[2], SIGKILL);
+	unsigned idx;
+	assert_int_equal(pmrep_mirror_add_replica(m, func_addr(), gone.port,
+			NULL, 5000 * func_slow(), &idx), 0);
+	expect_members(path[0], 3, 1);
+	append(m, 0);
+	assert_int_not_equal(state_of(m, idx), PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(pmrep_mirror_remove_replica(m, idx, 5000 * func_slow()), 0);
+	expect_members(path[0], 2, 1);
+	/* replica 0 again, by its path's basename: the same file under a
+	 * second slot is refused at its attach (it would fence the first)
+	 * and can be removed; replica 0 goes on */
+	assert_int_equal(pmrep_mirror_add_replica(m, func_addr(), tg[0].port,
+			"r0", 5000 * func_slow(), &idx), 0);
+	long long until = func_now_ms() + 10000LL * func_slow();
+	struct pmrep_replica_status st;
+	do {
+		append(m, 0);
+		assert_int_equal(pmrep_mirror_get_replica_status(m, idx, &st), 0);
+		assert_true(func_now_ms() < until);
+	} while (st.last_error != PMREP_E_INVAL);
+	assert_int_not_equal(state_of(m, 0), PMREP_REPLICA_FAILED);
+	assert_int_equal(pmrep_mirror_remove_replica(m, idx, 5000 * func_slow()), 0);
+	append(m, 0);
+	func_mirror_wait_in_sync(m, 2);
+	close_mirror(&m);
+	func_assert_replica_equals(local, path[0]);
+	func_assert_replica_equals(local, path[1]);
+}
+
 static int
 setup(void **state)
 {
@@ -571,6 +615,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(a_restart_on_fewer_replicas_is_refused_and_an_added_one_compared, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_recorded_change_keeps_the_next_attach_incremental, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_restart_with_a_lower_quorum_records_it_before_acknowledging, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_replica_that_never_joins_is_removed_and_a_second_name_refused, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
