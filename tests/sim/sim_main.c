@@ -881,7 +881,8 @@ recorded_need(const struct target_slot *tg, bool *claimed, bool *removed)
 
 /*
  * membership: every set P of targets that a promotion could fence -- as
- * many as the largest n - k + 1 their headers record -- meets every k
+ * many as the largest n - k + 1 their headers record, each claimed by the
+ * set and not removed (promote counts no other) -- meets every k
  * replicas the mirror can complete a persist with now (k: its quorum, or
  * under "all" every replica it requires, the joining ones not). Checked
  * after every writer call: no persist completes inside a membership call.
@@ -919,10 +920,10 @@ check_membership(const char *where)
 				continue;
 			bool claimed, removed;
 			unsigned r = recorded_need(&S.tg[i], &claimed, &removed);
-			if (removed)
-				continue;
+			if (removed || !claimed)
+				continue;	/* promote counts neither */
 			size++;
-			promoter |= claimed;
+			promoter = true;
 			if (r > need)
 				need = r;
 		}
