@@ -357,6 +357,11 @@ unsigned mirror_set_size(const struct pmrep_mirror *m);
 /* mirror_members.c: the membership its replicas record (m->lock held, or
  * the data path) */
 void mirror_membership(const struct pmrep_mirror *m, struct repl_members *mb);
+/* one slot per replica: is replica id `id` (an ACCEPT's) committed in
+ * another slot of r's mirror? (logged; m->lock held) -- the same replica
+ * under two slots (another address, or its path's basename as name) would
+ * fence the other slot's session at its COMMIT and count twice */
+bool mirror_slot_taken(const struct replica *r, const uint8_t id[PMREP_UUID_SIZE]);
 /* set up slot `i` for the replica at addr:port (its record slot, its
  * bitmaps); not started */
 int mirror_replica_init(struct pmrep_mirror *m, unsigned i, const char *addr,

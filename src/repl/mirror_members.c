@@ -75,6 +75,25 @@ members_locked(struct pmrep_mirror *m, int add, int drop, int q)
 	return mb;
 }
 
+bool
+mirror_slot_taken(const struct replica *r, const uint8_t id[PMREP_UUID_SIZE])
+{
+	const struct pmrep_mirror *m = r->m;
+	if (replica_uuid_is_nil(id))
+		return false;
+	for (unsigned i = 0; i < m->n; i++) {
+		if (i == r->idx || m->r[i].removed || !m->r[i].committed ||
+				memcmp(mstate_rec_id(m->state, i), id,
+					PMREP_UUID_SIZE) != 0)
+			continue;
+		char hex[2 * PMREP_UUID_SIZE + 1];
+		PMREP_LOG_ERR("replica %u (%s:%s) is replica %u's file (replica id %s) under another address or name: not attached",
+				r->idx, r->addr, r->port, i, repl_uuid_hex(id, hex));
+		return true;
+	}
+	return false;
+}
+
 /* one MEMBERS exchange with an in-sync replica, nothing in flight */
 static int
 members_send(struct replica *r, const struct repl_members *mb,

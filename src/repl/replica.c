@@ -289,19 +289,8 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 	/* the record is shared with the data path and the other replicas'
 	 * recovery */
 	mirror_lock(m);
-	/* one slot per replica: the same replica under two slots (another
-	 * address, or a name that is its path's basename) would fence the
-	 * other slot's session at its COMMIT, and one file would count twice */
-	for (unsigned i = 0; i < m->n; i++) {
-		if (i == r->idx || m->r[i].removed || !m->r[i].committed ||
-				memcmp(mstate_rec_id(m->state, i), acc->replica_id,
-					PMREP_UUID_SIZE) != 0 ||
-				replica_uuid_is_nil(acc->replica_id))
-			continue;
+	if (mirror_slot_taken(r, acc->replica_id)) {
 		mirror_unlock(m);
-		PMREP_LOG_ERR("replica %u (%s:%s) is replica %u's file (replica id %s) under another address or name: not attached",
-				r->idx, r->addr, r->port, i,
-				repl_uuid_hex(acc->replica_id, (char[2 * PMREP_UUID_SIZE + 1]){ 0 }));
 		return PMREP_E_INVAL;
 	}
 	enum repl_resync kind = decide_resync(r, acc, &why);
