@@ -42,7 +42,8 @@ BUILT=" "
 configure_build() { # dir, cmake args...
 	local dir=$1 rc; shift
 	case $BUILT in *" $dir "*) return 0 ;; esac
-	cmake -S "$ROOT" -B "$dir" "$@" >"$dir.cmake.log" 2>&1 || { cat "$dir.cmake.log"; return 1; }
+	# every tree CI builds stops on a warning (PMREP_WERROR: off for users)
+	cmake -S "$ROOT" -B "$dir" -DPMREP_WERROR=ON "$@" >"$dir.cmake.log" 2>&1 || { cat "$dir.cmake.log"; return 1; }
 	cmake --build "$dir" -j"$JOBS" 2>&1 | grep -Ev '^\[ *[0-9]+%\] (Building|Linking|Built target)' ;
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 0 ] && BUILT="$BUILT$dir "
@@ -67,7 +68,23 @@ do_build() {
 	ctest --test-dir "$OUT/release" -LE verbs -j"$JOBS" --output-on-failure
 	local rc=$?
 	sim_summary "$OUT/release"
-	return $rc
+	[ $rc -eq 0 ] || return $rc
+	# the two other builds users make, tests included, warnings as errors
+	# (build only: the tests run in this and the other stages): gcc's -O2
+	# of Release warns where RelWithDebInfo does not (maybe-uninitialized),
+	# clang has warnings of its own (missing-field-initializers)
+	build_only "$OUT/release-O2" -DCMAKE_BUILD_TYPE=Release || return 1
+	CC=clang build_only "$OUT/clang" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+}
+
+# configure and build a tree that is not tested: no man pages (generated
+# from the same headers in the tested tree), its objects removed afterwards
+build_only() { # dir, cmake args...
+	local dir=$1 t0=$SECONDS; shift
+	rm -rf "$dir"
+	configure_build "$dir" -DPMREP_MAN=OFF "$@" || { echo "build $(basename "$dir"): FAILED"; return 1; }
+	echo "--- build $(basename "$dir") ($* ${CC:-cc}, -Werror): ok in $((SECONDS - t0)) s"
+	rm -rf "$dir"
 }
 
 do_asan() {

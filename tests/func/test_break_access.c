@@ -242,6 +242,10 @@ fake_close(struct fake *f)
 static int
 fake_next(struct fake *f, enum pmrep_op *op, uintptr_t *ctx)
 {
+	/* set on every return: a caller's fail_msg() is not noreturn to gcc
+	 * -O2, which otherwise sees ctx read after the timeout return */
+	*op = PMREP_OP_RECV;
+	*ctx = 0;
 	long long end = func_now_ms() + 5000 * func_slow();
 	while (func_now_ms() < end) {
 		struct pmrep_completion cmp;

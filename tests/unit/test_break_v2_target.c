@@ -665,7 +665,7 @@ short_and_oversized_messages_end_only_their_session(void **state)
 			session_in(c, &x, kind);
 			uint8_t b[1024] = { 0 };
 			struct repl_msg pm = { .type = REPL_MSG_PERSIST, .seq = 3,
-				.u.persist = { 0, 4096 } };
+				.u.persist = { .offset = 0, .length = 4096 } };
 			(void) repl_msg_encode(&pm, b);
 			if (lens[k] == 256)
 				b[6] = 0xf0;	/* body length 240 */
@@ -752,7 +752,7 @@ close_ends_the_session_so_no_write_follows_the_consistent_mark(void **state)
 	settle();
 	(void) ini_write(&x, 4096, 4096, 0x22);
 	struct repl_msg pm = { .type = REPL_MSG_PERSIST,
-		.u.persist = { 4096, 4096 } };
+		.u.persist = { .offset = 4096, .length = 4096 } };
 	int rt = ini_req(&x, &pm, &r);
 	if (rt == REPL_MSG_PERSIST_REPLY)
 		assert_int_not_equal(r.status, REPL_ST_OK);
