@@ -134,6 +134,8 @@ mirror_replica_close(struct replica *r)
 		return;
 	}
 	struct repl_msg msg = { .type = REPL_MSG_CLOSE, .seq = mirror_next_seq(m) };
+	/* in sync with nothing in flight: it holds every step issued */
+	msg.u.close_psn = mirror_newest_psn(m);
 	struct repl_msg reply;
 	long long deadline = repl_deadline(m->cfg.timeout_ms);
 	ret = repl_chan_send(&r->ch, &msg);
@@ -252,12 +254,11 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	m->cfg = *cfg;
 	m->cfg.state_path = NULL;	/* the cfg's; ours is m->state_path */
 	m->next_seq = 1;
-	/* above every persist sequence an earlier mirror of this set gave:
-	 * the wall clock in ns (a restart is later; a step takes more than
-	 * a ns) */
-	struct timespec now;
-	(void) clock_gettime(CLOCK_REALTIME, &now);
-	m->psn_base = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	/* this run's epoch: above every persist sequence an earlier mirror
+	 * of this record or of this log gave (no clock decides: PROTOCOL.md
+	 * "Position"); raised below from the record, in mirror_log_claim
+	 * from the log's header */
+	m->psn_base = 1ull << REPL_PSN_EPOCH_SHIFT;
 	m->window = cfg->window ? cfg->window : PIPE_WINDOW_DEFAULT;
 	m->max_lag = cfg->max_lag_set ? cfg->max_lag : PIPE_MAX_LAG_DEFAULT;
 	m->epfd = m->efd = m->tfd = -1;
@@ -282,29 +283,24 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 		pmrep_err_set_errno(e);
 		goto err;
 	}
-	if (cfg->persist_seq) {
-		/* the clock may have gone back since an earlier mirror of
-		 * this record: never below its high-water mark, which is
-		 * raised past this mirror's sequences before the first one
-		 * is given (a step sequence stays below 2^40) */
-		uint64_t hw = mstate_psn_hw(m->state);
-		if (m->psn_base < hw) {
-			/* usual within 2^40 ns (~18 min) of the last start: the
-			 * mark is raised that far ahead of the sequences given */
-			PMREP_LOG_INFO("mirror: the persist sequences begin at its record's high-water mark, %llu ns past the wall clock (an earlier mirror of this record reserved them)",
-					(unsigned long long)(hw - m->psn_base));
-			m->psn_base = hw;
-		}
-		ret = mstate_set_psn_hw(m->state, m->psn_base + (1ull << 40));
-		if (ret) {
-			PMREP_LOG_ERR("mirror: its record's persist sequence high-water mark could not be raised (%s)",
-					pmrep_err_to_str(ret));
-			goto err;
-		}
-	}
+	/* the record's high-water mark is the next run's epoch: every
+	 * sequence of this run stays below it (a step number stays below
+	 * 2^REPL_PSN_EPOCH_SHIFT) */
+	if (mstate_psn_hw(m->state) > m->psn_base)
+		m->psn_base = repl_psn_epoch_floor(mstate_psn_hw(m->state));
 	ret = mirror_log_claim(m);
 	if (ret)
 		goto err;
+	ret = mstate_set_psn_hw(m->state,
+			m->psn_base + (1ull << REPL_PSN_EPOCH_SHIFT));
+	if (ret) {
+		PMREP_LOG_ERR("mirror: its record's persist sequence high-water mark could not be raised (%s)",
+				pmrep_err_to_str(ret));
+		goto err;
+	}
+	PMREP_LOG_INFO("mirror: epoch %llu (persist sequences from %llu)",
+			(unsigned long long)(m->psn_base >> REPL_PSN_EPOCH_SHIFT),
+			(unsigned long long)m->psn_base);
 	if (m->members_grow) {
 		/* this cfg needs more fencing than the membership the log
 		 * recorded (more replicas, or a lower quorum): recorded on

@@ -239,6 +239,8 @@ struct pmrep_mirror {
 	/* persist sequences (PROTOCOL.md "Persist sequence"): a step's is
 	 * psn_base + its seq; psn_done: the newest completed one (m->lock) */
 	uint64_t psn_base, psn_done;
+	/* the persist sequence of the newest step issued (0: none yet) */
+	uint64_t psn_last;
 	/* the mapping is a pmrep log: its header as durable (mirror_log.c) */
 	bool log;
 	struct replica_hdr log_hdr;
@@ -324,6 +326,19 @@ static inline bool mirror_background(const struct pmrep_mirror *m)
 {
 	return !m->cfg.manual_recovery;
 }
+/* the newest step's persist sequence, 0 before the first (m->lock or
+ * nothing in flight) */
+static inline uint64_t mirror_newest_psn(const struct pmrep_mirror *m)
+{
+	return m->psn_last;
+}
+
+/* the first persist sequence of the epoch after the one `psn` is in */
+static inline uint64_t repl_psn_epoch_floor(uint64_t psn)
+{
+	return ((psn >> REPL_PSN_EPOCH_SHIFT) + 1) << REPL_PSN_EPOCH_SHIFT;
+}
+
 /* next_seq++ */
 static inline uint64_t mirror_next_seq(struct pmrep_mirror *m)
 {

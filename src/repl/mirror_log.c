@@ -65,12 +65,17 @@ mirror_log_claim(struct pmrep_mirror *m)
 				m->cfg.n);
 		return PMREP_E_STATE;
 	}
-	/* the persist sequence word speaks for one claim: cleared first */
-	if (replica_psn_get(whole) != 0) {
-		ret = replica_psn_write(m->pmem, whole, 0);
-		if (ret)
-			return ret;
-	}
+	/* this run's epoch is above every one this log's header knows of
+	 * (its position and its last claim, of this generation): a run of
+	 * another record on this log (a restart without its state file, a
+	 * promoted replica's file) begins above what it holds */
+	uint64_t seen = h.claim_floor;
+	uint64_t lpsn = replica_pos_psn(whole, &h);
+	if (h.pos_gen == m->cfg.generation && lpsn > seen)
+		seen = lpsn;
+	if (claimed && h.generation == m->cfg.generation && seen != 0 &&
+			repl_psn_epoch_floor(seen) > m->psn_base)
+		m->psn_base = repl_psn_epoch_floor(seen);
 	struct replica_hdr next = h;
 	memcpy(next.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
 	next.generation = m->cfg.generation;
@@ -90,7 +95,11 @@ mirror_log_claim(struct pmrep_mirror *m)
 	next.set_size = keep ? h.set_size : m->cfg.n;
 	next.set_quorum = keep ? h.set_quorum : m->cfg.quorum;
 	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
-			PMREP_REPLICA_F_PROMOTED);
+			PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED);
+	/* the writer's own log holds every step of its run (PROTOCOL.md
+	 * "Position": complete through its run's end until it closes) */
+	next.flags |= REPLICA_F_PRIMARY;
+	next.claim_floor = m->psn_base;
 	if (m->cfg.fence_only)
 		next.flags |= PMREP_REPLICA_F_PROMOTED;
 	ret = replica_hdr_write(m->pmem, whole, &h, &next);
@@ -130,11 +139,14 @@ mirror_log_close(struct pmrep_mirror *m)
 		return;
 	uint8_t *whole = pmem_whole_address(m->pmem);
 	const char *path = pmrep_pmem_get_path(m->pmem);
-	/* the newest completed persist's sequence, then the mark */
-	int ret = m->cfg.persist_seq && m->psn_done ?
-		replica_psn_write(m->pmem, whole, m->psn_done) : 0;
+	/* the position of the newest step (every one issued is durable
+	 * here), then the mark: complete as of that position */
+	uint64_t psn = mirror_newest_psn(m);
+	int ret = psn ? replica_pos_record(m->pmem, whole, &m->log_hdr,
+			m->cfg.generation, mstate_primary_id(m->state), psn) : 0;
 	struct replica_hdr next = m->log_hdr;
 	next.flags |= PMREP_REPLICA_F_CONSISTENT;
+	next.flags &= ~REPLICA_F_PRIMARY;
 	if (ret == 0)
 		ret = replica_hdr_write(m->pmem, whole, &m->log_hdr, &next);
 	if (ret)

@@ -303,6 +303,7 @@ pipe_post_one(struct pmrep_mirror *m)
 	*st = (struct step){ .seq = mirror_next_seq(m), .off = lo, .len = hi - lo,
 		.deadline = deadline, .required = mirror_required(m) };
 	m->s_n++;
+	m->psn_last = m->psn_base + st->seq;
 	while ((q = list_pop(&mine)) != NULL) {
 		q->step = st->seq;
 		list_push(&m->flight, q);

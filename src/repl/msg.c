@@ -31,11 +31,19 @@
  *                128 u64 last persist sequence  136 u32 header flags
  *                140 u32 target flags (REPL_TF_*)  144 u16 set size
  *                146 u16 set quorum (the header's membership; 0 0: none
- *                recorded)  148 u32 reserved (0)
- *  COMMIT (40):  0 replica id[16]  16 u64 generation  24 u64 primary id
- *                32 u32 resync kind (1 FULL, 2 INCREMENTAL)  36 u16 set
- *                size (1 .. 8)  38 u16 set quorum (0: all .. set size):
- *                the writer's membership
+ *                recorded)  148 u32 reserved (0)  152 u64 position
+ *                generation  160 u64 position owner  168 u64 claim floor
+ *                (ACCEPT 176; 128 is the live position word)
+ *  COMMIT (56):  0 replica id[16]  16 u64 generation  24 u64 primary id
+ *                32 u32 resync kind (1 FULL, 2 INCREMENTAL, 3 FENCE)  36
+ *                u16 set size (1 .. 8)  38 u16 set quorum (0: all .. set
+ *                size): the writer's membership  40 u64 claim floor (the
+ *                writer's first persist sequence this run; FENCE: 0)  48
+ *                u32 flags (bit 0 TRACKED)  52 u32 reserved (0)
+ *  COMMIT_REPLY (24): the copy's position as of the claim: 0 u64
+ *                generation  8 u64 owner  16 u64 persist sequence
+ *  CLOSE (8):    0 u64 the writer's newest step's persist sequence (0:
+ *                none this run)
  *  MEMBERS (8):  0 u16 set size (1 .. 8)  2 u16 set quorum (0 .. size)
  *                4 u32 flags (bit 0 REMOVED: the replica leaves the set;
  *                others 0): the writer's new membership
@@ -47,8 +55,7 @@
  *  DIGEST_REPLY (232): 0 u32 count (the request's; 0 when the status is
  *                not OK)  4 u32 reserved (0)  8 digest[14][16] (SHA-256 of
  *                each region, its first 16 bytes; unused ones zero)
- *  REFUSE, COMMIT_REPLY, PERSIST_REPLY, CLOSE, CLOSE_REPLY,
- *  MEMBERS_REPLY: no body
+ *  REFUSE, PERSIST_REPLY, CLOSE_REPLY, MEMBERS_REPLY: no body
  *  (status, sequence).
  * A REFUSE whose status is OK does not decode (MALFORMED): a refusal
  * always says why, and a reader that mapped its status to an error code
@@ -65,8 +72,10 @@
 #define PDATA_MAGIC 0x5052
 #define MSG_MAGIC 0x4d52
 #define AUTH_BODY 80
-#define ACCEPT_BODY 152
-#define COMMIT_BODY 40
+#define ACCEPT_BODY 176
+#define COMMIT_BODY 56
+#define COMMIT_REPLY_BODY 24
+#define CLOSE_BODY 8
 #define PERSIST_BODY 24
 #define DIGEST_BODY 24
 #define MEMBERS_BODY 8
@@ -152,6 +161,8 @@ body_len(enum repl_msg_type t)
 	case REPL_MSG_DIGEST: return DIGEST_BODY;
 	case REPL_MSG_DIGEST_REPLY: return DIGEST_REPLY_BODY;
 	case REPL_MSG_MEMBERS: return MEMBERS_BODY;
+	case REPL_MSG_COMMIT_REPLY: return COMMIT_REPLY_BODY;
+	case REPL_MSG_CLOSE: return CLOSE_BODY;
 	default: return 0;
 	}
 }
@@ -185,6 +196,9 @@ accept_body_encode(const struct repl_accept *a, uint8_t *b)
 	pmrep_put_le16(b + 144, (uint16_t)a->set_size);
 	pmrep_put_le16(b + 146, (uint16_t)a->set_quorum);
 	pmrep_put_le32(b + 148, 0);
+	pmrep_put_le64(b + 152, a->pos_gen);
+	pmrep_put_le64(b + 160, a->pos_owner);
+	pmrep_put_le64(b + 168, a->claim_floor);
 }
 
 static void
@@ -217,6 +231,8 @@ commit_body_encode(const struct repl_commit *c, uint8_t *b)
 	pmrep_put_le64(b + 24, c->primary_id);
 	pmrep_put_le32(b + 32, (uint32_t)c->resync);
 	members_encode(&c->members, b + 36);
+	pmrep_put_le64(b + 40, c->claim_floor);
+	pmrep_put_le32(b + 48, c->flags);
 }
 
 size_t
@@ -245,6 +261,14 @@ repl_msg_encode(const struct repl_msg *m, uint8_t *out)
 		pmrep_put_le64(b, m->u.persist.offset);
 		pmrep_put_le64(b + 8, m->u.persist.length);
 		pmrep_put_le64(b + 16, m->u.persist.psn);
+		break;
+	case REPL_MSG_COMMIT_REPLY:
+		pmrep_put_le64(b, m->u.position.gen);
+		pmrep_put_le64(b + 8, m->u.position.owner);
+		pmrep_put_le64(b + 16, m->u.position.psn);
+		break;
+	case REPL_MSG_CLOSE:
+		pmrep_put_le64(b, m->u.close_psn);
 		break;
 	case REPL_MSG_DIGEST:
 		pmrep_put_le64(b, m->u.digest.offset);
@@ -331,14 +355,15 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		a->last_persist_seq = pmrep_get_le64(b + 128);
 		a->hdr_flags = pmrep_get_le32(b + 136);
 		a->target_flags = pmrep_get_le32(b + 140);
+		a->pos_gen = pmrep_get_le64(b + 152);
+		a->pos_owner = pmrep_get_le64(b + 160);
+		a->claim_floor = pmrep_get_le64(b + 168);
 		struct repl_members mb;
 		bool mb_ok = members_decode(b + 144, true, &mb);
 		a->set_size = mb.set_size;
 		a->set_quorum = mb.set_quorum;
 		if ((a->target_flags & ~REPL_TF_KNOWN) != 0 ||
-				(a->hdr_flags & ~(PMREP_REPLICA_F_CONSISTENT |
-					PMREP_REPLICA_F_REMOVED |
-					PMREP_REPLICA_F_PROMOTED)) != 0 ||
+				(a->hdr_flags & ~REPL_HDR_FLAGS_KNOWN) != 0 ||
 				!mb_ok || pmrep_get_le32(b + 148) != 0) {
 			PMREP_LOG_ERR("ACCEPT message: unknown target flags 0x%x or header flags 0x%x, set size %u quorum %u, or reserved bytes set",
 					a->target_flags, a->hdr_flags, mb.set_size,
@@ -349,14 +374,23 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 	}
 	case REPL_MSG_COMMIT: {
 		uint32_t kind = pmrep_get_le32(b + 32);
+		uint32_t cf = pmrep_get_le32(b + 48);
+		uint64_t floor = pmrep_get_le64(b + 40);
 		if (!members_decode(b + 36, false, &m->u.commit.members) ||
 				(kind != REPL_RESYNC_FULL &&
-				 kind != REPL_RESYNC_INCREMENTAL)) {
-			PMREP_LOG_ERR("COMMIT message: unknown resync kind %u, or set size %u quorum %u",
+				 kind != REPL_RESYNC_INCREMENTAL &&
+				 kind != REPL_RESYNC_FENCE) ||
+				(cf & ~REPL_COMMIT_F_TRACKED) != 0 ||
+				pmrep_get_le32(b + 52) != 0 ||
+				((kind == REPL_RESYNC_FENCE) != (floor == 0))) {
+			PMREP_LOG_ERR("COMMIT message: unknown resync kind %u, set size %u quorum %u, flags 0x%x, claim floor %llu (a fence has none, a writer one), or reserved bytes set",
 					kind, m->u.commit.members.set_size,
-					m->u.commit.members.set_quorum);
+					m->u.commit.members.set_quorum, cf,
+					(unsigned long long)floor);
 			return PMREP_E_MALFORMED;
 		}
+		m->u.commit.claim_floor = floor;
+		m->u.commit.flags = cf;
 		memcpy(m->u.commit.replica_id, b, PMREP_UUID_SIZE);
 		m->u.commit.generation = pmrep_get_le64(b + 16);
 		m->u.commit.primary_id = pmrep_get_le64(b + 24);
@@ -367,6 +401,14 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		m->u.persist.offset = pmrep_get_le64(b);
 		m->u.persist.length = pmrep_get_le64(b + 8);
 		m->u.persist.psn = pmrep_get_le64(b + 16);
+		break;
+	case REPL_MSG_COMMIT_REPLY:
+		m->u.position.gen = pmrep_get_le64(b);
+		m->u.position.owner = pmrep_get_le64(b + 8);
+		m->u.position.psn = pmrep_get_le64(b + 16);
+		break;
+	case REPL_MSG_CLOSE:
+		m->u.close_psn = pmrep_get_le64(b);
 		break;
 	case REPL_MSG_DIGEST: {
 		struct repl_digest *d = &m->u.digest;

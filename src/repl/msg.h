@@ -14,7 +14,7 @@
 
 #include "auth.h"
 
-#define REPL_PROTO_VERSION 2
+#define REPL_PROTO_VERSION 3
 #define REPL_HELLO_SIZE 56	/* HELLO: PMREP_PDATA_CONNECT_MAX */
 #define REPL_CHALLENGE_SIZE 24	/* CHALLENGE */
 #define REPL_PDATA_SIZE REPL_HELLO_SIZE	/* room for either */
@@ -77,7 +77,17 @@ enum repl_intent {
 enum repl_resync {
 	REPL_RESYNC_FULL = 1,
 	REPL_RESYNC_INCREMENTAL = 2,
+	/* a promotion's fence (PROTOCOL.md "Promotion"): no writer follows
+	 * on this session -- the claim raises the generation, the copy keeps
+	 * its position and is not incomplete */
+	REPL_RESYNC_FENCE = 3,
 };
+/* the header flags an ACCEPT may report (replica_hdr.h's) */
+#define REPL_HDR_FLAGS_KNOWN (PMREP_REPLICA_F_CONSISTENT | \
+		PMREP_REPLICA_F_REMOVED | PMREP_REPLICA_F_PROMOTED | (1u << 3) | \
+		(1u << 4) | (1u << 5))
+/* COMMIT flags */
+#define REPL_COMMIT_F_TRACKED 1u	/* the writer records a position per step */
 
 /* target flags in ACCEPT */
 #define REPL_TF_STAGING	(1u << 0)	/* serving through a staging buffer: use GPSPM */
@@ -112,8 +122,10 @@ struct repl_accept {
 	uint64_t generation;
 	uint64_t owner;
 	uint64_t hdr_seq;		/* the header slot's sequence */
-	uint64_t last_persist_seq;
-	uint32_t hdr_flags;		/* PMREP_REPLICA_F_* */
+	uint64_t last_persist_seq;	/* the live position word */
+	/* the position's writer and the claim's floor (replica_hdr.h) */
+	uint64_t pos_gen, pos_owner, claim_floor;
+	uint32_t hdr_flags;		/* PMREP_REPLICA_F_*, REPLICA_F_* */
 	uint32_t target_flags;		/* REPL_TF_* */
 	/* the header's membership (set size 0: not recorded) */
 	unsigned set_size, set_quorum;
@@ -134,6 +146,16 @@ struct repl_commit {
 	uint64_t primary_id;
 	enum repl_resync resync;
 	struct repl_members members;	/* the writer's membership */
+	/* the writer's run: the first persist sequence its steps carry
+	 * (0 with REPL_RESYNC_FENCE) */
+	uint64_t claim_floor;
+	uint32_t flags;			/* REPL_COMMIT_F_* */
+};
+
+/* a copy's position as a target reports it (COMMIT_REPLY: as of the
+ * claim, read after every other session was closed) */
+struct repl_position {
+	uint64_t gen, owner, psn;
 };
 
 struct repl_persist {
@@ -167,6 +189,9 @@ struct repl_msg {
 		struct repl_accept accept;
 		struct repl_commit commit;
 		struct repl_persist persist;
+		struct repl_position position;	/* COMMIT_REPLY */
+		uint64_t close_psn;		/* CLOSE: the writer's newest
+						 * step (0: none this run) */
 		struct repl_digest digest;
 		struct repl_digest_reply digest_reply;
 		struct repl_members members;

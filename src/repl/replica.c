@@ -334,6 +334,9 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 	msg.u.commit.generation = m->cfg.generation;
 	msg.u.commit.primary_id = mstate_primary_id(m->state);
 	msg.u.commit.resync = kind;
+	/* this run's epoch: the copy may hold its steps from here on */
+	msg.u.commit.claim_floor = m->psn_base;
+	msg.u.commit.flags = m->cfg.persist_seq ? REPL_COMMIT_F_TRACKED : 0;
 	/* the membership as it is at this commit (a change made meanwhile
 	 * is recorded on the in-sync replicas; this one gets it at its next
 	 * attach: PROTOCOL.md "Membership") */

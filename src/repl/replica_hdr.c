@@ -25,12 +25,20 @@
  *   64  u64 data size in bytes (> 0)
  *   72  u64 generation
  *   80  u64 owner (primary id of the last committed attach)
- *   88  u64 last persist sequence (failover; 0 until then)
+ *   88  u64 position generation: the generation of the writer whose
+ *       steps the copy holds (PROTOCOL.md "Position"; 0: none recorded)
  *   96  u16 set size: the replicas the claiming writer mirrors to (its
  *       membership, PROTOCOL.md "Membership"; 0: not recorded)
  *   98  u16 set quorum (0: all; at most the set size)
- *  100  u8[20] reserved (0)
+ *  100  u64 position owner: that writer's primary id
+ *  108  u64 claim floor: the first persist sequence of the claiming
+ *       writer's run (0: none)
+ *  116  u8[4] reserved (0)
  *  120  u64 checksum: Fletcher-64 of bytes 0..119
+ *
+ * Flags 8 (TRACKED: the claiming writer records a position at every
+ * step) and 16 (POSW1: the live position word is the second) are the
+ * position's. Position words: u64 at 3968 and 3976 of the block.
  *
  * Slot, version 1 (read only; one slot at offset 0): magic "PMREPRPL",
  * 8 u16 version (1), 10 u16 length (128), 12 u32 flags, 16 u8[16] UUID,
@@ -54,7 +62,8 @@ static const uint8_t magic_v2[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', '2' };
 static const uint8_t magic_v1[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', 'L' };
 #define HDR_CSUM_OFF 120
 #define HDR_FLAGS_KNOWN (PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED | \
-		PMREP_REPLICA_F_PROMOTED)
+		PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED | REPLICA_F_POSW1 | \
+		REPLICA_F_PRIMARY)
 
 uint64_t
 replica_fletcher64(const uint8_t *buf, size_t len)
@@ -97,9 +106,11 @@ replica_hdr_encode(const struct replica_hdr *h, uint8_t *out)
 	pmrep_put_le64(out + 64, h->data_size);
 	pmrep_put_le64(out + 72, h->generation);
 	pmrep_put_le64(out + 80, h->owner);
-	pmrep_put_le64(out + 88, h->last_persist_seq);
+	pmrep_put_le64(out + 88, h->pos_gen);
 	pmrep_put_le16(out + 96, (uint16_t)h->set_size);
 	pmrep_put_le16(out + 98, (uint16_t)h->set_quorum);
+	pmrep_put_le64(out + 100, h->pos_owner);
+	pmrep_put_le64(out + 108, h->claim_floor);
 	pmrep_put_le64(out + HDR_CSUM_OFF, replica_fletcher64(out, HDR_CSUM_OFF));
 }
 
@@ -128,7 +139,7 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 				(unsigned long long)csum);
 	size_t off_doff = version == 2 ? 56 : 32;
 	size_t off_size = version == 2 ? 64 : 40;
-	size_t res_from = version == 2 ? 100 : 64;
+	size_t res_from = version == 2 ? 116 : 64;
 	if (pmrep_get_le16(buf + 10) != REPLICA_HDR_ENC_SIZE ||
 			pmrep_get_le64(buf + off_doff) != PMREP_REPLICA_DATA_OFFSET)
 		SLOT_ERR("replica header: bad header length %u or data offset %llu",
@@ -153,9 +164,11 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 		memcpy(h->replica_id, buf + 40, PMREP_UUID_SIZE);
 		h->generation = pmrep_get_le64(buf + 72);
 		h->owner = pmrep_get_le64(buf + 80);
-		h->last_persist_seq = pmrep_get_le64(buf + 88);
+		h->pos_gen = pmrep_get_le64(buf + 88);
 		h->set_size = pmrep_get_le16(buf + 96);
 		h->set_quorum = pmrep_get_le16(buf + 98);
+		h->pos_owner = pmrep_get_le64(buf + 100);
+		h->claim_floor = pmrep_get_le64(buf + 108);
 		if (h->set_size > PMREP_MIRROR_MAX_REPLICAS ||
 				h->set_quorum > h->set_size)
 			SLOT_ERR("replica header: set size %u, quorum %u",
@@ -166,8 +179,9 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 		memset(h->replica_id, 0, PMREP_UUID_SIZE);
 		h->generation = pmrep_get_le64(buf + 48);
 		h->owner = pmrep_get_le64(buf + 56);
-		h->last_persist_seq = 0;
+		h->pos_gen = h->pos_owner = h->claim_floor = 0;
 		h->set_size = h->set_quorum = 0;
+		h->flags &= ~(REPLICA_F_TRACKED | REPLICA_F_POSW1);
 	}
 	return 0;
 }
@@ -249,6 +263,58 @@ replica_psn_write(struct pmrep_pmem *pmem, uint8_t *base, uint64_t psn)
 	uint64_t *w = (uint64_t *)(void *)(base + REPLICA_PSN_OFF);
 	__atomic_store_n(w, htole64(psn), __ATOMIC_RELEASE);
 	return pmrep_pmem_persist(pmem, w, sizeof(*w));
+}
+
+static uint64_t
+word_get(const uint8_t *base, size_t off)
+{
+	uint64_t v;
+	memcpy(&v, base + off, sizeof(v));
+	return le64toh(v);
+}
+
+static int
+word_write(struct pmrep_pmem *pmem, uint8_t *base, size_t off, uint64_t v)
+{
+	uint64_t *w = (uint64_t *)(void *)(base + off);
+	__atomic_store_n(w, htole64(v), __ATOMIC_RELEASE);
+	return pmrep_pmem_persist(pmem, w, sizeof(*w));
+}
+
+static size_t
+live_off(const struct replica_hdr *h)
+{
+	return (h->flags & REPLICA_F_POSW1) ? REPLICA_PSN1_OFF : REPLICA_PSN_OFF;
+}
+
+uint64_t
+replica_pos_psn(const uint8_t *base, const struct replica_hdr *h)
+{
+	return word_get(base, live_off(h));
+}
+
+int
+replica_pos_record(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
+		uint64_t psn)
+{
+	if (cur->pos_gen == gen && cur->pos_owner == owner) {
+		if (psn <= word_get(base, live_off(cur)))
+			return 0;
+		return word_write(pmem, base, live_off(cur), psn);
+	}
+	/* another writer's history: the word not live first, then the slot
+	 * that makes it live (the old position stands until then) */
+	size_t other = live_off(cur) == REPLICA_PSN_OFF ?
+		REPLICA_PSN1_OFF : REPLICA_PSN_OFF;
+	int ret = word_write(pmem, base, other, psn);
+	if (ret)
+		return ret;
+	struct replica_hdr next = *cur;
+	next.pos_gen = gen;
+	next.pos_owner = owner;
+	next.flags ^= REPLICA_F_POSW1;
+	return replica_hdr_write(pmem, base, cur, &next);
 }
 
 /* read the header at `path` into *info and (NULL: not wanted) *mb */

@@ -26,8 +26,18 @@ struct replica_hdr {
 	uint64_t data_size;		/* bytes after PMREP_REPLICA_DATA_OFFSET */
 	uint64_t generation;
 	uint64_t owner;			/* primary id of the last committed attach */
-	uint64_t last_persist_seq;	/* written by failover; 0 until then */
-	uint32_t flags;			/* PMREP_REPLICA_F_* */
+	/* the copy's position (PROTOCOL.md "Position"): the writer whose
+	 * steps it holds -- its generation and primary id (0 0: none
+	 * recorded) -- and, in the live position word, the persist sequence
+	 * of the newest of them it holds through. A COMMIT never changes
+	 * them. */
+	uint64_t pos_gen;
+	uint64_t pos_owner;
+	/* the claiming writer's run: the persist sequence its steps start
+	 * at (its epoch << REPL_PSN_EPOCH_SHIFT; 0: none given, a fencing
+	 * claim or a header of before positions) */
+	uint64_t claim_floor;
+	uint32_t flags;			/* PMREP_REPLICA_F_*, REPLICA_F_* */
 	/* the membership of the writer that claimed it (PROTOCOL.md
 	 * "Membership"): the replicas it mirrors to (0: not recorded) and
 	 * its quorum (0: all) */
@@ -85,8 +95,46 @@ int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
  * then persisted.
  */
 #define REPLICA_PSN_OFF 3968u
+/* the second position word (the one not live takes a new writer's first
+ * position before the slot names it live: PROTOCOL.md "Position") */
+#define REPLICA_PSN1_OFF 3976u
+/* slot flags of the position (internal; beside PMREP_REPLICA_F_*): the
+ * claiming writer records a position at every step (per-step sequence
+ * on), and which position word is live */
+#define REPLICA_F_TRACKED (1u << 3)
+#define REPLICA_F_POSW1 (1u << 4)
+/* a writer's own log, claimed by its running mirror: it holds every step
+ * of the claim's run (cleared by the mirror's clean close) */
+#define REPLICA_F_PRIMARY (1u << 5)
+/* a persist sequence: epoch (the writer's run) in the high bits, step
+ * number in the low REPL_PSN_EPOCH_SHIFT bits */
+#define REPL_PSN_EPOCH_SHIFT 40
+#define REPL_PSN_RUN_END(floor) ((floor) | ((1ull << REPL_PSN_EPOCH_SHIFT) - 1))
+
+/* the live position word of the header block at `base` (h: its decoded
+ * header, which says which word is live) */
+uint64_t replica_pos_psn(const uint8_t *base, const struct replica_hdr *h);
+
+/*
+ * record that the copy at `base` holds, durably, the steps of writer
+ * (gen, owner) through `psn` (the caller made the step's data durable
+ * first). Same writer as the position's: the live word is raised (one
+ * 8-byte store, persisted; a psn not above it changes nothing). Another
+ * writer: the word not live takes psn (persisted), then the slot names
+ * that writer and that word (replica_hdr_write): a crash in between
+ * leaves the old position whole. *cur is updated. Errors:
+ * pmrep_pmem_persist's (what reached the media is unknown; the old
+ * position stands until the slot write is durable).
+ */
+int replica_pos_record(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
+		uint64_t psn);
+
+/* the first position word (a version 1 or a pre-position header: the
+ * persist sequence word) */
 uint64_t replica_psn_get(const uint8_t *base);
-/* store `psn` into the word and persist it (pmrep_pmem_persist's error) */
+/* store `psn` into the first word and persist it (pmrep_pmem_persist's
+ * error) */
 int replica_psn_write(struct pmrep_pmem *pmem, uint8_t *base, uint64_t psn);
 
 /* true when `len` bytes at `p` are all zero */

@@ -310,7 +310,7 @@ pmrep_target_get_replica_info(const struct pmrep_target *target,
 	memcpy(info->replica_id, h->replica_id, PMREP_UUID_SIZE);
 	info->owner = h->owner;
 	info->seq = h->seq;
-	info->last_persist_seq = target->psn;
+	info->last_persist_seq = replica_pos_psn(target->base, h);
 	return 0;
 }
 

@@ -66,6 +66,8 @@ struct session {
 	 * none it serves (its proof verified with this replica's key): its
 	 * AUTH is refused NO_REPLICA (target_listener.c) */
 	bool no_replica;
+	/* committed by a promotion's fence (REPL_RESYNC_FENCE): no writer */
+	bool fence;
 	/* the AUTH's (what a COMMIT claims the replica for) */
 	uint8_t uuid[PMREP_UUID_SIZE];
 	uint64_t generation;
@@ -91,7 +93,6 @@ struct pmrep_target {
 	uint8_t *data;			/* ... and data area */
 	pmrep_pmem_persist_fn *persist;	/* for the data MR (direct mode) */
 	struct replica_hdr hdr;		/* the newest state (what is durable) */
-	uint64_t psn;			/* the persist sequence word as durable */
 	bool poisoned;			/* a persist failed: nothing is confirmed any more */
 	struct pmrep_peer *peer;
 	struct pmrep_peer_cfg *peer_cfg;

@@ -255,7 +255,6 @@ target_open_replica(struct pmrep_target *t)
 	ret = allocate_blocks(c->path, size);
 	if (ret)
 		goto err;
-	t->psn = replica_psn_get(t->base);
 	return 0;
 err:
 	target_close_pmem_keep_error(t);

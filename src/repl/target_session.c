@@ -16,27 +16,38 @@
 
 #include "target_int.h"
 
+/*
+ * the claim: the set, the generation (the fence), the owner, the writer's
+ * run (its claim floor; a fence has none) and membership -- never the
+ * position (PROTOCOL.md "Position": a COMMIT does not move a copy; its
+ * position moves only with the steps it holds, replica_pos_record)
+ */
 static int
 write_claim(struct pmrep_target *t, const struct session *s,
-		uint64_t generation, const struct repl_members *mb)
+		const struct repl_commit *c)
 {
-	/* the persist sequence word speaks for the steps of the sessions
-	 * of this claim only: cleared (durably) before a claim is written */
-	if (t->psn != 0) {
-		int ret = replica_psn_write(t->pmem, t->base, 0);
-		if (ret)
-			return ret;
-		t->psn = 0;
-	}
 	struct replica_hdr next = t->hdr;
 	memcpy(next.uuid, s->uuid, PMREP_UUID_SIZE);
-	next.generation = generation;
+	next.generation = c->generation;
 	next.owner = s->primary_id;
-	next.set_size = mb->set_size;
-	next.set_quorum = mb->set_quorum;
+	next.set_size = c->members.set_size;
+	next.set_quorum = c->members.set_quorum;
+	next.claim_floor = c->claim_floor;
 	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
-			PMREP_REPLICA_F_PROMOTED);
+			PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED |
+			REPLICA_F_PRIMARY);
+	if (c->flags & REPL_COMMIT_F_TRACKED)
+		next.flags |= REPLICA_F_TRACKED;
 	return target_hdr_update(t, &next);
+}
+
+/* the copy's position now (COMMIT_REPLY) */
+static void
+position_of(const struct pmrep_target *t, struct repl_position *p)
+{
+	p->gen = t->hdr.pos_gen;
+	p->owner = t->hdr.pos_owner;
+	p->psn = replica_pos_psn(t->base, &t->hdr);
 }
 
 /* fencing: end every session but `keep` (their connections end before the
@@ -203,7 +214,10 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	acc->generation = t->hdr.generation;
 	acc->owner = t->hdr.owner;
 	acc->hdr_seq = t->hdr.seq;
-	acc->last_persist_seq = t->psn;
+	acc->last_persist_seq = replica_pos_psn(t->base, &t->hdr);
+	acc->pos_gen = t->hdr.pos_gen;
+	acc->pos_owner = t->hdr.pos_owner;
+	acc->claim_floor = t->hdr.claim_floor;
 	acc->hdr_flags = t->hdr.flags;
 	acc->set_size = t->hdr.set_size;
 	acc->set_quorum = t->hdr.set_quorum;
@@ -218,10 +232,12 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		/* the broken v1 order, for the harness to catch: the claim
 		 * is durable before the mirror's record covers it */
 		close_others(t, s, "taken over by a new initiator");
-		struct repl_members keep = { .set_size = t->hdr.set_size,
-			.set_quorum = t->hdr.set_quorum };
+		struct repl_commit early = { .generation = a->generation,
+			.members = { .set_size = t->hdr.set_size,
+				.set_quorum = t->hdr.set_quorum },
+			.claim_floor = t->hdr.claim_floor };
 		int ret = target_poisoned(t) ? PMREP_E_STATE :
-			write_claim(t, s, a->generation, &keep);
+			write_claim(t, s, &early);
 		if (ret) {
 			if (!t->poisoned)
 				target_poison(t, ret, "the header's claim");
@@ -287,13 +303,16 @@ on_commit(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	}
 	/* fencing: no other session may write once the claim is durable */
 	close_others(t, s, "fenced: another initiator committed an attach");
-	int ret = write_claim(t, s, c->generation, &c->members);
+	int ret = write_claim(t, s, c);
 	if (ret) {
 		target_poison(t, ret, "writing the header's claim");
 		r.status = REPL_ST_INTERNAL;
 		target_reply_and_close(t, s, &r);
 		return;
 	}
+	/* the position as of the fence: no other session can move it now */
+	position_of(t, &r.u.position);
+	s->fence = c->resync == REPL_RESYNC_FENCE;
 	if (repl_chan_send(&s->ch, &r) != 0) {
 		target_session_close(t, s, "cannot send COMMIT_REPLY");
 		return;
@@ -302,7 +321,8 @@ on_commit(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	PMREP_LOG(PMREP_LOG_NOTICE, "session %d: attach committed (generation %llu, owner %016llx, %s resync, %s mode)",
 			(int)(s - t->s), (unsigned long long)c->generation,
 			(unsigned long long)c->primary_id,
-			c->resync == REPL_RESYNC_FULL ? "full" : "incremental",
+			c->resync == REPL_RESYNC_FULL ? "full" :
+			c->resync == REPL_RESYNC_FENCE ? "no (a fence)" : "incremental",
 			t->staging ? "staging" : "direct");
 }
 
@@ -372,13 +392,12 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		/* the range is durable: record the step's persist sequence
 		 * (only ever upwards), durably, before the reply */
 		uint64_t psn = m->u.persist.psn;
-		if (r.status == REPL_ST_OK && psn > t->psn) {
-			ret = replica_psn_write(t->pmem, t->base, psn);
+		if (r.status == REPL_ST_OK && psn != 0) {
+			ret = replica_pos_record(t->pmem, t->base, &t->hdr,
+					s->generation, s->primary_id, psn);
 			if (ret) {
-				target_poison(t, ret, "recording the persist sequence");
+				target_poison(t, ret, "recording the position");
 				r.status = REPL_ST_INTERNAL;
-			} else {
-				t->psn = psn;
 			}
 		}
 		if (r.status == REPL_ST_OK)
@@ -394,9 +413,18 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		/* no write of this session can land after the mark: its
 		 * window goes first */
 		target_session_revoke(t, s);
+		/* the mark says "complete as of this position": the writer's
+		 * newest step, which this in-sync replica holds (PROTOCOL.md
+		 * "Position"); recorded first */
+		ret = 0;
+		if (m->u.close_psn != 0 && !s->fence)
+			ret = replica_pos_record(t->pmem, t->base, &t->hdr,
+					s->generation, s->primary_id,
+					m->u.close_psn);
 		struct replica_hdr next = t->hdr;
 		next.flags |= PMREP_REPLICA_F_CONSISTENT;
-		ret = target_hdr_update(t, &next);
+		if (ret == 0)
+			ret = target_hdr_update(t, &next);
 		if (ret) {
 			target_poison(t, ret, "marking the header consistent");
 			r.status = REPL_ST_INTERNAL;

@@ -31,7 +31,8 @@ static struct replica_hdr
 sample(void)
 {
 	struct replica_hdr h = { .data_size = DATA, .generation = 7,
-		.owner = 0x1122334455667788ull, .last_persist_seq = 99,
+		.owner = 0x1122334455667788ull, .pos_gen = 6,
+		.pos_owner = 0x99, .claim_floor = 3ull << 40,
 		.flags = PMREP_REPLICA_F_CONSISTENT, .seq = 5,
 		.set_size = 3, .set_quorum = 2 };
 	for (int i = 0; i < PMREP_UUID_SIZE; i++) {
@@ -48,7 +49,8 @@ same_state(const struct replica_hdr *a, const struct replica_hdr *b)
 	return memcmp(a->uuid, b->uuid, PMREP_UUID_SIZE) == 0 &&
 		memcmp(a->replica_id, b->replica_id, PMREP_UUID_SIZE) == 0 &&
 		a->data_size == b->data_size && a->generation == b->generation &&
-		a->owner == b->owner && a->last_persist_seq == b->last_persist_seq &&
+		a->owner == b->owner && a->pos_gen == b->pos_gen &&
+		a->pos_owner == b->pos_owner && a->claim_floor == b->claim_floor &&
 		a->flags == b->flags && a->seq == b->seq &&
 		a->set_size == b->set_size && a->set_quorum == b->set_quorum;
 }
