@@ -286,8 +286,10 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	/* the record's high-water mark is the next run's epoch: every
 	 * sequence of this run stays below it (a step number stays below
 	 * 2^REPL_PSN_EPOCH_SHIFT) */
-	if (mstate_psn_hw(m->state) > m->psn_base)
-		m->psn_base = repl_psn_epoch_floor(mstate_psn_hw(m->state));
+	uint64_t hw = mstate_psn_hw(m->state);
+	if (hw > m->psn_base)	/* an epoch's first sequence (or older: a
+				 * mark of the clock-based sequences) */
+		m->psn_base = repl_psn_epoch_floor(hw - 1);
 	ret = mirror_log_claim(m);
 	if (ret)
 		goto err;

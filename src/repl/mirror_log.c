@@ -141,14 +141,10 @@ mirror_log_close(struct pmrep_mirror *m)
 	const char *path = pmrep_pmem_get_path(m->pmem);
 	/* the position of the newest step (every one issued is durable
 	 * here), then the mark: complete as of that position */
-	uint64_t psn = mirror_newest_psn(m);
-	int ret = psn ? replica_pos_record(m->pmem, whole, &m->log_hdr,
-			m->cfg.generation, mstate_primary_id(m->state), psn) : 0;
-	struct replica_hdr next = m->log_hdr;
-	next.flags |= PMREP_REPLICA_F_CONSISTENT;
-	next.flags &= ~REPLICA_F_PRIMARY;
-	if (ret == 0)
-		ret = replica_hdr_write(m->pmem, whole, &m->log_hdr, &next);
+	m->log_hdr.flags &= ~REPLICA_F_PRIMARY;	/* written with the mark */
+	int ret = replica_pos_record_flags(m->pmem, whole, &m->log_hdr,
+			m->cfg.generation, mstate_primary_id(m->state),
+			mirror_newest_psn(m), PMREP_REPLICA_F_CONSISTENT);
 	if (ret)
 		PMREP_LOG_WARN("mirror: its log %s could not be marked consistent (%s)",
 				path, pmrep_err_to_str(ret));

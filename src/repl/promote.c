@@ -142,7 +142,7 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		PMREP_LOG_ERR("promote: a quorum of %u above the set's %u replicas", k, n);
 		return PMREP_E_INVAL;
 	}
-	uint64_t own_psn = replica_psn_get(whole);
+	uint64_t own_psn = replica_pos_psn(whole, &own);
 	/* the fencing count: the arguments', or the largest a header
 	 * records (this log's now, the replicas' below) */
 	res->needed = n - k + 1;

@@ -298,22 +298,42 @@ replica_pos_record(struct pmrep_pmem *pmem, uint8_t *base,
 		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
 		uint64_t psn)
 {
-	if (cur->pos_gen == gen && cur->pos_owner == owner) {
-		if (psn <= word_get(base, live_off(cur)))
-			return 0;
-		return word_write(pmem, base, live_off(cur), psn);
-	}
-	/* another writer's history: the word not live first, then the slot
-	 * that makes it live (the old position stands until then) */
-	size_t other = live_off(cur) == REPLICA_PSN_OFF ?
-		REPLICA_PSN1_OFF : REPLICA_PSN_OFF;
-	int ret = word_write(pmem, base, other, psn);
-	if (ret)
-		return ret;
+	return replica_pos_record_flags(pmem, base, cur, gen, owner, psn, 0);
+}
+
+int
+replica_pos_record_flags(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
+		uint64_t psn, uint32_t set_flags)
+{
 	struct replica_hdr next = *cur;
-	next.pos_gen = gen;
-	next.pos_owner = owner;
-	next.flags ^= REPLICA_F_POSW1;
+	next.flags |= set_flags;
+	int ret;
+	if (psn == 0) {
+		/* no position to record */
+	} else if (cur->pos_gen == gen && cur->pos_owner == owner) {
+		if (psn > word_get(base, live_off(cur))) {
+			ret = word_write(pmem, base, live_off(cur), psn);
+			if (ret)
+				return ret;
+		}
+	} else {
+		/* another writer's history: the word not live first, then
+		 * the slot that makes it live (the old position stands until
+		 * then) */
+		size_t other = live_off(cur) == REPLICA_PSN_OFF ?
+			REPLICA_PSN1_OFF : REPLICA_PSN_OFF;
+		ret = word_write(pmem, base, other, psn);
+		if (ret)
+			return ret;
+		next.pos_gen = gen;
+		next.pos_owner = owner;
+		next.flags ^= REPLICA_F_POSW1;
+	}
+	if (next.flags == cur->flags && next.pos_gen == cur->pos_gen &&
+			next.pos_owner == cur->pos_owner)
+		return 0;
+	/* one slot write: the switch and the flags together */
 	return replica_hdr_write(pmem, base, cur, &next);
 }
 
@@ -342,7 +362,7 @@ read_hdr(const char *path, struct pmrep_replica_info *info,
 				pmrep_pmem_get_size(pmem), pmrep_pmem_get_size(pmem),
 				&h);
 		if (ret == 0)
-			psn = replica_psn_get(pmrep_pmem_get_address(pmem));
+			psn = replica_pos_psn(pmrep_pmem_get_address(pmem), &h);
 		(void) pmrep_pmem_close(&pmem);
 	} else if (!S_ISREG(st.st_mode)) {
 		/* a FIFO would block the open / read forever; a directory or
@@ -364,7 +384,7 @@ read_hdr(const char *path, struct pmrep_replica_info *info,
 			ret = replica_hdr_decode(buf, (size_t)n,
 					(uint64_t)st.st_size, &h);
 		if (ret == 0)
-			psn = replica_psn_get(buf);
+			psn = replica_pos_psn(buf, &h);
 		close(fd);
 	}
 	if (ret)

@@ -130,6 +130,13 @@ int replica_pos_record(struct pmrep_pmem *pmem, uint8_t *base,
 		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
 		uint64_t psn);
 
+/* the same, and `set_flags` set in the header in the same slot write
+ * (one slot write at most: a CLOSE's consistent mark keeps the header
+ * sequence the writer's record expects) */
+int replica_pos_record_flags(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
+		uint64_t psn, uint32_t set_flags);
+
 /* the first position word (a version 1 or a pre-position header: the
  * persist sequence word) */
 uint64_t replica_psn_get(const uint8_t *base);

@@ -416,15 +416,10 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		/* the mark says "complete as of this position": the writer's
 		 * newest step, which this in-sync replica holds (PROTOCOL.md
 		 * "Position"); recorded first */
-		ret = 0;
-		if (m->u.close_psn != 0 && !s->fence)
-			ret = replica_pos_record(t->pmem, t->base, &t->hdr,
-					s->generation, s->primary_id,
-					m->u.close_psn);
-		struct replica_hdr next = t->hdr;
-		next.flags |= PMREP_REPLICA_F_CONSISTENT;
-		if (ret == 0)
-			ret = target_hdr_update(t, &next);
+		ret = replica_pos_record_flags(t->pmem, t->base, &t->hdr,
+				s->generation, s->primary_id,
+				s->fence ? 0 : m->u.close_psn,
+				PMREP_REPLICA_F_CONSISTENT);
 		if (ret) {
 			target_poison(t, ret, "marking the header consistent");
 			r.status = REPL_ST_INTERNAL;

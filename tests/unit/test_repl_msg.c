@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,15 @@
 static const uint8_t key[32] = "0123456789abcdef0123456789abcdef";
 static const uint8_t nonce_i[REPL_NONCE_SIZE] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 static const uint8_t nonce_t[REPL_NONCE_SIZE] = { 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+
+static bool
+all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != 0)
+			return false;
+	return true;
+}
 
 static void
 hmac_sha256_matches_rfc4231_case_1(void **state)
@@ -87,11 +97,12 @@ pdata_roundtrip_and_fits_connect_private_data(void **state)
 	uint8_t b[REPL_PDATA_SIZE + 8];
 	memset(b, 0, sizeof(b));
 	assert_int_equal(repl_pdata_encode(&in, b), REPL_HELLO_SIZE);
-	/* fixed offsets: version 2, key id at 4, nonce at 8, selector at 24
+	/* fixed offsets: version 3, key id at 4, nonce at 8, selector at 24
 	 * (20 bytes), admission proof at 44 (12 bytes, to the end) */
+	assert_int_equal(REPL_PROTO_VERSION, 3);
 	assert_int_equal(24 + REPL_SELECTOR_SIZE + REPL_PROOF_SIZE, REPL_HELLO_SIZE);
 	assert_int_equal(pmrep_get_le16(b), 0x5052);
-	assert_int_equal(b[2], 2);
+	assert_int_equal(b[2], 3);
 	assert_int_equal(b[3], REPL_PDATA_HELLO);
 	assert_int_equal(pmrep_get_le32(b + 4), 7);
 	assert_memory_equal(b + 8, nonce_i, REPL_NONCE_SIZE);
@@ -115,7 +126,7 @@ pdata_roundtrip_and_fits_connect_private_data(void **state)
 	struct repl_pdata ch = { .type = REPL_PDATA_CHALLENGE };
 	memcpy(ch.nonce, nonce_t, REPL_NONCE_SIZE);
 	assert_int_equal(repl_pdata_encode(&ch, b), REPL_CHALLENGE_SIZE);
-	assert_int_equal(b[2], 2);
+	assert_int_equal(b[2], 3);
 	assert_int_equal(repl_pdata_decode(b, REPL_CHALLENGE_SIZE, REPL_PDATA_CHALLENGE, &out), 0);
 	assert_memory_equal(out.nonce, nonce_t, REPL_NONCE_SIZE);
 	assert_int_equal(repl_pdata_decode(b, REPL_CHALLENGE_SIZE - 1, REPL_PDATA_CHALLENGE, &out), PMREP_E_MALFORMED);
@@ -140,9 +151,11 @@ pdata_malformed_is_refused(void **state)
 	b[0] ^= 0xff;
 	b[2] = 1;	/* protocol version 1 */
 	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
-	b[2] = 3;
+	b[2] = 2;	/* protocol version 2 (before positions) */
 	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
-	b[2] = 2;
+	b[2] = 4;
+	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), PMREP_E_MALFORMED);
+	b[2] = 3;
 	assert_int_equal(repl_pdata_decode(b, sizeof(b), REPL_PDATA_HELLO, &out), 0);
 	/* a byte after the selector's NUL */
 	b[24 + 5] = 'z';
@@ -183,6 +196,9 @@ sample_accept(void)
 	c.u.accept.target_flags = REPL_TF_STAGING | REPL_TF_FRESH;
 	c.u.accept.set_size = 3;
 	c.u.accept.set_quorum = 1;
+	c.u.accept.pos_gen = 0x0102030405060708ull;
+	c.u.accept.pos_owner = 0x1112131415161718ull;
+	c.u.accept.claim_floor = 5ull << 40;
 	return c;
 }
 
@@ -198,7 +214,7 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(repl_auth_mac(key, sizeof(key), nonce_i, nonce_t, &a.u.auth, a.u.auth.mac), 0);
 	size_t n = repl_msg_encode(&a, b);
 	assert_int_equal(n, 96);
-	assert_int_equal(b[2], 2);
+	assert_int_equal(b[2], 3);
 	assert_int_equal(pmrep_get_le32(b + 16 + 72), REPL_INTENT_ATTACH);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.type, REPL_MSG_AUTH);
@@ -216,11 +232,24 @@ msg_roundtrip_of_every_type(void **state)
 
 	struct repl_msg c = sample_accept();
 	n = repl_msg_encode(&c, b);
-	assert_int_equal(n, 16 + 152);
+	assert_int_equal(n, 16 + 176);
+	assert_int_equal(b[2], 3);
+	assert_int_equal(pmrep_get_le16(b + 6), 176);		/* body length */
 	assert_int_equal(pmrep_get_le16(b + 16 + 144), 3);	/* set size */
+	assert_int_equal(pmrep_get_le16(b + 16 + 146), 1);	/* set quorum */
 	assert_true(n <= REPL_MSG_SLOT);
 	assert_int_equal(b[16 + 88], 0x44);		/* replica id */
+	assert_int_equal(pmrep_get_le64(b + 16 + 104), 9);	/* generation */
+	assert_int_equal(pmrep_get_le64(b + 16 + 112), 10);	/* owner */
 	assert_int_equal(pmrep_get_le64(b + 16 + 120), 11);	/* slot seq */
+	assert_int_equal(pmrep_get_le64(b + 16 + 128), 12);	/* position word */
+	assert_int_equal(pmrep_get_le32(b + 16 + 136), PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(pmrep_get_le32(b + 16 + 140), REPL_TF_STAGING | REPL_TF_FRESH);
+	assert_int_equal(pmrep_get_le32(b + 16 + 148), 0);	/* reserved */
+	/* the position (generation, owner) and the claim floor */
+	assert_int_equal(pmrep_get_le64(b + 16 + 152), 0x0102030405060708ull);
+	assert_int_equal(pmrep_get_le64(b + 16 + 160), 0x1112131415161718ull);
+	assert_int_equal(pmrep_get_le64(b + 16 + 168), 5ull << 40);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_memory_equal(out.u.accept.mr_desc, c.u.accept.mr_desc, PMREP_MR_DESC_SIZE);
 	assert_memory_equal(out.u.accept.peer_cfg, c.u.accept.peer_cfg, PMREP_PEER_CFG_DESC_SIZE);
@@ -234,6 +263,25 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(out.u.accept.target_flags, REPL_TF_STAGING | REPL_TF_FRESH);
 	assert_int_equal(out.u.accept.set_size, 3);
 	assert_int_equal(out.u.accept.set_quorum, 1);
+	assert_int_equal(out.u.accept.pos_gen, 0x0102030405060708ull);
+	assert_int_equal(out.u.accept.pos_owner, 0x1112131415161718ull);
+	assert_int_equal(out.u.accept.claim_floor, 5ull << 40);
+	/* the position's header flags (TRACKED 8, POSW1 16, PRIMARY 32) */
+	c.u.accept.hdr_flags = PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
+		PMREP_REPLICA_F_PROMOTED | (1u << 3) | (1u << 4) | (1u << 5);
+	n = repl_msg_encode(&c, b);
+	assert_int_equal(pmrep_get_le32(b + 16 + 136), 0x3f);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.accept.hdr_flags, 0x3f);
+	/* no position recorded: 0 0, and no claim floor */
+	c = sample_accept();
+	c.u.accept.pos_gen = c.u.accept.pos_owner = c.u.accept.claim_floor = 0;
+	n = repl_msg_encode(&c, b);
+	assert_true(all_zero(b + 16 + 152, 24));
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.accept.pos_gen, 0);
+	assert_int_equal(out.u.accept.pos_owner, 0);
+	assert_int_equal(out.u.accept.claim_floor, 0);
 
 	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .seq = 3 };
 	memset(cm.u.commit.replica_id, 0x44, PMREP_UUID_SIZE);
@@ -241,9 +289,20 @@ msg_roundtrip_of_every_type(void **state)
 	cm.u.commit.primary_id = 0xfeed;
 	cm.u.commit.resync = REPL_RESYNC_INCREMENTAL;
 	cm.u.commit.members = (struct repl_members){ .set_size = 4 };
+	cm.u.commit.claim_floor = 0x123ull << 40;
+	cm.u.commit.flags = REPL_COMMIT_F_TRACKED;
 	n = repl_msg_encode(&cm, b);
-	assert_int_equal(n, 16 + 40);
+	assert_int_equal(n, 16 + 56);
+	assert_int_equal(pmrep_get_le16(b + 6), 56);		/* body length */
+	assert_memory_equal(b + 16, cm.u.commit.replica_id, PMREP_UUID_SIZE);
+	assert_int_equal(pmrep_get_le64(b + 16 + 16), 9);
+	assert_int_equal(pmrep_get_le64(b + 16 + 24), 0xfeed);
+	assert_int_equal(pmrep_get_le32(b + 16 + 32), REPL_RESYNC_INCREMENTAL);
 	assert_int_equal(pmrep_get_le16(b + 16 + 36), 4);
+	assert_int_equal(pmrep_get_le16(b + 16 + 38), 0);
+	assert_int_equal(pmrep_get_le64(b + 16 + 40), 0x123ull << 40);	/* floor */
+	assert_int_equal(pmrep_get_le32(b + 16 + 48), 1);	/* TRACKED */
+	assert_int_equal(pmrep_get_le32(b + 16 + 52), 0);	/* reserved */
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.type, REPL_MSG_COMMIT);
 	assert_memory_equal(out.u.commit.replica_id, cm.u.commit.replica_id, PMREP_UUID_SIZE);
@@ -252,6 +311,28 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(out.u.commit.resync, REPL_RESYNC_INCREMENTAL);
 	assert_int_equal(out.u.commit.members.set_size, 4);
 	assert_int_equal(out.u.commit.members.set_quorum, 0);
+	assert_int_equal(out.u.commit.claim_floor, 0x123ull << 40);
+	assert_int_equal(out.u.commit.flags, REPL_COMMIT_F_TRACKED);
+	/* FULL, untracked */
+	cm.u.commit.resync = REPL_RESYNC_FULL;
+	cm.u.commit.flags = 0;
+	cm.u.commit.claim_floor = 1;
+	n = repl_msg_encode(&cm, b);
+	assert_int_equal(pmrep_get_le32(b + 16 + 48), 0);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.commit.resync, REPL_RESYNC_FULL);
+	assert_int_equal(out.u.commit.claim_floor, 1);
+	assert_int_equal(out.u.commit.flags, 0);
+	/* a promotion's FENCE: kind 3, no claim floor */
+	cm.u.commit.resync = REPL_RESYNC_FENCE;
+	cm.u.commit.claim_floor = 0;
+	n = repl_msg_encode(&cm, b);
+	assert_int_equal(pmrep_get_le32(b + 16 + 32), 3);
+	assert_int_equal(pmrep_get_le64(b + 16 + 40), 0);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.commit.resync, REPL_RESYNC_FENCE);
+	assert_int_equal(out.u.commit.claim_floor, 0);
+	assert_int_equal(out.u.commit.flags, 0);
 
 	struct repl_msg mm = { .type = REPL_MSG_MEMBERS, .seq = 4,
 		.u.members = { .set_size = 3, .set_quorum = 2 } };
@@ -273,12 +354,60 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.type, REPL_MSG_MEMBERS_REPLY);
 
-	struct repl_msg cr = { .type = REPL_MSG_COMMIT_REPLY, .status = REPL_ST_GENERATION, .seq = 3 };
+	/* COMMIT_REPLY: the copy's position (generation, owner, psn) */
+	struct repl_msg cr = { .type = REPL_MSG_COMMIT_REPLY, .seq = 3,
+		.u.position = { .gen = 0x2122232425262728ull,
+			.owner = 0x3132333435363738ull,
+			.psn = (7ull << 40) | 99 } };
 	n = repl_msg_encode(&cr, b);
-	assert_int_equal(n, REPL_MSG_HDR_SIZE);
+	assert_int_equal(n, REPL_MSG_HDR_SIZE + 24);
+	assert_int_equal(pmrep_get_le16(b + 6), 24);
+	assert_int_equal(pmrep_get_le64(b + 16), 0x2122232425262728ull);
+	assert_int_equal(pmrep_get_le64(b + 16 + 8), 0x3132333435363738ull);
+	assert_int_equal(pmrep_get_le64(b + 16 + 16), (7ull << 40) | 99);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.type, REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(out.status, REPL_ST_OK);
+	assert_int_equal(out.u.position.gen, 0x2122232425262728ull);
+	assert_int_equal(out.u.position.owner, 0x3132333435363738ull);
+	assert_int_equal(out.u.position.psn, (7ull << 40) | 99);
+	/* a refusal carries the (zero) body too */
+	struct repl_msg crr = { .type = REPL_MSG_COMMIT_REPLY, .status = REPL_ST_GENERATION, .seq = 3 };
+	n = repl_msg_encode(&crr, b);
+	assert_int_equal(n, REPL_MSG_HDR_SIZE + 24);
+	assert_true(all_zero(b + 16, 24));
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.type, REPL_MSG_COMMIT_REPLY);
 	assert_int_equal(out.status, REPL_ST_GENERATION);
+	assert_int_equal(out.u.position.gen, 0);
+	assert_int_equal(out.u.position.owner, 0);
+	assert_int_equal(out.u.position.psn, 0);
+
+	/* CLOSE: the writer's newest step's persist sequence */
+	struct repl_msg cl = { .type = REPL_MSG_CLOSE, .seq = 6,
+		.u.close_psn = (3ull << 40) | 0x1234 };
+	n = repl_msg_encode(&cl, b);
+	assert_int_equal(n, REPL_MSG_HDR_SIZE + 8);
+	assert_int_equal(pmrep_get_le16(b + 6), 8);
+	assert_int_equal(pmrep_get_le64(b + 16), (3ull << 40) | 0x1234);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.type, REPL_MSG_CLOSE);
+	assert_int_equal(out.seq, 6);
+	assert_int_equal(out.u.close_psn, (3ull << 40) | 0x1234);
+	cl.u.close_psn = 0;	/* no step this run */
+	n = repl_msg_encode(&cl, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.close_psn, 0);
+	/* the replies without a body */
+	static const enum repl_msg_type nobody[] = { REPL_MSG_PERSIST_REPLY,
+		REPL_MSG_CLOSE_REPLY, REPL_MSG_MEMBERS_REPLY };
+	for (size_t i = 0; i < sizeof(nobody) / sizeof(nobody[0]); i++) {
+		struct repl_msg x = { .type = nobody[i], .seq = 8 };
+		n = repl_msg_encode(&x, b);
+		assert_int_equal(n, REPL_MSG_HDR_SIZE);
+		assert_int_equal(repl_msg_decode(b, n, &out), 0);
+		assert_int_equal(out.type, nobody[i]);
+	}
 
 	struct repl_msg p = { .type = REPL_MSG_PERSIST, .seq = 77,
 		.u.persist = { .offset = 4096, .length = 123,
@@ -323,6 +452,8 @@ msg_malformed_is_refused(void **state)
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED); } while (0)
 	MUTATE(c[0] ^= 1);			/* magic */
 	MUTATE(c[2] = 1);			/* version 1 */
+	MUTATE(c[2] = 2);			/* version 2 */
+	MUTATE(c[2] = 4);			/* version 4 */
 	MUTATE(c[2] = 9);			/* version */
 	MUTATE(c[3] = 0);			/* type 0 */
 	MUTATE(c[3] = 42);			/* unknown type */
@@ -344,8 +475,17 @@ msg_malformed_is_refused(void **state)
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	acc = sample_accept();
-	acc.u.accept.hdr_flags = 0x8;		/* unknown header flag */
+	acc.u.accept.hdr_flags = 0x40;		/* unknown header flag */
 	n = repl_msg_encode(&acc, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
+	acc.u.accept.hdr_flags = 0x80000000u;
+	n = repl_msg_encode(&acc, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
+	/* a version 2 ACCEPT (152-byte body) */
+	acc = sample_accept();
+	n = repl_msg_encode(&acc, b);
+	pmrep_put_le16(b + 6, 152);
+	assert_int_equal(repl_msg_decode(b, 16 + 152, &out), PMREP_E_MALFORMED);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	/* an ACCEPT one byte short of its body */
 	acc = sample_accept();
@@ -353,15 +493,50 @@ msg_malformed_is_refused(void **state)
 	assert_int_equal(repl_msg_decode(b, n - 1, &out), PMREP_E_MALFORMED);
 
 	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .u.commit.resync = REPL_RESYNC_FULL,
-		.u.commit.members = { .set_size = 2, .set_quorum = 1 } };
+		.u.commit.members = { .set_size = 2, .set_quorum = 1 },
+		.u.commit.claim_floor = 1ull << 40,
+		.u.commit.flags = REPL_COMMIT_F_TRACKED };
 	n = repl_msg_encode(&cm, b);
+	assert_int_equal(n, 16 + 56);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	memcpy(c, b, n);
 	pmrep_put_le32(c + 16 + 32, 0);		/* resync kind 0 */
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
 	memcpy(c, b, n);
-	pmrep_put_le32(c + 16 + 32, 3);		/* unknown resync kind */
+	pmrep_put_le32(c + 16 + 32, 4);		/* unknown resync kind */
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le32(c + 16 + 32, REPL_RESYNC_FENCE);	/* a FENCE with a floor */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	pmrep_put_le64(c + 16 + 40, 0);		/* ... without: fine */
+	assert_int_equal(repl_msg_decode(c, n, &out), 0);
+	assert_int_equal(out.u.commit.resync, REPL_RESYNC_FENCE);
+	pmrep_put_le64(c + 16 + 40, 1);		/* any nonzero floor */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le64(c + 16 + 40, 0);		/* a FULL without a floor */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	pmrep_put_le32(c + 16 + 32, REPL_RESYNC_INCREMENTAL);	/* INCREMENTAL */
+	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	pmrep_put_le64(c + 16 + 40, 1);
+	assert_int_equal(repl_msg_decode(c, n, &out), 0);
+	/* COMMIT flags: only TRACKED */
+	for (unsigned bit = 1; bit < 32; bit++) {
+		memcpy(c, b, n);
+		pmrep_put_le32(c + 16 + 48, REPL_COMMIT_F_TRACKED | (1u << bit));
+		assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	}
+	/* COMMIT reserved bytes 52..55 */
+	for (size_t i = 52; i < 56; i++) {
+		memcpy(c, b, n);
+		c[16 + i] = 1;
+		assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	}
+	/* a version 2 COMMIT (40-byte body), and one byte short */
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 6, 40);
+	assert_int_equal(repl_msg_decode(c, 16 + 40, &out), PMREP_E_MALFORMED);
+	assert_int_equal(repl_msg_decode(b, n - 1, &out), PMREP_E_MALFORMED);
 	memcpy(c, b, n);
 	pmrep_put_le16(c + 16 + 36, 0);		/* COMMIT without a set */
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
@@ -390,12 +565,33 @@ msg_malformed_is_refused(void **state)
 	memcpy(c, b, n);
 	pmrep_put_le16(c + 16 + 146, 4);	/* quorum above the set */
 	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
-	memcpy(c, b, n);
-	c[16 + 151] = 1;
-	assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
-	/* COMMIT_REPLY with a body */
+	for (size_t i = 148; i < 152; i++) {
+		memcpy(c, b, n);
+		c[16 + i] = 1;
+		assert_int_equal(repl_msg_decode(c, n, &out), PMREP_E_MALFORMED);
+	}
+	/* COMMIT_REPLY: its 24-byte body, not none (version 2) nor more */
 	struct repl_msg cr = { .type = REPL_MSG_COMMIT_REPLY };
 	n = repl_msg_encode(&cr, b);
+	assert_int_equal(n, 16 + 24);
+	assert_int_equal(repl_msg_decode(b, n - 1, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 6, 0);
+	assert_int_equal(repl_msg_decode(c, 16, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 6, 32);
+	assert_int_equal(repl_msg_decode(c, n + 8, &out), PMREP_E_MALFORMED);
+	/* CLOSE: its 8-byte body */
+	struct repl_msg cl = { .type = REPL_MSG_CLOSE, .u.close_psn = 5 };
+	n = repl_msg_encode(&cl, b);
+	assert_int_equal(n, 16 + 8);
+	assert_int_equal(repl_msg_decode(b, n - 1, &out), PMREP_E_MALFORMED);
+	memcpy(c, b, n);
+	pmrep_put_le16(c + 6, 0);
+	assert_int_equal(repl_msg_decode(c, 16, &out), PMREP_E_MALFORMED);
+	/* CLOSE_REPLY with a body */
+	struct repl_msg clr = { .type = REPL_MSG_CLOSE_REPLY };
+	n = repl_msg_encode(&clr, b);
 	pmrep_put_le16(b + 6, 8);
 	assert_int_equal(repl_msg_decode(b, n + 8, &out), PMREP_E_MALFORMED);
 }
@@ -557,6 +753,27 @@ accept_mac_binds_the_descriptors_and_differs_from_auth(void **state)
 	assert_false(repl_mac_equal(ref, m));
 	t = acc;
 	t.hdr_flags = PMREP_REPLICA_F_CONSISTENT;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.hdr_flags = 1u << 4;	/* a position flag (POSW1) */
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	/* the position and the claim floor */
+	t = acc;
+	t.last_persist_seq++;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.pos_gen++;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.pos_owner++;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.claim_floor = 1ull << 40;
 	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
 	assert_false(repl_mac_equal(ref, m));
 	t = acc;
