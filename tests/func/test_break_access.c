@@ -280,7 +280,7 @@ fake_auth(struct fake *f, uint32_t intent)
 	unsigned mlen = 32;
 	assert_non_null(HMAC(EVP_sha256(), key, sizeof(key), in, sizeof(in), b, &mlen));
 	func_put_le16(m, 0x4d52);
-	m[2] = 2;
+	m[2] = 3;	/* protocol version 3 */
 	m[3] = 1;	/* AUTH */
 	func_put_le16(m + 4, 0);
 	func_put_le16(m + 6, 80);

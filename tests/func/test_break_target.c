@@ -247,7 +247,7 @@ tcp_hello(uint8_t *out, const uint8_t *pdata, uint32_t plen, uint32_t plen_field
 	return 24 + plen;
 }
 
-/* the replication layer's HELLO private data (protocol v2: 56 bytes;
+/* the replication layer's HELLO private data (protocol v3: 56 bytes;
  * key id 0, empty replica selector, a fresh nonce and the admission proof
  * of our key now) */
 #define HELLO_LEN FUNC_HELLO_LEN
@@ -350,7 +350,7 @@ fake_connect(struct fake *f, uint16_t port, uint32_t key_id, const char *selecto
 	assert_int_equal(pmrep_conn_get_private_data(f->conn, &ch), 0);
 	assert_true(ch.len >= 24);
 	const uint8_t *c = ch.ptr;
-	assert_int_equal(c[2], 2);	/* CHALLENGE, version 2 */
+	assert_int_equal(c[2], 3);	/* CHALLENGE, version 3 */
 	assert_int_equal(c[3], 2);
 	memcpy(f->nonce_t, c + 8, 16);
 	assert_int_equal(pmrep_mr_reg(f->peer, f->buf, sizeof(f->buf),
@@ -375,7 +375,7 @@ fake_send(struct fake *f, uint8_t type, uint16_t blen)
 {
 	uint8_t *m = f->buf + 256;
 	func_put_le16(m, 0x4d52);
-	m[2] = 2;
+	m[2] = 3;	/* protocol version 3 */
 	m[3] = type;
 	func_put_le16(m + 4, 0);
 	func_put_le16(m + 6, blen);
@@ -444,6 +444,47 @@ read_hdr_block(struct ctx *c, uint8_t *blk)
 	close(fd);
 }
 
+/* a little-endian field of n bytes */
+static uint64_t
+get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* the header slot of sequence `seq` in the block (v2: at 0 or 2048) */
+static const uint8_t *
+slot_of(const uint8_t *blk, uint64_t seq)
+{
+	for (int i = 0; i < 2; i++) {
+		const uint8_t *sl = blk + 2048 * i;
+		if (memcmp(sl, "PMREPRP2", 8) == 0 && get_le(sl + 16, 8) == seq)
+			return sl;
+	}
+	fail_msg("no header slot of sequence %llu", (unsigned long long)seq);
+	return NULL;
+}
+
+/* a COMMIT body (56 bytes, protocol 3) at buf + 256 + 16: replica id,
+ * generation, primary id, resync kind, a set of 1, claim floor, flags */
+#define FLOOR (1ull << 40)
+static void
+commit_body(struct fake *f, const uint8_t *rid, uint64_t gen, uint64_t primary,
+		uint32_t kind, uint64_t floor, uint32_t flags)
+{
+	uint8_t *b = f->buf + 256 + 16;
+	memset(b, 0, 56);
+	memcpy(b, rid, PMREP_UUID_SIZE);
+	func_put_le64(b + 16, gen);
+	func_put_le64(b + 24, primary);
+	func_put_le32(b + 32, kind);
+	func_put_le(b + 36, 1, 2);		/* a set of 1 */
+	func_put_le64(b + 40, floor);
+	func_put_le32(b + 48, flags);
+}
+
 /* give the target's thread time to take the end of a session */
 static void
 settle(void)
@@ -478,10 +519,25 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
 	assert_int_equal(st, 0);
 	/* ACCEPT tells the header as it is: generation 1, consistent, the
-	 * replica id the file holds */
+	 * replica id the file holds, and its position (the live word, the
+	 * slot's position generation and owner) and claim floor */
+	const uint8_t *sl0 = slot_of(h0, info.seq);
+	assert_int_equal(get_le(f.buf + 6, 2), 176);	/* ACCEPT body */
 	assert_memory_equal(f.buf + 16 + 88, info.replica_id, PMREP_UUID_SIZE);
 	assert_int_equal(f.buf[16 + 104], 1);
-	assert_int_equal(f.buf[16 + 136], PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(get_le(f.buf + 16 + 120, 8), info.seq);
+	assert_int_equal(get_le(f.buf + 16 + 128, 8), info.last_persist_seq);
+	assert_int_equal(get_le(f.buf + 16 + 136, 4), get_le(sl0 + 12, 4));
+	assert_true(f.buf[16 + 136] & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(get_le(f.buf + 16 + 148, 4), 0);	/* reserved */
+	assert_int_equal(get_le(f.buf + 16 + 152, 8), get_le(sl0 + 88, 8));
+	assert_int_equal(get_le(f.buf + 16 + 160, 8), get_le(sl0 + 100, 8));
+	assert_int_equal(get_le(f.buf + 16 + 168, 8), get_le(sl0 + 108, 8));
+	/* the real mirror's attach gave a claim floor */
+	assert_int_not_equal(get_le(sl0 + 108, 8), 0);
+	uint64_t acc_pos_gen = get_le(f.buf + 16 + 152, 8);
+	uint64_t acc_pos_owner = get_le(f.buf + 16 + 160, 8);
+	uint64_t acc_psn = get_le(f.buf + 16 + 128, 8);
 	fake_close(&f);
 	settle();
 	read_hdr_block(c, h1);
@@ -502,16 +558,14 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	fake_connect(&f, c->g.port, 0, NULL);
 	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 2, &st), 2);
 	uint8_t *b = f.buf + 256 + 16;
-	memset(b, 0, 40);
-	memcpy(b, info.replica_id, PMREP_UUID_SIZE);
-	func_put_le64(b + 16, 1);
-	func_put_le64(b + 24, 0x5eed0001ull);
-	func_put_le32(b + 32, 1);		/* FULL */
-	func_put_le(b + 36, 1, 2);		/* a set of 1 */
-	fake_send(&f, 8, 40);			/* COMMIT */
+	commit_body(&f, info.replica_id, 1, 0x5eed0001ull, 1 /* FULL */, FLOOR, 1);
+	fake_send(&f, 8, 56);			/* COMMIT */
 	assert_int_equal(fake_recv(&f, &st), 9);	/* COMMIT_REPLY */
 	assert_int_equal(st, 8);
-	fake_send(&f, 6, 0);			/* CLOSE */
+	assert_int_equal(get_le(f.buf + 6, 2), 24);	/* its body */
+	memset(b, 0, 8);
+	func_put_le64(b, FLOOR | 7);		/* the newest step's psn */
+	fake_send(&f, 6, 8);			/* CLOSE */
 	assert_int_equal(fake_recv(&f, &st), 7);	/* CLOSE_REPLY */
 	assert_int_equal(st, 8);
 	fake_close(&f);
@@ -523,13 +577,10 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	 * nothing written */
 	fake_connect(&f, c->g.port, 0, NULL);
 	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
-	memset(b, 0, 40);
-	memset(b, 0x42, PMREP_UUID_SIZE);
-	func_put_le64(b + 16, 1);
-	func_put_le64(b + 24, 0x5eed0001ull);
-	func_put_le32(b + 32, 2);
-	func_put_le(b + 36, 1, 2);
-	fake_send(&f, 8, 40);
+	uint8_t other[PMREP_UUID_SIZE];
+	memset(other, 0x42, sizeof(other));
+	commit_body(&f, other, 1, 0x5eed0001ull, 2, FLOOR, 0);
+	fake_send(&f, 8, 56);
 	assert_int_equal(fake_recv(&f, &st), 3);	/* REFUSE */
 	assert_int_equal(st, 8);
 	fake_close(&f);
@@ -537,18 +588,45 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	read_hdr_block(c, h1);
 	assert_memory_equal(h0, h1, sizeof(h0));
 
+	/* COMMITs breaking protocol 3's rules do not decode: the session
+	 * ends, nothing written -- a protocol 2 COMMIT (40 bytes), a FENCE
+	 * with a claim floor, an INCREMENTAL without one, an unknown COMMIT
+	 * flag, a reserved byte set */
+	for (int k = 0; k < 5; k++) {
+		fake_connect(&f, c->g.port, 0, NULL);
+		assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
+		commit_body(&f, info.replica_id, 1, 0x5eed0001ull, 2, FLOOR, 0);
+		uint16_t blen = 56;
+		if (k == 0)
+			blen = 40;
+		else if (k == 1)
+			func_put_le32(b + 32, 3);	/* FENCE */
+		else if (k == 2)
+			func_put_le64(b + 40, 0);
+		else if (k == 3)
+			func_put_le32(b + 48, 2);
+		else
+			b[55] = 1;
+		fake_send(&f, 8, blen);
+		assert_int_not_equal(fake_recv(&f, &st), 9);
+		fake_close(&f);
+		settle();
+		read_hdr_block(c, h1);
+		assert_memory_equal(h0, h1, sizeof(h0));
+	}
+
 	/* and the right COMMIT is what writes the claim */
 	fake_connect(&f, c->g.port, 0, NULL);
 	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
-	memset(b, 0, 40);
-	memcpy(b, info.replica_id, PMREP_UUID_SIZE);
-	func_put_le64(b + 16, 1);
-	func_put_le64(b + 24, 0x5eed0001ull);
-	func_put_le32(b + 32, 2);
-	func_put_le(b + 36, 1, 2);
-	fake_send(&f, 8, 40);
+	commit_body(&f, info.replica_id, 1, 0x5eed0001ull, 2, 3ull << 40, 1);
+	fake_send(&f, 8, 56);
 	assert_int_equal(fake_recv(&f, &st), 9);
 	assert_int_equal(st, 0);
+	/* COMMIT_REPLY: the position as of the claim -- the one ACCEPT told */
+	assert_int_equal(get_le(f.buf + 6, 2), 24);
+	assert_int_equal(get_le(f.buf + 16, 8), acc_pos_gen);
+	assert_int_equal(get_le(f.buf + 16 + 8, 8), acc_pos_owner);
+	assert_int_equal(get_le(f.buf + 16 + 16, 8), acc_psn);
 	fake_close(&f);
 	struct pmrep_replica_info now;
 	assert_int_equal(pmrep_replica_read_info(path, &now), 0);
@@ -556,6 +634,20 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	assert_int_equal(now.owner, 0x5eed0001ull);
 	assert_int_equal(now.seq, info.seq + 1);
 	assert_memory_equal(now.replica_id, info.replica_id, PMREP_UUID_SIZE);
+	/* a COMMIT never changes the position: both position words and the
+	 * slot's position generation and owner are as they were; the claim
+	 * floor and TRACKED are the COMMIT's */
+	assert_int_equal(now.last_persist_seq, info.last_persist_seq);
+	static uint8_t h2[4096];
+	read_hdr_block(c, h2);
+	assert_memory_equal(h2 + 3968, h0 + 3968, 16);
+	const uint8_t *sl2 = slot_of(h2, now.seq);
+	assert_int_equal(get_le(sl2 + 88, 8), get_le(sl0 + 88, 8));
+	assert_int_equal(get_le(sl2 + 100, 8), get_le(sl0 + 100, 8));
+	assert_int_equal(get_le(sl2 + 108, 8), 3ull << 40);
+	assert_true(get_le(sl2 + 12, 4) & 8);			/* TRACKED */
+	assert_int_equal(get_le(sl2 + 12, 4) & 16, get_le(sl0 + 12, 4) & 16);	/* POSW1 */
+	assert_int_equal(get_le(sl2 + 116, 4), 0);		/* reserved */
 
 	/* the fake primary left its claim open: the real mirror, another
 	 * primary at the same generation, is refused (split brain); at the
@@ -612,6 +704,11 @@ refused_auth_leaves_the_replica_header_unchanged(void **state)
 	uint8_t hello[HELLO_LEN];
 	func_repl_hello(hello, key, sizeof(key), 1, NULL, func_admit_window(0),
 			NULL);
+	assert_int_equal(hello_event(c->g.port, hello), PMREP_CONN_REJECTED);
+	/* a protocol 2 HELLO (right key and proof, version 2): rejected */
+	func_repl_hello(hello, key, sizeof(key), 0, NULL, func_admit_window(0),
+			NULL);
+	hello[2] = 2;
 	assert_int_equal(hello_event(c->g.port, hello), PMREP_CONN_REJECTED);
 	/* a selector naming another replica: REFUSE(NO_REPLICA = 9) */
 	fake_connect(&f, c->g.port, 0, "other-replica");

@@ -60,6 +60,25 @@ hdrs(void)
 	c.flags = PMREP_REPLICA_F_CONSISTENT;
 	replica_hdr_encode(&c, blk + REPLICA_HDR_SLOT_OFF(1));
 	emit("repl_hdr", "claimed_consistent", blk, sizeof(blk));
+	/* with a position (writer 41 / 0x55, the second word live) and the
+	 * claim's floor; both position words set */
+	{
+		static uint8_t pb[REPLICA_HDR_BLOCK];
+		memcpy(pb, blk, sizeof(pb));
+		struct replica_hdr q = c;
+		q.seq = 3;
+		q.pos_gen = 41;
+		q.pos_owner = 0x55;
+		q.claim_floor = 42ull << REPL_PSN_EPOCH_SHIFT;
+		q.flags = PMREP_REPLICA_F_CONSISTENT | REPLICA_F_TRACKED |
+			REPLICA_F_POSW1;
+		replica_hdr_encode(&q, pb);
+		for (int i = 0; i < 8; i++) {
+			pb[REPLICA_PSN_OFF + i] = (uint8_t)(((40ull << 40) | 9) >> (8 * i));
+			pb[REPLICA_PSN1_OFF + i] = (uint8_t)(((41ull << 40) | 7) >> (8 * i));
+		}
+		emit("repl_hdr", "position", pb, sizeof(pb));
+	}
 	/* the newer slot torn: the older one stands */
 	blk[REPLICA_HDR_SLOT_OFF(1) + 75] ^= 1;
 	emit("repl_hdr", "torn_newer_slot", blk, sizeof(blk));
@@ -132,7 +151,14 @@ msgs(void)
 	m.u.accept.target_flags = REPL_TF_STAGING | REPL_TF_FRESH;
 	m.u.accept.set_size = 3;
 	m.u.accept.set_quorum = 2;
+	m.u.accept.last_persist_seq = (1ull << 40) | 5;
+	m.u.accept.pos_gen = 1;
+	m.u.accept.pos_owner = 0xfeedull;
+	m.u.accept.claim_floor = 2ull << 40;
 	emit("repl_msg", "accept", out, repl_msg_encode(&m, out));
+	m.u.accept.hdr_flags |= REPLICA_F_TRACKED | REPLICA_F_POSW1 |
+		REPLICA_F_PRIMARY;
+	emit("repl_msg", "accept_position_flags", out, repl_msg_encode(&m, out));
 
 	memset(&m, 0, sizeof(m));
 	m.type = REPL_MSG_COMMIT;
@@ -142,7 +168,28 @@ msgs(void)
 	m.u.commit.primary_id = 0xfeedull;
 	m.u.commit.resync = REPL_RESYNC_FULL;
 	m.u.commit.members.set_size = 2;
+	m.u.commit.claim_floor = 2ull << 40;	/* a writer's: nonzero */
+	m.u.commit.flags = REPL_COMMIT_F_TRACKED;
 	emit("repl_msg", "commit", out, repl_msg_encode(&m, out));
+	/* a promotion's fence: no claim floor */
+	m.u.commit.resync = REPL_RESYNC_FENCE;
+	m.u.commit.claim_floor = 0;
+	m.u.commit.flags = 0;
+	emit("repl_msg", "commit_fence", out, repl_msg_encode(&m, out));
+
+	memset(&m, 0, sizeof(m));
+	m.type = REPL_MSG_COMMIT_REPLY;
+	m.seq = 3;
+	m.u.position.gen = 1;
+	m.u.position.owner = 0xfeedull;
+	m.u.position.psn = (1ull << 40) | 5;
+	emit("repl_msg", "commit_reply", out, repl_msg_encode(&m, out));
+
+	memset(&m, 0, sizeof(m));
+	m.type = REPL_MSG_CLOSE;
+	m.seq = 6;
+	m.u.close_psn = (2ull << 40) | 17;
+	emit("repl_msg", "close", out, repl_msg_encode(&m, out));
 
 	memset(&m, 0, sizeof(m));
 	m.type = REPL_MSG_MEMBERS;
@@ -159,6 +206,8 @@ msgs(void)
 	m.u.persist.offset = 4096;
 	m.u.persist.length = 65536;
 	emit("repl_msg", "persist", out, repl_msg_encode(&m, out));
+	m.u.persist.psn = (2ull << 40) | 1;
+	emit("repl_msg", "persist_psn", out, repl_msg_encode(&m, out));
 
 	memset(&m, 0, sizeof(m));
 	m.type = REPL_MSG_DIGEST;
@@ -178,9 +227,8 @@ msgs(void)
 	static const struct { enum repl_msg_type t; enum repl_status st; const char *name; } bare[] = {
 		{ REPL_MSG_REFUSE, REPL_ST_GENERATION, "refuse" },
 		{ REPL_MSG_REFUSE, REPL_ST_NO_REPLICA, "refuse_no_replica" },
-		{ REPL_MSG_COMMIT_REPLY, REPL_ST_OK, "commit_reply" },
+		{ REPL_MSG_COMMIT_REPLY, REPL_ST_GENERATION, "commit_reply_refused" },
 		{ REPL_MSG_PERSIST_REPLY, REPL_ST_OK, "persist_reply" },
-		{ REPL_MSG_CLOSE, REPL_ST_OK, "close" },
 		{ REPL_MSG_CLOSE_REPLY, REPL_ST_STATE, "close_reply" },
 		{ REPL_MSG_MEMBERS_REPLY, REPL_ST_OK, "members_reply" },
 	};

@@ -30,6 +30,7 @@
  *    of the target for as long as they stayed connected. A new connection
  *    request now closes the oldest query when no other slot can be freed.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -49,13 +50,17 @@
 #include <pmrep/repl.h>
 #include <pmrep/transport.h>
 
+#include "common/wire.h"
 #include "repl/auth.h"
 #include "repl/chan.h"
 #include "repl/msg.h"
+#include "repl/replica_hdr.h"
 #include "transport/provider.h"
 
 #define SIZE (256u << 10)
 #define TGT_TIMEOUT 1000
+/* the fake writer's claim floor (its run: epoch 1) */
+#define FLOOR (1ull << 40)
 
 static const uint8_t key[32] = "break-v2-key-0123456789-abcdefgh";
 static const uint8_t uuid[PMREP_UUID_SIZE] = { 0xb2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
@@ -304,6 +309,41 @@ ini_commit(struct ini *x, const uint8_t *rid, uint64_t gen, uint64_t primary,
 	m.u.commit.primary_id = primary;
 	m.u.commit.resync = REPL_RESYNC_FULL;
 	m.u.commit.members = (struct repl_members){ .set_size = 1 };
+	/* a writer's attach: its run's first persist sequence */
+	m.u.commit.claim_floor = FLOOR;
+	return ini_req(x, &m, r);
+}
+
+/* a COMMIT of `resync` with claim floor `floor` and COMMIT flags `flags` */
+static int
+ini_commit_as(struct ini *x, uint64_t gen, uint64_t primary,
+		enum repl_resync resync, uint64_t floor, uint32_t flags,
+		struct repl_msg *r)
+{
+	struct repl_msg m = { .type = REPL_MSG_COMMIT };
+	memcpy(m.u.commit.replica_id, x->acc.replica_id, PMREP_UUID_SIZE);
+	m.u.commit.generation = gen;
+	m.u.commit.primary_id = primary;
+	m.u.commit.resync = resync;
+	m.u.commit.members = (struct repl_members){ .set_size = 1 };
+	m.u.commit.claim_floor = floor;
+	m.u.commit.flags = flags;
+	return ini_req(x, &m, r);
+}
+
+static int
+ini_persist_psn(struct ini *x, uint64_t off, uint64_t len, uint64_t psn,
+		struct repl_msg *r)
+{
+	struct repl_msg m = { .type = REPL_MSG_PERSIST,
+		.u.persist = { .offset = off, .length = len, .psn = psn } };
+	return ini_req(x, &m, r);
+}
+
+static int
+ini_close_psn(struct ini *x, uint64_t psn, struct repl_msg *r)
+{
+	struct repl_msg m = { .type = REPL_MSG_CLOSE, .u.close_psn = psn };
 	return ini_req(x, &m, r);
 }
 
@@ -794,6 +834,255 @@ query_session_cannot_write_the_data_of_an_active_mirror(void **state)
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 }
 
+/* the header as the file holds it, decoded; *psn0 / *psn1: the two
+ * position words */
+static struct replica_hdr
+hdr_of(struct ctx *c, uint64_t *psn0, uint64_t *psn1)
+{
+	static uint8_t blk[4096];
+	read_hdr(c, blk);
+	struct replica_hdr h;
+	assert_int_equal(replica_hdr_decode(blk, sizeof(blk), 0, &h), 0);
+	uint64_t w;
+	memcpy(&w, blk + REPLICA_PSN_OFF, sizeof(w));
+	*psn0 = le64toh(w);
+	memcpy(&w, blk + REPLICA_PSN1_OFF, sizeof(w));
+	*psn1 = le64toh(w);
+	return h;
+}
+
+/*
+ * the COMMIT rules of protocol 3, sent raw to an ATTACHING session: a
+ * FENCE with a claim floor, a FULL or INCREMENTAL without one, unknown
+ * COMMIT flags, reserved bytes, the 40-byte COMMIT of protocol 2, a
+ * message header of version 2. Each ends the session (it does not
+ * decode) and writes nothing: the header block, position words included,
+ * is the same byte for byte.
+ */
+static void
+commit_breaking_the_claim_floor_flags_or_reserved_rules_writes_nothing(void **state)
+{
+	struct ctx *c = *state;
+	mirror_works(c);
+	static uint8_t h0[4096], h1[4096];
+	read_hdr(c, h0);
+	for (int k = 0; k < 12; k++) {
+		struct ini x;
+		struct repl_msg r;
+		ini_open(c, &x);
+		assert_int_equal(ini_auth(&x, 1, mine, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+		struct repl_msg m = { .type = REPL_MSG_COMMIT, .seq = x.seq++ };
+		memcpy(m.u.commit.replica_id, x.acc.replica_id, PMREP_UUID_SIZE);
+		m.u.commit.generation = 1;
+		m.u.commit.primary_id = mine;
+		m.u.commit.resync = REPL_RESYNC_FULL;
+		m.u.commit.members = (struct repl_members){ .set_size = 1 };
+		m.u.commit.claim_floor = FLOOR;
+		uint8_t b[REPL_MSG_SLOT];
+		size_t len = repl_msg_encode(&m, b);
+		assert_int_equal(len, REPL_MSG_HDR_SIZE + 56);
+		uint8_t *body = b + REPL_MSG_HDR_SIZE;
+		switch (k) {
+		case 0:		/* a FENCE with a floor */
+			pmrep_put_le32(body + 32, REPL_RESYNC_FENCE);
+			break;
+		case 1:		/* a FULL without one */
+			pmrep_put_le64(body + 40, 0);
+			break;
+		case 2:		/* an INCREMENTAL without one */
+			pmrep_put_le32(body + 32, REPL_RESYNC_INCREMENTAL);
+			pmrep_put_le64(body + 40, 0);
+			break;
+		case 3:		/* an unknown COMMIT flag */
+			pmrep_put_le32(body + 48, REPL_COMMIT_F_TRACKED | 2u);
+			break;
+		case 4:
+			pmrep_put_le32(body + 48, 1u << 31);
+			break;
+		case 5: case 6: case 7: case 8:	/* reserved 52..55 */
+			body[52 + (k - 5)] = 1;
+			break;
+		case 9:		/* protocol 2's COMMIT: 40 bytes */
+			pmrep_put_le16(b + 6, 40);
+			len = REPL_MSG_HDR_SIZE + 40;
+			break;
+		case 10:	/* a message header of version 2 */
+			b[2] = 2;
+			break;
+		case 11:	/* resync kind 4 */
+			pmrep_put_le32(body + 32, 4);
+			break;
+		}
+		raw_send(&x, b, len);
+		int rt = ini_recv(&x, &r);
+		if (rt != 0)
+			assert_int_not_equal(r.status, REPL_ST_OK);
+		assert_int_not_equal(rt, REPL_MSG_COMMIT_REPLY);
+		assert_true(ini_gone(&x, 2000));
+		ini_close(&x);
+		settle();
+		read_hdr(c, h1);
+		assert_memory_equal(h0, h1, sizeof(h0));
+	}
+	mirror_works(c);
+}
+
+/*
+ * the position (PROTOCOL.md "Position"): a COMMIT never moves it -- not
+ * the words, not the slot's position generation and owner; ACCEPT and
+ * COMMIT_REPLY report it; only a step (PERSIST with a persist sequence,
+ * CLOSE with the newest) of the claiming writer moves it, and a new
+ * writer's first step goes to the word not live; a FENCE's CLOSE does
+ * not move it
+ */
+static void
+commit_never_changes_the_position_only_the_writers_steps_do(void **state)
+{
+	struct ctx *c = *state;
+	struct ini x;
+	struct repl_msg r;
+	uint64_t w0, w1;
+	const uint64_t A = 0x4141, B = 0x4242, F2 = 2ull << 40;
+	/* writer A (generation 1): a fresh replica has no position */
+	ini_open(c, &x);
+	assert_int_equal(ini_auth(&x, 1, A, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+	assert_int_equal(x.acc.pos_gen, 0);
+	assert_int_equal(x.acc.pos_owner, 0);
+	assert_int_equal(x.acc.last_persist_seq, 0);
+	assert_int_equal(x.acc.claim_floor, 0);
+	assert_int_equal(ini_commit_as(&x, 1, A, REPL_RESYNC_FULL, FLOOR,
+			REPL_COMMIT_F_TRACKED, &r), REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	assert_int_equal(r.u.position.gen, 0);
+	assert_int_equal(r.u.position.owner, 0);
+	assert_int_equal(r.u.position.psn, 0);
+	struct replica_hdr h = hdr_of(c, &w0, &w1);
+	assert_int_equal(h.generation, 1);
+	assert_int_equal(h.owner, A);
+	assert_int_equal(h.claim_floor, FLOOR);
+	assert_true(h.flags & REPLICA_F_TRACKED);
+	assert_false(h.flags & REPLICA_F_POSW1);
+	assert_int_equal(h.pos_gen, 0);
+	assert_int_equal(h.pos_owner, 0);
+	assert_int_equal(w0, 0);
+	assert_int_equal(w1, 0);
+	/* A's steps: the position is A's, through its newest step */
+	assert_int_equal(ini_persist_psn(&x, 0, 4096, FLOOR | 1, &r), REPL_MSG_PERSIST_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	assert_int_equal(ini_persist_psn(&x, 0, 4096, FLOOR | 5, &r), REPL_MSG_PERSIST_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	/* never down */
+	assert_int_equal(ini_persist_psn(&x, 0, 4096, FLOOR | 3, &r), REPL_MSG_PERSIST_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	h = hdr_of(c, &w0, &w1);
+	assert_int_equal(h.pos_gen, 1);
+	assert_int_equal(h.pos_owner, A);
+	assert_int_equal(info(c).last_persist_seq, FLOOR | 5);
+	/* the new writer's word took it, and the slot names it */
+	uint64_t live = (h.flags & REPLICA_F_POSW1) ? w1 : w0;
+	assert_int_equal(live, FLOOR | 5);
+	assert_int_equal(ini_close_psn(&x, FLOOR | 6, &r), REPL_MSG_CLOSE_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	ini_close(&x);
+	settle();
+	struct replica_hdr ha = hdr_of(c, &w0, &w1);
+	uint64_t a0 = w0, a1 = w1;
+	assert_true(ha.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(ha.pos_gen, 1);
+	assert_int_equal(ha.pos_owner, A);
+	assert_int_equal(info(c).last_persist_seq, FLOOR | 6);
+
+	/* writer B (generation 2): ACCEPT reports A's position, the COMMIT
+	 * keeps it -- words and slot fields -- and COMMIT_REPLY says so */
+	ini_open(c, &x);
+	assert_int_equal(ini_auth(&x, 2, B, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+	assert_int_equal(x.acc.pos_gen, 1);
+	assert_int_equal(x.acc.pos_owner, A);
+	assert_int_equal(x.acc.last_persist_seq, FLOOR | 6);
+	assert_int_equal(x.acc.claim_floor, FLOOR);
+	assert_int_equal(x.acc.hdr_flags, ha.flags);
+	assert_int_equal(ini_commit_as(&x, 2, B, REPL_RESYNC_INCREMENTAL, F2, 0, &r),
+			REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	assert_int_equal(r.u.position.gen, 1);
+	assert_int_equal(r.u.position.owner, A);
+	assert_int_equal(r.u.position.psn, FLOOR | 6);
+	h = hdr_of(c, &w0, &w1);
+	assert_int_equal(h.seq, ha.seq + 1);
+	assert_int_equal(h.generation, 2);
+	assert_int_equal(h.owner, B);
+	assert_int_equal(h.claim_floor, F2);
+	assert_false(h.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_false(h.flags & REPLICA_F_TRACKED);	/* B's COMMIT: untracked */
+	assert_int_equal(h.flags & REPLICA_F_POSW1, ha.flags & REPLICA_F_POSW1);
+	assert_int_equal(h.pos_gen, 1);
+	assert_int_equal(h.pos_owner, A);
+	assert_int_equal(w0, a0);
+	assert_int_equal(w1, a1);
+	assert_int_equal(info(c).last_persist_seq, FLOOR | 6);
+	/* B's first step: the word not live, then the slot names B and it;
+	 * A's word is kept */
+	assert_int_equal(ini_persist_psn(&x, 0, 4096, F2 | 1, &r), REPL_MSG_PERSIST_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	h = hdr_of(c, &w0, &w1);
+	assert_int_equal(h.pos_gen, 2);
+	assert_int_equal(h.pos_owner, B);
+	assert_int_equal(h.flags & REPLICA_F_POSW1, (ha.flags & REPLICA_F_POSW1) ^ REPLICA_F_POSW1);
+	if (h.flags & REPLICA_F_POSW1) {
+		assert_int_equal(w1, F2 | 1);
+		assert_int_equal(w0, FLOOR | 6);
+	} else {
+		assert_int_equal(w0, F2 | 1);
+		assert_int_equal(w1, FLOOR | 6);
+	}
+	assert_int_equal(info(c).last_persist_seq, F2 | 1);
+	/* a PERSIST without a persist sequence moves nothing */
+	struct replica_hdr hb = h;
+	assert_int_equal(ini_persist_psn(&x, 0, 4096, 0, &r), REPL_MSG_PERSIST_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	h = hdr_of(c, &w0, &w1);
+	assert_int_equal(h.seq, hb.seq);
+	assert_int_equal(info(c).last_persist_seq, F2 | 1);
+	ini_close(&x);	/* no CLOSE: not consistent */
+	settle();
+
+	/* a promotion's FENCE (generation 3): the claim is raised, the
+	 * position stays B's, and its CLOSE does not move it */
+	h = hdr_of(c, &w0, &w1);
+	uint64_t b0 = w0, b1 = w1;
+	ini_open(c, &x);
+	assert_int_equal(ini_auth(&x, 3, A, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+	assert_int_equal(x.acc.pos_gen, 2);
+	assert_int_equal(x.acc.pos_owner, B);
+	assert_int_equal(x.acc.last_persist_seq, F2 | 1);
+	assert_int_equal(x.acc.claim_floor, F2);
+	assert_int_equal(ini_commit_as(&x, 3, A, REPL_RESYNC_FENCE, 0, 0, &r),
+			REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	assert_int_equal(r.u.position.gen, 2);
+	assert_int_equal(r.u.position.owner, B);
+	assert_int_equal(r.u.position.psn, F2 | 1);
+	struct replica_hdr hf = hdr_of(c, &w0, &w1);
+	assert_int_equal(hf.generation, 3);
+	assert_int_equal(hf.owner, A);
+	assert_int_equal(hf.claim_floor, 0);
+	assert_int_equal(hf.pos_gen, 2);
+	assert_int_equal(hf.pos_owner, B);
+	assert_int_equal(hf.flags & REPLICA_F_POSW1, h.flags & REPLICA_F_POSW1);
+	assert_int_equal(w0, b0);
+	assert_int_equal(w1, b1);
+	assert_int_equal(ini_close_psn(&x, (3ull << 40) | 9, &r), REPL_MSG_CLOSE_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	ini_close(&x);
+	settle();
+	hf = hdr_of(c, &w0, &w1);
+	assert_int_equal(hf.pos_gen, 2);
+	assert_int_equal(hf.pos_owner, B);
+	assert_int_equal(w0, b0);
+	assert_int_equal(w1, b1);
+	assert_int_equal(info(c).last_persist_seq, F2 | 1);
+}
+
 /* four read-only queries that stay connected fill every session slot: a
  * mirror still gets in (the oldest query is closed for it) */
 static void
@@ -818,6 +1107,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(commit_before_auth_is_refused_and_writes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(commit_breaking_the_claim_floor_flags_or_reserved_rules_writes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(commit_never_changes_the_position_only_the_writers_steps_do, setup, teardown),
 		cmocka_unit_test_setup_teardown(commit_unlike_its_auth_is_refused_and_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(auth_replayed_from_another_session_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(persist_and_close_before_commit_are_refused_and_the_commit_still_works, setup, teardown),

@@ -105,16 +105,56 @@ slot_roundtrip_keeps_every_field_at_fixed_offsets(void **state)
 	assert_int_equal(pmrep_get_le64(b + 64), DATA);
 	assert_int_equal(pmrep_get_le64(b + 72), 7);
 	assert_int_equal(pmrep_get_le64(b + 80), 0x1122334455667788ull);
-	assert_int_equal(pmrep_get_le64(b + 88), 99);
+	assert_int_equal(pmrep_get_le64(b + 88), 6);		/* position generation */
 	assert_int_equal(pmrep_get_le16(b + 96), 3);
 	assert_int_equal(pmrep_get_le16(b + 98), 2);
-	for (int i = 100; i < 120; i++)
+	assert_int_equal(pmrep_get_le64(b + 100), 0x99);	/* position owner */
+	assert_int_equal(pmrep_get_le64(b + 108), 3ull << 40);	/* claim floor */
+	for (int i = 116; i < 120; i++)
 		assert_int_equal(b[i], 0);
 	assert_int_equal(pmrep_get_le64(b + 120), replica_fletcher64(b, 120));
 	memset(&out, 0, sizeof(out));
 	assert_int_equal(replica_slot_decode(b, &out, false), 0);
 	assert_true(same_state(&in, &out));
 	assert_int_equal(out.version, 2);
+	assert_int_equal(out.pos_gen, 6);
+	assert_int_equal(out.pos_owner, 0x99);
+	assert_int_equal(out.claim_floor, 3ull << 40);
+
+	/* wide values in every position field, and the position's flags
+	 * (TRACKED 8, POSW1 16, PRIMARY 32) */
+	assert_int_equal(REPLICA_F_TRACKED, 8);
+	assert_int_equal(REPLICA_F_POSW1, 16);
+	assert_int_equal(REPLICA_F_PRIMARY, 32);
+	struct replica_hdr wide = sample();
+	wide.pos_gen = 0x8182838485868788ull;
+	wide.pos_owner = 0x9192939495969798ull;
+	wide.claim_floor = 0xa1a2a3a4a5a6a7a8ull;
+	wide.flags = PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
+		PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED | REPLICA_F_POSW1 |
+		REPLICA_F_PRIMARY;
+	replica_hdr_encode(&wide, b);
+	assert_int_equal(pmrep_get_le32(b + 12), 0x3f);
+	assert_int_equal(pmrep_get_le64(b + 88), 0x8182838485868788ull);
+	assert_int_equal(pmrep_get_le64(b + 100), 0x9192939495969798ull);
+	assert_int_equal(pmrep_get_le64(b + 108), 0xa1a2a3a4a5a6a7a8ull);
+	/* the neighbours are untouched */
+	assert_int_equal(pmrep_get_le16(b + 96), 3);
+	assert_int_equal(pmrep_get_le16(b + 98), 2);
+	for (int i = 116; i < 120; i++)
+		assert_int_equal(b[i], 0);
+	assert_int_equal(replica_slot_decode(b, &out, false), 0);
+	assert_true(same_state(&wide, &out));
+	/* no position (0 0) and no claim floor */
+	wide = sample();
+	wide.pos_gen = wide.pos_owner = wide.claim_floor = 0;
+	replica_hdr_encode(&wide, b);
+	for (int i = 100; i < 120; i++)
+		assert_int_equal(b[i], 0);
+	assert_int_equal(pmrep_get_le64(b + 88), 0);
+	assert_int_equal(replica_slot_decode(b, &out, false), 0);
+	assert_true(same_state(&wide, &out));
+	replica_hdr_encode(&in, b);
 
 	uint8_t blk[REPLICA_HDR_BLOCK];
 	block_with(blk, &in, 1);
@@ -202,7 +242,10 @@ T29_every_torn_header_update_decodes_to_the_old_or_the_new_state(void **state)
 		memset(next.replica_id, 0x77, PMREP_UUID_SIZE);
 		next.generation = 12;
 		next.owner = 0xfeedfaceull;
-		next.flags = 0;
+		next.flags = REPLICA_F_TRACKED | REPLICA_F_POSW1;
+		next.pos_gen = 11;
+		next.pos_owner = 0xabcdef01ull;
+		next.claim_floor = 9ull << 40;
 		next.slot = 1;
 		next.seq = cur.seq + 1;
 		uint8_t enc[REPLICA_HDR_ENC_SIZE];
@@ -354,6 +397,103 @@ header_write_persists_exactly_the_new_slot_and_keeps_state_on_failure(void **sta
 	unlink(path);
 }
 
+/*
+ * the position: the same writer raises the live word (one 8-byte
+ * persist, never down); another writer takes the word not live, then the
+ * slot names it and that word; a failed persist leaves the old position
+ */
+static void
+position_record_raises_the_live_word_or_switches_words_for_a_new_writer(void **state)
+{
+	(void)state;
+	char path[] = "/dev/shm/pmrep-test-repl-hdr-pos-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	struct replica_hdr in = sample(), cur, got;
+	in.flags = REPLICA_F_TRACKED;
+	uint8_t blk[REPLICA_HDR_BLOCK];
+	block_with(blk, &in, 0);
+	uint64_t w = htole64(in.claim_floor | 10);
+	memcpy(blk + REPLICA_PSN_OFF, &w, sizeof(w));
+	assert_int_equal(ftruncate(fd, PMREP_REPLICA_DATA_OFFSET + DATA), 0);
+	assert_int_equal(pwrite(fd, blk, sizeof(blk), 0), (ssize_t)sizeof(blk));
+	close(fd);
+	struct pmrep_pmem *pmem = NULL;
+	assert_int_equal(pmrep_pmem_open(path, 0, 0, PMREP_PMEM_GRANULARITY_PAGE, &pmem), 0);
+	uint8_t *base = pmrep_pmem_get_address(pmem);
+	assert_int_equal(replica_hdr_decode(base, REPLICA_HDR_BLOCK, 0, &cur), 0);
+	assert_int_equal(replica_pos_psn(base, &cur), in.claim_floor | 10);
+	assert_int_equal(replica_psn_get(base), in.claim_floor | 10);
+
+	pmrep_test_hooks.pmem_persist = persist_hook;
+	persist_calls = 0;
+	persist_result = 0;
+	/* the same writer (6, 0x99): the live word goes up, one persist */
+	uint64_t f = in.claim_floor;
+	assert_int_equal(replica_pos_record(pmem, base, &cur, 6, 0x99, f | 11), 0);
+	assert_int_equal(persist_calls, 1);
+	assert_ptr_equal(persist_ptr, base + REPLICA_PSN_OFF);
+	assert_int_equal(persist_len, 8);
+	assert_int_equal(replica_pos_psn(base, &cur), f | 11);
+	assert_int_equal(cur.seq, 5);		/* no slot write */
+	/* not above it: nothing */
+	assert_int_equal(replica_pos_record(pmem, base, &cur, 6, 0x99, f | 11), 0);
+	assert_int_equal(replica_pos_record(pmem, base, &cur, 6, 0x99, f | 3), 0);
+	assert_int_equal(persist_calls, 1);
+	assert_int_equal(replica_pos_psn(base, &cur), f | 11);
+
+	/* another writer (7, 0x1122...): the second word first, then the
+	 * slot naming it (POSW1) -- two persists, in that order */
+	uint64_t f2 = 4ull << 40;
+	assert_int_equal(replica_pos_record(pmem, base, &cur, 7,
+			0x1122334455667788ull, f2 | 1), 0);
+	assert_int_equal(persist_calls, 3);
+	assert_ptr_equal(persist_ptr, base + S1);
+	assert_int_equal(persist_len, REPLICA_HDR_ENC_SIZE);
+	assert_int_equal(cur.seq, 6);
+	assert_int_equal(cur.pos_gen, 7);
+	assert_int_equal(cur.pos_owner, 0x1122334455667788ull);
+	assert_int_equal(cur.claim_floor, in.claim_floor);	/* not its business */
+	assert_int_equal(cur.generation, in.generation);
+	assert_int_equal(cur.owner, in.owner);
+	assert_int_equal(cur.flags, REPLICA_F_TRACKED | REPLICA_F_POSW1);
+	assert_int_equal(replica_pos_psn(base, &cur), f2 | 1);
+	/* the first word keeps the old writer's position */
+	assert_int_equal(replica_psn_get(base), f | 11);
+	assert_int_equal(replica_hdr_decode(base, REPLICA_HDR_BLOCK, 0, &got), 0);
+	assert_true(same_state(&got, &cur));
+	assert_int_equal(replica_pos_psn(base, &got), f2 | 1);
+	/* that writer again: the second word goes up */
+	assert_int_equal(replica_pos_record(pmem, base, &cur, 7,
+			0x1122334455667788ull, f2 | 2), 0);
+	assert_int_equal(persist_calls, 4);
+	assert_ptr_equal(persist_ptr, base + REPLICA_PSN1_OFF);
+	assert_int_equal(replica_pos_psn(base, &cur), f2 | 2);
+	assert_int_equal(replica_psn_get(base), f | 11);
+	/* a third writer, same generation, other owner: back to the first word */
+	assert_int_equal(replica_pos_record(pmem, base, &cur, 7, 0x55, f2 | 7), 0);
+	assert_int_equal(persist_calls, 6);
+	assert_int_equal(cur.flags, REPLICA_F_TRACKED);
+	assert_int_equal(replica_psn_get(base), f2 | 7);
+	assert_int_equal(replica_pos_psn(base, &cur), f2 | 7);
+
+	/* a failed persist of the word not live: its error, the slot is not
+	 * written, the old position stands */
+	struct replica_hdr before = cur;
+	persist_result = PMREP_E_PROVIDER;
+	assert_int_equal(replica_pos_record(pmem, base, &cur, 8, 0x66, 5ull << 40),
+			PMREP_E_PROVIDER);
+	assert_int_equal(persist_calls, 7);
+	assert_ptr_equal(persist_ptr, base + REPLICA_PSN1_OFF);
+	assert_true(same_state(&cur, &before));
+	assert_int_equal(replica_hdr_decode(base, REPLICA_HDR_BLOCK, 0, &got), 0);
+	assert_true(same_state(&got, &before));
+	assert_int_equal(replica_pos_psn(base, &got), f2 | 7);
+	pmrep_test_hooks.pmem_persist = NULL;
+	assert_int_equal(pmrep_pmem_close(&pmem), 0);
+	unlink(path);
+}
+
 static void
 slot_bad_magic_version_checksum_reserved_layout_are_malformed(void **state)
 {
@@ -369,14 +509,16 @@ slot_bad_magic_version_checksum_reserved_layout_are_malformed(void **state)
 	BAD(pmrep_put_le16(b + 8, 3));		/* unknown version */
 	BAD(pmrep_put_le16(b + 10, 64));	/* slot length */
 	BAD(b[12] |= 0x80);			/* unknown flag */
+	BAD(b[12] |= 0x40);			/* the first one past PRIMARY */
+	BAD(b[15] |= 0x80);
 	BAD(pmrep_put_le64(b + 56, 8192));	/* data offset */
 	BAD(pmrep_put_le64(b + 64, 0));		/* data size 0 */
 	BAD(pmrep_put_le64(b + 64, UINT64_MAX));	/* data size overflows */
 	BAD(pmrep_put_le16(b + 96, 9));		/* set size above 8 */
 	BAD(pmrep_put_le16(b + 98, 4));		/* quorum above the set size */
 	BAD(pmrep_put_le16(b + 96, 0));		/* a quorum without a set */
-	for (int i = 100; i < 120; i++)
-		BAD(b[i] = 1);			/* reserved */
+	for (int i = 116; i < 120; i++)
+		BAD(b[i] = 1);			/* reserved (only 116..119 now) */
 #undef BAD
 	/* every flipped bit after the magic fails the checksum (or more) */
 	replica_hdr_encode(&in, b);
@@ -389,10 +531,29 @@ slot_bad_magic_version_checksum_reserved_layout_are_malformed(void **state)
 		}
 	}
 	assert_int_equal(replica_slot_decode(b, &out, true), 0);
+	/* bytes 100..115 are the position owner and the claim floor now:
+	 * any value decodes (resealed) */
+	for (int i = 100; i < 116; i++) {
+		replica_hdr_encode(&in, b);
+		b[i] = 0xff;
+		reseal(b);
+		assert_int_equal(replica_slot_decode(b, &out, true), 0);
+		assert_int_equal(out.pos_gen, in.pos_gen);
+		if (i < 108)
+			assert_int_not_equal(out.pos_owner, in.pos_owner);
+		else
+			assert_int_not_equal(out.claim_floor, in.claim_floor);
+	}
+	replica_hdr_encode(&in, b);
+	assert_int_equal(replica_slot_decode(b, &out, true), 0);
 	/* a v1 slot: its own reserved bytes */
 	v1_encode(&in, 1, b);
 	assert_int_equal(replica_slot_decode(b, &out, true), 0);
 	assert_int_equal(out.version, 1);
+	/* a v1 header has no position and no claim floor */
+	assert_int_equal(out.pos_gen, 0);
+	assert_int_equal(out.pos_owner, 0);
+	assert_int_equal(out.claim_floor, 0);
 	b[100] = 1;
 	reseal(b);
 	assert_int_equal(replica_slot_decode(b, &out, true), PMREP_E_MALFORMED);
@@ -445,6 +606,22 @@ read_info_reads_a_formatted_file_and_rejects_others(void **state)
 	assert_int_equal(info.owner, 0x1122334455667788ull);
 	assert_int_equal(info.seq, 5);
 	assert_int_equal(info.last_persist_seq, 123);
+	/* POSW1: the second word (3976) is the live one */
+	assert_int_equal(REPLICA_PSN1_OFF, REPLICA_PSN_OFF + 8);
+	w = htole64(456);
+	memcpy(blk + REPLICA_PSN1_OFF, &w, sizeof(w));
+	assert_int_equal(pwrite(fd, blk, sizeof(blk), 0), (ssize_t)sizeof(blk));
+	assert_int_equal(pmrep_replica_read_info(path, &info), 0);
+	assert_int_equal(info.last_persist_seq, 123);
+	struct replica_hdr w1 = in;
+	w1.flags |= REPLICA_F_POSW1;
+	w1.seq = 6;
+	replica_hdr_encode(&w1, blk);	/* the newer slot, at 0 */
+	assert_int_equal(pwrite(fd, blk, sizeof(blk), 0), (ssize_t)sizeof(blk));
+	assert_int_equal(pmrep_replica_read_info(path, &info), 0);
+	assert_int_equal(info.seq, 6);
+	assert_int_equal(info.flags, PMREP_REPLICA_F_CONSISTENT | REPLICA_F_POSW1);
+	assert_int_equal(info.last_persist_seq, 456);
 
 	/* a file one page longer than the header says */
 	assert_int_equal(ftruncate(fd, PMREP_REPLICA_DATA_OFFSET + DATA + 4096), 0);
@@ -473,6 +650,7 @@ main(void)
 		cmocka_unit_test(T29_every_torn_header_update_decodes_to_the_old_or_the_new_state),
 		cmocka_unit_test(v1_header_reads_as_sequence_0_and_upgrades_into_the_slot_at_2048),
 		cmocka_unit_test(header_write_persists_exactly_the_new_slot_and_keeps_state_on_failure),
+		cmocka_unit_test(position_record_raises_the_live_word_or_switches_words_for_a_new_writer),
 		cmocka_unit_test(slot_bad_magic_version_checksum_reserved_layout_are_malformed),
 		cmocka_unit_test(hdr_size_mismatch_with_the_file_is_range),
 		cmocka_unit_test(read_info_reads_a_formatted_file_and_rejects_others),

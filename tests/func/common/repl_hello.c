@@ -32,7 +32,7 @@ func_repl_hello(uint8_t *out, const uint8_t *key, size_t key_len,
 	memset(out, 0, FUNC_HELLO_LEN);
 	out[0] = 0x52;		/* magic 0x5052 LE */
 	out[1] = 0x50;
-	out[2] = 2;
+	out[2] = 3;		/* protocol version 3 */
 	out[3] = 1;
 	le32(out + 4, key_id);
 	(void) RAND_bytes(out + 8, 16);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * repl_hello.h -- a replication HELLO (protocol v2, 56 bytes) built by the
+ * repl_hello.h -- a replication HELLO (protocol v3, 56 bytes) built by the
  * tests from docs/PROTOCOL.md "Admission", with OpenSSL's HMAC: an
  * independent implementation of the admission proof, so a test that uses
  * it checks the library's against the documented format.
@@ -18,7 +18,7 @@
 /* the proof window of the wall clock now, plus `delta` windows */
 uint32_t func_admit_window(int delta);
 /*
- * A HELLO into out[FUNC_HELLO_LEN]: magic, version 2, type 1, key_id, a
+ * A HELLO into out[FUNC_HELLO_LEN]: magic, version 3, type 1, key_id, a
  * random nonce_i (also into nonce_i when not NULL), selector (NULL: none),
  * and -- key not NULL -- the admission proof of `window` made with key.
  */
