@@ -510,6 +510,7 @@ static void
 promote_decides_before_it_fences_an_old_primary_that_goes_on_writing(void **state)
 {
 	(void)state;
+	FUNC_TCP_ONLY();	/* the tools and writers over tcp */
 	serve(0);
 	serve(1);
 	/* the old primary: this process, a pmrep log, quorum 1 of 2,
@@ -628,6 +629,7 @@ static void
 a_hand_over_with_clocks_20_s_apart_keeps_the_acknowledged_writes(void **state)
 {
 	(void)state;
+	FUNC_TCP_ONLY();	/* the tools and writers over tcp */
 	hand_over(-20, true);
 }
 
@@ -635,6 +637,7 @@ static void
 a_hand_over_by_a_writer_without_persist_seq_keeps_the_acknowledged_writes(void **state)
 {
 	(void)state;
+	FUNC_TCP_ONLY();	/* the tools and writers over tcp */
 	hand_over(0, false);
 }
 
@@ -644,6 +647,7 @@ static void
 a_promote_killed_after_one_fence_leaves_no_stale_copy_to_promote(void **state)
 {
 	(void)state;
+	FUNC_TCP_ONLY();	/* the tools and writers over tcp */
 	serve(0);
 	serve(1);
 	/* the failure of test_repl_promote: quorum 1 of 2, persist sequences
@@ -719,6 +723,7 @@ static void
 t30_a_clean_close_does_not_vouch_for_writes_made_without_the_replica(void **state)
 {
 	(void)state;
+	FUNC_TCP_ONLY();	/* the tools and writers over tcp */
 	serve(0);
 	serve(1);
 	/* run 1: quorum 1 of 2, no persist sequences (the default), both
@@ -892,11 +897,6 @@ main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
-	/* the process-level tests use the tools over tcp */
-	if (!func_is_tcp()) {
-		print_message("test_failover_v2: tcp only\n");
-		return 0;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(promote_decides_before_it_fences_an_old_primary_that_goes_on_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hand_over_with_clocks_20_s_apart_keeps_the_acknowledged_writes, setup, teardown),
