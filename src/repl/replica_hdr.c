@@ -146,7 +146,11 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 				pmrep_get_le16(buf + 10),
 				(unsigned long long)pmrep_get_le64(buf + off_doff));
 	uint32_t flags = pmrep_get_le32(buf + 12);
-	if ((flags & ~HDR_FLAGS_KNOWN) != 0)
+	/* a version 1 slot knows the public flags only */
+	uint32_t known = version == 2 ? HDR_FLAGS_KNOWN :
+		(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
+		 PMREP_REPLICA_F_PROMOTED);
+	if ((flags & ~known) != 0)
 		SLOT_ERR("replica header: unknown flags 0x%x", flags);
 	for (size_t i = res_from; i < HDR_CSUM_OFF; i++)
 		if (buf[i] != 0)
@@ -181,7 +185,6 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 		h->owner = pmrep_get_le64(buf + 56);
 		h->pos_gen = h->pos_owner = h->claim_floor = 0;
 		h->set_size = h->set_quorum = 0;
-		h->flags &= ~(REPLICA_F_TRACKED | REPLICA_F_POSW1);
 	}
 	return 0;
 }

@@ -373,6 +373,12 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		r.type = REPL_MSG_PERSIST_REPLY;
 		if (target_poisoned(t)) {
 			r.status = REPL_ST_INTERNAL;
+		} else if (s->fence) {
+			/* a promotion's fence has no writer behind it: it
+			 * moves neither the data nor the position */
+			PMREP_LOG_ERR("session %d: a PERSIST on a fencing session (COMMIT kind FENCE) is refused",
+					(int)(s - t->s));
+			r.status = REPL_ST_STATE;
 		} else if (off > t->hdr.data_size || len > t->hdr.data_size - off) {
 			PMREP_LOG_ERR("persist request of %llu bytes at %llu is outside the %llu-byte data area",
 					(unsigned long long)len, (unsigned long long)off,
