@@ -24,20 +24,27 @@ const char help_promote[] =
 	"                [--state-file PATH] [--timeout MS] [--create-timeout MS]\n"
 	"                [--no-tls] [--json] [-v]\n"
 	"      make this node's replica file LOG (a pmrep log; its pmrep-target\n"
-	"      stopped) the primary of its set after the primary failed: ask the\n"
-	"      set's other replicas (--replica, in the order the new primary's\n"
-	"      mirror uses them; /NAME: one replica of an endpoint serving several)\n"
-	"      read-only; refuse if one is more current (a newer\n"
-	"      generation or a higher persist sequence) or if fewer than\n"
-	"      n - k + 1 replicas can be fenced (--set-size n: the replicas the old\n"
-	"      primary wrote to, this node included, default the --replica count\n"
-	"      + 1; --quorum k: its quorum, default all; the set and quorum the\n"
-	"      headers record count too, whichever needs more); else raise the\n"
-	"      generation in LOG's header and commit it on the replicas reached, so\n"
-	"      that they refuse the old primary from then on. --dry-run: the checks\n"
-	"      only. --force: both --force-stale and --force-fence. --wait-sync:\n"
-	"      return once every replica reached is in sync with LOG. Then start\n"
-	"      the application's mirror on LOG at the printed generation.\n"
+	"      stopped) the primary of its set after the primary failed. Fence,\n"
+	"      then decide: raise the generation in LOG's header and commit it on\n"
+	"      every replica reached (--replica, in the order the new primary's\n"
+	"      mirror uses them; /NAME: one replica of an endpoint serving\n"
+	"      several), which closes the old primary's sessions there, then rank\n"
+	"      the positions of the fenced copies as of their fence. Refused when\n"
+	"      fewer than n - k + 1 copies are fenced (--set-size n: the replicas\n"
+	"      the old primary wrote to, this node included, default the\n"
+	"      --replica count + 1; --quorum k: its quorum, default all; the set\n"
+	"      and quorum the headers record count too, whichever needs more),\n"
+	"      when a fenced copy is more current (promote that one), or when which\n"
+	"      copy is newest cannot be told. A refusal after the fence leaves the\n"
+	"      copies fenced with no writer: re-run, or promote the copy named.\n"
+	"      --dry-run: the same checks read-only, nothing written (a pre-check:\n"
+	"      a live old primary can still move the positions). --force-stale:\n"
+	"      promote LOG although another copy may hold acknowledged writes LOG\n"
+	"      lacks (they are overwritten); --force-fence: although the old\n"
+	"      primary may still complete persists; --force: both. --wait-sync:\n"
+	"      return once every replica fenced is in sync with LOG. Then start\n"
+	"      the application's mirror on LOG at the printed generation, with\n"
+	"      the same mirror state file (--state-file, default LOG.pmrep-state).\n"
 	"      Exit 0 promoted (or, --dry-run, may be promoted), 1 refused, 2 usage\n"
 	"      error or failure (LOG in use by its target, I/O, fencing failed).\n";
 
@@ -65,19 +72,19 @@ add_replica(struct pmrep_mirror_cfg *cfg, unsigned idx, const char *arg)
 }
 
 /* the outcome's token: promoted, may_promote (--dry-run), refused_stale,
- * refused_removed, refused_fence, failed */
+ * refused_cannot_tell, refused_removed, refused_fence, failed */
 static const char *
 outcome_of(const struct pmrep_promote_result *r, unsigned flags, int ret)
 {
 	if (ret == 0)
 		return flags & PMREP_PROMOTE_DRY_RUN ? "may_promote" : "promoted";
-	if (r->generation == 0 && ret == PMREP_E_STATE && r->more_current >= 0)
-		return "refused_stale";
-	if (r->generation == 0 && ret == PMREP_E_STATE)
-		return "refused_removed";	/* its primary removed it from the set */
-	if (r->generation == 0 && ret == PMREP_E_UNREACHABLE && r->needed > 0)
-		return "refused_fence";
-	return "failed";
+	switch (r->refused) {
+	case PMREP_PROMOTE_REFUSED_STALE: return "refused_stale";
+	case PMREP_PROMOTE_REFUSED_CANNOT_TELL: return "refused_cannot_tell";
+	case PMREP_PROMOTE_REFUSED_FENCE: return "refused_fence";
+	case PMREP_PROMOTE_REFUSED_REMOVED: return "refused_removed";
+	default: return "failed";
+	}
 }
 
 static void

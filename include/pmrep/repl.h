@@ -66,6 +66,97 @@ struct pmrep_replica_info {
 };
 
 /*
+ * What a copy says of its position (docs/PROTOCOL.md "Position"): which
+ * writer's steps it holds and how far, and what the last writer's run
+ * that claimed it leaves it able to vouch for. Read from a replica's or a
+ * log's header (pmrep_replica_read_position) or asked of its target
+ * (pmrep_replica_query_position); ranked by pmrep_position_decide.
+ */
+struct pmrep_replica_position {
+	uint64_t generation;	/* of the writer whose steps it holds (0: none recorded) */
+	uint64_t owner;		/* that writer's primary id */
+	uint64_t seq;		/* persist sequence of the newest of them it holds through */
+	uint64_t run_generation; /* the last writer's run that claimed it (0: none) */
+	uint64_t run_owner;	/* that run's primary id */
+	uint64_t run_floor;	/* that run's first persist sequence */
+	uint64_t fence_generation; /* the header's generation (sessions below are refused) */
+	uint32_t flags;		/* PMREP_POSITION_F_* */
+	uint32_t reserved0;	/* zero */
+	uint64_t reserved[4];	/* zero; room to grow */
+};
+/* the header is marked consistent (PMREP_REPLICA_F_CONSISTENT) */
+#define PMREP_POSITION_F_CONSISTENT (1u << 0)
+/* removed from its set by its writer (PMREP_REPLICA_F_REMOVED): not a copy of the set */
+#define PMREP_POSITION_F_REMOVED (1u << 1)
+/* the run records a position at every step (per-step sequence on) */
+#define PMREP_POSITION_F_TRACKED (1u << 3)
+/* a writer's own log while its mirror runs: it holds every step of its run */
+#define PMREP_POSITION_F_PRIMARY (1u << 5)
+/* the run ended with a clean close at the position: complete as of it */
+#define PMREP_POSITION_F_RUN_CLOSED (1u << 6)
+/* never claimed: no copy of any set */
+#define PMREP_POSITION_F_FRESH (1u << 16)
+
+/*
+ * pmrep_replica_read_position -- the position the header of a replica's
+ * or a pmrep log's file `path` (a regular file or a device DAX) records.
+ * Nothing is written. Thread-safe.
+ * Errors: PMREP_E_INVAL (NULL argument; not a regular file nor a device
+ * DAX), PMREP_E_MALFORMED (not a valid header), PMREP_E_RANGE (its data
+ * size does not match the file's), PMREP_E_PROVIDER (stat / open / read
+ * failed: pmrep_err_errno()).
+ */
+PMREP_API int pmrep_replica_read_position(const char *path,
+		struct pmrep_replica_position *pos);
+
+/*
+ * pmrep_replica_query_position -- the same, asked read-only of the target
+ * at addr:port serving replica `name` (NULL or "": its one replica), with
+ * the pre-shared key (key_len bytes), within timeout_ms (> 0). Nothing is
+ * written on the target; no session of it is touched. Thread-safe.
+ * Errors: those of pmrep_replica_query_named.
+ */
+PMREP_API int pmrep_replica_query_position(const char *addr, const char *port,
+		const char *name, const uint8_t *key, size_t key_len,
+		int timeout_ms, struct pmrep_replica_position *pos);
+
+/*
+ * pmrep_position_decide -- the one decision of which copy is newest, that
+ * compare, promote, recover and the mirror's attach share (docs/PROTOCOL.md
+ * "Position", "The decision"): among the n positions of the copies of
+ * one set (fresh and removed ones are skipped), the copy that is complete
+ * through the highest position, provided no copy may hold more than that
+ * one vouches for. A copy vouches for its position when its run closed
+ * cleanly there, or when its run records positions per step and it
+ * reached that run; a writer's own log vouches for its whole run; a copy
+ * being resynced, or claimed by a run without per-step positions that did
+ * not close, vouches for nothing and may hold up to its run's end.
+ * On 0, *best is the index of that copy (among equal ones, the lowest).
+ * Errors (nothing is written; *conflict, when not NULL, names the copy
+ * that decides it):
+ *  - PMREP_E_INVAL: NULL pos or best, or n == 0;
+ *  - PMREP_E_SPLIT_BRAIN: two writers' positions of one generation and
+ *    epoch, which do not compare ("cannot tell");
+ *  - PMREP_E_STATE: a copy may hold more than every complete copy vouches
+ *    for, or no copy is complete ("cannot tell": reach that copy, or
+ *    another that vouches for it, or --force);
+ *    PMREP_E_STATE too when no copy of a set is among them (all fresh or
+ *    removed; *conflict is then n).
+ * Thread-safe (a pure function).
+ */
+PMREP_API int pmrep_position_decide(const struct pmrep_replica_position *pos,
+		unsigned n, unsigned *best, unsigned *conflict);
+
+/*
+ * pmrep_position_compare -- how copy a stands to copy b: 1 (a is more
+ * current: b may lack what a vouches for), -1 (b is), 0 (neither vouches
+ * for more than the other may hold) or PMREP_E_SPLIT_BRAIN (they do not
+ * compare). PMREP_E_INVAL: a NULL argument. Thread-safe.
+ */
+PMREP_API int pmrep_position_compare(const struct pmrep_replica_position *a,
+		const struct pmrep_replica_position *b);
+
+/*
  * What a replica's header records of the membership of the writer that
  * claimed it (docs/PROTOCOL.md "Membership"): the set size n -- the
  * replicas that writer mirrors to, replicas it is adding at run time
@@ -1515,8 +1606,22 @@ struct pmrep_promote_result {
 	 * (this log's and the reached replicas'), whichever needs more */
 	uint32_t set_size;
 	uint32_t set_quorum;		/* 0: all */
-	uint8_t reserved[56];		/* zero; room to grow */
+	/* why it was refused (PMREP_PROMOTE_REFUSED_*; 0: not refused). A
+	 * refusal after the fence leaves `generation` set: the copies
+	 * fenced hold it, with no writer */
+	uint32_t refused;
+	uint32_t reserved0;		/* zero */
+	uint8_t reserved[48];		/* zero; room to grow */
 };
+/* a reached copy is more current than this log (more_current names it) */
+#define PMREP_PROMOTE_REFUSED_STALE 1u
+/* which copy is newest cannot be told (a copy may hold persists no
+ * reachable copy vouches for, or two writers of one generation) */
+#define PMREP_PROMOTE_REFUSED_CANNOT_TELL 2u
+/* fewer than n - k + 1 copies could be fenced */
+#define PMREP_PROMOTE_REFUSED_FENCE 3u
+/* this log was removed from its set */
+#define PMREP_PROMOTE_REFUSED_REMOVED 4u
 
 /*
  * pmrep_mirror_promote -- make this node's file the primary of its replica

@@ -95,7 +95,10 @@ mirror_log_claim(struct pmrep_mirror *m)
 	next.set_size = keep ? h.set_size : m->cfg.n;
 	next.set_quorum = keep ? h.set_quorum : m->cfg.quorum;
 	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
-			PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED);
+			PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED |
+			REPLICA_F_RUN_CLOSED);
+	next.run_gen = m->cfg.generation;
+	next.run_owner = id;
 	/* the writer's own log holds every step of its run (PROTOCOL.md
 	 * "Position": complete through its run's end until it closes) */
 	next.flags |= REPLICA_F_PRIMARY;
@@ -144,7 +147,8 @@ mirror_log_close(struct pmrep_mirror *m)
 	m->log_hdr.flags &= ~REPLICA_F_PRIMARY;	/* written with the mark */
 	int ret = replica_pos_record_flags(m->pmem, whole, &m->log_hdr,
 			m->cfg.generation, mstate_primary_id(m->state),
-			mirror_newest_psn(m), PMREP_REPLICA_F_CONSISTENT);
+			mirror_newest_psn(m),
+			PMREP_REPLICA_F_CONSISTENT | REPLICA_F_RUN_CLOSED);
 	if (ret)
 		PMREP_LOG_WARN("mirror: its log %s could not be marked consistent (%s)",
 				path, pmrep_err_to_str(ret));

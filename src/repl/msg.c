@@ -25,7 +25,7 @@
  *  AUTH (80):    0 mac[32]  32 uuid[16]  48 u64 data size  56 u64 generation
  *                64 u64 primary id  72 u32 intent (1 ATTACH, 2 QUERY)
  *                76 u32 reserved (0)
- *  ACCEPT (144): 0 mac[32]  32 MR descriptor[32]  64 peer cfg descriptor[8]
+ *  ACCEPT (192): 0 mac[32]  32 MR descriptor[32]  64 peer cfg descriptor[8]
  *                the header as it is now: 72 uuid[16]  88 replica id[16]
  *                104 u64 generation  112 u64 owner  120 u64 slot sequence
  *                128 u64 last persist sequence  136 u32 header flags
@@ -33,7 +33,9 @@
  *                146 u16 set quorum (the header's membership; 0 0: none
  *                recorded)  148 u32 reserved (0)  152 u64 position
  *                generation  160 u64 position owner  168 u64 claim floor
- *                (ACCEPT 176; 128 is the live position word)
+ *                176 u64 run generation  184 u64 run owner (the last
+ *                writer's run that claimed it; 128 is the live position
+ *                record's persist sequence)
  *  COMMIT (56):  0 replica id[16]  16 u64 generation  24 u64 primary id
  *                32 u32 resync kind (1 FULL, 2 INCREMENTAL, 3 FENCE)  36
  *                u16 set size (1 .. 8)  38 u16 set quorum (0: all .. set
@@ -72,7 +74,7 @@
 #define PDATA_MAGIC 0x5052
 #define MSG_MAGIC 0x4d52
 #define AUTH_BODY 80
-#define ACCEPT_BODY 176
+#define ACCEPT_BODY 192
 #define COMMIT_BODY 56
 #define COMMIT_REPLY_BODY 24
 #define CLOSE_BODY 8
@@ -199,6 +201,8 @@ accept_body_encode(const struct repl_accept *a, uint8_t *b)
 	pmrep_put_le64(b + 152, a->pos_gen);
 	pmrep_put_le64(b + 160, a->pos_owner);
 	pmrep_put_le64(b + 168, a->claim_floor);
+	pmrep_put_le64(b + 176, a->run_gen);
+	pmrep_put_le64(b + 184, a->run_owner);
 }
 
 static void
@@ -358,6 +362,8 @@ repl_msg_decode(const void *buf, size_t len, struct repl_msg *m)
 		a->pos_gen = pmrep_get_le64(b + 152);
 		a->pos_owner = pmrep_get_le64(b + 160);
 		a->claim_floor = pmrep_get_le64(b + 168);
+		a->run_gen = pmrep_get_le64(b + 176);
+		a->run_owner = pmrep_get_le64(b + 184);
 		struct repl_members mb;
 		bool mb_ok = members_decode(b + 144, true, &mb);
 		a->set_size = mb.set_size;

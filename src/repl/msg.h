@@ -85,7 +85,7 @@ enum repl_resync {
 /* the header flags an ACCEPT may report (replica_hdr.h's) */
 #define REPL_HDR_FLAGS_KNOWN (PMREP_REPLICA_F_CONSISTENT | \
 		PMREP_REPLICA_F_REMOVED | PMREP_REPLICA_F_PROMOTED | (1u << 3) | \
-		(1u << 4) | (1u << 5))
+		(1u << 4) | (1u << 5) | (1u << 6))
 /* COMMIT flags */
 #define REPL_COMMIT_F_TRACKED 1u	/* the writer records a position per step */
 
@@ -123,8 +123,9 @@ struct repl_accept {
 	uint64_t owner;
 	uint64_t hdr_seq;		/* the header slot's sequence */
 	uint64_t last_persist_seq;	/* the live position word */
-	/* the position's writer and the claim's floor (replica_hdr.h) */
-	uint64_t pos_gen, pos_owner, claim_floor;
+	/* the position's writer, and the last writer's run that claimed
+	 * it (replica_hdr.h) */
+	uint64_t pos_gen, pos_owner, claim_floor, run_gen, run_owner;
 	uint32_t hdr_flags;		/* PMREP_REPLICA_F_*, REPLICA_F_* */
 	uint32_t target_flags;		/* REPL_TF_* */
 	/* the header's membership (set size 0: not recorded) */

@@ -14,6 +14,7 @@
 #include <pmrep/transport.h>
 
 #include "common/log.h"
+#include "position.h"
 #include "query.h"
 #include "replica_hdr.h"
 
@@ -23,6 +24,21 @@ repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 		const uint8_t *key,
 		size_t key_len, const uint8_t uuid[PMREP_UUID_SIZE],
 		uint64_t generation, uint64_t data_size, long long deadline,
+		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,
+		struct repl_accept *acc)
+{
+	return repl_session_open(ch, peer, addr, port, selector, key, key_len,
+			uuid, generation, data_size, REPL_INTENT_QUERY, 0,
+			deadline, conn_timeout_ms, who, conn, acc);
+}
+
+int
+repl_session_open(struct repl_chan *ch, struct pmrep_peer *peer,
+		const char *addr, const char *port, const char *selector,
+		const uint8_t *key,
+		size_t key_len, const uint8_t uuid[PMREP_UUID_SIZE],
+		uint64_t generation, uint64_t data_size,
+		enum repl_intent intent, uint64_t primary_id, long long deadline,
 		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,
 		struct repl_accept *acc)
 {
@@ -41,8 +57,8 @@ repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 	memcpy(msg.u.auth.uuid, uuid, PMREP_UUID_SIZE);
 	msg.u.auth.data_size = data_size;
 	msg.u.auth.generation = generation;
-	msg.u.auth.primary_id = 0;
-	msg.u.auth.intent = REPL_INTENT_QUERY;
+	msg.u.auth.primary_id = primary_id;
+	msg.u.auth.intent = intent;
 	ret = repl_auth_mac(key, key_len, nonce_i, nonce_t, &msg.u.auth,
 			msg.u.auth.mac);
 	if (ret)
@@ -53,7 +69,7 @@ repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 	struct repl_msg reply;
 	ret = repl_chan_wait_msg(ch, deadline, &reply);
 	if (ret) {
-		PMREP_LOG_ERR("%s: replica %s:%s: no answer to our QUERY: %s",
+		PMREP_LOG_ERR("%s: replica %s:%s: no answer to our AUTH: %s",
 				who, addr, port, pmrep_err_to_str(ret));
 		return ret;
 	}
@@ -115,7 +131,7 @@ pmrep_replica_query_named(const char *addr, const char *port,
 		int timeout_ms, struct pmrep_replica_info *info)
 {
 	return repl_query_named(addr, port, name, key, key_len, timeout_ms,
-			info, NULL);
+			info, NULL, NULL);
 }
 
 int
@@ -130,14 +146,29 @@ pmrep_replica_query_membership(const char *addr, const char *port,
 	}
 	struct pmrep_replica_info tmp;
 	return repl_query_named(addr, port, name, key, key_len, timeout_ms,
-			info != NULL ? info : &tmp, mb);
+			info != NULL ? info : &tmp, mb, NULL);
+}
+
+int
+pmrep_replica_query_position(const char *addr, const char *port,
+		const char *name, const uint8_t *key, size_t key_len,
+		int timeout_ms, struct pmrep_replica_position *pos)
+{
+	if (pos == NULL) {
+		PMREP_LOG_ERR("invalid argument: pos is NULL");
+		return PMREP_E_INVAL;
+	}
+	struct pmrep_replica_info tmp;
+	return repl_query_named(addr, port, name, key, key_len, timeout_ms,
+			&tmp, NULL, pos);
 }
 
 int
 repl_query_named(const char *addr, const char *port, const char *name,
 		const uint8_t *key, size_t key_len, int timeout_ms,
 		struct pmrep_replica_info *info,
-		struct pmrep_replica_membership *mb)
+		struct pmrep_replica_membership *mb,
+		struct pmrep_replica_position *pos)
 {
 	if (addr == NULL || port == NULL || key == NULL || info == NULL) {
 		PMREP_LOG_ERR("invalid argument: addr, port, key or info is NULL");
@@ -194,6 +225,8 @@ repl_query_named(const char *addr, const char *port, const char *name,
 	if (mb != NULL)
 		*mb = (struct pmrep_replica_membership){ .set_size = acc.set_size,
 			.quorum = acc.set_quorum };
+	if (pos != NULL)
+		repl_position_from_accept(pos, &acc);
 	PMREP_LOG_INFO("query: replica %s:%s: generation %llu, owner %016llx, header seq %llu, %s",
 			addr, port, (unsigned long long)acc.generation,
 			(unsigned long long)acc.owner,

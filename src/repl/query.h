@@ -39,16 +39,28 @@ int repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,
 		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,
 		struct repl_accept *acc);
 
+/* the same handshake with any intent: an ATTACH names `primary_id` (a
+ * promotion's fence: promote.c) */
+int repl_session_open(struct repl_chan *ch, struct pmrep_peer *peer,
+		const char *addr, const char *port, const char *selector,
+		const uint8_t *key,
+		size_t key_len, const uint8_t uuid[PMREP_UUID_SIZE],
+		uint64_t generation, uint64_t data_size,
+		enum repl_intent intent, uint64_t primary_id, long long deadline,
+		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,
+		struct repl_accept *acc);
+
 /* *info (NULL: nothing) from an ACCEPT's header fields, with `data_size`
  * bytes of data area at PMREP_REPLICA_DATA_OFFSET */
 void repl_query_info(struct pmrep_replica_info *info, uint64_t data_size,
 		const struct repl_accept *acc);
 
-/* pmrep_replica_query_named, and *mb (NULL: not wanted) the membership
- * the header records */
+/* pmrep_replica_query_named, and (NULL: not wanted) *mb the membership
+ * the header records, *pos its position */
 int repl_query_named(const char *addr, const char *port, const char *name,
 		const uint8_t *key, size_t key_len, int timeout_ms,
 		struct pmrep_replica_info *info,
-		struct pmrep_replica_membership *mb);
+		struct pmrep_replica_membership *mb,
+		struct pmrep_replica_position *pos);
 
 #endif /* PMREP_REPL_QUERY_H */

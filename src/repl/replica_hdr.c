@@ -25,20 +25,22 @@
  *   64  u64 data size in bytes (> 0)
  *   72  u64 generation
  *   80  u64 owner (primary id of the last committed attach)
- *   88  u64 position generation: the generation of the writer whose
- *       steps the copy holds (PROTOCOL.md "Position"; 0: none recorded)
+ *   88  u64 run generation: of the last writer's run that claimed it
+ *       (PROTOCOL.md "Position"; a fence keeps it; 0: none)
  *   96  u16 set size: the replicas the claiming writer mirrors to (its
  *       membership, PROTOCOL.md "Membership"; 0: not recorded)
  *   98  u16 set quorum (0: all; at most the set size)
- *  100  u64 position owner: that writer's primary id
- *  108  u64 claim floor: the first persist sequence of the claiming
- *       writer's run (0: none)
+ *  100  u64 run owner: that writer's primary id
+ *  108  u64 claim floor: the first persist sequence of that run (0: none)
  *  116  u8[4] reserved (0)
  *  120  u64 checksum: Fletcher-64 of bytes 0..119
  *
- * Flags 8 (TRACKED: the claiming writer records a position at every
- * step) and 16 (POSW1: the live position word is the second) are the
- * position's. Position words: u64 at 3968 and 3976 of the block.
+ * Flags 8 (TRACKED: the run records a position at every step), 16
+ * (POSW1: the live position record is the second), 32 (PRIMARY: a
+ * writer's own log while its mirror runs) and 64 (RUN_CLOSED: the run
+ * ended with a clean close at the position) are the position's.
+ * Position records at 3968 and 4000 of the block: u64 persist sequence,
+ * u64 generation, u64 owner of the writer whose steps the copy holds.
  *
  * Slot, version 1 (read only; one slot at offset 0): magic "PMREPRPL",
  * 8 u16 version (1), 10 u16 length (128), 12 u32 flags, 16 u8[16] UUID,
@@ -56,6 +58,7 @@
 
 #include "common/log.h"
 #include "common/wire.h"
+#include "position.h"
 #include "replica_hdr.h"
 
 static const uint8_t magic_v2[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', '2' };
@@ -63,7 +66,7 @@ static const uint8_t magic_v1[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', 'L' };
 #define HDR_CSUM_OFF 120
 #define HDR_FLAGS_KNOWN (PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED | \
 		PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED | REPLICA_F_POSW1 | \
-		REPLICA_F_PRIMARY)
+		REPLICA_F_PRIMARY | REPLICA_F_RUN_CLOSED)
 
 uint64_t
 replica_fletcher64(const uint8_t *buf, size_t len)
@@ -106,10 +109,10 @@ replica_hdr_encode(const struct replica_hdr *h, uint8_t *out)
 	pmrep_put_le64(out + 64, h->data_size);
 	pmrep_put_le64(out + 72, h->generation);
 	pmrep_put_le64(out + 80, h->owner);
-	pmrep_put_le64(out + 88, h->pos_gen);
+	pmrep_put_le64(out + 88, h->run_gen);
 	pmrep_put_le16(out + 96, (uint16_t)h->set_size);
 	pmrep_put_le16(out + 98, (uint16_t)h->set_quorum);
-	pmrep_put_le64(out + 100, h->pos_owner);
+	pmrep_put_le64(out + 100, h->run_owner);
 	pmrep_put_le64(out + 108, h->claim_floor);
 	pmrep_put_le64(out + HDR_CSUM_OFF, replica_fletcher64(out, HDR_CSUM_OFF));
 }
@@ -168,10 +171,10 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 		memcpy(h->replica_id, buf + 40, PMREP_UUID_SIZE);
 		h->generation = pmrep_get_le64(buf + 72);
 		h->owner = pmrep_get_le64(buf + 80);
-		h->pos_gen = pmrep_get_le64(buf + 88);
+		h->run_gen = pmrep_get_le64(buf + 88);
 		h->set_size = pmrep_get_le16(buf + 96);
 		h->set_quorum = pmrep_get_le16(buf + 98);
-		h->pos_owner = pmrep_get_le64(buf + 100);
+		h->run_owner = pmrep_get_le64(buf + 100);
 		h->claim_floor = pmrep_get_le64(buf + 108);
 		if (h->set_size > PMREP_MIRROR_MAX_REPLICAS ||
 				h->set_quorum > h->set_size)
@@ -183,7 +186,7 @@ replica_slot_decode(const uint8_t *buf, struct replica_hdr *h, bool quiet)
 		memset(h->replica_id, 0, PMREP_UUID_SIZE);
 		h->generation = pmrep_get_le64(buf + 48);
 		h->owner = pmrep_get_le64(buf + 56);
-		h->pos_gen = h->pos_owner = h->claim_floor = 0;
+		h->run_gen = h->run_owner = h->claim_floor = 0;
 		h->set_size = h->set_quorum = 0;
 	}
 	return 0;
@@ -226,6 +229,11 @@ replica_hdr_decode(const uint8_t *buf, size_t len, uint64_t file_size,
 		return PMREP_E_RANGE;
 	}
 	*h = s[pick];
+	/* the live position record's writer */
+	size_t rec = (h->flags & REPLICA_F_POSW1) ? REPLICA_PSN1_OFF :
+		REPLICA_PSN_OFF;
+	h->pos_gen = h->version == 2 ? pmrep_get_le64(buf + rec + 8) : 0;
+	h->pos_owner = h->version == 2 ? pmrep_get_le64(buf + rec + 16) : 0;
 	return 0;
 }
 
@@ -321,12 +329,16 @@ replica_pos_record_flags(struct pmrep_pmem *pmem, uint8_t *base,
 				return ret;
 		}
 	} else {
-		/* another writer's history: the word not live first, then
+		/* another writer's history: the record not live first, then
 		 * the slot that makes it live (the old position stands until
 		 * then) */
 		size_t other = live_off(cur) == REPLICA_PSN_OFF ?
 			REPLICA_PSN1_OFF : REPLICA_PSN_OFF;
-		ret = word_write(pmem, base, other, psn);
+		uint8_t *r = base + other;
+		pmrep_put_le64(r, psn);
+		pmrep_put_le64(r + 8, gen);
+		pmrep_put_le64(r + 16, owner);
+		ret = pmrep_pmem_persist(pmem, r, REPLICA_POS_REC);
 		if (ret)
 			return ret;
 		next.pos_gen = gen;
@@ -343,7 +355,8 @@ replica_pos_record_flags(struct pmrep_pmem *pmem, uint8_t *base,
 /* read the header at `path` into *info and (NULL: not wanted) *mb */
 static int
 read_hdr(const char *path, struct pmrep_replica_info *info,
-		struct pmrep_replica_membership *mb)
+		struct pmrep_replica_membership *mb,
+		struct pmrep_replica_position *pos)
 {
 	pmrep_err_clear();
 
@@ -364,8 +377,12 @@ read_hdr(const char *path, struct pmrep_replica_info *info,
 		ret = replica_hdr_decode(pmrep_pmem_get_address(pmem),
 				pmrep_pmem_get_size(pmem), pmrep_pmem_get_size(pmem),
 				&h);
-		if (ret == 0)
+		if (ret == 0) {
 			psn = replica_pos_psn(pmrep_pmem_get_address(pmem), &h);
+			if (pos != NULL)
+				repl_position_from_hdr(pos, &h,
+						pmrep_pmem_get_address(pmem));
+		}
 		(void) pmrep_pmem_close(&pmem);
 	} else if (!S_ISREG(st.st_mode)) {
 		/* a FIFO would block the open / read forever; a directory or
@@ -386,8 +403,11 @@ read_hdr(const char *path, struct pmrep_replica_info *info,
 		else
 			ret = replica_hdr_decode(buf, (size_t)n,
 					(uint64_t)st.st_size, &h);
-		if (ret == 0)
+		if (ret == 0) {
 			psn = replica_pos_psn(buf, &h);
+			if (pos != NULL)
+				repl_position_from_hdr(pos, &h, buf);
+		}
 		close(fd);
 	}
 	if (ret)
@@ -415,7 +435,7 @@ pmrep_replica_read_info(const char *path, struct pmrep_replica_info *info)
 				path == NULL ? "path" : "info");
 		return PMREP_E_INVAL;
 	}
-	return read_hdr(path, info, NULL);
+	return read_hdr(path, info, NULL, NULL);
 }
 
 int
@@ -428,5 +448,18 @@ pmrep_replica_read_membership(const char *path,
 		return PMREP_E_INVAL;
 	}
 	struct pmrep_replica_info info;
-	return read_hdr(path, &info, mb);
+	return read_hdr(path, &info, mb, NULL);
+}
+
+int
+pmrep_replica_read_position(const char *path,
+		struct pmrep_replica_position *pos)
+{
+	if (path == NULL || pos == NULL) {
+		PMREP_LOG_ERR("invalid argument: %s is NULL",
+				path == NULL ? "path" : "pos");
+		return PMREP_E_INVAL;
+	}
+	struct pmrep_replica_info info;
+	return read_hdr(path, &info, NULL, pos);
 }

@@ -26,17 +26,20 @@ struct replica_hdr {
 	uint64_t data_size;		/* bytes after PMREP_REPLICA_DATA_OFFSET */
 	uint64_t generation;
 	uint64_t owner;			/* primary id of the last committed attach */
-	/* the copy's position (PROTOCOL.md "Position"): the writer whose
-	 * steps it holds -- its generation and primary id (0 0: none
-	 * recorded) -- and, in the live position word, the persist sequence
-	 * of the newest of them it holds through. A COMMIT never changes
-	 * them. */
+	/* the last writer's run that claimed it (PROTOCOL.md "Position"):
+	 * its generation, primary id and first persist sequence (its epoch
+	 * << REPL_PSN_EPOCH_SHIFT); 0 0 0: none. A promotion's fence keeps
+	 * them (it raises `generation`, names itself `owner`). */
+	uint64_t run_gen;
+	uint64_t run_owner;
+	uint64_t claim_floor;
+	/* the copy's position, from the live position record (decoded from
+	 * the whole block only; a slot alone leaves them 0): the writer
+	 * whose steps it holds, its generation and primary id (0 0: none
+	 * recorded); the sequence is replica_pos_psn's. A COMMIT never
+	 * changes them. */
 	uint64_t pos_gen;
 	uint64_t pos_owner;
-	/* the claiming writer's run: the persist sequence its steps start
-	 * at (its epoch << REPL_PSN_EPOCH_SHIFT; 0: none given, a fencing
-	 * claim or a header of before positions) */
-	uint64_t claim_floor;
 	uint32_t flags;			/* PMREP_REPLICA_F_*, REPLICA_F_* */
 	/* the membership of the writer that claimed it (PROTOCOL.md
 	 * "Membership"): the replicas it mirrors to (0: not recorded) and
@@ -95,9 +98,12 @@ int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
  * then persisted.
  */
 #define REPLICA_PSN_OFF 3968u
-/* the second position word (the one not live takes a new writer's first
- * position before the slot names it live: PROTOCOL.md "Position") */
-#define REPLICA_PSN1_OFF 3976u
+/* the position records: u64 persist sequence, u64 generation, u64 owner
+ * (24 bytes; the sequence first, so that record 0's is the old persist
+ * sequence word); the one not live takes a new writer's first position
+ * before the slot names it live (PROTOCOL.md "Position") */
+#define REPLICA_PSN1_OFF 4000u
+#define REPLICA_POS_REC 24u
 /* slot flags of the position (internal; beside PMREP_REPLICA_F_*): the
  * claiming writer records a position at every step (per-step sequence
  * on), and which position word is live */
@@ -106,6 +112,10 @@ int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
 /* a writer's own log, claimed by its running mirror: it holds every step
  * of the claim's run (cleared by the mirror's clean close) */
 #define REPLICA_F_PRIMARY (1u << 5)
+/* the run ended with a clean close at the position: complete as of it
+ * (set with CONSISTENT by CLOSE; a writer's COMMIT clears it, a fence
+ * keeps it) */
+#define REPLICA_F_RUN_CLOSED (1u << 6)
 /* a persist sequence: epoch (the writer's run) in the high bits, step
  * number in the low REPL_PSN_EPOCH_SHIFT bits */
 #define REPL_PSN_EPOCH_SHIFT 40

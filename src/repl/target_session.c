@@ -32,12 +32,24 @@ write_claim(struct pmrep_target *t, const struct session *s,
 	next.owner = s->primary_id;
 	next.set_size = c->members.set_size;
 	next.set_quorum = c->members.set_quorum;
-	next.claim_floor = c->claim_floor;
+	/* a fence keeps what the last run left: a clean close's mark as
+	 * RUN_CLOSED (complete as of the position), a writer's log as one */
+	if (c->resync == REPL_RESYNC_FENCE &&
+			(next.flags & PMREP_REPLICA_F_CONSISTENT))
+		next.flags |= REPLICA_F_RUN_CLOSED;
 	next.flags &= ~(PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
-			PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED |
-			REPLICA_F_PRIMARY);
-	if (c->flags & REPL_COMMIT_F_TRACKED)
-		next.flags |= REPLICA_F_TRACKED;
+			PMREP_REPLICA_F_PROMOTED);
+	if (c->resync != REPL_RESYNC_FENCE) {
+		next.flags &= ~REPLICA_F_PRIMARY;
+		/* a writer's run begins here; a fence keeps the last run's
+		 * identity (what the copy may hold is a fact of that run) */
+		next.run_gen = c->generation;
+		next.run_owner = s->primary_id;
+		next.claim_floor = c->claim_floor;
+		next.flags &= ~(REPLICA_F_TRACKED | REPLICA_F_RUN_CLOSED);
+		if (c->flags & REPL_COMMIT_F_TRACKED)
+			next.flags |= REPLICA_F_TRACKED;
+	}
 	return target_hdr_update(t, &next);
 }
 
@@ -218,6 +230,8 @@ on_auth(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 	acc->pos_gen = t->hdr.pos_gen;
 	acc->pos_owner = t->hdr.pos_owner;
 	acc->claim_floor = t->hdr.claim_floor;
+	acc->run_gen = t->hdr.run_gen;
+	acc->run_owner = t->hdr.run_owner;
 	acc->hdr_flags = t->hdr.flags;
 	acc->set_size = t->hdr.set_size;
 	acc->set_quorum = t->hdr.set_quorum;
@@ -422,10 +436,12 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 		/* the mark says "complete as of this position": the writer's
 		 * newest step, which this in-sync replica holds (PROTOCOL.md
 		 * "Position"); recorded first */
-		ret = replica_pos_record_flags(t->pmem, t->base, &t->hdr,
-				s->generation, s->primary_id,
-				s->fence ? 0 : m->u.close_psn,
-				PMREP_REPLICA_F_CONSISTENT);
+		/* a fence's session vouches for nothing: its CLOSE marks
+		 * nothing (the copy is what the last run left) */
+		ret = s->fence ? 0 :
+			replica_pos_record_flags(t->pmem, t->base, &t->hdr,
+				s->generation, s->primary_id, m->u.close_psn,
+				PMREP_REPLICA_F_CONSISTENT | REPLICA_F_RUN_CLOSED);
 		if (ret) {
 			target_poison(t, ret, "marking the header consistent");
 			r.status = REPL_ST_INTERNAL;

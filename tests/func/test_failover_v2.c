@@ -57,11 +57,11 @@
  * replica's fence (COMMIT): after it, the old primary's persists are
  * refused, none is acknowledged, and the case checks nothing (it prints
  * how many it completed). */
-#define FV2_PROMOTE_DECIDED_LINE "claimed at generation"
+#define FV2_PROMOTE_DECIDED_LINE "fencing the replicas"
 /* `pmrep promote`'s line once a replica committed the new generation
  * (replica.c replica_commit, NOTICE, after COMMIT_REPLY OK and before
  * that replica's resync begins). Case 3 kills promote here. */
-#define FV2_PROMOTE_FENCED_LINE ") attached: method"
+#define FV2_PROMOTE_FENCED_LINE ") fenced at generation"
 /* the level the promote child logs at (PMREP_LOG_LEVEL 0..5): info */
 #define FV2_PROMOTE_LOG_LEVEL "4"
 

@@ -199,6 +199,8 @@ sample_accept(void)
 	c.u.accept.pos_gen = 0x0102030405060708ull;
 	c.u.accept.pos_owner = 0x1112131415161718ull;
 	c.u.accept.claim_floor = 5ull << 40;
+	c.u.accept.run_gen = 0x2122232425262728ull;
+	c.u.accept.run_owner = 0x3132333435363738ull;
 	return c;
 }
 
@@ -232,9 +234,9 @@ msg_roundtrip_of_every_type(void **state)
 
 	struct repl_msg c = sample_accept();
 	n = repl_msg_encode(&c, b);
-	assert_int_equal(n, 16 + 176);
+	assert_int_equal(n, 16 + 192);
 	assert_int_equal(b[2], 3);
-	assert_int_equal(pmrep_get_le16(b + 6), 176);		/* body length */
+	assert_int_equal(pmrep_get_le16(b + 6), 192);		/* body length */
 	assert_int_equal(pmrep_get_le16(b + 16 + 144), 3);	/* set size */
 	assert_int_equal(pmrep_get_le16(b + 16 + 146), 1);	/* set quorum */
 	assert_true(n <= REPL_MSG_SLOT);
@@ -246,10 +248,13 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(pmrep_get_le32(b + 16 + 136), PMREP_REPLICA_F_CONSISTENT);
 	assert_int_equal(pmrep_get_le32(b + 16 + 140), REPL_TF_STAGING | REPL_TF_FRESH);
 	assert_int_equal(pmrep_get_le32(b + 16 + 148), 0);	/* reserved */
-	/* the position (generation, owner) and the claim floor */
+	/* the position (generation, owner), the claim floor, and the run
+	 * that claimed it (generation, owner) */
 	assert_int_equal(pmrep_get_le64(b + 16 + 152), 0x0102030405060708ull);
 	assert_int_equal(pmrep_get_le64(b + 16 + 160), 0x1112131415161718ull);
 	assert_int_equal(pmrep_get_le64(b + 16 + 168), 5ull << 40);
+	assert_int_equal(pmrep_get_le64(b + 16 + 176), 0x2122232425262728ull);
+	assert_int_equal(pmrep_get_le64(b + 16 + 184), 0x3132333435363738ull);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_memory_equal(out.u.accept.mr_desc, c.u.accept.mr_desc, PMREP_MR_DESC_SIZE);
 	assert_memory_equal(out.u.accept.peer_cfg, c.u.accept.peer_cfg, PMREP_PEER_CFG_DESC_SIZE);
@@ -266,22 +271,73 @@ msg_roundtrip_of_every_type(void **state)
 	assert_int_equal(out.u.accept.pos_gen, 0x0102030405060708ull);
 	assert_int_equal(out.u.accept.pos_owner, 0x1112131415161718ull);
 	assert_int_equal(out.u.accept.claim_floor, 5ull << 40);
-	/* the position's header flags (TRACKED 8, POSW1 16, PRIMARY 32) */
+	assert_int_equal(out.u.accept.run_gen, 0x2122232425262728ull);
+	assert_int_equal(out.u.accept.run_owner, 0x3132333435363738ull);
+	/* each of the five u64 lands at its own offset only: one changed
+	 * field changes exactly its 8 bytes */
+	{
+		uint8_t ref[REPL_MSG_SLOT], b2[REPL_MSG_SLOT];
+		size_t rn = repl_msg_encode(&c, ref);
+		for (int f = 0; f < 5; f++) {
+			struct repl_msg d = c;
+			uint64_t *fld[] = { &d.u.accept.pos_gen,
+				&d.u.accept.pos_owner, &d.u.accept.claim_floor,
+				&d.u.accept.run_gen, &d.u.accept.run_owner };
+			*fld[f] ^= 0xffffffffffffffffull;
+			assert_int_equal(repl_msg_encode(&d, b2), rn);
+			size_t at = 16 + 152 + 8 * (size_t)f;
+			for (size_t i = 0; i < rn; i++)
+				if (i < at || i >= at + 8)
+					assert_int_equal(b2[i], ref[i]);
+				else
+					assert_int_equal(b2[i], (uint8_t)~ref[i]);
+			assert_int_equal(repl_msg_decode(b2, rn, &out), 0);
+			assert_int_equal(out.u.accept.pos_gen, d.u.accept.pos_gen);
+			assert_int_equal(out.u.accept.pos_owner, d.u.accept.pos_owner);
+			assert_int_equal(out.u.accept.claim_floor, d.u.accept.claim_floor);
+			assert_int_equal(out.u.accept.run_gen, d.u.accept.run_gen);
+			assert_int_equal(out.u.accept.run_owner, d.u.accept.run_owner);
+		}
+	}
+	/* the position's header flags (TRACKED 8, POSW1 16, PRIMARY 32,
+	 * RUN_CLOSED 64) */
 	c.u.accept.hdr_flags = PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
-		PMREP_REPLICA_F_PROMOTED | (1u << 3) | (1u << 4) | (1u << 5);
+		PMREP_REPLICA_F_PROMOTED | (1u << 3) | (1u << 4) | (1u << 5) |
+		(1u << 6);
 	n = repl_msg_encode(&c, b);
-	assert_int_equal(pmrep_get_le32(b + 16 + 136), 0x3f);
+	assert_int_equal(pmrep_get_le32(b + 16 + 136), 0x7f);
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
-	assert_int_equal(out.u.accept.hdr_flags, 0x3f);
-	/* no position recorded: 0 0, and no claim floor */
+	assert_int_equal(out.u.accept.hdr_flags, 0x7f);
+	c.u.accept.hdr_flags = 1u << 6;		/* RUN_CLOSED alone */
+	n = repl_msg_encode(&c, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.accept.hdr_flags, 1u << 6);
+	/* no position recorded: 0 0, no claim floor, no run */
 	c = sample_accept();
 	c.u.accept.pos_gen = c.u.accept.pos_owner = c.u.accept.claim_floor = 0;
+	c.u.accept.run_gen = c.u.accept.run_owner = 0;
 	n = repl_msg_encode(&c, b);
-	assert_true(all_zero(b + 16 + 152, 24));
+	assert_int_equal(n, 16 + 192);
+	assert_true(all_zero(b + 16 + 152, 40));
 	assert_int_equal(repl_msg_decode(b, n, &out), 0);
 	assert_int_equal(out.u.accept.pos_gen, 0);
 	assert_int_equal(out.u.accept.pos_owner, 0);
 	assert_int_equal(out.u.accept.claim_floor, 0);
+	assert_int_equal(out.u.accept.run_gen, 0);
+	assert_int_equal(out.u.accept.run_owner, 0);
+	/* a fence keeps the run while the position names another writer:
+	 * the two pairs travel independently */
+	c = sample_accept();
+	c.u.accept.run_gen = 4;
+	c.u.accept.run_owner = 0x44;
+	c.u.accept.pos_gen = 3;
+	c.u.accept.pos_owner = 0x33;
+	n = repl_msg_encode(&c, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), 0);
+	assert_int_equal(out.u.accept.run_gen, 4);
+	assert_int_equal(out.u.accept.run_owner, 0x44);
+	assert_int_equal(out.u.accept.pos_gen, 3);
+	assert_int_equal(out.u.accept.pos_owner, 0x33);
 
 	struct repl_msg cm = { .type = REPL_MSG_COMMIT, .seq = 3 };
 	memset(cm.u.commit.replica_id, 0x44, PMREP_UUID_SIZE);
@@ -475,7 +531,10 @@ msg_malformed_is_refused(void **state)
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	acc = sample_accept();
-	acc.u.accept.hdr_flags = 0x40;		/* unknown header flag */
+	acc.u.accept.hdr_flags = 0x80;		/* the first past RUN_CLOSED */
+	n = repl_msg_encode(&acc, b);
+	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
+	acc.u.accept.hdr_flags = 0x100;
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	acc.u.accept.hdr_flags = 0x80000000u;
@@ -487,6 +546,18 @@ msg_malformed_is_refused(void **state)
 	pmrep_put_le16(b + 6, 152);
 	assert_int_equal(repl_msg_decode(b, 16 + 152, &out), PMREP_E_MALFORMED);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
+	/* the ACCEPT of before the run fields (176-byte body) */
+	acc = sample_accept();
+	n = repl_msg_encode(&acc, b);
+	pmrep_put_le16(b + 6, 176);
+	assert_int_equal(repl_msg_decode(b, 16 + 176, &out), PMREP_E_MALFORMED);
+	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
+	/* one u64 more than the body (200) */
+	acc = sample_accept();
+	n = repl_msg_encode(&acc, b);
+	pmrep_put_le16(b + 6, 200);
+	memset(b + n, 0, 8);
+	assert_int_equal(repl_msg_decode(b, n + 8, &out), PMREP_E_MALFORMED);
 	/* an ACCEPT one byte short of its body */
 	acc = sample_accept();
 	n = repl_msg_encode(&acc, b);
@@ -774,6 +845,23 @@ accept_mac_binds_the_descriptors_and_differs_from_auth(void **state)
 	assert_false(repl_mac_equal(ref, m));
 	t = acc;
 	t.claim_floor = 1ull << 40;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	/* the run that claimed it */
+	t = acc;
+	t.run_gen++;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.run_owner++;
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.run_owner = 1ull << 63;	/* its top byte too */
+	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
+	assert_false(repl_mac_equal(ref, m));
+	t = acc;
+	t.hdr_flags = 1u << 6;	/* RUN_CLOSED */
 	assert_int_equal(repl_accept_mac(key, sizeof(key), nonce_i, nonce_t, &t, m), 0);
 	assert_false(repl_mac_equal(ref, m));
 	t = acc;

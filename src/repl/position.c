@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * position.c -- which copy is newest (docs/PROTOCOL.md "Position", "The
+ * decision"): what a copy vouches for, what it may hold, how two
+ * positions compare, and the one decision compare, promote, recover and
+ * the mirror's attach share. Pure functions; the positions come from
+ * headers (files) and ACCEPTs (targets).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "position.h"
+
+/* a point of a history: the steps of writer (gen, owner) through psn */
+struct point {
+	uint64_t gen, owner, psn;
+};
+
+#define CANNOT_TELL 2
+
+/* -1 / 0 / 1, or CANNOT_TELL: two writers of one generation whose
+ * sequences are of one epoch (neither can be ordered after the other) */
+static int
+point_cmp(const struct point *a, const struct point *b)
+{
+	if (a->gen != b->gen)
+		return a->gen > b->gen ? 1 : -1;
+	if (a->owner != b->owner && a->psn != 0 && b->psn != 0 &&
+			(a->psn >> REPL_PSN_EPOCH_SHIFT) ==
+			(b->psn >> REPL_PSN_EPOCH_SHIFT))
+		return CANNOT_TELL;
+	if (a->psn != b->psn)
+		return a->psn > b->psn ? 1 : -1;
+	return 0;
+}
+
+static struct point
+pos_point(const struct pmrep_replica_position *p)
+{
+	return (struct point){ p->generation, p->owner, p->seq };
+}
+
+/* the end of the run that claimed it: every step that run can give */
+static struct point
+run_end(const struct pmrep_replica_position *p)
+{
+	return (struct point){ p->run_generation, p->run_owner,
+		REPL_PSN_RUN_END(p->run_floor) };
+}
+
+static bool
+reached_run(const struct pmrep_replica_position *p)
+{
+	return p->run_floor != 0 && p->generation == p->run_generation &&
+		p->owner == p->run_owner && p->seq >= p->run_floor;
+}
+
+/* what the copy is complete through; false: nothing (it vouches for no
+ * history: a resync in progress, or an untracked run not closed) */
+static bool
+vouch(const struct pmrep_replica_position *p, struct point *v)
+{
+	if (p->flags & PMREP_POSITION_F_RUN_CLOSED) {
+		*v = pos_point(p);
+		return true;
+	}
+	if (p->flags & PMREP_POSITION_F_PRIMARY) {
+		*v = run_end(p);
+		return true;
+	}
+	if ((p->flags & PMREP_POSITION_F_TRACKED) && reached_run(p)) {
+		*v = pos_point(p);
+		return true;
+	}
+	if (p->run_generation == 0 && (p->flags & PMREP_POSITION_F_CONSISTENT)) {
+		/* a header of before runs were recorded: its clean close */
+		*v = pos_point(p);
+		return true;
+	}
+	return false;
+}
+
+/* the most the copy may hold of a completed persist */
+static struct point
+may_hold(const struct pmrep_replica_position *p)
+{
+	if (p->flags & PMREP_POSITION_F_RUN_CLOSED)
+		return pos_point(p);
+	if (p->flags & PMREP_POSITION_F_PRIMARY)
+		return run_end(p);
+	/* a tracked run's completed steps are recorded on the copies that
+	 * confirmed them, each of which reached the run: this one holds
+	 * none beyond its position that those lack */
+	if (p->flags & PMREP_POSITION_F_TRACKED)
+		return pos_point(p);
+	if (p->run_generation != 0)
+		return run_end(p);
+	return pos_point(p);
+}
+
+static bool
+counts(const struct pmrep_replica_position *p)
+{
+	return !(p->flags & (PMREP_POSITION_F_FRESH | PMREP_POSITION_F_REMOVED));
+}
+
+int
+pmrep_position_compare(const struct pmrep_replica_position *a,
+		const struct pmrep_replica_position *b)
+{
+	if (a == NULL || b == NULL) {
+		PMREP_LOG_ERR("invalid argument: a position is NULL");
+		return PMREP_E_INVAL;
+	}
+	struct point va, vb;
+	bool ha = vouch(a, &va), hb = vouch(b, &vb);
+	struct point ma = may_hold(a), mb = may_hold(b);
+	/* a is more current when it vouches for more than b may hold */
+	int ab = ha ? point_cmp(&va, &mb) : -1;
+	int ba = hb ? point_cmp(&vb, &ma) : -1;
+	if (ab == CANNOT_TELL || ba == CANNOT_TELL)
+		return PMREP_E_SPLIT_BRAIN;
+	if (ab > 0)
+		return 1;
+	if (ba > 0)
+		return -1;
+	return 0;
+}
+
+int
+pmrep_position_decide(const struct pmrep_replica_position *pos, unsigned n,
+		unsigned *best, unsigned *conflict)
+{
+	if (pos == NULL || best == NULL || n == 0) {
+		PMREP_LOG_ERR("invalid argument: no positions to decide among");
+		return PMREP_E_INVAL;
+	}
+	unsigned b = n, none = n;
+	struct point vb = { 0, 0, 0 };
+	if (conflict != NULL)
+		*conflict = n;
+	for (unsigned i = 0; i < n; i++) {
+		if (!counts(&pos[i]))
+			continue;
+		if (none == n)
+			none = i;
+		struct point v;
+		if (!vouch(&pos[i], &v))
+			continue;
+		int c = b == n ? 1 : point_cmp(&v, &vb);
+		if (c == CANNOT_TELL) {
+			if (conflict != NULL)
+				*conflict = i;
+			return PMREP_E_SPLIT_BRAIN;
+		}
+		if (c > 0) {
+			b = i;
+			vb = v;
+		}
+	}
+	if (b == n) {
+		if (conflict != NULL)
+			*conflict = none;
+		return PMREP_E_STATE;	/* no copy vouches for anything */
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (!counts(&pos[i]))
+			continue;
+		struct point m = may_hold(&pos[i]);
+		int c = point_cmp(&m, &vb);
+		if (c == CANNOT_TELL || c > 0) {
+			if (conflict != NULL)
+				*conflict = i;
+			return c == CANNOT_TELL ? PMREP_E_SPLIT_BRAIN :
+				PMREP_E_STATE;
+		}
+	}
+	*best = b;
+	return 0;
+}
+
+void
+repl_position_from_hdr(struct pmrep_replica_position *pos,
+		const struct replica_hdr *h, const uint8_t *base)
+{
+	memset(pos, 0, sizeof(*pos));
+	pos->generation = h->pos_gen;
+	pos->owner = h->pos_owner;
+	pos->seq = replica_pos_psn(base, h);
+	pos->run_generation = h->run_gen;
+	pos->run_owner = h->run_owner;
+	pos->run_floor = h->claim_floor;
+	pos->fence_generation = h->generation;
+	pos->flags = h->flags & (PMREP_POSITION_F_CONSISTENT |
+			PMREP_POSITION_F_REMOVED | PMREP_POSITION_F_TRACKED |
+			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED);
+	if (replica_uuid_is_nil(h->uuid))
+		pos->flags |= PMREP_POSITION_F_FRESH;
+}
+
+void
+repl_position_from_accept(struct pmrep_replica_position *pos,
+		const struct repl_accept *acc)
+{
+	memset(pos, 0, sizeof(*pos));
+	pos->generation = acc->pos_gen;
+	pos->owner = acc->pos_owner;
+	pos->seq = acc->last_persist_seq;
+	pos->run_generation = acc->run_gen;
+	pos->run_owner = acc->run_owner;
+	pos->run_floor = acc->claim_floor;
+	pos->fence_generation = acc->generation;
+	pos->flags = acc->hdr_flags & (PMREP_POSITION_F_CONSISTENT |
+			PMREP_POSITION_F_REMOVED | PMREP_POSITION_F_TRACKED |
+			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED);
+	if ((acc->target_flags & REPL_TF_FRESH) || replica_uuid_is_nil(acc->uuid))
+		pos->flags |= PMREP_POSITION_F_FRESH;
+}
+
+void
+repl_position_str(const struct pmrep_replica_position *p, char *buf,
+		size_t len)
+{
+	snprintf(buf, len, "position generation %llu writer %016llx sequence %llu:%llu; run generation %llu writer %016llx from epoch %llu%s%s%s%s",
+			(unsigned long long)p->generation,
+			(unsigned long long)p->owner,
+			(unsigned long long)(p->seq >> REPL_PSN_EPOCH_SHIFT),
+			(unsigned long long)(p->seq &
+				((1ull << REPL_PSN_EPOCH_SHIFT) - 1)),
+			(unsigned long long)p->run_generation,
+			(unsigned long long)p->run_owner,
+			(unsigned long long)(p->run_floor >> REPL_PSN_EPOCH_SHIFT),
+			p->flags & PMREP_POSITION_F_RUN_CLOSED ? ", closed" : "",
+			p->flags & PMREP_POSITION_F_TRACKED ? ", tracked" : "",
+			p->flags & PMREP_POSITION_F_PRIMARY ? ", a writer's log" : "",
+			p->flags & PMREP_POSITION_F_FRESH ? ", fresh" : "");
+}
