@@ -95,17 +95,25 @@ static const char help_watch[] =
 	"      closed as they happen, until the target stops (exit 0) or the\n"
 	"      socket does not answer (exit 2).\n";
 static const char help_recover[] =
-	"  pmrep recover --file LOCAL --replica ADDR:PORT --key-file FILE\n"
-	"                --uuid HEX --generation N [--allow-inconsistent]\n"
-	"                [--timeout MS] [--no-tls] [-v]\n"
-	"      rebuild LOCAL (an existing file of the replica's data size) from the\n"
+	"  pmrep recover --file LOCAL --replica ADDR:PORT [--replica ...]...\n"
+	"                --key-file FILE --uuid HEX --generation N\n"
+	"                [--allow-inconsistent] [--force-stale] [--timeout MS]\n"
+	"                [--no-tls] [-v]\n"
+	"      rebuild LOCAL (an existing file of the replica's data size) from a\n"
 	"      replica: read all its data, then persist. The replica must belong to\n"
 	"      replica set UUID (32 hex digits, see pmrep status) and hold exactly\n"
 	"      generation N (older or newer: refused), and be marked consistent\n"
-	"      unless --allow-inconsistent. --timeout: milliseconds for the whole\n"
-	"      recovery (default 60000). Exit 0 recovered, 1 the replica was\n"
-	"      refused as a source, 2 usage error or failure (I/O, connection,\n"
-	"      authentication). --no-tls: as for status.\n";
+	"      unless --allow-inconsistent. A consistent mark vouches for that\n"
+	"      copy's position only: under a quorum k of n (as its header records)\n"
+	"      name n - k + 1 copies of the set with --replica; they are asked\n"
+	"      read-only, ranked by position, and the most current is the source\n"
+	"      (refused when fewer answer, or when which one is newest cannot be\n"
+	"      told). --force-stale: recover from the first --replica although a\n"
+	"      later run may have completed persists without it (those are lost).\n"
+	"      --timeout: milliseconds for the whole recovery (default 60000).\n"
+	"      Exit 0 recovered, 1 the replica was refused as a source, 2 usage\n"
+	"      error or failure (I/O, connection, authentication). --no-tls: as\n"
+	"      for status.\n";
 
 static const char help_keygen[] =
 	"  pmrep keygen FILE [--key-id N] [--bytes N] [-v]\n"
@@ -728,6 +736,59 @@ cmd_status(int argc, char *argv[])
 
 /* ------------------------------------------------------------ recover */
 
+/*
+ * recover from several copies: ask each read-only for its position and
+ * the membership its header records; refuse (PMREP_E_STATE, logged) when
+ * fewer than n - k + 1 copies of the set answered or the decision cannot
+ * tell; else *src is the most current
+ */
+static int
+recover_rank(char addrs[][256], const char *const ports[],
+		const char *const names[], unsigned nrep, const uint8_t *key,
+		size_t key_len, int timeout_ms,
+		const uint8_t uuid[PMREP_UUID_SIZE], unsigned *src)
+{
+	struct pmrep_replica_position pos[PMREP_MIRROR_MAX_REPLICAS];
+	unsigned idx[PMREP_MIRROR_MAX_REPLICAS], m = 0, need = 1;
+	for (unsigned i = 0; i < nrep; i++) {
+		struct pmrep_replica_info info;
+		struct pmrep_replica_membership mb;
+		int q = pmrep_replica_query_membership(addrs[i], ports[i], NULL,
+				key, key_len, timeout_ms, &info, &mb);
+		if (q == 0)
+			q = pmrep_replica_query_position(addrs[i], ports[i], NULL,
+					key, key_len, timeout_ms, &pos[m]);
+		if (q) {
+			fprintf(stderr, "pmrep recover: %s not reached: %s\n",
+					names[i], pmrep_err_to_str(q));
+			continue;
+		}
+		if (memcmp(info.uuid, uuid, PMREP_UUID_SIZE) != 0 ||
+				(pos[m].flags & (PMREP_POSITION_F_FRESH |
+					PMREP_POSITION_F_REMOVED)))
+			continue;	/* no copy of this set */
+		unsigned k = mb.quorum ? mb.quorum : mb.set_size;
+		if (mb.set_size != 0 && mb.set_size - k + 1 > need)
+			need = mb.set_size - k + 1;
+		idx[m++] = i;
+	}
+	if (m < need) {
+		fprintf(stderr, "pmrep recover: %u copies of the set answered, %u needed (n - k + 1, as the headers record): a copy not reached may hold newer persists\n",
+				m, need);
+		return PMREP_E_STATE;
+	}
+	unsigned best = 0, conflict = m;
+	int ret = pmrep_position_decide(pos, m, &best, &conflict);
+	if (ret) {
+		fprintf(stderr, "pmrep recover: which copy is newest cannot be told: %s may hold persists no copy named vouches for\n",
+				conflict < m ? names[idx[conflict]] : "none of them");
+		return PMREP_E_STATE;
+	}
+	*src = idx[best];
+	printf("most current of %u copies: %s\n", m, names[*src]);
+	return 0;
+}
+
 static int
 cmd_recover(int argc, char *argv[])
 {
@@ -739,13 +800,16 @@ cmd_recover(int argc, char *argv[])
 		{ "uuid", required_argument, NULL, 'u' },
 		{ "generation", required_argument, NULL, 'g' },
 		{ "allow-inconsistent", no_argument, NULL, 'I' },
+		{ "force-stale", no_argument, NULL, 'S' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "no-tls", no_argument, NULL, 'N' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *file = NULL, *replica = NULL, *key_file = NULL;
+	const char *file = NULL, *key_file = NULL;
+	const char *replicas[PMREP_MIRROR_MAX_REPLICAS];
+	unsigned nrep = 0;
 	uint8_t uuid[PMREP_UUID_SIZE];
 	bool have_uuid = false;
 	unsigned long long gen = 0, timeout = 60000;
@@ -754,7 +818,12 @@ cmd_recover(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, "f:r:k:u:g:It:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': file = optarg; break;
-		case 'r': replica = optarg; break;
+		case 'r':
+			if (nrep == PMREP_MIRROR_MAX_REPLICAS)
+				return usage_error("recover: %s", "more than 8 --replica");
+			replicas[nrep++] = optarg;
+			break;
+		case 'S': flags |= PMREP_RECOVER_SET_DECIDED; break;
 		case 'k': key_file = optarg; break;
 		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'N': (void) pmrep_repl_set_tls_default(false); break;
@@ -779,15 +848,20 @@ cmd_recover(int argc, char *argv[])
 	}
 	if (optind != argc)
 		return usage_error("recover: unexpected argument '%s'", argv[optind]);
-	if (file == NULL || replica == NULL || key_file == NULL || !have_uuid ||
+	if (file == NULL || nrep == 0 || key_file == NULL || !have_uuid ||
 			gen == 0)
 		return usage_error("recover: %s", "--file, --replica, --key-file, --uuid and --generation are required");
-	char addr[256];
-	snprintf(addr, sizeof(addr), "%s", replica);
-	char *colon = strrchr(addr, ':');
-	if (colon == NULL || colon == addr || colon[1] == '\0')
-		return usage_error("recover: bad --replica '%s' (ADDR:PORT)", replica);
-	*colon = '\0';
+	char addrs[PMREP_MIRROR_MAX_REPLICAS][256];
+	const char *ports[PMREP_MIRROR_MAX_REPLICAS];
+	for (unsigned i = 0; i < nrep; i++) {
+		snprintf(addrs[i], sizeof(addrs[i]), "%s", replicas[i]);
+		char *colon = strrchr(addrs[i], ':');
+		if (colon == NULL || colon == addrs[i] || colon[1] == '\0')
+			return usage_error("recover: bad --replica '%s' (ADDR:PORT)",
+					replicas[i]);
+		*colon = '\0';
+		ports[i] = colon + 1;
+	}
 	log_setup();
 
 	uint8_t key[PMREP_KEY_MAX];
@@ -806,10 +880,19 @@ cmd_recover(int argc, char *argv[])
 		memset(key, 0, sizeof(key));
 		return EX_ERR;
 	}
+	/* several copies: the most current of them, by the one decision */
+	unsigned src = 0;
+	ret = nrep > 1 && !(flags & PMREP_RECOVER_SET_DECIDED) ?
+		recover_rank(addrs, ports, replicas, nrep, key, key_len,
+				(int)timeout, uuid, &src) : 0;
+	if (ret == 0 && nrep > 1)
+		flags |= PMREP_RECOVER_SET_DECIDED;
+	const char *replica = replicas[src];
 	struct pmrep_replica_info info;
 	memset(&info, 0, sizeof(info));
-	ret = pmrep_mirror_recover(pmem, addr, colon + 1, key, key_len, uuid,
-			gen, flags, (int)timeout, &info);
+	if (ret == 0)
+		ret = pmrep_mirror_recover(pmem, addrs[src], ports[src], key,
+				key_len, uuid, gen, flags, (int)timeout, &info);
 	memset(key, 0, sizeof(key));
 	int rc;
 	if (ret == 0) {

@@ -1699,6 +1699,11 @@ PMREP_API int pmrep_mirror_promote(struct pmrep_pmem *log,
 /* Flag of pmrep_mirror_recover: also take a replica whose header is not
  * marked consistent (see below). */
 #define PMREP_RECOVER_ALLOW_INCONSISTENT (1u << 0)
+/* the caller read n - k + 1 copies of the set (the membership the headers
+ * record) and ranked this one the most current (pmrep_position_decide):
+ * without it a replica whose header records a quorum (k < n) is refused,
+ * since a later run may have completed persists without it */
+#define PMREP_RECOVER_SET_DECIDED (1u << 1)
 
 /*
  * pmrep_mirror_recover -- rebuild the local mapping `pmem` (all of it) from
@@ -1722,7 +1727,13 @@ PMREP_API int pmrep_mirror_promote(struct pmrep_pmem *log,
  * -- or `flags` has PMREP_RECOVER_ALLOW_INCONSISTENT: then the replica
  * holds every persist it confirmed, which under the "all" policy is every
  * persist the mirror acknowledged, but under a quorum it may have been
- * behind; the caller's own checks (checksums) must decide.
+ * behind; the caller's own checks (checksums) must decide. A consistent
+ * mark says "complete as of its position" only: under a quorum (the
+ * header records k < n) a later run of the primary may have completed
+ * persists without this replica, so it is refused unless `flags` has
+ * PMREP_RECOVER_SET_DECIDED (the caller ranked n - k + 1 copies: pmrep
+ * recover with several --replica); a replica removed from its set is
+ * refused.
  * Recover asks the target read-only (a QUERY session): the target answers
  * with its header as it is and never writes it for a query, so the
  * replica's header is left byte-identical, whatever the outcome. A query
@@ -1736,8 +1747,8 @@ PMREP_API int pmrep_mirror_promote(struct pmrep_pmem *log,
  * Errors: PMREP_E_INVAL (NULL argument, bad key length, nil UUID,
  * generation 0, unknown flags, bad port or timeout), PMREP_E_MISMATCH (the
  * replica belongs to another replica set), PMREP_E_STATE (the replica holds an older or a
- * newer generation, is fresh, or is not marked consistent without the
- * flag), PMREP_E_RANGE (its data size differs from the mapping's),
+ * newer generation, is fresh, removed, not marked consistent without
+ * the flag, or of a quorum set without PMREP_RECOVER_SET_DECIDED), PMREP_E_RANGE (its data size differs from the mapping's),
  * PMREP_E_NOSUPP (it serves through a staging buffer), PMREP_E_AUTH,
  * PMREP_E_MALFORMED, PMREP_E_UNREACHABLE / PMREP_E_TIMEOUT /
  * PMREP_E_CONN_LOST (transport; as for pmrep_replica_query), PMREP_E_NOMEM,

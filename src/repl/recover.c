@@ -105,6 +105,16 @@ check_source(struct recover *rc, const struct repl_accept *acc,
 		PMREP_LOG_ERR("recover: the replica is not marked consistent (its mirror did not shut down cleanly, or an earlier attach was refused); allow an inconsistent source to take it anyway");
 		return PMREP_E_STATE;
 	}
+	if (acc->hdr_flags & PMREP_REPLICA_F_REMOVED) {
+		PMREP_LOG_ERR("recover: the replica was removed from its set by its primary: the set went on without it");
+		return PMREP_E_STATE;
+	}
+	unsigned n = acc->set_size, k = acc->set_quorum ? acc->set_quorum : n;
+	if (n != 0 && n - k + 1 > 1 && !(flags & PMREP_RECOVER_SET_DECIDED)) {
+		PMREP_LOG_ERR("recover: the replica's set writes under a quorum (%u of %u): its consistent mark vouches for its own position only, and a later run may have completed persists without it; read %u copies of the set and take the most current (pmrep recover --replica A --replica B ...), or take the risk (--force-stale)",
+				k, n, n - k + 1);
+		return PMREP_E_STATE;
+	}
 	if (acc->target_flags & REPL_TF_STAGING) {
 		PMREP_LOG_ERR("recover: the target serves through a staging buffer; its registered memory is not the replica's data");
 		return PMREP_E_NOSUPP;
@@ -153,7 +163,8 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 			(ret = repl_timeout_check(timeout_ms, "pmrep_mirror_recover")) != 0)
 		return ret;
 	if (addr[0] == '\0' || replica_uuid_is_nil(uuid) || generation == 0 ||
-			(flags & ~PMREP_RECOVER_ALLOW_INCONSISTENT) != 0) {
+			(flags & ~(PMREP_RECOVER_ALLOW_INCONSISTENT |
+				PMREP_RECOVER_SET_DECIDED)) != 0) {
 		PMREP_LOG_ERR("invalid argument: empty address, nil UUID, generation 0 or unknown flags 0x%x",
 				flags);
 		return PMREP_E_INVAL;

@@ -467,6 +467,15 @@ slot_of(const uint8_t *blk, uint64_t seq)
 	return NULL;
 }
 
+/* the live position record (24 bytes: persist sequence, generation,
+ * owner) of the block whose newest slot is `sl`: at 4000 when the slot's
+ * POSW1 (16) is set, else at 3968 */
+static const uint8_t *
+live_rec_of(const uint8_t *blk, const uint8_t *sl)
+{
+	return blk + ((get_le(sl + 12, 4) & 16) ? 4000 : 3968);
+}
+
 /* a COMMIT body (56 bytes, protocol 3) at buf + 256 + 16: replica id,
  * generation, primary id, resync kind, a set of 1, claim floor, flags */
 #define FLOOR (1ull << 40)
@@ -518,23 +527,36 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	fake_connect(&f, c->g.port, 0, NULL);
 	assert_int_equal(fake_auth(&f, key, sizeof(key), 1, 1, &st), 2);
 	assert_int_equal(st, 0);
-	/* ACCEPT tells the header as it is: generation 1, consistent, the
-	 * replica id the file holds, and its position (the live word, the
-	 * slot's position generation and owner) and claim floor */
+	/* ACCEPT tells the header as it is: generation 1, consistent (the
+	 * run closed), the replica id the file holds, its position (the live
+	 * record: persist sequence, generation, owner), the claim floor and
+	 * the run that claimed it (the slot's run generation and owner) */
 	const uint8_t *sl0 = slot_of(h0, info.seq);
-	assert_int_equal(get_le(f.buf + 6, 2), 176);	/* ACCEPT body */
+	const uint8_t *rec0 = live_rec_of(h0, sl0);
+	assert_int_equal(get_le(f.buf + 6, 2), 192);	/* ACCEPT body */
 	assert_memory_equal(f.buf + 16 + 88, info.replica_id, PMREP_UUID_SIZE);
 	assert_int_equal(f.buf[16 + 104], 1);
 	assert_int_equal(get_le(f.buf + 16 + 120, 8), info.seq);
 	assert_int_equal(get_le(f.buf + 16 + 128, 8), info.last_persist_seq);
 	assert_int_equal(get_le(f.buf + 16 + 136, 4), get_le(sl0 + 12, 4));
 	assert_true(f.buf[16 + 136] & PMREP_REPLICA_F_CONSISTENT);
+	assert_true(f.buf[16 + 136] & 64);			/* RUN_CLOSED */
 	assert_int_equal(get_le(f.buf + 16 + 148, 4), 0);	/* reserved */
-	assert_int_equal(get_le(f.buf + 16 + 152, 8), get_le(sl0 + 88, 8));
-	assert_int_equal(get_le(f.buf + 16 + 160, 8), get_le(sl0 + 100, 8));
+	assert_int_equal(get_le(f.buf + 16 + 128, 8), get_le(rec0, 8));
+	assert_int_equal(get_le(f.buf + 16 + 152, 8), get_le(rec0 + 8, 8));
+	assert_int_equal(get_le(f.buf + 16 + 160, 8), get_le(rec0 + 16, 8));
 	assert_int_equal(get_le(f.buf + 16 + 168, 8), get_le(sl0 + 108, 8));
-	/* the real mirror's attach gave a claim floor */
+	assert_int_equal(get_le(f.buf + 16 + 176, 8), get_le(sl0 + 88, 8));
+	assert_int_equal(get_le(f.buf + 16 + 184, 8), get_le(sl0 + 100, 8));
+	/* the real mirror's attach gave a claim floor, and named its run
+	 * (generation 1, its primary id); its steps and its clean close made
+	 * the position its own */
 	assert_int_not_equal(get_le(sl0 + 108, 8), 0);
+	assert_int_equal(get_le(sl0 + 88, 8), 1);
+	assert_int_equal(get_le(sl0 + 100, 8), info.owner);
+	assert_int_equal(get_le(rec0 + 8, 8), 1);
+	assert_int_equal(get_le(rec0 + 16, 8), info.owner);
+	assert_int_not_equal(get_le(rec0, 8), 0);
 	uint64_t acc_pos_gen = get_le(f.buf + 16 + 152, 8);
 	uint64_t acc_pos_owner = get_le(f.buf + 16 + 160, 8);
 	uint64_t acc_psn = get_le(f.buf + 16 + 128, 8);
@@ -634,20 +656,23 @@ lost_accept_leaves_the_replica_header_unchanged(void **state)
 	assert_int_equal(now.owner, 0x5eed0001ull);
 	assert_int_equal(now.seq, info.seq + 1);
 	assert_memory_equal(now.replica_id, info.replica_id, PMREP_UUID_SIZE);
-	/* a COMMIT never changes the position: both position words and the
-	 * slot's position generation and owner are as they were; the claim
-	 * floor and TRACKED are the COMMIT's */
+	/* a COMMIT never changes the position: both position records
+	 * (3968 and 4000, 24 bytes each) and which one is live are as they
+	 * were; the run (its generation and owner), the claim floor and
+	 * TRACKED are the COMMIT's, and the new run is not closed */
 	assert_int_equal(now.last_persist_seq, info.last_persist_seq);
 	static uint8_t h2[4096];
 	read_hdr_block(c, h2);
-	assert_memory_equal(h2 + 3968, h0 + 3968, 16);
+	assert_memory_equal(h2 + 3968, h0 + 3968, 4000 + 24 - 3968);
 	const uint8_t *sl2 = slot_of(h2, now.seq);
-	assert_int_equal(get_le(sl2 + 88, 8), get_le(sl0 + 88, 8));
-	assert_int_equal(get_le(sl2 + 100, 8), get_le(sl0 + 100, 8));
+	assert_int_equal(get_le(sl2 + 88, 8), 1);		/* run generation */
+	assert_int_equal(get_le(sl2 + 100, 8), 0x5eed0001ull);	/* run owner */
 	assert_int_equal(get_le(sl2 + 108, 8), 3ull << 40);
 	assert_true(get_le(sl2 + 12, 4) & 8);			/* TRACKED */
 	assert_int_equal(get_le(sl2 + 12, 4) & 16, get_le(sl0 + 12, 4) & 16);	/* POSW1 */
+	assert_false(get_le(sl2 + 12, 4) & 64);			/* RUN_CLOSED */
 	assert_int_equal(get_le(sl2 + 116, 4), 0);		/* reserved */
+	assert_true(live_rec_of(h2, sl2) == h2 + (rec0 - h0));
 
 	/* the fake primary left its claim open: the real mirror, another
 	 * primary at the same generation, is refused (split brain); at the

@@ -834,21 +834,32 @@ query_session_cannot_write_the_data_of_an_active_mirror(void **state)
 	assert_int_equal(pmrep_mirror_delete(&m), 0);
 }
 
-/* the header as the file holds it, decoded; *psn0 / *psn1: the two
- * position words */
+/* the header as the file holds it (its block into `blk`), decoded */
 static struct replica_hdr
-hdr_of(struct ctx *c, uint64_t *psn0, uint64_t *psn1)
+hdr_of(struct ctx *c, uint8_t blk[4096])
 {
-	static uint8_t blk[4096];
 	read_hdr(c, blk);
 	struct replica_hdr h;
-	assert_int_equal(replica_hdr_decode(blk, sizeof(blk), 0, &h), 0);
-	uint64_t w;
-	memcpy(&w, blk + REPLICA_PSN_OFF, sizeof(w));
-	*psn0 = le64toh(w);
-	memcpy(&w, blk + REPLICA_PSN1_OFF, sizeof(w));
-	*psn1 = le64toh(w);
+	assert_int_equal(replica_hdr_decode(blk, 4096, 0, &h), 0);
 	return h;
+}
+
+/* the position record at `off` of `blk` holds (psn, gen, owner) */
+static void
+assert_rec(const uint8_t *blk, size_t off, uint64_t psn, uint64_t gen,
+		uint64_t owner)
+{
+	assert_int_equal(pmrep_get_le64(blk + off), psn);
+	assert_int_equal(pmrep_get_le64(blk + off + 8), gen);
+	assert_int_equal(pmrep_get_le64(blk + off + 16), owner);
+}
+
+/* the two position records of two blocks are the same, byte for byte */
+static void
+assert_recs_kept(const uint8_t *a, const uint8_t *b)
+{
+	assert_memory_equal(a + REPLICA_PSN_OFF, b + REPLICA_PSN_OFF,
+			REPLICA_PSN1_OFF + REPLICA_POS_REC - REPLICA_PSN_OFF);
 }
 
 /*
@@ -928,12 +939,17 @@ commit_breaking_the_claim_floor_flags_or_reserved_rules_writes_nothing(void **st
 }
 
 /*
- * the position (PROTOCOL.md "Position"): a COMMIT never moves it -- not
- * the words, not the slot's position generation and owner; ACCEPT and
- * COMMIT_REPLY report it; only a step (PERSIST with a persist sequence,
- * CLOSE with the newest) of the claiming writer moves it, and a new
- * writer's first step goes to the word not live; a FENCE's CLOSE does
- * not move it
+ * the position and the run (PROTOCOL.md "Position"): a COMMIT never
+ * moves the position -- not the records, not which one is live; ACCEPT
+ * and COMMIT_REPLY report it; only a step (PERSIST with a persist
+ * sequence, CLOSE with the newest) of the claiming writer moves it, and a
+ * new writer's first step writes the whole record not live, then the slot
+ * names it. A writer's COMMIT names its run (run generation, run owner,
+ * claim floor, TRACKED per its flags) and clears RUN_CLOSED; its CLOSE
+ * sets CONSISTENT and RUN_CLOSED. A promotion's FENCE raises the
+ * generation and names its owner but keeps the run, the claim floor,
+ * TRACKED and RUN_CLOSED; its PERSIST is refused and its CLOSE writes
+ * nothing.
  */
 static void
 commit_never_changes_the_position_only_the_writers_steps_do(void **state)
@@ -941,146 +957,279 @@ commit_never_changes_the_position_only_the_writers_steps_do(void **state)
 	struct ctx *c = *state;
 	struct ini x;
 	struct repl_msg r;
-	uint64_t w0, w1;
-	const uint64_t A = 0x4141, B = 0x4242, F2 = 2ull << 40;
-	/* writer A (generation 1): a fresh replica has no position */
+	static uint8_t blk[4096], prev[4096];
+	const uint64_t A = 0x4141, B = 0x4242, C = 0x4343;
+	const uint64_t F2 = 2ull << 40, F4 = 4ull << 40;
+	const uint32_t MARK = PMREP_REPLICA_F_CONSISTENT | REPLICA_F_RUN_CLOSED;
+	/* writer A (generation 1): a fresh replica has no position, no run */
 	ini_open(c, &x);
 	assert_int_equal(ini_auth(&x, 1, A, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
 	assert_int_equal(x.acc.pos_gen, 0);
 	assert_int_equal(x.acc.pos_owner, 0);
 	assert_int_equal(x.acc.last_persist_seq, 0);
 	assert_int_equal(x.acc.claim_floor, 0);
+	assert_int_equal(x.acc.run_gen, 0);
+	assert_int_equal(x.acc.run_owner, 0);
+	assert_false(x.acc.hdr_flags & REPLICA_F_RUN_CLOSED);
 	assert_int_equal(ini_commit_as(&x, 1, A, REPL_RESYNC_FULL, FLOOR,
 			REPL_COMMIT_F_TRACKED, &r), REPL_MSG_COMMIT_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
 	assert_int_equal(r.u.position.gen, 0);
 	assert_int_equal(r.u.position.owner, 0);
 	assert_int_equal(r.u.position.psn, 0);
-	struct replica_hdr h = hdr_of(c, &w0, &w1);
+	struct replica_hdr h = hdr_of(c, blk);
 	assert_int_equal(h.generation, 1);
 	assert_int_equal(h.owner, A);
+	assert_int_equal(h.run_gen, 1);
+	assert_int_equal(h.run_owner, A);
 	assert_int_equal(h.claim_floor, FLOOR);
 	assert_true(h.flags & REPLICA_F_TRACKED);
 	assert_false(h.flags & REPLICA_F_POSW1);
+	assert_false(h.flags & REPLICA_F_RUN_CLOSED);
 	assert_int_equal(h.pos_gen, 0);
 	assert_int_equal(h.pos_owner, 0);
-	assert_int_equal(w0, 0);
-	assert_int_equal(w1, 0);
-	/* A's steps: the position is A's, through its newest step */
+	assert_rec(blk, REPLICA_PSN_OFF, 0, 0, 0);
+	assert_rec(blk, REPLICA_PSN1_OFF, 0, 0, 0);
+	/* A's steps: the position is A's, through its newest step; its
+	 * first step took the record not live (4000), whole */
 	assert_int_equal(ini_persist_psn(&x, 0, 4096, FLOOR | 1, &r), REPL_MSG_PERSIST_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
+	h = hdr_of(c, blk);
+	assert_true(h.flags & REPLICA_F_POSW1);
+	assert_rec(blk, REPLICA_PSN1_OFF, FLOOR | 1, 1, A);
+	assert_rec(blk, REPLICA_PSN_OFF, 0, 0, 0);
 	assert_int_equal(ini_persist_psn(&x, 0, 4096, FLOOR | 5, &r), REPL_MSG_PERSIST_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
 	/* never down */
 	assert_int_equal(ini_persist_psn(&x, 0, 4096, FLOOR | 3, &r), REPL_MSG_PERSIST_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
-	h = hdr_of(c, &w0, &w1);
+	struct replica_hdr h1 = h;
+	h = hdr_of(c, blk);
+	assert_int_equal(h.seq, h1.seq);	/* the same writer: no slot write */
 	assert_int_equal(h.pos_gen, 1);
 	assert_int_equal(h.pos_owner, A);
+	assert_true(h.flags & REPLICA_F_POSW1);
+	assert_rec(blk, REPLICA_PSN1_OFF, FLOOR | 5, 1, A);
+	assert_int_equal(replica_pos_psn(blk, &h), FLOOR | 5);
 	assert_int_equal(info(c).last_persist_seq, FLOOR | 5);
-	/* the new writer's word took it, and the slot names it */
-	uint64_t live = (h.flags & REPLICA_F_POSW1) ? w1 : w0;
-	assert_int_equal(live, FLOOR | 5);
+	/* the run is the COMMIT's, not the steps' */
+	assert_int_equal(h.run_gen, 1);
+	assert_int_equal(h.run_owner, A);
+	assert_int_equal(h.claim_floor, FLOOR);
+	/* A's CLOSE: CONSISTENT and RUN_CLOSED, with its newest step, in one
+	 * slot write */
 	assert_int_equal(ini_close_psn(&x, FLOOR | 6, &r), REPL_MSG_CLOSE_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
 	ini_close(&x);
 	settle();
-	struct replica_hdr ha = hdr_of(c, &w0, &w1);
-	uint64_t a0 = w0, a1 = w1;
-	assert_true(ha.flags & PMREP_REPLICA_F_CONSISTENT);
+	struct replica_hdr ha = hdr_of(c, blk);
+	assert_int_equal(ha.seq, h.seq + 1);
+	assert_int_equal(ha.flags & MARK, MARK);
+	assert_true(ha.flags & REPLICA_F_TRACKED);
 	assert_int_equal(ha.pos_gen, 1);
 	assert_int_equal(ha.pos_owner, A);
+	assert_int_equal(ha.run_gen, 1);
+	assert_int_equal(ha.run_owner, A);
+	assert_int_equal(ha.claim_floor, FLOOR);
+	assert_rec(blk, REPLICA_PSN1_OFF, FLOOR | 6, 1, A);
 	assert_int_equal(info(c).last_persist_seq, FLOOR | 6);
+	memcpy(prev, blk, sizeof(prev));
 
-	/* writer B (generation 2): ACCEPT reports A's position, the COMMIT
-	 * keeps it -- words and slot fields -- and COMMIT_REPLY says so */
+	/* writer B (generation 2): ACCEPT reports A's position and run, the
+	 * COMMIT keeps the position -- records and POSW1 -- and says so in
+	 * COMMIT_REPLY; it names B's run, untracked, not closed */
 	ini_open(c, &x);
 	assert_int_equal(ini_auth(&x, 2, B, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
 	assert_int_equal(x.acc.pos_gen, 1);
 	assert_int_equal(x.acc.pos_owner, A);
 	assert_int_equal(x.acc.last_persist_seq, FLOOR | 6);
 	assert_int_equal(x.acc.claim_floor, FLOOR);
+	assert_int_equal(x.acc.run_gen, 1);
+	assert_int_equal(x.acc.run_owner, A);
 	assert_int_equal(x.acc.hdr_flags, ha.flags);
+	assert_true(x.acc.hdr_flags & REPLICA_F_RUN_CLOSED);
 	assert_int_equal(ini_commit_as(&x, 2, B, REPL_RESYNC_INCREMENTAL, F2, 0, &r),
 			REPL_MSG_COMMIT_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
 	assert_int_equal(r.u.position.gen, 1);
 	assert_int_equal(r.u.position.owner, A);
 	assert_int_equal(r.u.position.psn, FLOOR | 6);
-	h = hdr_of(c, &w0, &w1);
+	h = hdr_of(c, blk);
 	assert_int_equal(h.seq, ha.seq + 1);
 	assert_int_equal(h.generation, 2);
 	assert_int_equal(h.owner, B);
+	assert_int_equal(h.run_gen, 2);
+	assert_int_equal(h.run_owner, B);
 	assert_int_equal(h.claim_floor, F2);
 	assert_false(h.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_false(h.flags & REPLICA_F_RUN_CLOSED);	/* a writer's COMMIT */
 	assert_false(h.flags & REPLICA_F_TRACKED);	/* B's COMMIT: untracked */
 	assert_int_equal(h.flags & REPLICA_F_POSW1, ha.flags & REPLICA_F_POSW1);
 	assert_int_equal(h.pos_gen, 1);
 	assert_int_equal(h.pos_owner, A);
-	assert_int_equal(w0, a0);
-	assert_int_equal(w1, a1);
+	assert_recs_kept(blk, prev);
 	assert_int_equal(info(c).last_persist_seq, FLOOR | 6);
-	/* B's first step: the word not live, then the slot names B and it;
-	 * A's word is kept */
+	/* B's first step: the whole record not live (3968), then the slot
+	 * names B and it; A's record is kept */
 	assert_int_equal(ini_persist_psn(&x, 0, 4096, F2 | 1, &r), REPL_MSG_PERSIST_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
-	h = hdr_of(c, &w0, &w1);
+	struct replica_hdr hc = h;
+	h = hdr_of(c, blk);
+	assert_int_equal(h.seq, hc.seq + 1);
 	assert_int_equal(h.pos_gen, 2);
 	assert_int_equal(h.pos_owner, B);
-	assert_int_equal(h.flags & REPLICA_F_POSW1, (ha.flags & REPLICA_F_POSW1) ^ REPLICA_F_POSW1);
-	if (h.flags & REPLICA_F_POSW1) {
-		assert_int_equal(w1, F2 | 1);
-		assert_int_equal(w0, FLOOR | 6);
-	} else {
-		assert_int_equal(w0, F2 | 1);
-		assert_int_equal(w1, FLOOR | 6);
-	}
+	assert_false(h.flags & REPLICA_F_POSW1);
+	assert_rec(blk, REPLICA_PSN_OFF, F2 | 1, 2, B);
+	assert_rec(blk, REPLICA_PSN1_OFF, FLOOR | 6, 1, A);
+	assert_int_equal(h.run_gen, 2);
+	assert_int_equal(h.run_owner, B);
+	assert_int_equal(h.claim_floor, F2);
 	assert_int_equal(info(c).last_persist_seq, F2 | 1);
 	/* a PERSIST without a persist sequence moves nothing */
-	struct replica_hdr hb = h;
+	memcpy(prev, blk, sizeof(prev));
 	assert_int_equal(ini_persist_psn(&x, 0, 4096, 0, &r), REPL_MSG_PERSIST_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
-	h = hdr_of(c, &w0, &w1);
-	assert_int_equal(h.seq, hb.seq);
-	assert_int_equal(info(c).last_persist_seq, F2 | 1);
-	ini_close(&x);	/* no CLOSE: not consistent */
+	hdr_of(c, blk);
+	assert_memory_equal(blk, prev, sizeof(blk));
+	/* B's CLOSE: its run closed */
+	assert_int_equal(ini_close_psn(&x, F2 | 2, &r), REPL_MSG_CLOSE_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	ini_close(&x);
 	settle();
+	struct replica_hdr hb = hdr_of(c, blk);
+	assert_int_equal(hb.flags & MARK, MARK);
+	assert_false(hb.flags & REPLICA_F_TRACKED);
+	assert_rec(blk, REPLICA_PSN_OFF, F2 | 2, 2, B);
+	assert_rec(blk, REPLICA_PSN1_OFF, FLOOR | 6, 1, A);
+	memcpy(prev, blk, sizeof(prev));
 
-	/* a promotion's FENCE (generation 3): the claim is raised, the
-	 * position stays B's, and its CLOSE does not move it */
-	h = hdr_of(c, &w0, &w1);
-	uint64_t b0 = w0, b1 = w1;
+	/* a promotion's FENCE (generation 3, by A): the generation is
+	 * raised and A named owner; the position stays B's, and the run --
+	 * B's run, its claim floor, untracked, closed -- is kept */
 	ini_open(c, &x);
 	assert_int_equal(ini_auth(&x, 3, A, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
 	assert_int_equal(x.acc.pos_gen, 2);
 	assert_int_equal(x.acc.pos_owner, B);
-	assert_int_equal(x.acc.last_persist_seq, F2 | 1);
+	assert_int_equal(x.acc.last_persist_seq, F2 | 2);
 	assert_int_equal(x.acc.claim_floor, F2);
+	assert_int_equal(x.acc.run_gen, 2);
+	assert_int_equal(x.acc.run_owner, B);
+	assert_int_equal(x.acc.hdr_flags, hb.flags);
 	assert_int_equal(ini_commit_as(&x, 3, A, REPL_RESYNC_FENCE, 0, 0, &r),
 			REPL_MSG_COMMIT_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
 	assert_int_equal(r.u.position.gen, 2);
 	assert_int_equal(r.u.position.owner, B);
-	assert_int_equal(r.u.position.psn, F2 | 1);
-	struct replica_hdr hf = hdr_of(c, &w0, &w1);
+	assert_int_equal(r.u.position.psn, F2 | 2);
+	struct replica_hdr hf = hdr_of(c, blk);
+	assert_int_equal(hf.seq, hb.seq + 1);
 	assert_int_equal(hf.generation, 3);
 	assert_int_equal(hf.owner, A);
-	assert_int_equal(hf.claim_floor, 0);
+	assert_int_equal(hf.run_gen, 2);
+	assert_int_equal(hf.run_owner, B);
+	assert_int_equal(hf.claim_floor, F2);
+	assert_true(hf.flags & REPLICA_F_RUN_CLOSED);
+	assert_false(hf.flags & REPLICA_F_TRACKED);
+	assert_false(hf.flags & PMREP_REPLICA_F_CONSISTENT);	/* a claim */
 	assert_int_equal(hf.pos_gen, 2);
 	assert_int_equal(hf.pos_owner, B);
-	assert_int_equal(hf.flags & REPLICA_F_POSW1, h.flags & REPLICA_F_POSW1);
-	assert_int_equal(w0, b0);
-	assert_int_equal(w1, b1);
+	assert_int_equal(hf.flags & REPLICA_F_POSW1, hb.flags & REPLICA_F_POSW1);
+	assert_recs_kept(blk, prev);
+	memcpy(prev, blk, sizeof(prev));
+	/* its PERSIST is refused (with or without a persist sequence) and
+	 * writes nothing */
+	assert_int_equal(ini_persist_psn(&x, 0, 4096, (3ull << 40) | 1, &r),
+			REPL_MSG_PERSIST_REPLY);
+	assert_int_equal(r.status, REPL_ST_STATE);
+	assert_int_equal(ini_persist_psn(&x, 0, 4096, 0, &r), REPL_MSG_PERSIST_REPLY);
+	assert_int_equal(r.status, REPL_ST_STATE);
+	settle();
+	hdr_of(c, blk);
+	assert_memory_equal(blk, prev, sizeof(blk));
+	/* its CLOSE is answered OK, writes nothing (no position, no
+	 * CONSISTENT) and ends the session */
 	assert_int_equal(ini_close_psn(&x, (3ull << 40) | 9, &r), REPL_MSG_CLOSE_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	assert_true(ini_gone(&x, 2000));
+	ini_close(&x);
+	settle();
+	hf = hdr_of(c, blk);
+	assert_memory_equal(blk, prev, sizeof(blk));
+	assert_false(hf.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(hf.pos_gen, 2);
+	assert_int_equal(hf.pos_owner, B);
+	assert_int_equal(info(c).last_persist_seq, F2 | 2);
+	/* a CLOSE without a persist sequence: the same */
+	ini_open(c, &x);
+	assert_int_equal(ini_auth(&x, 3, A, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+	assert_int_equal(ini_commit_as(&x, 3, A, REPL_RESYNC_FENCE, 0, 0, &r),
+			REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	hf = hdr_of(c, blk);
+	memcpy(prev, blk, sizeof(prev));
+	assert_int_equal(ini_close_psn(&x, 0, &r), REPL_MSG_CLOSE_REPLY);
 	assert_int_equal(r.status, REPL_ST_OK);
 	ini_close(&x);
 	settle();
-	hf = hdr_of(c, &w0, &w1);
-	assert_int_equal(hf.pos_gen, 2);
-	assert_int_equal(hf.pos_owner, B);
-	assert_int_equal(w0, b0);
-	assert_int_equal(w1, b1);
-	assert_int_equal(info(c).last_persist_seq, F2 | 1);
+	hdr_of(c, blk);
+	assert_memory_equal(blk, prev, sizeof(blk));
+	assert_true(hf.flags & REPLICA_F_RUN_CLOSED);
+	assert_int_equal(hf.run_gen, 2);
+
+	/* writer C (generation 4), tracked: a writer's COMMIT after the
+	 * fence names its run and clears RUN_CLOSED; the position stays */
+	ini_open(c, &x);
+	assert_int_equal(ini_auth(&x, 4, C, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+	assert_int_equal(x.acc.run_gen, 2);
+	assert_int_equal(x.acc.run_owner, B);
+	assert_int_equal(x.acc.claim_floor, F2);
+	assert_int_equal(x.acc.generation, 3);
+	assert_int_equal(x.acc.owner, A);
+	assert_true(x.acc.hdr_flags & REPLICA_F_RUN_CLOSED);
+	assert_int_equal(ini_commit_as(&x, 4, C, REPL_RESYNC_INCREMENTAL, F4,
+			REPL_COMMIT_F_TRACKED, &r), REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	assert_int_equal(r.u.position.gen, 2);
+	assert_int_equal(r.u.position.owner, B);
+	assert_int_equal(r.u.position.psn, F2 | 2);
+	struct replica_hdr h4 = hdr_of(c, blk);
+	assert_int_equal(h4.generation, 4);
+	assert_int_equal(h4.owner, C);
+	assert_int_equal(h4.run_gen, 4);
+	assert_int_equal(h4.run_owner, C);
+	assert_int_equal(h4.claim_floor, F4);
+	assert_true(h4.flags & REPLICA_F_TRACKED);
+	assert_false(h4.flags & REPLICA_F_RUN_CLOSED);
+	assert_int_equal(h4.pos_gen, 2);
+	assert_int_equal(h4.pos_owner, B);
+	assert_recs_kept(blk, prev);
+	ini_close(&x);	/* no CLOSE: its run not closed */
+	settle();
+	memcpy(prev, blk, sizeof(prev));
+
+	/* a second FENCE (generation 5): TRACKED set and RUN_CLOSED clear
+	 * are kept as well */
+	ini_open(c, &x);
+	assert_int_equal(ini_auth(&x, 5, B, REPL_INTENT_ATTACH, &r), REPL_MSG_ACCEPT);
+	assert_int_equal(ini_commit_as(&x, 5, B, REPL_RESYNC_FENCE, 0, 0, &r),
+			REPL_MSG_COMMIT_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	hf = hdr_of(c, blk);
+	assert_int_equal(hf.generation, 5);
+	assert_int_equal(hf.owner, B);
+	assert_int_equal(hf.run_gen, 4);
+	assert_int_equal(hf.run_owner, C);
+	assert_int_equal(hf.claim_floor, F4);
+	assert_true(hf.flags & REPLICA_F_TRACKED);
+	assert_false(hf.flags & REPLICA_F_RUN_CLOSED);
+	assert_recs_kept(blk, prev);
+	memcpy(prev, blk, sizeof(prev));
+	assert_int_equal(ini_close_psn(&x, (5ull << 40) | 1, &r), REPL_MSG_CLOSE_REPLY);
+	assert_int_equal(r.status, REPL_ST_OK);
+	ini_close(&x);
+	settle();
+	hdr_of(c, blk);
+	assert_memory_equal(blk, prev, sizeof(blk));
 }
 
 /* four read-only queries that stay connected fill every session slot: a
