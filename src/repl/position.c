@@ -81,22 +81,48 @@ vouch(const struct pmrep_replica_position *p, struct point *v)
 	return false;
 }
 
-/* the most the copy may hold of a completed persist */
+static bool
+same_run(const struct pmrep_replica_position *a,
+		const struct pmrep_replica_position *b)
+{
+	return a->run_generation != 0 && a->run_generation == b->run_generation &&
+		a->run_owner == b->run_owner && a->run_floor == b->run_floor;
+}
+
+/*
+ * the most the copy may hold of a completed persist; `others` (n of them,
+ * may include p): a copy whose run closed cleanly says where that run
+ * ended, for every copy of that run (a clean close is the run's last
+ * step: the mirror sends CLOSE, with its newest step, once nothing is in
+ * flight)
+ */
 static struct point
-may_hold(const struct pmrep_replica_position *p)
+may_hold(const struct pmrep_replica_position *p,
+		const struct pmrep_replica_position *others, unsigned n)
 {
 	if (p->flags & PMREP_POSITION_F_RUN_CLOSED)
 		return pos_point(p);
-	if (p->flags & PMREP_POSITION_F_PRIMARY)
-		return run_end(p);
 	/* a tracked run's completed steps are recorded on the copies that
 	 * confirmed them, each of which reached the run: this one holds
 	 * none beyond its position that those lack */
-	if (p->flags & PMREP_POSITION_F_TRACKED)
+	if ((p->flags & PMREP_POSITION_F_TRACKED) &&
+			!(p->flags & PMREP_POSITION_F_PRIMARY))
 		return pos_point(p);
-	if (p->run_generation != 0)
-		return run_end(p);
-	return pos_point(p);
+	if (p->run_generation == 0)
+		return pos_point(p);
+	struct point m = run_end(p);
+	for (unsigned i = 0; i < n; i++) {
+		if (!(others[i].flags & PMREP_POSITION_F_RUN_CLOSED) ||
+				!same_run(&others[i], p))
+			continue;
+		/* its run ended there (or, a position below the run's
+		 * floor, wrote nothing): no more than that, or its own */
+		struct point end = pos_point(&others[i]);
+		struct point own = pos_point(p);
+		m = point_cmp(&end, &own) > 0 ? end : own;
+		break;
+	}
+	return m;
 }
 
 static bool
@@ -115,7 +141,8 @@ pmrep_position_compare(const struct pmrep_replica_position *a,
 	}
 	struct point va, vb;
 	bool ha = vouch(a, &va), hb = vouch(b, &vb);
-	struct point ma = may_hold(a), mb = may_hold(b);
+	const struct pmrep_replica_position both[2] = { *a, *b };
+	struct point ma = may_hold(a, both, 2), mb = may_hold(b, both, 2);
 	/* a is more current when it vouches for more than b may hold */
 	int ab = ha ? point_cmp(&va, &mb) : -1;
 	int ba = hb ? point_cmp(&vb, &ma) : -1;
@@ -126,6 +153,19 @@ pmrep_position_compare(const struct pmrep_replica_position *a,
 	if (ba > 0)
 		return -1;
 	return 0;
+}
+
+bool
+repl_position_covers(const struct pmrep_replica_position *a,
+		const struct pmrep_replica_position *b)
+{
+	struct point va, vb;
+	if (!vouch(a, &va))
+		return false;
+	if (!vouch(b, &vb))
+		return true;
+	int c = point_cmp(&va, &vb);
+	return c != CANNOT_TELL && c >= 0;
 }
 
 int
@@ -167,7 +207,7 @@ pmrep_position_decide(const struct pmrep_replica_position *pos, unsigned n,
 	for (unsigned i = 0; i < n; i++) {
 		if (!counts(&pos[i]))
 			continue;
-		struct point m = may_hold(&pos[i]);
+		struct point m = may_hold(&pos[i], pos, n);
 		int c = point_cmp(&m, &vb);
 		if (c == CANNOT_TELL || c > 0) {
 			if (conflict != NULL)

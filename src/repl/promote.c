@@ -227,7 +227,7 @@ decide(const struct pmrep_replica_position *own, const struct copy *cp,
 		*who = conflict < m ? idx[conflict] : n;
 		return ret;
 	}
-	if (best == 0 || pmrep_position_compare(own, &all[best]) >= 0)
+	if (best == 0 || repl_position_covers(own, &all[best]))
 		return 0;
 	res->more_current = (int)idx[best];
 	*who = idx[best];
@@ -350,10 +350,9 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	if (flags & PMREP_PROMOTE_DRY_RUN) {
 		/* the pre-check: what a promotion would find if nothing moved
 		 * meanwhile (a live old primary can still move it) */
-		ret = decide(&own_pos, cp, cfg->n, true, res, &who);
-		if (ret == 0 && res->needed - 1 > res->reached &&
-				!(flags & PMREP_PROMOTE_FORCE_FENCE))
-			ret = PMREP_E_UNREACHABLE;
+		ret = res->needed - 1 > res->reached &&
+			!(flags & PMREP_PROMOTE_FORCE_FENCE) ? PMREP_E_UNREACHABLE :
+			decide(&own_pos, cp, cfg->n, true, res, &who);
 		if (ret == PMREP_E_STATE && res->more_current < 0)
 			res->more_current = who < cfg->n ? (int)who : -1;
 		if (ret && (flags & PMREP_PROMOTE_FORCE_STALE) &&

@@ -3,8 +3,10 @@
  * test_repl_promote.c -- pmrep_mirror_promote (issue 14 item 3): after the
  * primary of a set of two replicas (quorum 1) died with one replica
  * frozen behind, a replica's file is opened in place and promoted:
- *  - the stale replica is refused (a more current one is reached) and
- *    nothing changes on either file;
+ *  - the stale replica is refused (a more current one is fenced): both
+ *    copies hold the new generation with no writer, their positions and
+ *    data unchanged; the one named is promoted over that fence; a dry run
+ *    writes nothing;
  *  - with the other replica unreachable, quorum 1 of 2 is refused (the old
  *    primary could still complete a persist on it: n - k + 1 = 2), and
  *    nothing changes; under "all" (n - k + 1 = 1) it is allowed;
@@ -141,8 +143,21 @@ fail_primary(void)
 	assert_int_equal(i1.generation, 1);
 }
 
+/* what a promotion must never change: the copy's position and data */
 static void
-promote_refuses_a_stale_replica_and_changes_nothing(void **state)
+same_position(const struct pmrep_replica_position *a,
+		const struct pmrep_replica_position *b)
+{
+	assert_int_equal(a->generation, b->generation);
+	assert_int_equal(a->owner, b->owner);
+	assert_int_equal(a->seq, b->seq);
+	assert_int_equal(a->run_generation, b->run_generation);
+	assert_int_equal(a->run_owner, b->run_owner);
+	assert_int_equal(a->run_floor, b->run_floor);
+}
+
+static void
+promote_refuses_a_stale_replica_after_fencing_and_the_current_one_is_promoted(void **state)
 {
 	(void)state;
 	fail_primary();
@@ -150,22 +165,56 @@ promote_refuses_a_stale_replica_and_changes_nothing(void **state)
 	uint8_t h0[4096], h1[4096], a0[4096], a1[4096];
 	header_of(path[0], h0);
 	header_of(path[1], h1);
+	struct pmrep_replica_position p0, p1, q;
+	assert_int_equal(pmrep_replica_read_position(path[0], &p0), 0);
+	assert_int_equal(pmrep_replica_read_position(path[1], &p1), 0);
 	struct pmrep_pmem *log = NULL;
 	assert_int_equal(pmrep_log_open(path[1], 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
 			&log), 0);
 	struct pmrep_mirror_cfg *c = mcfg(1, 1);
 	struct pmrep_promote_result res;
+	/* the pre-check (read-only): refused, nothing written anywhere */
+	assert_int_equal(pmrep_mirror_promote(log, c, 2, 1, PMREP_PROMOTE_DRY_RUN,
+			&res), PMREP_E_STATE);
+	assert_int_equal(res.more_current, 0);
+	assert_int_equal(res.refused, PMREP_PROMOTE_REFUSED_STALE);
+	assert_int_equal(res.generation, 0);
+	header_of(path[1], a1);
+	assert_memory_equal(h1, a1, sizeof(h1));
+	/* the promotion: fence, then decide -- both copies hold generation
+	 * 2 (no writer), the decision among them refuses this one; no
+	 * position and no data byte moved */
 	assert_int_equal(pmrep_mirror_promote(log, c, 2, 1, 0, &res), PMREP_E_STATE);
 	assert_int_equal(res.more_current, 0);
+	assert_int_equal(res.refused, PMREP_PROMOTE_REFUSED_STALE);
 	assert_int_equal(res.reached, 1);
-	assert_int_equal(res.generation, 0);
+	assert_int_equal(res.fenced, 1);
+	assert_int_equal(res.generation, 2);
 	assert_int_equal(res.needed, 2);
 	assert_int_equal(pmrep_pmem_close(&log), 0);
 	func_child_kill(&tg[0], SIGTERM);
 	header_of(path[0], a0);
 	header_of(path[1], a1);
-	assert_memory_equal(h0, a0, sizeof(h0));
-	assert_memory_equal(h1, a1, sizeof(h1));
+	assert_memory_not_equal(h0, a0, sizeof(h0));	/* the fence */
+	assert_int_equal(pmrep_replica_read_position(path[0], &q), 0);
+	same_position(&p0, &q);
+	assert_int_equal(q.fence_generation, 2);
+	assert_int_equal(pmrep_replica_read_position(path[1], &q), 0);
+	same_position(&p1, &q);
+	assert_int_equal(q.fence_generation, 2);
+	/* the one it named is promoted over that fence, and holds every
+	 * acknowledged persist */
+	serve(1);
+	assert_int_equal(pmrep_log_open(path[0], 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&log), 0);
+	pmrep_mirror_cfg_delete(&c);
+	c = mcfg(2, 1);
+	assert_int_equal(pmrep_mirror_promote(log, c, 2, 1, 0, &res), 0);
+	assert_int_equal(res.generation, 3);
+	assert_int_equal(res.fenced, 1);
+	assert_memory_equal(pmrep_pmem_get_address(log), acked, SIZE);
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+	func_child_kill(&tg[1], SIGTERM);
 	pmrep_mirror_cfg_delete(&c);
 }
 
@@ -380,9 +429,11 @@ cli_promote_refusals_exit_1_and_name_the_reason(void **state)
 			"--json", (char *)NULL), 1);
 	assert_non_null(strstr(out, "\"outcome\":\"refused_fence\""));
 	assert_non_null(strstr(out, "\"needed\":2,\"reached\":0"));
+	/* (the stale one's promote fenced it: generation 2, no writer; a
+	 * refusal before any fence writes nothing) */
 	struct pmrep_replica_info i0;
 	assert_int_equal(pmrep_replica_read_info(path[0], &i0), 0);
-	assert_int_equal(i0.generation, 1);
+	assert_int_equal(i0.generation, 2);
 	/* --dry-run with no --set-size / --quorum ("all" of 2): the
 	 * headers' quorum 1 of 2 counts, refused, nothing written */
 	assert_int_equal(promote_cli(path[0], out, sizeof(out), "--replica", at1,
@@ -390,14 +441,14 @@ cli_promote_refusals_exit_1_and_name_the_reason(void **state)
 	assert_non_null(strstr(out, "\"needed\":2,\"reached\":0"));
 	assert_non_null(strstr(out, "\"set_size\":2,\"set_quorum\":1"));
 	assert_int_equal(pmrep_replica_read_info(path[0], &i0), 0);
-	assert_int_equal(i0.generation, 1);
+	assert_int_equal(i0.generation, 2);
 	/* --force-fence: promoted although replica 1 is out of reach */
 	assert_int_equal(promote_cli(path[0], out, sizeof(out), "--replica", at1,
 			"--key-file", keyfile, "--set-size", "2", "--quorum", "1",
 			"--force-fence", (char *)NULL), 0);
-	assert_non_null(strstr(out, "at generation 2"));
+	assert_non_null(strstr(out, "at generation 3"));
 	assert_int_equal(pmrep_replica_read_info(path[0], &i0), 0);
-	assert_int_equal(i0.generation, 2);
+	assert_int_equal(i0.generation, 3);
 }
 
 static int
@@ -436,7 +487,7 @@ main(int argc, char *argv[])
 	if (getenv("PMREP_LOG_LEVEL") == NULL)
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(promote_refuses_a_stale_replica_and_changes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(promote_refuses_a_stale_replica_after_fencing_and_the_current_one_is_promoted, setup, teardown),
 		cmocka_unit_test_setup_teardown(promote_refuses_what_it_cannot_fence_under_a_quorum_not_under_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(promote_fences_the_old_primary_and_the_survivor_ends_identical, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_promote_refusals_exit_1_and_name_the_reason, setup, teardown),
