@@ -778,7 +778,7 @@ recover_rank(char addrs[][256], const char *const ports[],
 		return PMREP_E_STATE;
 	}
 	unsigned best = 0, conflict = m;
-	int ret = pmrep_position_decide(pos, m, &best, &conflict);
+	int ret = pmrep_position_decide(pos, m, &best, &conflict, NULL);
 	if (ret) {
 		fprintf(stderr, "pmrep recover: which copy is newest cannot be told: %s may hold persists no copy named vouches for\n",
 				conflict < m ? names[idx[conflict]] : "none of them");

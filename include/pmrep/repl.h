@@ -122,30 +122,33 @@ PMREP_API int pmrep_replica_query_position(const char *addr, const char *port,
 
 /*
  * pmrep_position_decide -- the one decision of which copy is newest, that
- * compare, promote, recover and the mirror's attach share (docs/PROTOCOL.md
- * "Position", "The decision"): among the n positions of the copies of
- * one set (fresh and removed ones are skipped), the copy that is complete
- * through the highest position, provided no copy may hold more than that
- * one vouches for. A copy vouches for its position when its run closed
- * cleanly there, or when its run records positions per step and it
- * reached that run; a writer's own log vouches for its whole run; a copy
- * being resynced, or claimed by a run without per-step positions that did
- * not close, vouches for nothing and may hold up to its run's end.
- * On 0, *best is the index of that copy (among equal ones, the lowest).
- * Errors (nothing is written; *conflict, when not NULL, names the copy
- * that decides it):
+ * compare, promote and recover share (docs/PROTOCOL.md "Position", "The
+ * decision"): among the n positions of copies of one set (fresh and
+ * removed ones are skipped), a copy is *complete* when it vouches for
+ * everything any of them may hold of a completed persist. A copy vouches
+ * for its position when its run closed cleanly there, or when its run
+ * records positions per step and it reached that run; a writer's own log
+ * vouches for its whole run. A copy may hold up to what it vouches for,
+ * or -- claimed by a run without per-step positions that did not close --
+ * up to that run's end (a clean close of another copy of the run ends it
+ * there). Read n - k + 1 copies (k of n: the quorum the headers record),
+ * fenced when a writer may be alive, for the answer to cover every
+ * completed persist.
+ * On 0, *best is the complete copy that vouches for the most (among equal
+ * ones, the lowest index); complete (n entries, may be NULL) says which
+ * copies are complete; *conflict (may be NULL) is n.
+ * Errors (nothing is written; *conflict, when not NULL, names a copy that
+ * may hold more than the others vouch for):
  *  - PMREP_E_INVAL: NULL pos or best, or n == 0;
  *  - PMREP_E_SPLIT_BRAIN: two writers' positions of one generation and
  *    epoch, which do not compare ("cannot tell");
- *  - PMREP_E_STATE: a copy may hold more than every complete copy vouches
- *    for, or no copy is complete ("cannot tell": reach that copy, or
- *    another that vouches for it, or --force);
- *    PMREP_E_STATE too when no copy of a set is among them (all fresh or
- *    removed; *conflict is then n).
+ *  - PMREP_E_STATE: no copy is complete ("cannot tell": reach that copy,
+ *    or another that vouches for it), also when no copy of a set is among
+ *    them (all fresh or removed; *conflict is then n).
  * Thread-safe (a pure function).
  */
 PMREP_API int pmrep_position_decide(const struct pmrep_replica_position *pos,
-		unsigned n, unsigned *best, unsigned *conflict);
+		unsigned n, unsigned *best, unsigned *conflict, bool *complete);
 
 /*
  * pmrep_position_compare -- how copy a stands to copy b: 1 (a is more

@@ -102,6 +102,8 @@ mirror_log_claim(struct pmrep_mirror *m)
 	/* the writer's own log holds every step of its run (PROTOCOL.md
 	 * "Position": complete through its run's end until it closes) */
 	next.flags |= REPLICA_F_PRIMARY;
+	if (m->cfg.persist_seq)
+		next.flags |= REPLICA_F_TRACKED;
 	next.claim_floor = m->psn_base;
 	if (m->cfg.fence_only)
 		next.flags |= PMREP_REPLICA_F_PROMOTED;

@@ -66,6 +66,7 @@ vouch(const struct pmrep_replica_position *p, struct point *v)
 		return true;
 	}
 	if (p->flags & PMREP_POSITION_F_PRIMARY) {
+		/* the writer's own log: every step of its run is here */
 		*v = run_end(p);
 		return true;
 	}
@@ -102,11 +103,11 @@ may_hold(const struct pmrep_replica_position *p,
 {
 	if (p->flags & PMREP_POSITION_F_RUN_CLOSED)
 		return pos_point(p);
-	/* a tracked run's completed steps are recorded on the copies that
-	 * confirmed them, each of which reached the run: this one holds
-	 * none beyond its position that those lack */
-	if ((p->flags & PMREP_POSITION_F_TRACKED) &&
-			!(p->flags & PMREP_POSITION_F_PRIMARY))
+	/* a tracked run's completed steps are recorded on the replicas
+	 * that confirmed them, each of which reached the run: this copy
+	 * (a replica being resynced, or the writer's own log) holds no
+	 * completed one beyond its position that those lack */
+	if (p->flags & PMREP_POSITION_F_TRACKED)
 		return pos_point(p);
 	if (p->run_generation == 0)
 		return pos_point(p);
@@ -155,69 +156,83 @@ pmrep_position_compare(const struct pmrep_replica_position *a,
 	return 0;
 }
 
-bool
-repl_position_covers(const struct pmrep_replica_position *a,
-		const struct pmrep_replica_position *b)
+/* may every copy's completed persists be in copy i (vouch(i) >= every
+ * may_hold)? 1 yes, 0 no, CANNOT_TELL; *who the copy that says no */
+static int
+covers_all(const struct pmrep_replica_position *pos, unsigned n, unsigned i,
+		unsigned *who)
 {
-	struct point va, vb;
-	if (!vouch(a, &va))
-		return false;
-	if (!vouch(b, &vb))
-		return true;
-	int c = point_cmp(&va, &vb);
-	return c != CANNOT_TELL && c >= 0;
+	struct point v;
+	if (!counts(&pos[i]) || !vouch(&pos[i], &v)) {
+		*who = i;
+		return 0;
+	}
+	for (unsigned c = 0; c < n; c++) {
+		if (!counts(&pos[c]))
+			continue;
+		struct point m = may_hold(&pos[c], pos, n);
+		int r = point_cmp(&m, &v);
+		if (r == CANNOT_TELL || r > 0) {
+			*who = c;
+			return r == CANNOT_TELL ? CANNOT_TELL : 0;
+		}
+	}
+	return 1;
 }
 
 int
 pmrep_position_decide(const struct pmrep_replica_position *pos, unsigned n,
-		unsigned *best, unsigned *conflict)
+		unsigned *best, unsigned *conflict, bool *complete)
 {
 	if (pos == NULL || best == NULL || n == 0) {
 		PMREP_LOG_ERR("invalid argument: no positions to decide among");
 		return PMREP_E_INVAL;
 	}
-	unsigned b = n, none = n;
+	unsigned b = n, who = n, first_no = n;
+	bool split = false, any = false;
 	struct point vb = { 0, 0, 0 };
-	if (conflict != NULL)
-		*conflict = n;
 	for (unsigned i = 0; i < n; i++) {
+		if (complete != NULL)
+			complete[i] = false;
 		if (!counts(&pos[i]))
 			continue;
-		if (none == n)
-			none = i;
-		struct point v;
-		if (!vouch(&pos[i], &v))
+		any = true;
+		unsigned w = n;
+		int r = covers_all(pos, n, i, &w);
+		if (r == CANNOT_TELL) {
+			split = true;
+			if (first_no == n)
+				first_no = w;
 			continue;
-		int c = b == n ? 1 : point_cmp(&v, &vb);
-		if (c == CANNOT_TELL) {
-			if (conflict != NULL)
-				*conflict = i;
-			return PMREP_E_SPLIT_BRAIN;
 		}
-		if (c > 0) {
+		if (r == 0) {
+			/* the copy that says no to a copy that vouches */
+			struct point v;
+			if (first_no == n || (vouch(&pos[i], &v) && w != i))
+				first_no = w;
+			continue;
+		}
+		if (complete != NULL)
+			complete[i] = true;
+		struct point v;
+		(void) vouch(&pos[i], &v);
+		if (b == n || point_cmp(&v, &vb) == 1) {
 			b = i;
 			vb = v;
 		}
 	}
-	if (b == n) {
+	(void) who;
+	if (b != n) {
+		*best = b;
 		if (conflict != NULL)
-			*conflict = none;
-		return PMREP_E_STATE;	/* no copy vouches for anything */
+			*conflict = n;
+		return 0;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (!counts(&pos[i]))
-			continue;
-		struct point m = may_hold(&pos[i], pos, n);
-		int c = point_cmp(&m, &vb);
-		if (c == CANNOT_TELL || c > 0) {
-			if (conflict != NULL)
-				*conflict = i;
-			return c == CANNOT_TELL ? PMREP_E_SPLIT_BRAIN :
-				PMREP_E_STATE;
-		}
-	}
-	*best = b;
-	return 0;
+	if (conflict != NULL)
+		*conflict = first_no;
+	if (!any)
+		return PMREP_E_STATE;
+	return split ? PMREP_E_SPLIT_BRAIN : PMREP_E_STATE;
 }
 
 void

@@ -20,11 +20,6 @@ void repl_position_from_hdr(struct pmrep_replica_position *pos,
 void repl_position_from_accept(struct pmrep_replica_position *pos,
 		const struct repl_accept *acc);
 
-/* a vouches for at least what b vouches for (a complete copy as current
- * as b): the test a promoted or recovered copy must pass */
-bool repl_position_covers(const struct pmrep_replica_position *a,
-		const struct pmrep_replica_position *b);
-
 /* one line naming the position, for the logs ("gen 2 owner .. seq e:n,
  * run .., closed") */
 void repl_position_str(const struct pmrep_replica_position *pos, char *buf,

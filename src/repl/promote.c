@@ -222,12 +222,13 @@ decide(const struct pmrep_replica_position *own, const struct copy *cp,
 		}
 	}
 	unsigned best = 0, conflict = m;
-	int ret = pmrep_position_decide(all, m, &best, &conflict);
+	bool complete[PMREP_MIRROR_MAX_REPLICAS + 1];
+	int ret = pmrep_position_decide(all, m, &best, &conflict, complete);
 	if (ret) {
 		*who = conflict < m ? idx[conflict] : n;
 		return ret;
 	}
-	if (best == 0 || repl_position_covers(own, &all[best]))
+	if (complete[0])
 		return 0;
 	res->more_current = (int)idx[best];
 	*who = idx[best];

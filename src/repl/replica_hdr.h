@@ -37,7 +37,7 @@ struct replica_hdr {
 	 * the whole block only; a slot alone leaves them 0): the writer
 	 * whose steps it holds, its generation and primary id (0 0: none
 	 * recorded); the sequence is replica_pos_psn's. A COMMIT never
-	 * changes them. */
+	 * changes them; replica_slot_decode leaves them as they were. */
 	uint64_t pos_gen;
 	uint64_t pos_owner;
 	uint32_t flags;			/* PMREP_REPLICA_F_*, REPLICA_F_* */
@@ -90,23 +90,20 @@ int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
 		struct replica_hdr *cur, const struct replica_hdr *next);
 
 /*
- * The persist sequence word (PROTOCOL.md "Persist sequence"): a u64
- * little-endian at REPLICA_PSN_OFF of the header block, in a cache line
- * of its own, outside both slots: the psn of the newest step the replica
- * holds durably, for the header's generation and owner (0: none). Written
- * by its target only, one aligned 8-byte store (the failure-atomic unit)
- * then persisted.
+ * The position records (PROTOCOL.md "Position"): two of REPLICA_POS_REC
+ * bytes in the header block, outside both slots, at REPLICA_PSN_OFF and
+ * REPLICA_PSN1_OFF: u64 persist sequence, u64 generation, u64 owner (of
+ * the writer whose steps the copy holds through that sequence; record
+ * 0's sequence is where headers of before positions kept their persist
+ * sequence word). The slot's POSW1 says which one is live. Written by
+ * the copy's target (and a writer's own log by its mirror) only.
  */
 #define REPLICA_PSN_OFF 3968u
-/* the position records: u64 persist sequence, u64 generation, u64 owner
- * (24 bytes; the sequence first, so that record 0's is the old persist
- * sequence word); the one not live takes a new writer's first position
- * before the slot names it live (PROTOCOL.md "Position") */
 #define REPLICA_PSN1_OFF 4000u
 #define REPLICA_POS_REC 24u
 /* slot flags of the position (internal; beside PMREP_REPLICA_F_*): the
- * claiming writer records a position at every step (per-step sequence
- * on), and which position word is live */
+ * claiming run records a position at every step (per-step sequence on),
+ * and the live position record is the second */
 #define REPLICA_F_TRACKED (1u << 3)
 #define REPLICA_F_POSW1 (1u << 4)
 /* a writer's own log, claimed by its running mirror: it holds every step
@@ -121,37 +118,38 @@ int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
 #define REPL_PSN_EPOCH_SHIFT 40
 #define REPL_PSN_RUN_END(floor) ((floor) | ((1ull << REPL_PSN_EPOCH_SHIFT) - 1))
 
-/* the live position word of the header block at `base` (h: its decoded
- * header, which says which word is live) */
+/* the live position record's persist sequence, of the header block at
+ * `base` (h: its decoded header, which says which record is live) */
 uint64_t replica_pos_psn(const uint8_t *base, const struct replica_hdr *h);
 
 /*
  * record that the copy at `base` holds, durably, the steps of writer
  * (gen, owner) through `psn` (the caller made the step's data durable
- * first). Same writer as the position's: the live word is raised (one
- * 8-byte store, persisted; a psn not above it changes nothing). Another
- * writer: the word not live takes psn (persisted), then the slot names
- * that writer and that word (replica_hdr_write): a crash in between
- * leaves the old position whole. *cur is updated. Errors:
- * pmrep_pmem_persist's (what reached the media is unknown; the old
- * position stands until the slot write is durable).
+ * first; psn 0: no position to record). Same writer as the live
+ * record's: its sequence is raised (one 8-byte store, persisted; a psn
+ * not above it changes nothing). Another writer: the record not live
+ * takes the whole position (persisted), then one slot write names it
+ * live (replica_hdr_write): a crash in between leaves the old position
+ * whole. `set_flags` are set in the header in that same slot write (a
+ * slot write of their own when no switch is needed; none when nothing
+ * changes): a CLOSE's consistent mark keeps the header sequence the
+ * writer's record expects. *cur is updated. Errors: pmrep_pmem_persist's
+ * (what reached the media is unknown; the old position stands until the
+ * slot write is durable).
  */
+int replica_pos_record_flags(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
+		uint64_t psn, uint32_t set_flags);
+/* replica_pos_record_flags with no flags */
 int replica_pos_record(struct pmrep_pmem *pmem, uint8_t *base,
 		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
 		uint64_t psn);
 
-/* the same, and `set_flags` set in the header in the same slot write
- * (one slot write at most: a CLOSE's consistent mark keeps the header
- * sequence the writer's record expects) */
-int replica_pos_record_flags(struct pmrep_pmem *pmem, uint8_t *base,
-		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
-		uint64_t psn, uint32_t set_flags);
-
-/* the first position word (a version 1 or a pre-position header: the
+/* record 0's persist sequence (a version 1 or a pre-position header: the
  * persist sequence word) */
 uint64_t replica_psn_get(const uint8_t *base);
-/* store `psn` into the first word and persist it (pmrep_pmem_persist's
- * error) */
+/* store `psn` into record 0's sequence and persist it
+ * (pmrep_pmem_persist's error) */
 int replica_psn_write(struct pmrep_pmem *pmem, uint8_t *base, uint64_t psn);
 
 /* true when `len` bytes at `p` are all zero */

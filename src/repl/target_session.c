@@ -447,8 +447,12 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 			r.status = REPL_ST_INTERNAL;
 			break;
 		}
-		PMREP_LOG(PMREP_LOG_NOTICE, "session %d: replica marked consistent at generation %llu; the session ends with CLOSE_REPLY",
-				(int)(s - t->s), (unsigned long long)t->hdr.generation);
+		if (s->fence)
+			PMREP_LOG(PMREP_LOG_NOTICE, "session %d: a fence's CLOSE: nothing marked; the session ends with CLOSE_REPLY",
+					(int)(s - t->s));
+		else
+			PMREP_LOG(PMREP_LOG_NOTICE, "session %d: replica marked consistent at generation %llu; the session ends with CLOSE_REPLY",
+					(int)(s - t->s), (unsigned long long)t->hdr.generation);
 		/* the mark says "a clean close left a complete copy": no
 		 * PERSIST may be served and no write may land after it, so
 		 * the session ends here (CLOSING: closed once the reply is
