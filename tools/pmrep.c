@@ -131,21 +131,25 @@ static const char help_compare[] =
 	"  pmrep compare REPLICA REPLICA... [--key-file FILE] [--timeout MS]\n"
 	"                [--no-tls] [--json] [-v]\n"
 	"      name the most current of several replicas of one set, the one to\n"
-	"      promote after the primary is gone: the newest generation, then the\n"
-	"      highest persist sequence (the newest persist it holds; recorded\n"
-	"      when the mirror runs with persist sequences on). Each REPLICA is a\n"
+	"      promote after the primary is gone, by their positions (the one\n"
+	"      decision promote and recover make, docs/PROTOCOL.md \"Position\"):\n"
+	"      a copy is most current when it holds every persist any of them may\n"
+	"      hold, at the newest generation among such copies. Each REPLICA is a\n"
 	"      file on this host or ADDR:PORT of its pmrep-target (asked read-only\n"
 	"      with the key in FILE, as status does). Prints one line per replica,\n"
-	"      then \"most current: REPLICA\" (or several, equally current). Exit 0\n"
-	"      named, 1 none can be named (no persist sequences recorded, two\n"
-	"      primaries wrote the newest generation: split brain, or not one\n"
-	"      replica set), 2 usage error or failure (a replica unreadable or\n"
+	"      then \"most current: REPLICA\" (or several, equally current). Read\n"
+	"      n - k + 1 of a set written under quorum k of n for the answer to\n"
+	"      cover every completed persist. Exit 0 named, 1 none can be named\n"
+	"      (a copy may hold persists none of the others vouches for: its\n"
+	"      writer's run did not close and recorded no position per step; two\n"
+	"      primaries wrote one generation: split brain; or not one replica\n"
+	"      set), 2 usage error or failure (a replica unreadable or\n"
 	"      unreachable: compare the ones you can reach). --json: one JSON\n"
 	"      object on stdout instead: \"replicas\" (one object each, as status\n"
 	"      --json prints), \"most_current\" (the names; empty without an\n"
 	"      answer), \"answer\" (the first of them, or null), \"reason\" (null,\n"
-	"      or different_sets, split_brain, no_persist_seq) and \"verdict\"\n"
-	"      (the text's last line).\n";
+	"      or different_sets, split_brain, cannot_tell) and \"verdict\" (the\n"
+	"      text's last line).\n";
 
 static const char help_log_create[] =
 	"  pmrep log-create LOG [SIZE] [--from PLAIN] [-v]\n"
@@ -993,61 +997,84 @@ info_of(const char *what, const uint8_t *key, size_t key_len, int timeout,
 	return pmrep_replica_query(addr, colon + 1, key, key_len, timeout, info);
 }
 
+/* the position of a file, or (a key given) asked of ADDR:PORT */
+static int
+position_of(const char *what, const uint8_t *key, size_t key_len,
+		int timeout, struct pmrep_replica_position *pos)
+{
+	if (key == NULL)
+		return pmrep_replica_read_position(what, pos);
+	char addr[256];
+	snprintf(addr, sizeof(addr), "%s", what);
+	char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || colon[1] == '\0')
+		return PMREP_E_INVAL;
+	*colon = '\0';
+	return pmrep_replica_query_position(addr, colon + 1, NULL, key, key_len,
+			timeout, pos);
+}
+
 /*
- * compare's verdict on in[0..n-1] (named name[i]): the index of the most
- * current one (the newest generation of the set, then the highest persist
- * sequence); *reason NULL, or when none can be named a token
- * ("different_sets", "split_brain", "no_persist_seq") and why[] the
- * sentence that follows "no answer: ". *shown: how many replica lines the
- * text prints (up to the first of another set).
+ * compare's verdict on in[0..n-1] (named name[i], positions pos[i]): the
+ * one decision (pmrep_position_decide) -- mc[i] says which are the most
+ * current: complete (each holds every persist any of them may hold),
+ * none more current than another, at the newest generation among them;
+ * the index of the first. *reason NULL, or when none can be named a
+ * token ("different_sets", "split_brain", "cannot_tell") and why[] the
+ * sentence that follows "no answer: ". *shown: how many replica lines
+ * the text prints (up to the first of another set).
  */
 static int
-compare_verdict(int n, const struct pmrep_replica_info *in, char *const name[],
-		int *shown, const char **reason, char *why, size_t why_len)
+compare_verdict(int n, const struct pmrep_replica_info *in,
+		const struct pmrep_replica_position *pos, char *const name[],
+		bool *mc, int *shown, const char **reason, char *why,
+		size_t why_len)
 {
-	int best = 0;
 	*shown = n;
 	*reason = NULL;
 	why[0] = '\0';
 	for (int i = 0; i < n; i++) {
+		mc[i] = false;
 		if (memcmp(in[i].uuid, in[0].uuid, PMREP_UUID_SIZE) != 0) {
 			snprintf(why, why_len, "%s and %s belong to different replica sets",
 					name[0], name[i]);
 			*shown = i + 1;
 			*reason = "different_sets";
-			return best;
+			return 0;
 		}
-		if (in[i].generation > in[best].generation ||
-				(in[i].generation == in[best].generation &&
-				 in[i].last_persist_seq > in[best].last_persist_seq))
-			best = i;
 	}
-	const struct pmrep_replica_info *b = &in[best];
-	for (int i = 0; i < n; i++)
-		if (in[i].generation == b->generation && in[i].owner != b->owner &&
-				in[i].owner != 0 && b->owner != 0) {
-			snprintf(why, why_len, "two primaries (%016llx, %016llx) wrote generation %llu: split brain; find out which one's writes to keep, then promote at generation %llu",
-					(unsigned long long)b->owner,
-					(unsigned long long)in[i].owner,
-					(unsigned long long)b->generation,
-					(unsigned long long)b->generation + 1);
+	unsigned best = 0, conflict = (unsigned)n;
+	bool complete[64];
+	int ret = pmrep_position_decide(pos, (unsigned)n, &best, &conflict,
+			complete);
+	if (ret) {
+		const char *who = conflict < (unsigned)n ? name[conflict] : name[0];
+		if (ret == PMREP_E_SPLIT_BRAIN) {
+			snprintf(why, why_len, "two primaries wrote generation %llu in one epoch (%s among them): split brain; find out which one's writes to keep, then promote at generation %llu",
+					(unsigned long long)pos[conflict < (unsigned)n ? conflict : 0].generation,
+					who, (unsigned long long)in[0].generation + 1);
 			*reason = "split_brain";
-			return best;
+		} else {
+			snprintf(why, why_len, "which replica holds the newest persists cannot be told: %s may hold persists none of the others vouches for (its writer's run did not close cleanly and recorded no position per step -- run the mirror with persist sequences on, --persist-seq -- or it was being resynced); compare it with the replicas that were in sync with its writer",
+					who);
+			*reason = "cannot_tell";
 		}
-	if (b->last_persist_seq == 0) {
-		/* a clean close leaves every replica complete (consistent) */
-		bool all_consistent = true;
-		for (int i = 0; i < n; i++)
-			if (in[i].generation == b->generation &&
-					!(in[i].flags & PMREP_REPLICA_F_CONSISTENT))
-				all_consistent = false;
-		if (!all_consistent) {
-			snprintf(why, why_len, "no persist sequence recorded at generation %llu (the mirror ran without pmrep_mirror_cfg_set_persist_seq / --persist-seq): which replica holds the newest persist cannot be told",
-					(unsigned long long)b->generation);
-			*reason = "no_persist_seq";
-		}
+		return 0;
 	}
-	return best;
+	uint64_t top = 0;
+	for (int i = 0; i < n; i++)
+		if (complete[i] && pmrep_position_compare(&pos[i], &pos[best]) == 0 &&
+				pos[i].fence_generation > top)
+			top = pos[i].fence_generation;
+	int first = -1;
+	for (int i = 0; i < n; i++) {
+		mc[i] = complete[i] &&
+			pmrep_position_compare(&pos[i], &pos[best]) == 0 &&
+			pos[i].fence_generation == top;
+		if (mc[i] && first < 0)
+			first = i;
+	}
+	return first < 0 ? (int)best : first;
 }
 
 static int
@@ -1100,10 +1127,15 @@ cmd_compare(int argc, char *argv[])
 		}
 	}
 	struct pmrep_replica_info in[64];
+	struct pmrep_replica_position pos[64];
+	bool mc[64];
 	int rc = EX_OK;
 	for (int i = 0; i < n; i++) {
 		int ret = info_of(argv[optind + i], key_file ? key : NULL, key_len,
 				(int)timeout, &in[i]);
+		if (ret == 0)
+			ret = position_of(argv[optind + i], key_file ? key : NULL,
+					key_len, (int)timeout, &pos[i]);
 		if (ret) {
 			report("compare", argv[optind + i], ret);
 			rc = EX_ERR;
@@ -1114,9 +1146,8 @@ cmd_compare(int argc, char *argv[])
 		return rc;
 	char why[512];
 	const char *reason = NULL;
-	int shown = n, best = compare_verdict(n, in, argv + optind, &shown,
-			&reason, why, sizeof(why));
-	const struct pmrep_replica_info *b = &in[best];
+	int shown = n, best = compare_verdict(n, in, pos, argv + optind, mc,
+			&shown, &reason, why, sizeof(why));
 	if (json) {
 		fputs("{\"replicas\":[", stdout);
 		for (int i = 0; i < n; i++) {
@@ -1127,8 +1158,7 @@ cmd_compare(int argc, char *argv[])
 		fputs("],\"most_current\":[", stdout);
 		bool first = true;
 		for (int i = 0; reason == NULL && i < n; i++)
-			if (in[i].generation == b->generation &&
-					in[i].last_persist_seq == b->last_persist_seq) {
+			if (mc[i]) {
 				if (!first)
 					putchar(',');
 				json_str(argv[optind + i]);
@@ -1150,8 +1180,7 @@ cmd_compare(int argc, char *argv[])
 			char line[64 * 300] = "most current:";
 			size_t len = strlen(line);
 			for (int i = 0; i < n && len < sizeof(line); i++)
-				if (in[i].generation == b->generation &&
-						in[i].last_persist_seq == b->last_persist_seq)
+				if (mc[i])
 					len += (size_t)snprintf(line + len,
 							sizeof(line) - len, " %s",
 							argv[optind + i]);
@@ -1180,8 +1209,7 @@ cmd_compare(int argc, char *argv[])
 	}
 	printf("most current:");
 	for (int i = 0; i < n; i++)
-		if (in[i].generation == b->generation &&
-				in[i].last_persist_seq == b->last_persist_seq)
+		if (mc[i])
 			printf(" %s", argv[optind + i]);
 	printf("\n");
 	return EX_OK;
