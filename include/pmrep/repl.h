@@ -58,10 +58,9 @@ struct pmrep_replica_info {
 	uint8_t replica_id[PMREP_UUID_SIZE];
 	uint64_t owner;			/* primary id of the last committed attach (0: none) */
 	uint64_t seq;			/* sequence of the header slot read (v1 header: 0) */
-	/* the persist sequence of the newest persist step it holds durably,
-	 * for this header's generation and owner (0: none recorded:
-	 * pmrep_mirror_cfg_set_persist_seq off, or none since the last
-	 * attach) */
+	/* the persist sequence of its position: of the newest persist step
+	 * it holds through (docs/PROTOCOL.md "Position"; whose steps and
+	 * what it vouches for: pmrep_replica_read_position); 0: none recorded */
 	uint64_t last_persist_seq;
 };
 
@@ -978,27 +977,28 @@ PMREP_API int pmrep_mirror_cfg_set_max_lag(struct pmrep_mirror_cfg *cfg,
 PMREP_API int pmrep_mirror_cfg_set_fence_count(struct pmrep_mirror_cfg *cfg,
 		unsigned count);
 /*
- * pmrep_mirror_cfg_set_persist_seq -- `on`: every replica durably records
- * the persist sequence of the newest persist it holds (docs/PROTOCOL.md
- * "Persist sequence"), the fact a failover needs to name the most current
- * replica: each persist step gets a sequence number, above those of every
- * earlier mirror of the set (the wall clock in ns at pmrep_mirror_new,
- * plus the step's number), and a step counts as confirmed by a replica
- * only once that replica recorded its sequence after the step's bytes
- * were durable -- so every completed persist's sequence is recorded on
- * the k replicas (all, or the quorum) that confirmed it. The mechanism is
- * GPSPM for every method: the writes go one-sided as before, the
- * persist request that follows them makes the target persist the range,
- * store the sequence (an 8-byte word of the replica's header block) and
+ * pmrep_mirror_cfg_set_persist_seq -- `on`: every replica in sync durably
+ * records the position of every persist step it holds (docs/PROTOCOL.md
+ * "Position"): the step's persist sequence -- this run's epoch (above
+ * every earlier run of the record or of the log's header; no clock) and
+ * the step's number -- with the writer's generation and primary id. A step
+ * counts as confirmed by a replica only once that replica recorded its
+ * position after the step's bytes were durable, so every completed
+ * persist's position is recorded on the k replicas (all, or the quorum)
+ * that confirmed it, and the most current copy can be named from the
+ * copies alone after a crash (pmrep compare, pmrep promote). The
+ * mechanism is GPSPM for every method: the writes go one-sided as before,
+ * the persist request that follows them makes the target persist the
+ * range, record the position (8 bytes of the replica's header block) and
  * persist it before its reply; native flush and APM are not used (their
  * one-sided completions cannot order a later write after durability).
  * Its cost: the target's CPU per persist step, and on a page-cache
- * replica a second msync (pmrep-bench --mirror-psn). A new attach (COMMIT)
- * clears the replica's word first. `pmrep status` and
- * pmrep_replica_read_info / pmrep_replica_query show it
- * (last_persist_seq). Default off (0 on every replica). Requires a clock
- * that does not go back across the writer's restarts.
- * Errors: PMREP_E_INVAL (NULL).
+ * replica a second msync (pmrep-bench --mirror-psn). Off (the default): a
+ * position is recorded at a clean close only, and after a crash the
+ * copies of that run cannot be told apart unless the writer's log (or a
+ * clean close) is among the copies read. A COMMIT never changes a
+ * replica's position. `pmrep status`, pmrep_replica_read_position /
+ * pmrep_replica_query_position show it.
  */
 PMREP_API int pmrep_mirror_cfg_set_persist_seq(struct pmrep_mirror_cfg *cfg,
 		bool on);

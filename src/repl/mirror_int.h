@@ -236,8 +236,9 @@ struct pmrep_mirror {
 	struct mirror_state *state;	/* the record (docs/PROTOCOL.md) */
 	char *state_path;		/* its file (NULL: in memory) */
 	atomic_uint_fast64_t next_seq;
-	/* persist sequences (PROTOCOL.md "Persist sequence"): a step's is
-	 * psn_base + its seq; psn_done: the newest completed one (m->lock) */
+	/* persist sequences (PROTOCOL.md "Position"): a step's is psn_base
+	 * (this run's epoch) + its seq; psn_done: the newest completed one
+	 * (m->lock) */
 	uint64_t psn_base, psn_done;
 	/* the persist sequence of the newest step issued (0: none yet) */
 	uint64_t psn_last;
