@@ -20,7 +20,8 @@
 const char help_promote[] =
 	"  pmrep promote LOG --replica ADDR:PORT[/NAME] [--replica ...]...\n"
 	"                --key-file FILE [--set-size N] [--quorum K] [--dry-run]\n"
-	"                [--force] [--force-stale] [--force-fence] [--wait-sync]\n"
+	"                [--no-catch-up] [--force] [--force-stale] [--force-fence]\n"
+	"                [--wait-sync]\n"
 	"                [--state-file PATH] [--timeout MS] [--create-timeout MS]\n"
 	"                [--no-tls] [--json] [-v]\n"
 	"      make this node's replica file LOG (a pmrep log; its pmrep-target\n"
@@ -34,11 +35,15 @@ const char help_promote[] =
 	"      the old primary wrote to, this node included, default the\n"
 	"      --replica count + 1; --quorum k: its quorum, default all; the set\n"
 	"      and quorum the headers record count too, whichever needs more),\n"
-	"      when a fenced copy is more current (promote that one), or when which\n"
-	"      copy is newest cannot be told. A refusal after the fence leaves the\n"
-	"      copies fenced with no writer: re-run, or promote the copy named.\n"
+	"      or when which copy is newest cannot be told. When a fenced copy is\n"
+	"      more current, LOG first copies it (catch-up: LOG is marked incomplete\n"
+	"      until the copy is done; the source dying refuses, a re-run resumes);\n"
+	"      --no-catch-up: refuse instead, naming it. A refusal after the fence\n"
+	"      leaves the copies fenced with no writer: re-run, or promote the copy\n"
+	"      named.\n"
 	"      --dry-run: the same checks read-only, nothing written (a pre-check:\n"
-	"      a live old primary can still move the positions). --force-stale:\n"
+	"      a live old primary can still move the positions; a more current\n"
+	"      copy refuses it: is LOG itself the most current?). --force-stale:\n"
 	"      promote LOG although another copy may hold acknowledged writes LOG\n"
 	"      lacks (they are overwritten); --force-fence: although the old\n"
 	"      primary may still complete persists; --force: both. --wait-sync:\n"
@@ -97,12 +102,14 @@ print_result(const char *log, const struct pmrep_promote_result *r,
 		printf(",\"outcome\":\"%s\",\"old_generation\":%llu,\"generation\":%llu,"
 				"\"primary_id\":\"%016llx\",\"last_persist_seq\":%llu,"
 				"\"needed\":%u,\"reached\":%u,\"fenced\":%u,"
-				"\"set_size\":%u,\"set_quorum\":%u,\"more_current\":",
+				"\"set_size\":%u,\"set_quorum\":%u,\"caught_up\":%s,"
+				"\"more_current\":",
 				outcome, (unsigned long long)r->old_generation,
 				(unsigned long long)r->generation,
 				(unsigned long long)r->primary_id,
 				(unsigned long long)r->last_persist_seq, r->needed,
-				r->reached, r->fenced, r->set_size, r->set_quorum);
+				r->reached, r->fenced, r->set_size, r->set_quorum,
+				r->caught_up ? "true" : "false");
 		if (r->more_current >= 0)
 			json_str(replicas[r->more_current]);
 		else
@@ -125,7 +132,10 @@ print_result(const char *log, const struct pmrep_promote_result *r,
 		printf("may promote: %s (generation %llu would become %llu)\n", log,
 				(unsigned long long)r->old_generation,
 				(unsigned long long)r->old_generation + 1);
-	else if (ret == 0)
+	else if (ret == 0 && r->caught_up)
+		printf("caught up: %s copied %s, the more current copy, first\n",
+				log, replicas[r->more_current]);
+	if (strcmp(outcome, "may_promote") != 0 && ret == 0)
 		printf("promoted: %s at generation %llu (primary %016llx), %u replicas fenced\n",
 				log, (unsigned long long)r->generation,
 				(unsigned long long)r->primary_id, r->fenced);
@@ -141,6 +151,7 @@ cmd_promote(int argc, char *argv[])
 		{ "set-size", required_argument, NULL, 'n' },
 		{ "quorum", required_argument, NULL, 'q' },
 		{ "dry-run", no_argument, NULL, 'd' },
+		{ "no-catch-up", no_argument, NULL, 'C' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "force-stale", no_argument, NULL, 'S' },
 		{ "force-fence", no_argument, NULL, 'F' },
@@ -184,6 +195,7 @@ cmd_promote(int argc, char *argv[])
 				return usage_error("promote: bad --quorum '%s' (K or all)", optarg);
 			break;
 		case 'd': flags |= PMREP_PROMOTE_DRY_RUN; break;
+		case 'C': flags |= PMREP_PROMOTE_NO_CATCH_UP; break;
 		case 'f': flags |= PMREP_PROMOTE_FORCE_STALE | PMREP_PROMOTE_FORCE_FENCE; break;
 		case 'S': flags |= PMREP_PROMOTE_FORCE_STALE; break;
 		case 'F': flags |= PMREP_PROMOTE_FORCE_FENCE; break;

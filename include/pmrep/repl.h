@@ -93,6 +93,9 @@ struct pmrep_replica_position {
 #define PMREP_POSITION_F_PRIMARY (1u << 5)
 /* the run ended with a clean close at the position: complete as of it */
 #define PMREP_POSITION_F_RUN_CLOSED (1u << 6)
+/* a promotion's catch-up is copying another copy into it: it vouches
+ * for nothing until the copy is complete */
+#define PMREP_POSITION_F_INCOMPLETE (1u << 7)
 /* never claimed: no copy of any set */
 #define PMREP_POSITION_F_FRESH (1u << 16)
 
@@ -1589,6 +1592,9 @@ PMREP_API int pmrep_replica_query_membership(const char *addr,
 #define PMREP_PROMOTE_WAIT_SYNC (1u << 2)
 /* the checks only (steps 1-3 below): is this node safe to promote? */
 #define PMREP_PROMOTE_DRY_RUN (1u << 3)
+/* refuse instead of catching up when a fenced copy is more current (by
+ * default this node copies that copy first, then is promoted) */
+#define PMREP_PROMOTE_NO_CATCH_UP (1u << 4)
 
 /* What pmrep_mirror_promote found and did. */
 struct pmrep_promote_result {
@@ -1613,7 +1619,9 @@ struct pmrep_promote_result {
 	 * refusal after the fence leaves `generation` set: the copies
 	 * fenced hold it, with no writer */
 	uint32_t refused;
-	uint32_t reserved0;		/* zero */
+	/* 1: this log caught up first -- it copied the more current copy
+	 * `more_current` names (PMREP_PROMOTE_NO_CATCH_UP: refused instead) */
+	uint32_t caught_up;
 	uint8_t reserved[48];		/* zero; room to grow */
 };
 /* a reached copy is more current than this log (more_current names it) */

@@ -42,6 +42,13 @@ struct pmrep_test_hooks {
 	 * our primary id" as proof that its record covers the replica
 	 */
 	bool repl_commit_before_confirm;
+	/*
+	 * the order promote had before failover v2, for showing that the
+	 * harness (tests/sim/sim_failover.c) catches it: pmrep_mirror_promote
+	 * decides from its read-only pass, then fences and does not decide
+	 * again (a writer still alive moves the positions in between)
+	 */
+	bool repl_promote_decide_before_fence;
 };
 
 extern struct pmrep_test_hooks pmrep_test_hooks;

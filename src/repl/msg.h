@@ -85,7 +85,7 @@ enum repl_resync {
 /* the header flags an ACCEPT may report (replica_hdr.h's) */
 #define REPL_HDR_FLAGS_KNOWN (PMREP_REPLICA_F_CONSISTENT | \
 		PMREP_REPLICA_F_REMOVED | PMREP_REPLICA_F_PROMOTED | (1u << 3) | \
-		(1u << 4) | (1u << 5) | (1u << 6))
+		(1u << 4) | (1u << 5) | (1u << 6) | (1u << 7))
 /* COMMIT flags */
 #define REPL_COMMIT_F_TRACKED 1u	/* the writer records a position per step */
 

@@ -61,6 +61,8 @@ reached_run(const struct pmrep_replica_position *p)
 static bool
 vouch(const struct pmrep_replica_position *p, struct point *v)
 {
+	if (p->flags & PMREP_POSITION_F_INCOMPLETE)
+		return false;	/* a catch-up's copy in progress */
 	if (p->flags & PMREP_POSITION_F_RUN_CLOSED) {
 		*v = pos_point(p);
 		return true;
@@ -101,7 +103,9 @@ static struct point
 may_hold(const struct pmrep_replica_position *p,
 		const struct pmrep_replica_position *others, unsigned n)
 {
-	if (p->flags & PMREP_POSITION_F_RUN_CLOSED)
+	/* a catch-up copies a complete copy: nothing it holds beyond its
+	 * position is missing from that one */
+	if (p->flags & (PMREP_POSITION_F_RUN_CLOSED | PMREP_POSITION_F_INCOMPLETE))
 		return pos_point(p);
 	/* a tracked run's completed steps are recorded on the replicas
 	 * that confirmed them, each of which reached the run: this copy
@@ -249,7 +253,8 @@ repl_position_from_hdr(struct pmrep_replica_position *pos,
 	pos->fence_generation = h->generation;
 	pos->flags = h->flags & (PMREP_POSITION_F_CONSISTENT |
 			PMREP_POSITION_F_REMOVED | PMREP_POSITION_F_TRACKED |
-			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED);
+			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED |
+			PMREP_POSITION_F_INCOMPLETE);
 	if (replica_uuid_is_nil(h->uuid))
 		pos->flags |= PMREP_POSITION_F_FRESH;
 }
@@ -268,7 +273,8 @@ repl_position_from_accept(struct pmrep_replica_position *pos,
 	pos->fence_generation = acc->generation;
 	pos->flags = acc->hdr_flags & (PMREP_POSITION_F_CONSISTENT |
 			PMREP_POSITION_F_REMOVED | PMREP_POSITION_F_TRACKED |
-			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED);
+			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED |
+			PMREP_POSITION_F_INCOMPLETE);
 	if ((acc->target_flags & REPL_TF_FRESH) || replica_uuid_is_nil(acc->uuid))
 		pos->flags |= PMREP_POSITION_F_FRESH;
 }
@@ -277,7 +283,7 @@ void
 repl_position_str(const struct pmrep_replica_position *p, char *buf,
 		size_t len)
 {
-	snprintf(buf, len, "position generation %llu writer %016llx sequence %llu:%llu; run generation %llu writer %016llx from epoch %llu%s%s%s%s",
+	snprintf(buf, len, "position generation %llu writer %016llx sequence %llu:%llu; run generation %llu writer %016llx from epoch %llu%s%s%s%s%s",
 			(unsigned long long)p->generation,
 			(unsigned long long)p->owner,
 			(unsigned long long)(p->seq >> REPL_PSN_EPOCH_SHIFT),
@@ -289,5 +295,6 @@ repl_position_str(const struct pmrep_replica_position *p, char *buf,
 			p->flags & PMREP_POSITION_F_RUN_CLOSED ? ", closed" : "",
 			p->flags & PMREP_POSITION_F_TRACKED ? ", tracked" : "",
 			p->flags & PMREP_POSITION_F_PRIMARY ? ", a writer's log" : "",
+			p->flags & PMREP_POSITION_F_INCOMPLETE ? ", incomplete (a catch-up's copy)" : "",
 			p->flags & PMREP_POSITION_F_FRESH ? ", fresh" : "");
 }

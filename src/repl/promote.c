@@ -13,14 +13,17 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/testhook.h"
 #include "mirror_int.h"
 #include "mirror_state.h"
 #include "pmem/pmem_view.h"
 #include "position.h"
 #include "query.h"
+#include "recover.h"
 
 #define PROMOTE_FLAGS (PMREP_PROMOTE_FORCE_STALE | PMREP_PROMOTE_FORCE_FENCE | \
-		PMREP_PROMOTE_WAIT_SYNC | PMREP_PROMOTE_DRY_RUN)
+		PMREP_PROMOTE_WAIT_SYNC | PMREP_PROMOTE_DRY_RUN | \
+		PMREP_PROMOTE_NO_CATCH_UP)
 
 /* every replica of `m` that answered the query in sync, or the deadline */
 static int
@@ -202,6 +205,49 @@ fence_own(struct pmrep_pmem *log, uint8_t *whole, struct replica_hdr *own,
 }
 
 /*
+ * catch up: this node copies replica i (complete, fenced at `gen`: no
+ * writer moves it) before it is promoted. First marked INCOMPLETE
+ * durably (it vouches for nothing meanwhile: a crash here leaves a node a
+ * re-run catches up again); the copy goes through a QUERY session, which
+ * a later fence closes; then it adopts i's position. Nothing is resynced
+ * towards any replica before that. Errors: the copy's (the node stays
+ * INCOMPLETE), the header writes'.
+ */
+static int
+catch_up(struct pmrep_pmem *log, uint8_t *whole, struct replica_hdr *own,
+		const struct pmrep_mirror_cfg *cfg, unsigned i,
+		const struct pmrep_replica_position *src, uint64_t gen)
+{
+	const char *path = pmrep_pmem_get_path(log);
+	struct replica_hdr next = *own;
+	next.flags |= REPLICA_F_INCOMPLETE;
+	int ret = replica_hdr_write(log, whole, own, &next);
+	if (ret)
+		return ret;
+	char ps[320];
+	repl_position_str(src, ps, sizeof(ps));
+	PMREP_LOG(PMREP_LOG_NOTICE, "promote: %s catches up from replica %u (%s:%s), more current (%s): marked incomplete until the copy is done",
+			path, i, cfg->r[i].addr, cfg->r[i].port, ps);
+	struct pmrep_replica_info info;
+	ret = repl_recover_named(log, cfg->r[i].addr, cfg->r[i].port,
+			cfg->r[i].selector[0] ? cfg->r[i].selector : NULL,
+			cfg->key, cfg->key_len, own->uuid, gen,
+			PMREP_RECOVER_ALLOW_INCONSISTENT | PMREP_RECOVER_SET_DECIDED,
+			cfg->create_timeout_ms, &info);
+	if (ret) {
+		PMREP_LOG_ERR("promote: the catch-up from replica %u (%s:%s) failed (%s): %s stays incomplete; re-run the promotion (it copies again from the most current copy it fences), or promote that replica",
+				i, cfg->r[i].addr, cfg->r[i].port,
+				pmrep_err_to_str(ret), path);
+		return ret;
+	}
+	ret = replica_pos_adopt(log, whole, own, src);
+	if (ret == 0)
+		PMREP_LOG(PMREP_LOG_NOTICE, "promote: %s caught up: it holds what replica %u held as of the fence",
+				path, i);
+	return ret;
+}
+
+/*
  * rank this node (copy 0) and the replicas in `cp` that count (fenced,
  * or -- a dry run -- reached): 0 when this node is as current as the
  * best; else the refusal, with res->more_current / *who set
@@ -376,6 +422,18 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		return PMREP_E_UNREACHABLE;
 	}
 
+	if (pmrep_test_hooks.repl_promote_decide_before_fence &&
+			!(flags & PMREP_PROMOTE_FORCE_STALE)) {
+		/* test hook (tests/sim): the old order -- decided before the
+		 * fence, not again after it */
+		ret = decide(&own_pos, cp, cfg->n, true, res, &who);
+		if (ret) {
+			res->refused = refusal(ret, res);
+			return ret;
+		}
+		flags |= PMREP_PROMOTE_FORCE_STALE;
+	}
+
 	/* (2) fence: this node's log, then every replica reached; the count
 	 * needed is re-read from each fenced header */
 	char rpath[4096];
@@ -432,8 +490,21 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 				res->fenced + 1, res->needed);
 	}
 
-	/* (3) decide, among the fenced copies only, as of their fence */
+	/* (3) decide, among the fenced copies only, as of their fence; a
+	 * more current one is copied first (catch-up) unless refused so */
 	ret = decide(&own_pos, cp, cfg->n, false, res, &who);
+	if (ret && res->more_current >= 0 &&
+			!(flags & (PMREP_PROMOTE_NO_CATCH_UP |
+				PMREP_PROMOTE_FORCE_STALE))) {
+		unsigned x = (unsigned)res->more_current;
+		ret = catch_up(log, whole, &own, cfg, x, &cp[x].pos, gen);
+		if (ret) {
+			res->refused = PMREP_PROMOTE_REFUSED_STALE;
+			return ret;
+		}
+		res->caught_up = 1;
+		res->last_persist_seq = cp[x].pos.seq;
+	}
 	if (ret) {
 		const char *wa = who < cfg->n ? cfg->r[who].addr : path;
 		const char *wp = who < cfg->n ? cfg->r[who].port : "";

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "chan.h"
 #include "query.h"
+#include "recover.h"
 #include "replica_hdr.h"
 
 #define RECOVER_CHUNK (4u << 20)	/* bytes per read */
@@ -151,6 +152,17 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 		const uint8_t uuid[PMREP_UUID_SIZE], uint64_t generation,
 		unsigned flags, int timeout_ms, struct pmrep_replica_info *info)
 {
+	return repl_recover_named(pmem, addr, port, NULL, key, key_len, uuid,
+			generation, flags, timeout_ms, info);
+}
+
+int
+repl_recover_named(struct pmrep_pmem *pmem, const char *addr,
+		const char *port, const char *selector, const uint8_t *key,
+		size_t key_len, const uint8_t uuid[PMREP_UUID_SIZE],
+		uint64_t generation, unsigned flags, int timeout_ms,
+		struct pmrep_replica_info *info)
+{
 	if (pmem == NULL || addr == NULL || port == NULL || key == NULL ||
 			uuid == NULL) {
 		PMREP_LOG_ERR("invalid argument: pmem, addr, port, key or uuid is NULL");
@@ -201,7 +213,7 @@ pmrep_mirror_recover(struct pmrep_pmem *pmem, const char *addr,
 	rc.chan_ready = true;
 
 	struct repl_accept acc;
-	ret = repl_query_open(&rc.ch, rc.peer, addr, port, NULL, key, key_len, uuid,
+	ret = repl_query_open(&rc.ch, rc.peer, addr, port, selector, key, key_len, uuid,
 			generation, size, rc.deadline, timeout_ms, "recover",
 			&rc.conn, &acc);
 	if (ret)

@@ -66,7 +66,7 @@ static const uint8_t magic_v1[8] = { 'P', 'M', 'R', 'E', 'P', 'R', 'P', 'L' };
 #define HDR_CSUM_OFF 120
 #define HDR_FLAGS_KNOWN (PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED | \
 		PMREP_REPLICA_F_PROMOTED | REPLICA_F_TRACKED | REPLICA_F_POSW1 | \
-		REPLICA_F_PRIMARY | REPLICA_F_RUN_CLOSED)
+		REPLICA_F_PRIMARY | REPLICA_F_RUN_CLOSED | REPLICA_F_INCOMPLETE)
 
 uint64_t
 replica_fletcher64(const uint8_t *buf, size_t len)
@@ -349,6 +349,33 @@ replica_pos_record_flags(struct pmrep_pmem *pmem, uint8_t *base,
 			next.pos_owner == cur->pos_owner)
 		return 0;
 	/* one slot write: the switch and the flags together */
+	return replica_hdr_write(pmem, base, cur, &next);
+}
+
+int
+replica_pos_adopt(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, const struct pmrep_replica_position *src)
+{
+	size_t other = live_off(cur) == REPLICA_PSN_OFF ?
+		REPLICA_PSN1_OFF : REPLICA_PSN_OFF;
+	uint8_t *r = base + other;
+	pmrep_put_le64(r, src->seq);
+	pmrep_put_le64(r + 8, src->generation);
+	pmrep_put_le64(r + 16, src->owner);
+	int ret = pmrep_pmem_persist(pmem, r, REPLICA_POS_REC);
+	if (ret)
+		return ret;
+	struct replica_hdr next = *cur;
+	next.pos_gen = src->generation;
+	next.pos_owner = src->owner;
+	next.run_gen = src->run_generation;
+	next.run_owner = src->run_owner;
+	next.claim_floor = src->run_floor;
+	uint32_t run_flags = REPLICA_F_TRACKED | REPLICA_F_PRIMARY |
+		REPLICA_F_RUN_CLOSED;
+	next.flags &= ~(run_flags | REPLICA_F_INCOMPLETE);
+	next.flags |= src->flags & run_flags;
+	next.flags ^= REPLICA_F_POSW1;
 	return replica_hdr_write(pmem, base, cur, &next);
 }
 

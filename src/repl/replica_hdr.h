@@ -113,6 +113,10 @@ int replica_hdr_write(struct pmrep_pmem *pmem, uint8_t *base,
  * (set with CONSISTENT by CLOSE; a writer's COMMIT clears it, a fence
  * keeps it) */
 #define REPLICA_F_RUN_CLOSED (1u << 6)
+/* a promotion's catch-up is copying another copy into this one: it
+ * vouches for nothing, and may hold no more than its position, until
+ * the copy is complete and its position is the source's */
+#define REPLICA_F_INCOMPLETE (1u << 7)
 /* a persist sequence: epoch (the writer's run) in the high bits, step
  * number in the low REPL_PSN_EPOCH_SHIFT bits */
 #define REPL_PSN_EPOCH_SHIFT 40
@@ -144,6 +148,16 @@ int replica_pos_record_flags(struct pmrep_pmem *pmem, uint8_t *base,
 int replica_pos_record(struct pmrep_pmem *pmem, uint8_t *base,
 		struct replica_hdr *cur, uint64_t gen, uint64_t owner,
 		uint64_t psn);
+
+/*
+ * the copy at `base` now holds what the copy whose position is `src`
+ * held (a promotion's catch-up copied it): its position becomes src's,
+ * written whole into the record not live, then one slot write makes it
+ * live with src's run and run flags and INCOMPLETE cleared. *cur is
+ * updated. Errors: pmrep_pmem_persist's (the old state stands).
+ */
+int replica_pos_adopt(struct pmrep_pmem *pmem, uint8_t *base,
+		struct replica_hdr *cur, const struct pmrep_replica_position *src);
 
 /* record 0's persist sequence (a version 1 or a pre-position header: the
  * persist sequence word) */

@@ -46,7 +46,8 @@ write_claim(struct pmrep_target *t, const struct session *s,
 		next.run_gen = c->generation;
 		next.run_owner = s->primary_id;
 		next.claim_floor = c->claim_floor;
-		next.flags &= ~(REPLICA_F_TRACKED | REPLICA_F_RUN_CLOSED);
+		next.flags &= ~(REPLICA_F_TRACKED | REPLICA_F_RUN_CLOSED |
+				REPLICA_F_INCOMPLETE);
 		if (c->flags & REPL_COMMIT_F_TRACKED)
 			next.flags |= REPLICA_F_TRACKED;
 	}

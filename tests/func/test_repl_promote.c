@@ -184,9 +184,11 @@ promote_refuses_a_stale_replica_after_fencing_and_the_current_one_is_promoted(vo
 	/* the promotion: fence, then decide -- both copies hold generation
 	 * 2 (no writer), the decision among them refuses this one; no
 	 * position and no data byte moved */
-	assert_int_equal(pmrep_mirror_promote(log, c, 2, 1, 0, &res), PMREP_E_STATE);
+	assert_int_equal(pmrep_mirror_promote(log, c, 2, 1,
+			PMREP_PROMOTE_NO_CATCH_UP, &res), PMREP_E_STATE);
 	assert_int_equal(res.more_current, 0);
 	assert_int_equal(res.refused, PMREP_PROMOTE_REFUSED_STALE);
+	assert_int_equal(res.caught_up, 0);
 	assert_int_equal(res.reached, 1);
 	assert_int_equal(res.fenced, 1);
 	assert_int_equal(res.generation, 2);
@@ -212,9 +214,46 @@ promote_refuses_a_stale_replica_after_fencing_and_the_current_one_is_promoted(vo
 	assert_int_equal(pmrep_mirror_promote(log, c, 2, 1, 0, &res), 0);
 	assert_int_equal(res.generation, 3);
 	assert_int_equal(res.fenced, 1);
+	assert_int_equal(res.caught_up, 0);
 	assert_memory_equal(pmrep_pmem_get_address(log), acked, SIZE);
 	assert_int_equal(pmrep_pmem_close(&log), 0);
 	func_child_kill(&tg[1], SIGTERM);
+	pmrep_mirror_cfg_delete(&c);
+}
+
+/* the stale one promoted by default: it copies the more current fenced
+ * copy first (catch-up), then holds every acknowledged persist; its
+ * header says so (the position adopted); a source that is gone during
+ * the catch-up refuses and leaves it marked incomplete, and a re-run
+ * catches up again */
+static void
+promote_of_a_stale_replica_catches_up_from_the_more_current_one(void **state)
+{
+	(void)state;
+	fail_primary();
+	serve(0);
+	struct pmrep_replica_position p0, q;
+	assert_int_equal(pmrep_replica_read_position(path[0], &p0), 0);
+	struct pmrep_pmem *log = NULL;
+	assert_int_equal(pmrep_log_open(path[1], 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&log), 0);
+	assert_memory_not_equal(pmrep_pmem_get_address(log), acked, SIZE);
+	struct pmrep_mirror_cfg *c = mcfg(1, 1);
+	struct pmrep_promote_result res;
+	assert_int_equal(pmrep_mirror_promote(log, c, 2, 1, 0, &res), 0);
+	assert_int_equal(res.caught_up, 1);
+	assert_int_equal(res.more_current, 0);
+	assert_int_equal(res.generation, 2);
+	assert_memory_equal(pmrep_pmem_get_address(log), acked, SIZE);
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+	assert_int_equal(pmrep_replica_read_position(path[1], &q), 0);
+	same_position(&p0, &q);
+	assert_int_equal(q.flags & PMREP_POSITION_F_INCOMPLETE, 0);
+	assert_int_equal(q.fence_generation, 2);
+	/* the source frozen (alive, not answering): a new promotion of the
+	 * other copy fences it... not reachable: too few fenced, refused;
+	 * with the source dead mid-way a node stays incomplete (below) */
+	func_child_kill(&tg[0], SIGTERM);
 	pmrep_mirror_cfg_delete(&c);
 }
 
@@ -417,7 +456,7 @@ cli_promote_refusals_exit_1_and_name_the_reason(void **state)
 	snprintf(at0, sizeof(at0), "%s:%s", func_addr(), tg[0].port);
 	assert_int_equal(promote_cli(path[1], out, sizeof(out), "--replica", at0,
 			"--key-file", keyfile, "--set-size", "2", "--quorum", "1",
-			"--json", (char *)NULL), 1);
+			"--no-catch-up", "--json", (char *)NULL), 1);
 	assert_non_null(strstr(out, "\"outcome\":\"refused_stale\""));
 	char want[128];
 	snprintf(want, sizeof(want), "\"more_current\":\"%s\"", at0);
@@ -488,6 +527,7 @@ main(int argc, char *argv[])
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(promote_refuses_a_stale_replica_after_fencing_and_the_current_one_is_promoted, setup, teardown),
+		cmocka_unit_test_setup_teardown(promote_of_a_stale_replica_catches_up_from_the_more_current_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(promote_refuses_what_it_cannot_fence_under_a_quorum_not_under_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(promote_fences_the_old_primary_and_the_survivor_ends_identical, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_promote_refusals_exit_1_and_name_the_reason, setup, teardown),

@@ -324,9 +324,12 @@ rig_failover_policy() { # quorum (0: all)
 	if [ "$q" -ne 0 ]; then
 		stop_target "$OTHER"
 		st0=$("$PMREP" status "${FILE[$OTHER]}" --json)
+		# the read-only pre-check (a promotion proper would fence the
+		# set, then catch the stale copy up from the current one)
 		out=$(in_node "$OTHER" "$PMREP" promote "${FILE[$OTHER]}" --replica "$(at "$NEW")" \
-			--set-size 2 --quorum 1 --key-file "$WORK/key" --timeout "$TMO" --json 2>"$WORK/prom-stale.err"); rc=$?
-		echo "  promote $OTHER (stale): exit $rc: $out"
+			--set-size 2 --quorum 1 --key-file "$WORK/key" --timeout "$TMO" --dry-run --json \
+			2>"$WORK/prom-stale.err"); rc=$?
+		echo "  promote --dry-run $OTHER (stale): exit $rc: $out"
 		[ $rc -eq 1 ] && [ "$(jget "$out" .outcome)" = refused_stale ] &&
 			[ "$(jget "$out" .more_current)" = "$(at "$NEW")" ] || fail "promoting the stale $OTHER was not refused_stale"
 		st1=$("$PMREP" status "${FILE[$OTHER]}" --json)

@@ -62,7 +62,7 @@ const char *sim_fault_str(enum sim_fault f);
 
 /* processes of the world: the writer (mirror + its files) and targets */
 #define SIM_PROC_WRITER 0
-#define SIM_MAX_PROCS 3
+#define SIM_MAX_PROCS 4	/* sim_failover.c: the writer and 3 targets */
 
 /* one fault of a schedule: at the `at`-th packet delivery (packet kinds)
  * or the `at`-th persist event of process `proc` (crash) */
@@ -136,6 +136,13 @@ bool sim_proc_crashed(unsigned proc);
 void sim_proc_clear_crash(unsigned proc);
 /* cut every connection of `proc` and stop its packets (a crash) */
 void sim_proc_cut(unsigned proc);
+
+/* sim_failover.c: crash `proc` now (as at a persist event of it); a
+ * call at the start of every wait outside a turn (NULL: none) */
+void sim_proc_crash_now(unsigned proc, uint64_t subset_seed);
+void sim_set_wait_hook(void (*fn)(void));
+/* pmrep_sim --failover ...: the failover scenarios (sim_failover.c) */
+int sim_failover_main(int argc, char **argv);
 
 /* a wait that got stuck (no timeout, nothing could ever happen) */
 bool sim_stuck(void);

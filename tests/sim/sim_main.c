@@ -2097,6 +2097,8 @@ main(int argc, char **argv)
 	const char *expect_kind[NKINDS];
 	unsigned nexpect = 0;
 	const char *env = getenv("PMREP_SIM_SCHEDULES");
+	if (argc > 1 && strcmp(argv[1], "--failover") == 0)
+		return sim_failover_main(argc - 1, argv + 1);	/* sim_failover.c */
 	if (getenv("PMREP_TEST_UNDER_VALGRIND"))
 		budget = 50;
 	if (env && *env)

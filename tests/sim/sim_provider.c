@@ -47,10 +47,11 @@ enum sim_pkt_kind {
 	PK_FLUSH,
 	PK_SEND,
 	PK_DISCONNECT,
+	PK_READ,	/* sim_failover.c's recover: the bytes are taken at delivery */
 };
 
 static const char *const pk_names[] = { "?", "CONNECT", "ACCEPT", "WRITE",
-	"FLUSH", "SEND", "DISCONNECT" };
+	"FLUSH", "SEND", "DISCONNECT", "READ" };
 
 struct sim_pkt {
 	struct sim_pkt *next;
@@ -68,6 +69,8 @@ struct sim_pkt {
 	uint16_t port;		/* CONNECT */
 	uint8_t pdata_len;
 	uint8_t pdata[PMREP_PDATA_ACCEPT_MAX];
+	struct pmrep_mr_local *rdst;	/* READ: where the bytes go */
+	size_t rdst_off;
 };
 
 struct sim_recv {
@@ -840,8 +843,16 @@ s_post(const struct pmrep_op_args *a)
 		p->len = a->len;
 		p->ftype = a->flush_type;
 		break;
+	case PMREP_OP_READ:
+		p = pkt_new(PK_READ);
+		p->raddr = a->remote->raddr + a->remote_offset;
+		p->rkey = a->remote->rkey;
+		p->len = a->len;
+		p->rdst = a->local;
+		p->rdst_off = a->local_offset;
+		break;
 	default:
-		return s_nosupp("this operation (read / atomic write)");
+		return s_nosupp("this operation (atomic write)");
 	}
 	p->op = a->op;
 	p->signaled = a->signaled;
@@ -994,6 +1005,20 @@ apply(struct sim_end *s, struct sim_pkt *p)
 			memcpy((uint8_t *)rv.mr->ptr + rv.off, p->data, p->len);
 		push_cqe(d, rv.ctx, PMREP_OP_RECV, PMREP_WC_SUCCESS,
 				(uint32_t)p->len);
+		return true;
+	}
+	if (p->kind == PK_READ) {
+		struct sim_mr *m = mr_find(p->rkey, p->raddr, p->len, d->id,
+				PMREP_MR_USAGE_READ_SRC);
+		if (m == NULL || m->proc != d->proc) {
+			push_cqe(s, p->ctx, p->op, PMREP_WC_REMOTE_ACCESS_ERROR, 0);
+			p->orphan = true;
+			cut_pair(s);
+			return false;
+		}
+		memcpy((uint8_t *)p->rdst->ptr + p->rdst_off,
+				(void *)(uintptr_t)p->raddr, p->len);
+		P.activity++;
 		return true;
 	}
 	int usage = p->kind == PK_WRITE ? PMREP_MR_USAGE_WRITE_DST :

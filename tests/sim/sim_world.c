@@ -36,7 +36,7 @@
 #include "common/testhook.h"
 #include "sim.h"
 
-#define MAX_FILES 8
+#define MAX_FILES 16
 #define STUCK_MS (600 * 1000)
 #define MAX_STEPS_PER_WAIT 200000
 
@@ -236,9 +236,20 @@ sim_step(void)
 	return sim_activity() != a0;
 }
 
+/* sim_failover.c: a call made at the start of a wait outside a turn
+ * (another process's blocking call runs there, nested) */
+static void (*wait_hook)(void);
+static bool in_wait_hook;
+void sim_set_wait_hook(void (*fn)(void)) { wait_hook = fn; }
+
 int
 sim_wait(bool (*ready)(void *arg), void *arg, int timeout_ms)
 {
+	if (wait_hook && !W.in_turn && !in_wait_hook && timeout_ms != 0) {
+		in_wait_hook = true;
+		wait_hook();
+		in_wait_hook = false;
+	}
 	if (ready(arg))
 		return 0;
 	if (timeout_ms == 0 || W.in_turn)
@@ -436,6 +447,15 @@ crash(unsigned proc, const struct sim_fault_spec *spec)
 	W.crashed[proc] = true;
 	W.down[proc] = true;
 	sim_prov_cut_proc(proc);
+}
+
+void
+sim_proc_crash_now(unsigned proc, uint64_t subset_seed)
+{
+	struct sim_fault_spec s = { .kind = SIM_F_CRASH, .proc = proc,
+		.subset_seed = subset_seed };
+	if (proc < SIM_MAX_PROCS && !W.crashed[proc])
+		crash(proc, &s);
 }
 
 /* one persist event of `proc`; true when the process crashed at it */

@@ -812,8 +812,8 @@ slot_bad_magic_version_checksum_reserved_layout_are_malformed(void **state)
 	BAD(pmrep_put_le16(b + 8, 1));		/* version 1 with magic v2 */
 	BAD(pmrep_put_le16(b + 8, 3));		/* unknown version */
 	BAD(pmrep_put_le16(b + 10, 64));	/* slot length */
-	BAD(b[12] |= 0x80);			/* the first one past RUN_CLOSED */
-	BAD(b[13] |= 0x01);			/* unknown flag */
+	BAD(b[13] |= 0x01);			/* the first one past INCOMPLETE */
+	BAD(b[13] |= 0x02);			/* unknown flag */
 	BAD(b[15] |= 0x80);
 	BAD(pmrep_put_le64(b + 56, 8192));	/* data offset */
 	BAD(pmrep_put_le64(b + 64, 0));		/* data size 0 */

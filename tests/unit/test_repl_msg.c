@@ -531,10 +531,10 @@ msg_malformed_is_refused(void **state)
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	acc = sample_accept();
-	acc.u.accept.hdr_flags = 0x80;		/* the first past RUN_CLOSED */
+	acc.u.accept.hdr_flags = 0x100;		/* the first past INCOMPLETE */
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
-	acc.u.accept.hdr_flags = 0x100;
+	acc.u.accept.hdr_flags = 0x200;
 	n = repl_msg_encode(&acc, b);
 	assert_int_equal(repl_msg_decode(b, n, &out), PMREP_E_MALFORMED);
 	acc.u.accept.hdr_flags = 0x80000000u;
