@@ -161,6 +161,10 @@ struct replica {
 	 * free (PMREP_REPLICA_REMOVED), or the replica was added at run time
 	 * and was never in sync yet (the "all" policy does not require it) */
 	bool removed;
+	/* its first step with a position will make its target write the
+	 * header (another writer's position before: PROTOCOL.md
+	 * "Position"): the record's rec_seq follows when it is confirmed */
+	bool pos_switch;
 	bool joining;
 	/* its recovery thread ends (pmrep_mirror_remove_replica), and its
 	 * chan's waits end at once (set with the mirror's delete too) */
@@ -245,6 +249,10 @@ struct pmrep_mirror {
 	/* the mapping is a pmrep log: its header as durable (mirror_log.c) */
 	bool log;
 	struct replica_hdr log_hdr;
+	/* the log's position as its header held it before this mirror's
+	 * claim (an attach never overwrites a replica more current than
+	 * that: replica_commit) */
+	struct pmrep_replica_position log_pos;
 	/* the membership the log's header recorded before this mirror (set
 	 * size 0: none); when this mirror's cfg needs more fencing, new()
 	 * waits for that many COMMITs first and records its own after
@@ -389,6 +397,13 @@ unsigned mirror_in_sync_count(const struct pmrep_mirror *m);
 /* mirror_log.c: claim the header of the mirror's own log (a pmrep log
  * mapping; a plain one: nothing), and mark it consistent at a delete */
 int mirror_log_claim(struct pmrep_mirror *m);
+/* an attach never overwrites a copy that may hold a completed persist
+ * this mirror's log (as it was before its claim) lacks (PROTOCOL.md
+ * "Position"): PMREP_E_STATE or PMREP_E_SPLIT_BRAIN (cannot be ordered),
+ * logged; 0 (the log complete for it; no log, a log of no set yet, a
+ * fresh replica or another set: decided elsewhere) */
+int mirror_log_attach_check(struct pmrep_mirror *m, unsigned idx,
+		const char *addr, const char *port, const struct repl_accept *acc);
 void mirror_log_close(struct pmrep_mirror *m);
 /* record a membership in the log's header (a plain mapping: nothing) */
 int mirror_log_members(struct pmrep_mirror *m, unsigned set_size,

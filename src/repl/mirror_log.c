@@ -13,6 +13,7 @@
 #include "mirror_int.h"
 #include "mirror_state.h"
 #include "pmem/pmem_view.h"
+#include "position.h"
 
 int
 mirror_log_claim(struct pmrep_mirror *m)
@@ -76,6 +77,7 @@ mirror_log_claim(struct pmrep_mirror *m)
 	if (claimed && h.generation == m->cfg.generation && seen != 0 &&
 			repl_psn_epoch_floor(seen) > m->psn_base)
 		m->psn_base = repl_psn_epoch_floor(seen);
+	repl_position_from_hdr(&m->log_pos, &h, whole);
 	struct replica_hdr next = h;
 	memcpy(next.uuid, m->cfg.uuid, PMREP_UUID_SIZE);
 	next.generation = m->cfg.generation;
@@ -155,4 +157,31 @@ mirror_log_close(struct pmrep_mirror *m)
 		PMREP_LOG_WARN("mirror: its log %s could not be marked consistent (%s)",
 				path, pmrep_err_to_str(ret));
 	m->log = false;
+}
+
+int
+mirror_log_attach_check(struct pmrep_mirror *m, unsigned idx, const char *addr,
+		const char *port, const struct repl_accept *acc)
+{
+	if (!m->log || (acc->target_flags & REPL_TF_FRESH) ||
+			memcmp(acc->uuid, m->cfg.uuid, PMREP_UUID_SIZE) != 0)
+		return 0;
+	/* a log of no set yet starts a history (the set's UUID and
+	 * generation say which: README "one history per set and
+	 * generation") */
+	if (m->log_pos.flags & PMREP_POSITION_F_FRESH)
+		return 0;
+	/* the log must hold every completed persist the replica may hold */
+	struct pmrep_replica_position two[2] = { m->log_pos };
+	repl_position_from_accept(&two[1], acc);
+	unsigned best = 0;
+	bool complete[2];
+	int c = pmrep_position_decide(two, 2, &best, NULL, complete);
+	if (c == 0 && complete[0])
+		return 0;
+	char ps[320];
+	repl_position_str(&two[1], ps, sizeof(ps));
+	PMREP_LOG_ERR("replica %u (%s:%s): not attached: it may hold persists this mirror's log %s lacks (%s): promote it, or let this node catch up from it (pmrep promote)",
+			idx, addr, port, pmrep_pmem_get_path(m->pmem), ps);
+	return c == PMREP_E_SPLIT_BRAIN ? PMREP_E_SPLIT_BRAIN : PMREP_E_STATE;
 }

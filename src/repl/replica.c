@@ -293,6 +293,11 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 		mirror_unlock(m);
 		return PMREP_E_INVAL;
 	}
+	ret = mirror_log_attach_check(m, r->idx, r->addr, r->port, acc);
+	if (ret) {
+		mirror_unlock(m);
+		return ret;
+	}
 	enum repl_resync kind = decide_resync(r, acc, &why);
 	/* a replica of our set with a history we do not know (or whose
 	 * full resync an earlier mirror of our record began and did not
@@ -382,6 +387,11 @@ replica_commit(struct replica *r, const struct repl_accept *acc,
 		!(acc->hdr_flags & PMREP_REPLICA_F_REMOVED);
 	r->fenced = member || !(m->cfg.fence_only || m->members_grow);
 	r->committed = true;
+	/* its first recorded position is another writer's: that step's
+	 * target writes the header once (replica_io.c ring_pop) */
+	r->pos_switch = m->cfg.persist_seq &&
+		(reply.u.position.gen != m->cfg.generation ||
+		 reply.u.position.owner != mstate_primary_id(m->state));
 	replica_set_state(r, PMREP_REPLICA_CONNECTED);
 	mirror_unlock(m);
 	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) attached: method %s, resync %s of %llu bytes",

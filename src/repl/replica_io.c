@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "mirror_int.h"
+#include "mirror_state.h"
 
 /* ------------------------------------------------------ the persist step */
 
@@ -93,6 +94,18 @@ ring_pop(struct replica *r)
 		r->lag_inflight -= e->len;
 	r->r_head = (r->r_head + 1) % PIPE_RING;
 	r->r_n--;
+	if (is_step && r->pos_switch && r->m->cfg.persist_seq) {
+		/* the target wrote the header for this step's position (a
+		 * new writer's first): the record follows it, so the next
+		 * attach stays incremental (a failure only costs a
+		 * comparison by digests then) */
+		struct mirror_state *st = r->m->state;
+		r->pos_switch = false;
+		if (mstate_set_rec(st, r->idx, mstate_rec_id(st, r->idx),
+				mstate_rec_seq(st, r->idx) + 1) != 0)
+			PMREP_LOG_WARN("replica %u: its record could not follow its header's position switch: the next attach compares it by digests",
+					r->idx);
+	}
 	if (is_step)
 		mirror_step_ack(r->m, seq, r->idx);
 }

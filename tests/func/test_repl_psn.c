@@ -229,6 +229,84 @@ teardown(void **state)
 	return func_rm_rf(dir);
 }
 
+/*
+ * the writer's log restored from an old copy (a backup of run 1) while
+ * the replicas hold run 2's persists: the next run must not overwrite
+ * them with the older log (a full resync would): the attach refuses the
+ * replicas more current than the log (PROTOCOL.md "Position"), and their
+ * data stays as run 2 left it
+ */
+static void
+a_log_restored_from_an_old_copy_does_not_overwrite_newer_replicas(void **state)
+{
+	(void)state;
+	serve(0);
+	serve(1);
+	struct pmrep_pmem *log = NULL;
+	assert_int_equal(pmrep_log_open(lpath, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &log), 0);
+	struct pmrep_mirror_cfg *c = mcfg(2, 0, true);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(log, c, &m), 0);
+	func_mirror_wait_in_sync(m, 2);
+	for (unsigned k = 0; k < 8; k++) {
+		record(log, k, 1);
+		assert_int_equal(pmrep_mirror_persist(m, (size_t)k * REC, REC,
+				5000 * func_slow()), 0);
+	}
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+	/* the backup of run 1's log (header and data) */
+	size_t whole = SIZE + PMREP_REPLICA_DATA_OFFSET;
+	uint8_t *backup = malloc(whole);
+	assert_non_null(backup);
+	int fd = open(lpath, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, backup, whole, 0), (ssize_t)whole);
+	close(fd);
+	/* run 2 */
+	assert_int_equal(pmrep_log_open(lpath, 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&log), 0);
+	assert_int_equal(pmrep_mirror_new(log, c, &m), 0);
+	func_mirror_wait_in_sync(m, 2);
+	for (unsigned k = 0; k < 8; k++) {
+		record(log, k, 2);
+		assert_int_equal(pmrep_mirror_persist(m, (size_t)k * REC, REC,
+				5000 * func_slow()), 0);
+	}
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	uint8_t *run2 = malloc(SIZE);
+	assert_non_null(run2);
+	memcpy(run2, pmrep_pmem_get_address(log), SIZE);
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+	/* the log restored from the backup; run 3 on it */
+	func_write_file(lpath, backup, whole);
+	assert_int_equal(pmrep_log_open(lpath, 0, 0, PMREP_PMEM_GRANULARITY_PAGE,
+			&log), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_create_timeout(c, 1500 * func_slow()), 0);
+	int ret = pmrep_mirror_new(log, c, &m);
+	if (ret == 0) {
+		/* started: no replica may be in sync with the old log */
+		struct pmrep_replica_status st;
+		for (unsigned i = 0; i < 2; i++) {
+			assert_int_equal(pmrep_mirror_get_replica_status(m, i, &st), 0);
+			assert_int_not_equal(st.state, PMREP_REPLICA_IN_SYNC);
+		}
+		(void) pmrep_mirror_delete(&m);
+	}
+	assert_int_equal(pmrep_pmem_close(&log), 0);
+	func_child_kill(&tg[0], SIGTERM);
+	func_child_kill(&tg[1], SIGTERM);
+	for (unsigned i = 0; i < 2; i++) {
+		uint8_t *r = func_replica_read(path[i], SIZE);
+		assert_memory_equal(r, run2, SIZE);
+		free(r);
+	}
+	free(run2);
+	free(backup);
+	pmrep_mirror_cfg_delete(&c);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -239,6 +317,7 @@ main(int argc, char *argv[])
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(every_completed_persist_s_sequence_is_on_the_replicas_that_confirmed_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_higher_sequence_names_the_replica_that_holds_every_completed_persist, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_log_restored_from_an_old_copy_does_not_overwrite_newer_replicas, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

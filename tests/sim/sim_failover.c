@@ -1130,6 +1130,8 @@ sim_failover_main(int argc, char **argv)
 		return 2;
 	}
 	sim_world_install_hooks();
+	/* the simulated wire has no sockets: no TLS for query / recover */
+	(void) pmrep_repl_set_tls_default(false);
 	printf("pmrep_sim --failover: base seed %" PRIu64 "%s\n", seed,
 			pmrep_test_hooks.repl_promote_decide_before_fence ?
 			", broken promote (decides from its read-only pass, then fences)" : "");
