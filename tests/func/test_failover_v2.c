@@ -64,6 +64,8 @@
 #define FV2_PROMOTE_FENCED_LINE ") fenced at generation"
 /* the level the promote child logs at (PMREP_LOG_LEVEL 0..5): info */
 #define FV2_PROMOTE_LOG_LEVEL "4"
+/* printed once promote marked its log incomplete, before the copy */
+#define FV2_PROMOTE_CATCH_UP_LINE "marked incomplete until the copy is done"
 
 #define SIZE (1u << 20)
 #define REC 4096u
@@ -657,15 +659,16 @@ a_hand_over_by_a_writer_without_persist_seq_keeps_the_acknowledged_writes(void *
 
 /* ------------------------------------------------------------ case 3 */
 
-static void
-a_promote_killed_after_one_fence_leaves_no_stale_copy_to_promote(void **state)
+/*
+ * the failure of test_repl_promote: quorum 1 of 2, persist sequences on,
+ * replica 1 frozen after the first half; nothing closes. Returns the
+ * data as the old primary acknowledged it (both targets stopped).
+ */
+static uint8_t *
+crash_with_replica_1_behind(void)
 {
-	(void)state;
-	FUNC_TCP_ONLY();	/* the tools and writers over tcp */
 	serve(0);
 	serve(1);
-	/* the failure of test_repl_promote: quorum 1 of 2, persist sequences
-	 * on, replica 1 frozen after the first half; nothing closes */
 	struct pmrep_pmem *local = NULL;
 	assert_int_equal(pmrep_log_open(lpath, PMREP_PMEM_CREATE, SIZE,
 			PMREP_PMEM_GRANULARITY_PAGE, &local), 0);
@@ -694,6 +697,15 @@ a_promote_killed_after_one_fence_leaves_no_stale_copy_to_promote(void **state)
 	print_message("after the old primary's crash:\n");
 	(void) info_of(path[0]);
 	(void) info_of(path[1]);
+	return acked;
+}
+
+static void
+a_promote_killed_after_one_fence_leaves_no_stale_copy_to_promote(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();	/* the tools and writers over tcp */
+	uint8_t *acked = crash_with_replica_1_behind();
 
 	/* promote the right one (replica 0), killed -9 once replica 1
 	 * committed the new generation */
@@ -730,6 +742,63 @@ a_promote_killed_after_one_fence_leaves_no_stale_copy_to_promote(void **state)
 	func_child_kill(&tg[0], SIGTERM);
 	check_promote_outcome(rc, path[1], acked, NREC,
 			"promote of the stale replica after a killed promote");
+	free(acked);
+	checks_done();
+}
+
+/*
+ * the catch-up's source dies mid-way: promote of the stale replica 1
+ * stopped once it marked itself incomplete (before the copy), replica
+ * 0's target killed, promote resumed: refused, replica 1 left marked
+ * incomplete (it vouches for nothing: no tool takes it as a copy); with
+ * replica 0 back, a re-run catches up and holds every acknowledged write
+ */
+static void
+a_catch_up_whose_source_dies_is_refused_and_resumed_by_a_re_run(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	uint8_t *acked = crash_with_replica_1_behind();
+	serve(0);
+	char out[300];
+	snprintf(out, sizeof(out), "%s/catchup1.out", dir);
+	pid_t pp = promote_spawn(path[1], at(0), FV2_PROMOTE_CATCH_UP_LINE, out);
+	int st = 0;
+	if (!wait_stopped(pp, 20000, &st)) {
+		print_file("promote", out);
+		fail_msg("pmrep promote ended (status %#x) before the line '%s' (FV2_PROMOTE_CATCH_UP_LINE)",
+				st, FV2_PROMOTE_CATCH_UP_LINE);
+	}
+	func_child_kill(&tg[0], SIGKILL);
+	assert_int_equal(kill(pp, SIGCONT), 0);
+	int rc = wait_exit(pp, 20000);
+	print_file("pmrep promote (its source killed)", out);
+	check(rc == 1 || rc == 2, "promote whose catch-up lost its source: exit %d (want a refusal or a failure)", rc);
+	struct pmrep_replica_position pos;
+	assert_int_equal(pmrep_replica_read_position(path[1], &pos), 0);
+	check((pos.flags & PMREP_POSITION_F_INCOMPLETE) != 0,
+			"replica 1 is not marked incomplete after a catch-up that did not finish");
+	/* nothing takes it as a copy meanwhile: compare of the two files */
+	char txt[4096];
+	int crc = pmrep_run(txt, sizeof(txt), "compare", path[0], path[1],
+			"--json", (char *)NULL);
+	char name1[300];
+	snprintf(name1, sizeof(name1), "\"most_current\":[\"%s\"]", path[0]);
+	check(crc == 0 && strstr(txt, name1) != NULL,
+			"compare: replica 0 alone is not the most current (exit %d)", crc);
+	/* replica 0 back: the re-run catches up */
+	serve(0);
+	rc = pmrep_run(txt, sizeof(txt), "promote", path[1], "--replica", at(0),
+			"--set-size", "2", "--quorum", "1", "--key-file", keyfile,
+			"--json", (char *)NULL);
+	func_child_kill(&tg[0], SIGTERM);
+	check(rc == 0 && strstr(txt, "\"caught_up\":true") != NULL,
+			"the re-run did not catch up (exit %d)", rc);
+	check_promote_outcome(rc, path[1], acked, NREC,
+			"promote re-run after a catch-up lost its source");
+	assert_int_equal(pmrep_replica_read_position(path[1], &pos), 0);
+	check((pos.flags & PMREP_POSITION_F_INCOMPLETE) == 0,
+			"replica 1 still marked incomplete after its catch-up");
 	free(acked);
 	checks_done();
 }
@@ -918,6 +987,8 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(promote_decides_before_it_fences_an_old_primary_that_goes_on_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hand_over_with_clocks_20_s_apart_keeps_the_acknowledged_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hand_over_by_a_writer_without_persist_seq_keeps_the_acknowledged_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_catch_up_whose_source_dies_is_refused_and_resumed_by_a_re_run,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(a_promote_killed_after_one_fence_leaves_no_stale_copy_to_promote, setup, teardown),
 		cmocka_unit_test_setup_teardown(t30_a_clean_close_does_not_vouch_for_writes_made_without_the_replica, setup, teardown),
 	};
