@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 static inline uint64_t
@@ -115,5 +116,31 @@ bool floor_perftest(const char *tool, const char *dev, const char *addr,
 		struct bench_result *r);
 /* is perftest's `tool` on the PATH */
 bool floor_perftest_available(const char *tool);
+
+/* ------------------------------------- the mirror level, for track.c */
+
+/* a 1-replica mirror of a target in the bench's server (pmrep-bench.c):
+ * `map` bytes of /dev/shm, cfg window `window`, position tracking
+ * (pmrep_mirror_cfg_set_persist_seq) `track`; TLS as --mirror-tls says */
+struct bench_mirror;
+int bench_mirror_open(struct bench_mirror **m, size_t map, unsigned window,
+		bool track);
+void bench_mirror_close(struct bench_mirror **m);	/* NULL: nothing */
+const char *bench_mirror_method(const struct bench_mirror *m);
+/* `size`-byte persists for about `ms` (warm-up excluded): window 0 one
+ * pmrep_mirror_persist at a time, else `window` persist_async outstanding;
+ * *cpu_us: user+sys of both processes per persist */
+int bench_mirror_run(struct bench_mirror *m, size_t size, unsigned window,
+		int ms, struct bench_samples *s, double *cpu_us);
+
+/* the track sweep (track.c): tracking on against off, alternated */
+struct bench_track_args {
+	int rounds, ms;
+	bool tls;		/* the mirrors inside TLS 1.3 */
+	const char *provider, *run_id, *date, *host;
+	FILE *tab, *json;	/* json: NULL for none */
+};
+/* 0, or 1 when a point could not be measured */
+int bench_sweep_track(const struct bench_track_args *a);
 
 #endif /* PMREP_BENCH_H */

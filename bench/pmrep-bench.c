@@ -125,7 +125,7 @@ struct opts {
 	const char *dev;		/* verbs: perftest's -d */
 	bool raw, mirror;
 	bool sweep_lat, sweep_bw, sweep_rep, sweep_restart, sweep_tls;
-	bool sweep_pipe, sweep_quorum, sweep_resync;
+	bool sweep_pipe, sweep_quorum, sweep_resync, sweep_track;
 	unsigned windows[MAX_LIST];	/* the pipe sweep's windows */
 	unsigned nwindows;
 	bool pipe_raw, pipe_mirror;	/* --pipe-only: which of the two */
@@ -176,7 +176,7 @@ usage(FILE *f)
 "  --addr IP              address of both sides (tcp 127.0.0.1; verbs $RXE_IP or 10.11.12.1)\n"
 "  --dev NAME             RDMA device for perftest (verbs; default $RXE_DEV or rxe0)\n"
 "  --level raw|mirror|all what to measure (default all)\n"
-"  --sweep lat,bw,rep,pipe,quorum,resync,restart,tls  latency vs size, throughput vs queue\n"
+"  --sweep lat,bw,rep,pipe,quorum,resync,restart,tls,track  latency vs size, throughput vs queue\n"
 "                         depth, replicas; pipe: the pipelined mirror (4 KiB persist_async,\n"
 "                         window 1, 4, 16, 64; --quick 1, 16, 64) against the raw level at the\n"
 "                         same depth and the tcp stream; quorum: quorum 1 of 2, window 16, both\n"
@@ -186,7 +186,9 @@ usage(FILE *f)
 "                         (SIGSTOP); the mirror's record: restart after a crash (1 GiB log;\n"
 "                         --quick 64 MiB) and its price on the persist path; tls (tcp, raw\n"
 "                         level): 64 B latency and 4 KiB qd 16 stream, TLS 1.3 against plain\n"
-"                         tcp (default all)\n"
+"                         tcp; track: position tracking (--mirror-psn) on against off,\n"
+"                         alternated in every round: 4 KiB at windows 16 and 64 (MiB/s), 64 B\n"
+"                         and 4 KiB p50 at window 1 (track.c) (default: all but track)\n"
 "  --sizes LIST           latency sweep record sizes (default 64,512,4096,65536,1048576)\n"
 "  --bw-sizes LIST        throughput sweep record sizes (default 4096)\n"
 "  --qd LIST              queue depths of the throughput sweep (default 1,4,16,64)\n"
@@ -352,6 +354,7 @@ parse_opts(int argc, char *argv[])
 	O.sweep_pipe = strstr(sweep, "pipe") != NULL;
 	O.sweep_quorum = strstr(sweep, "quorum") != NULL;
 	O.sweep_resync = strstr(sweep, "resync") != NULL;
+	O.sweep_track = strstr(sweep, "track") != NULL;
 	O.nwindows = parse_ulist(windows ? windows : O.quick ? "1,16,64" :
 			"1,4,16,64", O.windows, MAX_LIST);
 	for (unsigned i = 0; i < O.nwindows; i++)
@@ -2601,6 +2604,60 @@ out:
 	(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
 }
 
+/* the mirror level for track.c (bench.h) */
+struct bench_mirror {
+	struct mirror mi;
+};
+
+int
+bench_mirror_open(struct bench_mirror **out, size_t map, unsigned window,
+		bool track)
+{
+	static unsigned tag = 40;
+	struct bench_mirror *b = calloc(1, sizeof(*b));
+	struct mirror_extra ex = { .window = window };
+	bool psn = O.mirror_psn;
+	O.mirror_psn = track;
+	Mirror_extra = &ex;
+	int ret = b ? mirror_open(&b->mi, 1, map, tag++) : -1;
+	Mirror_extra = NULL;
+	O.mirror_psn = psn;
+	if (ret)
+		free(b);
+	*out = ret ? NULL : b;
+	return ret ? -1 : 0;
+}
+
+void
+bench_mirror_close(struct bench_mirror **m)
+{
+	if (*m) {
+		mirror_close(&(*m)->mi);
+		free(*m);
+		*m = NULL;
+	}
+}
+
+const char *
+bench_mirror_method(const struct bench_mirror *m)
+{
+	return m ? m->mi.method : "-";
+}
+
+int
+bench_mirror_run(struct bench_mirror *m, size_t size, unsigned window, int ms,
+		struct bench_samples *s, double *cpu_us)
+{
+	struct cpu_win w;
+	struct cpu_acc a;
+	cpu_start(&w);
+	int ret = window == 0 ? mirror_run(&m->mi, size, ms, false, s) :
+		pipe_run(&m->mi, size, window, WARMUP_MS, ms, s, NULL);
+	cpu_stop(&w, s->all_ops, &a);
+	*cpu_us = cpu_us_op(&a);
+	return ret;
+}
+
 /* ------------------------------------- quorum 1 of 2, one replica frozen */
 
 /*
@@ -3733,6 +3790,14 @@ main(int argc, char *argv[])
 		sweep_restart();
 	if (O.raw && O.sweep_tls && O.prov == PMREP_PROVIDER_TCP)
 		sweep_tls();
+	if (O.mirror && O.sweep_track) {
+		struct bench_track_args ta = { O.rounds, O.ms,
+			O.prov == PMREP_PROVIDER_TCP && !O.mirror_plain, prov_str(),
+			Run_id, Date, Host, Tab, Json };
+		char reply[64];
+		Failures += bench_sweep_track(&ta);
+		(void) ask(reply, sizeof(reply), OP_TIMEOUT_MS, "END");
+	}
 	cpu_table_print();
 	fprintf(Tab, "done in %.1f s%s\n", (double)(bench_now_ns() - t0) / 1e9,
 			Failures ? " (with failures)" : "");
