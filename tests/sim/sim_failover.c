@@ -1016,7 +1016,13 @@ describe(char *out, size_t n)
 static bool
 run_id(uint64_t id)
 {
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
 	run_one(id);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double dt = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	if (getenv("PMREP_SIM_DEBUG") && dt > 0.2)
+		printf("slow: schedule 0x%016" PRIx64 ": %.2f s\n", id, dt);
 	g_runs++;
 	if (F.kinds == 0)
 		return true;
