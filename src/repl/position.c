@@ -239,44 +239,41 @@ pmrep_position_decide(const struct pmrep_replica_position *pos, unsigned n,
 	return split ? PMREP_E_SPLIT_BRAIN : PMREP_E_STATE;
 }
 
+/* the fields both sources have, the flags masked to the position's */
+static void
+position_fill(struct pmrep_replica_position *pos, uint64_t gen, uint64_t owner,
+		uint64_t psn, uint64_t run_gen, uint64_t run_owner, uint64_t floor,
+		uint64_t fence, uint32_t flags, bool fresh)
+{
+	*pos = (struct pmrep_replica_position){ .generation = gen,
+		.owner = owner, .seq = psn, .run_generation = run_gen,
+		.run_owner = run_owner, .run_floor = floor,
+		.fence_generation = fence,
+		.flags = (flags & (PMREP_POSITION_F_CONSISTENT |
+			PMREP_POSITION_F_REMOVED | PMREP_POSITION_F_TRACKED |
+			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED |
+			PMREP_POSITION_F_INCOMPLETE)) |
+			(fresh ? PMREP_POSITION_F_FRESH : 0) };
+}
+
 void
 repl_position_from_hdr(struct pmrep_replica_position *pos,
 		const struct replica_hdr *h, const uint8_t *base)
 {
-	memset(pos, 0, sizeof(*pos));
-	pos->generation = h->pos_gen;
-	pos->owner = h->pos_owner;
-	pos->seq = replica_pos_psn(base, h);
-	pos->run_generation = h->run_gen;
-	pos->run_owner = h->run_owner;
-	pos->run_floor = h->claim_floor;
-	pos->fence_generation = h->generation;
-	pos->flags = h->flags & (PMREP_POSITION_F_CONSISTENT |
-			PMREP_POSITION_F_REMOVED | PMREP_POSITION_F_TRACKED |
-			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED |
-			PMREP_POSITION_F_INCOMPLETE);
-	if (replica_uuid_is_nil(h->uuid))
-		pos->flags |= PMREP_POSITION_F_FRESH;
+	position_fill(pos, h->pos_gen, h->pos_owner, replica_pos_psn(base, h),
+			h->run_gen, h->run_owner, h->claim_floor, h->generation,
+			h->flags, replica_uuid_is_nil(h->uuid));
 }
 
 void
 repl_position_from_accept(struct pmrep_replica_position *pos,
 		const struct repl_accept *acc)
 {
-	memset(pos, 0, sizeof(*pos));
-	pos->generation = acc->pos_gen;
-	pos->owner = acc->pos_owner;
-	pos->seq = acc->last_persist_seq;
-	pos->run_generation = acc->run_gen;
-	pos->run_owner = acc->run_owner;
-	pos->run_floor = acc->claim_floor;
-	pos->fence_generation = acc->generation;
-	pos->flags = acc->hdr_flags & (PMREP_POSITION_F_CONSISTENT |
-			PMREP_POSITION_F_REMOVED | PMREP_POSITION_F_TRACKED |
-			PMREP_POSITION_F_PRIMARY | PMREP_POSITION_F_RUN_CLOSED |
-			PMREP_POSITION_F_INCOMPLETE);
-	if ((acc->target_flags & REPL_TF_FRESH) || replica_uuid_is_nil(acc->uuid))
-		pos->flags |= PMREP_POSITION_F_FRESH;
+	position_fill(pos, acc->pos_gen, acc->pos_owner, acc->last_persist_seq,
+			acc->run_gen, acc->run_owner, acc->claim_floor,
+			acc->generation, acc->hdr_flags,
+			(acc->target_flags & REPL_TF_FRESH) ||
+			replica_uuid_is_nil(acc->uuid));
 }
 
 void

@@ -171,15 +171,7 @@ fence_one(const struct pmrep_mirror_cfg *cfg, unsigned i,
 	PMREP_LOG(PMREP_LOG_NOTICE, "promote: replica %u (%s:%s) fenced at generation %llu: %s",
 			i, addr, port, (unsigned long long)gen, ps);
 out:
-	if (conn) {
-		(void) pmrep_conn_disconnect(conn);
-		(void) pmrep_conn_delete(&conn);
-	}
-	if (chan_ready) {
-		repl_chan_detach(&ch);
-		repl_chan_fini(&ch);
-	}
-	(void) pmrep_peer_delete(&peer);
+	repl_session_end(&conn, chan_ready ? &ch : NULL, &peer);
 	return ret;
 }
 

@@ -234,15 +234,22 @@ repl_query_named(const char *addr, const char *port, const char *name,
 			acc.hdr_flags & PMREP_REPLICA_F_CONSISTENT ?
 			"consistent" : "not consistent");
 out:
-	if (conn) {
-		(void) pmrep_conn_disconnect(conn);
-		(void) pmrep_conn_delete(&conn);
-	}
-	if (chan_ready) {
-		repl_chan_detach(&ch);
-		repl_chan_fini(&ch);
-	}
 	(void) pmrep_mr_remote_delete(&rmr);
-	(void) pmrep_peer_delete(&peer);
+	repl_session_end(&conn, chan_ready ? &ch : NULL, &peer);
 	return ret;
+}
+
+void
+repl_session_end(struct pmrep_conn **conn, struct repl_chan *ch,
+		struct pmrep_peer **peer)
+{
+	if (*conn) {
+		(void) pmrep_conn_disconnect(*conn);
+		(void) pmrep_conn_delete(conn);
+	}
+	if (ch != NULL) {
+		repl_chan_detach(ch);
+		repl_chan_fini(ch);
+	}
+	(void) pmrep_peer_delete(peer);
 }

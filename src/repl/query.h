@@ -50,6 +50,12 @@ int repl_session_open(struct repl_chan *ch, struct pmrep_peer *peer,
 		int conn_timeout_ms, const char *who, struct pmrep_conn **conn,
 		struct repl_accept *acc);
 
+/* the end of a session repl_session_open / repl_query_open began:
+ * disconnect and delete *conn (NULL: none), detach and finish `ch`
+ * (NULL: not initialised), delete *peer */
+void repl_session_end(struct pmrep_conn **conn, struct repl_chan *ch,
+		struct pmrep_peer **peer);
+
 /* *info (NULL: nothing) from an ACCEPT's header fields, with `data_size`
  * bytes of data area at PMREP_REPLICA_DATA_OFFSET */
 void repl_query_info(struct pmrep_replica_info *info, uint64_t data_size,
