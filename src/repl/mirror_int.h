@@ -396,6 +396,11 @@ void mirror_replica_free(struct replica *r);
 unsigned mirror_in_sync_count(const struct pmrep_mirror *m);
 /* mirror_log.c: claim the header of the mirror's own log (a pmrep log
  * mapping; a plain one: nothing), and mark it consistent at a delete */
+/* the resync an attach of r needs, from the header in `acc`
+ * (docs/PROTOCOL.md "Mirror, attach"); *why says which rule decided
+ * (m->lock) */
+enum repl_resync replica_decide_resync(struct replica *r,
+		const struct repl_accept *acc, const char **why);
 int mirror_log_claim(struct pmrep_mirror *m);
 /* an attach never overwrites a copy that may hold a completed persist
  * this mirror's log (as it was before its claim) lacks (PROTOCOL.md
