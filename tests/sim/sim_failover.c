@@ -126,7 +126,7 @@ static struct {
 	struct sim_rng wrng;
 	/* the old writer as a process of the world (asynchronous) */
 	bool live;
-	unsigned live_budget, live_inflight;
+	unsigned live_budget, live_inflight, live_delay;
 	/* history */
 	struct f_rec h[F_MAXP];
 	uint32_t nh;
@@ -137,6 +137,7 @@ static struct {
 	unsigned crash_rise;		/* FT_RISE: crash it after this one */
 	unsigned waits;			/* waits of the first promote */
 	unsigned nest_at;		/* FT_NEST: the second promote there */
+	long long prom_start;		/* virtual ms the outer promote began */
 	int nest_copy;			/* -1: none pending */
 	bool nest_done;
 	/* promoted copies, as they were when their promote returned */
@@ -458,6 +459,10 @@ writer_turn(unsigned proc, void *arg)
 		if (got)
 			check_copies("after the old writer's persists completed");
 	}
+	if (F.live_delay > 0) {
+		F.live_delay--;	/* when it begins: drawn per schedule */
+		return;
+	}
 	if (!F.live || F.live_budget == 0 || F.live_inflight >= 2 ||
 			sim_rng_below(&F.wrng, 3) != 0)
 		return;
@@ -510,6 +515,16 @@ static int do_promote(unsigned i, const char *why);
 static void
 nest_hook(void)
 {
+	if (F.promoting >= 0 && F.prom_start >= 0 &&
+			sim_now() - F.prom_start > 600 * 1000 &&
+			!sim_proc_crashed(F.tg[F.promoting].proc)) {
+		/* a promote that cannot end: reported, then ended (its
+		 * process crashed: its connections end, its waits return) */
+		fviol(K_LIVENESS, "the promote of copy %d has run for %lld s of virtual time",
+				F.promoting, (sim_now() - F.prom_start) / 1000);
+		sim_proc_crash_now(F.tg[F.promoting].proc, 0);
+		return;
+	}
 	if (F.promoting < 0 || F.nest_copy < 0)
 		return;
 	F.waits++;
@@ -548,10 +563,15 @@ do_promote(unsigned i, const char *why)
 		(void) pmrep_mirror_cfg_set_tls(cfg, false);
 		(void) pmrep_mirror_cfg_set_timeout(cfg, F_TIMEOUT);
 		(void) pmrep_mirror_cfg_set_region_size(cfg, F_REGION);
+		(void) pmrep_mirror_cfg_set_create_timeout(cfg, 5 * F_TIMEOUT);
 		int outer = F.promoting;
 		F.promoting = (int)i;
+		if (outer < 0)
+			F.prom_start = sim_now();
 		ret = pmrep_mirror_promote(log, cfg, F.n, F.k, 0, &res);
 		F.promoting = outer;
+		if (outer < 0)
+			F.prom_start = -1;
 		(void) pmrep_mirror_cfg_delete(&cfg);
 	} else {
 		fviol(K_HARNESS, "pmrep_log_open of copy %u: %s", i, pmrep_err_to_str(ret));
@@ -594,6 +614,7 @@ static void
 promote_all(int skip_first)
 {
 	sim_faults_enable(false);
+	do_recover();	/* before any fence turns a consistent mark into RUN_CLOSED */
 	for (unsigned j = 0; j < F.n; j++) {
 		unsigned i = (unsigned)(((int)j + (skip_first >= 0 ? skip_first + 1 : 0)) % (int)F.n);
 		(void) do_promote(i, "of every copy, in turn");
@@ -787,11 +808,9 @@ body(void)
 			sim_proc_set(SIM_PROC_WRITER, &ops);
 		}
 		F.nest_copy = (int)last;
-		sim_set_wait_hook(nest_hook);
 		window_open(0);
 		(void) do_promote(0, "the first of two concurrent");
 		window_close(0);
-		sim_set_wait_hook(NULL);
 		F.nest_copy = -1;
 		writer_drain();
 		writer_die();
@@ -936,6 +955,7 @@ run_one(uint64_t id)
 	F.pmem = NULL;
 	F.live = false;
 	F.live_inflight = F.live_budget = 0;
+	F.live_delay = (unsigned)(fmix(id, 0xde1a) % 48);
 	F.promoting = -1;
 	F.rises = F.waits = 0;
 	F.nest_copy = -1;
@@ -945,6 +965,8 @@ run_one(uint64_t id)
 	F.nwhy = 0;
 	F.broken = false;
 	F.win_from = F.win_to = F.ev_from = F.ev_to = 0;
+	F.prom_start = -1;
+	sim_set_wait_hook(nest_hook);
 	sim_set_current_proc(SIM_PROC_WRITER);
 	sim_set_conn_tag(1);
 	pmrep_log_set_threshold(F.verbose ? PMREP_LOG_INFO : PMREP_LOG_DISABLED);
@@ -1018,6 +1040,10 @@ run_id(uint64_t id)
 {
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
+	if (getenv("PMREP_SIM_DEBUG")) {
+		printf("run 0x%016" PRIx64 "\n", id);
+		fflush(stdout);
+	}
 	run_one(id);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	double dt = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
