@@ -21,6 +21,8 @@
 #include "query.h"
 #include "recover.h"
 
+/* a catch-up's bound when the cfg sets no creation timeout (ms) */
+#define CATCH_UP_TIMEOUT_MS 60000
 #define PROMOTE_FLAGS (PMREP_PROMOTE_FORCE_STALE | PMREP_PROMOTE_FORCE_FENCE | \
 		PMREP_PROMOTE_WAIT_SYNC | PMREP_PROMOTE_DRY_RUN | \
 		PMREP_PROMOTE_NO_CATCH_UP)
@@ -220,12 +222,16 @@ catch_up(struct pmrep_pmem *log, uint8_t *whole, struct replica_hdr *own,
 	repl_position_str(src, ps, sizeof(ps));
 	PMREP_LOG(PMREP_LOG_NOTICE, "promote: %s catches up from replica %u (%s:%s), more current (%s): marked incomplete until the copy is done",
 			path, i, cfg->r[i].addr, cfg->r[i].port, ps);
+	/* bounded: the creation timeout, or (none set) a minute -- a
+	 * source that does not answer must not hold the promotion */
+	int tmo = cfg->create_timeout_ms > 0 ? cfg->create_timeout_ms :
+		CATCH_UP_TIMEOUT_MS;
 	struct pmrep_replica_info info;
 	ret = repl_recover_named(log, cfg->r[i].addr, cfg->r[i].port,
 			cfg->r[i].selector[0] ? cfg->r[i].selector : NULL,
 			cfg->key, cfg->key_len, own->uuid, gen,
 			PMREP_RECOVER_ALLOW_INCONSISTENT | PMREP_RECOVER_SET_DECIDED,
-			cfg->create_timeout_ms, &info);
+			tmo, &info);
 	if (ret) {
 		PMREP_LOG_ERR("promote: the catch-up from replica %u (%s:%s) failed (%s): %s stays incomplete; re-run the promotion (it copies again from the most current copy it fences), or promote that replica",
 				i, cfg->r[i].addr, cfg->r[i].port,
