@@ -1657,48 +1657,62 @@ struct pmrep_promote_result {
  * quorum lowered at run time is fenced as it is, whatever the caller
  * remembered.
  *
- * In order: (1) read this log's header (set UUID, generation, persist
- * sequence); (2) ask every replica of the cfg read-only (QUERY, as
- * pmrep_replica_query); (3) refuse, writing nothing anywhere, if one
- * reached is more current -- a newer generation, or the same one and a
- * higher persist sequence (PMREP_E_STATE; res->more_current names it) --
- * unless `flags` has PMREP_PROMOTE_FORCE_STALE, or if fewer than n - k + 1
- * can be fenced (this node and the replicas reached: PMREP_E_UNREACHABLE)
- * unless PMREP_PROMOTE_FORCE_FENCE (then the reached ones are fenced and
- * the caller takes the risk named above); with PMREP_PROMOTE_DRY_RUN
- * return here (0: this node may be promoted; nothing written); (4) record the new generation
- * (the newest seen + 1) with this node's primary id in the log's header,
- * crash-atomically; (5) attach a mirror at the new generation that
- * returns once n - k + 1 - 1 replicas of the cfg committed it: from then
- * on they refuse the old primary's writes; then waits until their
- * comparison by digests (pmrep_mirror_cfg_set_resync_digests) is done,
- * so that the record holds only the regions that differ (with
- * PMREP_PROMOTE_WAIT_SYNC it waits until every replica
- * reached is in sync: the replica that was not promoted gets back to
- * identical, whatever writes of the old primary it held that this log
- * lacks); (6) close that mirror cleanly. The caller then creates its own
- * mirror on `log` with the same cfg and res->generation (and the same
- * state file: the primary id is its record's): a takeover of the
- * promotion's sessions, which goes on with whatever resync is left.
- * Nothing acknowledged by this node happens before the fence holds.
+ * Fence, then decide (docs/PROTOCOL.md "Promotion", "Position"), in order:
+ * (1) read this log's header and ask every replica of the cfg read-only
+ * (QUERY) for its generation and the membership it records; fewer than
+ * n - k + 1 answering: PMREP_E_UNREACHABLE, nothing written (unless
+ * PMREP_PROMOTE_FORCE_FENCE). With PMREP_PROMOTE_DRY_RUN, decide (4)
+ * over the positions so read and return, writing nothing (a pre-check:
+ * a live old primary can still move them; 0: this node is the most
+ * current). (2) open the record (the cfg's state path, or the log's
+ * default: a device DAX without one is refused) and record the new
+ * generation (the newest seen + 1) with its primary id in the log's
+ * header, crash-atomically, its position kept. (3) fence every replica
+ * that answered: it commits the new generation (COMMIT kind FENCE),
+ * closing every other session first -- the old primary's writes are
+ * refused there from then on -- and reports its position as of that
+ * fence; fewer than n - k + 1 copies fenced (this node included):
+ * PMREP_E_UNREACHABLE (unless PMREP_PROMOTE_FORCE_FENCE). (4) decide
+ * among the fenced copies only (pmrep_position_decide): this node is
+ * promoted when it holds every persist any of them may hold. When a
+ * fenced copy does and this node does not, this node catches up first:
+ * it is marked incomplete durably, copies that replica (read-only, a
+ * session a later fence closes; bounded by the create timeout, or a
+ * minute when none is set), and takes its position (res->caught_up,
+ * res->more_current names it); a copy that fails leaves this node
+ * incomplete (a re-run catches up again) and returns the copy's error.
+ * PMREP_PROMOTE_NO_CATCH_UP refuses instead (PMREP_E_STATE,
+ * res->refused PMREP_PROMOTE_REFUSED_STALE). No copy complete, or two
+ * writers of one generation: PMREP_E_STATE / PMREP_E_SPLIT_BRAIN
+ * (PMREP_PROMOTE_REFUSED_CANNOT_TELL). PMREP_PROMOTE_FORCE_STALE promotes
+ * this node anyway (the persists only another copy holds are
+ * overwritten). (5) with PMREP_PROMOTE_WAIT_SYNC, a mirror at the new
+ * generation resyncs the fenced replicas from this log and closes
+ * cleanly before the return. The caller then creates its own mirror on
+ * `log` with the same cfg and res->generation (and the same state file:
+ * the primary id is its record's), which resyncs what is left, by
+ * digests.
  *
- * A refusal in (3) leaves every file as it was. A failure after (4) --
- * too few replicas committed within the create timeout, say -- leaves
- * the raised generation in the log's header and on the replicas that
- * committed it: fencing cannot be undone; call again (it raises the
- * generation once more). *res is filled as far as the call got.
+ * A refusal in (1) leaves every file as it was. A refusal or failure
+ * after (2) leaves the raised generation in the log's header and on the
+ * replicas fenced, with no writer: fencing is not undone, positions are
+ * never changed by it; call again (it raises the generation once more),
+ * or promote the copy res->more_current names. *res is filled as far as
+ * the call got (res->refused says why it refused).
  * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg without
  * replicas or key, a mapping that is not a pmrep log, a log that belongs
- * to no replica set (never claimed), k > n), PMREP_E_MISMATCH (a cfg UUID
- * or a replica reached of another set), PMREP_E_STATE (a more current replica, above;
- * or this log's header says its primary removed it from the set --
- * PMREP_REPLICA_F_REMOVED -- unless PMREP_PROMOTE_FORCE_STALE; a reached
- * replica so marked is not counted as fenced),
- * PMREP_E_UNREACHABLE (too few replicas reached to fence, above), and
- * pmrep_mirror_new's errors for step (5) (PMREP_E_TIMEOUT at the create
- * timeout, PMREP_E_SPLIT_BRAIN, PMREP_E_AUTH, ...). pmrep_err_msg() names
- * the replica and the reason. Not thread-safe for one `log`; the caller
- * owns `log` (no fd is kept).
+ * to no replica set (never claimed), k > n, no mirror state file),
+ * PMREP_E_MISMATCH (a cfg UUID or a replica reached of another set),
+ * PMREP_E_STATE (a more current copy with PMREP_PROMOTE_NO_CATCH_UP or in
+ * a dry run, no copy complete, or this log's header says its primary
+ * removed it from the set -- PMREP_REPLICA_F_REMOVED -- unless
+ * PMREP_PROMOTE_FORCE_STALE; a reached replica so marked is not fenced),
+ * PMREP_E_SPLIT_BRAIN (positions that do not compare; or a replica
+ * fenced at the new generation by a concurrent promotion),
+ * PMREP_E_UNREACHABLE (too few replicas to fence, above), the catch-up's
+ * copy errors (pmrep_mirror_recover's), and pmrep_mirror_new's errors for
+ * step (5). pmrep_err_msg() names the replica and the reason. Not
+ * thread-safe for one `log`; the caller owns `log` (no fd is kept).
  */
 PMREP_API int pmrep_mirror_promote(struct pmrep_pmem *log,
 		const struct pmrep_mirror_cfg *cfg, unsigned set_size,
