@@ -148,8 +148,10 @@ static const char help_compare[] =
 	"      object on stdout instead: \"replicas\" (one object each, as status\n"
 	"      --json prints), \"most_current\" (the names; empty without an\n"
 	"      answer), \"answer\" (the first of them, or null), \"reason\" (null,\n"
-	"      or different_sets, split_brain, cannot_tell) and \"verdict\" (the\n"
-	"      text's last line).\n";
+	"      or different_sets, too_few_copies, split_brain, cannot_tell) and\n"
+	"      \"verdict\" (the text's last line). Too few: fewer distinct copies\n"
+	"      (by replica id) than n - k + 1 of the membership the headers\n"
+	"      record.\n";
 
 static const char help_log_create[] =
 	"  pmrep log-create LOG [SIZE] [--from PLAIN] [-v]\n"
@@ -753,6 +755,7 @@ recover_rank(char addrs[][256], const char *const ports[],
 		const uint8_t uuid[PMREP_UUID_SIZE], unsigned *src)
 {
 	struct pmrep_replica_position pos[PMREP_MIRROR_MAX_REPLICAS];
+	uint8_t ids[PMREP_MIRROR_MAX_REPLICAS][PMREP_UUID_SIZE];
 	unsigned idx[PMREP_MIRROR_MAX_REPLICAS], m = 0, need = 1;
 	for (unsigned i = 0; i < nrep; i++) {
 		struct pmrep_replica_info info;
@@ -771,6 +774,16 @@ recover_rank(char addrs[][256], const char *const ports[],
 				(pos[m].flags & (PMREP_POSITION_F_FRESH |
 					PMREP_POSITION_F_REMOVED)))
 			continue;	/* no copy of this set */
+		bool dup = false;
+		for (unsigned j = 0; j < m; j++)
+			if (memcmp(ids[j], info.replica_id, PMREP_UUID_SIZE) == 0)
+				dup = true;
+		if (dup) {
+			fprintf(stderr, "pmrep recover: %s is a copy already named (the same replica id): counted once\n",
+					names[i]);
+			continue;
+		}
+		memcpy(ids[m], info.replica_id, PMREP_UUID_SIZE);
 		unsigned k = mb.quorum ? mb.quorum : mb.set_size;
 		if (mb.set_size != 0 && mb.set_size - k + 1 > need)
 			need = mb.set_size - k + 1;
@@ -997,6 +1010,23 @@ info_of(const char *what, const uint8_t *key, size_t key_len, int timeout,
 	return pmrep_replica_query(addr, colon + 1, key, key_len, timeout, info);
 }
 
+/* the membership a file's header records, or (a key given) ADDR:PORT's */
+static int
+membership_of(const char *what, const uint8_t *key, size_t key_len,
+		int timeout, struct pmrep_replica_membership *mb)
+{
+	if (key == NULL)
+		return pmrep_replica_read_membership(what, mb);
+	char addr[256];
+	snprintf(addr, sizeof(addr), "%s", what);
+	char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || colon[1] == '\0')
+		return PMREP_E_INVAL;
+	*colon = '\0';
+	return pmrep_replica_query_membership(addr, colon + 1, NULL, key,
+			key_len, timeout, NULL, mb);
+}
+
 /* the position of a file, or (a key given) asked of ADDR:PORT */
 static int
 position_of(const char *what, const uint8_t *key, size_t key_len,
@@ -1026,7 +1056,8 @@ position_of(const char *what, const uint8_t *key, size_t key_len,
  */
 static int
 compare_verdict(int n, const struct pmrep_replica_info *in,
-		const struct pmrep_replica_position *pos, char *const name[],
+		const struct pmrep_replica_position *pos,
+		const struct pmrep_replica_membership *mb, char *const name[],
 		bool *mc, int *shown, const char **reason, char *why,
 		size_t why_len)
 {
@@ -1042,6 +1073,31 @@ compare_verdict(int n, const struct pmrep_replica_info *in,
 			*reason = "different_sets";
 			return 0;
 		}
+	}
+	/* n - k + 1 distinct copies of the set, as the headers record it,
+	 * or the answer could miss a persist only the others hold */
+	unsigned need = 1, distinct = 0;
+	for (int i = 0; i < n; i++) {
+		unsigned k = mb[i].quorum ? mb[i].quorum : mb[i].set_size;
+		if (mb[i].set_size != 0 && mb[i].set_size - k + 1 > need)
+			need = mb[i].set_size - k + 1;
+		if (pos[i].flags & (PMREP_POSITION_F_FRESH | PMREP_POSITION_F_REMOVED))
+			continue;
+		bool dup = false;
+		for (int j = 0; j < i; j++)
+			if (memcmp(in[j].replica_id, in[i].replica_id,
+					PMREP_UUID_SIZE) == 0 &&
+					!(pos[j].flags & (PMREP_POSITION_F_FRESH |
+						PMREP_POSITION_F_REMOVED)))
+				dup = true;
+		if (!dup)
+			distinct++;
+	}
+	if (distinct < need) {
+		snprintf(why, why_len, "%u distinct copies of the set named, %u needed (n - k + 1, as the headers record the set): a copy not named may hold persists these lack",
+				distinct, need);
+		*reason = "too_few_copies";
+		return 0;
 	}
 	unsigned best = 0, conflict = (unsigned)n;
 	bool complete[64];
@@ -1128,6 +1184,7 @@ cmd_compare(int argc, char *argv[])
 	}
 	struct pmrep_replica_info in[64];
 	struct pmrep_replica_position pos[64];
+	struct pmrep_replica_membership mb[64];
 	bool mc[64];
 	int rc = EX_OK;
 	for (int i = 0; i < n; i++) {
@@ -1136,6 +1193,9 @@ cmd_compare(int argc, char *argv[])
 		if (ret == 0)
 			ret = position_of(argv[optind + i], key_file ? key : NULL,
 					key_len, (int)timeout, &pos[i]);
+		if (ret == 0)
+			ret = membership_of(argv[optind + i], key_file ? key : NULL,
+					key_len, (int)timeout, &mb[i]);
 		if (ret) {
 			report("compare", argv[optind + i], ret);
 			rc = EX_ERR;
@@ -1146,7 +1206,7 @@ cmd_compare(int argc, char *argv[])
 		return rc;
 	char why[512];
 	const char *reason = NULL;
-	int shown = n, best = compare_verdict(n, in, pos, argv + optind, mc,
+	int shown = n, best = compare_verdict(n, in, pos, mb, argv + optind, mc,
 			&shown, &reason, why, sizeof(why));
 	if (json) {
 		fputs("{\"replicas\":[", stdout);

@@ -19,16 +19,16 @@ struct point {
 
 #define CANNOT_TELL 2
 
-/* -1 / 0 / 1, or CANNOT_TELL: two writers of one generation whose
- * sequences are of one epoch (neither can be ordered after the other) */
+/* -1 / 0 / 1, or CANNOT_TELL: two writers of one generation (a
+ * hand-over at the same generation): each writer's epochs are its own
+ * record's counter, so the two histories do not order -- only a raised
+ * generation (a promotion's fence) orders one writer after another */
 static int
 point_cmp(const struct point *a, const struct point *b)
 {
 	if (a->gen != b->gen)
 		return a->gen > b->gen ? 1 : -1;
-	if (a->owner != b->owner && a->psn != 0 && b->psn != 0 &&
-			(a->psn >> REPL_PSN_EPOCH_SHIFT) ==
-			(b->psn >> REPL_PSN_EPOCH_SHIFT))
+	if (a->owner != b->owner && a->owner != 0 && b->owner != 0)
 		return CANNOT_TELL;
 	if (a->psn != b->psn)
 		return a->psn > b->psn ? 1 : -1;

@@ -75,10 +75,26 @@ take_membership(struct pmrep_promote_result *res, unsigned n, unsigned k,
 /* what one replica of the cfg said (read-only, or as of its fence) */
 struct copy {
 	bool reached;		/* answered (a copy of the set: not fresh,
-				 * not removed) */
+				 * not removed, not one counted already) */
 	bool fenced;		/* committed the new generation */
 	struct pmrep_replica_position pos;
+	uint8_t replica_id[PMREP_UUID_SIZE];
 };
+
+/* is `id` this log's or a copy's before cp[upto]? (one replica named by
+ * two addresses counts once) */
+static bool
+seen_id(const uint8_t *id, const uint8_t *own_id, const struct copy *cp,
+		unsigned upto)
+{
+	if (memcmp(id, own_id, PMREP_UUID_SIZE) == 0)
+		return true;
+	for (unsigned j = 0; j < upto; j++)
+		if (cp[j].reached &&
+				memcmp(id, cp[j].replica_id, PMREP_UUID_SIZE) == 0)
+			return true;
+	return false;
+}
 
 /* the record's path: the cfg's, or the log's default */
 static int
@@ -107,9 +123,10 @@ record_path(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 static int
 fence_one(const struct pmrep_mirror_cfg *cfg, unsigned i,
 		const uint8_t uuid[PMREP_UUID_SIZE], uint64_t gen, uint64_t pid,
-		uint64_t data_size, const struct pmrep_promote_result *res,
-		struct copy *cp)
+		uint64_t data_size, const uint8_t *own_id,
+		struct pmrep_promote_result *res, struct copy *cps)
 {
+	struct copy *cp = &cps[i];
 	const char *addr = cfg->r[i].addr, *port = cfg->r[i].port;
 	long long deadline = repl_deadline(cfg->timeout_ms);
 	struct pmrep_peer *peer = NULL;
@@ -139,7 +156,16 @@ fence_one(const struct pmrep_mirror_cfg *cfg, unsigned i,
 				"removed from the set");
 		goto out;
 	}
+	if (seen_id(acc.replica_id, own_id, cps, i)) {
+		PMREP_LOG(PMREP_LOG_NOTICE, "promote: replica %u (%s:%s) is a copy already counted (the same replica id under another address): counted once",
+				i, addr, port);
+		goto out;
+	}
+	memcpy(cp->replica_id, acc.replica_id, PMREP_UUID_SIZE);
 	cp->reached = true;
+	/* the count to fence, re-read from the header this fence reads:
+	 * a membership changed since the read-only pass counts */
+	take_membership(res, acc.set_size, acc.set_quorum, addr);
 	struct repl_msg msg = { .type = REPL_MSG_COMMIT, .seq = 2 };
 	memcpy(msg.u.commit.replica_id, acc.replica_id, PMREP_UUID_SIZE);
 	msg.u.commit.generation = gen;
@@ -162,7 +188,22 @@ fence_one(const struct pmrep_mirror_cfg *cfg, unsigned i,
 			repl_status_to_err(reply.status) : PMREP_E_MALFORMED;
 		goto out;
 	}
-	/* the position as of the fence: no writer below it moves it now */
+	/* the position as of the fence: no writer below it moves it now.
+	 * A position above the fence, or behind what ACCEPT reported of
+	 * the same writer, is a target that lies: not counted */
+	const struct repl_position *rp = &reply.u.position;
+	if (rp->gen > gen || rp->gen < cp->pos.generation ||
+			(rp->gen == cp->pos.generation &&
+			 rp->owner == cp->pos.owner && rp->psn < cp->pos.seq)) {
+		PMREP_LOG_ERR("promote: replica %u (%s:%s) reported a position as of its fence (generation %llu, sequence %llu) that cannot follow its ACCEPT's (generation %llu, sequence %llu) under fence generation %llu: not counted",
+				i, addr, port, (unsigned long long)rp->gen,
+				(unsigned long long)rp->psn,
+				(unsigned long long)cp->pos.generation,
+				(unsigned long long)cp->pos.seq,
+				(unsigned long long)gen);
+		ret = PMREP_E_MALFORMED;
+		goto out;
+	}
 	cp->pos.generation = reply.u.position.gen;
 	cp->pos.owner = reply.u.position.owner;
 	cp->pos.seq = reply.u.position.psn;
@@ -385,6 +426,12 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		}
 		if (fresh || (info.flags & PMREP_REPLICA_F_REMOVED))
 			continue;
+		if (seen_id(info.replica_id, own.replica_id, cp, i)) {
+			PMREP_LOG(PMREP_LOG_NOTICE, "promote: replica %u (%s:%s) is a copy already counted (the same replica id under another address): counted once",
+					i, cfg->r[i].addr, cfg->r[i].port);
+			continue;
+		}
+		memcpy(cp[i].replica_id, info.replica_id, PMREP_UUID_SIZE);
 		cp[i].reached = true;
 		res->reached++;
 		take_membership(res, mb.set_size, mb.quorum, cfg->r[i].addr);
@@ -460,10 +507,10 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 	for (unsigned i = 0; i < cfg->n; i++) {
 		if (!cp[i].reached)
 			continue;	/* the read-only pass did not reach it */
-		struct copy f = { 0 };
+		memset(&cp[i], 0, sizeof(cp[i]));
 		int q = fence_one(cfg, i, own.uuid, gen, pid, own.data_size,
-				res, &f);
-		cp[i] = f;
+				own.replica_id, res, cp);
+		struct copy f = cp[i];
 		if (q) {
 			PMREP_LOG_WARN("promote: replica %u (%s:%s) not fenced: %s",
 					i, cfg->r[i].addr, cfg->r[i].port,
