@@ -615,7 +615,10 @@ hand_over(int b_shift_s, bool b_psn)
 	snprintf(b_file, sizeof(b_file), "%s/b.dat", dir);
 	serve(0);
 	serve(1);
-	writer_run(a_file, true, 0, NREC / 2, 1, true, true, 0, "writer-A");
+	/* A runs twice (two clean closes): its epochs are then above B's
+	 * first one, which a reviewer showed ordered A's copy over B's */
+	writer_run(a_file, true, 0, NREC / 4, 1, true, true, 0, "writer-A");
+	writer_run(a_file, true, NREC / 4, NREC / 4, 1, true, true, 0, "writer-A");
 	print_message("after A's clean close:\n");
 	struct pmrep_replica_info i0 = info_of(path[0]), i1 = info_of(path[1]);
 	assert_true(i0.flags & PMREP_REPLICA_F_CONSISTENT);

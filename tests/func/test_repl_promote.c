@@ -457,6 +457,16 @@ cli_promote_refusals_exit_1_and_name_the_reason(void **state)
 	/* the stale one, with the most current reachable */
 	serve(0);
 	snprintf(at0, sizeof(at0), "%s:%s", func_addr(), tg[0].port);
+	/* one replica named under two addresses counts once: a set of 3
+	 * under quorum 1 needs 3 copies, this node and replica 0 are 2 (a
+	 * dry run: nothing written) */
+	char alias0[64];
+	snprintf(alias0, sizeof(alias0), "localhost:%s", tg[0].port);
+	assert_int_equal(promote_cli(path[1], out, sizeof(out), "--replica", at0,
+			"--replica", alias0, "--key-file", keyfile, "--set-size", "3",
+			"--quorum", "1", "--dry-run", "--json", (char *)NULL), 1);
+	assert_non_null(strstr(out, "\"outcome\":\"refused_fence\""));
+	assert_non_null(strstr(out, "\"needed\":3,\"reached\":1"));
 	assert_int_equal(promote_cli(path[1], out, sizeof(out), "--replica", at0,
 			"--key-file", keyfile, "--set-size", "2", "--quorum", "1",
 			"--no-catch-up", "--json", (char *)NULL), 1);
