@@ -76,8 +76,8 @@ static size_t key_len;
 static char keyfile[256], bindir[4096], self[4096], shim[4200], pmrep_exe[4200];
 static const uint8_t uuid[PMREP_UUID_SIZE] = { 0x24, 0xf2, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 static const char uuid_hex[] = "24f202030405060708090a0b0c0d0e0f";
-static char dir[128], lpath[256], path[2][256];
-static struct func_child tg[2];
+static char dir[128], lpath[256], path[3][256];
+static struct func_child tg[3];
 
 /* the children this test forked besides the targets (tools, writers):
  * the teardown kills and reaps what is left */
@@ -181,18 +181,25 @@ copy_file(const char *from, const char *to)
 
 /* ---------------------------------------------------------- targets */
 
+/* serve replica i on `port` ("0": any free one) */
 static void
-serve(unsigned i)
+serve_on(unsigned i, const char *port)
 {
 	struct func_child_cfg cfg = { .path = path[i], .size = SIZE,
 		.key = key, .key_len = key_len };
-	func_child_start(&tg[i], &cfg, "0");
+	func_child_start(&tg[i], &cfg, port);
+}
+
+static void
+serve(unsigned i)
+{
+	serve_on(i, "0");
 }
 
 static const char *
 at(unsigned i)
 {
-	static char a[2][64];
+	static char a[3][64];
 	snprintf(a[i], sizeof(a[i]), "%s:%s", func_addr(), tg[i].port);
 	return a[i];
 }
@@ -354,7 +361,7 @@ pmrep_run(char *out, size_t out_len, ...)
  * the first line holding `stop_at` (the pid; it is stopped when
  * wait_stopped says so) */
 static pid_t
-promote_spawn(const char *log, const char *replica, const char *stop_at,
+promote_spawn_args(const char *log, char *const args[], const char *stop_at,
 		const char *out)
 {
 	static char e_pre[4300], e_lvl[64], e_stop[256];
@@ -362,10 +369,23 @@ promote_spawn(const char *log, const char *replica, const char *stop_at,
 	snprintf(e_lvl, sizeof(e_lvl), "PMREP_LOG_LEVEL=%s", FV2_PROMOTE_LOG_LEVEL);
 	snprintf(e_stop, sizeof(e_stop), "PMREP_TEST_STOP_AT=%s", stop_at);
 	char *envs[] = { e_pre, e_lvl, e_stop, NULL };
-	char *argv[] = { pmrep_exe, (char *)"promote", (char *)log, (char *)"--replica",
-		(char *)replica, (char *)"--set-size", (char *)"2", (char *)"--quorum",
-		(char *)"1", (char *)"--key-file", keyfile, NULL };
+	char *argv[24] = { pmrep_exe, (char *)"promote", (char *)log,
+		(char *)"--key-file", keyfile };
+	unsigned n = 5;
+	for (unsigned i = 0; args[i] != NULL && n < 23; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
 	return spawn(argv, envs, out);
+}
+
+static pid_t
+promote_spawn(const char *log, const char *replica, const char *stop_at,
+		const char *out)
+{
+	char *args[] = { (char *)"--replica", (char *)replica,
+		(char *)"--set-size", (char *)"2", (char *)"--quorum",
+		(char *)"1", NULL };
+	return promote_spawn_args(log, args, stop_at, out);
 }
 
 /*
@@ -815,6 +835,80 @@ a_catch_up_whose_source_dies_is_refused_and_resumed_by_a_re_run(void **state)
 	checks_done();
 }
 
+/*
+ * a membership change between promote's read-only pass and its fence (a
+ * reviewer's reproduction): 3 replicas under quorum 2; replica 0's file
+ * is promoted, stopped after its read-only pass; the writer lowers the
+ * quorum to 1 (recorded on replicas 1 and 2), completes a persist on
+ * replica 2 alone, then replicas 2 is gone and 1 back: the count to
+ * fence is what the fenced header records (3 of a set of 3 under
+ * quorum 1), so promote refuses (or, were it to promote, its copy would
+ * hold that persist)
+ */
+static void
+a_membership_changed_during_a_promote_is_fenced_as_recorded(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	serve(0);
+	serve(1);
+	serve(2);
+	struct pmrep_pmem *local = NULL;
+	assert_int_equal(pmrep_log_open(lpath, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &local), 0);
+	uint8_t *base = pmrep_pmem_get_address(local);
+	char *ports[3] = { tg[0].port, tg[1].port, tg[2].port };
+	struct pmrep_mirror_cfg *c = mcfg_ports(ports, 3, 2, true);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	func_mirror_wait_in_sync(m, 3);
+	for (unsigned k = 0; k < 8; k++) {
+		record(base, k, 1);
+		assert_int_equal(pmrep_mirror_persist(m, (size_t)k * REC, REC,
+				5000 * func_slow()), 0);
+	}
+	func_child_kill(&tg[0], SIGTERM);	/* its file is to be promoted */
+	record(base, 8, 1);
+	assert_int_equal(pmrep_mirror_persist(m, 8 * REC, REC, 5000 * func_slow()), 0);
+	char out[300], p1[16], a1[64], a2[64];
+	snprintf(out, sizeof(out), "%s/promote-members.out", dir);
+	snprintf(p1, sizeof(p1), "%s", tg[1].port);
+	snprintf(a1, sizeof(a1), "%s", at(1));
+	snprintf(a2, sizeof(a2), "%s", at(2));
+	char *args[] = { (char *)"--replica", a1, (char *)"--replica", a2,
+		(char *)"--set-size", (char *)"3", (char *)"--quorum", (char *)"2",
+		(char *)"--json", NULL };
+	pid_t pp = promote_spawn_args(path[0], args, FV2_PROMOTE_DECIDED_LINE, out);
+	int st = 0;
+	if (!wait_stopped(pp, 20000, &st)) {
+		print_file("promote", out);
+		fail_msg("pmrep promote ended (status %#x) before the line '%s'",
+				st, FV2_PROMOTE_DECIDED_LINE);
+	}
+	/* the change, recorded on replicas 1 and 2; then a persist that
+	 * replica 2 alone confirms */
+	assert_int_equal(pmrep_mirror_set_quorum(m, 1, 5000 * func_slow()), 0);
+	func_child_kill(&tg[1], SIGKILL);
+	record(base, 9, 1);
+	assert_int_equal(pmrep_mirror_persist(m, 9 * REC, REC, 5000 * func_slow()), 0);
+	uint8_t *acked = malloc(SIZE);
+	assert_non_null(acked);
+	memcpy(acked, base, SIZE);
+	func_child_kill(&tg[2], SIGKILL);
+	(void) pmrep_mirror_delete(&m);
+	pmrep_mirror_cfg_delete(&c);
+	assert_int_equal(pmrep_pmem_close(&local), 0);
+	serve_on(1, p1);	/* replica 1 back, where promote will look */
+	assert_int_equal(kill(pp, SIGCONT), 0);
+	int rc = wait_exit(pp, 30000);
+	print_file("pmrep promote", out);
+	func_child_kill(&tg[1], SIGTERM);
+	check_promote_outcome(rc, path[0], acked, 10,
+			"promote across a membership change");
+	free(acked);
+	checks_done();
+}
+
 /* ------------------------------------------------------------ case 4 */
 
 static void
@@ -958,6 +1052,7 @@ setup(void **state)
 	snprintf(lpath, sizeof(lpath), "%s/log", dir);
 	snprintf(path[0], sizeof(path[0]), "%s/r0", dir);
 	snprintf(path[1], sizeof(path[1]), "%s/r1", dir);
+	snprintf(path[2], sizeof(path[2]), "%s/r2", dir);
 	snprintf(keyfile, sizeof(keyfile), "%s/key", dir);
 	assert_int_equal(pmrep_key_write_file(keyfile, 0, PMREP_KEY_GOOD), 0);
 	uint32_t id;
@@ -999,6 +1094,8 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(promote_decides_before_it_fences_an_old_primary_that_goes_on_writing, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hand_over_with_clocks_20_s_apart_keeps_the_acknowledged_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hand_over_by_a_writer_without_persist_seq_keeps_the_acknowledged_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_membership_changed_during_a_promote_is_fenced_as_recorded,
+				setup, teardown),
 		cmocka_unit_test_setup_teardown(a_catch_up_whose_source_dies_is_refused_and_resumed_by_a_re_run,
 				setup, teardown),
 		cmocka_unit_test_setup_teardown(a_promote_killed_after_one_fence_leaves_no_stale_copy_to_promote, setup, teardown),
