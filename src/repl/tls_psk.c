@@ -257,6 +257,30 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 	return 0;
 }
 
+static bool
+names_hold(const struct repl_tls_target *t, const char *name)
+{
+	for (unsigned i = 0; t != NULL && i < t->nnames; i++)
+		if (strcmp(name, t->names[i]) == 0)
+			return true;
+	return false;
+}
+
+bool
+repl_tls_name_serves(const struct repl_tls_target *head,
+		const struct repl_tls_target *t, const char *identity,
+		const char *local, const char **name)
+{
+	/* the identity was accepted by repl_tls_target_find: its key id and
+	 * fingerprint hold no space, so the name follows the first " target " */
+	const char *p = strstr(identity, " target ");
+	*name = p ? p + 8 : "";
+	if (p == NULL)
+		return false;
+	return strcmp(*name, local) == 0 || names_hold(head, *name) ||
+		names_hold(t, *name);
+}
+
 bool
 repl_tls_default(void)
 {

@@ -585,6 +585,10 @@ void tcp_tls_set_cause(struct tcp_tls *t, atomic_int *cause);
  * PMREP_E_CONN_LOST the socket ended or failed */
 int tcp_tls_handshake(struct tcp_tls *t, short *events);
 bool tcp_tls_done(const struct tcp_tls *t);
+/* server side, handshake done: the PSK identity accepted and the local
+ * "host:port" (pmrep_conn_req_get_tls_identity); "" otherwise */
+void tcp_tls_names(const struct tcp_tls *t, char *identity, size_t id_len,
+		char *local, size_t local_len);
 /* as recv(2) on the decrypted stream: > 0 bytes, 0 the stream ended,
  * -1 with errno (EAGAIN: nothing now; EPROTO: a TLS failure, logged) */
 ssize_t tcp_tls_recv(struct tcp_tls *t, void *buf, size_t len);

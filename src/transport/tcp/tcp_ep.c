@@ -491,6 +491,11 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		req->sock = p->fd;
 		req->base.src = p->src;	/* from accept4 */
 		req->tls = p->tls;
+		if (p->tls != NULL)
+			tcp_tls_names(p->tls, req->base.tls_identity,
+					sizeof(req->base.tls_identity),
+					req->base.tls_local,
+					sizeof(req->base.tls_local));
 		p->tls = NULL;
 		(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
 		ep->pending[i] = ep->pending[--ep->npending];

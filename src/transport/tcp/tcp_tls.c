@@ -225,6 +225,12 @@ find_session_cb(SSL *ssl, const unsigned char *identity, size_t identity_len,
 {
 	struct tcp_tls *t = SSL_get_app_data(ssl);
 	*sess = NULL;
+	if (identity_len > PMREP_TLS_IDENTITY_MAX ||
+			memchr(identity, '\0', identity_len) != NULL) {
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a PSK identity of %zu bytes (at most %d, no NUL)",
+				identity_len, PMREP_TLS_IDENTITY_MAX);
+		return 0;
+	}
 	uint8_t psk[PMREP_TLS_PSK_MAX];
 	size_t len = 0;
 	int r = t->find(t->find_arg, identity, identity_len, t->local, psk,
@@ -239,6 +245,10 @@ find_session_cb(SSL *ssl, const unsigned char *identity, size_t identity_len,
 	OPENSSL_cleanse(psk, sizeof(psk));
 	if (s == NULL)
 		return 0;
+	/* the identity accepted (find refuses longer ones and NULs): the
+	 * application's to check against what the request selects */
+	memcpy(t->identity, identity, identity_len);
+	t->identity[identity_len] = '\0';
 	*sess = s;
 	return 1;
 }
@@ -415,6 +425,14 @@ tcp_tls_new(const struct pmrep_conn_cfg *cfg, int fd, bool server,
 		SSL_set_connect_state(t->ssl);
 	*out = t;
 	return 0;
+}
+
+void
+tcp_tls_names(const struct tcp_tls *t, char *identity, size_t id_len,
+		char *local, size_t local_len)
+{
+	snprintf(identity, id_len, "%s", t->server && t->done ? t->identity : "");
+	snprintf(local, local_len, "%s", t->server ? t->local : "");
 }
 
 void
