@@ -14,7 +14,13 @@
  * an {"error":...} line (a line too long: the error, then the close).
  * The daemon never waits for a client: every socket is non-blocking, a
  * client's pending output is bounded (CTL_OUT_MAX) and a client that lets
- * it overflow (it does not read) is dropped. Nothing here changes the
+ * it overflow, or takes none of it for CTL_STALL_MS (it does not read),
+ * is dropped. Nobody holds the slots: a client that sends no command for
+ * CTL_IDLE_MS (a watcher excepted: its command runs on) is dropped; one
+ * uid holds at most CTL_PER_UID of them (SO_PEERCRED), root excepted; the
+ * last CTL_ROOT_SLOTS free ones are root's only, so root's status is
+ * answered whatever members of the socket's group hold. A timerfd in the
+ * epoll set makes the fd readable at the next such deadline. Nothing here changes the
  * target. It serves the targets attached (one: --path; or the replicas
  * of a listener: --config, attached and detached as SIGHUP adds and
  * removes them). Single-threaded: called from pmrep-target's poll loop
@@ -32,6 +38,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +46,47 @@
 #include "target_ctl_int.h"
 
 /* ------------------------------------------------------- clients */
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* when c must have done something (sent a command, taken output) */
+static long long
+client_deadline(const struct client *c)
+{
+	long long d = -1;
+	if (!c->watching && !c->close_when_sent)
+		d = c->idle_since + CTL_IDLE_MS;
+	if (c->out_len > 0 && (d < 0 || c->out_since + CTL_STALL_MS < d))
+		d = c->out_since + CTL_STALL_MS;
+	return d;
+}
+
+/* the timer for the earliest client deadline (none: disarmed) */
+static void
+ctl_arm(struct target_ctl *ctl)
+{
+	long long first = -1;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		long long d = ctl->c[i].fd >= 0 ? client_deadline(&ctl->c[i]) : -1;
+		if (d >= 0 && (first < 0 || d < first))
+			first = d;
+	}
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	if (first >= 0) {
+		long long left = first - mono_ms();
+		if (left <= 0)
+			left = 1;
+		its.it_value.tv_sec = (time_t)(left / 1000);
+		its.it_value.tv_nsec = (long)(left % 1000) * 1000000;
+	}
+	(void) timerfd_settime(ctl->tfd, 0, &its, NULL);
+}
 
 static void
 client_drop(struct target_ctl *ctl, struct client *c)
@@ -69,6 +117,7 @@ client_flush(struct target_ctl *ctl, struct client *c)
 			return;
 		}
 		off += (size_t)w;
+		c->out_since = mono_ms();	/* it reads */
 	}
 	memmove(c->out, c->out + off, c->out_len - off);
 	c->out_len -= off;
@@ -112,6 +161,8 @@ client_send(struct target_ctl *ctl, struct client *c, const char *p,
 		c->out = o;
 		c->out_cap = cap;
 	}
+	if (c->out_len == 0)
+		c->out_since = mono_ms();
 	memcpy(c->out + c->out_len, p, len);
 	c->out_len += len;
 	client_flush(ctl, c);
@@ -183,6 +234,7 @@ client_command(struct target_ctl *ctl, struct client *c, char *cmd)
 		cmd[--n] = '\0';
 	while (*cmd == ' ' || *cmd == '\t')
 		cmd++;
+	c->idle_since = mono_ms();
 	struct jbuf b = { 0 };
 	if (strcmp(cmd, "status") == 0) {
 		jb_status(&b, ctl);
@@ -240,6 +292,26 @@ client_read(struct target_ctl *ctl, struct client *c)
 	}
 }
 
+/* may a client of `uid` take a slot now? NULL: yes; else why not */
+static const char *
+slot_refusal(const struct target_ctl *ctl, uid_t uid)
+{
+	int free_slots = 0, of_uid = 0;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		free_slots += ctl->c[i].fd < 0;
+		of_uid += ctl->c[i].fd >= 0 && ctl->c[i].uid == uid;
+	}
+	if (free_slots == 0)
+		return "too many control clients";
+	if (uid == 0)
+		return NULL;
+	if (of_uid >= CTL_PER_UID)
+		return "too many control clients of this uid (at most 4 at once)";
+	if (free_slots <= CTL_ROOT_SLOTS)
+		return "too many control clients (the last slot is root's)";
+	return NULL;
+}
+
 static void
 accept_clients(struct target_ctl *ctl)
 {
@@ -247,23 +319,53 @@ accept_clients(struct target_ctl *ctl)
 		int fd = accept4(ctl->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;		/* EAGAIN, or a client gone already */
+		struct ucred cr;
+		socklen_t crl = sizeof(cr);
+		const char *why = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr,
+				&crl) != 0 ? "no peer credentials" :
+			slot_refusal(ctl, cr.uid);
+		if (why != NULL) {
+			char line[160];
+			int n = snprintf(line, sizeof(line), "{\"error\":\"%s\"}\n", why);
+			(void) !send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			ctl->refused++;
+			continue;
+		}
 		struct client *c = NULL;
 		for (int i = 0; i < CTL_MAX_CLIENTS && c == NULL; i++)
 			if (ctl->c[i].fd < 0)
 				c = &ctl->c[i];
-		if (c == NULL) {
-			static const char busy[] = "{\"error\":\"too many control clients\"}\n";
-			(void) !send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			close(fd);
-			continue;
-		}
 		c->fd = fd;
+		c->uid = cr.uid;
+		c->idle_since = mono_ms();
 		struct epoll_event ev = { .events = EPOLLIN,
 			.data.u64 = (uint64_t)(c - ctl->c) };
 		if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
 			close(fd);
 			c->fd = -1;
 		}
+	}
+}
+
+/* drop the clients past their deadline: silent, or not reading */
+static void
+clients_expire(struct target_ctl *ctl)
+{
+	long long now = mono_ms();
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		struct client *c = &ctl->c[i];
+		long long d = c->fd >= 0 ? client_deadline(c) : -1;
+		if (d < 0 || now < d)
+			continue;
+		if (c->out_len > 0 && now >= c->out_since + CTL_STALL_MS) {
+			ctl->dropped++;
+			fprintf(stderr, "pmrep-target: control client dropped: it took none of its %zu bytes of output for %d s\n",
+					c->out_len, CTL_STALL_MS / 1000);
+		} else {
+			ctl->idle_dropped++;
+		}
+		client_drop(ctl, c);
 	}
 }
 
@@ -284,6 +386,7 @@ watchers_send(struct target_ctl *ctl, struct jbuf *b)
 	}
 	free(b->p);
 	*b = (struct jbuf){ 0 };
+	ctl_arm(ctl);	/* output pending now: its stall deadline */
 }
 
 static bool
@@ -391,6 +494,8 @@ target_ctl_open(const char *path, const char *group,
 		ctl->c[i].fd = -1;
 	ctl->path_one = about->path;
 	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ctl->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	struct epoll_event tev = { .events = EPOLLIN, .data.u64 = TAG_TIMER };
 	ctl->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	/* made 0600 (umask 077): no one else may connect before the chmod */
@@ -402,6 +507,9 @@ target_ctl_open(const char *path, const char *group,
 	const char *what = NULL;
 	if (ctl->epfd < 0)
 		what = "epoll_create1";
+	else if ((ctl->tfd < 0 || epoll_ctl(ctl->epfd, EPOLL_CTL_ADD,
+			ctl->tfd, &tev) != 0) && (e = errno))
+		what = "timerfd";
 	else if (ctl->lfd < 0)
 		what = "socket";
 	else if (b != 0)
@@ -423,6 +531,8 @@ target_ctl_open(const char *path, const char *group,
 			close(ctl->lfd);
 		if (ctl->epfd >= 0)
 			close(ctl->epfd);
+		if (ctl->tfd >= 0)
+			close(ctl->tfd);
 		free(ctl->path);
 		free(ctl->address);
 		free(ctl);
@@ -543,11 +653,18 @@ target_ctl_fd(const struct target_ctl *ctl)
 void
 target_ctl_process(struct target_ctl *ctl)
 {
-	struct epoll_event evs[CTL_MAX_CLIENTS + 1];
-	int n = epoll_wait(ctl->epfd, evs, CTL_MAX_CLIENTS + 1, 0);
+	struct epoll_event evs[CTL_MAX_CLIENTS + 2];
+	int n = epoll_wait(ctl->epfd, evs, CTL_MAX_CLIENTS + 2, 0);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 == TAG_LISTEN) {
+			/* the deadlines first: a silent client makes room */
+			clients_expire(ctl);
 			accept_clients(ctl);
+			continue;
+		}
+		if (evs[i].data.u64 == TAG_TIMER) {
+			uint64_t ticks;
+			(void) !read(ctl->tfd, &ticks, sizeof(ticks));
 			continue;
 		}
 		struct client *c = &ctl->c[evs[i].data.u64];
@@ -558,6 +675,8 @@ target_ctl_process(struct target_ctl *ctl)
 		if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 			client_read(ctl, c);
 	}
+	clients_expire(ctl);
+	ctl_arm(ctl);
 }
 
 void
@@ -569,10 +688,20 @@ target_ctl_close(struct target_ctl **ctl_ptr)
 	while (ctl->nr > 0)
 		target_ctl_detach(ctl, ctl->r[ctl->nr - 1]->t);
 	free(ctl->r);
+	/* watchers hear that the target stops (pmrep watch then ends
+	 * instead of waiting for it to come back): best effort, no wait */
+	struct jbuf b = { 0 };
+	jb_printf(&b, "{\"event\":\"stopped\",\"object\":\"target\",\"time_ms\":%lld}\n",
+			wall_ms());
+	for (int i = 0; i < CTL_MAX_CLIENTS && !b.oom; i++)
+		if (ctl->c[i].fd >= 0 && ctl->c[i].watching)
+			client_send(ctl, &ctl->c[i], b.p, b.len);
+	free(b.p);
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		client_drop(ctl, &ctl->c[i]);
 	close(ctl->lfd);
 	close(ctl->epfd);
+	close(ctl->tfd);
 	/* only the file we made: not one that replaced it since */
 	struct stat st;
 	if (stat(ctl->path, &st) == 0 && st.st_dev == ctl->dev &&

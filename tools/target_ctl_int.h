@@ -17,7 +17,7 @@
 #define CTL_MAX_CLIENTS 16
 #define CTL_ROOT_SLOTS 1		/* of them, kept free for uid 0 only */
 #define CTL_PER_UID 4			/* clients of one uid (root's: no bound) */
-#define CTL_IDLE_MS 10000		/* no command for this long: dropped */
+#define CTL_IDLE_MS 5000		/* no command for this long: dropped */
 #define CTL_STALL_MS 10000		/* output pending, none taken this long: dropped */
 #define CTL_CMD_MAX 256
 #define CTL_OUT_MAX (256 * 1024)

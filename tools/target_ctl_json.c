@@ -217,8 +217,12 @@ jb_target(struct jbuf *b, const struct target_ctl *ctl)
 	}
 	jb_printf(b, "\"time_ms\":%lld,\"stats\":{", wall_ms());
 	jb_stats_members(b, &st);
-	jb_printf(b, ",\"control_clients_dropped\":%llu",
-			(unsigned long long)ctl->dropped);
+	jb_printf(b, ",\"control_clients_dropped\":%llu,"
+			"\"control_clients_idle_dropped\":%llu,"
+			"\"control_clients_refused\":%llu",
+			(unsigned long long)ctl->dropped,
+			(unsigned long long)ctl->idle_dropped,
+			(unsigned long long)ctl->refused);
 	if (ctl->l != NULL) {
 		struct pmrep_listener_stats ls = { 0 };
 		(void) pmrep_listener_get_stats(ctl->l, &ls);
