@@ -67,7 +67,8 @@ int repl_tls_name(const char *addr, const char *port,
 
 /*
  * repl_tls_client_cfg -- set a dial's conn cfg: TLS with the initiator's
- * identity "pmrep-tls1 initiator key <key_id> target <name>" and its PSK,
+ * identity "pmrep-tls2 initiator key <key_id> fp <fingerprint> window <w>
+ * target <name>" (w: the admission proof's 30 s window now) and its PSK,
  * when tls is on and the peer is tcp (verbs: nothing, see transport.h).
  * The PSK is wiped here; the cfg's copy by pmrep_conn_cfg_delete.
  */

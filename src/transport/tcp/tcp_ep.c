@@ -11,12 +11,16 @@
  * handshake timeout (the cfg timeout, at most TCP_PENDING_EXPIRE_MS),
  * expired ones are dropped before anything new is accepted, and with
  * the table full a socket still waiting for its HELLO makes room for the
- * newcomer (REJECT(not listening): a real initiator retries): the oldest
- * of the source address that holds the most of them, so a flood of
- * silent connects (or of TLS handshakes never finished) from one address
- * evicts its own attempts, not another address's. A socket whose first
- * frame is in (a request, or one to refuse) waits for the application
- * and is never evicted.
+ * newcomer (REJECT(not listening): a real initiator retries). Proof
+ * outranks silence: the victim is a *silent* socket (nothing received,
+ * nothing queued in the kernel now) if there is one, else one that sent
+ * bytes but proved nothing; a TLS socket whose ClientHello's PSK binder
+ * verified and was new here (tcp_tls_proven) and a socket whose first
+ * frame is in (for the application) are never evicted. Within a tier,
+ * the oldest of the source that holds the most (an IPv4 address, an IPv6
+ * /64), so one source evicts its own attempts first. No SSL object is
+ * made for a socket before its first bytes are queued: a silent socket
+ * costs its fd and its table entry only.
  *
  * The expiry needs no other activity: a timerfd in the epoll set is armed
  * for the earliest deadline of a socket still waiting for its HELLO (with
@@ -30,6 +34,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -43,26 +48,60 @@ struct tcp_pending {
 	struct tcp_tls *tls;	/* TLS on: the session (handshake first) */
 	bool pollout;		/* the handshake waits to write */
 	bool settled;		/* the first frame is decided: for the app */
+	bool heard;		/* bytes were queued for it (not silent) */
 	size_t got;
 	long long since;
 	struct sockaddr_storage src;	/* the initiator's address (port ignored) */
 	uint8_t buf[HELLO_HDR + TCP_WIRE_HELLO_PDATA_MAX];
 };
 
-/* the same host: address family and address, not the port */
-static bool
-same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+/* bytes queued in the kernel for fd (0: none, or unknown) */
+static int
+queued(int fd)
 {
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-			((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	int n = 0;
+	return ioctl(fd, FIONREAD, &n) == 0 ? n : 0;
+}
+
+enum tier { TIER_SILENT, TIER_UNPROVEN, TIER_KEEP };
+
+/* a source as a number: an IPv4 address, or an IPv6 /64 (what one host,
+ * or one customer of a provider, gets: as many addresses as it likes) */
+static uint64_t
+source_key(const struct sockaddr_storage *a)
+{
+	uint64_t k = 0;
 	if (a->ss_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-				&((const struct sockaddr_in6 *)b)->sin6_addr,
-				sizeof(struct in6_addr)) == 0;
-	return true;	/* unknown family: one bucket */
+		memcpy(&k, &((const struct sockaddr_in6 *)a)->sin6_addr, 8);
+	else if (a->ss_family == AF_INET)
+		k = (uint64_t)((const struct sockaddr_in *)a)->sin_addr.s_addr |
+			1ull << 63;
+	return k;
+}
+
+struct cand {
+	uint64_t key;
+	long long since;
+	unsigned i;
+};
+
+static int
+cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->since < y->since ? -1 : x->since > y->since;
+}
+
+static enum tier
+pending_tier(const struct tcp_pending *p)
+{
+	if (p->settled || (p->tls != NULL && tcp_tls_proven(p->tls)))
+		return TIER_KEEP;
+	if (p->got == 0 && p->tls == NULL && !p->heard)
+		return TIER_SILENT;
+	return TIER_UNPROVEN;
 }
 
 int
@@ -98,7 +137,11 @@ tcp_ep_listen(struct pmrep_peer *peer, const char *addr, const char *port,
 		ret = PMREP_ERR_PROVIDER(errno, "bind");
 		goto err_close_lfd;
 	}
-	if (listen(ep->lfd, 128) != 0) {
+	/* the kernel's queue first: a long one (net.core.somaxconn caps it),
+	 * drained at every look; with net.ipv4.tcp_syncookies (1, Linux's
+	 * default) a full SYN queue answers with cookies instead of
+	 * dropping a key holder's SYN (a dropped SYN costs ~1 s) */
+	if (listen(ep->lfd, TCP_LISTEN_BACKLOG) != 0) {
 		ret = PMREP_ERR_PROVIDER(errno, "listen");
 		goto err_close_lfd;
 	}
@@ -174,6 +217,7 @@ tcp_ep_shutdown(struct pmrep_ep *ep_base)
 	close(ep->base.fd);
 	close(ep->lfd);
 	free(ep->pending);
+	free(ep->ch);
 	free(ep);
 	return 0;
 }
@@ -306,31 +350,52 @@ pending_arm(struct tcp_ep *ep, long long now)
 
 /*
  * The table is full: make room for a newcomer by dropping a socket still
- * waiting for its HELLO -- the oldest of the source address that holds
- * the most such sockets (read once more first: one that has its HELLO in
- * now stays). False when every socket waits for the application.
+ * waiting for its HELLO -- a silent one first, else one that proved
+ * nothing (see the file's comment), within the tier the oldest of the
+ * source that holds the most of the tier (read once more first: one that
+ * has its HELLO in now stays). False when every socket is kept.
  */
 static bool
 pending_evict(struct tcp_ep *ep)
 {
 	for (;;) {
-		unsigned oldest = ep->npending, most = 0;
+		enum tier tier[TCP_PENDING_MAX];
+		enum tier low = TIER_KEEP;
 		for (unsigned i = 0; i < ep->npending; i++) {
-			const struct tcp_pending *p = &ep->pending[i];
-			if (p->settled)
-				continue;
-			unsigned n = 0;
-			for (unsigned j = 0; j < ep->npending; j++)
-				n += !ep->pending[j].settled &&
-					same_host(&p->src, &ep->pending[j].src);
-			if (n > most || (n == most &&
-					p->since < ep->pending[oldest].since)) {
-				most = n;
-				oldest = i;
-			}
+			tier[i] = pending_tier(&ep->pending[i]);
+			if (tier[i] < low)
+				low = tier[i];
 		}
-		if (oldest == ep->npending)
+		if (low == TIER_KEEP)
 			return false;
+		/* the tier's sockets by source, O(n log n): a flood keeps
+		 * the table full, so this runs once per connect it makes */
+		struct cand c[TCP_PENDING_MAX];
+		unsigned nc = 0;
+		for (unsigned i = 0; i < ep->npending; i++)
+			if (tier[i] == low)
+				c[nc++] = (struct cand){ source_key(&ep->pending[i].src),
+					ep->pending[i].since, i };
+		qsort(c, nc, sizeof(c[0]), cand_cmp);
+		unsigned oldest = c[0].i, most = 0;
+		for (unsigned g = 0; g < nc; ) {
+			unsigned e = g;
+			while (e < nc && c[e].key == c[g].key)
+				e++;
+			/* sorted by age within the source: c[g] its oldest */
+			if (e - g > most || (e - g == most &&
+					c[g].since < ep->pending[oldest].since)) {
+				most = e - g;
+				oldest = c[g].i;
+			}
+			g = e;
+		}
+		/* a silent victim with bytes queued now is heard: the
+		 * next one (one ioctl per eviction, not one per socket) */
+		if (low == TIER_SILENT && queued(ep->pending[oldest].fd) > 0) {
+			ep->pending[oldest].heard = true;
+			continue;
+		}
 		struct tcp_frame f;
 		switch (hello_read(&ep->pending[oldest], &f)) {
 		case HELLO_MORE:
@@ -340,7 +405,7 @@ pending_evict(struct tcp_ep *ep)
 			pending_drop(ep, oldest, 0);
 			return true;
 		default:
-			continue;	/* settled now: the next oldest */
+			continue;	/* settled now: the next one */
 		}
 	}
 }
@@ -384,6 +449,7 @@ accept_waiting(struct tcp_ep *ep)
 		p->tls = NULL;
 		p->pollout = false;
 		p->settled = false;
+		p->heard = false;
 		p->got = 0;
 		p->since = pmrep_now_ms();
 		p->src = src;
@@ -404,9 +470,17 @@ pending_tls(struct tcp_ep *ep, struct tcp_pending *p,
 	if (p->tls == NULL) {
 		if (!cfg->tls || p->got > 0)
 			return 1;
+		if (!p->heard && queued(p->fd) == 0)
+			return 0;	/* nothing to read: no SSL object yet */
+		p->heard = true;
+		if (ep->ch == NULL && (ep->ch = calloc(1, sizeof(*ep->ch))) == NULL) {
+			PMREP_LOG_ERR("out of memory for the endpoint's ClientHello cache");
+			return PMREP_E_NOMEM;
+		}
 		int r = tcp_tls_new(cfg, p->fd, true, &p->tls);
 		if (r)
 			return r;
+		tcp_tls_set_ch_cache(p->tls, ep->ch);
 	}
 	if (tcp_tls_done(p->tls))
 		return 1;

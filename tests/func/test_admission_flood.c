@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_admission_flood.c -- key holders attach through a keyless flood
+ * (issue 25; tcp, loopback). A flooder child, pinned to one core, connects
+ * from 300 source addresses of 127/8 (127.1.0.1 ..) at a paced 2500
+ * connects/s (at least 2000 measured, else the test fails: the flood it
+ * names did not happen) to a target served by a thread of this process,
+ * while 10 mirror sessions attach one after another. Each must attach, in
+ * at most 2 x the slowest of 10 attaches without the flood + the target's
+ * handshake deadline + 1 s (one SYN retransmit). The floods:
+ *   - silent: connect and say nothing (kept open, 512 at a time);
+ *   - garbage: a TLS record header and 400 random bytes, then nothing;
+ *   - unknown identity: a real ClientHello of a key id the target lacks;
+ *   - replayed ClientHello: one captured from a key holder (dialing a
+ *     name the target answers to), sent again from every address and
+ *     then stalled;
+ *   - replayed HELLO (--no-tls): a key holder's captured HELLO frame.
+ * The captures: a mirror dials a listening socket of this test, which
+ * keeps the first flight and closes.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <pmrep/pmem.h>
+#include <pmrep/repl.h>
+#include <pmrep/transport.h>
+
+#include "func.h"
+
+#define SIZE (64u << 10)
+#define NATTACH 10
+#define NSRC 300
+static int RATE = 10000;	/* connects/s the flooder is paced to */
+#define MIN_RATE 2000		/* ... and must reach */
+#define RING 512		/* connections the flooder keeps open */
+#define TIMEOUT_MS 3000		/* the target's handshake deadline */
+#define SYN_RETRANSMIT_MS 1000
+
+static const uint8_t key[32] = "flood-test-key-0123456789-abcdef";
+static const uint8_t uuid_a[PMREP_UUID_SIZE] = { 0xf1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+static char dir[128];
+
+/* ---------------------------------------------------- target thread */
+
+struct tgt {
+	struct pmrep_target *t;
+	pthread_t th;
+	atomic_bool stop;
+	char port[8];
+	char cap_name[32];	/* the capture socket's name: one it answers to */
+};
+static struct tgt tg;
+
+static void *
+tgt_loop(void *arg)
+{
+	struct tgt *g = arg;
+	while (!atomic_load(&g->stop))
+		(void) pmrep_target_process(g->t, 20);
+	return NULL;
+}
+
+static void
+tgt_start(bool tls, const char *alias)
+{
+	memset(&tg, 0, sizeof(tg));
+	char path[256];
+	snprintf(path, sizeof(path), "%s/replica", dir);
+	struct pmrep_target_cfg *cfg;
+	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
+	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
+	assert_int_equal(pmrep_target_cfg_set_address(cfg, "127.0.0.1", "0"), 0);
+	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, TIMEOUT_MS), 0);
+	assert_int_equal(pmrep_target_cfg_set_tls(cfg, tls), 0);
+	if (alias)
+		assert_int_equal(pmrep_target_cfg_add_tls_name(cfg, alias), 0);
+	assert_int_equal(pmrep_target_new(cfg, &tg.t), 0);
+	pmrep_target_cfg_delete(&cfg);
+	uint16_t port;
+	assert_int_equal(pmrep_target_get_port(tg.t, &port), 0);
+	snprintf(tg.port, sizeof(tg.port), "%u", port);
+	assert_int_equal(pthread_create(&tg.th, NULL, tgt_loop, &tg), 0);
+}
+
+static void
+tgt_stop(void)
+{
+	if (tg.t == NULL)
+		return;
+	atomic_store(&tg.stop, true);
+	pthread_join(tg.th, NULL);
+	assert_int_equal(pmrep_target_delete(&tg.t), 0);
+}
+
+/* ---------------------------------------------------------- mirrors */
+
+static struct pmrep_mirror_cfg *
+mcfg(const char *port, bool tls, uint32_t key_id, int timeout_ms)
+{
+	struct pmrep_mirror_cfg *c;
+	assert_int_equal(pmrep_mirror_cfg_new(&c), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, "127.0.0.1", port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, sizeof(key)), 0);
+	if (key_id)
+		assert_int_equal(pmrep_mirror_cfg_set_key_id(c, key_id), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid_a), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(c, 1), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(c, timeout_ms), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_state_path(c, NULL), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_tls(c, tls), 0);
+	return c;
+}
+
+static struct pmrep_pmem *local;
+
+/* attach and detach once: its time in ms, -1 the attach failed */
+static long long
+attach_once(bool tls)
+{
+	struct pmrep_mirror_cfg *c = mcfg(tg.port, tls, 0, TIMEOUT_MS);
+	struct pmrep_mirror *m = NULL;
+	long long t0 = func_now_ms();
+	int ret = pmrep_mirror_new(local, c, &m);
+	long long dt = func_now_ms() - t0;
+	pmrep_mirror_cfg_delete(&c);
+	if (ret != 0) {
+		fprintf(stderr, "attach failed after %lld ms: %s\n", dt,
+				pmrep_err_to_str(ret));
+		return -1;
+	}
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	return dt;
+}
+
+/* ------------------------------------------------------- captures */
+
+struct capture_dial {
+	char port[8];
+	bool tls;
+	uint32_t key_id;
+};
+
+static void *
+capture_dial(void *arg)
+{
+	struct capture_dial *d = arg;
+	struct pmrep_mirror_cfg *c = mcfg(d->port, d->tls, d->key_id, 1000);
+	struct pmrep_mirror *m = NULL;
+	(void) pmrep_mirror_new(local, c, &m);	/* fails: nobody answers */
+	if (m != NULL)
+		(void) pmrep_mirror_delete(&m);
+	pmrep_mirror_cfg_delete(&c);
+	return NULL;
+}
+
+/* a key holder's first flight (a ClientHello, or a plaintext HELLO
+ * frame) as it dials a socket of ours; its "host:port" into name */
+static size_t
+capture(bool tls, uint32_t key_id, uint8_t *buf, size_t cap, char *name,
+		size_t name_len)
+{
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	struct capture_dial d = { .tls = tls, .key_id = key_id };
+	snprintf(d.port, sizeof(d.port), "%u", ntohs(a.sin_port));
+	if (name)
+		snprintf(name, name_len, "127.0.0.1:%s", d.port);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, capture_dial, &d), 0);
+	int s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(s >= 0);
+	size_t got = 0;
+	struct pollfd pf = { s, POLLIN, 0 };
+	/* the whole first flight: until 200 ms pass without a byte */
+	while (got < cap && poll(&pf, 1, 200) == 1) {
+		ssize_t r = read(s, buf + got, cap - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(s);
+	close(l);
+	pthread_join(th, NULL);
+	assert_true(got > 0);
+	return got;
+}
+
+/* --------------------------------------------------------- flooder */
+
+struct flood_shared {
+	atomic_ullong connects;
+	atomic_llong t_start, t_end;
+};
+
+/*
+ * The child: pinned to the last core; connect from NSRC addresses of
+ * 127.1/16 to 127.0.0.1:port at RATE per second, send `payload` (may be
+ * empty), keep the connection open (RING at a time, the oldest closed
+ * first) until SIGTERM.
+ */
+static void
+flooder(const char *port, const uint8_t *payload, size_t plen,
+		struct flood_shared *sh)
+{
+	(void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET((int)(ncpu > 0 ? ncpu - 1 : 0), &set);
+	(void) sched_setaffinity(0, sizeof(set), &set);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < RING + 64) {
+		rl.rlim_cur = rl.rlim_max < RING + 64 ? rl.rlim_max : RING + 64;
+		(void) setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	static int ring[RING];
+	for (int i = 0; i < RING; i++)
+		ring[i] = -1;
+	struct sockaddr_in dst = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)atoi(port)) };
+	dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	long long t0 = func_now_ms();
+	atomic_store(&sh->t_start, t0);
+	unsigned long long n = 0;
+	for (unsigned i = 0;; i++) {
+		/* paced: never ahead of RATE */
+		while ((long long)n * 1000 > (func_now_ms() - t0) * RATE) {
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL);
+		}
+		int *slot = &ring[i % RING];
+		if (*slot >= 0)
+			close(*slot);
+		*slot = -1;
+		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s < 0)
+			continue;
+		struct sockaddr_in src = { .sin_family = AF_INET };
+		unsigned k = i % NSRC;
+		src.sin_addr.s_addr = htonl(0x7f010000u + 1 + k);	/* 127.1.x.y */
+		struct timeval tv = { 0, 200000 };
+		(void) setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (bind(s, (struct sockaddr *)&src, sizeof(src)) != 0 ||
+				connect(s, (struct sockaddr *)&dst, sizeof(dst)) != 0) {
+			close(s);
+			continue;
+		}
+		if (plen > 0)
+			(void) !send(s, payload, plen, MSG_NOSIGNAL | MSG_DONTWAIT);
+		*slot = s;
+		n++;
+		atomic_store(&sh->connects, n);
+		atomic_store(&sh->t_end, func_now_ms());
+	}
+}
+
+static pid_t flood_pid;
+static struct flood_shared *shared;
+
+static void
+flood_start(const uint8_t *payload, size_t plen)
+{
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(shared != MAP_FAILED);
+	memset(shared, 0, sizeof(*shared));
+	flood_pid = fork();
+	assert_true(flood_pid >= 0);
+	if (flood_pid == 0) {
+		flooder(tg.port, payload, plen, shared);
+		_exit(0);
+	}
+	usleep(300000);		/* the flood is on before the first attach */
+}
+
+/* stop it: its measured rate (connects/s) */
+static double
+flood_stop(void)
+{
+	if (flood_pid <= 0)
+		return 0;
+	kill(flood_pid, SIGKILL);
+	waitpid(flood_pid, NULL, 0);
+	flood_pid = 0;
+	long long dt = atomic_load(&shared->t_end) - atomic_load(&shared->t_start);
+	double rate = dt > 0 ? (double)atomic_load(&shared->connects) * 1000.0 / (double)dt : 0;
+	munmap(shared, sizeof(*shared));
+	return rate;
+}
+
+/* ----------------------------------------------------------- runs */
+
+/* the slowest of NATTACH attaches without a flood */
+static long long
+baseline(bool tls)
+{
+	long long worst = 0;
+	for (int i = 0; i < NATTACH; i++) {
+		long long t = attach_once(tls);
+		assert_true(t >= 0);
+		if (t > worst)
+			worst = t;
+	}
+	return worst;
+}
+
+/* NATTACH attaches under the flood of `payload`: each within the bound */
+static void
+under_flood(bool tls, const uint8_t *payload, size_t plen, const char *what)
+{
+	long long base = baseline(tls);
+	long long bound = 2 * base + TIMEOUT_MS + SYN_RETRANSMIT_MS;
+	flood_start(payload, plen);
+	int ok = 0;
+	long long worst = 0, times[NATTACH];
+	for (int i = 0; i < NATTACH; i++) {
+		times[i] = attach_once(tls);
+		if (times[i] >= 0 && times[i] <= bound)
+			ok++;
+		if (times[i] > worst)
+			worst = times[i];
+	}
+	double rate = flood_stop();
+	struct pmrep_target_stats ts;
+	assert_int_equal(pmrep_target_get_stats(tg.t, &ts), 0);
+	fprintf(stderr, "flood %s: %.0f connects/s from %d addresses; %d of %d attached within %lld ms (no flood: slowest %lld ms; under it: slowest %lld ms; times",
+			what, rate, NSRC, ok, NATTACH, bound, base, worst);
+	for (int i = 0; i < NATTACH; i++)
+		fprintf(stderr, " %lld", times[i]);
+	fprintf(stderr, ")\n");
+	assert_true(rate >= MIN_RATE);
+	assert_int_equal(ok, NATTACH);
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void
+silent_connects(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	tgt_start(true, NULL);
+	under_flood(true, NULL, 0, "silent");
+	tgt_stop();
+}
+
+static void
+garbage_client_hellos(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	tgt_start(true, NULL);
+	static uint8_t junk[405];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(rand() & 0xff);
+	junk[0] = 0x16;		/* handshake record, TLS 1.0 on the wire, 400 bytes */
+	junk[1] = 0x03;
+	junk[2] = 0x01;
+	junk[3] = 0x01;
+	junk[4] = 0x90;
+	under_flood(true, junk, sizeof(junk), "garbage ClientHello");
+	tgt_stop();
+}
+
+static void
+unknown_identity_client_hellos(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	static uint8_t ch[4096];
+	char name[32];
+	size_t n = capture(true, 7, ch, sizeof(ch), name, sizeof(name));
+	tgt_start(true, name);	/* the name is its: only the key id is not */
+	under_flood(true, ch, n, "unknown PSK identity");
+	tgt_stop();
+}
+
+static void
+replayed_client_hello_then_stalled(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	static uint8_t ch[4096];
+	char name[32];
+	size_t n = capture(true, 0, ch, sizeof(ch), name, sizeof(name));
+	tgt_start(true, name);	/* the captured ClientHello is valid here */
+	under_flood(true, ch, n, "replayed ClientHello");
+	tgt_stop();
+}
+
+static void
+replayed_hello_no_tls(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	static uint8_t hello[4096];
+	size_t n = capture(false, 0, hello, sizeof(hello), NULL, 0);
+	tgt_start(false, NULL);
+	under_flood(false, hello, n, "replayed HELLO (--no-tls)");
+	tgt_stop();
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/dev/shm/pmrep-test-flood-XXXXXX");
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	char path[256];
+	snprintf(path, sizeof(path), "%s/local", dir);
+	return pmrep_pmem_open(path, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &local);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	(void) flood_stop();
+	tgt_stop();
+	pmrep_pmem_close(&local);
+	return func_rm_rf(dir);
+}
+
+int
+main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (getenv("FLOOD_RATE"))
+		RATE = atoi(getenv("FLOOD_RATE"));
+	/* the refusals a flood causes are the point; their lines are not */
+	if (getenv("PMREP_TEST_LOG") == NULL)
+		(void) pmrep_log_set_threshold(PMREP_LOG_FATAL);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(silent_connects, setup, teardown),
+		cmocka_unit_test_setup_teardown(garbage_client_hellos, setup, teardown),
+		cmocka_unit_test_setup_teardown(unknown_identity_client_hellos, setup, teardown),
+		cmocka_unit_test_setup_teardown(replayed_client_hello_then_stalled, setup, teardown),
+		cmocka_unit_test_setup_teardown(replayed_hello_no_tls, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
