@@ -11,12 +11,14 @@
  * handshake timeout (the cfg timeout, at most TCP_PENDING_EXPIRE_MS),
  * expired ones are dropped before anything new is accepted, and with
  * the table full a socket still waiting for its HELLO makes room for the
- * newcomer (REJECT(not listening): a real initiator retries). Proof
- * outranks silence: the victim is a *silent* socket (nothing received,
- * nothing queued in the kernel now) if there is one, else one that sent
- * bytes but proved nothing; a TLS socket whose ClientHello's PSK binder
- * verified and was new here (tcp_tls_proven) and a socket whose first
- * frame is in (for the application) are never evicted. Within a tier,
+ * newcomer (REJECT(not listening), with TLS on a close: a real initiator
+ * retries). Proof outranks silence: the victim is a *silent* socket
+ * (nothing received, nothing queued in the kernel now) if there is one,
+ * else one that sent bytes but proved nothing -- with TLS on, its
+ * ClientHello looked at first, so a key holder's accepted in a burst
+ * behind it is not dropped unread; a TLS socket whose ClientHello's PSK
+ * binder verified and was new here (tcp_tls_proven) and a socket whose
+ * first frame is in (for the application) are never evicted. Within a tier,
  * the oldest of the source that holds the most (an IPv4 address, an IPv6
  * /64), so one source evicts its own attempts first. No SSL object is
  * made for a socket before its first bytes are queued: a silent socket
@@ -348,15 +350,21 @@ pending_arm(struct tcp_ep *ep, long long now)
 				strerror(errno));
 }
 
+static int pending_tls(struct tcp_ep *ep, struct tcp_pending *p,
+		const struct pmrep_conn_cfg *cfg);
+
 /*
  * The table is full: make room for a newcomer by dropping a socket still
  * waiting for its HELLO -- a silent one first, else one that proved
  * nothing (see the file's comment), within the tier the oldest of the
- * source that holds the most of the tier (read once more first: one that
- * has its HELLO in now stays). False when every socket is kept.
+ * source that holds the most of the tier (looked at once more first: one
+ * that has its HELLO in now, or with TLS on whose ClientHello proves the
+ * key now, stays). False when every socket is kept. With TLS on the
+ * victim is closed without a frame: a plaintext REJECT would read to a
+ * TLS client as a TLS failure (final), a close as a reset (retryable).
  */
 static bool
-pending_evict(struct tcp_ep *ep)
+pending_evict(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg)
 {
 	for (;;) {
 		enum tier tier[TCP_PENDING_MAX];
@@ -396,6 +404,17 @@ pending_evict(struct tcp_ep *ep)
 			ep->pending[oldest].heard = true;
 			continue;
 		}
+		if (cfg->tls) {
+			/* its ClientHello, if in, before it goes (never read
+			 * as a plaintext HELLO: that would settle it as a
+			 * malformed one): a key holder's proves and stays */
+			int t = low == TIER_UNPROVEN ?
+				pending_tls(ep, &ep->pending[oldest], cfg) : 0;
+			if (t == 1 || (t == 0 && pending_tier(&ep->pending[oldest]) == TIER_KEEP))
+				continue;
+			pending_drop(ep, oldest, 0);
+			return true;
+		}
 		struct tcp_frame f;
 		switch (hello_read(&ep->pending[oldest], &f)) {
 		case HELLO_MORE:
@@ -412,7 +431,7 @@ pending_evict(struct tcp_ep *ep)
 
 /* accept what is waiting; returns how many idle sockets made room */
 static unsigned
-accept_waiting(struct tcp_ep *ep)
+accept_waiting(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg)
 {
 	unsigned evicted = 0;
 	for (;;) {
@@ -430,7 +449,7 @@ accept_waiting(struct tcp_ep *ep)
 		/* full: first the attempts whose initiators gave up, then
 		 * the oldest silent one */
 		if (ep->npending == TCP_PENDING_MAX && pending_reap(ep) == 0 &&
-				pending_evict(ep))
+				pending_evict(ep, cfg))
 			evicted++;
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
 		if (ep->npending == TCP_PENDING_MAX ||
@@ -439,8 +458,9 @@ accept_waiting(struct tcp_ep *ep)
 			 * no epoll entry): this one retries */
 			PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: %u requests pending, refusing one",
 					ep->npending);
-			tcp_sock_send_now(fd, TCP_WIRE_REJECT,
-					TCP_WIRE_REJ_NOT_LISTENING);
+			if (!cfg->tls)	/* a TLS client: a close (see above) */
+				tcp_sock_send_now(fd, TCP_WIRE_REJECT,
+						TCP_WIRE_REJ_NOT_LISTENING);
 			tcp_sock_close_gently(fd);
 			continue;
 		}
@@ -504,7 +524,7 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 	ep->limit_ms = limit;
 	/* expired sockets go before newcomers are looked at */
 	pending_expire(ep, pmrep_now_ms(), limit);
-	unsigned evicted = accept_waiting(ep);
+	unsigned evicted = accept_waiting(ep, cfg);
 	if (evicted > 0)
 		PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: pending table full (%u): dropped %u connection(s) that sent no HELLO",
 				TCP_PENDING_MAX, evicted);
