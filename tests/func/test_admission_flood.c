@@ -51,13 +51,16 @@
 #include "func.h"
 
 #define SIZE (64u << 10)
-#define NATTACH 10
 #define NSRC 300
-static int RATE = 10000;	/* connects/s the flooder is paced to */
-#define MIN_RATE 2000		/* ... and must reach */
+#define MIN_RATE 2000		/* the flood must reach this, connects/s */
 #define RING 512		/* connections the flooder keeps open */
-#define TIMEOUT_MS 3000		/* the target's handshake deadline */
 #define SYN_RETRANSMIT_MS 1000
+/* set in main: connects/s the flooder is paced to, attaches per flood,
+ * the target's handshake deadline (ms, also each dial's), and whether the
+ * flood's rate is asserted (not under valgrind: see main) */
+static int RATE = 10000, NATTACH = 10, TIMEOUT_MS = 3000;
+static bool RATE_ASSERTED = true;
+#define NATTACH_MAX 10
 
 static const uint8_t key[32] = "flood-test-key-0123456789-abcdef";
 static const uint8_t uuid_a[PMREP_UUID_SIZE] = { 0xf1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
@@ -138,23 +141,38 @@ mcfg(const char *port, bool tls, uint32_t key_id, int timeout_ms)
 
 static struct pmrep_pmem *local;
 
-/* attach and detach once: its time in ms, -1 the attach failed */
+/*
+ * Attach and detach: the time from the first dial to the attach, in ms,
+ * -1 it failed. A dial that failed as a real initiator's next dial would
+ * retry (refused, reset or unanswered: PMREP_E_UNREACHABLE,
+ * PMREP_E_TIMEOUT, PMREP_E_CONN_LOST) is dialed again while less than
+ * `budget_ms` have passed (the bound in under_flood has room for one
+ * unanswered dial: the handshake deadline); a TLS or an authentication
+ * failure ends it at once. Dials made: *tries.
+ */
 static long long
-attach_once(bool tls)
+attach_within(bool tls, long long budget_ms, int *tries)
 {
-	struct pmrep_mirror_cfg *c = mcfg(tg.port, tls, 0, TIMEOUT_MS);
-	struct pmrep_mirror *m = NULL;
 	long long t0 = func_now_ms();
-	int ret = pmrep_mirror_new(local, c, &m);
-	long long dt = func_now_ms() - t0;
-	pmrep_mirror_cfg_delete(&c);
-	if (ret != 0) {
-		fprintf(stderr, "attach failed after %lld ms: %s\n", dt,
-				pmrep_err_to_str(ret));
-		return -1;
+	*tries = 0;
+	for (;;) {
+		struct pmrep_mirror_cfg *c = mcfg(tg.port, tls, 0, TIMEOUT_MS);
+		struct pmrep_mirror *m = NULL;
+		int ret = pmrep_mirror_new(local, c, &m);
+		long long dt = func_now_ms() - t0;
+		pmrep_mirror_cfg_delete(&c);
+		(*tries)++;
+		if (ret == 0) {
+			assert_int_equal(pmrep_mirror_delete(&m), 0);
+			return dt;
+		}
+		fprintf(stderr, "dial %d failed after %lld ms: %s\n", *tries,
+				dt, pmrep_err_to_str(ret));
+		if ((ret != PMREP_E_UNREACHABLE && ret != PMREP_E_TIMEOUT &&
+				ret != PMREP_E_CONN_LOST) || dt >= budget_ms)
+			return -1;
+		usleep(10000);	/* as an initiator's backoff */
 	}
-	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	return dt;
 }
 
 /* ------------------------------------------------------- captures */
@@ -169,7 +187,8 @@ static void *
 capture_dial(void *arg)
 {
 	struct capture_dial *d = arg;
-	struct pmrep_mirror_cfg *c = mcfg(d->port, d->tls, d->key_id, 1000);
+	struct pmrep_mirror_cfg *c = mcfg(d->port, d->tls, d->key_id,
+			1000 * func_slow());
 	struct pmrep_mirror *m = NULL;
 	(void) pmrep_mirror_new(local, c, &m);	/* fails: nobody answers */
 	if (m != NULL)
@@ -202,7 +221,7 @@ capture(bool tls, uint32_t key_id, uint8_t *buf, size_t cap, char *name,
 	size_t got = 0;
 	struct pollfd pf = { s, POLLIN, 0 };
 	/* the whole first flight: until 200 ms pass without a byte */
-	while (got < cap && poll(&pf, 1, 200) == 1) {
+	while (got < cap && poll(&pf, 1, 200 * func_slow()) == 1) {
 		ssize_t r = read(s, buf + got, cap - got);
 		if (r <= 0)
 			break;
@@ -320,13 +339,14 @@ flood_stop(void)
 
 /* ----------------------------------------------------------- runs */
 
-/* the slowest of NATTACH attaches without a flood */
+/* the slowest of NATTACH attaches without a flood (each in one dial) */
 static long long
 baseline(bool tls)
 {
 	long long worst = 0;
 	for (int i = 0; i < NATTACH; i++) {
-		long long t = attach_once(tls);
+		int tries;
+		long long t = attach_within(tls, 0, &tries);
 		assert_true(t >= 0);
 		if (t > worst)
 			worst = t;
@@ -341,10 +361,11 @@ under_flood(bool tls, const uint8_t *payload, size_t plen, const char *what)
 	long long base = baseline(tls);
 	long long bound = 2 * base + TIMEOUT_MS + SYN_RETRANSMIT_MS;
 	flood_start(payload, plen);
-	int ok = 0;
-	long long worst = 0, times[NATTACH];
+	int ok = 0, tries[NATTACH_MAX], dials = 0;
+	long long worst = 0, times[NATTACH_MAX];
 	for (int i = 0; i < NATTACH; i++) {
-		times[i] = attach_once(tls);
+		times[i] = attach_within(tls, bound, &tries[i]);
+		dials += tries[i];
 		if (times[i] >= 0 && times[i] <= bound)
 			ok++;
 		if (times[i] > worst)
@@ -353,12 +374,16 @@ under_flood(bool tls, const uint8_t *payload, size_t plen, const char *what)
 	double rate = flood_stop();
 	struct pmrep_target_stats ts;
 	assert_int_equal(pmrep_target_get_stats(tg.t, &ts), 0);
-	fprintf(stderr, "flood %s: %.0f connects/s from %d addresses; %d of %d attached within %lld ms (no flood: slowest %lld ms; under it: slowest %lld ms; times",
-			what, rate, NSRC, ok, NATTACH, bound, base, worst);
+	fprintf(stderr, "flood %s: %.0f connects/s from %d addresses; %d of %d attached within %lld ms in %d dials (no flood: slowest %lld ms; under it: slowest %lld ms; times",
+			what, rate, NSRC, ok, NATTACH, bound, dials, base, worst);
 	for (int i = 0; i < NATTACH; i++)
 		fprintf(stderr, " %lld", times[i]);
 	fprintf(stderr, ")\n");
-	assert_true(rate >= MIN_RATE);
+	if (RATE_ASSERTED)
+		assert_true(rate >= MIN_RATE);
+	else
+		fprintf(stderr, "flood %s: its rate is not asserted (valgrind: see main); every attach is\n",
+				what);
 	assert_int_equal(ok, NATTACH);
 }
 
@@ -457,8 +482,23 @@ int
 main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
+	if (func_slow() > 1) {
+		/* memcheck runs the target 20-50 x slower, one thread at a
+		 * time, and the flooder (a fork: under memcheck too) cannot
+		 * make 2000 connects/s: the floods at a rate it keeps, 3
+		 * attaches each, every one asserted; the rate is the other
+		 * builds' to show */
+		RATE = 200;
+		NATTACH = 3;
+		RATE_ASSERTED = false;
+		fprintf(stderr, "under valgrind: floods of %d connects/s (not the >= %d/s of the other builds: memcheck is too slow for it), %d attaches each\n",
+				RATE, MIN_RATE, NATTACH);
+	}
+	TIMEOUT_MS *= func_slow();
 	if (getenv("FLOOD_RATE"))
 		RATE = atoi(getenv("FLOOD_RATE"));
+	if (getenv("FLOOD_ONLY"))	/* one flood: its test's name (a pattern) */
+		cmocka_set_test_filter(getenv("FLOOD_ONLY"));
 	/* the refusals a flood causes are the point; their lines are not */
 	if (getenv("PMREP_TEST_LOG") == NULL)
 		(void) pmrep_log_set_threshold(PMREP_LOG_FATAL);
