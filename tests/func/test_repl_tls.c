@@ -387,6 +387,7 @@ relay_name(struct relay *r)
 static atomic_int tls_log_lines;	/* "TLS: ... record authentication" */
 static atomic_int tls_handshake_lines;	/* "TLS: handshake failed" */
 static atomic_int tls_reflect_lines;	/* "not a name it answers to" */
+static atomic_int tls_cap_lines;	/* "... before its PSK binder verified" */
 
 static void
 log_sink(enum pmrep_log_level level, const char *file, int line,
@@ -399,6 +400,8 @@ log_sink(enum pmrep_log_level level, const char *file, int line,
 		atomic_fetch_add(&tls_handshake_lines, 1);
 	if (strstr(msg, "not a name it answers to"))
 		atomic_fetch_add(&tls_reflect_lines, 1);
+	if (strstr(msg, "bytes before its PSK binder verified"))
+		atomic_fetch_add(&tls_cap_lines, 1);
 	if (getenv("PMREP_TEST_LOG"))
 		fprintf(stderr, "log: %s\n", msg);
 }
@@ -995,6 +998,80 @@ transport_tls_pair_ops_and_refusals(void **state)
 	pmrep_conn_cfg_delete(&plain);
 }
 
+/*
+ * What a client that has proven nothing may make the endpoint read is
+ * capped (TCP_TLS_CH_MAX, 4096 bytes): a handshake record announcing
+ * 16 000 bytes, 6000 of them sent, never a binder -- the endpoint drops
+ * the socket (the client reads its end) and logs it, without waiting
+ * for the rest or for the handshake deadline (10 s here). (With the cap
+ * raised past the record, the socket stays until the deadline: the
+ * drop is not seen in 5 s.)
+ */
+static void
+client_hello_over_4096_bytes_before_proof_is_dropped(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	struct pmrep_conn_cfg *cc, *sc;
+	assert_int_equal(pmrep_conn_cfg_new(&cc), 0);
+	assert_int_equal(pmrep_conn_cfg_new(&sc), 0);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk(cc, "client", tpsk, 32), 0);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk_find(sc, tfind, NULL), 0);
+	assert_int_equal(pmrep_conn_cfg_set_timeout(sc, 10000), 0);
+	struct func_pair p;
+	struct func_opts o = { .ccfg = cc, .scfg = sc };
+	func_pair_open(&p, &o);
+	atomic_store(&tls_cap_lines, 0);
+
+	int s = func_raw_connect(p.port);
+	static uint8_t big[6000];
+	memset(big, 0x41, sizeof(big));
+	big[0] = 0x16;		/* handshake record, 16 000 bytes announced */
+	big[1] = 0x03;
+	big[2] = 0x01;
+	big[3] = 16000 >> 8;
+	big[4] = 16000 & 0xff;
+	big[5] = 0x01;		/* a ClientHello ... */
+	big[6] = 0x00;		/* ... of 15 996 bytes */
+	big[7] = (15996 >> 8) & 0xff;
+	big[8] = 15996 & 0xff;
+	assert_int_equal(write(s, big, sizeof(big)), (ssize_t)sizeof(big));
+	bool ended = false;
+	long long t0 = func_now_ms();
+	while (!ended && func_now_ms() - t0 < 5000 * func_slow()) {
+		struct pmrep_conn_req *sreq = NULL;
+		assert_int_not_equal(pmrep_ep_next_conn_req(p.ep, sc, &sreq), 0);
+		struct pollfd pf = { s, POLLIN, 0 };
+		char c;
+		if (poll(&pf, 1, 10) == 1 && read(s, &c, 1) <= 0)
+			ended = true;
+	}
+	assert_true(ended);
+	assert_int_equal(atomic_load(&tls_cap_lines), 1);
+	close(s);
+
+	/* a key holder after it: served as before */
+	struct pmrep_conn_req *req = NULL;
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, "127.0.0.1", p.port, cc, &req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	struct pmrep_conn_req *sreq = NULL;
+	int r = PMREP_E_NO_EVENT;
+	for (int i = 0; i < 300 * func_slow() && r != 0; i++) {
+		r = pmrep_ep_next_conn_req(p.ep, sc, &sreq);
+		if (r)
+			usleep(10000);
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(pmrep_conn_req_reject(&sreq, false), 0);
+	func_expect_event(conn, PMREP_CONN_REJECTED, 5000);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+
+	func_pair_close_all(&p, NULL);
+	pmrep_conn_cfg_delete(&cc);
+	pmrep_conn_cfg_delete(&sc);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1011,6 +1088,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(reflected_handshake_is_refused_by_the_other_target, setup, teardown),
 		cmocka_unit_test_setup_teardown(relay_name_of_one_replica_is_refused_for_another, setup, teardown),
 		cmocka_unit_test_setup_teardown(transport_tls_pair_ops_and_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(client_hello_over_4096_bytes_before_proof_is_dropped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
