@@ -1268,6 +1268,68 @@ watch_reconnects_and_ends_at_a_clean_stop(void **state)
 	assert_int_equal(pclose(f), 0);
 }
 
+/*
+ * A watcher that stops reading while events are produced is dropped once
+ * it has taken none of its pending output for CTL_STALL_MS (10 s), not
+ * kept while its queue grows up to the 256 KiB bound: it asks "watch"
+ * and 2500 unknown commands (~210 KB of answers: its socket full, the
+ * rest waiting in the target, below the bound), reads nothing, and a
+ * mirror's session adds events. Counted as dropped for not reading (not
+ * as idle: a watcher is never idle), the target's stderr says why, the
+ * mirror was not held up. (With the stall deadline off in
+ * client_deadline, the watcher is still there after 15 s.)
+ */
+static void
+a_watcher_that_stops_reading_is_dropped(void **state)
+{
+	(void)state;
+	if (!func_is_tcp())
+		skip();
+	assert_int_equal(target_start(NULL), 0);
+	int w = ctl_connect();
+	enum { NASK = 2500 };
+	static char asks[6 + 2 * NASK];
+	memcpy(asks, "watch\n", 6);
+	for (size_t i = 6; i < sizeof(asks); i += 2)
+		memcpy(asks + i, "?\n", 2);
+	assert_int_equal(send(w, asks, sizeof(asks), MSG_NOSIGNAL), (ssize_t)sizeof(asks));
+	long long t0 = func_now_ms();
+	mirror_round("local", 3);	/* events while it does not read */
+	assert_true(func_now_ms() - t0 < 5000 * func_slow());
+	char line[8192];
+	long long dropped = 0;
+	while (dropped == 0) {
+		assert_true(func_now_ms() - t0 < 15000 + 5000 * func_slow());
+		usleep(200000);
+		ctl_status(line, sizeof(line));
+		dropped = jnum(jget(jget(line, "target"), "stats"),
+				"control_clients_dropped");
+	}
+	assert_int_equal(dropped, 1);
+	assert_true(func_now_ms() - t0 >= 9000);	/* its deadline, not before */
+	assert_int_equal(jnum(jget(jget(line, "target"), "stats"),
+			"control_clients_idle_dropped"), 0);
+	/* its socket: what was in it, then the end */
+	int fl = fcntl(w, F_GETFL);
+	fcntl(w, F_SETFL, fl | O_NONBLOCK);
+	char buf[65536];
+	ssize_t r;
+	while ((r = read(w, buf, sizeof(buf))) > 0)
+		;
+	assert_int_equal(r, 0);
+	close(w);
+	char errlog[128];
+	snprintf(errlog, sizeof(errlog), "%s/stderr", dir);
+	FILE *f = fopen(errlog, "r");
+	assert_non_null(f);
+	bool said = false;
+	while (fgets(line, sizeof(line), f))
+		said |= strstr(line, "control client dropped: it took none of its") != NULL;
+	fclose(f);
+	assert_true(said);
+	target_stop_clean();
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1281,6 +1343,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(config_daemon_shows_every_replica_by_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(idle_clients_of_one_uid_do_not_lock_root_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(watch_reconnects_and_ends_at_a_clean_stop, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_watcher_that_stops_reading_is_dropped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
