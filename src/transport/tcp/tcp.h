@@ -274,6 +274,22 @@ bool tcp_srq_take(struct tcp_srq *srq, struct tcp_recv *out);
 struct tcp_ch_cache {
 	struct { uint8_t random[32]; long long until; } e[TCP_CH_SLOTS];
 };
+/* has a ClientHello of this random been proven here (an entry live at
+ * `now`, ms)? */
+bool tcp_ch_cache_seen(const struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now);
+/* remember a proven ClientHello's random until now + TCP_CH_KEEP_MS: 0
+ * added, 1 there already (a replay), -1 no free entry on its probe path
+ * (the cache is full of live ones there: refused, nothing dropped) */
+int tcp_ch_cache_add(struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now);
+
+/* the unit a pending socket's source is counted in (tcp_ep.c's eviction),
+ * as (*family, key): an IPv4 address (an IPv4-mapped IPv6 one, from a
+ * dual-stack listener, too), or an IPv6 /64 (what one host, or one
+ * customer of a provider, gets: as many addresses as it likes); another
+ * family: (0, 0) */
+uint64_t tcp_source_key(const struct sockaddr_storage *a, int *family);
 
 struct tcp_ep {
 	struct pmrep_ep base;		/* base.fd: an epoll set of lfd + pending */

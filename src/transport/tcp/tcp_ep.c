@@ -67,21 +67,29 @@ queued(int fd)
 
 enum tier { TIER_SILENT, TIER_UNPROVEN, TIER_KEEP };
 
-/* a source as a number: an IPv4 address, or an IPv6 /64 (what one host,
- * or one customer of a provider, gets: as many addresses as it likes) */
-static uint64_t
-source_key(const struct sockaddr_storage *a)
+uint64_t
+tcp_source_key(const struct sockaddr_storage *a, int *family)
 {
 	uint64_t k = 0;
-	if (a->ss_family == AF_INET6)
-		memcpy(&k, &((const struct sockaddr_in6 *)a)->sin6_addr, 8);
-	else if (a->ss_family == AF_INET)
-		k = (uint64_t)((const struct sockaddr_in *)a)->sin_addr.s_addr |
-			1ull << 63;
+	*family = a->ss_family == AF_INET || a->ss_family == AF_INET6 ?
+		a->ss_family : 0;
+	if (a->ss_family == AF_INET6) {
+		const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(x)) {
+			/* an IPv4 client of a dual-stack listener: its address */
+			*family = AF_INET;
+			memcpy(&k, &x->s6_addr[12], 4);
+		} else {
+			memcpy(&k, x, 8);
+		}
+	} else if (a->ss_family == AF_INET) {
+		memcpy(&k, &((const struct sockaddr_in *)a)->sin_addr, 4);
+	}
 	return k;
 }
 
 struct cand {
+	int family;
 	uint64_t key;
 	long long since;
 	unsigned i;
@@ -91,6 +99,8 @@ static int
 cand_cmp(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
 	return x->since < y->since ? -1 : x->since > y->since;
@@ -381,14 +391,18 @@ pending_evict(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg)
 		struct cand c[TCP_PENDING_MAX];
 		unsigned nc = 0;
 		for (unsigned i = 0; i < ep->npending; i++)
-			if (tier[i] == low)
-				c[nc++] = (struct cand){ source_key(&ep->pending[i].src),
-					ep->pending[i].since, i };
+			if (tier[i] == low) {
+				c[nc].key = tcp_source_key(&ep->pending[i].src,
+						&c[nc].family);
+				c[nc].since = ep->pending[i].since;
+				c[nc++].i = i;
+			}
 		qsort(c, nc, sizeof(c[0]), cand_cmp);
 		unsigned oldest = c[0].i, most = 0;
 		for (unsigned g = 0; g < nc; ) {
 			unsigned e = g;
-			while (e < nc && c[e].key == c[g].key)
+			while (e < nc && c[e].key == c[g].key &&
+					c[e].family == c[g].family)
 				e++;
 			/* sorted by age within the source: c[g] its oldest */
 			if (e - g > most || (e - g == most &&

@@ -293,6 +293,28 @@ ch_cache_find(const struct tcp_ch_cache *c, const uint8_t random[32],
 	return -1;
 }
 
+bool
+tcp_ch_cache_seen(const struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now)
+{
+	int free_at;
+	return ch_cache_find(c, random, now, &free_at) >= 0;
+}
+
+int
+tcp_ch_cache_add(struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now)
+{
+	int free_at;
+	if (ch_cache_find(c, random, now, &free_at) >= 0)
+		return 1;
+	if (free_at < 0)
+		return -1;
+	memcpy(c->e[free_at].random, random, 32);
+	c->e[free_at].until = now + TCP_CH_KEEP_MS;
+	return 0;
+}
+
 /*
  * The server's first look at a ClientHello, before any PSK or binder
  * work: one whose random was proven here before is a replayed capture
@@ -304,13 +326,11 @@ client_hello_cb(SSL *ssl, int *al, void *arg)
 	(void) arg;
 	struct tcp_tls *t = SSL_get_app_data(ssl);
 	const unsigned char *random = NULL;
-	int free_at;
 	if (SSL_client_hello_get0_random(ssl, &random) != 32) {
 		*al = SSL_AD_DECODE_ERROR;
 		return SSL_CLIENT_HELLO_ERROR;
 	}
-	if (t->ch != NULL && ch_cache_find(t->ch, random, pmrep_now_ms(),
-			&free_at) >= 0) {
+	if (t->ch != NULL && tcp_ch_cache_seen(t->ch, random, pmrep_now_ms())) {
 		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a ClientHello seen before here (a replayed capture)");
 		*al = SSL_AD_HANDSHAKE_FAILURE;
 		return SSL_CLIENT_HELLO_ERROR;
@@ -330,18 +350,13 @@ ch_prove(struct tcp_tls *t)
 	uint8_t random[32];
 	if (SSL_get_client_random(t->ssl, random, sizeof(random)) != sizeof(random))
 		return PMREP_E_TLS;
-	if (t->ch != NULL) {
-		long long now = pmrep_now_ms();
-		int free_at;
-		if (ch_cache_find(t->ch, random, now, &free_at) >= 0 ||
-				free_at < 0) {
-			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a ClientHello %s",
-					free_at < 0 ? "while the ClientHello cache is full of live entries (busy)" :
-					"seen before here (a replayed capture)");
-			return PMREP_E_TLS;
-		}
-		memcpy(t->ch->e[free_at].random, random, 32);
-		t->ch->e[free_at].until = now + TCP_CH_KEEP_MS;
+	int added = t->ch != NULL ? tcp_ch_cache_add(t->ch, random,
+			pmrep_now_ms()) : 0;
+	if (added != 0) {
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a ClientHello %s",
+				added < 0 ? "while the ClientHello cache is full of live entries (busy)" :
+				"seen before here (a replayed capture)");
+		return PMREP_E_TLS;
 	}
 	t->proven = true;
 	return 0;
