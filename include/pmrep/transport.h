@@ -486,10 +486,14 @@ PMREP_API int pmrep_ep_get_port(const struct pmrep_ep *ep, uint16_t *port);
  * SRQ and comp channel are held by the request from now on all the same).
  * Errors: PMREP_E_INVAL, PMREP_E_NO_EVENT (nothing pending),
  * PMREP_E_MALFORMED (a request with bad private data: rejected, logged),
+ * PMREP_E_TLS (tcp, TLS on: a handshake failed: dropped, logged),
  * PMREP_E_PROVIDER, PMREP_E_NOMEM, PMREP_E_DEVICE_REMOVED (the RDMA device
  * was removed -- a DEVICE_REMOVAL on the listener releases every object of
  * the device, see pmrep_peer_get_device_removed; shut the endpoint down
- * and listen on a new peer once the device is back).
+ * and listen on a new peer once the device is back). tcp: a call looks at
+ * every socket waiting for its HELLO; a refusal (MALFORMED, TLS) is
+ * returned only when no request is ready, and one per call however many
+ * that call refused (each is logged, rate-limited).
  */
 PMREP_API int pmrep_ep_next_conn_req(struct pmrep_ep *ep,
 		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr);

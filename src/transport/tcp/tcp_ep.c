@@ -543,6 +543,11 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: pending table full (%u): dropped %u connection(s) that sent no HELLO",
 				TCP_PENDING_MAX, evicted);
 
+	/* every socket gets its turn: a refusal is reported (the first
+	 * of the turn) only when no request is ready -- returning at the
+	 * first one let a flood of failing handshakes keep a key holder's
+	 * socket further on in the table from ever being looked at */
+	int refused = PMREP_E_NO_EVENT;
 	for (unsigned i = 0; i < ep->npending; ) {
 		struct tcp_pending *p = &ep->pending[i];
 		struct tcp_frame f;
@@ -553,8 +558,10 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		}
 		if (t < 0) {
 			pending_drop(ep, i, 0);
-			if (t == PMREP_E_TLS || t == PMREP_E_NOMEM || t == PMREP_E_INVAL)
+			if (t == PMREP_E_NOMEM || t == PMREP_E_INVAL)
 				return t;
+			if (t == PMREP_E_TLS && refused == PMREP_E_NO_EVENT)
+				refused = t;
 			continue;
 		}
 		switch (hello_read(p, &f)) {
@@ -567,12 +574,16 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		case HELLO_BAD:
 			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "connection request with a malformed HELLO: rejected");
 			pending_drop(ep, i, TCP_WIRE_REJ_MALFORMED);
-			return PMREP_E_MALFORMED;
+			if (refused == PMREP_E_NO_EVENT)
+				refused = PMREP_E_MALFORMED;
+			continue;
 		case HELLO_VERSION:
 			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "connection request of protocol version %u (this is %u): rejected",
 					f.version, TCP_WIRE_VERSION);
 			pending_drop(ep, i, TCP_WIRE_REJ_VERSION);
-			return PMREP_E_MALFORMED;
+			if (refused == PMREP_E_NO_EVENT)
+				refused = PMREP_E_MALFORMED;
+			continue;
 		case HELLO_OK:
 			break;
 		}
@@ -610,7 +621,7 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		*req_ptr = &req->base;
 		return 0;
 	}
-	return PMREP_E_NO_EVENT;
+	return refused;
 }
 
 int
