@@ -52,6 +52,7 @@
 #define TCP_PENDING_MAX		64		/* accepted sockets awaiting HELLO; full: a silent one goes */
 #define TCP_PENDING_EXPIRE_MS	10000		/* ... for the cfg timeout, at most this long */
 #define TCP_LISTEN_BACKLOG	4096		/* the kernel's accept queue (capped by somaxconn) */
+#define TCP_ACCEPT_BATCH	256		/* accepts per look, then the table's turn */
 #define TCP_TLS_CH_MAX		4096		/* bytes a TLS client may send before its binder verified */
 #define TCP_BACKOFF_CAP_MS	2000
 #define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* ... and at least this long */

@@ -443,12 +443,19 @@ pending_evict(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg)
 	}
 }
 
-/* accept what is waiting; returns how many idle sockets made room */
+/*
+ * Accept what is waiting, at most TCP_ACCEPT_BATCH; returns how many idle
+ * sockets made room. Bounded: a flood that arrives faster than this end
+ * accepts (and looks at the victims) would otherwise keep this loop going
+ * and the sockets already in the table -- a key holder's, half through
+ * its handshake -- would not get their turn; the listening socket stays
+ * readable, so the next look goes on with the queue.
+ */
 static unsigned
 accept_waiting(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg)
 {
 	unsigned evicted = 0;
-	for (;;) {
+	for (unsigned n = 0; n < TCP_ACCEPT_BATCH; n++) {
 		struct sockaddr_storage src;
 		socklen_t sl = sizeof(src);
 		int fd = accept4(ep->lfd, (struct sockaddr *)&src, &sl,
@@ -488,6 +495,7 @@ accept_waiting(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg)
 		p->since = pmrep_now_ms();
 		p->src = src;
 	}
+	return evicted;
 }
 
 /*
