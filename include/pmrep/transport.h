@@ -490,10 +490,11 @@ PMREP_API int pmrep_ep_get_port(const struct pmrep_ep *ep, uint16_t *port);
  * PMREP_E_PROVIDER, PMREP_E_NOMEM, PMREP_E_DEVICE_REMOVED (the RDMA device
  * was removed -- a DEVICE_REMOVAL on the listener releases every object of
  * the device, see pmrep_peer_get_device_removed; shut the endpoint down
- * and listen on a new peer once the device is back). tcp: a call looks at
- * every socket waiting for its HELLO; a refusal (MALFORMED, TLS) is
- * returned only when no request is ready, and one per call however many
- * that call refused (each is logged, rate-limited).
+ * and listen on a new peer once the device is back). tcp: every call
+ * looks at every socket waiting for its HELLO, so a stream of refusals
+ * does not keep one from its turn; the refusals (MALFORMED, TLS) are
+ * returned one per call when no request is ready (at most 64 of each
+ * kind wait to be returned; more are logged only).
  */
 PMREP_API int pmrep_ep_next_conn_req(struct pmrep_ep *ep,
 		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr);

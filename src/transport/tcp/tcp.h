@@ -300,6 +300,8 @@ struct tcp_ep {
 	int tfd;			/* timerfd in base.fd: the next pending expiry */
 	long long limit_ms;		/* the handshake limit of the last look */
 	struct tcp_ch_cache *ch;	/* TLS: the ClientHellos proven here */
+	unsigned refused_tls;		/* refusals not reported yet (next_conn_req) */
+	unsigned refused_malformed;
 };
 
 struct tcp_conn_req {

@@ -551,11 +551,12 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: pending table full (%u): dropped %u connection(s) that sent no HELLO",
 				TCP_PENDING_MAX, evicted);
 
-	/* every socket gets its turn: a refusal is reported (the first
-	 * of the turn) only when no request is ready -- returning at the
-	 * first one let a flood of failing handshakes keep a key holder's
-	 * socket further on in the table from ever being looked at */
-	int refused = PMREP_E_NO_EVENT;
+	/* every socket gets its turn in every look: ending a look at the
+	 * first refusal let a flood of failing handshakes keep a key
+	 * holder's socket further on in the table from being looked at.
+	 * The refusals are counted and handed out one per look after it
+	 * (when no request is ready), at most TCP_PENDING_MAX of each kind
+	 * waiting: the rest are logged only. */
 	for (unsigned i = 0; i < ep->npending; ) {
 		struct tcp_pending *p = &ep->pending[i];
 		struct tcp_frame f;
@@ -568,8 +569,8 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 			pending_drop(ep, i, 0);
 			if (t == PMREP_E_NOMEM || t == PMREP_E_INVAL)
 				return t;
-			if (t == PMREP_E_TLS && refused == PMREP_E_NO_EVENT)
-				refused = t;
+			if (t == PMREP_E_TLS && ep->refused_tls < TCP_PENDING_MAX)
+				ep->refused_tls++;
 			continue;
 		}
 		switch (hello_read(p, &f)) {
@@ -582,15 +583,15 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		case HELLO_BAD:
 			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "connection request with a malformed HELLO: rejected");
 			pending_drop(ep, i, TCP_WIRE_REJ_MALFORMED);
-			if (refused == PMREP_E_NO_EVENT)
-				refused = PMREP_E_MALFORMED;
+			if (ep->refused_malformed < TCP_PENDING_MAX)
+				ep->refused_malformed++;
 			continue;
 		case HELLO_VERSION:
 			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "connection request of protocol version %u (this is %u): rejected",
 					f.version, TCP_WIRE_VERSION);
 			pending_drop(ep, i, TCP_WIRE_REJ_VERSION);
-			if (refused == PMREP_E_NO_EVENT)
-				refused = PMREP_E_MALFORMED;
+			if (ep->refused_malformed < TCP_PENDING_MAX)
+				ep->refused_malformed++;
 			continue;
 		case HELLO_OK:
 			break;
@@ -629,7 +630,15 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		*req_ptr = &req->base;
 		return 0;
 	}
-	return refused;
+	if (ep->refused_malformed > 0) {
+		ep->refused_malformed--;
+		return PMREP_E_MALFORMED;
+	}
+	if (ep->refused_tls > 0) {
+		ep->refused_tls--;
+		return PMREP_E_TLS;
+	}
+	return PMREP_E_NO_EVENT;
 }
 
 int
