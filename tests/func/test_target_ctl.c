@@ -364,6 +364,21 @@ ctl_status(char *buf, size_t len)
 	assert_json_line(buf);
 }
 
+/* `pmrep status --control SOCK --json`: its one line (exit 0) into out */
+static void
+cli_status_json(char *out, size_t len)
+{
+	char exe[PATH_MAX], cmd[PATH_MAX + 300];
+	snprintf(exe, sizeof(exe), "%s/tools/pmrep", bindir);
+	snprintf(cmd, sizeof(cmd), "%s status --control %s --json", exe, sock);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(out, (int)len, f));
+	assert_int_equal(pclose(f), 0);
+	out[strcspn(out, "\n")] = '\0';
+	assert_json_line(out);
+}
+
 static struct pmrep_mirror *
 mirror_open(struct pmrep_pmem **local, const char *name)
 {
@@ -535,15 +550,8 @@ status_watch_and_log_follow_the_sessions(void **state)
 	assert_true(jnum(stats, "persist_requests") >= c0 + NPERSIST);
 
 	/* pmrep status --control --json: the same one line */
-	char exe[PATH_MAX], cmd[PATH_MAX + 300], out[8192];
-	snprintf(exe, sizeof(exe), "%s/tools/pmrep", bindir);
-	snprintf(cmd, sizeof(cmd), "%s status --control %s --json", exe, sock);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(out, sizeof(out), f));
-	assert_int_equal(pclose(f), 0);
-	out[strcspn(out, "\n")] = '\0';
-	assert_json_line(out);
+	char out[8192];
+	cli_status_json(out, sizeof(out));
 	assert_int_equal(jnum(jat(jget(out, "sessions"), 0), "gpspm_persists"),
 			c0 + NPERSIST);
 
@@ -1176,16 +1184,9 @@ idle_clients_of_one_uid_do_not_lock_root_out(void **state)
 
 	/* root: pmrep status --control, while the 4 idle ones are held */
 	long long t0 = func_now_ms();
-	char exe[PATH_MAX], cmd[PATH_MAX + 300], out[8192];
-	snprintf(exe, sizeof(exe), "%s/tools/pmrep", bindir);
-	snprintf(cmd, sizeof(cmd), "%s status --control %s --json", exe, sock);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(out, sizeof(out), f));
-	assert_int_equal(pclose(f), 0);
+	char out[8192];
+	cli_status_json(out, sizeof(out));
 	assert_true(func_now_ms() - t0 < 2000 * func_slow());
-	out[strcspn(out, "\n")] = '\0';
-	assert_json_line(out);
 	const char *st = jget(jget(out, "target"), "stats");
 	assert_int_equal(jnum(st, "control_clients_refused"), NIDLE - 4);
 	/* a second root client while root's first is open: the root slot
