@@ -92,8 +92,11 @@ static const char help_watch[] =
 	"      JSON object per line, first the current state (\"event\":\"exists\"\n"
 	"      for the target, the replica, each session, then an end mark with\n"
 	"      \"object\":\"-\"), then opened / authenticated / state / generation /\n"
-	"      closed as they happen, until the target stops (exit 0) or the\n"
-	"      socket does not answer (exit 2).\n";
+	"      closed as they happen, until the target stops cleanly (a\n"
+	"      \"stopped\" event, exit 0). When the socket closes otherwise (the\n"
+	"      target killed or restarted, or this client dropped) it connects\n"
+	"      again every second and prints the current state again. Exit 2:\n"
+	"      the socket does not answer at the start.\n";
 static const char help_recover[] =
 	"  pmrep recover --file LOCAL --replica ADDR:PORT [--replica ...]...\n"
 	"                --key-file FILE --uuid HEX --generation N\n"
@@ -1372,7 +1375,7 @@ cmd_watch(int argc, char *argv[])
 	if (argc != 2 || argv[1][0] == '-')
 		return usage_error("watch: %s", "expected SOCKET (pmrep-target --control SOCKET)");
 	signal(SIGPIPE, SIG_IGN);
-	return target_ctl_request(argv[1], "watch", stdout) ? EX_ERR : EX_OK;
+	return target_ctl_watch(argv[1], stdout) ? EX_ERR : EX_OK;
 }
 
 int

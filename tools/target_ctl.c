@@ -14,7 +14,13 @@
  * an {"error":...} line (a line too long: the error, then the close).
  * The daemon never waits for a client: every socket is non-blocking, a
  * client's pending output is bounded (CTL_OUT_MAX) and a client that lets
- * it overflow (it does not read) is dropped. Nothing here changes the
+ * it overflow, or takes none of it for CTL_STALL_MS (it does not read),
+ * is dropped. Nobody holds the slots: a client that sends no command for
+ * CTL_IDLE_MS (a watcher excepted: its command runs on) is dropped; one
+ * uid holds at most CTL_PER_UID of them (SO_PEERCRED), root excepted; the
+ * last CTL_ROOT_SLOTS free ones are root's only, so root's status is
+ * answered whatever members of the socket's group hold. A timerfd in the
+ * epoll set makes the fd readable at the next such deadline. Nothing here changes the
  * target. It serves the targets attached (one: --path; or the replicas
  * of a listener: --config, attached and detached as SIGHUP adds and
  * removes them). Single-threaded: called from pmrep-target's poll loop
@@ -32,368 +38,55 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "target_ctl.h"
+#include "target_ctl_int.h"
 
-#define CTL_MAX_CLIENTS 16
-#define CTL_CMD_MAX 256
-#define CTL_OUT_MAX (256 * 1024)
-#define CTL_MAX_SESSIONS 64
-#define TAG_LISTEN UINT64_MAX
-
-struct client {
-	int fd;				/* -1: free */
-	char in[CTL_CMD_MAX + 1];
-	size_t in_len;
-	char *out;
-	size_t out_len, out_cap;
-	bool watching;
-	bool close_when_sent;
-	bool want_out;			/* EPOLLOUT registered */
-};
-
-/* an attached target: its event callback's argument */
-struct ctl_replica {
-	struct target_ctl *ctl;
-	struct pmrep_target *t;
-	char *name;			/* the HELLO's selector ("" none) */
-	char *path;			/* its file */
-};
-
-struct target_ctl {
-	int lfd, epfd;
-	char *path;
-	dev_t dev;
-	ino_t ino;			/* the socket file we made */
-	struct ctl_replica **r;		/* attached, in the order attached */
-	unsigned nr, cap;
-	const struct pmrep_listener *l;	/* config mode: the endpoint's */
-	bool accepting;			/* lfd in the epoll set */
-	char *address;
-	const char *path_one;		/* target_ctl_attach's replica path */
-	struct client c[CTL_MAX_CLIENTS];
-	uint64_t dropped;		/* clients dropped for not reading */
-};
-
-/* ---------------------------------------------------- JSON text */
-
-struct jbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void
-jb_put(struct jbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-/* a string literal */
-#define JB_LIT(b, lit) jb_put((b), (lit), sizeof(lit) - 1)
-
-static void __attribute__((format(printf, 2, 3)))
-jb_printf(struct jbuf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		jb_put(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-/* s as a JSON string (quote, backslash, control characters escaped) */
-static void
-jb_str(struct jbuf *b, const char *s)
-{
-	JB_LIT(b, "\"");
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\') {
-			char e[2] = { '\\', (char)*c };
-			jb_put(b, e, 2);
-		} else if (*c < 0x20 || *c == 0x7f) {
-			jb_printf(b, "\\u%04x", *c);
-		} else {
-			jb_put(b, (const char *)c, 1);
-		}
-	}
-	JB_LIT(b, "\"");
-}
-
-static void
-uuid_hex(const uint8_t *u, char out[2 * PMREP_UUID_SIZE + 1])
-{
-	for (int i = 0; i < PMREP_UUID_SIZE; i++)
-		snprintf(out + 2 * i, 3, "%02x", u[i]);
-}
-
-static const char *
-mode_str(enum pmrep_target_mode m)
-{
-	return m == PMREP_TARGET_MODE_STAGING ? "staging" : "direct";
-}
+/* ------------------------------------------------------- clients */
 
 static long long
-wall_ms(void)
+mono_ms(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void
-jb_session(struct jbuf *b, const struct pmrep_target_session *s,
-		const char *replica)
+/* when c must have done something (sent a command, taken output) */
+static long long
+client_deadline(const struct client *c)
 {
-	jb_printf(b, "{\"id\":\"%s\",\"serial\":%llu,\"replica\":", s->id_str,
-			(unsigned long long)s->id);
-	jb_str(b, replica);
-	JB_LIT(b, ",\"peer\":");
-	jb_str(b, s->peer);
-	jb_printf(b, ",\"state\":\"%s\",\"key_id\":%u,\"generation\":%llu,"
-			"\"primary_id\":\"%016llx\",\"mode\":\"%s\","
-			"\"gpspm_persists\":%llu,\"gpspm_bytes\":%llu,"
-			"\"persist_us\":{\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f},"
-			"\"start_ms\":%lld}",
-			pmrep_target_session_state_str(s->state), s->key_id,
-			(unsigned long long)s->generation,
-			(unsigned long long)s->primary_id, mode_str(s->mode),
-			(unsigned long long)s->gpspm_persists,
-			(unsigned long long)s->gpspm_bytes,
-			s->persist_p50_us, s->persist_p99_us, s->persist_p999_us,
-			s->start_ms);
+	long long d = -1;
+	if (!c->watching && !c->close_when_sent)
+		d = c->idle_since + CTL_IDLE_MS;
+	if (c->out_len > 0 && (d < 0 || c->out_since + CTL_STALL_MS < d))
+		d = c->out_since + CTL_STALL_MS;
+	return d;
 }
 
-/* a target's counters as a JSON object's members (no braces) */
+/* the timer for the earliest client deadline (none: disarmed) */
 static void
-jb_stats_members(struct jbuf *b, const struct pmrep_target_stats *st)
+ctl_arm(struct target_ctl *ctl)
 {
-	jb_printf(b, "\"sessions_started\":%llu,\"sessions_accepted\":%llu,"
-			"\"sessions_refused\":%llu,\"admission_refused\":%llu,"
-			"\"admission_replayed\":%llu,\"admission_busy\":%llu,"
-			"\"persist_requests\":%llu,\"sessions_in_use\":%u",
-			(unsigned long long)st->sessions_started,
-			(unsigned long long)st->sessions_accepted,
-			(unsigned long long)st->sessions_refused,
-			(unsigned long long)st->admission_refused,
-			(unsigned long long)st->admission_replayed,
-			(unsigned long long)st->admission_busy,
-			(unsigned long long)st->persist_requests, st->sessions_in_use);
-}
-
-static void
-jb_replica(struct jbuf *b, const struct ctl_replica *r)
-{
-	struct pmrep_replica_info in;
-	struct pmrep_target_stats st;
-	enum pmrep_target_mode mode = PMREP_TARGET_MODE_DIRECT;
-	(void) pmrep_target_get_replica_info(r->t, &in);
-	(void) pmrep_target_get_stats(r->t, &st);
-	(void) pmrep_target_get_mode(r->t, &mode);
-	char u[2 * PMREP_UUID_SIZE + 1], rid[2 * PMREP_UUID_SIZE + 1];
-	uuid_hex(in.uuid, u);
-	uuid_hex(in.replica_id, rid);
-	bool claimed = false;
-	for (int i = 0; i < PMREP_UUID_SIZE; i++)
-		claimed |= in.uuid[i] != 0;
-	JB_LIT(b, "{\"name\":");
-	jb_str(b, r->name);
-	JB_LIT(b, ",\"path\":");
-	jb_str(b, r->path);
-	jb_printf(b, ",\"mode\":\"%s\",\"uuid\":\"%s\",\"claimed\":%s,\"generation\":%llu,"
-			"\"owner\":\"%016llx\",\"consistent\":%s,\"flags\":%u,"
-			"\"data_size\":%llu,\"replica_id\":\"%s\",\"header_seq\":%llu,"
-			"\"last_persist_seq\":%llu,\"stats\":{",
-			mode_str(mode), u, claimed ? "true" : "false",
-			(unsigned long long)in.generation,
-			(unsigned long long)in.owner,
-			claimed && (in.flags & PMREP_REPLICA_F_CONSISTENT) ?
-				"true" : "false",
-			(unsigned)in.flags, (unsigned long long)in.data_size, rid,
-			(unsigned long long)in.seq,
-			(unsigned long long)in.last_persist_seq);
-	jb_stats_members(b, &st);
-	JB_LIT(b, "}}");
-}
-
-/* every attached replica's counters added up */
-static void
-stats_sum(const struct target_ctl *ctl, struct pmrep_target_stats *sum)
-{
-	memset(sum, 0, sizeof(*sum));
-	for (unsigned i = 0; i < ctl->nr; i++) {
-		struct pmrep_target_stats st;
-		if (pmrep_target_get_stats(ctl->r[i]->t, &st) != 0)
-			continue;
-		sum->sessions_started += st.sessions_started;
-		sum->sessions_accepted += st.sessions_accepted;
-		sum->sessions_refused += st.sessions_refused;
-		sum->admission_refused += st.admission_refused;
-		sum->admission_replayed += st.admission_replayed;
-		sum->admission_busy += st.admission_busy;
-		sum->persist_requests += st.persist_requests;
-		sum->sessions_in_use += st.sessions_in_use;
+	long long first = -1;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		long long d = ctl->c[i].fd >= 0 ? client_deadline(&ctl->c[i]) : -1;
+		if (d >= 0 && (first < 0 || d < first))
+			first = d;
 	}
-}
-
-/* the port listened on: the listener's, else the one target's */
-static unsigned
-ctl_port(const struct target_ctl *ctl)
-{
-	uint16_t port = 0;
-	if (ctl->l != NULL)
-		(void) pmrep_listener_get_port(ctl->l, &port);
-	else if (ctl->nr > 0)
-		(void) pmrep_target_get_port(ctl->r[0]->t, &port);
-	return port;
-}
-
-/*
- * the target: one target (--path) with its mode; a listener (--config)
- * with how many replicas it serves and its own counters besides. stats:
- * the replicas' counters added up (one target: its own)
- */
-static void
-jb_target(struct jbuf *b, const struct target_ctl *ctl)
-{
-	struct pmrep_target_stats st;
-	stats_sum(ctl, &st);
-	JB_LIT(b, "{\"address\":");
-	jb_str(b, ctl->address);
-	jb_printf(b, ",\"port\":%u,\"pid\":%ld,", ctl_port(ctl), (long)getpid());
-	if (ctl->l == NULL) {
-		enum pmrep_target_mode mode = PMREP_TARGET_MODE_DIRECT;
-		if (ctl->nr > 0)
-			(void) pmrep_target_get_mode(ctl->r[0]->t, &mode);
-		jb_printf(b, "\"mode\":\"%s\",", mode_str(mode));
-	} else {
-		jb_printf(b, "\"replicas\":%u,", ctl->nr);
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	if (first >= 0) {
+		long long left = first - mono_ms();
+		if (left <= 0)
+			left = 1;
+		its.it_value.tv_sec = (time_t)(left / 1000);
+		its.it_value.tv_nsec = (long)(left % 1000) * 1000000;
 	}
-	jb_printf(b, "\"time_ms\":%lld,\"stats\":{", wall_ms());
-	jb_stats_members(b, &st);
-	jb_printf(b, ",\"control_clients_dropped\":%llu",
-			(unsigned long long)ctl->dropped);
-	if (ctl->l != NULL) {
-		struct pmrep_listener_stats ls = { 0 };
-		(void) pmrep_listener_get_stats(ctl->l, &ls);
-		jb_printf(b, ",\"requests_dispatched\":%llu,"
-				"\"requests_no_replica\":%llu,\"requests_refused\":%llu",
-				(unsigned long long)ls.requests_dispatched,
-				(unsigned long long)ls.requests_no_replica,
-				(unsigned long long)ls.requests_refused);
-	}
-	JB_LIT(b, "}}");
+	(void) timerfd_settime(ctl->tfd, 0, &its, NULL);
 }
-
-/* replica r's sessions (at most CTL_MAX_SESSIONS); *n: how many */
-static void
-sessions(const struct ctl_replica *r, struct pmrep_target_session *s,
-		size_t *n)
-{
-	size_t count = 0;
-	(void) pmrep_target_get_sessions(r->t, s, CTL_MAX_SESSIONS, &count);
-	*n = count < CTL_MAX_SESSIONS ? count : CTL_MAX_SESSIONS;
-}
-
-static void
-jb_status(struct jbuf *b, const struct target_ctl *ctl)
-{
-	static struct pmrep_target_session s[CTL_MAX_SESSIONS];
-	JB_LIT(b, "{\"target\":");
-	jb_target(b, ctl);
-	JB_LIT(b, ",\"replicas\":[");
-	for (unsigned i = 0; i < ctl->nr; i++) {
-		if (i > 0)
-			JB_LIT(b, ",");
-		jb_replica(b, ctl->r[i]);
-	}
-	JB_LIT(b, "],\"sessions\":[");
-	bool first = true;
-	for (unsigned i = 0; i < ctl->nr; i++) {
-		size_t n;
-		sessions(ctl->r[i], s, &n);
-		for (size_t j = 0; j < n; j++) {
-			if (!first)
-				JB_LIT(b, ",");
-			first = false;
-			jb_session(b, &s[j], ctl->r[i]->name);
-		}
-	}
-	JB_LIT(b, "]}\n");
-}
-
-static void
-jb_status_text(struct jbuf *b, const struct target_ctl *ctl)
-{
-	static struct pmrep_target_session s[CTL_MAX_SESSIONS];
-	struct pmrep_target_stats st;
-	stats_sum(ctl, &st);
-	jb_printf(b, "target %s:%u, pid %ld: ", ctl->address, ctl_port(ctl),
-			(long)getpid());
-	if (ctl->l != NULL)
-		jb_printf(b, "%u replica%s, ", ctl->nr, ctl->nr == 1 ? "" : "s");
-	jb_printf(b, "%llu sessions started, %llu refused, %llu GPSPM persists\n",
-			(unsigned long long)st.sessions_started,
-			(unsigned long long)st.sessions_refused,
-			(unsigned long long)st.persist_requests);
-	size_t total = 0;
-	for (unsigned i = 0; i < ctl->nr; i++) {
-		const struct ctl_replica *r = ctl->r[i];
-		struct pmrep_replica_info in;
-		(void) pmrep_target_get_replica_info(r->t, &in);
-		if (ctl->l != NULL)
-			jb_printf(b, "replica %s (%s)", r->name, r->path);
-		else
-			jb_printf(b, "replica %s", r->path);
-		jb_printf(b, ": generation %llu, owner %016llx, %s\n",
-				(unsigned long long)in.generation,
-				(unsigned long long)in.owner,
-				(in.flags & PMREP_REPLICA_F_CONSISTENT) ? "consistent" :
-				"not marked consistent (a mirror may be writing)");
-		size_t n;
-		sessions(r, s, &n);
-		total += n;
-		for (size_t j = 0; j < n; j++) {
-			jb_printf(b, "session %s", s[j].id_str);
-			if (ctl->l != NULL)
-				jb_printf(b, " on %s", r->name);
-			jb_printf(b, " from %s: %s, generation %llu, %llu GPSPM persists (p50 %.1f us, p99 %.1f us, p999 %.1f us)\n",
-					s[j].peer,
-					pmrep_target_session_state_str(s[j].state),
-					(unsigned long long)s[j].generation,
-					(unsigned long long)s[j].gpspm_persists,
-					s[j].persist_p50_us, s[j].persist_p99_us,
-					s[j].persist_p999_us);
-		}
-	}
-	if (ctl->nr == 0)
-		jb_printf(b, "no replicas\n");
-	if (total == 0)
-		jb_printf(b, "no sessions\n");
-}
-
-/* ------------------------------------------------------- clients */
 
 static void
 client_drop(struct target_ctl *ctl, struct client *c)
@@ -424,6 +117,7 @@ client_flush(struct target_ctl *ctl, struct client *c)
 			return;
 		}
 		off += (size_t)w;
+		c->out_since = mono_ms();	/* it reads */
 	}
 	memmove(c->out, c->out + off, c->out_len - off);
 	c->out_len -= off;
@@ -467,6 +161,8 @@ client_send(struct target_ctl *ctl, struct client *c, const char *p,
 		c->out = o;
 		c->out_cap = cap;
 	}
+	if (c->out_len == 0)
+		c->out_since = mono_ms();
 	memcpy(c->out + c->out_len, p, len);
 	c->out_len += len;
 	client_flush(ctl, c);
@@ -538,6 +234,7 @@ client_command(struct target_ctl *ctl, struct client *c, char *cmd)
 		cmd[--n] = '\0';
 	while (*cmd == ' ' || *cmd == '\t')
 		cmd++;
+	c->idle_since = mono_ms();
 	struct jbuf b = { 0 };
 	if (strcmp(cmd, "status") == 0) {
 		jb_status(&b, ctl);
@@ -595,6 +292,26 @@ client_read(struct target_ctl *ctl, struct client *c)
 	}
 }
 
+/* may a client of `uid` take a slot now? NULL: yes; else why not */
+static const char *
+slot_refusal(const struct target_ctl *ctl, uid_t uid)
+{
+	int free_slots = 0, of_uid = 0;
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		free_slots += ctl->c[i].fd < 0;
+		of_uid += ctl->c[i].fd >= 0 && ctl->c[i].uid == uid;
+	}
+	if (free_slots == 0)
+		return "too many control clients";
+	if (uid == 0)
+		return NULL;
+	if (of_uid >= CTL_PER_UID)
+		return "too many control clients of this uid (at most 4 at once)";
+	if (free_slots <= CTL_ROOT_SLOTS)
+		return "too many control clients (the last slot is root's)";
+	return NULL;
+}
+
 static void
 accept_clients(struct target_ctl *ctl)
 {
@@ -602,23 +319,53 @@ accept_clients(struct target_ctl *ctl)
 		int fd = accept4(ctl->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;		/* EAGAIN, or a client gone already */
+		struct ucred cr;
+		socklen_t crl = sizeof(cr);
+		const char *why = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr,
+				&crl) != 0 ? "no peer credentials" :
+			slot_refusal(ctl, cr.uid);
+		if (why != NULL) {
+			char line[160];
+			int n = snprintf(line, sizeof(line), "{\"error\":\"%s\"}\n", why);
+			(void) !send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			ctl->refused++;
+			continue;
+		}
 		struct client *c = NULL;
 		for (int i = 0; i < CTL_MAX_CLIENTS && c == NULL; i++)
 			if (ctl->c[i].fd < 0)
 				c = &ctl->c[i];
-		if (c == NULL) {
-			static const char busy[] = "{\"error\":\"too many control clients\"}\n";
-			(void) !send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			close(fd);
-			continue;
-		}
 		c->fd = fd;
+		c->uid = cr.uid;
+		c->idle_since = mono_ms();
 		struct epoll_event ev = { .events = EPOLLIN,
 			.data.u64 = (uint64_t)(c - ctl->c) };
 		if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
 			close(fd);
 			c->fd = -1;
 		}
+	}
+}
+
+/* drop the clients past their deadline: silent, or not reading */
+static void
+clients_expire(struct target_ctl *ctl)
+{
+	long long now = mono_ms();
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		struct client *c = &ctl->c[i];
+		long long d = c->fd >= 0 ? client_deadline(c) : -1;
+		if (d < 0 || now < d)
+			continue;
+		if (c->out_len > 0 && now >= c->out_since + CTL_STALL_MS) {
+			ctl->dropped++;
+			fprintf(stderr, "pmrep-target: control client dropped: it took none of its %zu bytes of output for %d s\n",
+					c->out_len, CTL_STALL_MS / 1000);
+		} else {
+			ctl->idle_dropped++;
+		}
+		client_drop(ctl, c);
 	}
 }
 
@@ -639,6 +386,7 @@ watchers_send(struct target_ctl *ctl, struct jbuf *b)
 	}
 	free(b->p);
 	*b = (struct jbuf){ 0 };
+	ctl_arm(ctl);	/* output pending now: its stall deadline */
 }
 
 static bool
@@ -746,6 +494,8 @@ target_ctl_open(const char *path, const char *group,
 		ctl->c[i].fd = -1;
 	ctl->path_one = about->path;
 	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ctl->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	struct epoll_event tev = { .events = EPOLLIN, .data.u64 = TAG_TIMER };
 	ctl->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	/* made 0600 (umask 077): no one else may connect before the chmod */
@@ -757,6 +507,9 @@ target_ctl_open(const char *path, const char *group,
 	const char *what = NULL;
 	if (ctl->epfd < 0)
 		what = "epoll_create1";
+	else if ((ctl->tfd < 0 || epoll_ctl(ctl->epfd, EPOLL_CTL_ADD,
+			ctl->tfd, &tev) != 0) && (e = errno))
+		what = "timerfd";
 	else if (ctl->lfd < 0)
 		what = "socket";
 	else if (b != 0)
@@ -778,6 +531,8 @@ target_ctl_open(const char *path, const char *group,
 			close(ctl->lfd);
 		if (ctl->epfd >= 0)
 			close(ctl->epfd);
+		if (ctl->tfd >= 0)
+			close(ctl->tfd);
 		free(ctl->path);
 		free(ctl->address);
 		free(ctl);
@@ -898,11 +653,18 @@ target_ctl_fd(const struct target_ctl *ctl)
 void
 target_ctl_process(struct target_ctl *ctl)
 {
-	struct epoll_event evs[CTL_MAX_CLIENTS + 1];
-	int n = epoll_wait(ctl->epfd, evs, CTL_MAX_CLIENTS + 1, 0);
+	struct epoll_event evs[CTL_MAX_CLIENTS + 2];
+	int n = epoll_wait(ctl->epfd, evs, CTL_MAX_CLIENTS + 2, 0);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 == TAG_LISTEN) {
+			/* the deadlines first: a silent client makes room */
+			clients_expire(ctl);
 			accept_clients(ctl);
+			continue;
+		}
+		if (evs[i].data.u64 == TAG_TIMER) {
+			uint64_t ticks;
+			(void) !read(ctl->tfd, &ticks, sizeof(ticks));
 			continue;
 		}
 		struct client *c = &ctl->c[evs[i].data.u64];
@@ -913,6 +675,8 @@ target_ctl_process(struct target_ctl *ctl)
 		if (c->fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 			client_read(ctl, c);
 	}
+	clients_expire(ctl);
+	ctl_arm(ctl);
 }
 
 void
@@ -924,10 +688,20 @@ target_ctl_close(struct target_ctl **ctl_ptr)
 	while (ctl->nr > 0)
 		target_ctl_detach(ctl, ctl->r[ctl->nr - 1]->t);
 	free(ctl->r);
+	/* watchers hear that the target stops (pmrep watch then ends
+	 * instead of waiting for it to come back): best effort, no wait */
+	struct jbuf b = { 0 };
+	jb_printf(&b, "{\"event\":\"stopped\",\"object\":\"target\",\"time_ms\":%lld}\n",
+			wall_ms());
+	for (int i = 0; i < CTL_MAX_CLIENTS && !b.oom; i++)
+		if (ctl->c[i].fd >= 0 && ctl->c[i].watching)
+			client_send(ctl, &ctl->c[i], b.p, b.len);
+	free(b.p);
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		client_drop(ctl, &ctl->c[i]);
 	close(ctl->lfd);
 	close(ctl->epfd);
+	close(ctl->tfd);
 	/* only the file we made: not one that replaced it since */
 	struct stat st;
 	if (stat(ctl->path, &st) == 0 && st.st_dev == ctl->dev &&
@@ -937,52 +711,4 @@ target_ctl_close(struct target_ctl **ctl_ptr)
 	free(ctl->address);
 	free(ctl);
 	*ctl_ptr = NULL;
-}
-
-/* ---------------------------------------------------------- client */
-
-int
-target_ctl_request(const char *path, const char *cmd, FILE *out)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "pmrep: control socket path too long: %s\n", path);
-		return 1;
-	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		fprintf(stderr, "pmrep: control socket %s: %s (is a pmrep-target running with --control %s?)\n",
-				path, strerror(errno), path);
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	char line[CTL_CMD_MAX + 2];
-	int n = snprintf(line, sizeof(line), "%s\n", cmd);
-	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
-		fprintf(stderr, "pmrep: control socket %s: %s\n", path, strerror(errno));
-		close(fd);
-		return 1;
-	}
-	char buf[4096];
-	for (;;) {
-		ssize_t r = read(fd, buf, sizeof(buf));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			fprintf(stderr, "pmrep: control socket %s: %s\n", path,
-					strerror(errno));
-			close(fd);
-			return 1;
-		}
-		if (r == 0)
-			break;
-		if (fwrite(buf, 1, (size_t)r, out) != (size_t)r || fflush(out) != 0) {
-			close(fd);
-			return 1;	/* stdout gone (a pipe closed): done */
-		}
-	}
-	close(fd);
-	return 0;
 }

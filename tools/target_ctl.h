@@ -77,4 +77,14 @@ void target_ctl_close(struct target_ctl **ctl_ptr);
  */
 int target_ctl_request(const char *path, const char *cmd, FILE *out);
 
+/*
+ * pmrep watch: "watch" on `path`, its lines copied to `out`; when the
+ * socket closes without the target's "stopped" event (the target was
+ * killed or restarted, or dropped this client), connect again every
+ * second, for as long as it takes, and copy on (the target sends the
+ * current state first again). 0 after "stopped"; 1 the first connect
+ * failed or `out` did (the reason on stderr).
+ */
+int target_ctl_watch(const char *path, FILE *out);
+
 #endif /* PMREP_TOOLS_TARGET_CTL_H */

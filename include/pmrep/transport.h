@@ -414,9 +414,10 @@ PMREP_API int pmrep_conn_cfg_set_srq(struct pmrep_conn_cfg *cfg, struct pmrep_sr
  * arrived). Write the PSK to `psk` (room for PMREP_TLS_PSK_MAX bytes) and
  * its length (PMREP_TLS_PSK_MIN..PMREP_TLS_PSK_MAX) to *psk_len and return
  * 0 to accept the identity; any other value refuses it (the handshake
- * fails). Called from pmrep_ep_next_conn_req, in its thread, while it
- * runs; must not call pmrep functions on the endpoint. pmrep wipes `psk`
- * after use.
+ * fails). An identity longer than PMREP_TLS_IDENTITY_MAX bytes or with a
+ * NUL byte is refused before `fn` is called. Called from
+ * pmrep_ep_next_conn_req, in its thread, while it runs; must not call
+ * pmrep functions on the endpoint. pmrep wipes `psk` after use.
  */
 typedef int pmrep_tls_psk_find_fn(void *arg, const uint8_t *identity,
 		size_t identity_len, const char *local, uint8_t *psk,
@@ -485,10 +486,15 @@ PMREP_API int pmrep_ep_get_port(const struct pmrep_ep *ep, uint16_t *port);
  * SRQ and comp channel are held by the request from now on all the same).
  * Errors: PMREP_E_INVAL, PMREP_E_NO_EVENT (nothing pending),
  * PMREP_E_MALFORMED (a request with bad private data: rejected, logged),
+ * PMREP_E_TLS (tcp, TLS on: a handshake failed: dropped, logged),
  * PMREP_E_PROVIDER, PMREP_E_NOMEM, PMREP_E_DEVICE_REMOVED (the RDMA device
  * was removed -- a DEVICE_REMOVAL on the listener releases every object of
  * the device, see pmrep_peer_get_device_removed; shut the endpoint down
- * and listen on a new peer once the device is back).
+ * and listen on a new peer once the device is back). tcp: every call
+ * looks at every socket waiting for its HELLO, so a stream of refusals
+ * does not keep one from its turn; the refusals (MALFORMED, TLS) are
+ * returned one per call when no request is ready (at most 64 of each
+ * kind wait to be returned; more are logged only).
  */
 PMREP_API int pmrep_ep_next_conn_req(struct pmrep_ep *ep,
 		const struct pmrep_conn_cfg *cfg, struct pmrep_conn_req **req_ptr);
@@ -541,6 +547,21 @@ PMREP_API int pmrep_conn_req_get_private_data(const struct pmrep_conn_req *req,
  */
 PMREP_API int pmrep_conn_req_get_src_addr(const struct pmrep_conn_req *req,
 		struct sockaddr_storage *addr);
+/*
+ * pmrep_conn_req_get_tls_identity -- passive side, TLS on (tcp): the PSK
+ * identity the request's TLS handshake was accepted with (the string the
+ * pmrep_tls_psk_find_fn found a PSK for, NUL-terminated) into *identity,
+ * and the local "host:port" ("[addr]:port" for IPv6) the connection
+ * arrived at -- the `local` that function was given -- into *local (NULL:
+ * not wanted). Both strings are the request's, valid until it is
+ * consumed. So an application serving several names on one endpoint can
+ * check, once the request's own data has selected what it asks for, that
+ * the identity's names fit that choice. Errors: PMREP_E_INVAL (NULL
+ * request or identity, an active-side request), PMREP_E_NOSUPP (no TLS
+ * on this request: *identity and *local set to "").
+ */
+PMREP_API int pmrep_conn_req_get_tls_identity(const struct pmrep_conn_req *req,
+		const char **identity, const char **local);
 /*
  * pmrep_conn_req_connect -- connect (active side) or accept (passive side)
  * with optional private data (NULL: none); the request is consumed (*req_ptr

@@ -583,7 +583,10 @@ target_handle(struct pmrep_target *t, const struct epoll_event *evs, int n)
 	bool busy[TARGET_MAX_SESSIONS] = { false };
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.u64 == TAG_EP) {
-			for (; t->ep != NULL;) {
+			/* at most REPL_EP_LOOKS per turn: under a flood the
+			 * endpoint never runs dry, and the sessions below (a
+			 * key holder's AUTH) must get their turn too */
+			for (int k = 0; t->ep != NULL && k < REPL_EP_LOOKS; k++) {
 				struct pmrep_conn_req *req = NULL;
 				int ret = pmrep_ep_next_conn_req(t->ep, t->conn_cfg, &req);
 				if (ret == PMREP_E_NO_EVENT)

@@ -74,6 +74,19 @@ target_admit(struct pmrep_target *t, struct pmrep_conn_req **req,
 {
 	struct repl_src src;
 	repl_src_of(*req, &src);
+	/* on a listener the TLS look-up took the names of every replica: a
+	 * relay name counts only for the replica that declared it */
+	const char *identity, *local, *name;
+	if (t->listener != NULL && pmrep_conn_req_get_tls_identity(*req,
+			&identity, &local) == 0 &&
+			!repl_tls_name_serves(&t->listener->tls, &t->tls,
+				identity, local, &name)) {
+		char why[REPL_TLS_NAME_MAX + 200];
+		snprintf(why, sizeof(why), "TLS: the initiator dialed %s for replica \"%s\": not a name it answers to (a relay name of another replica of this endpoint; a misdirected handshake)",
+				name, t->name);
+		admit_refuse(t, req, &src, PMREP_E_TLS, why);
+		return NULL;
+	}
 	uint32_t now_w = repl_admit_window(repl_wall_ms());
 	unsigned k = 0;
 	enum repl_admit_verdict v = repl_admit_check(t->cfg.keys, t->cfg.nkeys,

@@ -22,6 +22,9 @@
 
 #define TARGET_MAX_SESSIONS 4
 #define TAG_EP UINT64_MAX
+/* connection requests taken from an endpoint per turn of the event loop
+ * (each take accepts up to TCP_ACCEPT_BATCH): then the sessions' turn */
+#define REPL_EP_LOOKS 16
 
 struct pmrep_target_cfg {
 	char *path;

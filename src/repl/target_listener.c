@@ -392,7 +392,9 @@ pmrep_listener_process(struct pmrep_listener *l, int timeout_ms)
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr != NULL)
 			continue;	/* a replica's: served below */
-		for (; l->ep != NULL;) {
+		/* at most REPL_EP_LOOKS per turn: the replicas' sessions
+		 * get theirs under a flood too (see target_handle) */
+		for (int k = 0; l->ep != NULL && k < REPL_EP_LOOKS; k++) {
 			struct pmrep_conn_req *req = NULL;
 			ret = pmrep_ep_next_conn_req(l->ep, l->conn_cfg, &req);
 			if (ret == PMREP_E_NO_EVENT)

@@ -46,7 +46,8 @@
 #include "tls_psk.h"
 
 #define LABEL "pmrep tls13 psk v1 initiator"
-#define ID_PREFIX "pmrep-tls1 initiator key "
+#define ID_PREFIX "pmrep-tls2 initiator key "
+#define ID_PREFIX_V1 "pmrep-tls1 "	/* before the window: refused, named */
 #define FP_LABEL "pmrep tls13 key fingerprint v1"
 
 int
@@ -155,9 +156,13 @@ repl_tls_client_cfg(struct pmrep_conn_cfg *ccfg, struct pmrep_peer *peer,
 		ret = repl_tls_key_fp(tls->key, tls->key_len, fp);
 	if (ret == 0) {
 		char id[PMREP_TLS_IDENTITY_MAX + 1];
-		snprintf(id, sizeof(id), ID_PREFIX "%u fp %016llx target %s",
+		/* the window: the ClientHello's binder covers the identity,
+		 * so a target knows how fresh it is (it keeps the random of
+		 * every ClientHello it accepted for as long as the window
+		 * is accepted: a captured one cannot be replayed) */
+		snprintf(id, sizeof(id), ID_PREFIX "%u fp %016llx window %u target %s",
 				tls->key_id, (unsigned long long)repl_tls_fp_u64(fp),
-				name);
+				(unsigned)repl_admit_window(repl_wall_ms()), name);
 		ret = pmrep_conn_cfg_set_tls_psk(ccfg, id, psk, sizeof(psk));
 	}
 	OPENSSL_cleanse(psk, sizeof(psk));
@@ -177,6 +182,10 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 	id[identity_len] = '\0';
 	/* the initiator's role only:
 	 * "pmrep-tls1 initiator key <id> fp <16 hex digits> target <name>" */
+	if (strncmp(id, ID_PREFIX_V1, strlen(ID_PREFIX_V1)) == 0) {
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused an initiator of an older pmrep (its PSK identity is pmrep-tls1, without a time window; this target takes pmrep-tls2): upgrade it");
+		return -1;
+	}
 	if (strncmp(id, ID_PREFIX, strlen(ID_PREFIX)) != 0) {
 		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a PSK identity that is not a pmrep initiator's");
 		return -1;
@@ -200,10 +209,26 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 			fp_id = fp_id << 4 | (uint64_t)v;
 		}
 		end = (char *)p + 2 * REPL_TLS_FP_LEN;
-		ok = ok && strncmp(end, " target ", 8) == 0;
+		ok = ok && strncmp(end, " window ", 8) == 0;
+	}
+	unsigned long window = 0;
+	if (ok) {
+		p = end + 8;
+		window = strtoul(p, &end, 10);
+		ok = !(end == p || (*p == '0' && end != p + 1) ||
+				window > UINT32_MAX) && strncmp(end, " target ", 8) == 0;
 	}
 	if (!ok) {
 		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a malformed PSK identity");
+		return -1;
+	}
+	/* fresh: the window w-1 .. w+1 of this target's clock (the admission
+	 * proof's rule); the endpoint remembers the ClientHellos it accepted
+	 * for longer than that (TCP_CH_KEEP_MS), so a replay is refused */
+	uint32_t now_w = repl_admit_window(repl_wall_ms());
+	if (window + 1 < now_w || window > (unsigned long)now_w + 1) {
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a PSK identity of time window %lu: this target's is %u (a stale or replayed ClientHello, or clocks more than 30 s apart)",
+				window, now_w);
 		return -1;
 	}
 	const char *name = end + 8;
@@ -255,6 +280,30 @@ repl_tls_target_find(void *arg, const uint8_t *identity, size_t identity_len,
 		return -1;
 	*psk_len = REPL_TLS_PSK_LEN;
 	return 0;
+}
+
+static bool
+names_hold(const struct repl_tls_target *t, const char *name)
+{
+	for (unsigned i = 0; t != NULL && i < t->nnames; i++)
+		if (strcmp(name, t->names[i]) == 0)
+			return true;
+	return false;
+}
+
+bool
+repl_tls_name_serves(const struct repl_tls_target *head,
+		const struct repl_tls_target *t, const char *identity,
+		const char *local, const char **name)
+{
+	/* the identity was accepted by repl_tls_target_find: its key id and
+	 * fingerprint hold no space, so the name follows the first " target " */
+	const char *p = strstr(identity, " target ");
+	*name = p ? p + 8 : "";
+	if (p == NULL)
+		return false;
+	return strcmp(*name, local) == 0 || names_hold(head, *name) ||
+		names_hold(t, *name);
 }
 
 bool

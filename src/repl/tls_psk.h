@@ -67,7 +67,8 @@ int repl_tls_name(const char *addr, const char *port,
 
 /*
  * repl_tls_client_cfg -- set a dial's conn cfg: TLS with the initiator's
- * identity "pmrep-tls1 initiator key <key_id> target <name>" and its PSK,
+ * identity "pmrep-tls2 initiator key <key_id> fp <fingerprint> window <w>
+ * target <name>" (w: the admission proof's 30 s window now) and its PSK,
  * when tls is on and the peer is tcp (verbs: nothing, see transport.h).
  * The PSK is wiped here; the cfg's copy by pmrep_conn_cfg_delete.
  */
@@ -92,6 +93,20 @@ struct repl_tls_target {
 int repl_tls_target_find(void *arg, const uint8_t *identity,
 		size_t identity_len, const char *local, uint8_t *psk,
 		size_t *psk_len);
+
+/*
+ * repl_tls_name_serves -- on a listener (several replicas behind one
+ * endpoint), may a request whose TLS handshake was accepted under
+ * `identity` (arriving at `local`) select replica `t`? Yes when the
+ * target name the identity carries is `local`, one of the endpoint's own
+ * names (`head`, the chain's head) or one of t's; a relay name declared
+ * for another replica only is not t's (SECURITY.md: a declared relay
+ * reaches that replica only). The identity's name goes to *name (for the
+ * log line).
+ */
+bool repl_tls_name_serves(const struct repl_tls_target *head,
+		const struct repl_tls_target *t, const char *identity,
+		const char *local, const char **name);
 
 /* the process-wide default for calls without a cfg (query, recover) */
 bool repl_tls_default(void);

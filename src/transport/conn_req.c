@@ -71,6 +71,22 @@ pmrep_conn_req_get_src_addr(const struct pmrep_conn_req *req,
 }
 
 int
+pmrep_conn_req_get_tls_identity(const struct pmrep_conn_req *req,
+		const char **identity, const char **local)
+{
+	PMREP_CHECK_ARG(req);
+	PMREP_CHECK_ARG(identity);
+	if (!req->passive) {
+		PMREP_LOG_ERR("the TLS identity is the passive side's to ask");
+		return PMREP_E_INVAL;
+	}
+	*identity = req->tls_identity;
+	if (local != NULL)
+		*local = req->tls_local;
+	return req->tls_identity[0] ? 0 : PMREP_E_NOSUPP;
+}
+
+int
 pmrep_conn_req_connect(struct pmrep_conn_req **req_ptr,
 		const struct pmrep_conn_private_data *pdata,
 		struct pmrep_conn **conn_ptr)

@@ -84,6 +84,10 @@ struct pmrep_conn_req {
 	/* passive side: the initiator's address as the provider saw it;
 	 * ss_family AF_UNSPEC (0): not known */
 	struct sockaddr_storage src;
+	/* passive side, TLS on: the PSK identity the handshake accepted and
+	 * the local "host:port" it arrived at (tcp_tls.c); "" without TLS */
+	char tls_identity[PMREP_TLS_IDENTITY_MAX + 1];
+	char tls_local[64];
 	/* passive side, set by pmrep_conn_req_reject: the provider's delete
 	 * rejects so that the initiator retries (tcp: REJECT(not listening);
 	 * verbs: a REJ without pmrep's marker) instead of a final reject */

@@ -21,6 +21,9 @@
  *   - the reflection (Selfie, RFC 9257): a handshake meant for target T
  *     (which answers to the relay's name) relayed to another target N of
  *     the same key is refused by N (PMREP_E_TLS), while T accepts it.
+ *   - a listener's relay names are per replica: a handshake through
+ *     the relay declared for replica "a" that selects replica "b" of
+ *     the same listener and key is refused;
  *   - the transport alone: the cfg API's limits, a TLS pair's writes and
  *     reads byte-exact at every size, a plaintext client at a TLS
  *     endpoint and a TLS client at a plaintext one both REJECTED with
@@ -384,6 +387,7 @@ relay_name(struct relay *r)
 static atomic_int tls_log_lines;	/* "TLS: ... record authentication" */
 static atomic_int tls_handshake_lines;	/* "TLS: handshake failed" */
 static atomic_int tls_reflect_lines;	/* "not a name it answers to" */
+static atomic_int tls_cap_lines;	/* "... before its PSK binder verified" */
 
 static void
 log_sink(enum pmrep_log_level level, const char *file, int line,
@@ -396,6 +400,8 @@ log_sink(enum pmrep_log_level level, const char *file, int line,
 		atomic_fetch_add(&tls_handshake_lines, 1);
 	if (strstr(msg, "not a name it answers to"))
 		atomic_fetch_add(&tls_reflect_lines, 1);
+	if (strstr(msg, "bytes before its PSK binder verified"))
+		atomic_fetch_add(&tls_cap_lines, 1);
 	if (getenv("PMREP_TEST_LOG"))
 		fprintf(stderr, "log: %s\n", msg);
 }
@@ -750,6 +756,122 @@ reflected_handshake_is_refused_by_the_other_target(void **state)
 	pmrep_pmem_close(&local);
 }
 
+/* ------------------------------------------- a listener's relay names */
+
+struct lsn {
+	struct pmrep_listener *l;
+	pthread_t th;
+	atomic_bool stop;
+	char port[8];
+};
+
+static void *
+lsn_loop(void *arg)
+{
+	struct lsn *g = arg;
+	while (!atomic_load(&g->stop))
+		(void) pmrep_listener_process(g->l, 20);
+	return NULL;
+}
+
+/* replica `name` on the listener, with one more TLS name (alias) */
+static struct pmrep_target *
+lsn_add(struct pmrep_listener *l, const char *name, const char *alias)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	struct pmrep_target_cfg *cfg;
+	assert_int_equal(pmrep_target_cfg_new(&cfg), 0);
+	assert_int_equal(pmrep_target_cfg_set_path(cfg, path), 0);
+	assert_int_equal(pmrep_target_cfg_set_data_size(cfg, SIZE, true), 0);
+	assert_int_equal(pmrep_target_cfg_set_key(cfg, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(cfg, 3000 * func_slow()), 0);
+	if (alias)
+		assert_int_equal(pmrep_target_cfg_add_tls_name(cfg, alias), 0);
+	struct pmrep_target *t = NULL;
+	assert_int_equal(pmrep_listener_add_target(l, name, cfg, &t), 0);
+	pmrep_target_cfg_delete(&cfg);
+	return t;
+}
+
+/*
+ * SECURITY.md: a relay declared with tls-name reaches "this target only".
+ * On a listener (pmrep-target --config) replica "a" answers to the relay's
+ * name, replica "b" (same key) does not: a handshake through the relay
+ * that selects "b" is refused (the relay was declared for "a" only),
+ * while the same relay selecting "a" attaches, and "b" dialed directly
+ * attaches. (Before the relay names were per replica, the handshake
+ * through a's relay attached to "b".)
+ */
+static void
+relay_name_of_one_replica_is_refused_for_another(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	static struct lsn g;
+	memset(&g, 0, sizeof(g));
+	struct pmrep_target_cfg *lcfg;
+	assert_int_equal(pmrep_target_cfg_new(&lcfg), 0);
+	assert_int_equal(pmrep_target_cfg_set_address(lcfg, "127.0.0.1", "0"), 0);
+	assert_int_equal(pmrep_target_cfg_set_timeout(lcfg, 3000 * func_slow()), 0);
+	assert_int_equal(pmrep_listener_new(lcfg, &g.l), 0);
+	pmrep_target_cfg_delete(&lcfg);
+	uint16_t port;
+	assert_int_equal(pmrep_listener_get_port(g.l, &port), 0);
+	snprintf(g.port, sizeof(g.port), "%u", port);
+	struct relay *r = relay_start(g.port, RELAY_PASS);
+	struct pmrep_target *ta = lsn_add(g.l, "a", relay_name(r));
+	struct pmrep_target *tb = lsn_add(g.l, "b", NULL);
+	assert_int_equal(pthread_create(&g.th, NULL, lsn_loop, &g), 0);
+	struct pmrep_pmem *local = local_open("local");
+
+	/* through a's relay, selecting b: refused, nothing of b claimed */
+	struct pmrep_mirror_cfg *c = mcfg(r->port, true);
+	assert_int_equal(pmrep_mirror_cfg_set_replica_name(c, 0, "b"), 0);
+	struct pmrep_mirror *m = NULL;
+	/* a final reject at admission: as for a wrong key */
+	assert_int_equal(pmrep_mirror_new(local, c, &m), PMREP_E_AUTH);
+	assert_null(m);
+	struct pmrep_target_stats ts;
+	long long t0 = func_now_ms();
+	do {
+		usleep(10000);
+		assert_int_equal(pmrep_target_get_stats(tb, &ts), 0);
+	} while (ts.sessions_refused == 0 &&
+			func_now_ms() - t0 < 5000 * func_slow());
+	assert_int_equal(ts.sessions_accepted, 0);
+	assert_int_equal(ts.sessions_refused, 1);
+	assert_int_equal(ts.last_refusal, PMREP_E_TLS);
+	assert_true(atomic_load(&tls_reflect_lines) >= 1);
+	struct pmrep_replica_info info = replica_info("b");
+	assert_true(unclaimed(&info));
+	pmrep_mirror_cfg_delete(&c);
+
+	/* the same relay selecting a: attached */
+	c = mcfg(r->port, true);
+	assert_int_equal(pmrep_mirror_cfg_set_replica_name(c, 0, "a"), 0);
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_target_get_stats(ta, &ts), 0);
+	assert_int_equal(ts.sessions_accepted, 1);
+	pmrep_mirror_cfg_delete(&c);
+
+	/* b dialed directly (the listener's own address): attached */
+	c = mcfg(g.port, true);
+	assert_int_equal(pmrep_mirror_cfg_set_replica_name(c, 0, "b"), 0);
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	assert_int_equal(pmrep_target_get_stats(tb, &ts), 0);
+	assert_int_equal(ts.sessions_accepted, 1);
+	pmrep_mirror_cfg_delete(&c);
+
+	atomic_store(&g.stop, true);
+	pthread_join(g.th, NULL);
+	assert_int_equal(pmrep_listener_delete(&g.l), 0);
+	relay_stop(r);
+	pmrep_pmem_close(&local);
+}
+
 /* ------------------------------------------------- the transport alone */
 
 static const uint8_t tpsk[32] = "transport-psk-0123456789-abcdefg";
@@ -876,6 +998,80 @@ transport_tls_pair_ops_and_refusals(void **state)
 	pmrep_conn_cfg_delete(&plain);
 }
 
+/*
+ * What a client that has proven nothing may make the endpoint read is
+ * capped (TCP_TLS_CH_MAX, 4096 bytes): a handshake record announcing
+ * 16 000 bytes, 6000 of them sent, never a binder -- the endpoint drops
+ * the socket (the client reads its end) and logs it, without waiting
+ * for the rest or for the handshake deadline (10 s here). (With the cap
+ * raised past the record, the socket stays until the deadline: the
+ * drop is not seen in 5 s.)
+ */
+static void
+client_hello_over_4096_bytes_before_proof_is_dropped(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	struct pmrep_conn_cfg *cc, *sc;
+	assert_int_equal(pmrep_conn_cfg_new(&cc), 0);
+	assert_int_equal(pmrep_conn_cfg_new(&sc), 0);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk(cc, "client", tpsk, 32), 0);
+	assert_int_equal(pmrep_conn_cfg_set_tls_psk_find(sc, tfind, NULL), 0);
+	assert_int_equal(pmrep_conn_cfg_set_timeout(sc, 10000), 0);
+	struct func_pair p;
+	struct func_opts o = { .ccfg = cc, .scfg = sc };
+	func_pair_open(&p, &o);
+	atomic_store(&tls_cap_lines, 0);
+
+	int s = func_raw_connect(p.port);
+	static uint8_t big[6000];
+	memset(big, 0x41, sizeof(big));
+	big[0] = 0x16;		/* handshake record, 16 000 bytes announced */
+	big[1] = 0x03;
+	big[2] = 0x01;
+	big[3] = 16000 >> 8;
+	big[4] = 16000 & 0xff;
+	big[5] = 0x01;		/* a ClientHello ... */
+	big[6] = 0x00;		/* ... of 15 996 bytes */
+	big[7] = (15996 >> 8) & 0xff;
+	big[8] = 15996 & 0xff;
+	assert_int_equal(write(s, big, sizeof(big)), (ssize_t)sizeof(big));
+	bool ended = false;
+	long long t0 = func_now_ms();
+	while (!ended && func_now_ms() - t0 < 5000 * func_slow()) {
+		struct pmrep_conn_req *sreq = NULL;
+		assert_int_not_equal(pmrep_ep_next_conn_req(p.ep, sc, &sreq), 0);
+		struct pollfd pf = { s, POLLIN, 0 };
+		char c;
+		if (poll(&pf, 1, 10) == 1 && read(s, &c, 1) <= 0)
+			ended = true;
+	}
+	assert_true(ended);
+	assert_int_equal(atomic_load(&tls_cap_lines), 1);
+	close(s);
+
+	/* a key holder after it: served as before */
+	struct pmrep_conn_req *req = NULL;
+	struct pmrep_conn *conn = NULL;
+	assert_int_equal(pmrep_conn_req_new(p.cpeer, "127.0.0.1", p.port, cc, &req), 0);
+	assert_int_equal(pmrep_conn_req_connect(&req, NULL, &conn), 0);
+	struct pmrep_conn_req *sreq = NULL;
+	int r = PMREP_E_NO_EVENT;
+	for (int i = 0; i < 300 * func_slow() && r != 0; i++) {
+		r = pmrep_ep_next_conn_req(p.ep, sc, &sreq);
+		if (r)
+			usleep(10000);
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(pmrep_conn_req_reject(&sreq, false), 0);
+	func_expect_event(conn, PMREP_CONN_REJECTED, 5000);
+	assert_int_equal(pmrep_conn_delete(&conn), 0);
+
+	func_pair_close_all(&p, NULL);
+	pmrep_conn_cfg_delete(&cc);
+	pmrep_conn_cfg_delete(&sc);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -890,7 +1086,9 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(downgrade_attempts_are_refused_with_the_tls_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(wrong_key_fails_the_tls_handshake_on_both_ends, setup, teardown),
 		cmocka_unit_test_setup_teardown(reflected_handshake_is_refused_by_the_other_target, setup, teardown),
+		cmocka_unit_test_setup_teardown(relay_name_of_one_replica_is_refused_for_another, setup, teardown),
 		cmocka_unit_test_setup_teardown(transport_tls_pair_ops_and_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(client_hello_over_4096_bytes_before_proof_is_dropped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

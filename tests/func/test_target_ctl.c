@@ -30,6 +30,11 @@
  *    event for a, status shows only b and b's session (the same id)
  *    persists on, its events carry "replica":"b"; the file's control =
  *    PATH serves as --control does (a status from it, 2 replicas);
+ *  - its slots: 17 idle clients of one uid (not root) get 4 slots, the
+ *    rest a refusal, and root's `pmrep status --control` is served; the
+ *    4 are dropped after 5 s of silence (needs root, else skipped);
+ *  - `pmrep watch` reconnects across a target's restart (the current
+ *    state again) and ends, exit 0, at a clean stop ("stopped" event);
  *  - a clean close whose disconnect the target sees before it looks at
  *    the session again (its thread held in the CLOSING event for 300 ms,
  *    in this process): INFO "closed:", no "connection lost", no WARNING
@@ -52,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -74,6 +80,7 @@ static char dir[64], keyfile[100], sock[100], logfile[100];
 static uint8_t key[64];
 static size_t key_len;
 static pid_t tpid;
+static pid_t idle_pid;	/* a child of another uid; teardown ends it */
 static char tport[16];
 static const char *mirror_replica;	/* the mirrors' replica selector (NULL: none) */
 
@@ -357,6 +364,21 @@ ctl_status(char *buf, size_t len)
 	assert_json_line(buf);
 }
 
+/* `pmrep status --control SOCK --json`: its one line (exit 0) into out */
+static void
+cli_status_json(char *out, size_t len)
+{
+	char exe[PATH_MAX], cmd[PATH_MAX + 300];
+	snprintf(exe, sizeof(exe), "%s/tools/pmrep", bindir);
+	snprintf(cmd, sizeof(cmd), "%s status --control %s --json", exe, sock);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(out, (int)len, f));
+	assert_int_equal(pclose(f), 0);
+	out[strcspn(out, "\n")] = '\0';
+	assert_json_line(out);
+}
+
 static struct pmrep_mirror *
 mirror_open(struct pmrep_pmem **local, const char *name)
 {
@@ -444,6 +466,11 @@ teardown(void **state)
 {
 	(void)state;
 	target_stop(SIGKILL);
+	if (idle_pid > 0) {
+		kill(idle_pid, SIGKILL);
+		waitpid(idle_pid, NULL, 0);
+		idle_pid = 0;
+	}
 	mirror_replica = NULL;
 	if (dir[0] != '\0')
 		assert_int_equal(func_rm_rf(dir), 0);
@@ -523,15 +550,8 @@ status_watch_and_log_follow_the_sessions(void **state)
 	assert_true(jnum(stats, "persist_requests") >= c0 + NPERSIST);
 
 	/* pmrep status --control --json: the same one line */
-	char exe[PATH_MAX], cmd[PATH_MAX + 300], out[8192];
-	snprintf(exe, sizeof(exe), "%s/tools/pmrep", bindir);
-	snprintf(cmd, sizeof(cmd), "%s status --control %s --json", exe, sock);
-	FILE *f = popen(cmd, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(out, sizeof(out), f));
-	assert_int_equal(pclose(f), 0);
-	out[strcspn(out, "\n")] = '\0';
-	assert_json_line(out);
+	char out[8192];
+	cli_status_json(out, sizeof(out));
 	assert_int_equal(jnum(jat(jget(out, "sessions"), 0), "gpspm_persists"),
 			c0 + NPERSIST);
 
@@ -664,7 +684,12 @@ bad_clients_get_errors_and_are_dropped(void **state)
 	for (size_t i = 0; i < sizeof(asks); i += 2)
 		memcpy(asks + i, "?\n", 2);
 	assert_int_equal(send(stuck, asks, sizeof(asks), MSG_NOSIGNAL), (ssize_t)sizeof(asks));
-	mirror_round("local0", NPERSIST);
+	/* a short round: a client that takes none of its output for 10 s
+	 * (CTL_STALL_MS) is dropped -- 25 persists took longer than that
+	 * under valgrind (the mirror runs under memcheck here) */
+	long long t_round = func_now_ms();
+	mirror_round("local0", 3);
+	assert_true(func_now_ms() - t_round < 8000);
 	for (int i = 0; i < NASK; i++) {
 		assert_true(ctl_line(stuck, line, sizeof(line)));
 		assert_int_equal(strncmp(line, "{\"error\":", 9), 0);
@@ -1055,6 +1080,262 @@ a_clean_close_is_logged_info_closed(void **state)
 	assert_int_equal(closed, 1);
 }
 
+/* ------------------------------- slots: idle clients, per uid, root */
+
+enum { NIDLE = 17 };
+
+/*
+ * A child of uid `uid` (group 0: the socket is 0660 root:root) that opens
+ * NIDLE connections to the control socket and says nothing on them;
+ * reports on `rep` how many were refused (got an error line and the
+ * close), then how many the target dropped later, each a byte, and waits
+ * for `go` to close.
+ */
+static pid_t
+idle_child(uid_t uid, int rep, int go)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	(void) prctl(PR_SET_PDEATHSIG, SIGKILL);	/* the test failed: gone too */
+	if (setgroups(0, NULL) != 0 || setgid(0) != 0 || setuid(uid) != 0)
+		_exit(2);
+	int fd[NIDLE];
+	for (int i = 0; i < NIDLE; i++) {
+		fd[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+		if (connect(fd[i], (struct sockaddr *)&sa, sizeof(sa)) != 0)
+			_exit(3);
+	}
+	/* a refused connection: its error line, then EOF, at once */
+	bool open_[NIDLE];
+	unsigned char refused = 0;
+	for (int i = 0; i < NIDLE; i++) {
+		char buf[256];
+		struct pollfd pf = { fd[i], POLLIN, 0 };
+		open_[i] = true;
+		if (poll(&pf, 1, 300) == 1 && read(fd[i], buf, sizeof(buf)) > 0 &&
+				strstr(buf, "too many control clients") != NULL) {
+			refused++;
+			open_[i] = false;
+		}
+	}
+	if (write(rep, &refused, 1) != 1)
+		_exit(4);
+	/* the ones kept: dropped for their silence (EOF) within 12 s */
+	unsigned char dropped = 0;
+	long long t0 = func_now_ms();
+	while (func_now_ms() - t0 < 12000) {
+		for (int i = 0; i < NIDLE; i++) {
+			char c;
+			struct pollfd pf = { fd[i], POLLIN, 0 };
+			if (open_[i] && poll(&pf, 1, 0) == 1 && read(fd[i], &c, 1) == 0) {
+				open_[i] = false;
+				dropped++;
+			}
+		}
+		if (dropped + refused == NIDLE)
+			break;
+		usleep(20000);
+	}
+	if (write(rep, &dropped, 1) != 1)
+		_exit(4);
+	char c;
+	(void) !read(go, &c, 1);
+	_exit(0);
+}
+
+/*
+ * 17 idle control clients of one uid (not root) do not stop root's
+ * `pmrep status --control`: a uid holds at most 4 slots, one slot is
+ * kept for root; the ones it holds are dropped after 5 s of silence.
+ * (Before: 16 slots, first come, no timeout: the 17 idle clients took
+ * every one and root's status got "too many control clients".)
+ * Needs root (to make the other uid's clients); skipped otherwise.
+ */
+static void
+idle_clients_of_one_uid_do_not_lock_root_out(void **state)
+{
+	(void)state;
+	if (!func_is_tcp())
+		skip();
+	if (geteuid() != 0) {
+		fprintf(stderr, "skipped: needs root to connect as another uid\n");
+		skip();
+	}
+	struct group *gr = getgrgid(0);
+	assert_non_null(gr);
+	char gopt[300];
+	snprintf(gopt, sizeof(gopt), "--control-group=%s", gr->gr_name);
+	assert_int_equal(target_start(gopt), 0);
+	assert_int_equal(chmod(dir, 0711), 0);	/* the other uid reaches sock */
+	int rep[2], go[2];
+	assert_int_equal(pipe(rep), 0);
+	assert_int_equal(pipe(go), 0);
+	pid_t child = idle_child(65534, rep[1], go[0]);
+	assert_true(child > 0);
+	idle_pid = child;
+	unsigned char refused = 0, dropped = 0;
+	struct pollfd pf = { rep[0], POLLIN, 0 };
+	assert_int_equal(poll(&pf, 1, 15000), 1);
+	assert_int_equal(read(rep[0], &refused, 1), 1);
+	assert_int_equal(refused, NIDLE - 4);
+
+	/* root: pmrep status --control, while the 4 idle ones are held */
+	long long t0 = func_now_ms();
+	char out[8192];
+	cli_status_json(out, sizeof(out));
+	assert_true(func_now_ms() - t0 < 2000 * func_slow());
+	const char *st = jget(jget(out, "target"), "stats");
+	assert_int_equal(jnum(st, "control_clients_refused"), NIDLE - 4);
+	/* a second root client while root's first is open: the root slot
+	 * is one, but root may also take any free one */
+	int r1 = ctl_connect(), r2 = ctl_connect();
+	char line[8192];
+	ctl_send(r1, "status\n");
+	ctl_send(r2, "status\n");
+	assert_true(ctl_line(r1, line, sizeof(line)));
+	assert_json_line(line);
+	assert_true(ctl_line(r2, line, sizeof(line)));
+	assert_json_line(line);
+	close(r1);
+	close(r2);
+
+	/* the 4 it holds: dropped for their silence, counted */
+	pf.revents = 0;
+	assert_int_equal(poll(&pf, 1, 15000), 1);
+	assert_int_equal(read(rep[0], &dropped, 1), 1);
+	assert_int_equal(dropped, 4);
+	ctl_status(line, sizeof(line));
+	st = jget(jget(line, "target"), "stats");
+	assert_int_equal(jnum(st, "control_clients_idle_dropped"), 4);
+	assert_int_equal(write(go[1], "x", 1), 1);
+	int wst;
+	assert_int_equal(waitpid(child, &wst, 0), child);
+	idle_pid = 0;
+	assert_true(WIFEXITED(wst));
+	assert_int_equal(WEXITSTATUS(wst), 0);
+	close(rep[0]); close(rep[1]); close(go[0]); close(go[1]);
+	target_stop_clean();
+}
+
+/*
+ * pmrep watch follows the target across a restart: killed (SIGKILL) and
+ * started again on the same socket, watch reconnects and prints the
+ * current state again (its "exists" events and end mark); a clean stop
+ * ends it with exit 0 after a "stopped" event. (Before: watch ended at
+ * the kill, exit 0, and nothing said whether the target had stopped.)
+ */
+static void
+watch_reconnects_and_ends_at_a_clean_stop(void **state)
+{
+	(void)state;
+	if (!func_is_tcp())
+		skip();
+	assert_int_equal(target_start(NULL), 0);
+	char exe[PATH_MAX], cmd[PATH_MAX + 300], line[8192], ev[32], obj[32];
+	snprintf(exe, sizeof(exe), "%s/tools/pmrep", bindir);
+	snprintf(cmd, sizeof(cmd), "exec %s watch %s 2>/dev/null", exe, sock);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	int marks = 0;
+	for (int round = 0; round < 2; round++) {
+		long long t0 = func_now_ms();
+		for (;;) {
+			assert_true(func_now_ms() - t0 < 10000 * func_slow());
+			assert_non_null(fgets(line, sizeof(line), f));
+			line[strcspn(line, "\n")] = '\0';
+			assert_json_line(line);
+			jstr(line, "event", ev, sizeof(ev));
+			assert_string_equal(ev, "exists");
+			jstr(line, "object", obj, sizeof(obj));
+			if (strcmp(obj, "-") == 0)
+				break;
+		}
+		marks++;
+		if (round == 0) {
+			target_stop(SIGKILL);
+			assert_int_equal(target_start(NULL), 0);
+		}
+	}
+	assert_int_equal(marks, 2);
+	target_stop_clean();
+	/* the replica's "removed", then "stopped", then the end */
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_json_line(line);
+	jstr(line, "event", ev, sizeof(ev));
+	assert_string_equal(ev, "removed");
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_json_line(line);
+	jstr(line, "event", ev, sizeof(ev));
+	assert_string_equal(ev, "stopped");
+	assert_null(fgets(line, sizeof(line), f));
+	assert_int_equal(pclose(f), 0);
+}
+
+/*
+ * A watcher that stops reading while events are produced is dropped once
+ * it has taken none of its pending output for CTL_STALL_MS (10 s), not
+ * kept while its queue grows up to the 256 KiB bound: it asks "watch"
+ * and 2500 unknown commands (~210 KB of answers: its socket full, the
+ * rest waiting in the target, below the bound), reads nothing, and a
+ * mirror's session adds events. Counted as dropped for not reading (not
+ * as idle: a watcher is never idle), the target's stderr says why, the
+ * mirror was not held up. (With the stall deadline off in
+ * client_deadline, the watcher is still there after 15 s.)
+ */
+static void
+a_watcher_that_stops_reading_is_dropped(void **state)
+{
+	(void)state;
+	if (!func_is_tcp())
+		skip();
+	assert_int_equal(target_start(NULL), 0);
+	int w = ctl_connect();
+	enum { NASK = 2500 };
+	static char asks[6 + 2 * NASK];
+	memcpy(asks, "watch\n", 6);
+	for (size_t i = 6; i < sizeof(asks); i += 2)
+		memcpy(asks + i, "?\n", 2);
+	assert_int_equal(send(w, asks, sizeof(asks), MSG_NOSIGNAL), (ssize_t)sizeof(asks));
+	long long t0 = func_now_ms();
+	mirror_round("local", 3);	/* events while it does not read */
+	assert_true(func_now_ms() - t0 < 5000 * func_slow());
+	char line[8192];
+	long long dropped = 0;
+	while (dropped == 0) {
+		assert_true(func_now_ms() - t0 < 15000 + 5000 * func_slow());
+		usleep(200000);
+		ctl_status(line, sizeof(line));
+		dropped = jnum(jget(jget(line, "target"), "stats"),
+				"control_clients_dropped");
+	}
+	assert_int_equal(dropped, 1);
+	assert_true(func_now_ms() - t0 >= 9000);	/* its deadline, not before */
+	assert_int_equal(jnum(jget(jget(line, "target"), "stats"),
+			"control_clients_idle_dropped"), 0);
+	/* its socket: what was in it, then the end */
+	int fl = fcntl(w, F_GETFL);
+	fcntl(w, F_SETFL, fl | O_NONBLOCK);
+	char buf[65536];
+	ssize_t r;
+	while ((r = read(w, buf, sizeof(buf))) > 0)
+		;
+	assert_int_equal(r, 0);
+	close(w);
+	char errlog[128];
+	snprintf(errlog, sizeof(errlog), "%s/stderr", dir);
+	FILE *f = fopen(errlog, "r");
+	assert_non_null(f);
+	bool said = false;
+	while (fgets(line, sizeof(line), f))
+		said |= strstr(line, "control client dropped: it took none of its") != NULL;
+	fclose(f);
+	assert_true(said);
+	target_stop_clean();
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1066,6 +1347,9 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(bad_clients_get_errors_and_are_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_clean_close_is_logged_info_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(config_daemon_shows_every_replica_by_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_clients_of_one_uid_do_not_lock_root_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(watch_reconnects_and_ends_at_a_clean_stop, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_watcher_that_stops_reading_is_dropped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

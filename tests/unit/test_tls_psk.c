@@ -5,7 +5,7 @@
  *  - the PSK is HKDF-SHA256 with the documented info string, checked
  *    against OpenSSL's HKDF through its other interface (EVP_PKEY), and
  *    differs with the key, the key id and the target name;
- *  - the target's look-up accepts exactly "pmrep-tls1 initiator key <id>
+ *  - the target's look-up accepts exactly "pmrep-tls2 initiator key <id>
  *    target <name>" with its key id and a name that is the local address
  *    or a listed one, and gives that PSK; it refuses another role, an
  *    unknown key id, a non-canonical id, another target's name (the
@@ -83,6 +83,8 @@ psk_is_hkdf_with_the_documented_info(void **state)
 
 /* the key whose fingerprint find() puts into an identity */
 static const uint8_t *fp_key = key;
+/* the time window find() puts into it: the current one + this */
+static int window_off;
 
 /* look `id` up, its " target " preceded by " fp <fp_key's fingerprint>"
  * as an initiator writes it (an id that has no " target " as is) */
@@ -95,8 +97,11 @@ find(const struct repl_tls_target *tt, const char *id, const char *local,
 	if (t != NULL && strlen(id) < PMREP_TLS_IDENTITY_MAX) {
 		uint8_t fp[REPL_TLS_FP_LEN];
 		assert_int_equal(repl_tls_key_fp(fp_key, 32, fp), 0);
-		snprintf(buf, sizeof(buf), "%.*s fp %016llx%s", (int)(t - id), id,
-				(unsigned long long)repl_tls_fp_u64(fp), t);
+		snprintf(buf, sizeof(buf), "%.*s fp %016llx window %u%s",
+				(int)(t - id), id,
+				(unsigned long long)repl_tls_fp_u64(fp),
+				(unsigned)(repl_admit_window(repl_wall_ms()) + window_off),
+				t);
 		id = buf;
 	}
 	return repl_tls_target_find((void *)tt, (const uint8_t *)id, strlen(id),
@@ -136,63 +141,82 @@ target_accepts_only_initiators_of_its_key_id_and_names(void **state)
 	size_t len = 0;
 
 	/* the local address */
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(len, 32);
 	assert_int_equal(repl_tls_psk(key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
 	/* a listed name (a relay, a NAT): the PSK of that name */
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 192.0.2.9:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 192.0.2.9:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(key, sizeof(key), 0, "192.0.2.9:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
 
+	/* the window: w-1 .. w+1 accepted, older or newer refused (a
+	 * ClientHello kept and replayed later), an older pmrep's identity
+	 * (pmrep-tls1: no window) refused */
+	window_off = -1;
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	window_off = 1;
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	window_off = -2;
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	window_off = 2;
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
+			"127.0.0.1:7000", psk, &len), 0);
+	window_off = 0;
+	static const char v1[] = "pmrep-tls1 initiator key 0 fp 0123456789abcdef target 127.0.0.1:7000";
+	assert_int_not_equal(repl_tls_target_find(&tt, (const uint8_t *)v1,
+			strlen(v1), "127.0.0.1:7000", psk, &len), 0);
 	/* refused: another target's name (a reflected / redirected hello) */
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7001",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7001",
 			"127.0.0.1:7000", psk, &len), 0);
 	/* another role, a prefix only, an unknown or non-canonical key id */
-	assert_int_not_equal(find(&tt, "pmrep-tls1 target key 0 target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 target key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 0",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 0",
 			"127.0.0.1:7000", psk, &len), 0);
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 1 target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 1 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 00 target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 00 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key x target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key x target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 4294967296 target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 4294967296 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	/* a NUL inside, an over-long identity */
-	static const uint8_t nul[] = "pmrep-tls1 initiator key 0\0target 127.0.0.1:7000";
+	static const uint8_t nul[] = "pmrep-tls2 initiator key 0\0target 127.0.0.1:7000";
 	assert_int_not_equal(repl_tls_target_find(&tt, nul, sizeof(nul) - 1,
 			"127.0.0.1:7000", psk, &len), 0);
 	char lng[PMREP_TLS_IDENTITY_MAX + 8];
 	memset(lng, 'a', sizeof(lng) - 1);
 	lng[sizeof(lng) - 1] = '\0';
-	memcpy(lng, "pmrep-tls1 initiator key 0 target ", 34);
+	memcpy(lng, "pmrep-tls2 initiator key 0 target ", 34);
 	assert_int_not_equal(find(&tt, lng, "127.0.0.1:7000", psk, &len), 0);
 	/* a target whose only key has id 3: id 3, and id 0 (its only key) */
 	keys[0].id = 3;
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 3 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 3 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(key, sizeof(key), 3, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 4 target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 4 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	/* a wrong key under the right id: its fingerprint is not the key's */
 	uint8_t other[32];
 	memset(other, 0x33, sizeof(other));
 	fp_key = other;
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 3 target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 3 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	/* a malformed fingerprint */
 	static const char badfp[] =
-		"pmrep-tls1 initiator key 3 fp 0123456789abcdeX target 127.0.0.1:7000";
+		"pmrep-tls2 initiator key 3 fp 0123456789abcdeX target 127.0.0.1:7000";
 	assert_int_not_equal(repl_tls_target_find(&tt, (const uint8_t *)badfp,
 			strlen(badfp), "127.0.0.1:7000", psk, &len), 0);
 	/* two keys (a rotation): each by its id, and key id 0 (no id
@@ -201,35 +225,35 @@ target_accepts_only_initiators_of_its_key_id_and_names(void **state)
 	keys[1] = (struct repl_key){ .id = 7, .len = sizeof(key) };
 	memset(keys[1].key, 0x5a, sizeof(key));
 	nkeys = 2;
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
 	fp_key = keys[1].key;
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 7 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 7 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(keys[1].key, sizeof(key), 7, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(keys[1].key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
 	/* an older raw key of id 0 next to key 7: id 0 with key 7's
 	 * fingerprint is key 7, with key 0's is key 0 */
 	keys[0].id = 0;
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(keys[1].key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
 	fp_key = key;
-	assert_int_equal(find(&tt, "pmrep-tls1 initiator key 0 target 127.0.0.1:7000",
+	assert_int_equal(find(&tt, "pmrep-tls2 initiator key 0 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	assert_int_equal(repl_tls_psk(key, sizeof(key), 0, "127.0.0.1:7000", want), 0);
 	assert_memory_equal(psk, want, 32);
 	keys[0].id = 3;
 	fp_key = keys[1].key;
 	/* key 7 under id 3: refused */
-	assert_int_not_equal(find(&tt, "pmrep-tls1 initiator key 3 target 127.0.0.1:7000",
+	assert_int_not_equal(find(&tt, "pmrep-tls2 initiator key 3 target 127.0.0.1:7000",
 			"127.0.0.1:7000", psk, &len), 0);
 	fp_key = key;
 }

@@ -49,8 +49,11 @@
 #define TCP_LIVE_MIN_MS		500		/* the smallest liveness period */
 #define TCP_HEARTBEAT_DIV	4		/* heartbeats per liveness period */
 #define TCP_V1_REQUEST_FACTOR	8		/* v1 peer: silent 8 x T with requests in flight */
-#define TCP_PENDING_MAX		64		/* accepted sockets awaiting HELLO; full: the oldest silent one goes */
+#define TCP_PENDING_MAX		64		/* accepted sockets awaiting HELLO; full: a silent one goes */
 #define TCP_PENDING_EXPIRE_MS	10000		/* ... for the cfg timeout, at most this long */
+#define TCP_LISTEN_BACKLOG	4096		/* the kernel's accept queue (capped by somaxconn) */
+#define TCP_ACCEPT_BATCH	256		/* accepts per look, then the table's turn */
+#define TCP_TLS_CH_MAX		4096		/* bytes a TLS client may send before its binder verified */
 #define TCP_BACKOFF_CAP_MS	2000
 #define TCP_REQUEST_TIMEOUT_MIN_MS 2000	/* ... and at least this long */
 #define TCP_MR_BUCKETS		256
@@ -258,6 +261,37 @@ bool tcp_srq_take(struct tcp_srq *srq, struct tcp_recv *out);
 
 /* ------------------------------------------------- endpoint, conn request */
 
+/*
+ * The ClientHello.random of every ClientHello whose PSK binder verified at
+ * this endpoint in the last TCP_CH_KEEP_MS (tcp_tls.c): a captured valid
+ * ClientHello sent again is refused before the server's flight (no ECDHE
+ * spent on it) and never counts as proof. Open addressing, TCP_CH_SLOTS
+ * entries; full of live ones: a new ClientHello is refused (busy) rather
+ * than an entry dropped (only key holders insert: they retry).
+ */
+#define TCP_CH_SLOTS 4096
+#define TCP_CH_PROBE 16
+#define TCP_CH_KEEP_MS 120000	/* > the 90 s a pmrep identity window is good for */
+struct tcp_ch_cache {
+	struct { uint8_t random[32]; long long until; } e[TCP_CH_SLOTS];
+};
+/* has a ClientHello of this random been proven here (an entry live at
+ * `now`, ms)? */
+bool tcp_ch_cache_seen(const struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now);
+/* remember a proven ClientHello's random until now + TCP_CH_KEEP_MS: 0
+ * added, 1 there already (a replay), -1 no free entry on its probe path
+ * (the cache is full of live ones there: refused, nothing dropped) */
+int tcp_ch_cache_add(struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now);
+
+/* the unit a pending socket's source is counted in (tcp_ep.c's eviction),
+ * as (*family, key): an IPv4 address (an IPv4-mapped IPv6 one, from a
+ * dual-stack listener, too), or an IPv6 /64 (what one host, or one
+ * customer of a provider, gets: as many addresses as it likes); another
+ * family: (0, 0) */
+uint64_t tcp_source_key(const struct sockaddr_storage *a, int *family);
+
 struct tcp_ep {
 	struct pmrep_ep base;		/* base.fd: an epoll set of lfd + pending */
 	int lfd;			/* the listening socket */
@@ -265,6 +299,9 @@ struct tcp_ep {
 	unsigned npending;
 	int tfd;			/* timerfd in base.fd: the next pending expiry */
 	long long limit_ms;		/* the handshake limit of the last look */
+	struct tcp_ch_cache *ch;	/* TLS: the ClientHellos proven here */
+	unsigned refused_tls;		/* refusals not reported yet (next_conn_req) */
+	unsigned refused_malformed;
 };
 
 struct tcp_conn_req {
@@ -585,6 +622,16 @@ void tcp_tls_set_cause(struct tcp_tls *t, atomic_int *cause);
  * PMREP_E_CONN_LOST the socket ended or failed */
 int tcp_tls_handshake(struct tcp_tls *t, short *events);
 bool tcp_tls_done(const struct tcp_tls *t);
+/* server side: the endpoint's ClientHello cache (set before the first
+ * handshake step; NULL: no replay check) */
+void tcp_tls_set_ch_cache(struct tcp_tls *t, struct tcp_ch_cache *ch);
+/* server side: the ClientHello's PSK binder verified and its random is
+ * new here (the client proved the key; its socket outranks silent ones) */
+bool tcp_tls_proven(const struct tcp_tls *t);
+/* server side, handshake done: the PSK identity accepted and the local
+ * "host:port" (pmrep_conn_req_get_tls_identity); "" otherwise */
+void tcp_tls_names(const struct tcp_tls *t, char *identity, size_t id_len,
+		char *local, size_t local_len);
 /* as recv(2) on the decrypted stream: > 0 bytes, 0 the stream ended,
  * -1 with errno (EAGAIN: nothing now; EPROTO: a TLS failure, logged) */
 ssize_t tcp_tls_recv(struct tcp_tls *t, void *buf, size_t len);

@@ -11,12 +11,18 @@
  * handshake timeout (the cfg timeout, at most TCP_PENDING_EXPIRE_MS),
  * expired ones are dropped before anything new is accepted, and with
  * the table full a socket still waiting for its HELLO makes room for the
- * newcomer (REJECT(not listening): a real initiator retries): the oldest
- * of the source address that holds the most of them, so a flood of
- * silent connects (or of TLS handshakes never finished) from one address
- * evicts its own attempts, not another address's. A socket whose first
- * frame is in (a request, or one to refuse) waits for the application
- * and is never evicted.
+ * newcomer (REJECT(not listening), with TLS on a close: a real initiator
+ * retries). Proof outranks silence: the victim is a *silent* socket
+ * (nothing received, nothing queued in the kernel now) if there is one,
+ * else one that sent bytes but proved nothing -- with TLS on, its
+ * ClientHello looked at first, so a key holder's accepted in a burst
+ * behind it is not dropped unread; a TLS socket whose ClientHello's PSK
+ * binder verified and was new here (tcp_tls_proven) and a socket whose
+ * first frame is in (for the application) are never evicted. Within a tier,
+ * the oldest of the source that holds the most (an IPv4 address, an IPv6
+ * /64), so one source evicts its own attempts first. No SSL object is
+ * made for a socket before its first bytes are queued: a silent socket
+ * costs its fd and its table entry only.
  *
  * The expiry needs no other activity: a timerfd in the epoll set is armed
  * for the earliest deadline of a socket still waiting for its HELLO (with
@@ -30,6 +36,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -43,26 +50,70 @@ struct tcp_pending {
 	struct tcp_tls *tls;	/* TLS on: the session (handshake first) */
 	bool pollout;		/* the handshake waits to write */
 	bool settled;		/* the first frame is decided: for the app */
+	bool heard;		/* bytes were queued for it (not silent) */
 	size_t got;
 	long long since;
 	struct sockaddr_storage src;	/* the initiator's address (port ignored) */
 	uint8_t buf[HELLO_HDR + TCP_WIRE_HELLO_PDATA_MAX];
 };
 
-/* the same host: address family and address, not the port */
-static bool
-same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+/* bytes queued in the kernel for fd (0: none, or unknown) */
+static int
+queued(int fd)
 {
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-			((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-				&((const struct sockaddr_in6 *)b)->sin6_addr,
-				sizeof(struct in6_addr)) == 0;
-	return true;	/* unknown family: one bucket */
+	int n = 0;
+	return ioctl(fd, FIONREAD, &n) == 0 ? n : 0;
+}
+
+enum tier { TIER_SILENT, TIER_UNPROVEN, TIER_KEEP };
+
+uint64_t
+tcp_source_key(const struct sockaddr_storage *a, int *family)
+{
+	uint64_t k = 0;
+	*family = a->ss_family == AF_INET || a->ss_family == AF_INET6 ?
+		a->ss_family : 0;
+	if (a->ss_family == AF_INET6) {
+		const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(x)) {
+			/* an IPv4 client of a dual-stack listener: its address */
+			*family = AF_INET;
+			memcpy(&k, &x->s6_addr[12], 4);
+		} else {
+			memcpy(&k, x, 8);
+		}
+	} else if (a->ss_family == AF_INET) {
+		memcpy(&k, &((const struct sockaddr_in *)a)->sin_addr, 4);
+	}
+	return k;
+}
+
+struct cand {
+	int family;
+	uint64_t key;
+	long long since;
+	unsigned i;
+};
+
+static int
+cand_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	if (x->family != y->family)
+		return x->family < y->family ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->since < y->since ? -1 : x->since > y->since;
+}
+
+static enum tier
+pending_tier(const struct tcp_pending *p)
+{
+	if (p->settled || (p->tls != NULL && tcp_tls_proven(p->tls)))
+		return TIER_KEEP;
+	if (p->got == 0 && p->tls == NULL && !p->heard)
+		return TIER_SILENT;
+	return TIER_UNPROVEN;
 }
 
 int
@@ -98,7 +149,11 @@ tcp_ep_listen(struct pmrep_peer *peer, const char *addr, const char *port,
 		ret = PMREP_ERR_PROVIDER(errno, "bind");
 		goto err_close_lfd;
 	}
-	if (listen(ep->lfd, 128) != 0) {
+	/* the kernel's queue first: a long one (net.core.somaxconn caps it),
+	 * drained at every look; with net.ipv4.tcp_syncookies (1, Linux's
+	 * default) a full SYN queue answers with cookies instead of
+	 * dropping a key holder's SYN (a dropped SYN costs ~1 s) */
+	if (listen(ep->lfd, TCP_LISTEN_BACKLOG) != 0) {
 		ret = PMREP_ERR_PROVIDER(errno, "listen");
 		goto err_close_lfd;
 	}
@@ -174,6 +229,7 @@ tcp_ep_shutdown(struct pmrep_ep *ep_base)
 	close(ep->base.fd);
 	close(ep->lfd);
 	free(ep->pending);
+	free(ep->ch);
 	free(ep);
 	return 0;
 }
@@ -304,33 +360,75 @@ pending_arm(struct tcp_ep *ep, long long now)
 				strerror(errno));
 }
 
+static int pending_tls(struct tcp_ep *ep, struct tcp_pending *p,
+		const struct pmrep_conn_cfg *cfg);
+
 /*
  * The table is full: make room for a newcomer by dropping a socket still
- * waiting for its HELLO -- the oldest of the source address that holds
- * the most such sockets (read once more first: one that has its HELLO in
- * now stays). False when every socket waits for the application.
+ * waiting for its HELLO -- a silent one first, else one that proved
+ * nothing (see the file's comment), within the tier the oldest of the
+ * source that holds the most of the tier (looked at once more first: one
+ * that has its HELLO in now, or with TLS on whose ClientHello proves the
+ * key now, stays). False when every socket is kept. With TLS on the
+ * victim is closed without a frame: a plaintext REJECT would read to a
+ * TLS client as a TLS failure (final), a close as a reset (retryable).
  */
 static bool
-pending_evict(struct tcp_ep *ep)
+pending_evict(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg)
 {
 	for (;;) {
-		unsigned oldest = ep->npending, most = 0;
+		enum tier tier[TCP_PENDING_MAX];
+		enum tier low = TIER_KEEP;
 		for (unsigned i = 0; i < ep->npending; i++) {
-			const struct tcp_pending *p = &ep->pending[i];
-			if (p->settled)
-				continue;
-			unsigned n = 0;
-			for (unsigned j = 0; j < ep->npending; j++)
-				n += !ep->pending[j].settled &&
-					same_host(&p->src, &ep->pending[j].src);
-			if (n > most || (n == most &&
-					p->since < ep->pending[oldest].since)) {
-				most = n;
-				oldest = i;
-			}
+			tier[i] = pending_tier(&ep->pending[i]);
+			if (tier[i] < low)
+				low = tier[i];
 		}
-		if (oldest == ep->npending)
+		if (low == TIER_KEEP)
 			return false;
+		/* the tier's sockets by source, O(n log n): a flood keeps
+		 * the table full, so this runs once per connect it makes */
+		struct cand c[TCP_PENDING_MAX];
+		unsigned nc = 0;
+		for (unsigned i = 0; i < ep->npending; i++)
+			if (tier[i] == low) {
+				c[nc].key = tcp_source_key(&ep->pending[i].src,
+						&c[nc].family);
+				c[nc].since = ep->pending[i].since;
+				c[nc++].i = i;
+			}
+		qsort(c, nc, sizeof(c[0]), cand_cmp);
+		unsigned oldest = c[0].i, most = 0;
+		for (unsigned g = 0; g < nc; ) {
+			unsigned e = g;
+			while (e < nc && c[e].key == c[g].key &&
+					c[e].family == c[g].family)
+				e++;
+			/* sorted by age within the source: c[g] its oldest */
+			if (e - g > most || (e - g == most &&
+					c[g].since < ep->pending[oldest].since)) {
+				most = e - g;
+				oldest = c[g].i;
+			}
+			g = e;
+		}
+		/* a silent victim with bytes queued now is heard: the
+		 * next one (one ioctl per eviction, not one per socket) */
+		if (low == TIER_SILENT && queued(ep->pending[oldest].fd) > 0) {
+			ep->pending[oldest].heard = true;
+			continue;
+		}
+		if (cfg->tls) {
+			/* its ClientHello, if in, before it goes (never read
+			 * as a plaintext HELLO: that would settle it as a
+			 * malformed one): a key holder's proves and stays */
+			int t = low == TIER_UNPROVEN ?
+				pending_tls(ep, &ep->pending[oldest], cfg) : 0;
+			if (t == 1 || (t == 0 && pending_tier(&ep->pending[oldest]) == TIER_KEEP))
+				continue;
+			pending_drop(ep, oldest, 0);
+			return true;
+		}
 		struct tcp_frame f;
 		switch (hello_read(&ep->pending[oldest], &f)) {
 		case HELLO_MORE:
@@ -340,17 +438,24 @@ pending_evict(struct tcp_ep *ep)
 			pending_drop(ep, oldest, 0);
 			return true;
 		default:
-			continue;	/* settled now: the next oldest */
+			continue;	/* settled now: the next one */
 		}
 	}
 }
 
-/* accept what is waiting; returns how many idle sockets made room */
+/*
+ * Accept what is waiting, at most TCP_ACCEPT_BATCH; returns how many idle
+ * sockets made room. Bounded: a flood that arrives faster than this end
+ * accepts (and looks at the victims) would otherwise keep this loop going
+ * and the sockets already in the table -- a key holder's, half through
+ * its handshake -- would not get their turn; the listening socket stays
+ * readable, so the next look goes on with the queue.
+ */
 static unsigned
-accept_waiting(struct tcp_ep *ep)
+accept_waiting(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg)
 {
 	unsigned evicted = 0;
-	for (;;) {
+	for (unsigned n = 0; n < TCP_ACCEPT_BATCH; n++) {
 		struct sockaddr_storage src;
 		socklen_t sl = sizeof(src);
 		int fd = accept4(ep->lfd, (struct sockaddr *)&src, &sl,
@@ -365,7 +470,7 @@ accept_waiting(struct tcp_ep *ep)
 		/* full: first the attempts whose initiators gave up, then
 		 * the oldest silent one */
 		if (ep->npending == TCP_PENDING_MAX && pending_reap(ep) == 0 &&
-				pending_evict(ep))
+				pending_evict(ep, cfg))
 			evicted++;
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
 		if (ep->npending == TCP_PENDING_MAX ||
@@ -374,8 +479,9 @@ accept_waiting(struct tcp_ep *ep)
 			 * no epoll entry): this one retries */
 			PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: %u requests pending, refusing one",
 					ep->npending);
-			tcp_sock_send_now(fd, TCP_WIRE_REJECT,
-					TCP_WIRE_REJ_NOT_LISTENING);
+			if (!cfg->tls)	/* a TLS client: a close (see above) */
+				tcp_sock_send_now(fd, TCP_WIRE_REJECT,
+						TCP_WIRE_REJ_NOT_LISTENING);
 			tcp_sock_close_gently(fd);
 			continue;
 		}
@@ -384,10 +490,12 @@ accept_waiting(struct tcp_ep *ep)
 		p->tls = NULL;
 		p->pollout = false;
 		p->settled = false;
+		p->heard = false;
 		p->got = 0;
 		p->since = pmrep_now_ms();
 		p->src = src;
 	}
+	return evicted;
 }
 
 /*
@@ -404,9 +512,17 @@ pending_tls(struct tcp_ep *ep, struct tcp_pending *p,
 	if (p->tls == NULL) {
 		if (!cfg->tls || p->got > 0)
 			return 1;
+		if (!p->heard && queued(p->fd) == 0)
+			return 0;	/* nothing to read: no SSL object yet */
+		p->heard = true;
+		if (ep->ch == NULL && (ep->ch = calloc(1, sizeof(*ep->ch))) == NULL) {
+			PMREP_LOG_ERR("out of memory for the endpoint's ClientHello cache");
+			return PMREP_E_NOMEM;
+		}
 		int r = tcp_tls_new(cfg, p->fd, true, &p->tls);
 		if (r)
 			return r;
+		tcp_tls_set_ch_cache(p->tls, ep->ch);
 	}
 	if (tcp_tls_done(p->tls))
 		return 1;
@@ -430,11 +546,17 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 	ep->limit_ms = limit;
 	/* expired sockets go before newcomers are looked at */
 	pending_expire(ep, pmrep_now_ms(), limit);
-	unsigned evicted = accept_waiting(ep);
+	unsigned evicted = accept_waiting(ep, cfg);
 	if (evicted > 0)
 		PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "endpoint: pending table full (%u): dropped %u connection(s) that sent no HELLO",
 				TCP_PENDING_MAX, evicted);
 
+	/* every socket gets its turn in every look: ending a look at the
+	 * first refusal let a flood of failing handshakes keep a key
+	 * holder's socket further on in the table from being looked at.
+	 * The refusals are counted and handed out one per look after it
+	 * (when no request is ready), at most TCP_PENDING_MAX of each kind
+	 * waiting: the rest are logged only. */
 	for (unsigned i = 0; i < ep->npending; ) {
 		struct tcp_pending *p = &ep->pending[i];
 		struct tcp_frame f;
@@ -445,8 +567,10 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		}
 		if (t < 0) {
 			pending_drop(ep, i, 0);
-			if (t == PMREP_E_TLS || t == PMREP_E_NOMEM || t == PMREP_E_INVAL)
+			if (t == PMREP_E_NOMEM || t == PMREP_E_INVAL)
 				return t;
+			if (t == PMREP_E_TLS && ep->refused_tls < TCP_PENDING_MAX)
+				ep->refused_tls++;
 			continue;
 		}
 		switch (hello_read(p, &f)) {
@@ -459,12 +583,16 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		case HELLO_BAD:
 			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "connection request with a malformed HELLO: rejected");
 			pending_drop(ep, i, TCP_WIRE_REJ_MALFORMED);
-			return PMREP_E_MALFORMED;
+			if (ep->refused_malformed < TCP_PENDING_MAX)
+				ep->refused_malformed++;
+			continue;
 		case HELLO_VERSION:
 			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "connection request of protocol version %u (this is %u): rejected",
 					f.version, TCP_WIRE_VERSION);
 			pending_drop(ep, i, TCP_WIRE_REJ_VERSION);
-			return PMREP_E_MALFORMED;
+			if (ep->refused_malformed < TCP_PENDING_MAX)
+				ep->refused_malformed++;
+			continue;
 		case HELLO_OK:
 			break;
 		}
@@ -491,11 +619,24 @@ next_conn_req(struct tcp_ep *ep, const struct pmrep_conn_cfg *cfg,
 		req->sock = p->fd;
 		req->base.src = p->src;	/* from accept4 */
 		req->tls = p->tls;
+		if (p->tls != NULL)
+			tcp_tls_names(p->tls, req->base.tls_identity,
+					sizeof(req->base.tls_identity),
+					req->base.tls_local,
+					sizeof(req->base.tls_local));
 		p->tls = NULL;
 		(void) epoll_ctl(ep->base.fd, EPOLL_CTL_DEL, p->fd, NULL);
 		ep->pending[i] = ep->pending[--ep->npending];
 		*req_ptr = &req->base;
 		return 0;
+	}
+	if (ep->refused_malformed > 0) {
+		ep->refused_malformed--;
+		return PMREP_E_MALFORMED;
+	}
+	if (ep->refused_tls > 0) {
+		ep->refused_tls--;
+		return PMREP_E_TLS;
 	}
 	return PMREP_E_NO_EVENT;
 }

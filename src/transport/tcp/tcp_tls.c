@@ -73,6 +73,9 @@ struct tcp_tls {
 	pmrep_tls_psk_find_fn *find;
 	void *find_arg;
 	char local[INET6_ADDRSTRLEN + 8];
+	struct tcp_ch_cache *ch;	/* the endpoint's (replays) */
+	size_t rx_unproven;		/* bytes read before the binder verified */
+	bool proven;			/* binder verified, ClientHello fresh */
 	/* write staging */
 	uint8_t *wbuf;
 	size_t wlen;
@@ -143,10 +146,27 @@ bio_read(BIO *b, char *buf, int len)
 {
 	struct tcp_tls *t = BIO_get_data(b);
 	BIO_clear_retry_flags(b);
+	/* a server reads at most TCP_TLS_CH_MAX bytes of a client that has
+	 * proven nothing yet: what OpenSSL parses before the binder check is
+	 * bounded (a ClientHello is one record of a few hundred bytes) */
+	bool capped = t->server && !t->proven;
+	if (capped) {
+		if (t->rx_unproven >= TCP_TLS_CH_MAX) {
+			PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: a client sent more than %d bytes before its PSK binder verified: refused",
+					TCP_TLS_CH_MAX);
+			errno = EMSGSIZE;
+			return -1;
+		}
+		if ((size_t)len > TCP_TLS_CH_MAX - t->rx_unproven)
+			len = (int)(TCP_TLS_CH_MAX - t->rx_unproven);
+	}
 	for (;;) {
 		ssize_t n = recv(t->fd, buf, (size_t)len, MSG_DONTWAIT);
-		if (n >= 0)
+		if (n >= 0) {
+			if (capped)
+				t->rx_unproven += (size_t)n;
 			return (int)n;
+		}
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -225,6 +245,12 @@ find_session_cb(SSL *ssl, const unsigned char *identity, size_t identity_len,
 {
 	struct tcp_tls *t = SSL_get_app_data(ssl);
 	*sess = NULL;
+	if (identity_len > PMREP_TLS_IDENTITY_MAX ||
+			memchr(identity, '\0', identity_len) != NULL) {
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a PSK identity of %zu bytes (at most %d, no NUL)",
+				identity_len, PMREP_TLS_IDENTITY_MAX);
+		return 0;
+	}
 	uint8_t psk[PMREP_TLS_PSK_MAX];
 	size_t len = 0;
 	int r = t->find(t->find_arg, identity, identity_len, t->local, psk,
@@ -239,8 +265,101 @@ find_session_cb(SSL *ssl, const unsigned char *identity, size_t identity_len,
 	OPENSSL_cleanse(psk, sizeof(psk));
 	if (s == NULL)
 		return 0;
+	/* the identity accepted (find refuses longer ones and NULs): the
+	 * application's to check against what the request selects */
+	memcpy(t->identity, identity, identity_len);
+	t->identity[identity_len] = '\0';
 	*sess = s;
 	return 1;
+}
+
+/* the entry of `random` when it is live, else -1; *free_at: a free slot
+ * on its probe path (-1: none) */
+static int
+ch_cache_find(const struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now, int *free_at)
+{
+	unsigned h = ((unsigned)random[0] | (unsigned)random[1] << 8 |
+			(unsigned)random[2] << 16) % TCP_CH_SLOTS;
+	*free_at = -1;
+	for (unsigned i = 0; i < TCP_CH_PROBE; i++) {
+		unsigned k = (h + i) % TCP_CH_SLOTS;
+		bool live = c->e[k].until > now;
+		if (live && memcmp(c->e[k].random, random, 32) == 0)
+			return (int)k;
+		if (!live && *free_at < 0)
+			*free_at = (int)k;
+	}
+	return -1;
+}
+
+bool
+tcp_ch_cache_seen(const struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now)
+{
+	int free_at;
+	return ch_cache_find(c, random, now, &free_at) >= 0;
+}
+
+int
+tcp_ch_cache_add(struct tcp_ch_cache *c, const uint8_t random[32],
+		long long now)
+{
+	int free_at;
+	if (ch_cache_find(c, random, now, &free_at) >= 0)
+		return 1;
+	if (free_at < 0)
+		return -1;
+	memcpy(c->e[free_at].random, random, 32);
+	c->e[free_at].until = now + TCP_CH_KEEP_MS;
+	return 0;
+}
+
+/*
+ * The server's first look at a ClientHello, before any PSK or binder
+ * work: one whose random was proven here before is a replayed capture
+ * (refused at once, for the cost of a look-up).
+ */
+static int
+client_hello_cb(SSL *ssl, int *al, void *arg)
+{
+	(void) arg;
+	struct tcp_tls *t = SSL_get_app_data(ssl);
+	const unsigned char *random = NULL;
+	if (SSL_client_hello_get0_random(ssl, &random) != 32) {
+		*al = SSL_AD_DECODE_ERROR;
+		return SSL_CLIENT_HELLO_ERROR;
+	}
+	if (t->ch != NULL && tcp_ch_cache_seen(t->ch, random, pmrep_now_ms())) {
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a ClientHello seen before here (a replayed capture)");
+		*al = SSL_AD_HANDSHAKE_FAILURE;
+		return SSL_CLIENT_HELLO_ERROR;
+	}
+	return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+/*
+ * The server wrote its flight: OpenSSL accepted the ClientHello's PSK,
+ * so its binder verified. Its random goes into the endpoint's cache; it
+ * proves the key unless the random is there already (a copy processed
+ * in the same turn) or the cache has no room. 0 proven, PMREP_E_TLS not.
+ */
+static int
+ch_prove(struct tcp_tls *t)
+{
+	uint8_t random[32];
+	if (SSL_get_client_random(t->ssl, random, sizeof(random)) != sizeof(random))
+		return PMREP_E_TLS;
+	int added = t->ch != NULL ? tcp_ch_cache_add(t->ch, random,
+			pmrep_now_ms()) : 0;
+	if (added != 0) {
+		PMREP_LOG_RATELIMITED(PMREP_LOG_ERROR, "TLS: refused a ClientHello %s",
+				added < 0 ? "while the ClientHello cache is full of live entries (busy)" :
+				"seen before here (a replayed capture)");
+		return PMREP_E_TLS;
+	}
+	t->proven = true;
+	return 0;
 }
 
 /* ------------------------------------------------------------ contexts */
@@ -273,6 +392,7 @@ ctx_make(bool server)
 	if (server) {
 		(void) SSL_CTX_set_num_tickets(ctx, 0);
 		SSL_CTX_set_psk_find_session_callback(ctx, find_session_cb);
+		SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, NULL);
 	} else {
 		SSL_CTX_set_psk_use_session_callback(ctx, use_session_cb);
 	}
@@ -418,6 +538,26 @@ tcp_tls_new(const struct pmrep_conn_cfg *cfg, int fd, bool server,
 }
 
 void
+tcp_tls_names(const struct tcp_tls *t, char *identity, size_t id_len,
+		char *local, size_t local_len)
+{
+	snprintf(identity, id_len, "%s", t->server && t->done ? t->identity : "");
+	snprintf(local, local_len, "%s", t->server ? t->local : "");
+}
+
+void
+tcp_tls_set_ch_cache(struct tcp_tls *t, struct tcp_ch_cache *ch)
+{
+	t->ch = ch;
+}
+
+bool
+tcp_tls_proven(const struct tcp_tls *t)
+{
+	return t->server && t->proven;
+}
+
+void
 tcp_tls_set_cause(struct tcp_tls *t, atomic_int *cause)
 {
 	t->cause = cause;
@@ -431,6 +571,15 @@ tcp_tls_handshake(struct tcp_tls *t, short *events)
 	ERR_clear_error();
 	int r = t->hs_ok ? 1 : SSL_do_handshake(t->ssl);
 	int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, r);
+	if (t->server && !t->proven && t->wire_out > 0 &&
+			(e == SSL_ERROR_NONE || e == SSL_ERROR_WANT_READ ||
+			 e == SSL_ERROR_WANT_WRITE) && ch_prove(t) != 0) {
+		if (t->cause != NULL)
+			atomic_store(t->cause, PMREP_E_TLS);
+		t->olen = t->ooff = 0;	/* what is not sent of its flight: not */
+		errno = EPROTO;
+		return PMREP_E_TLS;
+	}
 	int saved = errno;
 	/* what it wrote goes out first (an alert too, on a failure) */
 	bool out_blocked = obuf_flush(t) != 0;
