@@ -12,6 +12,7 @@
 
 #include <pmrep/base.h>
 
+#include "common/wire.h"
 #include "repl/replica_hdr.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -43,7 +44,20 @@ check(const uint8_t *data, size_t size, uint64_t file_size)
 	if (file_size != 0 &&
 			file_size != PMREP_REPLICA_DATA_OFFSET + h.data_size)
 		abort();
-	if ((h.flags & ~PMREP_REPLICA_F_CONSISTENT) != 0)
+	/* the flags a slot may hold (a v1 slot the public ones only) */
+	uint32_t known = PMREP_REPLICA_F_CONSISTENT | PMREP_REPLICA_F_REMOVED |
+		PMREP_REPLICA_F_PROMOTED;
+	if (h.version == 2)
+		known |= REPLICA_F_TRACKED | REPLICA_F_POSW1 | REPLICA_F_PRIMARY |
+			REPLICA_F_RUN_CLOSED | REPLICA_F_INCOMPLETE;
+	if ((h.flags & ~known) != 0)
+		abort();
+	/* the position is the live record's (none in a v1 header) */
+	size_t rec = (h.flags & REPLICA_F_POSW1) ? REPLICA_PSN1_OFF : REPLICA_PSN_OFF;
+	if (h.version == 2 ? (h.pos_gen != pmrep_get_le64(data + rec + 8) ||
+			h.pos_owner != pmrep_get_le64(data + rec + 16) ||
+			replica_pos_psn(data, &h) != pmrep_get_le64(data + rec)) :
+			(h.pos_gen != 0 || h.pos_owner != 0))
 		abort();
 	const uint8_t *slot = data + REPLICA_HDR_SLOT_OFF(h.slot);
 	/* the chosen slot decodes alone to the same state */
