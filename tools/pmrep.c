@@ -62,7 +62,10 @@ static const char help_status[] =
 	"               [--json] [-v]\n"
 	"      print a replica's header: replica set UUID, generation, data size,\n"
 	"      consistent mark, replica id, owner (the primary id of the last\n"
-	"      committed attach), header slot sequence, last persist sequence.\n"
+	"      committed attach), header slot sequence, last persist sequence,\n"
+	"      the position (the writer whose persists it holds and how far, the\n"
+	"      last run that claimed it; docs/PROTOCOL.md \"Position\") and the\n"
+	"      recorded membership.\n"
 	"      REPLICA_FILE: read from the file on the replica's host. ADDR:PORT:\n"
 	"      asked of the pmrep-target serving it, authenticated with the key in\n"
 	"      FILE, read-only: the target writes nothing for it, and a mirror\n"
@@ -485,9 +488,64 @@ out:
 
 /* a replica header's fields, one a line; `where` names the replica
  * (its file, or ADDR:PORT with how it was asked) */
+/* a persist sequence as epoch:step */
+#define PSN_EPOCH(p) ((unsigned long long)((p) >> 40))
+#define PSN_STEP(p) ((unsigned long long)((p) & ((1ull << 40) - 1)))
+
+/* what the position's flags say, for the text */
+static void
+print_position(const struct pmrep_replica_position *pos)
+{
+	if (pos == NULL)
+		return;
+	if (pos->generation == 0 && pos->owner == 0)
+		printf("position:    none recorded (sequence %llu:%llu)\n",
+				PSN_EPOCH(pos->seq), PSN_STEP(pos->seq));
+	else
+		printf("position:    generation %llu, writer %016llx, sequence %llu:%llu (epoch:step)\n",
+				(unsigned long long)pos->generation,
+				(unsigned long long)pos->owner,
+				PSN_EPOCH(pos->seq), PSN_STEP(pos->seq));
+	if (pos->run_generation != 0)
+		printf("last run:    generation %llu, writer %016llx, from epoch %llu%s%s%s%s\n",
+				(unsigned long long)pos->run_generation,
+				(unsigned long long)pos->run_owner,
+				PSN_EPOCH(pos->run_floor),
+				pos->flags & PMREP_POSITION_F_TRACKED ?
+				", positions per step" : ", no per-step positions",
+				pos->flags & PMREP_POSITION_F_RUN_CLOSED ?
+				", closed cleanly at the position" : "",
+				pos->flags & PMREP_POSITION_F_PRIMARY ?
+				", a writer's own log" : "",
+				pos->flags & PMREP_POSITION_F_INCOMPLETE ?
+				", INCOMPLETE (a promotion's catch-up did not finish)" : "");
+}
+
+/* the position as a JSON member (no leading comma) */
+static void
+json_position(const struct pmrep_replica_position *pos)
+{
+	printf("\"position\":{\"generation\":%llu,\"owner\":\"%016llx\","
+			"\"epoch\":%llu,\"step\":%llu,\"run_generation\":%llu,"
+			"\"run_owner\":\"%016llx\",\"run_epoch\":%llu,"
+			"\"tracked\":%s,\"run_closed\":%s,\"writer_log\":%s,"
+			"\"incomplete\":%s}",
+			(unsigned long long)pos->generation,
+			(unsigned long long)pos->owner, PSN_EPOCH(pos->seq),
+			PSN_STEP(pos->seq),
+			(unsigned long long)pos->run_generation,
+			(unsigned long long)pos->run_owner,
+			PSN_EPOCH(pos->run_floor),
+			pos->flags & PMREP_POSITION_F_TRACKED ? "true" : "false",
+			pos->flags & PMREP_POSITION_F_RUN_CLOSED ? "true" : "false",
+			pos->flags & PMREP_POSITION_F_PRIMARY ? "true" : "false",
+			pos->flags & PMREP_POSITION_F_INCOMPLETE ? "true" : "false");
+}
+
 static void
 print_info(const char *where, const struct pmrep_replica_info *info,
-		const struct pmrep_replica_membership *mb)
+		const struct pmrep_replica_membership *mb,
+		const struct pmrep_replica_position *pos)
 {
 	bool claimed = false;
 	for (int i = 0; i < PMREP_UUID_SIZE; i++)
@@ -519,6 +577,7 @@ print_info(const char *where, const struct pmrep_replica_info *info,
 	printf("header seq:  %llu\n", (unsigned long long)info->seq);
 	printf("last persist seq: %llu\n",
 			(unsigned long long)info->last_persist_seq);
+	print_position(pos);
 	if (mb == NULL)
 		return;
 	if (mb->set_size == 0)
@@ -562,7 +621,8 @@ json_str(const char *s)
  * print_info; `name` the replica as given, `queried` asked of a target */
 static void
 json_info(const char *name, bool queried, const struct pmrep_replica_info *info,
-		const struct pmrep_replica_membership *mb)
+		const struct pmrep_replica_membership *mb,
+		const struct pmrep_replica_position *pos)
 {
 	bool claimed = false, has_id = false;
 	for (int i = 0; i < PMREP_UUID_SIZE; i++) {
@@ -592,6 +652,10 @@ json_info(const char *name, bool queried, const struct pmrep_replica_info *info,
 	if (mb != NULL)
 		printf(",\"set_size\":%u,\"set_quorum\":%u", mb->set_size,
 				mb->quorum);
+	if (pos != NULL) {
+		putchar(',');
+		json_position(pos);
+	}
 	putchar('}');
 }
 
@@ -633,8 +697,9 @@ status_remote(const char *target, const char *key_file, int timeout, bool json)
 	}
 	struct pmrep_replica_info info;
 	struct pmrep_replica_membership mb;
-	ret = pmrep_replica_query_membership(addr, colon + 1, name, key, key_len,
-			timeout, &info, &mb);
+	struct pmrep_replica_position pos;
+	ret = pmrep_replica_query_position(addr, colon + 1, name, key, key_len,
+			timeout, &pos, &info, &mb);
 	memset(key, 0, sizeof(key));
 	if (ret) {
 		/* a target serves a valid replica only: every error is a
@@ -643,14 +708,14 @@ status_remote(const char *target, const char *key_file, int timeout, bool json)
 		return EX_ERR;
 	}
 	if (json) {
-		json_info(target, true, &info, &mb);
+		json_info(target, true, &info, &mb, &pos);
 		putchar('\n');
 		return EX_OK;
 	}
 	char where[300];
 	snprintf(where, sizeof(where), "%s (queried over the network, read-only)",
 			target);
-	print_info(where, &info, &mb);
+	print_info(where, &info, &mb, &pos);
 	return EX_OK;
 }
 
@@ -728,18 +793,21 @@ cmd_status(int argc, char *argv[])
 		return EX_ERR;
 	}
 	struct pmrep_replica_membership mb = { 0 };
+	struct pmrep_replica_position pos;
 	if (ret == 0)
 		ret = pmrep_replica_read_membership(path, &mb);
+	if (ret == 0)
+		ret = pmrep_replica_read_position(path, &pos);
 	if (ret) {
 		report("status", path, ret);
 		return EX_ERR;
 	}
 	if (json) {
-		json_info(path, false, &info, &mb);
+		json_info(path, false, &info, &mb, &pos);
 		putchar('\n');
 		return EX_OK;
 	}
-	print_info(path, &info, &mb);
+	print_info(path, &info, &mb, &pos);
 	return EX_OK;
 }
 
@@ -763,11 +831,8 @@ recover_rank(char addrs[][256], const char *const ports[],
 	for (unsigned i = 0; i < nrep; i++) {
 		struct pmrep_replica_info info;
 		struct pmrep_replica_membership mb;
-		int q = pmrep_replica_query_membership(addrs[i], ports[i], NULL,
-				key, key_len, timeout_ms, &info, &mb);
-		if (q == 0)
-			q = pmrep_replica_query_position(addrs[i], ports[i], NULL,
-					key, key_len, timeout_ms, &pos[m]);
+		int q = pmrep_replica_query_position(addrs[i], ports[i], NULL,
+				key, key_len, timeout_ms, &pos[m], &info, &mb);
 		if (q) {
 			fprintf(stderr, "pmrep recover: %s not reached: %s\n",
 					names[i], pmrep_err_to_str(q));
@@ -1044,7 +1109,7 @@ position_of(const char *what, const uint8_t *key, size_t key_len,
 		return PMREP_E_INVAL;
 	*colon = '\0';
 	return pmrep_replica_query_position(addr, colon + 1, NULL, key, key_len,
-			timeout, pos);
+			timeout, pos, NULL, NULL);
 }
 
 /*
@@ -1216,7 +1281,8 @@ cmd_compare(int argc, char *argv[])
 		for (int i = 0; i < n; i++) {
 			if (i)
 				putchar(',');
-			json_info(argv[optind + i], key_file != NULL, &in[i], NULL);
+			json_info(argv[optind + i], key_file != NULL, &in[i],
+					&mb[i], &pos[i]);
 		}
 		fputs("],\"most_current\":[", stdout);
 		bool first = true;

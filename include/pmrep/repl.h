@@ -71,6 +71,8 @@ struct pmrep_replica_info {
  * log's header (pmrep_replica_read_position) or asked of its target
  * (pmrep_replica_query_position); ranked by pmrep_position_decide.
  */
+struct pmrep_replica_membership;
+
 struct pmrep_replica_position {
 	uint64_t generation;	/* of the writer whose steps it holds (0: none recorded) */
 	uint64_t owner;		/* that writer's primary id */
@@ -114,13 +116,17 @@ PMREP_API int pmrep_replica_read_position(const char *path,
 /*
  * pmrep_replica_query_position -- the same, asked read-only of the target
  * at addr:port serving replica `name` (NULL or "": its one replica), with
- * the pre-shared key (key_len bytes), within timeout_ms (> 0). Nothing is
- * written on the target; no session of it is touched. Thread-safe.
- * Errors: those of pmrep_replica_query_named.
+ * the pre-shared key (key_len bytes), within timeout_ms (> 0); in the same
+ * one session, *info and *mb (each may be NULL: not wanted) receive the
+ * header as pmrep_replica_query_membership gives it. Nothing is written on
+ * the target; no session of it is touched. Thread-safe.
+ * Errors: PMREP_E_INVAL (pos NULL), and those of pmrep_replica_query_named.
  */
 PMREP_API int pmrep_replica_query_position(const char *addr, const char *port,
 		const char *name, const uint8_t *key, size_t key_len,
-		int timeout_ms, struct pmrep_replica_position *pos);
+		int timeout_ms, struct pmrep_replica_position *pos,
+		struct pmrep_replica_info *info,
+		struct pmrep_replica_membership *mb);
 
 /*
  * pmrep_position_decide -- the one decision of which copy is newest, that

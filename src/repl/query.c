@@ -152,7 +152,9 @@ pmrep_replica_query_membership(const char *addr, const char *port,
 int
 pmrep_replica_query_position(const char *addr, const char *port,
 		const char *name, const uint8_t *key, size_t key_len,
-		int timeout_ms, struct pmrep_replica_position *pos)
+		int timeout_ms, struct pmrep_replica_position *pos,
+		struct pmrep_replica_info *info,
+		struct pmrep_replica_membership *mb)
 {
 	if (pos == NULL) {
 		PMREP_LOG_ERR("invalid argument: pos is NULL");
@@ -160,7 +162,7 @@ pmrep_replica_query_position(const char *addr, const char *port,
 	}
 	struct pmrep_replica_info tmp;
 	return repl_query_named(addr, port, name, key, key_len, timeout_ms,
-			&tmp, NULL, pos);
+			info != NULL ? info : &tmp, mb, pos);
 }
 
 int

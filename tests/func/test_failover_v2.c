@@ -810,6 +810,14 @@ a_catch_up_whose_source_dies_is_refused_and_resumed_by_a_re_run(void **state)
 	assert_int_equal(pmrep_replica_read_position(path[1], &pos), 0);
 	check((pos.flags & PMREP_POSITION_F_INCOMPLETE) != 0,
 			"replica 1 is not marked incomplete after a catch-up that did not finish");
+	/* and pmrep status says so */
+	char st_out[4096];
+	int src = pmrep_run(st_out, sizeof(st_out), "status", path[1], "--json",
+			(char *)NULL);
+	check(src == 0 && strstr(st_out, "\"position\":{") != NULL &&
+			strstr(st_out, "\"incomplete\":true") != NULL,
+			"pmrep status --json does not show replica 1 incomplete (exit %d): %s",
+			src, st_out);
 	/* nothing takes it as a copy meanwhile: compare of the two files */
 	char txt[4096];
 	int crc = pmrep_run(txt, sizeof(txt), "compare", path[0], path[1],
@@ -831,6 +839,11 @@ a_catch_up_whose_source_dies_is_refused_and_resumed_by_a_re_run(void **state)
 	assert_int_equal(pmrep_replica_read_position(path[1], &pos), 0);
 	check((pos.flags & PMREP_POSITION_F_INCOMPLETE) == 0,
 			"replica 1 still marked incomplete after its catch-up");
+	src = pmrep_run(st_out, sizeof(st_out), "status", path[1], (char *)NULL);
+	check(src == 0 && strstr(st_out, "position:    generation 1,") != NULL &&
+			strstr(st_out, "INCOMPLETE") == NULL,
+			"pmrep status does not show replica 1's adopted position (exit %d): %s",
+			src, st_out);
 	free(acked);
 	checks_done();
 }

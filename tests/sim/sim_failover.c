@@ -643,7 +643,7 @@ do_recover(void)
 				sizeof(FKEY), F_TIMEOUT, &info, &mb);
 		if (q == 0)
 			q = pmrep_replica_query_position("sim", F.tg[i].port, NULL, FKEY,
-					sizeof(FKEY), F_TIMEOUT, &pos[m]);
+					sizeof(FKEY), F_TIMEOUT, &pos[m], NULL, NULL);
 		if (q || (pos[m].flags & (PMREP_POSITION_F_FRESH | PMREP_POSITION_F_REMOVED)))
 			continue;
 		unsigned k = mb.quorum ? mb.quorum : mb.set_size;
