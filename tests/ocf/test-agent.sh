@@ -152,6 +152,10 @@ score_is n1 "--promotion -v 10000"
 
 say "5. n1 stopped: n3 cannot fence n - k + 1 = 2 copies; refused, retried, withdrawn"
 expect n1 stop 0
+: >"$W/ha.log"
+expect n3 monitor 0
+score_is n3 "--promotion -D"
+grep -q "withdrawn: 1 copies of the set .*needed 2" "$W/ha.log" || fail "monitor did not say why the score was withdrawn"
 "$TOOLS/pmrep" status "$W/n3/data.log" --json >"$W/n3.before" 2>&1
 : >"$W/ha.log"
 agent n3 promote promote_attempts=2
