@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# tests/ocf/test-agent.sh TOOLS_DIR RIG_DIR -- the OCF agent ocf/pmrep on
+# tests/ocf/test-agent.sh TOOLS_DIR RIG_DIR -- the OCF agent tools/ocf/pmrep on
 # loopback, three "nodes" n1 n2 n3 (three copies, three instances of the
 # agent told their node name, ports 17711..17713), without a cluster: a fake
 # crm_attribute records the promotion scores the agent sets. Each step's
@@ -23,7 +23,7 @@ set -u
 TOOLS=$(cd "$1" && pwd)
 RIG=$(cd "$2" && pwd)
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-AGENT=$SRC/ocf/pmrep
+AGENT=$SRC/tools/ocf/pmrep
 export OCF_ROOT=/usr/lib/ocf
 if [ ! -f "$OCF_ROOT/lib/heartbeat/ocf-shellfuncs" ]; then
 	echo "SKIPPED: no $OCF_ROOT/lib/heartbeat/ocf-shellfuncs (Debian: resource-agents)"
