@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef PMREP_SQLITE_EXTENSION
 #include <sqlite3ext.h>
@@ -58,6 +59,11 @@ SQLITE_EXTENSION_INIT1
 #define VOL_ALIGN 4096u
 #define SHM_LOCKS 8		/* SQLITE_SHM_NLOCK */
 #define DIRTY_MAX 4096		/* ranges remembered before one covering range */
+/* the WAL's recorded size grows by this much at a time: a commit that
+ * stays within it persists its frames only (one round trip). After a
+ * crash the WAL reads as that long; SQLite's recovery stops at the first
+ * frame whose checksum or salt does not match, as for any WAL it reuses. */
+#define WAL_SIZE_STEP (1u << 20)
 
 enum kind { K_MAIN, K_WAL, K_JOURNAL, K_N };
 
@@ -98,6 +104,7 @@ struct volume {
 	bool readonly;
 	bool failed;		/* a persist failed: no more writes */
 	int timeout_ms;
+	uint64_t sz[K_N];	/* each file's size (the header's may be above: WAL) */
 	struct range *dirty[K_N];
 	unsigned ndirty[K_N];
 	bool size_dirty[K_N];
@@ -497,8 +504,12 @@ vol_open(const char *db, bool readonly, struct volume **out)
 	}
 	if (rc != SQLITE_OK) {
 		vol_free(v);
+		if (create)	/* a refused open leaves no file behind */
+			(void) unlink(db);
 		return rc;
 	}
+	for (int k = 0; k < K_N; k++)
+		v->sz[k] = v->h->r[k].size;
 	v->refs = 1;
 	v->next = volumes;
 	volumes = v;
@@ -536,6 +547,30 @@ vol_of(const char *name, const char *suffix)
 	return NULL;
 }
 
+/*
+ * file k is `size` bytes long now (v->mu held): its recorded size follows,
+ * persisted at the next sync -- exactly, but for the WAL growing (not
+ * `exact`): recorded in steps of WAL_SIZE_STEP
+ */
+static void
+set_size(struct volume *v, enum kind k, uint64_t size, bool exact)
+{
+	struct vol_region *r = &v->h->r[k];
+	__atomic_store_n(&v->sz[k], size, __ATOMIC_RELEASE);
+	uint64_t rec = size;
+	if (k == K_WAL && !exact) {
+		if (size <= r->size)
+			return;
+		rec = (size + WAL_SIZE_STEP - 1) / WAL_SIZE_STEP * WAL_SIZE_STEP;
+		if (rec > r->cap)
+			rec = r->cap;
+	}
+	if (rec != r->size) {
+		__atomic_store_n(&r->size, rec, __ATOMIC_RELEASE);
+		v->size_dirty[k] = true;
+	}
+}
+
 /* ------------------------------------------------------------ file I/O */
 
 static int
@@ -563,7 +598,7 @@ p_read(sqlite3_file *f, void *buf, int amt, sqlite3_int64 off)
 	struct pfile *p = (struct pfile *)f;
 	struct volume *v = p->v;
 	struct vol_region *r = &v->h->r[p->kind];
-	uint64_t size = __atomic_load_n(&r->size, __ATOMIC_ACQUIRE);
+	uint64_t size = __atomic_load_n(&v->sz[p->kind], __ATOMIC_ACQUIRE);
 	if (off < 0 || amt < 0)
 		return SQLITE_IOERR_READ;
 	uint64_t have = (uint64_t)off >= size ? 0 : size - (uint64_t)off;
@@ -601,10 +636,8 @@ p_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
 	}
 	memcpy(v->base + r->off + (uint64_t)off, buf, (size_t)amt);
 	dirty_add(v, p->kind, (uint64_t)off, end);
-	if (end > r->size) {
-		__atomic_store_n(&r->size, end, __ATOMIC_RELEASE);
-		v->size_dirty[p->kind] = true;
-	}
+	if (end > v->sz[p->kind])
+		set_size(v, p->kind, end, false);
 	pthread_mutex_unlock(&v->mu);
 	return SQLITE_OK;
 }
@@ -623,9 +656,8 @@ p_truncate(sqlite3_file *f, sqlite3_int64 size)
 	int rc = SQLITE_OK;
 	if (v->failed) {
 		rc = SQLITE_IOERR_TRUNCATE;
-	} else if ((uint64_t)size != r->size) {
-		__atomic_store_n(&r->size, (uint64_t)size, __ATOMIC_RELEASE);
-		v->size_dirty[p->kind] = true;
+	} else if ((uint64_t)size != v->sz[p->kind]) {
+		set_size(v, p->kind, (uint64_t)size, true);
 	}
 	pthread_mutex_unlock(&v->mu);
 	return rc;
@@ -649,7 +681,7 @@ static int
 p_file_size(sqlite3_file *f, sqlite3_int64 *size)
 {
 	struct pfile *p = (struct pfile *)f;
-	*size = (sqlite3_int64)__atomic_load_n(&p->v->h->r[p->kind].size,
+	*size = (sqlite3_int64)__atomic_load_n(&p->v->sz[p->kind],
 			__ATOMIC_ACQUIRE);
 	return SQLITE_OK;
 }
@@ -955,9 +987,8 @@ v_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 	if (v->readonly) {
 		rc = SQLITE_READONLY;
 	} else if (v->h->r[k].size != 0 || v->size_dirty[k]) {
-		__atomic_store_n(&v->h->r[k].size, 0, __ATOMIC_RELEASE);
+		set_size(v, k, 0, true);
 		v->ndirty[k] = 0;
-		v->size_dirty[k] = true;
 		if (vol_sync(v, k))
 			rc = SQLITE_IOERR_DELETE;
 	}
@@ -979,7 +1010,7 @@ v_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
 	}
 	if (v != NULL) {
 		*out = flags == SQLITE_ACCESS_READWRITE ? !v->readonly :
-			__atomic_load_n(&v->h->r[k].size, __ATOMIC_ACQUIRE) > 0;
+			__atomic_load_n(&v->sz[k], __ATOMIC_ACQUIRE) > 0;
 		pthread_mutex_unlock(&volumes_mu);
 		return SQLITE_OK;
 	}
