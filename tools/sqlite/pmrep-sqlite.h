@@ -38,12 +38,17 @@ struct pmrep_sqlite_options {
 	unsigned quorum;	/* 0: all */
 	int no_tls;		/* 0: TLS 1.3 on tcp (default), 1: plaintext tcp */
 	int timeout_ms;		/* persist / connect timeout; 0: 5000 */
+	uint64_t create_size;	/* a database that does not exist is created as a
+				 * log of this many data bytes (the URI's size=
+				 * decides where given); 0: it must exist */
 };
 
 /*
  * pmrep_sqlite_register -- register the VFS "pmrep" with SQLite (again:
  * its defaults replaced), the default VFS too when make_default is
- * non-zero. `opts` (may be NULL: no replicas) is copied. Returns a SQLite
+ * non-zero. `opts` (may be NULL: no replicas) is copied. The environment
+ * variable PMREP_SQLITE_CREATE_SIZE (bytes, K/M/G suffixes), when set, is
+ * the create size where opts gives none. Returns a SQLite
  * result code: SQLITE_OK, SQLITE_NOMEM, or what sqlite3_vfs_register
  * returns. Not thread-safe: call it before databases are opened.
  */

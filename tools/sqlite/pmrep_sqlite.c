@@ -448,12 +448,10 @@ vol_open(const char *db, bool readonly, struct volume **out)
 	struct stat st;
 	uint64_t create = 0;
 	const char *s = sqlite3_uri_parameter(db, "size");
-	if (stat(db, &st) != 0 && !readonly && s != NULL &&
-			parse_bytes(s, &create) == 0 && create > 0) {
-		/* a new log of that data size */
-	} else {
-		create = 0;
-	}
+	if (s == NULL || parse_bytes(s, &create) != 0)
+		create = defaults.create_size;
+	if (stat(db, &st) == 0 || readonly)
+		create = 0;	/* an existing log, or no creating */
 	int ret = pmrep_log_open(db, create ? PMREP_PMEM_CREATE : 0,
 			(size_t)create, PMREP_PMEM_GRANULARITY_PAGE, &v->pmem);
 	if (ret) {
@@ -1103,7 +1101,12 @@ pmrep_sqlite_register(const struct pmrep_sqlite_options *opts, int make_default)
 		defaults.quorum = opts->quorum;
 		defaults.no_tls = opts->no_tls;
 		defaults.timeout_ms = opts->timeout_ms;
+		defaults.create_size = opts->create_size;
 	}
+	const char *cs = getenv("PMREP_SQLITE_CREATE_SIZE");
+	if (defaults.create_size == 0 && cs != NULL &&
+			parse_bytes(cs, &defaults.create_size) != 0)
+		defaults.create_size = 0;
 	return sqlite3_vfs_register(&pmrep_vfs, make_default);
 }
 
