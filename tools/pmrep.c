@@ -3,9 +3,9 @@
  * pmrep -- the command line of pmrep's replication layer:
  *   pmrep verify SOURCE REPLICA [--range BYTES]
  *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS] [--json]
- *   pmrep compare REPLICA REPLICA... [--key-file F] [--json]
+ *   pmrep compare REPLICA... [--key-file F] [--json]
  *   pmrep rank SELF [REPLICA...] [--key-file F] [--set-size N] [--quorum K]
- *   pmrep promote LOG --replica ADDR:PORT... --key-file F [--set-size N]
+ *   pmrep promote LOG [--replica ADDR:PORT...] [--key-file F] [--set-size N]
  *                 [--quorum K] [--dry-run] [--force] [--wait-sync] [--json]
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]

@@ -17,9 +17,10 @@
 #include "pmrep_cli.h"
 
 const char help_compare[] =
-	"  pmrep compare REPLICA REPLICA... [--key-file FILE] [--timeout MS]\n"
+	"  pmrep compare REPLICA... [--key-file FILE] [--timeout MS]\n"
 	"                [--no-tls] [--json] [-v]\n"
-	"      name the most current of several replicas of one set, the one to\n"
+	"      name the most current of the replicas of one set (one: a set of\n"
+	"      one, whose primary is gone for good), the one to\n"
 	"      promote after the primary is gone, by their positions (the one\n"
 	"      decision promote and recover make, docs/PROTOCOL.md \"Position\"):\n"
 	"      a copy is most current when it holds every persist any of them may\n"
@@ -234,8 +235,8 @@ cmd_compare(int argc, char *argv[])
 	if (n > 64)
 		return usage_error("compare: unexpected argument '%s' (at most 64 REPLICAs)",
 				argv[optind + 64]);
-	if (n < 2)
-		return usage_error("compare: %s", "expected 2 to 64 REPLICAs");
+	if (n < 1)
+		return usage_error("compare: %s", "expected 1 to 64 REPLICAs");
 	log_setup();
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len = 0;

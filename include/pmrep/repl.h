@@ -1650,7 +1650,9 @@ struct pmrep_promote_result {
  * header gives it -- and its generation is ignored) in the order the new
  * primary's mirror will use them. `set_size` (n) is the number of
  * replicas the failed primary wrote to, this node included (0: the cfg's
- * replicas plus this node); `set_quorum` (k) the quorum it wrote under
+ * replicas plus this node; a cfg without replicas promotes a set of one:
+ * the only replica of a primary gone for good, n = 1 -- unless the
+ * headers record a larger set, which then refuses it); `set_quorum` (k) the quorum it wrote under
  * (0: all, k = n). With fewer than n - k + 1 replicas holding the new
  * generation, the old primary could still find k that never saw it and
  * complete a persist; this node counts as one (its own header holds the
@@ -1705,8 +1707,8 @@ struct pmrep_promote_result {
  * never changed by it; call again (it raises the generation once more),
  * or promote the copy res->more_current names. *res is filled as far as
  * the call got (res->refused says why it refused).
- * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg without
- * replicas or key, a mapping that is not a pmrep log, a log that belongs
+ * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg with
+ * replicas and no key, a mapping that is not a pmrep log, a log that belongs
  * to no replica set (never claimed), k > n, no mirror state file),
  * PMREP_E_MISMATCH (a cfg UUID or a replica reached of another set),
  * PMREP_E_STATE (a more current copy with PMREP_PROMOTE_NO_CATCH_UP or in

@@ -8,8 +8,11 @@
 # pmrep-targets R1 R2. Three scenarios, each asserted:
 #   all:      kill -9 of the writer mid-stream; pmrep compare names the
 #             most current; promote it (FAILOVER.md's procedure);
+#   one:      a set of one replica, its primary gone for good: compare and
+#             promote (no --replica) that replica alone;
 #   quorum:   quorum 1 of 2, R2 frozen (SIGSTOP) midway and the writer
 #             goes on with R1 alone; kill -9; compare must name R1 alone;
+#             promoting R1 alone (as a set of one) is refused, R1 unchanged;
 #   partition: quorum 1 of 2, the writer keeps writing while R2 is
 #             promoted (fence, then catch up from R1): the writer's next
 #             COMMIT fails (the outcome of a failed COMMIT is unknown) and
@@ -59,8 +62,8 @@ stop_target() {
 	kill -TERM "${TPID[$1]}" 2>/dev/null
 	wait "${TPID[$1]}" 2>/dev/null
 }
-uri() { # FILE QUORUM
-	echo "file:$1?vfs=pmrep&size=$SIZE&replicas=$(at R1),$(at R2)&key_file=$W/key&quorum=$2&timeout_ms=1000"
+uri() { # FILE QUORUM [REPLICAS]
+	echo "file:$1?vfs=pmrep&size=$SIZE&replicas=${3:-$(at R1),$(at R2)}&key_file=$W/key&quorum=$2&timeout_ms=1000"
 }
 hist_n() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
 wait_hist() { # FILE N: up to 30 s
@@ -105,8 +108,9 @@ scenario() { # NAME QUORUM
 	say "$name (quorum $qarg)"
 	rm -f "$W"/[PR]*.log "$W"/*.log.pmrep-state "$W/hist"
 	start_target R1 --create
-	start_target R2 --create
-	"$WRITER" "$(uri "$W/P.log" "$q")" "$W/hist" --rate 400 >"$W/w.out" 2>"$W/w.err" &
+	local reps=""
+	if [ "$name" = one ]; then reps=$(at R1); else start_target R2 --create; fi
+	"$WRITER" "$(uri "$W/P.log" "$q" "$reps")" "$W/hist" --rate 400 >"$W/w.out" 2>"$W/w.err" &
 	local wpid=$!
 	PIDS="$PIDS $wpid"
 	wait_hist "$W/hist" 100 || fail "the writer acknowledged nothing: $(tail -n 3 "$W/w.err")"
@@ -119,6 +123,22 @@ scenario() { # NAME QUORUM
 			fail "compare: $(cat "$W/cmp.out")"
 		grep -q "\"answer\":\"$(at R2)\"" "$W/cmp.out" && { new=R2 other=R1; }
 		;;
+	one)
+		# a set of one replica; the primary is gone for good
+		sleep 1
+		kill -9 $wpid; wait $wpid 2>/dev/null
+		"$PMREP" compare "$(at R1)" --key-file "$W/key" --json >"$W/cmp.out" ||
+			fail "compare of a set of one: $(cat "$W/cmp.out")"
+		grep -q "\"most_current\":\[\"$(at R1)\"\]" "$W/cmp.out" || fail "compare: $(cat "$W/cmp.out")"
+		stop_target R1
+		"$PMREP" promote "$W/R1.log" --json >"$W/promote.out" 2>"$W/promote.err" ||
+			fail "promote of a set of one: $(cat "$W/promote.out") $(tail -n 2 "$W/promote.err")"
+		grep -q '"outcome":"promoted"' "$W/promote.out" || fail "promote: $(cat "$W/promote.out")"
+		echo "  promoted R1, a set of one (no --replica): $(grep -o '"generation":[0-9]*' "$W/promote.out")"
+		echo "  $(hist_n "$W/hist") commits acknowledged"
+		check_copy "$W/R1.log" "$W/hist" || fail "the promoted copy"
+		return
+		;;
 	quorum)
 		kill -STOP "${TPID[R2]}"
 		local n0; n0=$(hist_n "$W/hist")
@@ -129,6 +149,16 @@ scenario() { # NAME QUORUM
 			fail "compare: $(cat "$W/cmp.out")"
 		grep -q "\"most_current\":\[\"$(at R1)\"\]" "$W/cmp.out" ||
 			fail "under quorum with R2 frozen the most current must be R1 alone: $(cat "$W/cmp.out")"
+		# R1 alone, as if a set of one: the headers record 2 under
+		# quorum 1 (n - k + 1 = 2): refused, nothing written
+		stop_target R1
+		"$PMREP" status "$W/R1.log" --json >"$W/st0"
+		"$PMREP" promote "$W/R1.log" --json >"$W/p1.out" 2>/dev/null
+		[ $? = 1 ] && grep -q '"outcome":"refused_fence"' "$W/p1.out" ||
+			fail "promote of R1 alone under quorum 1 of 2: $(cat "$W/p1.out")"
+		"$PMREP" status "$W/R1.log" --json >"$W/st1"
+		cmp -s "$W/st0" "$W/st1" || fail "the refused promotion changed R1's header"
+		echo "  R1 alone refused (the headers record a set of 2, quorum 1): nothing written"
 		;;
 	partition)
 		# R2's target stops to be promoted while the writer goes on with R1
@@ -162,6 +192,7 @@ scenario() { # NAME QUORUM
 }
 
 scenario all 0
+scenario one 0
 scenario quorum 1
 scenario partition 1
 ok=1
