@@ -4,6 +4,7 @@
  *   pmrep verify SOURCE REPLICA [--range BYTES]
  *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS] [--json]
  *   pmrep compare REPLICA... [--key-file F] [--json]
+ *   pmrep export LOG OUT [--json]
  *   pmrep rank SELF [REPLICA...] [--key-file F] [--set-size N] [--quorum K]
  *   pmrep promote LOG [--replica ADDR:PORT...] [--key-file F] [--set-size N]
  *                 [--quorum K] [--dry-run] [--force] [--wait-sync] [--json]
@@ -152,7 +153,7 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
+		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
 		"  --insecure-key-file (status, recover, compare, promote): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
@@ -165,7 +166,8 @@ usage(FILE *f)
 		"as not the most current or unable to fence); 2 usage error or failure\n"
 		"(I/O, connection, authentication).\n",
 		help_verify, help_status, help_recover, help_keygen,
-		help_log_create, help_compare, help_rank, help_promote, help_watch);
+		help_log_create, help_export, help_compare, help_rank, help_promote,
+		help_watch);
 }
 
 /* one command's help */
@@ -1170,6 +1172,8 @@ main(int argc, char *argv[])
 			return cmd_help(help_log_create);
 		if (argc >= 3 && strcmp(argv[2], "compare") == 0)
 			return cmd_help(help_compare);
+		if (argc >= 3 && strcmp(argv[2], "export") == 0)
+			return cmd_help(help_export);
 		if (argc >= 3 && strcmp(argv[2], "rank") == 0)
 			return cmd_help(help_rank);
 		if (argc >= 3 && strcmp(argv[2], "promote") == 0)
@@ -1196,6 +1200,8 @@ main(int argc, char *argv[])
 		return cmd_compare(argc, argv);
 	if (strcmp(cmd, "rank") == 0)
 		return cmd_rank(argc, argv);
+	if (strcmp(cmd, "export") == 0)
+		return cmd_export(argc, argv);
 	if (strcmp(cmd, "promote") == 0)
 		return cmd_promote(argc, argv);
 	if (strcmp(cmd, "watch") == 0)

@@ -192,6 +192,19 @@ scenario() { # NAME QUORUM
 }
 
 scenario all 0
+say "pmrep export: the promoted copy's data area to a plain file; a fresh copy refused"
+"$PMREP" export "$W/R1.log" "$W/R1.data" >"$W/export.out" 2>&1 || fail "export: $(cat "$W/export.out")"
+cmp -s <(tail -c +4097 "$W/R1.log") "$W/R1.data" || fail "the exported bytes are not R1's data area"
+grep -q "^position: generation 1, writer " "$W/export.out" || fail "export did not print the position: $(cat "$W/export.out")"
+"$PMREP" export "$W/R1.log" "$W/R1.data" >/dev/null 2>&1 && fail "export overwrote an existing file"
+"$TARGET" --path "$W/fresh.log" --create --size 1M --key-file "$W/key" --port 0 >"$W/fresh.out" 2>&1 &
+fp=$!; i=0
+while ! grep -q "listening on" "$W/fresh.out" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill $fp; wait $fp 2>/dev/null
+"$PMREP" export "$W/fresh.log" "$W/fresh.data" >"$W/export.out" 2>&1
+[ $? = 1 ] && grep -q "never claimed" "$W/export.out" && [ ! -e "$W/fresh.data" ] ||
+	fail "export of a fresh copy was not refused: $(cat "$W/export.out")"
+echo "  exported $(head -n 1 "$W/export.out" >/dev/null; stat -c %s "$W/R1.data") bytes; a fresh copy refused"
 scenario one 0
 scenario quorum 1
 scenario partition 1
