@@ -87,6 +87,9 @@ mirror_event(struct pmrep_mirror *m, unsigned idx,
 	*e = (struct pmrep_mirror_event){ .replica = idx, .from = from,
 		.to = to, .error = to == PMREP_REPLICA_FAILED ? err : 0 };
 	m->ev_n++;
+	if (to == PMREP_REPLICA_FAILED && from != PMREP_REPLICA_FAILED &&
+			idx < PMREP_MIRROR_MAX_REPLICAS)
+		m->r[idx].failures[metrics_err_index(err)]++;
 	if (m->efd >= 0)
 		mirror_signal(m);
 	(void) pthread_cond_broadcast(&m->cond);
