@@ -1540,6 +1540,10 @@ PMREP_API int pmrep_mirror_get_membership(const struct pmrep_mirror *mirror,
  */
 PMREP_API int pmrep_mirror_get_replica_status(const struct pmrep_mirror *mirror,
 		unsigned index, struct pmrep_replica_status *status);
+/* pmrep_mirror_method_str -- a static name ("native", "APM", "GPSPM", "none"). Thread-safe. */
+PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
+/* pmrep_replica_state_str -- a static name ("in sync", "failed", ...). Thread-safe. */
+PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
 /*
  * pmrep_mirror_get_metrics -- the mirror's metrics as text in the
  * Prometheus text exposition format 0.0.4 (docs/METRICS.md names every
@@ -1574,10 +1578,6 @@ PMREP_API int pmrep_mirror_get_replica_status(const struct pmrep_mirror *mirror,
  */
 PMREP_API int pmrep_mirror_get_metrics(const struct pmrep_mirror *mirror,
 		char *buf, size_t len, size_t *needed);
-/* pmrep_mirror_method_str -- a static name ("native", "APM", "GPSPM", "none"). Thread-safe. */
-PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
-/* pmrep_replica_state_str -- a static name ("in sync", "failed", ...). Thread-safe. */
-PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
 
 /*
  * pmrep_repl_set_tls_default -- whether pmrep_replica_query and
