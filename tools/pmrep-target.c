@@ -87,7 +87,8 @@ usage(FILE *f)
 		"                           --metrics-interval and at a clean stop. The\n"
 		"                           control socket's 'metrics' command answers\n"
 		"                           the same text (pmrep status --control SOCKET\n"
-		"                           --metrics). Goes with --config too\n"
+		"                           --metrics). With --config: over the file's\n"
+		"                           metrics-file = PATH (and metrics-interval)\n"
 		"      --metrics-interval MS  refresh the metrics file every MS\n"
 		"                           milliseconds (default 5000, at least 100)\n"
 		"  -p, --path PATH          replica file or device DAX; a replica file is\n"
@@ -609,7 +610,11 @@ struct daemon {
 	struct target_ctl *ctl;		/* --control / control = PATH; NULL: none */
 	const char *control_override;	/* --control: over the file's control */
 	const char *group_override;	/* --control-group: over control-group */
-	struct target_metrics_file mf;	/* --metrics-file (path NULL: none) */
+	/* --metrics-file / metrics-file (path NULL: none; the command
+	 * line's win), its path owned here (a SIGHUP's file does not
+	 * change it: a restart does) */
+	struct target_metrics_file mf;
+	char *mf_path;
 };
 
 /* `over` (non-NULL) replaces *field: 0, -1 out of memory */
@@ -815,6 +820,8 @@ daemon_stop(struct daemon *d)
 	d->n = 0;
 	(void) pmrep_listener_delete(&d->l);
 	tconf_free(&d->conf);
+	free(d->mf_path);
+	d->mf_path = NULL;
 }
 
 static struct served *
@@ -846,6 +853,9 @@ warn_restart(const struct tconf *run, const struct tconf *next)
 	if (run->tls != next->tls)
 		fprintf(stderr, "pmrep-target: SIGHUP: %s turns TLS %s: needs a restart (TLS stays %s)\n",
 				next->file, next->tls ? "on" : "off", run->tls ? "on" : "off");
+	if (!str_eq(run->metrics_file, next->metrics_file) ||
+			run->metrics_interval_ms != next->metrics_interval_ms)
+		fprintf(stderr, "pmrep-target: SIGHUP: a change of metrics-file or metrics-interval needs a restart (the metrics file stays as it is)\n");
 	if (run->timeout_ms != next->timeout_ms)
 		fprintf(stderr, "pmrep-target: SIGHUP: the global timeout change (%d -> %d ms) needs a restart\n",
 				run->timeout_ms, next->timeout_ms);
@@ -1046,7 +1056,6 @@ main_config(const char *file, const char *log_file, const char *control,
 		const sigset_t *mask)
 {
 	static struct daemon d;
-	d.mf = *mf;
 	char err[512];
 	if (tconf_read(file, &d.conf, err, sizeof(err)) != 0) {
 		fprintf(stderr, "pmrep-target: %s\n", err);
@@ -1060,6 +1069,18 @@ main_config(const char *file, const char *log_file, const char *control,
 		fprintf(stderr, "pmrep-target: out of memory\n");
 		goto out;
 	}
+	/* --metrics-file / --metrics-interval over the file's */
+	d.mf = *mf;
+	if (d.mf.path == NULL && d.conf.metrics_file != NULL &&
+			(d.mf_path = strdup(d.conf.metrics_file)) == NULL) {
+		fprintf(stderr, "pmrep-target: out of memory\n");
+		goto out;
+	}
+	if (d.mf.path == NULL)
+		d.mf.path = d.mf_path;
+	if (d.mf.interval_ms == 0)
+		d.mf.interval_ms = d.conf.metrics_interval_ms > 0 ?
+			d.conf.metrics_interval_ms : 5000;
 	sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		perror("pmrep-target: signalfd");
@@ -1131,7 +1152,8 @@ main(int argc, char *argv[])
 	const char *config = NULL, *log_file = NULL;
 	const char *log_sink = "stderr", *control = NULL, *control_group = NULL;
 	unsigned log_flags = 0;
-	struct target_metrics_file mf = { .path = NULL, .interval_ms = 5000 };
+	/* interval 0: not given (5000, or --config's metrics-interval) */
+	struct target_metrics_file mf = { .path = NULL, .interval_ms = 0 };
 	const char *replica_opt = NULL;	/* one that --config excludes */
 
 	while ((c = getopt_long(argc, argv, "p:s:ca:P:k:dSt:vh", opts, NULL)) != -1) {
@@ -1264,6 +1286,8 @@ main(int argc, char *argv[])
 		return main_config(config, log_file, control, control_group,
 				&mf, &mask);
 
+	if (mf.interval_ms == 0)
+		mf.interval_ms = 5000;
 	static struct keyset ks;
 	struct pmrep_target_cfg *cfg = NULL;
 	struct pmrep_target *t = NULL;

@@ -19,9 +19,10 @@
  *  - a clean stop refreshes the file (interval 10 min: only the stop can
  *    have written the refusal that happened after the first write; the
  *    control socket had it at once);
- *  - --config with replicas a and b: one text, each family once, a
- *    sample per replica, b's persists counted on b only, the listener's
- *    dispatch count.
+ *  - --config with replicas a and b (the file's metrics-file and
+ *    metrics-interval): one text, each family once, a sample per
+ *    replica, b's persists counted on b only, the listener's dispatch
+ *    count.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,7 +89,8 @@ val(const char *text, const char *fmt, ...)
 }
 
 /* pmrep-target with --control sock --metrics-file mfile
- * --metrics-interval `interval`; `config` non-NULL: --config it */
+ * --metrics-interval `interval`; `config` non-NULL: --config it (the
+ * file names the metrics file) */
 static void
 target_start(const char *interval, const char *config)
 {
@@ -103,8 +105,8 @@ target_start(const char *interval, const char *config)
 		"--control", sock, "--staging", "--metrics-file", mfile,
 		"--metrics-interval", (char *)interval,
 		plain ? "--no-tls" : NULL, NULL };
+	/* --config: the file's metrics-file and metrics-interval */
 	char *conf[] = { exe, "--config", (char *)config, "--control", sock,
-		"--metrics-file", mfile, "--metrics-interval", (char *)interval,
 		NULL };
 	int st = 0;
 	pid_t pid = func_tool_listen(config ? conf : one, errlog, tport,
@@ -455,8 +457,9 @@ config_daemon_metrics_cover_every_replica(void **state)
 	char conf[128], text[2048];
 	snprintf(conf, sizeof(conf), "%s/t.conf", dir);
 	int n = snprintf(text, sizeof(text),
-			"address = 127.0.0.1\nport = 0\ntimeout = %d\n\n",
-			5000 * func_slow());
+			"address = 127.0.0.1\nport = 0\ntimeout = %d\n"
+			"metrics-file = %s\nmetrics-interval = 100\n\n",
+			5000 * func_slow(), mfile);
 	for (const char *c = "ab"; *c; c++)
 		n += snprintf(text + n, sizeof(text) - (size_t)n,
 				"[replica %c]\npath = %s/rep-%c\nsize = 1M\n"
@@ -466,7 +469,7 @@ config_daemon_metrics_cover_every_replica(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, (size_t)n), n);
 	close(fd);
-	target_start("100", conf);
+	target_start(NULL, conf);
 	struct pmrep_pmem *local = NULL;
 	int err = 0;
 	struct pmrep_mirror *m = mirror_open(&local, "local", 3, "b", &err);
