@@ -16,6 +16,8 @@
  *  - refusals by reason: a query with a wrong key is admission_auth
  *    (plaintext; under TLS it is tls), a mirror of an older generation
  *    stale_generation, each counted once and in sessions_refused_total;
+ *  - a replica whose target dies: state failed (1) and in_sync (0), a
+ *    failure counted by error, the failed persist by its result, lag;
  *  - a clean stop refreshes the file (interval 10 min: only the stop can
  *    have written the refusal that happened after the first write; the
  *    control socket had it at once);
@@ -500,6 +502,65 @@ config_daemon_metrics_cover_every_replica(void **state)
 	target_stop_clean();
 }
 
+/* the sum of the samples whose series starts with `prefix` */
+static double
+sum_of(const char *text, const char *prefix)
+{
+	double sum = 0;
+	size_t n = strlen(prefix);
+	for (const char *p = text; p != NULL && *p != '\0';) {
+		if (strncmp(p, prefix, n) == 0) {
+			const char *sp = strchr(p, ' ');
+			assert_non_null(sp);
+			sum += strtod(sp + 1, NULL);
+		}
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return sum;
+}
+
+static void
+a_lost_replica_is_failed_with_its_error(void **state)
+{
+	(void)state;
+	FUNC_TCP_ONLY();
+	target_start("100", NULL);
+	struct pmrep_pmem *local = NULL;
+	int err = 0;
+	struct pmrep_mirror *m = mirror_open(&local, "local", 3, NULL, &err);
+	assert_int_equal(err, 0);
+	persist_n(m, local, 3);
+	/* the target dies: the next persist fails, the replica is FAILED */
+	kill(tpid, SIGKILL);
+	waitpid(tpid, NULL, 0);
+	tpid = 0;
+	uint8_t *a = pmrep_pmem_get_address(local);
+	memset(a, 0x77, 4096);
+	int ret = pmrep_mirror_persist(m, 0, 4096, 5000 * func_slow());
+	assert_true(ret == PMREP_E_CONN_LOST || ret == PMREP_E_TIMEOUT);
+	char *mm = mirror_metrics(m);
+	char rl[200];
+	snprintf(rl, sizeof(rl), "set=\"" SET "\",replica=\"0\",address=\"127.0.0.1:%s\",name=\"\"",
+			tport);
+	assert_true(val(mm, "pmrep_mirror_replica_state{%s,state=\"failed\"}", rl) == 1);
+	assert_true(val(mm, "pmrep_mirror_replica_state{%s,state=\"in_sync\"}", rl) == 0);
+	assert_true(val(mm, "pmrep_mirror_in_sync_replicas{set=\"" SET "\"}") == 0);
+	assert_true(val(mm, "pmrep_mirror_persists_total{set=\"" SET "\",result=\"ok\"}") == 3);
+	assert_true(val(mm, "pmrep_mirror_persists_total{set=\"" SET "\",result=\"%s\"}",
+			ret == PMREP_E_CONN_LOST ? "conn_lost" : "timeout") == 1);
+	assert_true(val(mm, "pmrep_mirror_persist_latency_seconds_count{set=\"" SET "\"}") == 4);
+	char prefix[256];
+	snprintf(prefix, sizeof(prefix), "pmrep_mirror_replica_failures_total{%s,error=", rl);
+	assert_true(sum_of(mm, prefix) >= 1);
+	/* the whole data area is out of sync for it: no record in memory */
+	assert_true(val(mm, "pmrep_mirror_replica_lag_bytes{%s}", rl) > 0);
+	free(mm);
+	(void) pmrep_mirror_delete(&m);
+	(void) pmrep_pmem_close(&local);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -510,6 +571,7 @@ main(int argc, char *argv[])
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(mirror_and_target_count_n_persists, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_clean_stop_refreshes_the_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_lost_replica_is_failed_with_its_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(config_daemon_metrics_cover_every_replica, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
