@@ -71,6 +71,16 @@ write_atomic(const char *path, const char *text, size_t len, const char **what)
 		*what = "open";
 		goto fail;
 	}
+	/* 0644 whatever the umask (the unit's is 077): the collector runs as
+	 * another user */
+	if (fchmod(fd, 0644) != 0) {
+		*what = "fchmod";
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		goto fail;
+	}
 	size_t off = 0;
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);

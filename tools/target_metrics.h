@@ -36,10 +36,10 @@ struct target_metrics_file {
 
 /*
  * Write the metrics file when its refresh is due (or `now`: at once, e.g.
- * at a clean stop): PATH.tmp in PATH's directory (mode 0644), renamed over
- * PATH, so that a reader sees the old file or the new one, whole. A
- * failure is said on stderr (once until a write succeeds again) and never
- * stops the target. Nothing when mf->path is NULL.
+ * at a clean stop): PATH.tmp in PATH's directory (mode 0644 whatever the
+ * umask), renamed over PATH, so that a reader sees the old file or the new
+ * one, whole. A failure is said on stderr (once until a write succeeds
+ * again) and never stops the target. Nothing when mf->path is NULL.
  */
 void target_metrics_file_tick(struct target_metrics_file *mf,
 		const struct pmrep_listener *l, const struct pmrep_target *t,

@@ -11,8 +11,9 @@
  *    with "# EOF" and its persist requests grew by exactly N (its bytes
  *    by N * 4096), one session accepted and active, the set UUID in
  *    pmrep_target_replica_info; --metrics-file holds the same text once
- *    refreshed (no PATH.tmp left); `pmrep status --control --metrics`
- *    prints the same text without the end line;
+ *    refreshed (no PATH.tmp left; mode 0644 under umask 077);
+ *    `pmrep status --control --metrics` prints the same text without
+ *    the end line;
  *  - refusals by reason: a query with a wrong key is admission_auth
  *    (plaintext; under TLS it is tls), a mirror of an older generation
  *    stale_generation, each counted once and in sessions_refused_total;
@@ -321,7 +322,9 @@ mirror_and_target_count_n_persists(void **state)
 	 * fails the TLS handshake first: the next test) */
 	plain = true;
 	(void) pmrep_repl_set_tls_default(false);
+	mode_t old = umask(077);	/* the unit's: inherited by the target */
 	target_start("100", NULL);
+	umask(old);
 	struct pmrep_pmem *local = NULL;
 	int err = 0;
 	struct pmrep_mirror *m = mirror_open(&local, "local", 3, NULL, &err);
@@ -369,8 +372,12 @@ mirror_and_target_count_n_persists(void **state)
 	assert_true(val(t, "pmrep_target_sessions_refused_total{replica=\"rep\"}") == 0);
 	assert_true(val(t, "pmrep_target_replica_info{replica=\"rep\",set=\"" SET "\",mode=\"staging\"}") == 1);
 	assert_true(val(t, "pmrep_target_replica_generation{replica=\"rep\"}") == 3);
-	/* the file: the same text once refreshed, and no PATH.tmp left */
+	/* the file: the same text once refreshed, and no PATH.tmp left;
+	 * mode 0644 though the target ran under umask 077 */
 	file_becomes(t);
+	struct stat st;
+	assert_int_equal(stat(mfile, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
 	char tmp[128];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", mfile);
 	assert_int_equal(access(tmp, F_OK), -1);
