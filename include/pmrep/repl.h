@@ -552,6 +552,30 @@ struct pmrep_target_stats {
 PMREP_API int pmrep_target_get_stats(const struct pmrep_target *target,
 		struct pmrep_target_stats *stats);
 
+/*
+ * pmrep_target_get_metrics -- the target's metrics as text in the
+ * Prometheus text exposition format 0.0.4 (docs/METRICS.md; what
+ * `pmrep-target --metrics-file` writes and its control socket's `metrics`
+ * command answers): every sample carries replica="<its name>"
+ * (pmrep_target_get_name); the replica's set UUID, mode, generation and
+ * data size, whether it is poisoned, its sessions by state and in use,
+ * sessions started, accepted and refused, refusals by reason
+ * (reason="admission_auth", "admission_replay", "admission_busy",
+ * "admission_error", "malformed", "tls", "timeout", "auth", "size",
+ * "uuid", "stale_generation", "split_brain", "no_replica", "state",
+ * "range", "internal": they add up to sessions_refused), and its GPSPM
+ * persist requests, their bytes and a histogram of their service time in
+ * seconds (native flush and APM never reach the target process). Counters
+ * count from pmrep_target_new. buf, len, *needed as for
+ * pmrep_mirror_get_metrics.
+ * Errors: PMREP_E_INVAL (target NULL, buf NULL with len > 0),
+ * PMREP_E_RANGE (len is below *needed), PMREP_E_NOMEM. Not thread-safe
+ * against pmrep_target_process: call it from the thread that drives the
+ * target (as pmrep_target_get_stats).
+ */
+PMREP_API int pmrep_target_get_metrics(const struct pmrep_target *target,
+		char *buf, size_t len, size_t *needed);
+
 /* ---------------------------------------------------------------- listener */
 
 /*
@@ -659,6 +683,19 @@ PMREP_API int pmrep_listener_get_port(const struct pmrep_listener *listener,
 /* pmrep_listener_get_stats -- its counters. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_listener_get_stats(const struct pmrep_listener *listener,
 		struct pmrep_listener_stats *stats);
+/*
+ * pmrep_listener_get_metrics -- the metrics of every replica the listener
+ * serves, as pmrep_target_get_metrics gives them (each family once, a
+ * sample per replica, in the order added), and the listener's own:
+ * pmrep_listener_replicas and pmrep_listener_requests_total by result
+ * ("dispatched", "no_replica", "refused"; docs/METRICS.md). buf, len,
+ * *needed as for pmrep_mirror_get_metrics.
+ * Errors: PMREP_E_INVAL (listener NULL, buf NULL with len > 0),
+ * PMREP_E_RANGE (len is below *needed), PMREP_E_NOMEM. Not thread-safe
+ * against pmrep_listener_process: call it from the thread that drives it.
+ */
+PMREP_API int pmrep_listener_get_metrics(const struct pmrep_listener *listener,
+		char *buf, size_t len, size_t *needed);
 /*
  * pmrep_target_get_name -- the name a HELLO's selector gives for the
  * target: its listener name, or (pmrep_target_new) its path's basename.
@@ -1507,6 +1544,40 @@ PMREP_API int pmrep_mirror_get_replica_status(const struct pmrep_mirror *mirror,
 PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
 /* pmrep_replica_state_str -- a static name ("in sync", "failed", ...). Thread-safe. */
 PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
+/*
+ * pmrep_mirror_get_metrics -- the mirror's metrics as text in the
+ * Prometheus text exposition format 0.0.4 (docs/METRICS.md names every
+ * metric): for the application to serve on its own /metrics endpoint or
+ * write for node_exporter's textfile collector; pmrep opens no listener.
+ * Every line ends with '\n'; each metric family has its "# HELP" and
+ * "# TYPE" lines before its samples; every sample carries the label
+ * set="<the replica set's UUID, 32 lowercase hex digits>", and the
+ * replicas' also replica="<index>", address="<ADDR:PORT>" and
+ * name="<selector, or empty>". What it holds: the replicas' states (one
+ * gauge per replica and state, 1 for its state), lag in bytes, the
+ * resync in progress (bytes done and to do, bytes per second), resyncs
+ * and their bytes, failures by error; the persist requests whose outcome
+ * is final, by result ("ok", or the PMREP_E_* code in lower case without
+ * the prefix: "timeout", "conn_lost", "provider", ...), their bytes, and
+ * a histogram of their latency from submission to outcome in seconds
+ * (fixed buckets 50 µs .. 5 s, cumulative, with _sum and _count).
+ * Counters count from pmrep_mirror_new (a new mirror starts from 0).
+ * A persist request of length 0 is not counted. A pmrep_mirror_persist
+ * that returned PMREP_E_TIMEOUT is counted once its step is decided, with
+ * the pipeline's outcome.
+ * The text is written to buf (len bytes) with a terminating NUL;
+ * *needed (may be NULL) receives the bytes it needs, the NUL included,
+ * also when buf is too small. buf may be NULL with len 0 (ask the size
+ * first); the size can grow between two calls (counters get longer, a
+ * replica is added): give some room, or call again on PMREP_E_RANGE.
+ * Errors: PMREP_E_INVAL (mirror NULL, buf NULL with len > 0),
+ * PMREP_E_RANGE (len is below *needed: buf holds an unspecified prefix),
+ * PMREP_E_NOMEM. Thread-safe (a snapshot under the mirror's lock, as
+ * pmrep_mirror_get_replica_status): may be called from any thread while
+ * another uses the mirror.
+ */
+PMREP_API int pmrep_mirror_get_metrics(const struct pmrep_mirror *mirror,
+		char *buf, size_t len, size_t *needed);
 
 /*
  * pmrep_repl_set_tls_default -- whether pmrep_replica_query and

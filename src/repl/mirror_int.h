@@ -17,6 +17,7 @@
 
 #include "bitmap.h"
 #include "chan.h"
+#include "metrics.h"
 #include "mirror_state.h"
 #include "replica_hdr.h"
 
@@ -61,6 +62,7 @@ struct async_req {
 	int result;
 	int local_err;		/* the local persist failed: the result */
 	long long deadline;	/* -1: none (the caller's limit; async: cfg timeout) */
+	long long t0_ns;	/* submitted (mirror_now_ns): its latency's start */
 	uint64_t step;		/* the step carrying it; 0: not posted yet */
 	bool sync;		/* pmrep_mirror_persist's own: not polled */
 	bool done;		/* result is final */
@@ -219,6 +221,8 @@ struct replica {
 	struct inflight ring[PIPE_RING];
 	unsigned r_head, r_n;
 	uint64_t lag_inflight;	/* bytes of entries whose step is complete */
+	/* pmrep_mirror_get_metrics: times it went FAILED, by error (m->lock) */
+	uint64_t failures[METRICS_NERR];
 };
 
 #define MIRROR_EVENTS 256	/* state changes kept for pmrep_mirror_get_event */
@@ -278,6 +282,13 @@ struct pmrep_mirror {
 	bool efd_up;			/* efd readable (mirror_signal) */
 	long long timer_at;
 	uint64_t max_lag;		/* bytes a replica may trail, not required */
+	/* pmrep_mirror_get_metrics (m->lock): requests whose outcome is
+	 * final (req_finish), by result, and their latencies */
+	struct {
+		uint64_t persists_ok, persist_bytes;
+		uint64_t persists_failed[METRICS_NERR];
+		struct metrics_hist lat;
+	} mx;
 };
 
 #define CHECK_ARG(p) do { \
@@ -417,6 +428,8 @@ int mirror_log_members(struct pmrep_mirror *m, unsigned set_size,
 unsigned mirror_fenced_count(const struct pmrep_mirror *m);
 
 /* mirror_pipe.c: the persist pipeline */
+/* CLOCK_MONOTONIC in ns: the persist latencies of the metrics */
+long long mirror_now_ns(void);
 void req_list_free(struct req_list *l);
 /* replica `idx` confirmed step `seq` */
 void mirror_step_ack(struct pmrep_mirror *m, uint64_t seq, unsigned idx);

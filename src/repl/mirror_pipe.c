@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -190,12 +191,28 @@ mirror_step_fail(struct pmrep_mirror *m, uint64_t seq, unsigned idx, int err)
 	step_settle(m, st);
 }
 
-/* a request's outcome is final */
+long long
+mirror_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* a request's outcome is final (m->lock held): counted for the metrics */
 static void
 req_finish(struct pmrep_mirror *m, struct async_req *q, int result)
 {
 	q->result = q->local_err ? q->local_err : result;
 	q->done = true;
+	if (q->result == 0) {
+		m->mx.persists_ok++;
+		m->mx.persist_bytes += q->len;
+	} else {
+		m->mx.persists_failed[metrics_err_index(q->result)]++;
+	}
+	long long d = mirror_now_ns() - q->t0_ns;
+	metrics_hist_observe(&m->mx.lat, d > 0 ? (uint64_t)d : 0);
 	if (q->orphan)
 		free(q);
 	else if (!q->sync)
@@ -448,6 +465,7 @@ mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q)
 	/* the record covers the range before it is persisted here or
 	 * posted: what is durable locally and not confirmed by a replica is
 	 * always in AL or in that replica's OOS */
+	q->t0_ns = mirror_now_ns();
 	mirror_lock(m);
 	int ret = mstate_al_mark(m->state, q->off, q->len);
 	if (ret == 0)
