@@ -1255,6 +1255,52 @@ PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
  */
 PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
 		size_t length, int timeout_ms);
+/* One range of a mapping (pmrep_mirror_persistv): bytes. */
+struct pmrep_range {
+	size_t offset;		/* bytes from the mapping's start */
+	size_t length;		/* bytes; 0: nothing (skipped) */
+};
+/* ranges one pmrep_mirror_persistv / pmrep_mirror_persistv_async takes at most */
+#define PMREP_MIRROR_PERSISTV_MAX 64
+
+/*
+ * pmrep_mirror_persistv -- pmrep_mirror_persist of the `n` ranges `ranges`
+ * of the mapping as one step: durable locally and on the replicas the
+ * policy requires, waiting up to timeout_ms (-1: no limit). The vector is
+ * one request of the persist pipeline and one step on the wire: its ranges
+ * are written to every in-sync replica back to back, each followed by its
+ * persist step (native flush / APM read / GPSPM persist request, the
+ * replica's method; no new message: docs/PROTOCOL.md "Mirror, persist
+ * pipeline", "Vectored persists"), and a replica confirms the step only
+ * when every range is durable there; the caller waits once for all of
+ * them. With pmrep_mirror_cfg_set_persist_seq the step has one persist
+ * sequence: the position advances by one step per call, and a replica
+ * records it only after every range is durable there. The ranges are
+ * checked before anything is done: one outside the mapping fails the call
+ * (PMREP_E_RANGE) with nothing marked, persisted or posted. Ranges may be
+ * given in any order; overlapping and adjoining ones are merged (a
+ * vector that merges into one range is exactly pmrep_mirror_persist of
+ * it, and may be posted in one step with the adjacent requests waiting
+ * with it); zero-length ranges are skipped (all of them: a no-op, 0).
+ * `ranges` is read during the call only (the caller keeps it).
+ * Returns 0 only when the local persists of all ranges are done and the
+ * replicas the policy requires confirmed every range (and every request
+ * submitted before it); never on an error or a timeout.
+ * Errors: PMREP_E_INVAL (mirror or ranges NULL, n == 0 or n above
+ * PMREP_MIRROR_PERSISTV_MAX, timeout_ms below -1), PMREP_E_RANGE (a range
+ * outside the mapping: nothing done), and otherwise those of
+ * pmrep_mirror_persist, for the vector as a whole (PMREP_E_PROVIDER:
+ * the record could not be written -- nothing persisted or posted -- or a
+ * local persist failed; PMREP_E_CONN_LOST; PMREP_E_TIMEOUT, the step
+ * staying in the pipeline; PMREP_E_NOMEM). After an error other than
+ * PMREP_E_PROVIDER, PMREP_E_INVAL, PMREP_E_RANGE or PMREP_E_NOMEM every
+ * range is durable locally. The bytes must not change until the call
+ * returns.
+ * Not thread-safe: one thread at a time, as every call on this mirror.
+ * No fd is taken or kept.
+ */
+PMREP_API int pmrep_mirror_persistv(struct pmrep_mirror *mirror,
+		const struct pmrep_range *ranges, unsigned n, int timeout_ms);
 /*
  * pmrep_mirror_reconnect -- bring every replica back in sync now, within
  * timeout_ms (-1: no limit). With background recovery: every FAILED
@@ -1330,6 +1376,30 @@ struct pmrep_mirror_completion {
  */
 PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,
 		size_t offset, size_t length, void *ctx);
+/*
+ * pmrep_mirror_persistv_async -- pmrep_mirror_persist_async of the `n`
+ * ranges `ranges` as one step (see pmrep_mirror_persistv): all are made
+ * durable locally before the return and the vector is submitted as one
+ * request of the pipeline, completed in submission order with the
+ * single-range requests around it. Its outcome comes once from
+ * pmrep_mirror_poll with `ctx`, its offset and length being the span of
+ * the vector's merged ranges (lowest offset to highest end; 0 and 0 when
+ * every range is empty): result 0 only when every range is durable
+ * locally and every replica the policy requires confirmed all of them;
+ * otherwise the results of pmrep_mirror_persist_async. `ranges` is copied
+ * (the caller keeps it); the bytes of every range must not change until
+ * the completion is polled.
+ * Errors of the call itself (then no completion will come, and nothing
+ * was marked, persisted or posted): PMREP_E_INVAL (mirror or ranges NULL,
+ * n == 0 or above PMREP_MIRROR_PERSISTV_MAX), PMREP_E_RANGE (a range
+ * outside the mapping), PMREP_E_AGAIN (65536 requests outstanding:
+ * poll first), PMREP_E_PROVIDER (the mirror's record could not be
+ * written), PMREP_E_NOMEM.
+ * Not thread-safe: like every call on this mirror, one thread at a time.
+ * No fd is taken or kept.
+ */
+PMREP_API int pmrep_mirror_persistv_async(struct pmrep_mirror *mirror,
+		const struct pmrep_range *ranges, unsigned n, void *ctx);
 /*
  * pmrep_mirror_get_fd -- the mirror's one fd for asynchronous persists: an
  * epoll fd (O_NONBLOCK | O_CLOEXEC) that is readable when
