@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "mirror_int.h"
+#include "pmem/pmem_view.h"
 
 /* --------------------------------------------------------------- mirror */
 
@@ -230,6 +231,11 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	CHECK_ARG(pmem);
 	CHECK_ARG(cfg);
 	CHECK_ARG(mirror_ptr);
+	if (pmem_rdonly(pmem)) {
+		PMREP_LOG_ERR("mirror: %s is opened read-only (PMREP_LOG_RDONLY): no mirror writes from it",
+				pmrep_pmem_get_path(pmem));
+		return PMREP_E_INVAL;
+	}
 	if (cfg->n == 0 || cfg->key_len == 0 || replica_uuid_is_nil(cfg->uuid)) {
 		PMREP_LOG_ERR("a mirror needs at least one replica, a key and a UUID");
 		return PMREP_E_INVAL;
