@@ -158,10 +158,12 @@ a_read_only_open_sees_a_served_log_and_writes_nothing(void **state)
 			PMREP_PROMOTE_DRY_RUN, &res), PMREP_E_INVAL);
 	assert_int_equal(pmrep_pmem_persist(ro, pmrep_pmem_get_address(ro),
 			SIZE), 0);
-	/* the mapping is PROT_READ: a store faults (in a child) */
+	/* the mapping is PROT_READ: a store faults (in a child; not under
+	 * valgrind, whose report of the child's fault would read as an
+	 * error in the log) */
 	fflush(NULL);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
+	pid_t pid = func_slow() > 1 ? -2 : fork();
+	assert_true(pid >= 0 || pid == -2);
 	if (pid == 0) {
 		signal(SIGSEGV, SIG_DFL);	/* not cmocka's handler */
 		signal(SIGBUS, SIG_DFL);
@@ -169,9 +171,11 @@ a_read_only_open_sees_a_served_log_and_writes_nothing(void **state)
 		_exit(0);
 	}
 	int wst = 0;
-	assert_int_equal(waitpid(pid, &wst, 0), pid);
-	/* killed by the fault (under ASan: its report, then an exit) */
-	assert_false(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	if (pid > 0) {
+		assert_int_equal(waitpid(pid, &wst, 0), pid);
+		/* killed by the fault (under ASan: its report, then an exit) */
+		assert_false(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	}
 	/* a second read-only look at the same time */
 	struct pmrep_pmem *ro2 = NULL;
 	assert_int_equal(pmrep_log_open(path_b, PMREP_LOG_RDONLY, SIZE,
