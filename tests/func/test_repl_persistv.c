@@ -19,7 +19,10 @@
  *    the single-range requests around them, each with 0 and its span; with
  *    the target frozen while full vectors queue (GPSPM: 64 entries each
  *    against 128 credits) they wait for room instead of failing the
- *    replica, which stays in sync.
+ *    replica, which stays in sync;
+ *  - under quorum 1 of 2 with one replica frozen, full vectors complete by
+ *    the other; the frozen one is pulled ahead, not waited for, and is
+ *    resynced to equal the mapping once thawed.
  */
 #include <poll.h>
 #include <setjmp.h>
@@ -427,6 +430,65 @@ async_vectors_complete_in_order_with_single_persists(void **state)
 	async(true, true);	/* GPSPM, full vectors queued while frozen */
 }
 
+/*
+ * quorum 1 of 2, GPSPM, one replica frozen: full vectors keep completing
+ * with 0 by the other one, the frozen one trails and is pulled ahead (its
+ * ring cannot take the next vector) instead of holding the pipeline; once
+ * thawed it is resynced and equals the mapping
+ */
+static void
+a_frozen_replica_under_a_quorum_does_not_hold_vectors_back(void **state)
+{
+	(void)state;
+	char rpath2[300];
+	snprintf(rpath2, sizeof(rpath2), "%s/replica2", dir);
+	struct func_child tg2 = { 0 };
+	struct func_child_cfg cfg2 = { .path = rpath2, .size = SIZE,
+		.key = key, .key_len = sizeof(key) };
+	serve(false);
+	func_child_start(&tg2, &cfg2, "0");
+	struct pmrep_pmem *local = local_open();
+	uint8_t *base = pmrep_pmem_get_address(local);
+	struct pmrep_mirror_cfg *c = mcfg(true, false);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(), tg2.port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_quorum(c, 1), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_backoff(c, 50, 200), 0);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	func_mirror_wait_in_sync(m, 2);
+	func_child_freeze(&tg2);
+	unsigned rs = 606;
+	struct pmrep_range v[PMREP_MIRROR_PERSISTV_MAX];
+	for (unsigned round = 0; round < 20; round++) {
+		for (unsigned i = 0; i < PMREP_MIRROR_PERSISTV_MAX; i++) {
+			v[i].offset = (size_t)i * (SIZE / PMREP_MIRROR_PERSISTV_MAX) +
+				(size_t)rand_r(&rs) % 4096;
+			v[i].length = 1 + (size_t)rand_r(&rs) % 1024;
+			memset(base + v[i].offset, (int)(round + i), v[i].length);
+		}
+		assert_int_equal(pmrep_mirror_persistv(m, v,
+				PMREP_MIRROR_PERSISTV_MAX, 5000 * func_slow()), 0);
+		assert_ranges_on_replica(base, v, PMREP_MIRROR_PERSISTV_MAX);
+	}
+	struct pmrep_replica_status st;
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 0, &st), 0);
+	assert_int_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	assert_int_equal(pmrep_mirror_get_replica_status(m, 1, &st), 0);
+	assert_int_not_equal(st.state, PMREP_REPLICA_IN_SYNC);
+	print_message("the frozen replica: %s (%s)\n",
+			pmrep_replica_state_str(st.state),
+			pmrep_err_to_str(st.last_error));
+	func_child_thaw(&tg2);
+	func_mirror_wait_in_sync(m, 2);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	func_child_kill(&tg, SIGTERM);
+	func_child_kill(&tg2, SIGTERM);
+	func_assert_replica_equals(local, rpath);
+	func_assert_replica_equals(local, rpath2);
+	pmrep_mirror_cfg_delete(&c);
+	assert_int_equal(pmrep_pmem_close(&local), 0);
+}
+
 static int
 setup(void **state)
 {
@@ -458,6 +520,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(a_vector_with_one_bad_range_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_position_advances_by_one_step_per_vector, setup, teardown),
 		cmocka_unit_test_setup_teardown(async_vectors_complete_in_order_with_single_persists, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_frozen_replica_under_a_quorum_does_not_hold_vectors_back, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
