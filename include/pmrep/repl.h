@@ -1336,6 +1336,12 @@ struct pmrep_range {
  * it, and may be posted in one step with the adjacent requests waiting
  * with it); zero-length ranges are skipped (all of them: a no-op, 0).
  * `ranges` is read during the call only (the caller keeps it).
+ * Cost: each merged range is one entry of a replica's ring (its writes and
+ * its persist step), so a vector is posted only once every in-sync
+ * replica has room for all of them besides the steps in flight -- 64
+ * entries on a GPSPM replica (there a full vector waits for the one
+ * before it), 256 otherwise; a replica short of room for trailing
+ * completed steps is pulled ahead as for any persist.
  * Returns 0 only when the local persists of all ranges are done and the
  * replicas the policy requires confirmed every range (and every request
  * submitted before it); never on an error or a timeout.
