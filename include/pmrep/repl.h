@@ -227,19 +227,72 @@ PMREP_API int pmrep_replica_read_info(const char *path,
  * the lock a pmrep-target serving the file holds, so a log in use by a
  * target is refused (PMREP_E_BUSY) and a target refuses a log open here.
  * Errors: PMREP_E_INVAL (NULL, CREATE with data_size 0, a size too
- * large, EXCL without CREATE); PMREP_E_BUSY (a target or another
- * pmrep_log_open holds the file); PMREP_E_MALFORMED (not a pmrep log: its
+ * large, EXCL without CREATE, PMREP_LOG_RDONLY with CREATE or EXCL,
+ * unknown flags); PMREP_E_BUSY (a target or another
+ * pmrep_log_open holds the file; never with PMREP_LOG_RDONLY);
+ * PMREP_E_MALFORMED (not a pmrep log: its
  * header block is not valid -- a plain file is opened with
  * pmrep_pmem_open); PMREP_E_RANGE (the header's data size is not
  * `data_size`, or does not fill the file exactly; the file is too small);
  * PMREP_E_PROVIDER / PMREP_E_PMEM / PMREP_E_GRANULARITY as
- * pmrep_pmem_open's (pmrep_err_errno()). A file this call created is
- * removed again when it fails. Thread-safe (no shared state); the mapping
- * owns its fd (closed by pmrep_pmem_close).
+ * pmrep_pmem_open's (pmrep_err_errno(); EACCES: the file is not
+ * readable, or without PMREP_LOG_RDONLY not writable). A file this call
+ * created is removed again when it fails. Thread-safe (no shared state);
+ * the mapping owns its fd (closed by pmrep_pmem_close).
+ *
+ * PMREP_LOG_RDONLY in `flags` (not with PMREP_PMEM_CREATE or
+ * PMREP_PMEM_EXCL): look without claiming. The file is opened O_RDONLY
+ * and mapped read-only (PROT_READ, shared: the bytes a target or a writer
+ * stores are seen as they land); its header is decoded and checked, and
+ * nothing is ever written -- not the header (no generation raised, no
+ * claim, no mark), not the data area, not the file's times. No lock is
+ * taken: it excludes nobody -- a pmrep-target serving the file (the
+ * node's own, as a replica), a pmrep_log_open for writing, a mirror on
+ * it, a promotion go on or start while it is open -- and nobody excludes
+ * it. So what it reads is not a snapshot: while a writer writes, the data
+ * area may change under the reader, and only the writer's position
+ * (pmrep_replica_read_position) says what is complete; pmrep_log_get_uuid
+ * and pmrep_log_get_generation read the header as it is at each call.
+ * A store into the mapping faults (SIGSEGV); pmrep_mirror_new,
+ * pmrep_mirror_promote and pmrep_mirror_recover refuse the mapping
+ * (PMREP_E_INVAL); pmrep_pmem_persist of it stores nothing (on a page
+ * cache it may write back what a writer stored). `required`: as for a
+ * writable open (PMREP_PMEM_GRANULARITY_PAGE always works).
  */
 PMREP_API int pmrep_log_open(const char *path, unsigned flags,
 		size_t data_size, enum pmrep_pmem_granularity required,
 		struct pmrep_pmem **pmem_ptr);
+/* pmrep_log_open flag: read-only, no lock, nothing written (above). Not a
+ * PMREP_PMEM_* flag: pmrep_pmem_open refuses it. */
+#define PMREP_LOG_RDONLY (1u << 16)
+
+/*
+ * pmrep_log_get_uuid -- the replica-set UUID the header of the open log
+ * `log` (a mapping of pmrep_log_open, writable or PMREP_LOG_RDONLY) holds
+ * now, into uuid[PMREP_UUID_SIZE]: all zero while the log was never
+ * claimed by a mirror (pmrep_replica_info's uuid). Read from the mapping:
+ * no second open of the path, no system call, nothing written. A header
+ * being updated meanwhile (its mirror's claim, a target's COMMIT or
+ * position when it serves the file) reads as before or after the update,
+ * never torn (two slots, each checked).
+ * Errors: PMREP_E_INVAL (NULL argument; `log` is a plain mapping of
+ * pmrep_pmem_open, not a pmrep log), PMREP_E_MALFORMED (neither header
+ * slot is valid now: the file was overwritten). Thread-safe; the caller
+ * keeps `log` and its fd.
+ */
+PMREP_API int pmrep_log_get_uuid(const struct pmrep_pmem *log,
+		uint8_t uuid[PMREP_UUID_SIZE]);
+/*
+ * pmrep_log_get_generation -- the replica set's generation the header of
+ * the open log `log` holds now (*generation; 0 while never claimed):
+ * raised by a promotion (pmrep_mirror_promote), by a mirror claiming the
+ * log at a higher generation, or -- when a target serves the file -- by a
+ * writer's attach or a promotion's fence committed there. Read as
+ * pmrep_log_get_uuid reads. Errors: those of pmrep_log_get_uuid.
+ * Thread-safe; the caller keeps `log` and its fd.
+ */
+PMREP_API int pmrep_log_get_generation(const struct pmrep_pmem *log,
+		uint64_t *generation);
 
 /* ------------------------------------------------------------ shared keys */
 
@@ -1292,6 +1345,58 @@ PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
  */
 PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
 		size_t length, int timeout_ms);
+/* One range of a mapping (pmrep_mirror_persistv): bytes. */
+struct pmrep_range {
+	size_t offset;		/* bytes from the mapping's start */
+	size_t length;		/* bytes; 0: nothing (skipped) */
+};
+/* ranges one pmrep_mirror_persistv / pmrep_mirror_persistv_async takes at most */
+#define PMREP_MIRROR_PERSISTV_MAX 64
+
+/*
+ * pmrep_mirror_persistv -- pmrep_mirror_persist of the `n` ranges at `ranges`
+ * of the mapping as one step: durable locally and on the replicas the
+ * policy requires, waiting up to timeout_ms (-1: no limit). The vector is
+ * one request of the persist pipeline and one step on the wire: its ranges
+ * are written to every in-sync replica back to back, each followed by its
+ * persist step (native flush / APM read / GPSPM persist request, the
+ * replica's method; no new message: docs/PROTOCOL.md "Mirror, persist
+ * pipeline", "Vectored persists"), and a replica confirms the step only
+ * when every range is durable there; the caller waits once for all of
+ * them. With pmrep_mirror_cfg_set_persist_seq the step has one persist
+ * sequence: the position advances by one step per call, and a replica
+ * records it only after every range is durable there. The ranges are
+ * checked before anything is done: one outside the mapping fails the call
+ * (PMREP_E_RANGE) with nothing marked, persisted or posted. Ranges may be
+ * given in any order; overlapping and adjoining ones are merged (a
+ * vector that merges into one range is exactly pmrep_mirror_persist of
+ * it, and may be posted in one step with the adjacent requests waiting
+ * with it); zero-length ranges are skipped (all of them: a no-op, 0).
+ * `ranges` is read during the call only (the caller keeps it).
+ * Cost: each merged range is one entry of a replica's ring (its writes and
+ * its persist step), so a vector is posted only once every in-sync
+ * replica has room for all of them besides the steps in flight -- 64
+ * entries on a GPSPM replica (there a full vector waits for the one
+ * before it), 256 otherwise; a replica short of room for trailing
+ * completed steps is pulled ahead as for any persist.
+ * Returns 0 only when the local persists of all ranges are done and the
+ * replicas the policy requires confirmed every range (and every request
+ * submitted before it); never on an error or a timeout.
+ * Errors: PMREP_E_INVAL (mirror or ranges NULL, n == 0 or n above
+ * PMREP_MIRROR_PERSISTV_MAX, timeout_ms below -1), PMREP_E_RANGE (a range
+ * outside the mapping: nothing done), and otherwise those of
+ * pmrep_mirror_persist, for the vector as a whole (PMREP_E_PROVIDER:
+ * the record could not be written -- nothing persisted or posted -- or a
+ * local persist failed; PMREP_E_CONN_LOST; PMREP_E_TIMEOUT, the step
+ * staying in the pipeline; PMREP_E_NOMEM). After an error other than
+ * PMREP_E_PROVIDER, PMREP_E_INVAL, PMREP_E_RANGE or PMREP_E_NOMEM every
+ * range is durable locally. The bytes must not change until the call
+ * returns.
+ * Not thread-safe: one thread at a time, as every call on this mirror.
+ * No fd is taken or kept.
+ */
+PMREP_API int pmrep_mirror_persistv(struct pmrep_mirror *mirror,
+		const struct pmrep_range *ranges, unsigned n, int timeout_ms);
 /*
  * pmrep_mirror_reconnect -- bring every replica back in sync now, within
  * timeout_ms (-1: no limit). With background recovery: every FAILED
@@ -1367,6 +1472,30 @@ struct pmrep_mirror_completion {
  */
 PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,
 		size_t offset, size_t length, void *ctx);
+/*
+ * pmrep_mirror_persistv_async -- pmrep_mirror_persist_async of the `n`
+ * ranges at `ranges` as one step (see pmrep_mirror_persistv): all are made
+ * durable locally before the return and the vector is submitted as one
+ * request of the pipeline, completed in submission order with the
+ * single-range requests around it. Its outcome comes once from
+ * pmrep_mirror_poll with `ctx`, its offset and length being the span of
+ * the vector's merged ranges (lowest offset to highest end; 0 and 0 when
+ * every range is empty): result 0 only when every range is durable
+ * locally and every replica the policy requires confirmed all of them;
+ * otherwise the results of pmrep_mirror_persist_async. `ranges` is copied
+ * (the caller keeps it); the bytes of every range must not change until
+ * the completion is polled.
+ * Errors of the call itself (then no completion will come, and nothing
+ * was marked, persisted or posted): PMREP_E_INVAL (mirror or ranges NULL,
+ * n == 0 or above PMREP_MIRROR_PERSISTV_MAX), PMREP_E_RANGE (a range
+ * outside the mapping), PMREP_E_AGAIN (65536 requests outstanding:
+ * poll first), PMREP_E_PROVIDER (the mirror's record could not be
+ * written), PMREP_E_NOMEM.
+ * Not thread-safe: like every call on this mirror, one thread at a time.
+ * No fd is taken or kept.
+ */
+PMREP_API int pmrep_mirror_persistv_async(struct pmrep_mirror *mirror,
+		const struct pmrep_range *ranges, unsigned n, void *ctx);
 /*
  * pmrep_mirror_get_fd -- the mirror's one fd for asynchronous persists: an
  * epoll fd (O_NONBLOCK | O_CLOEXEC) that is readable when

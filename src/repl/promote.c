@@ -359,6 +359,11 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 				path);
 		return PMREP_E_INVAL;
 	}
+	if (pmem_rdonly(log)) {
+		PMREP_LOG_ERR("promote: %s is opened read-only (PMREP_LOG_RDONLY): a promotion writes its header",
+				path);
+		return PMREP_E_INVAL;
+	}
 	size_t size = pmem_whole_size(log);
 	struct replica_hdr own;
 	int ret = replica_hdr_decode(whole, size, size, &own);
