@@ -1015,17 +1015,26 @@ v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
 	return SQLITE_OK;
 }
 
+/* the open volume whose WAL or journal `name` is (*k which); NULL: none */
+static struct volume *
+vol_of_file(const char *name, enum kind *k)
+{
+	*k = K_WAL;
+	struct volume *v = vol_of(name, "-wal");
+	if (v == NULL) {
+		*k = K_JOURNAL;
+		v = vol_of(name, "-journal");
+	}
+	return v;
+}
+
 static int
 v_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 {
 	(void)vfs;
 	pthread_mutex_lock(&volumes_mu);
-	struct volume *v = vol_of(name, "-wal");
-	enum kind k = K_WAL;
-	if (v == NULL) {
-		v = vol_of(name, "-journal");
-		k = K_JOURNAL;
-	}
+	enum kind k;
+	struct volume *v = vol_of_file(name, &k);
 	if (v == NULL) {
 		pthread_mutex_unlock(&volumes_mu);
 		return orig->xDelete(orig, name, sync_dir);
@@ -1051,12 +1060,8 @@ v_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
 {
 	(void)vfs;
 	pthread_mutex_lock(&volumes_mu);
-	struct volume *v = vol_of(name, "-wal");
-	enum kind k = K_WAL;
-	if (v == NULL) {
-		v = vol_of(name, "-journal");
-		k = K_JOURNAL;
-	}
+	enum kind k;
+	struct volume *v = vol_of_file(name, &k);
 	if (v != NULL) {
 		*out = flags == SQLITE_ACCESS_READWRITE ? !v->readonly :
 			__atomic_load_n(&v->sz[k], __ATOMIC_ACQUIRE) > 0;
