@@ -32,6 +32,16 @@ TARGET=$TOOLS/pmrep-target
 WRITER=$WDIR/sqlite-writer
 EXT=$WDIR/pmrep_sqlite
 command -v sqlite3 >/dev/null || { echo "SKIPPED: no sqlite3 shell (Debian: sqlite3)"; exit 77; }
+# an extension built with sanitizers (the asan stage) loads into the stock
+# sqlite3 only with their runtimes preloaded
+PRELOAD=$(ldd "$EXT.so" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ { print $3 }' | tr '\n' ' ')
+sq() {
+	if [ -n "$PRELOAD" ]; then
+		LD_PRELOAD="$PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" sqlite3 "$@"
+	else
+		sqlite3 "$@"
+	fi
+}
 W=$(mktemp -d /tmp/pmrep-sqlite.XXXXXX)
 PIDS=""
 cleanup() {
@@ -75,7 +85,7 @@ wait_hist() { # FILE N: up to 30 s
 # stock sqlite3 with the extension, read-only; the copy's integrity
 check_copy() { # FILE HISTORY
 	local out
-	out=$(sqlite3 -batch <<EOF 2>&1
+	out=$(sq -batch <<EOF 2>&1
 .load $EXT
 .open --readonly "file:$1?vfs=pmrep"
 PRAGMA integrity_check;
