@@ -108,6 +108,8 @@ struct volume {
 	bool readonly;
 	int ro_fd;		/* read-only: holds a shared flock on the log; -1 */
 	bool failed;		/* a persist failed: no more writes */
+	dev_t dev;		/* the log file's identity at the open: a file */
+	ino_t ino;		/* renamed or deleted is another database */
 	int timeout_ms;
 	uint64_t sz[K_N];	/* each file's size (the header's may be above: WAL) */
 	struct range *dirty[K_N];
@@ -129,6 +131,8 @@ struct pfile {
 	struct volume *v;
 	enum kind kind;
 	int lock;
+	bool persist_wal;	/* SQLITE_FCNTL_PERSIST_WAL */
+	bool no_psow;		/* SQLITE_FCNTL_POWERSAFE_OVERWRITE turned off */
 	bool shm_mapped;
 	bool shm_sh[SHM_LOCKS];
 };
@@ -449,13 +453,23 @@ vol_free(struct volume *v)
 	free(v);
 }
 
+/* the volume's log is no longer at its path (renamed, deleted, replaced):
+ * its path names another database now */
+static bool
+vol_moved(const struct volume *v)
+{
+	struct stat st;
+	return stat(v->path, &st) != 0 || st.st_dev != v->dev ||
+		st.st_ino != v->ino;
+}
+
 /* open (or find) the volume of the database `db` (its full path, with
  * its URI parameters); called with volumes_mu held */
 static int
 vol_open(const char *db, bool readonly, struct volume **out)
 {
 	for (struct volume *v = volumes; v != NULL; v = v->next)
-		if (strcmp(v->path, db) == 0) {
+		if (strcmp(v->path, db) == 0 && !vol_moved(v)) {
 			if (v->readonly && !readonly) {
 				sqlite3_log(SQLITE_BUSY, "pmrep: %s is open read-only in this process",
 						db);
@@ -516,7 +530,15 @@ vol_open(const char *db, bool readonly, struct volume **out)
 	v->size = pmrep_pmem_get_size(v->pmem);
 	v->h = (struct vol_hdr *)v->base;
 	int rc = SQLITE_OK;
-	if (v->size < VOL_HDR) {
+	if (stat(db, &st) != 0) {
+		rc = SQLITE_CANTOPEN;
+	} else {
+		v->dev = st.st_dev;
+		v->ino = st.st_ino;
+	}
+	if (rc != SQLITE_OK) {
+		/* gone between the open and here */
+	} else if (v->size < VOL_HDR) {
 		rc = SQLITE_CANTOPEN;
 	} else if (memcmp(v->h->magic, VOL_MAGIC, 8) != 0) {
 		if (!readonly && is_zero(v->base, VOL_HDR))
@@ -583,7 +605,8 @@ vol_release(struct volume *v)
 	pthread_mutex_unlock(&volumes_mu);
 }
 
-/* the open volume whose database `name` is, less `suffix` */
+/* the open volume whose database `name` is, less `suffix` (one still at
+ * its path) */
 static struct volume *
 vol_of(const char *name, const char *suffix)
 {
@@ -591,7 +614,8 @@ vol_of(const char *name, const char *suffix)
 	if (n <= s || strcmp(name + n - s, suffix) != 0)
 		return NULL;
 	for (struct volume *v = volumes; v != NULL; v = v->next)
-		if (strlen(v->path) == n - s && strncmp(v->path, name, n - s) == 0)
+		if (strlen(v->path) == n - s && strncmp(v->path, name, n - s) == 0 &&
+				!vol_moved(v))
 			return v;
 	return NULL;
 }
@@ -817,12 +841,31 @@ static int
 p_file_control(sqlite3_file *f, int op, void *arg)
 {
 	struct pfile *p = (struct pfile *)f;
-	if (op == SQLITE_FCNTL_VFSNAME) {
+	switch (op) {
+	case SQLITE_FCNTL_VFSNAME:
 		*(char **)arg = sqlite3_mprintf("pmrep");
 		return SQLITE_OK;
+	case SQLITE_FCNTL_PERSIST_WAL:
+		/* the WAL is kept (not deleted) at the last close */
+		if (*(int *)arg < 0)
+			*(int *)arg = p->persist_wal;
+		else
+			p->persist_wal = *(int *)arg != 0;
+		return SQLITE_OK;
+	case SQLITE_FCNTL_POWERSAFE_OVERWRITE:
+		if (*(int *)arg < 0)
+			*(int *)arg = !p->no_psow;
+		else
+			p->no_psow = *(int *)arg == 0;
+		return SQLITE_OK;
+	case SQLITE_FCNTL_HAS_MOVED:
+		/* the log renamed or deleted: SQLite refuses writes
+		 * (SQLITE_READONLY_DBMOVED) */
+		*(int *)arg = p->kind == K_MAIN && vol_moved(p->v);
+		return SQLITE_OK;
+	default:
+		return SQLITE_NOTFOUND;
 	}
-	(void)p;
-	return SQLITE_NOTFOUND;
 }
 
 static int
@@ -835,9 +878,9 @@ p_sector_size(sqlite3_file *f)
 static int
 p_device_characteristics(sqlite3_file *f)
 {
-	(void)f;
+	struct pfile *p = (struct pfile *)f;
 	/* a write never changes bytes outside its range */
-	return SQLITE_IOCAP_POWERSAFE_OVERWRITE;
+	return p->no_psow ? 0 : SQLITE_IOCAP_POWERSAFE_OVERWRITE;
 }
 
 /* the WAL index: heap regions shared by this process's connections */

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sqlite-vfs-test -- cases of the VFS "pmrep" that SQLite's own test
+ * suite (tests/sqlite/run-testfixture.sh) found wrong, each a regression
+ * test on the linked library (local only, no replicas):
+ *   persist_wal   SQLITE_FCNTL_PERSIST_WAL is kept and answered, and a
+ *                 persisted WAL is still there after the last close
+ *   psow          SQLITE_FCNTL_POWERSAFE_OVERWRITE turns the
+ *                 characteristic off and on
+ *   moved         a database renamed while open refuses writes
+ *                 (SQLITE_READONLY_DBMOVED) and a new database at its old
+ *                 path is another database, not the renamed one
+ *   deleted       a database deleted while open: a new open of its path
+ *                 creates an empty database
+ * usage: sqlite-vfs-test DIR   (a scratch directory; exit 0: all passed)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "pmrep-sqlite.h"
+
+static int failures;
+
+#define CHECK(cond, ...) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "FAIL %s:%d: ", __func__, __LINE__);	\
+		fprintf(stderr, __VA_ARGS__);				\
+		fprintf(stderr, "\n");					\
+		failures++;						\
+		return;							\
+	}								\
+} while (0)
+
+static char dir[512];
+
+static void
+path_of(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/%s", dir, name);
+	(void) unlink(out);
+}
+
+static int
+exec(sqlite3 *db, const char *sql)
+{
+	char *err = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+	if (rc != SQLITE_OK && err != NULL)
+		fprintf(stderr, "  (%s: %s)\n", sql, err);
+	sqlite3_free(err);
+	return rc;
+}
+
+/* the number of rows of sqlite_master (-1: an error) */
+static int
+tables(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int n = -1;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1,
+			&st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+static void
+persist_wal(void)
+{
+	char p[600], wal[620];
+	path_of(p, sizeof(p), "persist.db");
+	snprintf(wal, sizeof(wal), "%s-wal", p);
+	sqlite3 *db = NULL;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK, "open");
+	int x = -1;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &x) ==
+			SQLITE_OK && x == 0, "PERSIST_WAL query: %d", x);
+	x = 1;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &x) ==
+			SQLITE_OK, "PERSIST_WAL set");
+	x = -1;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &x) ==
+			SQLITE_OK && x == 1, "PERSIST_WAL query after set: %d", x);
+	CHECK(exec(db, "PRAGMA journal_mode=WAL; CREATE TABLE t(x);"
+			"INSERT INTO t VALUES(1)") == SQLITE_OK, "write");
+	sqlite3_close(db);
+	/* the WAL was checkpointed, not deleted: it is there at the next open */
+	db = NULL;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK, "reopen");
+	sqlite3_vfs *vfs = sqlite3_vfs_find("pmrep");
+	int exists = 0;
+	CHECK(vfs->xAccess(vfs, wal, SQLITE_ACCESS_EXISTS, &exists) ==
+			SQLITE_OK && exists == 1, "the persisted WAL is gone");
+	CHECK(tables(db) == 1, "the table");
+	sqlite3_close(db);
+}
+
+static void
+psow(void)
+{
+	char p[600];
+	path_of(p, sizeof(p), "psow.db");
+	sqlite3 *db = NULL;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK, "open");
+	sqlite3_file *f = NULL;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) ==
+			SQLITE_OK && f != NULL, "file pointer");
+	int x = -1;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_POWERSAFE_OVERWRITE,
+			&x) == SQLITE_OK && x == 1, "PSOW query: %d", x);
+	x = 0;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_POWERSAFE_OVERWRITE,
+			&x) == SQLITE_OK, "PSOW off");
+	CHECK((f->pMethods->xDeviceCharacteristics(f) &
+			SQLITE_IOCAP_POWERSAFE_OVERWRITE) == 0, "PSOW still on");
+	x = 1;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_POWERSAFE_OVERWRITE,
+			&x) == SQLITE_OK, "PSOW on");
+	CHECK((f->pMethods->xDeviceCharacteristics(f) &
+			SQLITE_IOCAP_POWERSAFE_OVERWRITE) != 0, "PSOW still off");
+	sqlite3_close(db);
+}
+
+static void
+moved(void)
+{
+	char p[600], q[600];
+	path_of(p, sizeof(p), "moved.db");
+	path_of(q, sizeof(q), "moved-new.db");
+	sqlite3 *db = NULL, *db2 = NULL;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK, "open");
+	CHECK(exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1)") == SQLITE_OK,
+			"write");
+	CHECK(rename(p, q) == 0, "rename");
+	int x = 0;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &x) ==
+			SQLITE_OK && x == 1, "HAS_MOVED: %d", x);
+	CHECK(tables(db) == 1, "read after the rename");
+	int rc = exec(db, "UPDATE t SET x = 2");
+	CHECK(rc == SQLITE_READONLY &&
+			sqlite3_extended_errcode(db) == SQLITE_READONLY_DBMOVED,
+			"write after the rename: %d (%d)", rc,
+			sqlite3_extended_errcode(db));
+	/* a new database at the old path: not the renamed one */
+	CHECK(sqlite3_open(p, &db2) == SQLITE_OK, "open of the old path");
+	CHECK(tables(db2) == 0, "the old path opened the renamed database");
+	CHECK(exec(db2, "CREATE TABLE u(y)") == SQLITE_OK, "write the new one");
+	sqlite3_close(db2);
+	CHECK(tables(db) == 1, "the renamed database changed");
+	/* back at its path: writable again */
+	CHECK(unlink(p) == 0 && rename(q, p) == 0, "rename back");
+	x = 1;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_HAS_MOVED, &x) ==
+			SQLITE_OK && x == 0, "HAS_MOVED after the rename back: %d", x);
+	CHECK(exec(db, "UPDATE t SET x = 3") == SQLITE_OK, "write after the rename back");
+	sqlite3_close(db);
+	(void) unlink(p);
+}
+
+static void
+deleted(void)
+{
+	char p[600];
+	path_of(p, sizeof(p), "deleted.db");
+	sqlite3 *db = NULL, *db2 = NULL;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK, "open");
+	CHECK(exec(db, "CREATE TABLE t(x)") == SQLITE_OK, "write");
+	CHECK(unlink(p) == 0, "unlink");
+	CHECK(sqlite3_open(p, &db2) == SQLITE_OK, "open of the deleted path");
+	CHECK(tables(db2) == 0, "a new open of a deleted database's path found it");
+	sqlite3_close(db2);
+	sqlite3_close(db);
+	(void) unlink(p);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: sqlite-vfs-test DIR\n");
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s", argv[1]);
+	struct pmrep_sqlite_options o;
+	memset(&o, 0, sizeof(o));
+	o.create_size = 8u << 20;
+	if (pmrep_sqlite_register(&o, 1) != SQLITE_OK) {
+		fprintf(stderr, "pmrep_sqlite_register failed\n");
+		return 1;
+	}
+	persist_wal();
+	psow();
+	moved();
+	deleted();
+	if (failures) {
+		fprintf(stderr, "%d case(s) failed\n", failures);
+		return 1;
+	}
+	printf("sqlite-vfs-test: all passed\n");
+	return 0;
+}
