@@ -12,6 +12,10 @@
  *                 path is another database, not the renamed one
  *   deleted       a database deleted while open: a new open of its path
  *                 creates an empty database
+ *   gap           a journal deleted, then written past its start: the
+ *                 bytes before read as zeros, not the old journal's
+ *                 (SQLite's crash3: the old header played back after a
+ *                 crash emptied the database)
  * usage: sqlite-vfs-test DIR   (a scratch directory; exit 0: all passed)
  */
 #include <stdio.h>
@@ -177,6 +181,45 @@ deleted(void)
 	(void) unlink(p);
 }
 
+static void
+gap(void)
+{
+	char p[600], j[620];
+	path_of(p, sizeof(p), "gap.db");
+	snprintf(j, sizeof(j), "%s-journal", p);
+	sqlite3 *db = NULL;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK, "open");
+	CHECK(exec(db, "CREATE TABLE t(x)") == SQLITE_OK, "write");
+	sqlite3_vfs *vfs = sqlite3_vfs_find("pmrep");
+	sqlite3_file *f = sqlite3_malloc(vfs->szOsFile);
+	CHECK(f != NULL, "malloc");
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+		SQLITE_OPEN_MAIN_JOURNAL, out = 0;
+	unsigned char b[512], z[512];
+	memset(b, 0xa5, sizeof(b));
+	memset(z, 0, sizeof(z));
+	int ok = vfs->xOpen(vfs, j, f, flags, &out) == SQLITE_OK;
+	ok = ok && f->pMethods->xWrite(f, b, sizeof(b), 0) == SQLITE_OK &&
+		f->pMethods->xSync(f, SQLITE_SYNC_FULL) == SQLITE_OK;
+	if (f->pMethods != NULL)
+		f->pMethods->xClose(f);
+	ok = ok && vfs->xDelete(vfs, j, 0) == SQLITE_OK;
+	/* a new journal written at 4096 first: [0, 4096) is a hole */
+	ok = ok && vfs->xOpen(vfs, j, f, flags, &out) == SQLITE_OK;
+	int wrote = ok && f->pMethods->xWrite(f, b, sizeof(b), 4096) == SQLITE_OK;
+	sqlite3_int64 size = 0;
+	int read = wrote && f->pMethods->xFileSize(f, &size) == SQLITE_OK &&
+		f->pMethods->xRead(f, b, sizeof(b), 0) == SQLITE_OK;
+	if (ok)
+		f->pMethods->xClose(f);
+	(void) vfs->xDelete(vfs, j, 0);
+	sqlite3_free(f);
+	sqlite3_close(db);
+	CHECK(ok && wrote && read, "journal I/O");
+	CHECK(size == 4096 + 512, "journal size %lld", (long long)size);
+	CHECK(memcmp(b, z, sizeof(z)) == 0, "the hole reads the old journal's bytes");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -196,6 +239,7 @@ main(int argc, char **argv)
 	psow();
 	moved();
 	deleted();
+	gap();
 	if (failures) {
 		fprintf(stderr, "%d case(s) failed\n", failures);
 		return 1;

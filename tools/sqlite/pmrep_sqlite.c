@@ -644,6 +644,22 @@ set_size(struct volume *v, enum kind k, uint64_t size, bool exact)
 	}
 }
 
+/*
+ * file k grows from its size to `to` (v->mu held): the bytes between read
+ * as zeros, as a file's hole does -- the region still holds what an
+ * earlier file of that kind left there (a deleted journal's header and
+ * pages: played back as the new journal's after a crash)
+ */
+static void
+zero_gap(struct volume *v, enum kind k, uint64_t to)
+{
+	uint64_t from = v->sz[k];
+	if (to <= from)
+		return;
+	memset(v->base + v->h->r[k].off + from, 0, (size_t)(to - from));
+	dirty_add(v, k, from, to);
+}
+
 /* ------------------------------------------------------------ file I/O */
 
 static int
@@ -707,6 +723,7 @@ p_write(sqlite3_file *f, const void *buf, int amt, sqlite3_int64 off)
 		pthread_mutex_unlock(&v->mu);
 		return SQLITE_IOERR_WRITE;
 	}
+	zero_gap(v, p->kind, (uint64_t)off);
 	memcpy(v->base + r->off + (uint64_t)off, buf, (size_t)amt);
 	dirty_add(v, p->kind, (uint64_t)off, end);
 	if (end > v->sz[p->kind])
@@ -730,6 +747,7 @@ p_truncate(sqlite3_file *f, sqlite3_int64 size)
 	if (v->failed) {
 		rc = SQLITE_IOERR_TRUNCATE;
 	} else if ((uint64_t)size != v->sz[p->kind]) {
+		zero_gap(v, p->kind, (uint64_t)size);
 		set_size(v, p->kind, (uint64_t)size, true);
 	}
 	pthread_mutex_unlock(&v->mu);
