@@ -12,6 +12,8 @@
  *                 path is another database, not the renamed one
  *   deleted       a database deleted while open: a new open of its path
  *                 creates an empty database
+ *   lockstate     SQLITE_FCNTL_LOCKSTATE answers the connection's lock
+ *                 (PRAGMA lock_status said "unknown")
  *   gap           a journal deleted, then written past its start: the
  *                 bytes before read as zeros, not the old journal's
  *                 (SQLite's crash3: the old header played back after a
@@ -182,6 +184,25 @@ deleted(void)
 }
 
 static void
+lockstate(void)
+{
+	char p[600];
+	path_of(p, sizeof(p), "lockstate.db");
+	sqlite3 *db = NULL;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK, "open");
+	CHECK(exec(db, "CREATE TABLE t(x)") == SQLITE_OK, "write");
+	int x = -1;
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_LOCKSTATE, &x) ==
+			SQLITE_OK && x == SQLITE_LOCK_NONE, "LOCKSTATE idle: %d", x);
+	CHECK(exec(db, "BEGIN EXCLUSIVE") == SQLITE_OK, "begin");
+	CHECK(sqlite3_file_control(db, "main", SQLITE_FCNTL_LOCKSTATE, &x) ==
+			SQLITE_OK && x == SQLITE_LOCK_EXCLUSIVE, "LOCKSTATE exclusive: %d", x);
+	CHECK(exec(db, "COMMIT") == SQLITE_OK, "commit");
+	sqlite3_close(db);
+	(void) unlink(p);
+}
+
+static void
 gap(void)
 {
 	char p[600], j[620];
@@ -239,6 +260,7 @@ main(int argc, char **argv)
 	psow();
 	moved();
 	deleted();
+	lockstate();
 	gap();
 	if (failures) {
 		fprintf(stderr, "%d case(s) failed\n", failures);

@@ -876,6 +876,10 @@ p_file_control(sqlite3_file *f, int op, void *arg)
 		else
 			p->no_psow = *(int *)arg == 0;
 		return SQLITE_OK;
+	case SQLITE_FCNTL_LOCKSTATE:
+		/* this connection's lock of the database (PRAGMA lock_status) */
+		*(int *)arg = p->lock;
+		return SQLITE_OK;
 	case SQLITE_FCNTL_HAS_MOVED:
 		/* the log renamed or deleted: SQLite refuses writes
 		 * (SQLITE_READONLY_DBMOVED) */
