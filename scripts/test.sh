@@ -259,7 +259,12 @@ do_bench() {
 	# prints ratios against floors measured in the same run; never a
 	# pass/fail on numbers (shared, noisy machines): exit 0 whenever it ran
 	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
-	(cd "$OUT" && timeout -k 5 120 "$OUT/release/bench/pmrep-bench" --quick)
+	(cd "$OUT" && timeout -k 5 120 "$OUT/release/bench/pmrep-bench" --quick) || return 1
+	# a database on pmrep-sqlite against stock SQLite (docs/PERFORMANCE.md
+	# "SQLite on pmrep"); built where SQLite's headers are
+	if [ -x "$OUT/release/bench/sqlite-bench" ]; then
+		timeout -k 5 120 "$OUT/release/bench/sqlite-bench" "$OUT/release/tools" --quick
+	fi
 }
 
 do_vm() {

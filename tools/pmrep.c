@@ -4,6 +4,7 @@
  *   pmrep verify SOURCE REPLICA [--range BYTES]
  *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS] [--json]
  *   pmrep compare REPLICA REPLICA... [--key-file F] [--json]
+ *   pmrep rank SELF [REPLICA...] [--key-file F] [--set-size N] [--quorum K]
  *   pmrep promote LOG --replica ADDR:PORT... --key-file F [--set-size N]
  *                 [--quorum K] [--dry-run] [--force] [--wait-sync] [--json]
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
@@ -133,32 +134,6 @@ static const char help_keygen[] =
 	"      unless --insecure-key-file. Exit 0 written, 2 usage error or\n"
 	"      failure (FILE exists, I/O).\n";
 
-static const char help_compare[] =
-	"  pmrep compare REPLICA REPLICA... [--key-file FILE] [--timeout MS]\n"
-	"                [--no-tls] [--json] [-v]\n"
-	"      name the most current of several replicas of one set, the one to\n"
-	"      promote after the primary is gone, by their positions (the one\n"
-	"      decision promote and recover make, docs/PROTOCOL.md \"Position\"):\n"
-	"      a copy is most current when it holds every persist any of them may\n"
-	"      hold, at the newest generation among such copies. Each REPLICA is a\n"
-	"      file on this host or ADDR:PORT of its pmrep-target (asked read-only\n"
-	"      with the key in FILE, as status does). Prints one line per replica,\n"
-	"      then \"most current: REPLICA\" (or several, equally current). Read\n"
-	"      n - k + 1 of a set written under quorum k of n for the answer to\n"
-	"      cover every completed persist. Exit 0 named, 1 none can be named\n"
-	"      (a copy may hold persists none of the others vouches for: its\n"
-	"      writer's run did not close and recorded no position per step; two\n"
-	"      primaries wrote one generation: split brain; or not one replica\n"
-	"      set), 2 usage error or failure (a replica unreadable or\n"
-	"      unreachable: compare the ones you can reach). --json: one JSON\n"
-	"      object on stdout instead: \"replicas\" (one object each, as status\n"
-	"      --json prints), \"most_current\" (the names; empty without an\n"
-	"      answer), \"answer\" (the first of them, or null), \"reason\" (null,\n"
-	"      or different_sets, too_few_copies, split_brain, cannot_tell) and\n"
-	"      \"verdict\" (the text's last line). Too few: fewer distinct copies\n"
-	"      (by replica id) than n - k + 1 of the membership the headers\n"
-	"      record.\n";
-
 static const char help_log_create[] =
 	"  pmrep log-create LOG [SIZE] [--from PLAIN] [-v]\n"
 	"      create LOG, a pmrep log (the layout of every node: a 4 KiB header,\n"
@@ -177,7 +152,7 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
+		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
 		"  --insecure-key-file (status, recover, compare, promote): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
@@ -190,7 +165,7 @@ usage(FILE *f)
 		"as not the most current or unable to fence); 2 usage error or failure\n"
 		"(I/O, connection, authentication).\n",
 		help_verify, help_status, help_recover, help_keygen,
-		help_log_create, help_compare, help_promote, help_watch);
+		help_log_create, help_compare, help_rank, help_promote, help_watch);
 }
 
 /* one command's help */
@@ -243,7 +218,7 @@ parse_size(const char *s, unsigned long long max, unsigned long long *out)
 	return 0;
 }
 
-static void
+void
 uuid_str(const uint8_t *uuid, char out[2 * PMREP_UUID_SIZE + 1])
 {
 	for (int i = 0; i < PMREP_UUID_SIZE; i++)
@@ -619,7 +594,7 @@ json_str(const char *s)
 
 /* a replica header as one JSON object (no newline): the fields of
  * print_info; `name` the replica as given, `queried` asked of a target */
-static void
+void
 json_info(const char *name, bool queried, const struct pmrep_replica_info *info,
 		const struct pmrep_replica_membership *mb,
 		const struct pmrep_replica_position *pos)
@@ -1057,293 +1032,6 @@ cmd_keygen(int argc, char *argv[])
 	return EX_OK;
 }
 
-/* ------------------------------------------------------------- compare */
-
-/* one replica's header: a file here, or ADDR:PORT asked with the key */
-static int
-info_of(const char *what, const uint8_t *key, size_t key_len, int timeout,
-		struct pmrep_replica_info *info)
-{
-	if (key == NULL)
-		return pmrep_replica_read_info(what, info);
-	char addr[256];
-	snprintf(addr, sizeof(addr), "%s", what);
-	char *colon = strrchr(addr, ':');
-	if (colon == NULL || colon == addr || colon[1] == '\0') {
-		fprintf(stderr, "pmrep compare: bad target '%s' (ADDR:PORT with --key-file)\n",
-				what);
-		return PMREP_E_INVAL;
-	}
-	*colon = '\0';
-	return pmrep_replica_query(addr, colon + 1, key, key_len, timeout, info);
-}
-
-/* the membership a file's header records, or (a key given) ADDR:PORT's */
-static int
-membership_of(const char *what, const uint8_t *key, size_t key_len,
-		int timeout, struct pmrep_replica_membership *mb)
-{
-	if (key == NULL)
-		return pmrep_replica_read_membership(what, mb);
-	char addr[256];
-	snprintf(addr, sizeof(addr), "%s", what);
-	char *colon = strrchr(addr, ':');
-	if (colon == NULL || colon == addr || colon[1] == '\0')
-		return PMREP_E_INVAL;
-	*colon = '\0';
-	return pmrep_replica_query_membership(addr, colon + 1, NULL, key,
-			key_len, timeout, NULL, mb);
-}
-
-/* the position of a file, or (a key given) asked of ADDR:PORT */
-static int
-position_of(const char *what, const uint8_t *key, size_t key_len,
-		int timeout, struct pmrep_replica_position *pos)
-{
-	if (key == NULL)
-		return pmrep_replica_read_position(what, pos);
-	char addr[256];
-	snprintf(addr, sizeof(addr), "%s", what);
-	char *colon = strrchr(addr, ':');
-	if (colon == NULL || colon == addr || colon[1] == '\0')
-		return PMREP_E_INVAL;
-	*colon = '\0';
-	return pmrep_replica_query_position(addr, colon + 1, NULL, key, key_len,
-			timeout, pos, NULL, NULL);
-}
-
-/*
- * compare's verdict on in[0..n-1] (named name[i], positions pos[i]): the
- * one decision (pmrep_position_decide) -- mc[i] says which are the most
- * current: complete (each holds every persist any of them may hold),
- * none more current than another, at the newest generation among them;
- * the index of the first. *reason NULL, or when none can be named a
- * token ("different_sets", "split_brain", "cannot_tell") and why[] the
- * sentence that follows "no answer: ". *shown: how many replica lines
- * the text prints (up to the first of another set).
- */
-static int
-compare_verdict(int n, const struct pmrep_replica_info *in,
-		const struct pmrep_replica_position *pos,
-		const struct pmrep_replica_membership *mb, char *const name[],
-		bool *mc, int *shown, const char **reason, char *why,
-		size_t why_len)
-{
-	*shown = n;
-	*reason = NULL;
-	why[0] = '\0';
-	for (int i = 0; i < n; i++) {
-		mc[i] = false;
-		if (memcmp(in[i].uuid, in[0].uuid, PMREP_UUID_SIZE) != 0) {
-			snprintf(why, why_len, "%s and %s belong to different replica sets",
-					name[0], name[i]);
-			*shown = i + 1;
-			*reason = "different_sets";
-			return 0;
-		}
-	}
-	/* n - k + 1 distinct copies of the set, as the headers record it,
-	 * or the answer could miss a persist only the others hold */
-	unsigned need = 1, distinct = 0;
-	for (int i = 0; i < n; i++) {
-		unsigned k = mb[i].quorum ? mb[i].quorum : mb[i].set_size;
-		if (mb[i].set_size != 0 && mb[i].set_size - k + 1 > need)
-			need = mb[i].set_size - k + 1;
-		if (pos[i].flags & (PMREP_POSITION_F_FRESH | PMREP_POSITION_F_REMOVED))
-			continue;
-		bool dup = false;
-		for (int j = 0; j < i; j++)
-			if (memcmp(in[j].replica_id, in[i].replica_id,
-					PMREP_UUID_SIZE) == 0 &&
-					!(pos[j].flags & (PMREP_POSITION_F_FRESH |
-						PMREP_POSITION_F_REMOVED)))
-				dup = true;
-		if (!dup)
-			distinct++;
-	}
-	if (distinct < need) {
-		snprintf(why, why_len, "%u distinct copies of the set named, %u needed (n - k + 1, as the headers record the set): a copy not named may hold persists these lack",
-				distinct, need);
-		*reason = "too_few_copies";
-		return 0;
-	}
-	unsigned best = 0, conflict = (unsigned)n;
-	bool complete[64];
-	int ret = pmrep_position_decide(pos, (unsigned)n, &best, &conflict,
-			complete);
-	if (ret) {
-		const char *who = conflict < (unsigned)n ? name[conflict] : name[0];
-		if (ret == PMREP_E_SPLIT_BRAIN) {
-			snprintf(why, why_len, "two primaries wrote generation %llu in one epoch (%s among them): split brain; find out which one's writes to keep, then promote at generation %llu",
-					(unsigned long long)pos[conflict < (unsigned)n ? conflict : 0].generation,
-					who, (unsigned long long)in[0].generation + 1);
-			*reason = "split_brain";
-		} else {
-			snprintf(why, why_len, "which replica holds the newest persists cannot be told: %s may hold persists none of the others vouches for (its writer's run did not close cleanly and recorded no position per step -- run the mirror with persist sequences on, --persist-seq -- or it was being resynced); compare it with the replicas that were in sync with its writer",
-					who);
-			*reason = "cannot_tell";
-		}
-		return 0;
-	}
-	uint64_t top = 0;
-	for (int i = 0; i < n; i++)
-		if (complete[i] && pmrep_position_compare(&pos[i], &pos[best]) == 0 &&
-				pos[i].fence_generation > top)
-			top = pos[i].fence_generation;
-	int first = -1;
-	for (int i = 0; i < n; i++) {
-		mc[i] = complete[i] &&
-			pmrep_position_compare(&pos[i], &pos[best]) == 0 &&
-			pos[i].fence_generation == top;
-		if (mc[i] && first < 0)
-			first = i;
-	}
-	return first < 0 ? (int)best : first;
-}
-
-static int
-cmd_compare(int argc, char *argv[])
-{
-	static const struct option opts[] = {
-		{ "key-file", required_argument, NULL, 'k' },
-		{ "insecure-key-file", no_argument, NULL, 'K' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "no-tls", no_argument, NULL, 'N' },
-		{ "json", no_argument, NULL, 'J' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *key_file = NULL;
-	unsigned long long timeout = 10000;
-	bool json = false;
-	int c;
-	while ((c = getopt_long(argc, argv, "k:t:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'J': json = true; break;
-		case 'k': key_file = optarg; break;
-		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
-		case 'N': (void) pmrep_repl_set_tls_default(false); break;
-		case 't':
-			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
-				return usage_error("compare: bad --timeout '%s' (ms, >= 1)", optarg);
-			break;
-		case 'v': verbose = true; break;
-		case 'h': return cmd_help(help_compare);
-		default: return usage_error("compare: %s", "unknown option");
-		}
-	}
-	int n = argc - optind;
-	if (n > 64)
-		return usage_error("compare: unexpected argument '%s' (at most 64 REPLICAs)",
-				argv[optind + 64]);
-	if (n < 2)
-		return usage_error("compare: %s", "expected 2 to 64 REPLICAs");
-	log_setup();
-	uint8_t key[PMREP_KEY_MAX];
-	size_t key_len = 0;
-	if (key_file != NULL) {
-		int ret = pmrep_key_read_file_ex(key_file, key_flags, key,
-				sizeof(key), &key_len, NULL);
-		if (ret) {
-			report("compare", key_file, ret);
-			return EX_ERR;
-		}
-	}
-	struct pmrep_replica_info in[64];
-	struct pmrep_replica_position pos[64];
-	struct pmrep_replica_membership mb[64];
-	bool mc[64];
-	int rc = EX_OK;
-	for (int i = 0; i < n; i++) {
-		int ret = info_of(argv[optind + i], key_file ? key : NULL, key_len,
-				(int)timeout, &in[i]);
-		if (ret == 0)
-			ret = position_of(argv[optind + i], key_file ? key : NULL,
-					key_len, (int)timeout, &pos[i]);
-		if (ret == 0)
-			ret = membership_of(argv[optind + i], key_file ? key : NULL,
-					key_len, (int)timeout, &mb[i]);
-		if (ret) {
-			report("compare", argv[optind + i], ret);
-			rc = EX_ERR;
-		}
-	}
-	memset(key, 0, sizeof(key));
-	if (rc != EX_OK)
-		return rc;
-	char why[512];
-	const char *reason = NULL;
-	int shown = n, best = compare_verdict(n, in, pos, mb, argv + optind, mc,
-			&shown, &reason, why, sizeof(why));
-	if (json) {
-		fputs("{\"replicas\":[", stdout);
-		for (int i = 0; i < n; i++) {
-			if (i)
-				putchar(',');
-			json_info(argv[optind + i], key_file != NULL, &in[i],
-					&mb[i], &pos[i]);
-		}
-		fputs("],\"most_current\":[", stdout);
-		bool first = true;
-		for (int i = 0; reason == NULL && i < n; i++)
-			if (mc[i]) {
-				if (!first)
-					putchar(',');
-				json_str(argv[optind + i]);
-				first = false;
-			}
-		fputs("],\"answer\":", stdout);
-		if (reason == NULL)
-			json_str(argv[optind + best]);
-		else
-			fputs("null", stdout);
-		fputs(",\"reason\":", stdout);
-		if (reason == NULL)
-			fputs("null", stdout);
-		else
-			json_str(reason);
-		fputs(",\"verdict\":", stdout);
-		if (reason == NULL) {
-			/* the text's verdict line, without its newline */
-			char line[64 * 300] = "most current:";
-			size_t len = strlen(line);
-			for (int i = 0; i < n && len < sizeof(line); i++)
-				if (mc[i])
-					len += (size_t)snprintf(line + len,
-							sizeof(line) - len, " %s",
-							argv[optind + i]);
-			json_str(line);
-		} else {
-			char line[600];
-			snprintf(line, sizeof(line), "no answer: %s", why);
-			json_str(line);
-		}
-		fputs("}\n", stdout);
-		return reason == NULL ? EX_OK : EX_NO;
-	}
-	for (int i = 0; i < shown; i++) {
-		char u[2 * PMREP_UUID_SIZE + 1];
-		uuid_str(in[i].uuid, u);
-		printf("%s: set %s, generation %llu, owner %016llx, last persist seq %llu, %s\n",
-				argv[optind + i], u, (unsigned long long)in[i].generation,
-				(unsigned long long)in[i].owner,
-				(unsigned long long)in[i].last_persist_seq,
-				in[i].flags & PMREP_REPLICA_F_CONSISTENT ?
-					"marked consistent" : "not marked consistent");
-	}
-	if (reason != NULL) {
-		printf("no answer: %s\n", why);
-		return EX_NO;
-	}
-	printf("most current:");
-	for (int i = 0; i < n; i++)
-		if (mc[i])
-			printf(" %s", argv[optind + i]);
-	printf("\n");
-	return EX_OK;
-}
-
 /* ---------------------------------------------------------- log-create */
 
 static int
@@ -1482,6 +1170,8 @@ main(int argc, char *argv[])
 			return cmd_help(help_log_create);
 		if (argc >= 3 && strcmp(argv[2], "compare") == 0)
 			return cmd_help(help_compare);
+		if (argc >= 3 && strcmp(argv[2], "rank") == 0)
+			return cmd_help(help_rank);
 		if (argc >= 3 && strcmp(argv[2], "promote") == 0)
 			return cmd_help(help_promote);
 		if (argc >= 3 && strcmp(argv[2], "watch") == 0)
@@ -1504,6 +1194,8 @@ main(int argc, char *argv[])
 		return cmd_log_create(argc, argv);
 	if (strcmp(cmd, "compare") == 0)
 		return cmd_compare(argc, argv);
+	if (strcmp(cmd, "rank") == 0)
+		return cmd_rank(argc, argv);
 	if (strcmp(cmd, "promote") == 0)
 		return cmd_promote(argc, argv);
 	if (strcmp(cmd, "watch") == 0)

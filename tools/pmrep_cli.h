@@ -23,6 +23,22 @@ int usage_error(const char *fmt, const char *arg);
 int parse_size(const char *s, unsigned long long max, unsigned long long *out);
 void json_str(const char *s);
 
+#include <stdint.h>
+#include <pmrep/repl.h>
+
+void uuid_str(const uint8_t *uuid, char out[2 * PMREP_UUID_SIZE + 1]);
+/* status --json's object for one replica: its header, membership, position */
+void json_info(const char *name, bool queried,
+		const struct pmrep_replica_info *info,
+		const struct pmrep_replica_membership *mb,
+		const struct pmrep_replica_position *pos);
+
+/* pmrep compare and pmrep rank (tools/pmrep_compare.c) */
+extern const char help_compare[];
+extern const char help_rank[];
+int cmd_compare(int argc, char *argv[]);
+int cmd_rank(int argc, char *argv[]);
+
 /* pmrep promote (tools/pmrep_promote.c) */
 extern const char help_promote[];
 int cmd_promote(int argc, char *argv[]);
