@@ -40,6 +40,7 @@ cleanup() {
 	local rc=$? n
 	trap - EXIT INT TERM
 	[ -n "${WD:-}" ] && { kill -9 "$WD"; wait "$WD"; } 2>/dev/null
+	disown -a	# no "Killed" notices for the nodes' nsenter jobs
 	for n in $NODES; do
 		[ -f "$WORK/nodes/$n/init.pid" ] && kill -9 "$(cat "$WORK/nodes/$n/init.pid")" 2>/dev/null
 	done
@@ -500,8 +501,8 @@ final_check() {
 	out=$("$CHECK" history --history "$WORK/hist-all" --source "$src" "${reps[@]}" --quorum 0); rc=$?
 	echo "$out" | sed 's/^/  /'
 	[ $rc -eq 0 ] && grep -q "; violations 0;" <<<"$out" || fail "rig-check history: exit $rc"
-	out=$("$CHECK" order "${hs[@]}"); rc=$?
-	echo "$out" | sed 's/^/  /'
+	local order; order=$("$CHECK" order "${hs[@]}"); rc=$?
+	echo "$order" | sed 's/^/  /'
 	[ $rc -eq 0 ] || fail "rig-check order: exit $rc"
 	for n in $NODES; do
 		[ "$n" = "$P" ] || [ "$n" = "$REFUSED" ] && continue
@@ -513,7 +514,7 @@ final_check() {
 	# newest epoch's first record acknowledged again, 1 ms after it, at
 	# the epoch before -- it must fail
 	local last_ep first_line
-	last_ep=$(sed -n 's/^epoch \([0-9]*\): .*/\1/p' <<<"$out" | tail -1)
+	last_ep=$(sed -n 's/^epoch \([0-9]*\): .*/\1/p' <<<"$order" | tail -1)
 	first_line=$(awk -v e="$last_ep" '$4 == e' "$WORK/hist-all" | sort -k3,3n | head -1)
 	awk -v e="$last_ep" '{ printf "%s %s %.3f %d\n", $1, $2, $3 + 1, e - 1 }' <<<"$first_line" >"$WORK/forged"
 	out=$("$CHECK" order "${hs[@]}" --history "$WORK/forged"); rc=$?
