@@ -5,7 +5,7 @@
 #               and of the benchmarks (perftest floors, librpma for comparison, gnuplot),
 #               and debootstrap (a Debian 13 userspace for the native RDMA FLUSH stage),
 #               and Pacemaker + Corosync (the three-node cluster of the pacemaker stage:
-#               tests/pacemaker; ocf-tester from resource-agents);
+#               tests/pacemaker);
 #               and those of --packages: everything CI (scripts/test.sh) needs
 #   --packages  also what building and checking the Debian packages needs (debhelper,
 #               lintian; debootstrap for the clean chroot: scripts/packages.sh)
@@ -18,7 +18,7 @@ VM_PKGS="qemu-system-x86 busybox-static ndctl iproute2 e2fsprogs xz-utils zstd r
 ibverbs-utils ibverbs-providers rdmacm-utils perftest librpma-dev gnuplot-nox debootstrap"
 PKG_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
 # the cluster runs in namespaces (tests/pacemaker): not as the host's services
-PCMK_PKGS="pacemaker corosync crmsh resource-agents"
+PCMK_PKGS="pacemaker corosync crmsh"
 pkgs=$BUILD_PKGS
 case ${1:-} in
 --vm) pkgs="$pkgs $VM_PKGS $PKG_PKGS $PCMK_PKGS" ;;
