@@ -31,6 +31,7 @@
 #include "size_parse.h"
 #include "target_conf.h"
 #include "target_ctl.h"
+#include "target_metrics.h"
 #ifdef PMREP_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
 #endif
@@ -54,7 +55,8 @@ usage(FILE *f)
 		"                           address, port, tls ... before them); the\n"
 		"                           format: pmrep-target(8). Excludes the options\n"
 		"                           below but --log-file, --log, --control,\n"
-		"                           --control-group and --verbose. A\n"
+		"                           --control-group, --metrics-file,\n"
+		"                           --metrics-interval and --verbose. A\n"
 		"                           malformed FILE: \"FILE:LINE: what\", exit 2,\n"
 		"                           nothing opened. SIGHUP reads it again\n"
 		"      --log-file FILE      log there (appended) instead of stderr;\n"
@@ -69,12 +71,26 @@ usage(FILE *f)
 		"      --control PATH       answer on a local AF_UNIX socket at PATH\n"
 		"                           (mode 0600), read-only: 'status' (one JSON\n"
 		"                           line: every replica by name, every session\n"
-		"                           with its replica's) and 'watch' (JSON events);\n"
+		"                           with its replica's), 'metrics' (Prometheus\n"
+		"                           text, then a line '# EOF') and 'watch' (JSON\n"
+		"                           events);\n"
 		"                           see pmrep status --control, pmrep watch. A live\n"
 		"                           socket there: refused; a stale one is\n"
 		"                           replaced; removed at exit. With --config: over\n"
 		"                           the file's control = PATH\n"
 		"      --control-group GROUP  the socket is mode 0660, group GROUP\n"
+		"      --metrics-file PATH  write the metrics (Prometheus text format\n"
+		"                           0.0.4, docs/METRICS.md) to PATH for\n"
+		"                           node_exporter's textfile collector (name it\n"
+		"                           *.prom in its directory): PATH.tmp written,\n"
+		"                           then renamed over PATH; refreshed every\n"
+		"                           --metrics-interval and at a clean stop. The\n"
+		"                           control socket's 'metrics' command answers\n"
+		"                           the same text (pmrep status --control SOCKET\n"
+		"                           --metrics). With --config: over the file's\n"
+		"                           metrics-file = PATH (and metrics-interval)\n"
+		"      --metrics-interval MS  refresh the metrics file every MS\n"
+		"                           milliseconds (default 5000, at least 100)\n"
 		"  -p, --path PATH          replica file or device DAX; a replica file is\n"
 		"                           the data size plus 4096 bytes (the replica\n"
 		"                           header in front of the data)\n"
@@ -594,6 +610,11 @@ struct daemon {
 	struct target_ctl *ctl;		/* --control / control = PATH; NULL: none */
 	const char *control_override;	/* --control: over the file's control */
 	const char *group_override;	/* --control-group: over control-group */
+	/* --metrics-file / metrics-file (path NULL: none; the command
+	 * line's win), its path owned here (a SIGHUP's file does not
+	 * change it: a restart does) */
+	struct target_metrics_file mf;
+	char *mf_path;
 };
 
 /* `over` (non-NULL) replaces *field: 0, -1 out of memory */
@@ -799,6 +820,8 @@ daemon_stop(struct daemon *d)
 	d->n = 0;
 	(void) pmrep_listener_delete(&d->l);
 	tconf_free(&d->conf);
+	free(d->mf_path);
+	d->mf_path = NULL;
 }
 
 static struct served *
@@ -830,6 +853,9 @@ warn_restart(const struct tconf *run, const struct tconf *next)
 	if (run->tls != next->tls)
 		fprintf(stderr, "pmrep-target: SIGHUP: %s turns TLS %s: needs a restart (TLS stays %s)\n",
 				next->file, next->tls ? "on" : "off", run->tls ? "on" : "off");
+	if (!str_eq(run->metrics_file, next->metrics_file) ||
+			run->metrics_interval_ms != next->metrics_interval_ms)
+		fprintf(stderr, "pmrep-target: SIGHUP: a change of metrics-file or metrics-interval needs a restart (the metrics file stays as it is)\n");
 	if (run->timeout_ms != next->timeout_ms)
 		fprintf(stderr, "pmrep-target: SIGHUP: the global timeout change (%d -> %d ms) needs a restart\n",
 				run->timeout_ms, next->timeout_ms);
@@ -1011,7 +1037,10 @@ daemon_run(struct daemon *d, int sfd)
 			ret = 1;
 			break;
 		}
+		target_metrics_file_tick(&d->mf, d->l, NULL, false);
 	}
+	/* the last counters, before the sessions are closed */
+	target_metrics_file_tick(&d->mf, d->l, NULL, true);
 	notify("STOPPING=1\nSTATUS=stopping");
 	for (unsigned i = 0; i < d->n; i++)
 		if (d->s[i].t)
@@ -1023,7 +1052,8 @@ daemon_run(struct daemon *d, int sfd)
  * command line's (over the file's control / control-group) */
 static int
 main_config(const char *file, const char *log_file, const char *control,
-		const char *control_group, const sigset_t *mask)
+		const char *control_group, const struct target_metrics_file *mf,
+		const sigset_t *mask)
 {
 	static struct daemon d;
 	char err[512];
@@ -1039,6 +1069,18 @@ main_config(const char *file, const char *log_file, const char *control,
 		fprintf(stderr, "pmrep-target: out of memory\n");
 		goto out;
 	}
+	/* --metrics-file / --metrics-interval over the file's */
+	d.mf = *mf;
+	if (d.mf.path == NULL && d.conf.metrics_file != NULL &&
+			(d.mf_path = strdup(d.conf.metrics_file)) == NULL) {
+		fprintf(stderr, "pmrep-target: out of memory\n");
+		goto out;
+	}
+	if (d.mf.path == NULL)
+		d.mf.path = d.mf_path;
+	if (d.mf.interval_ms == 0)
+		d.mf.interval_ms = d.conf.metrics_interval_ms > 0 ?
+			d.conf.metrics_interval_ms : 5000;
 	sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		perror("pmrep-target: signalfd");
@@ -1095,6 +1137,8 @@ main(int argc, char *argv[])
 		{ "no-log-timestamp", no_argument, NULL, 'Z' },
 		{ "control", required_argument, NULL, 'X' },
 		{ "control-group", required_argument, NULL, 'G' },
+		{ "metrics-file", required_argument, NULL, 'M' },
+		{ "metrics-interval", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = NULL, *addr = "127.0.0.1", *port = "7204";
@@ -1108,6 +1152,8 @@ main(int argc, char *argv[])
 	const char *config = NULL, *log_file = NULL;
 	const char *log_sink = "stderr", *control = NULL, *control_group = NULL;
 	unsigned log_flags = 0;
+	/* interval 0: not given (5000, or --config's metrics-interval) */
+	struct target_metrics_file mf = { .path = NULL, .interval_ms = 0 };
 	const char *replica_opt = NULL;	/* one that --config excludes */
 
 	while ((c = getopt_long(argc, argv, "p:s:ca:P:k:dSt:vh", opts, NULL)) != -1) {
@@ -1123,6 +1169,15 @@ main(int argc, char *argv[])
 		case 'Z': log_flags |= PMREP_LOG_SINK_F_NO_TIMESTAMP; break;
 		case 'X': control = optarg; break;
 		case 'G': control_group = optarg; break;
+		case 'M': mf.path = optarg; break;
+		case 'I':
+			if (tconf_parse_ms(optarg, &mf.interval_ms) ||
+					mf.interval_ms < 100) {
+				fprintf(stderr, "pmrep-target: bad --metrics-interval '%s' (ms, 100..%d)\n",
+						optarg, INT_MAX);
+				return 2;
+			}
+			break;
 		case 'p': path = optarg; break;
 		case 's':
 			if (tool_parse_size(optarg, &size)) {
@@ -1177,7 +1232,7 @@ main(int argc, char *argv[])
 			fprintf(stderr, "pmrep-target: unexpected argument '%s'\n",
 					argv[optind]);
 		else
-			fprintf(stderr, "pmrep-target: --%s and --config exclude each other (the file says what to serve; only --verbose, --log-file, --log, --control and --control-group go with it)\n",
+			fprintf(stderr, "pmrep-target: --%s and --config exclude each other (the file says what to serve; only --verbose, --log-file, --log, --control, --control-group, --metrics-file and --metrics-interval go with it)\n",
 					replica_opt);
 		usage(stderr);
 		return 2;
@@ -1229,8 +1284,10 @@ main(int argc, char *argv[])
 	}
 	if (config != NULL)
 		return main_config(config, log_file, control, control_group,
-				&mask);
+				&mf, &mask);
 
+	if (mf.interval_ms == 0)
+		mf.interval_ms = 5000;
 	static struct keyset ks;
 	struct pmrep_target_cfg *cfg = NULL;
 	struct pmrep_target *t = NULL;
@@ -1331,7 +1388,10 @@ main(int argc, char *argv[])
 			ret = 1;
 			break;
 		}
+		target_metrics_file_tick(&mf, NULL, t, false);
 	}
+	/* the last counters, before the sessions are closed */
+	target_metrics_file_tick(&mf, NULL, t, true);
 	notify("STOPPING=1\nSTATUS=stopping");
 	print_stats(t, false, "");
 	target_ctl_close(&ctl);

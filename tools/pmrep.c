@@ -3,14 +3,15 @@
  * pmrep -- the command line of pmrep's replication layer:
  *   pmrep verify SOURCE REPLICA [--range BYTES]
  *   pmrep status REPLICA_FILE | ADDR:PORT --key-file F [--timeout MS] [--json]
- *   pmrep compare REPLICA REPLICA... [--key-file F] [--json]
+ *   pmrep compare REPLICA... [--key-file F] [--json]
+ *   pmrep export LOG OUT [--json]
  *   pmrep rank SELF [REPLICA...] [--key-file F] [--set-size N] [--quorum K]
- *   pmrep promote LOG --replica ADDR:PORT... --key-file F [--set-size N]
+ *   pmrep promote LOG [--replica ADDR:PORT...] [--key-file F] [--set-size N]
  *                 [--quorum K] [--dry-run] [--force] [--wait-sync] [--json]
  *   pmrep recover --file LOCAL --replica ADDR:PORT --key-file F
  *                 --uuid HEX --generation N [--allow-inconsistent]
  *   pmrep keygen FILE [--key-id N] [--bytes N]
- *   pmrep status --control SOCKET [--json] | pmrep watch SOCKET
+ *   pmrep status --control SOCKET [--json | --metrics] | pmrep watch SOCKET
  *   pmrep [COMMAND] --help | pmrep --version
  * Errors are reported as one line each; -v (any command) also shows the
  * library's log lines (PMREP_LOG_LEVEL, when set, decides instead).
@@ -84,12 +85,15 @@ static const char help_status[] =
 	"      flags, replica_id, has_replica_id, owner, header_seq,\n"
 	"      last_persist_seq; not a valid replica: valid false, code, error,\n"
 	"      message); errors stay on stderr; the exit codes are the same.\n"
-	"  pmrep status --control SOCKET [--json]\n"
+	"  pmrep status --control SOCKET [--json | --metrics]\n"
 	"      ask a running pmrep-target on its control socket (pmrep-target\n"
 	"      --control SOCKET; read-only): its replica, its sessions (id, peer,\n"
 	"      state, generation, GPSPM persists and their latency percentiles as\n"
 	"      the target sees them). --json: one JSON object on one line (target,\n"
-	"      replicas, sessions). Exit 0, 2 the socket does not answer.\n";
+	"      replicas, sessions). --metrics: its metrics in the Prometheus text\n"
+	"      format 0.0.4 (docs/METRICS.md; what pmrep-target --metrics-file\n"
+	"      writes), printed only when the reply is complete. Exit 0, 2 the\n"
+	"      socket does not answer (or, --metrics, the reply is cut).\n";
 static const char help_watch[] =
 	"  pmrep watch SOCKET\n"
 	"      follow a running pmrep-target's events on its control socket: one\n"
@@ -152,7 +156,7 @@ usage(FILE *f)
 		"usage: pmrep COMMAND [options]\n"
 		"       pmrep COMMAND --help | pmrep --help | pmrep --version\n"
 		"\n"
-		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
+		"%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n"
 		"  --insecure-key-file (status, recover, compare, promote): accept a key file others may\n"
 		"  read or that another user owns (a warning instead of a refusal).\n"
 		"  -v, --verbose (any command): also print the library's log lines\n"
@@ -165,7 +169,8 @@ usage(FILE *f)
 		"as not the most current or unable to fence); 2 usage error or failure\n"
 		"(I/O, connection, authentication).\n",
 		help_verify, help_status, help_recover, help_keygen,
-		help_log_create, help_compare, help_rank, help_promote, help_watch);
+		help_log_create, help_export, help_compare, help_rank, help_promote,
+		help_watch);
 }
 
 /* one command's help */
@@ -705,13 +710,14 @@ cmd_status(int argc, char *argv[])
 		{ "no-tls", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "control", required_argument, NULL, 'C' },
+		{ "metrics", no_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *key_file = NULL, *control = NULL;
 	unsigned long long timeout = 10000;
-	bool have_timeout = false, json = false;
+	bool have_timeout = false, json = false, metrics = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "k:t:r:vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -725,6 +731,7 @@ cmd_status(int argc, char *argv[])
 			break;
 		case 'J': json = true; break;
 		case 'C': control = optarg; break;
+		case 'M': metrics = true; break;
 		case 'r':
 			return usage_error("status: --replica %s: not an option; ask a target with 'pmrep status ADDR:PORT --key-file FILE'",
 					optarg);
@@ -735,6 +742,10 @@ cmd_status(int argc, char *argv[])
 	}
 	if (control != NULL && (argc != optind || key_file != NULL))
 		return usage_error("status: %s", "--control SOCKET takes no REPLICA_FILE, ADDR:PORT or --key-file");
+	if (metrics && (control == NULL || json))
+		return usage_error("status: %s", "--metrics goes with --control SOCKET, without --json");
+	if (control != NULL && metrics)
+		return target_ctl_metrics(control, stdout) ? EX_ERR : EX_OK;
 	if (control != NULL)
 		return target_ctl_request(control, json ? "status" : "status text",
 				stdout) ? EX_ERR : EX_OK;
@@ -1170,6 +1181,8 @@ main(int argc, char *argv[])
 			return cmd_help(help_log_create);
 		if (argc >= 3 && strcmp(argv[2], "compare") == 0)
 			return cmd_help(help_compare);
+		if (argc >= 3 && strcmp(argv[2], "export") == 0)
+			return cmd_help(help_export);
 		if (argc >= 3 && strcmp(argv[2], "rank") == 0)
 			return cmd_help(help_rank);
 		if (argc >= 3 && strcmp(argv[2], "promote") == 0)
@@ -1196,6 +1209,8 @@ main(int argc, char *argv[])
 		return cmd_compare(argc, argv);
 	if (strcmp(cmd, "rank") == 0)
 		return cmd_rank(argc, argv);
+	if (strcmp(cmd, "export") == 0)
+		return cmd_export(argc, argv);
 	if (strcmp(cmd, "promote") == 0)
 		return cmd_promote(argc, argv);
 	if (strcmp(cmd, "watch") == 0)

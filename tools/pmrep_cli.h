@@ -39,6 +39,10 @@ extern const char help_rank[];
 int cmd_compare(int argc, char *argv[]);
 int cmd_rank(int argc, char *argv[]);
 
+/* pmrep export (tools/pmrep_export.c) */
+extern const char help_export[];
+int cmd_export(int argc, char *argv[]);
+
 /* pmrep promote (tools/pmrep_promote.c) */
 extern const char help_promote[];
 int cmd_promote(int argc, char *argv[]);

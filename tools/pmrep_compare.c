@@ -17,9 +17,10 @@
 #include "pmrep_cli.h"
 
 const char help_compare[] =
-	"  pmrep compare REPLICA REPLICA... [--key-file FILE] [--timeout MS]\n"
+	"  pmrep compare REPLICA... [--key-file FILE] [--timeout MS]\n"
 	"                [--no-tls] [--json] [-v]\n"
-	"      name the most current of several replicas of one set, the one to\n"
+	"      name the most current of the replicas of one set (one: a set of\n"
+	"      one, whose primary is gone for good), the one to\n"
 	"      promote after the primary is gone, by their positions (the one\n"
 	"      decision promote and recover make, docs/PROTOCOL.md \"Position\"):\n"
 	"      a copy is most current when it holds every persist any of them may\n"
@@ -107,6 +108,35 @@ position_of(const char *what, const uint8_t *key, size_t key_len,
 	*colon = '\0';
 	return pmrep_replica_query_position(addr, colon + 1, NULL, key, key_len,
 			timeout, pos, NULL, NULL);
+}
+
+/* one copy's header, position and membership (a file, or asked) */
+static int
+copy_of(const char *what, const uint8_t *key, size_t key_len, int timeout,
+		struct pmrep_replica_info *in, struct pmrep_replica_position *pos,
+		struct pmrep_replica_membership *mb)
+{
+	int ret = info_of(what, key, key_len, timeout, in);
+	if (ret == 0)
+		ret = position_of(what, key, key_len, timeout, pos);
+	if (ret == 0)
+		ret = membership_of(what, key, key_len, timeout, mb);
+	return ret;
+}
+
+/* the key of --key-file (none: *len 0); the error reported as `cmd`'s */
+static int
+key_of(const char *cmd, const char *key_file, uint8_t key[PMREP_KEY_MAX],
+		size_t *len)
+{
+	*len = 0;
+	if (key_file == NULL)
+		return 0;
+	int ret = pmrep_key_read_file_ex(key_file, key_flags, key,
+			PMREP_KEY_MAX, len, NULL);
+	if (ret)
+		report(cmd, key_file, ret);
+	return ret;
 }
 
 /*
@@ -234,33 +264,21 @@ cmd_compare(int argc, char *argv[])
 	if (n > 64)
 		return usage_error("compare: unexpected argument '%s' (at most 64 REPLICAs)",
 				argv[optind + 64]);
-	if (n < 2)
-		return usage_error("compare: %s", "expected 2 to 64 REPLICAs");
+	if (n < 1)
+		return usage_error("compare: %s", "expected 1 to 64 REPLICAs");
 	log_setup();
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len = 0;
-	if (key_file != NULL) {
-		int ret = pmrep_key_read_file_ex(key_file, key_flags, key,
-				sizeof(key), &key_len, NULL);
-		if (ret) {
-			report("compare", key_file, ret);
-			return EX_ERR;
-		}
-	}
+	if (key_of("compare", key_file, key, &key_len))
+		return EX_ERR;
 	struct pmrep_replica_info in[64];
 	struct pmrep_replica_position pos[64];
 	struct pmrep_replica_membership mb[64];
 	bool mc[64];
 	int rc = EX_OK;
 	for (int i = 0; i < n; i++) {
-		int ret = info_of(argv[optind + i], key_file ? key : NULL, key_len,
-				(int)timeout, &in[i]);
-		if (ret == 0)
-			ret = position_of(argv[optind + i], key_file ? key : NULL,
-					key_len, (int)timeout, &pos[i]);
-		if (ret == 0)
-			ret = membership_of(argv[optind + i], key_file ? key : NULL,
-					key_len, (int)timeout, &mb[i]);
+		int ret = copy_of(argv[optind + i], key_file ? key : NULL,
+				key_len, (int)timeout, &in[i], &pos[i], &mb[i]);
 		if (ret) {
 			report("compare", argv[optind + i], ret);
 			rc = EX_ERR;
@@ -443,14 +461,8 @@ cmd_rank(int argc, char *argv[])
 	log_setup();
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len = 0;
-	if (key_file != NULL) {
-		int ret = pmrep_key_read_file_ex(key_file, key_flags, key,
-				sizeof(key), &key_len, NULL);
-		if (ret) {
-			report("rank", key_file, ret);
-			return EX_ERR;
-		}
-	}
+	if (key_of("rank", key_file, key, &key_len))
+		return EX_ERR;
 	const uint8_t *k = key_file ? key : NULL;
 	/* the copies reached, SELF first; in[] etc. indexed by reached copy */
 	struct pmrep_replica_info in[64];
@@ -461,11 +473,8 @@ cmd_rank(int argc, char *argv[])
 	int m = 0;
 	for (int i = 0; i < n; i++) {
 		const char *what = argv[optind + i];
-		int ret = info_of(what, k, key_len, (int)timeout, &in[m]);
-		if (ret == 0)
-			ret = position_of(what, k, key_len, (int)timeout, &pos[m]);
-		if (ret == 0)
-			ret = membership_of(what, k, key_len, (int)timeout, &mb[m]);
+		int ret = copy_of(what, k, key_len, (int)timeout, &in[m],
+				&pos[m], &mb[m]);
 		if (ret) {
 			if (i == 0) {
 				memset(key, 0, sizeof(key));

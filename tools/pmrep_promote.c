@@ -18,8 +18,8 @@
 #include "pmrep_cli.h"
 
 const char help_promote[] =
-	"  pmrep promote LOG --replica ADDR:PORT[/NAME] [--replica ...]...\n"
-	"                --key-file FILE [--set-size N] [--quorum K] [--dry-run]\n"
+	"  pmrep promote LOG [--replica ADDR:PORT[/NAME]]...\n"
+	"                [--key-file FILE] [--set-size N] [--quorum K] [--dry-run]\n"
 	"                [--no-catch-up] [--force] [--force-stale] [--force-fence]\n"
 	"                [--wait-sync]\n"
 	"                [--state-file PATH] [--timeout MS] [--create-timeout MS]\n"
@@ -50,6 +50,9 @@ const char help_promote[] =
 	"      return once every replica fenced is in sync with LOG. Then start\n"
 	"      the application's mirror on LOG at the printed generation, with\n"
 	"      the same mirror state file (--state-file, default LOG.pmrep-state).\n"
+	"      Without --replica (and --key-file): a set of one, the only\n"
+	"      replica of a primary gone for good (refused when the headers\n"
+	"      record a larger set).\n"
 	"      Exit 0 promoted (or, --dry-run, may be promoted), 1 refused, 2 usage\n"
 	"      error or failure (LOG in use by its target, I/O, fencing failed).\n";
 
@@ -221,17 +224,15 @@ cmd_promote(int argc, char *argv[])
 	if (argc - optind != 1)
 		return usage_error("promote: %s", argc - optind < 1 ?
 				"expected LOG" : "expected one LOG");
-	if (nrep == 0)
-		return usage_error("promote: %s", "expected --replica ADDR:PORT");
-	if (key_file == NULL)
+	if (nrep > 0 && key_file == NULL)
 		return usage_error("promote: %s", "expected --key-file FILE");
 	const char *log = argv[optind];
 	log_setup();
 	uint8_t key[PMREP_KEY_MAX];
 	size_t key_len = 0;
 	uint32_t key_id = 0;
-	int ret = pmrep_key_read_file_ex(key_file, key_flags, key, sizeof(key),
-			&key_len, &key_id);
+	int ret = key_file == NULL ? 0 : pmrep_key_read_file_ex(key_file,
+			key_flags, key, sizeof(key), &key_len, &key_id);
 	if (ret) {
 		report("promote", key_file, ret);
 		return EX_ERR;
@@ -249,8 +250,8 @@ cmd_promote(int argc, char *argv[])
 					replicas[i]);
 		}
 	}
-	if (ret == 0) ret = pmrep_mirror_cfg_set_key(cfg, key, key_len);
-	if (ret == 0) ret = pmrep_mirror_cfg_set_key_id(cfg, key_id);
+	if (ret == 0 && key_file) ret = pmrep_mirror_cfg_set_key(cfg, key, key_len);
+	if (ret == 0 && key_file) ret = pmrep_mirror_cfg_set_key_id(cfg, key_id);
 	memset(key, 0, sizeof(key));
 	if (ret == 0) ret = pmrep_mirror_cfg_set_timeout(cfg, (int)timeout);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_create_timeout(cfg, (int)create_timeout);

@@ -40,6 +40,7 @@ tconf_free(struct tconf *c)
 	free(c->log_file);
 	free(c->control);
 	free(c->control_group);
+	free(c->metrics_file);
 	for (unsigned i = 0; i < c->ntls_names; i++)
 		free(c->tls_names[i]);
 	for (unsigned i = 0; i < c->n; i++) {
@@ -205,7 +206,13 @@ global_key(struct ctx *x, struct tconf *c, const char *k, const char *v,
 		return set_once(x, k, v, &c->control);
 	if (!strcmp(k, "control-group"))
 		return set_once(x, k, v, &c->control_group);
-	return fail(x, "unknown key \"%s\" (before any [replica NAME]: address, port, tls, tls-name, timeout, log-file, insecure-key-file, control, control-group)",
+	if (!strcmp(k, "metrics-file"))
+		return set_once(x, k, v, &c->metrics_file);
+	if (!strcmp(k, "metrics-interval"))
+		return tconf_parse_ms(v, &c->metrics_interval_ms) ||
+			c->metrics_interval_ms < 100 ?
+			fail(x, "metrics-interval = %s: milliseconds, 100..%d", v, INT_MAX) : 0;
+	return fail(x, "unknown key \"%s\" (before any [replica NAME]: address, port, tls, tls-name, timeout, log-file, insecure-key-file, control, control-group, metrics-file, metrics-interval)",
 			k);
 }
 

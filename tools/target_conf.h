@@ -42,6 +42,8 @@ struct tconf {
 	char *log_file;			/* NULL: stderr */
 	char *control;			/* control socket path; NULL: none */
 	char *control_group;		/* its group; NULL: mode 0600 */
+	char *metrics_file;		/* metrics-file: NULL none */
+	int metrics_interval_ms;	/* metrics-interval: 0 not given */
 	bool insecure_key_file;
 	char *tls_names[TCONF_MAX_TLS_NAMES];
 	unsigned ntls_names;

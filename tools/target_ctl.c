@@ -6,6 +6,10 @@
  *                each with its name, its sessions, each with its
  *                replica's name), then the server closes;
  *   status text  the same for people, a few lines, then closes;
+ *   metrics      the metrics in the Prometheus text format 0.0.4
+ *                (docs/METRICS.md; what --metrics-file holds), then the
+ *                line "# EOF" (a client that does not see it got a cut
+ *                reply), then closes;
  *   watch        first the current state as "exists" events and an
  *                {"event":"exists","object":"-"} end mark, then one JSON
  *                line per event (opened, authenticated, state, generation,
@@ -44,6 +48,7 @@
 #include <unistd.h>
 
 #include "target_ctl_int.h"
+#include "target_metrics.h"
 
 /* ------------------------------------------------------- clients */
 
@@ -225,6 +230,36 @@ watch_start(struct target_ctl *ctl, struct client *c)
 	client_send_jb(ctl, c, &b);
 }
 
+/* "metrics": the Prometheus text (what --metrics-file holds), then the
+ * TARGET_METRICS_EOF line, then the close; an {"error":...} line when
+ * there is nothing to report or no memory */
+static void
+metrics_reply(struct target_ctl *ctl, struct client *c)
+{
+	size_t len = 0;
+	char *text = target_metrics_text(ctl->l, ctl->l == NULL && ctl->nr > 0 ?
+			ctl->r[0]->t : NULL, &len);
+	c->close_when_sent = true;
+	if (text == NULL) {
+		client_error(ctl, c, "no metrics (no replica served yet, or out of memory)",
+				"metrics");
+		return;
+	}
+	/* one send: a reply sent whole closes the client at once */
+	size_t eof = sizeof(TARGET_METRICS_EOF) - 1;
+	char *all = len + eof <= CTL_OUT_MAX ? realloc(text, len + eof) : NULL;
+	if (all == NULL) {
+		free(text);
+		client_error(ctl, c, len + eof > CTL_OUT_MAX ?
+				"the metrics are longer than a control reply may be" :
+				"out of memory", "metrics");
+		return;
+	}
+	memcpy(all + len, TARGET_METRICS_EOF, eof);
+	client_send(ctl, c, all, len + eof);
+	free(all);
+}
+
 static void
 client_command(struct target_ctl *ctl, struct client *c, char *cmd)
 {
@@ -244,11 +279,13 @@ client_command(struct target_ctl *ctl, struct client *c, char *cmd)
 		jb_status_text(&b, ctl);
 		c->close_when_sent = true;
 		client_send_jb(ctl, c, &b);
+	} else if (strcmp(cmd, "metrics") == 0) {
+		metrics_reply(ctl, c);
 	} else if (strcmp(cmd, "watch") == 0) {
 		if (!c->watching)
 			watch_start(ctl, c);
 	} else if (cmd[0] != '\0') {
-		client_error(ctl, c, "unknown command (the commands: status, status text, watch)",
+		client_error(ctl, c, "unknown command (the commands: status, status text, metrics, watch)",
 				cmd);
 	}
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * target_ctl.h -- pmrep-target's control socket (target_ctl.c): a local
- * AF_UNIX stream socket, read-only, that answers "status" (one JSON line)
- * and "watch" (a JSON line per event, after the current state as "exists"
- * events); and the client side pmrep uses (target_ctl_request).
+ * AF_UNIX stream socket, read-only, that answers "status" (one JSON line),
+ * "metrics" (Prometheus text, then "# EOF") and "watch" (a JSON line per
+ * event, after the current state as "exists" events); and the client side
+ * pmrep uses (target_ctl_request, target_ctl_metrics).
  */
 #ifndef PMREP_TOOLS_TARGET_CTL_H
 #define PMREP_TOOLS_TARGET_CTL_H
@@ -76,6 +77,14 @@ void target_ctl_close(struct target_ctl **ctl_ptr);
  * until the server closes. 0, or 1 with the reason on stderr.
  */
 int target_ctl_request(const char *path, const char *cmd, FILE *out);
+
+/*
+ * pmrep status --control --metrics: "metrics" on `path`; the reply is
+ * printed to `out` without its end line (TARGET_METRICS_EOF) only when it
+ * has one (else the reason on stderr: a cut reply, an error line, a
+ * target without the command). 0, or 1.
+ */
+int target_ctl_metrics(const char *path, FILE *out);
 
 /*
  * pmrep watch: "watch" on `path`, its lines copied to `out`; when the

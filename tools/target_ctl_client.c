@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "target_ctl_int.h"
+#include "target_metrics.h"
 
 #define WATCH_RETRY_MS 1000
 #define STOPPED_PREFIX "{\"event\":\"stopped\""
@@ -96,6 +98,61 @@ target_ctl_request(const char *path, const char *cmd, FILE *out)
 	int r = ctl_copy(fd, path, out, &stopped);
 	close(fd);
 	return r != 0;
+}
+
+int
+target_ctl_metrics(const char *path, FILE *out)
+{
+	int fd = ctl_dial(path, "metrics", false);
+	if (fd < 0)
+		return 1;
+	/* the whole reply first: only one that ends with the end line is
+	 * printed (a cut one would read as counters that went back) */
+	size_t len = 0, cap = 65536;
+	char *p = malloc(cap);
+	int ret = p == NULL ? -1 : 0;
+	while (ret == 0) {
+		if (len == cap) {
+			char *q = cap < CTL_OUT_MAX * 2 ? realloc(p, cap * 2) : NULL;
+			if (q == NULL) {
+				ret = -1;
+				break;
+			}
+			p = q;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, p + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, "pmrep: control socket %s: %s\n", path,
+					strerror(errno));
+			ret = 1;
+		} else if (r == 0) {
+			break;
+		} else {
+			len += (size_t)r;
+		}
+	}
+	close(fd);
+	size_t eof = sizeof(TARGET_METRICS_EOF) - 1;
+	if (ret < 0) {
+		fprintf(stderr, "pmrep: control socket %s: out of memory for the metrics\n",
+				path);
+		ret = 1;
+	} else if (ret == 0 && (len < eof ||
+			memcmp(p + len - eof, TARGET_METRICS_EOF, eof) != 0 ||
+			(len > eof && p[len - eof - 1] != '\n'))) {
+		/* an {"error":...} line, an older target, or a cut reply */
+		fprintf(stderr, "pmrep: control socket %s: no complete metrics reply (it does not end with \"# EOF\"): %.*s\n",
+				path, (int)(len > 200 ? 200 : len), p ? p : "");
+		ret = 1;
+	} else if (ret == 0 && (fwrite(p, 1, len - eof, out) != len - eof ||
+			fflush(out) != 0)) {
+		ret = 1;
+	}
+	free(p);
+	return ret;
 }
 
 int

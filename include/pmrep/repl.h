@@ -227,19 +227,72 @@ PMREP_API int pmrep_replica_read_info(const char *path,
  * the lock a pmrep-target serving the file holds, so a log in use by a
  * target is refused (PMREP_E_BUSY) and a target refuses a log open here.
  * Errors: PMREP_E_INVAL (NULL, CREATE with data_size 0, a size too
- * large, EXCL without CREATE); PMREP_E_BUSY (a target or another
- * pmrep_log_open holds the file); PMREP_E_MALFORMED (not a pmrep log: its
+ * large, EXCL without CREATE, PMREP_LOG_RDONLY with CREATE or EXCL,
+ * unknown flags); PMREP_E_BUSY (a target or another
+ * pmrep_log_open holds the file; never with PMREP_LOG_RDONLY);
+ * PMREP_E_MALFORMED (not a pmrep log: its
  * header block is not valid -- a plain file is opened with
  * pmrep_pmem_open); PMREP_E_RANGE (the header's data size is not
  * `data_size`, or does not fill the file exactly; the file is too small);
  * PMREP_E_PROVIDER / PMREP_E_PMEM / PMREP_E_GRANULARITY as
- * pmrep_pmem_open's (pmrep_err_errno()). A file this call created is
- * removed again when it fails. Thread-safe (no shared state); the mapping
- * owns its fd (closed by pmrep_pmem_close).
+ * pmrep_pmem_open's (pmrep_err_errno(); EACCES: the file is not
+ * readable, or without PMREP_LOG_RDONLY not writable). A file this call
+ * created is removed again when it fails. Thread-safe (no shared state);
+ * the mapping owns its fd (closed by pmrep_pmem_close).
+ *
+ * PMREP_LOG_RDONLY in `flags` (not with PMREP_PMEM_CREATE or
+ * PMREP_PMEM_EXCL): look without claiming. The file is opened O_RDONLY
+ * and mapped read-only (PROT_READ, shared: the bytes a target or a writer
+ * stores are seen as they land); its header is decoded and checked, and
+ * nothing is ever written -- not the header (no generation raised, no
+ * claim, no mark), not the data area, not the file's times. No lock is
+ * taken: it excludes nobody -- a pmrep-target serving the file (the
+ * node's own, as a replica), a pmrep_log_open for writing, a mirror on
+ * it, a promotion go on or start while it is open -- and nobody excludes
+ * it. So what it reads is not a snapshot: while a writer writes, the data
+ * area may change under the reader, and only the writer's position
+ * (pmrep_replica_read_position) says what is complete; pmrep_log_get_uuid
+ * and pmrep_log_get_generation read the header as it is at each call.
+ * A store into the mapping faults (SIGSEGV); pmrep_mirror_new,
+ * pmrep_mirror_promote and pmrep_mirror_recover refuse the mapping
+ * (PMREP_E_INVAL); pmrep_pmem_persist of it stores nothing (on a page
+ * cache it may write back what a writer stored). `required`: as for a
+ * writable open (PMREP_PMEM_GRANULARITY_PAGE always works).
  */
 PMREP_API int pmrep_log_open(const char *path, unsigned flags,
 		size_t data_size, enum pmrep_pmem_granularity required,
 		struct pmrep_pmem **pmem_ptr);
+/* pmrep_log_open flag: read-only, no lock, nothing written (above). Not a
+ * PMREP_PMEM_* flag: pmrep_pmem_open refuses it. */
+#define PMREP_LOG_RDONLY (1u << 16)
+
+/*
+ * pmrep_log_get_uuid -- the replica-set UUID the header of the open log
+ * `log` (a mapping of pmrep_log_open, writable or PMREP_LOG_RDONLY) holds
+ * now, into uuid[PMREP_UUID_SIZE]: all zero while the log was never
+ * claimed by a mirror (pmrep_replica_info's uuid). Read from the mapping:
+ * no second open of the path, no system call, nothing written. A header
+ * being updated meanwhile (its mirror's claim, a target's COMMIT or
+ * position when it serves the file) reads as before or after the update,
+ * never torn (two slots, each checked).
+ * Errors: PMREP_E_INVAL (NULL argument; `log` is a plain mapping of
+ * pmrep_pmem_open, not a pmrep log), PMREP_E_MALFORMED (neither header
+ * slot is valid now: the file was overwritten). Thread-safe; the caller
+ * keeps `log` and its fd.
+ */
+PMREP_API int pmrep_log_get_uuid(const struct pmrep_pmem *log,
+		uint8_t uuid[PMREP_UUID_SIZE]);
+/*
+ * pmrep_log_get_generation -- the replica set's generation the header of
+ * the open log `log` holds now (*generation; 0 while never claimed):
+ * raised by a promotion (pmrep_mirror_promote), by a mirror claiming the
+ * log at a higher generation, or -- when a target serves the file -- by a
+ * writer's attach or a promotion's fence committed there. Read as
+ * pmrep_log_get_uuid reads. Errors: those of pmrep_log_get_uuid.
+ * Thread-safe; the caller keeps `log` and its fd.
+ */
+PMREP_API int pmrep_log_get_generation(const struct pmrep_pmem *log,
+		uint64_t *generation);
 
 /* ------------------------------------------------------------ shared keys */
 
@@ -552,6 +605,30 @@ struct pmrep_target_stats {
 PMREP_API int pmrep_target_get_stats(const struct pmrep_target *target,
 		struct pmrep_target_stats *stats);
 
+/*
+ * pmrep_target_get_metrics -- the target's metrics as text in the
+ * Prometheus text exposition format 0.0.4 (docs/METRICS.md; what
+ * `pmrep-target --metrics-file` writes and its control socket's `metrics`
+ * command answers): every sample carries replica="<its name>"
+ * (pmrep_target_get_name); the replica's set UUID, mode, generation and
+ * data size, whether it is poisoned, its sessions by state and in use,
+ * sessions started, accepted and refused, refusals by reason
+ * (reason="admission_auth", "admission_replay", "admission_busy",
+ * "admission_error", "malformed", "tls", "timeout", "auth", "size",
+ * "uuid", "stale_generation", "split_brain", "no_replica", "state",
+ * "range", "internal": they add up to sessions_refused), and its GPSPM
+ * persist requests, their bytes and a histogram of their service time in
+ * seconds (native flush and APM never reach the target process). Counters
+ * count from pmrep_target_new. buf, len, *needed as for
+ * pmrep_mirror_get_metrics.
+ * Errors: PMREP_E_INVAL (target NULL, buf NULL with len > 0),
+ * PMREP_E_RANGE (len is below *needed), PMREP_E_NOMEM. Not thread-safe
+ * against pmrep_target_process: call it from the thread that drives the
+ * target (as pmrep_target_get_stats).
+ */
+PMREP_API int pmrep_target_get_metrics(const struct pmrep_target *target,
+		char *buf, size_t len, size_t *needed);
+
 /* ---------------------------------------------------------------- listener */
 
 /*
@@ -659,6 +736,19 @@ PMREP_API int pmrep_listener_get_port(const struct pmrep_listener *listener,
 /* pmrep_listener_get_stats -- its counters. Errors: PMREP_E_INVAL. */
 PMREP_API int pmrep_listener_get_stats(const struct pmrep_listener *listener,
 		struct pmrep_listener_stats *stats);
+/*
+ * pmrep_listener_get_metrics -- the metrics of every replica the listener
+ * serves, as pmrep_target_get_metrics gives them (each family once, a
+ * sample per replica, in the order added), and the listener's own:
+ * pmrep_listener_replicas and pmrep_listener_requests_total by result
+ * ("dispatched", "no_replica", "refused"; docs/METRICS.md). buf, len,
+ * *needed as for pmrep_mirror_get_metrics.
+ * Errors: PMREP_E_INVAL (listener NULL, buf NULL with len > 0),
+ * PMREP_E_RANGE (len is below *needed), PMREP_E_NOMEM. Not thread-safe
+ * against pmrep_listener_process: call it from the thread that drives it.
+ */
+PMREP_API int pmrep_listener_get_metrics(const struct pmrep_listener *listener,
+		char *buf, size_t len, size_t *needed);
 /*
  * pmrep_target_get_name -- the name a HELLO's selector gives for the
  * target: its listener name, or (pmrep_target_new) its path's basename.
@@ -1255,6 +1345,58 @@ PMREP_API int pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr);
  */
 PMREP_API int pmrep_mirror_persist(struct pmrep_mirror *mirror, size_t offset,
 		size_t length, int timeout_ms);
+/* One range of a mapping (pmrep_mirror_persistv): bytes. */
+struct pmrep_range {
+	size_t offset;		/* bytes from the mapping's start */
+	size_t length;		/* bytes; 0: nothing (skipped) */
+};
+/* ranges one pmrep_mirror_persistv / pmrep_mirror_persistv_async takes at most */
+#define PMREP_MIRROR_PERSISTV_MAX 64
+
+/*
+ * pmrep_mirror_persistv -- pmrep_mirror_persist of the `n` ranges at `ranges`
+ * of the mapping as one step: durable locally and on the replicas the
+ * policy requires, waiting up to timeout_ms (-1: no limit). The vector is
+ * one request of the persist pipeline and one step on the wire: its ranges
+ * are written to every in-sync replica back to back, each followed by its
+ * persist step (native flush / APM read / GPSPM persist request, the
+ * replica's method; no new message: docs/PROTOCOL.md "Mirror, persist
+ * pipeline", "Vectored persists"), and a replica confirms the step only
+ * when every range is durable there; the caller waits once for all of
+ * them. With pmrep_mirror_cfg_set_persist_seq the step has one persist
+ * sequence: the position advances by one step per call, and a replica
+ * records it only after every range is durable there. The ranges are
+ * checked before anything is done: one outside the mapping fails the call
+ * (PMREP_E_RANGE) with nothing marked, persisted or posted. Ranges may be
+ * given in any order; overlapping and adjoining ones are merged (a
+ * vector that merges into one range is exactly pmrep_mirror_persist of
+ * it, and may be posted in one step with the adjacent requests waiting
+ * with it); zero-length ranges are skipped (all of them: a no-op, 0).
+ * `ranges` is read during the call only (the caller keeps it).
+ * Cost: each merged range is one entry of a replica's ring (its writes and
+ * its persist step), so a vector is posted only once every in-sync
+ * replica has room for all of them besides the steps in flight -- 64
+ * entries on a GPSPM replica (there a full vector waits for the one
+ * before it), 256 otherwise; a replica short of room for trailing
+ * completed steps is pulled ahead as for any persist.
+ * Returns 0 only when the local persists of all ranges are done and the
+ * replicas the policy requires confirmed every range (and every request
+ * submitted before it); never on an error or a timeout.
+ * Errors: PMREP_E_INVAL (mirror or ranges NULL, n == 0 or n above
+ * PMREP_MIRROR_PERSISTV_MAX, timeout_ms below -1), PMREP_E_RANGE (a range
+ * outside the mapping: nothing done), and otherwise those of
+ * pmrep_mirror_persist, for the vector as a whole (PMREP_E_PROVIDER:
+ * the record could not be written -- nothing persisted or posted -- or a
+ * local persist failed; PMREP_E_CONN_LOST; PMREP_E_TIMEOUT, the step
+ * staying in the pipeline; PMREP_E_NOMEM). After an error other than
+ * PMREP_E_PROVIDER, PMREP_E_INVAL, PMREP_E_RANGE or PMREP_E_NOMEM every
+ * range is durable locally. The bytes must not change until the call
+ * returns.
+ * Not thread-safe: one thread at a time, as every call on this mirror.
+ * No fd is taken or kept.
+ */
+PMREP_API int pmrep_mirror_persistv(struct pmrep_mirror *mirror,
+		const struct pmrep_range *ranges, unsigned n, int timeout_ms);
 /*
  * pmrep_mirror_reconnect -- bring every replica back in sync now, within
  * timeout_ms (-1: no limit). With background recovery: every FAILED
@@ -1330,6 +1472,30 @@ struct pmrep_mirror_completion {
  */
 PMREP_API int pmrep_mirror_persist_async(struct pmrep_mirror *mirror,
 		size_t offset, size_t length, void *ctx);
+/*
+ * pmrep_mirror_persistv_async -- pmrep_mirror_persist_async of the `n`
+ * ranges at `ranges` as one step (see pmrep_mirror_persistv): all are made
+ * durable locally before the return and the vector is submitted as one
+ * request of the pipeline, completed in submission order with the
+ * single-range requests around it. Its outcome comes once from
+ * pmrep_mirror_poll with `ctx`, its offset and length being the span of
+ * the vector's merged ranges (lowest offset to highest end; 0 and 0 when
+ * every range is empty): result 0 only when every range is durable
+ * locally and every replica the policy requires confirmed all of them;
+ * otherwise the results of pmrep_mirror_persist_async. `ranges` is copied
+ * (the caller keeps it); the bytes of every range must not change until
+ * the completion is polled.
+ * Errors of the call itself (then no completion will come, and nothing
+ * was marked, persisted or posted): PMREP_E_INVAL (mirror or ranges NULL,
+ * n == 0 or above PMREP_MIRROR_PERSISTV_MAX), PMREP_E_RANGE (a range
+ * outside the mapping), PMREP_E_AGAIN (65536 requests outstanding:
+ * poll first), PMREP_E_PROVIDER (the mirror's record could not be
+ * written), PMREP_E_NOMEM.
+ * Not thread-safe: like every call on this mirror, one thread at a time.
+ * No fd is taken or kept.
+ */
+PMREP_API int pmrep_mirror_persistv_async(struct pmrep_mirror *mirror,
+		const struct pmrep_range *ranges, unsigned n, void *ctx);
 /*
  * pmrep_mirror_get_fd -- the mirror's one fd for asynchronous persists: an
  * epoll fd (O_NONBLOCK | O_CLOEXEC) that is readable when
@@ -1507,6 +1673,40 @@ PMREP_API int pmrep_mirror_get_replica_status(const struct pmrep_mirror *mirror,
 PMREP_API const char *pmrep_mirror_method_str(enum pmrep_mirror_method method);
 /* pmrep_replica_state_str -- a static name ("in sync", "failed", ...). Thread-safe. */
 PMREP_API const char *pmrep_replica_state_str(enum pmrep_replica_state state);
+/*
+ * pmrep_mirror_get_metrics -- the mirror's metrics as text in the
+ * Prometheus text exposition format 0.0.4 (docs/METRICS.md names every
+ * metric): for the application to serve on its own /metrics endpoint or
+ * write for node_exporter's textfile collector; pmrep opens no listener.
+ * Every line ends with '\n'; each metric family has its "# HELP" and
+ * "# TYPE" lines before its samples; every sample carries the label
+ * set="<the replica set's UUID, 32 lowercase hex digits>", and the
+ * replicas' also replica="<index>", address="<ADDR:PORT>" and
+ * name="<selector, or empty>". What it holds: the replicas' states (one
+ * gauge per replica and state, 1 for its state), lag in bytes, the
+ * resync in progress (bytes done and to do, bytes per second), resyncs
+ * and their bytes, failures by error; the persist requests whose outcome
+ * is final, by result ("ok", or the PMREP_E_* code in lower case without
+ * the prefix: "timeout", "conn_lost", "provider", ...), their bytes, and
+ * a histogram of their latency from submission to outcome in seconds
+ * (fixed buckets 50 µs .. 5 s, cumulative, with _sum and _count).
+ * Counters count from pmrep_mirror_new (a new mirror starts from 0).
+ * A persist request of length 0 is not counted. A pmrep_mirror_persist
+ * that returned PMREP_E_TIMEOUT is counted once its step is decided, with
+ * the pipeline's outcome.
+ * The text is written to buf (len bytes) with a terminating NUL;
+ * *needed (may be NULL) receives the bytes it needs, the NUL included,
+ * also when buf is too small. buf may be NULL with len 0 (ask the size
+ * first); the size can grow between two calls (counters get longer, a
+ * replica is added): give some room, or call again on PMREP_E_RANGE.
+ * Errors: PMREP_E_INVAL (mirror NULL, buf NULL with len > 0),
+ * PMREP_E_RANGE (len is below *needed: buf holds an unspecified prefix),
+ * PMREP_E_NOMEM. Thread-safe (a snapshot under the mirror's lock, as
+ * pmrep_mirror_get_replica_status): may be called from any thread while
+ * another uses the mirror.
+ */
+PMREP_API int pmrep_mirror_get_metrics(const struct pmrep_mirror *mirror,
+		char *buf, size_t len, size_t *needed);
 
 /*
  * pmrep_repl_set_tls_default -- whether pmrep_replica_query and
@@ -1650,7 +1850,9 @@ struct pmrep_promote_result {
  * header gives it -- and its generation is ignored) in the order the new
  * primary's mirror will use them. `set_size` (n) is the number of
  * replicas the failed primary wrote to, this node included (0: the cfg's
- * replicas plus this node); `set_quorum` (k) the quorum it wrote under
+ * replicas plus this node; a cfg without replicas promotes a set of one:
+ * the only replica of a primary gone for good, n = 1 -- unless the
+ * headers record a larger set, which then refuses it); `set_quorum` (k) the quorum it wrote under
  * (0: all, k = n). With fewer than n - k + 1 replicas holding the new
  * generation, the old primary could still find k that never saw it and
  * complete a persist; this node counts as one (its own header holds the
@@ -1705,8 +1907,8 @@ struct pmrep_promote_result {
  * never changed by it; call again (it raises the generation once more),
  * or promote the copy res->more_current names. *res is filled as far as
  * the call got (res->refused says why it refused).
- * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg without
- * replicas or key, a mapping that is not a pmrep log, a log that belongs
+ * Errors: PMREP_E_INVAL (NULL argument, unknown flags, a cfg with
+ * replicas and no key, a mapping that is not a pmrep log, a log that belongs
  * to no replica set (never claimed), k > n, no mirror state file),
  * PMREP_E_MISMATCH (a cfg UUID or a replica reached of another set),
  * PMREP_E_STATE (a more current copy with PMREP_PROMOTE_NO_CATCH_UP or in

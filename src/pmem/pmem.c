@@ -72,6 +72,7 @@ struct pmrep_pmem {
 	/* the public view starts here (pmem_view_open; 0: the whole) */
 	size_t view_off;
 	bool created;	/* the open created the file */
+	bool rdonly;	/* opened O_RDONLY, mapped PROT_READ (pmem_view_open) */
 	enum pmrep_pmem_granularity granularity;
 	pmem2_persist_fn persist;
 	pmem2_flush_fn flush;
@@ -352,9 +353,10 @@ page_memset(void *pmemdest, int c, size_t len, unsigned flags)
  * when missing and tell so through *created.
  */
 static int
-open_path(const char *path, unsigned flags, int *fd_out, bool *created)
+open_path(const char *path, unsigned flags, bool rdonly, int *fd_out,
+		bool *created)
 {
-	const int base = O_RDWR | O_CLOEXEC | O_NOCTTY;
+	const int base = (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY;
 	int fd = -1;
 
 	*created = false;
@@ -411,6 +413,14 @@ map_source(struct pmrep_pmem *p, enum pmrep_pmem_granularity required)
 	ret = pmem2_config_new(&cfg);
 	if (ret != 0)
 		return pmem2_failed(ret, p->path, "pmem2_config_new");
+	if (p->rdonly) {
+		ret = pmem2_config_set_protection(cfg, PMEM2_PROT_READ);
+		if (ret != 0) {
+			ret = pmem2_failed(ret, p->path,
+					"pmem2_config_set_protection");
+			goto out;
+		}
+	}
 
 	ret = pmem2_config_set_required_store_granularity(cfg,
 			gran_to_pmem2(required));
@@ -463,9 +473,22 @@ out:
 	return ret;
 }
 
+static int pmem_open(const char *path, unsigned flags, size_t size,
+		enum pmrep_pmem_granularity required, bool rdonly,
+		struct pmrep_pmem **pmem_ptr);
+
 int
 pmrep_pmem_open(const char *path, unsigned flags, size_t size,
 		enum pmrep_pmem_granularity required,
+		struct pmrep_pmem **pmem_ptr)
+{
+	return pmem_open(path, flags, size, required, false, pmem_ptr);
+}
+
+/* rdonly: the file opened O_RDONLY and mapped PROT_READ (no CREATE) */
+static int
+pmem_open(const char *path, unsigned flags, size_t size,
+		enum pmrep_pmem_granularity required, bool rdonly,
 		struct pmrep_pmem **pmem_ptr)
 {
 	struct pmrep_pmem *p;
@@ -485,6 +508,8 @@ pmrep_pmem_open(const char *path, unsigned flags, size_t size,
 		return err_inval("unknown bits in flags");
 	if ((flags & PMREP_PMEM_EXCL) && !(flags & PMREP_PMEM_CREATE))
 		return err_inval("PMREP_PMEM_EXCL without PMREP_PMEM_CREATE");
+	if (rdonly && (flags & PMREP_PMEM_CREATE))
+		return err_inval("PMREP_PMEM_CREATE on a read-only open");
 	if ((flags & PMREP_PMEM_CREATE) && size == 0)
 		return err_inval("PMREP_PMEM_CREATE with size 0");
 	if ((uintmax_t)size > (uintmax_t)INT64_MAX)
@@ -500,6 +525,7 @@ pmrep_pmem_open(const char *path, unsigned flags, size_t size,
 		return PMREP_E_NOMEM;
 	}
 	p->fd = -1;
+	p->rdonly = rdonly;
 
 	size_t path_len = strlen(path);
 	p->path = pmrep_pmem_zalloc(path_len + 1);
@@ -511,7 +537,7 @@ pmrep_pmem_open(const char *path, unsigned flags, size_t size,
 	}
 	memcpy(p->path, path, path_len + 1);
 
-	ret = open_path(path, flags, &p->fd, &created);
+	ret = open_path(path, flags, rdonly, &p->fd, &created);
 	if (ret != 0)
 		goto fail;
 
@@ -585,9 +611,9 @@ fail:
 int
 pmem_view_open(const char *path, unsigned flags, size_t file_size,
 		enum pmrep_pmem_granularity required, size_t view_off, bool lock,
-		struct pmrep_pmem **pmem_ptr)
+		bool rdonly, struct pmrep_pmem **pmem_ptr)
 {
-	int ret = pmrep_pmem_open(path, flags, file_size, required, pmem_ptr);
+	int ret = pmem_open(path, flags, file_size, required, rdonly, pmem_ptr);
 	if (ret)
 		return ret;
 	struct pmrep_pmem *p = *pmem_ptr;
@@ -633,6 +659,12 @@ bool
 pmem_created(const struct pmrep_pmem *pmem)
 {
 	return pmem->created;
+}
+
+bool
+pmem_rdonly(const struct pmrep_pmem *pmem)
+{
+	return pmem->rdonly;
 }
 
 int

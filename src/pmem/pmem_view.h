@@ -21,12 +21,17 @@
  * mapping's size: else PMREP_E_RANGE). `lock`: an exclusive flock on the
  * mapping's own fd for its life, taken before the call returns (held:
  * PMREP_E_BUSY -- a pmrep-target serving it holds the same lock), so that
- * nothing else of pmrep writes the file meanwhile. Errors: those of
- * pmrep_pmem_open, PMREP_E_RANGE, PMREP_E_BUSY, PMREP_E_PROVIDER (flock).
+ * nothing else of pmrep writes the file meanwhile. `rdonly`: the file is
+ * opened O_RDONLY and mapped PROT_READ (a store faults; CREATE refused).
+ * Errors: those of pmrep_pmem_open, PMREP_E_RANGE, PMREP_E_BUSY,
+ * PMREP_E_PROVIDER (flock).
  */
 int pmem_view_open(const char *path, unsigned flags, size_t file_size,
 		enum pmrep_pmem_granularity required, size_t view_off, bool lock,
-		struct pmrep_pmem **pmem_ptr);
+		bool rdonly, struct pmrep_pmem **pmem_ptr);
+
+/* was the mapping opened read-only (pmem_view_open's rdonly)? */
+bool pmem_rdonly(const struct pmrep_pmem *pmem);
 
 /* the whole mapping: its start and size (the header before the view) */
 void *pmem_whole_address(const struct pmrep_pmem *pmem);

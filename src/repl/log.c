@@ -30,6 +30,13 @@ pmrep_log_open(const char *path, unsigned flags, size_t data_size,
 	}
 	*pmem_ptr = NULL;
 	pmrep_err_clear();
+	bool rdonly = (flags & PMREP_LOG_RDONLY) != 0;
+	flags &= ~PMREP_LOG_RDONLY;
+	if (rdonly && (flags & (PMREP_PMEM_CREATE | PMREP_PMEM_EXCL))) {
+		PMREP_LOG_ERR("%s: PMREP_LOG_RDONLY with PMREP_PMEM_CREATE or PMREP_PMEM_EXCL",
+				path);
+		return PMREP_E_INVAL;
+	}
 	if ((flags & PMREP_PMEM_CREATE) && data_size == 0) {
 		PMREP_LOG_ERR("%s: PMREP_PMEM_CREATE with a data size of 0", path);
 		return PMREP_E_INVAL;
@@ -41,8 +48,10 @@ pmrep_log_open(const char *path, unsigned flags, size_t data_size,
 	}
 	size_t file_size = data_size ? data_size + REPLICA_HDR_BLOCK : 0;
 	struct pmrep_pmem *p = NULL;
+	/* read-only: no lock -- it excludes no writer, and no writer
+	 * excludes it (a target serving the file keeps serving it) */
 	int ret = pmem_view_open(path, flags, file_size, required,
-			REPLICA_HDR_BLOCK, true, &p);
+			REPLICA_HDR_BLOCK, !rdonly, rdonly, &p);
 	if (ret)
 		return ret;
 	uint8_t *base = pmem_whole_address(p);
@@ -92,5 +101,61 @@ fail:
 	(void) pmrep_pmem_close(&p);
 	if (created)
 		(void) unlink(path);	/* what this call created goes again */
+	return ret;
+}
+
+/*
+ * the header of the log `log` as its mapping holds it now: copied first
+ * (a writer -- its mirror, or a target serving the file -- may update it
+ * meanwhile: a slot torn by that update does not check, and the other
+ * slot, the previous state, is read)
+ */
+static int
+log_header(const struct pmrep_pmem *log, const char *what, struct replica_hdr *h)
+{
+	if (log == NULL) {
+		PMREP_LOG_ERR("%s: invalid argument: log is NULL", what);
+		return PMREP_E_INVAL;
+	}
+	const uint8_t *whole = pmem_whole_address(log);
+	if ((const void *)whole == pmrep_pmem_get_address(log)) {
+		PMREP_LOG_ERR("%s: %s is not opened as a pmrep log (pmrep_log_open)",
+				what, pmrep_pmem_get_path(log));
+		return PMREP_E_INVAL;
+	}
+	uint8_t buf[REPLICA_HDR_BLOCK];
+	memcpy(buf, whole, sizeof(buf));
+	int ret = replica_hdr_decode(buf, sizeof(buf), 0, h);
+	if (ret)
+		PMREP_LOG_ERR("%s: the header of the log %s is not valid now",
+				what, pmrep_pmem_get_path(log));
+	return ret;
+}
+
+int
+pmrep_log_get_uuid(const struct pmrep_pmem *log, uint8_t uuid[PMREP_UUID_SIZE])
+{
+	if (uuid == NULL) {
+		PMREP_LOG_ERR("pmrep_log_get_uuid: invalid argument: uuid is NULL");
+		return PMREP_E_INVAL;
+	}
+	struct replica_hdr h;
+	int ret = log_header(log, "pmrep_log_get_uuid", &h);
+	if (ret == 0)
+		memcpy(uuid, h.uuid, PMREP_UUID_SIZE);
+	return ret;
+}
+
+int
+pmrep_log_get_generation(const struct pmrep_pmem *log, uint64_t *generation)
+{
+	if (generation == NULL) {
+		PMREP_LOG_ERR("pmrep_log_get_generation: invalid argument: generation is NULL");
+		return PMREP_E_INVAL;
+	}
+	struct replica_hdr h;
+	int ret = log_header(log, "pmrep_log_get_generation", &h);
+	if (ret == 0)
+		*generation = h.generation;
 	return ret;
 }

@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "mirror_int.h"
+#include "pmem/pmem_view.h"
 
 /* --------------------------------------------------------------- mirror */
 
@@ -230,6 +231,11 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	CHECK_ARG(pmem);
 	CHECK_ARG(cfg);
 	CHECK_ARG(mirror_ptr);
+	if (pmem_rdonly(pmem)) {
+		PMREP_LOG_ERR("mirror: %s is opened read-only (PMREP_LOG_RDONLY): no mirror writes from it",
+				pmrep_pmem_get_path(pmem));
+		return PMREP_E_INVAL;
+	}
 	if (cfg->n == 0 || cfg->key_len == 0 || replica_uuid_is_nil(cfg->uuid)) {
 		PMREP_LOG_ERR("a mirror needs at least one replica, a key and a UUID");
 		return PMREP_E_INVAL;
@@ -455,6 +461,57 @@ pmrep_mirror_delete(struct pmrep_mirror **mirror_ptr)
 	return ret;
 }
 
+/* submit a synchronous request and wait for it (q is freed, or left to
+ * the pipeline as an orphan) */
+static int
+persist_wait(struct pmrep_mirror *m, struct async_req *q, int timeout_ms)
+{
+	uint64_t offset = q->off, length = q->len;
+	const char *what = q->nv > 0 ? " (a vector's span)" : "";
+	q->sync = true;
+	q->deadline = repl_deadline(timeout_ms);
+	/* in submission order behind what is queued or in flight */
+	int ret = mirror_pipe_submit(m, q);
+	if (ret) {
+		free(q);
+		mirror_pipe_advance(m);
+		return ret;
+	}
+	mirror_pipe_advance(m);
+	/* meanwhile, locally */
+	int local = mirror_req_persist_local(m, q);
+	while (!q->done) {
+		int left = repl_left_ms(q->deadline);
+		if (left == 0)
+			break;
+		mirror_wait_any(m, left);
+		mirror_pipe_advance(m);
+	}
+	if (!q->done)
+		mirror_pipe_advance(m);	/* fails who is past the deadline */
+	if (q->done) {
+		ret = q->result;
+		free(q);
+	} else {
+		/* its step goes on (or is posted still, in order); what it
+		 * leaves behind is the pipeline's: a replica that does not
+		 * confirm it by its deadline is failed there */
+		q->orphan = true;
+		ret = PMREP_E_TIMEOUT;
+		PMREP_LOG_ERR("persist of %llu bytes at %llu%s: not confirmed by the replicas the policy requires within %d ms",
+				(unsigned long long)length,
+				(unsigned long long)offset, what, timeout_ms);
+	}
+	if (local) {
+		PMREP_LOG_ERR("persist of %llu bytes at %llu%s: the local persist failed (%s)",
+				(unsigned long long)length,
+				(unsigned long long)offset, what,
+				pmrep_err_to_str(local));
+		ret = PMREP_E_PROVIDER;
+	}
+	return ret;
+}
+
 int
 pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 		int timeout_ms)
@@ -477,45 +534,26 @@ pmrep_mirror_persist(struct pmrep_mirror *m, size_t offset, size_t length,
 	}
 	q->off = offset;
 	q->len = length;
-	q->sync = true;
-	q->deadline = repl_deadline(timeout_ms);
-	/* in submission order behind what is queued or in flight */
-	ret = mirror_pipe_submit(m, q);
-	if (ret) {
-		free(q);
-		mirror_pipe_advance(m);
+	return persist_wait(m, q, timeout_ms);
+}
+
+int
+pmrep_mirror_persistv(struct pmrep_mirror *m, const struct pmrep_range *ranges,
+		unsigned n, int timeout_ms)
+{
+	CHECK_ARG(m);
+	int ret = repl_timeout_check(timeout_ms, "pmrep_mirror_persistv");
+	if (ret)
 		return ret;
+	struct async_req *q;
+	ret = mirror_req_vec(m, ranges, n, &q);
+	if (ret)
+		return ret;
+	if (q->len == 0) {
+		free(q);	/* every range empty */
+		return 0;
 	}
-	mirror_pipe_advance(m);
-	/* meanwhile, locally */
-	int local = pmrep_pmem_persist(m->pmem, m->base + offset, length);
-	while (!q->done) {
-		int left = repl_left_ms(q->deadline);
-		if (left == 0)
-			break;
-		mirror_wait_any(m, left);
-		mirror_pipe_advance(m);
-	}
-	if (!q->done)
-		mirror_pipe_advance(m);	/* fails who is past the deadline */
-	if (q->done) {
-		ret = q->result;
-		free(q);
-	} else {
-		/* its step goes on (or is posted still, in order); what it
-		 * leaves behind is the pipeline's: a replica that does not
-		 * confirm it by its deadline is failed there */
-		q->orphan = true;
-		ret = PMREP_E_TIMEOUT;
-		PMREP_LOG_ERR("persist of %zu bytes at %zu: not confirmed by the replicas the policy requires within %d ms",
-				length, offset, timeout_ms);
-	}
-	if (local) {
-		PMREP_LOG_ERR("persist of %zu bytes at %zu: the local persist failed (%s)",
-				length, offset, pmrep_err_to_str(local));
-		ret = PMREP_E_PROVIDER;
-	}
-	return ret;
+	return persist_wait(m, q, timeout_ms);
 }
 
 int

@@ -17,6 +17,7 @@
 
 #include "bitmap.h"
 #include "chan.h"
+#include "metrics.h"
 #include "mirror_state.h"
 #include "replica_hdr.h"
 
@@ -61,10 +62,16 @@ struct async_req {
 	int result;
 	int local_err;		/* the local persist failed: the result */
 	long long deadline;	/* -1: none (the caller's limit; async: cfg timeout) */
+	long long t0_ns;	/* submitted (mirror_now_ns): its latency's start */
 	uint64_t step;		/* the step carrying it; 0: not posted yet */
 	bool sync;		/* pmrep_mirror_persist's own: not polled */
 	bool done;		/* result is final */
 	bool orphan;		/* its caller gave up: freed once done */
+	/* a vector (pmrep_mirror_persistv): nv > 1 merged ranges, sorted,
+	 * disjoint and not adjoining, posted as one step of its own (off,
+	 * len: their span); 0: the one range off, len */
+	unsigned nv;
+	struct pmrep_range v[];
 };
 
 struct req_list {
@@ -98,6 +105,9 @@ struct inflight {
 				 * its range stays in AL until it is confirmed */
 	bool replied;		/* GPSPM: the target's reply came */
 	bool lagging;		/* its step completed without it: lag_inflight */
+	/* a vector step's range other than its last: confirms nothing
+	 * alone (the step's last entry, behind it in the ring, does) */
+	bool part;
 	unsigned send_slot;	/* GPSPM: the request's send slot */
 };
 
@@ -219,6 +229,8 @@ struct replica {
 	struct inflight ring[PIPE_RING];
 	unsigned r_head, r_n;
 	uint64_t lag_inflight;	/* bytes of entries whose step is complete */
+	/* pmrep_mirror_get_metrics: times it went FAILED, by error (m->lock) */
+	uint64_t failures[METRICS_NERR];
 };
 
 #define MIRROR_EVENTS 256	/* state changes kept for pmrep_mirror_get_event */
@@ -278,6 +290,13 @@ struct pmrep_mirror {
 	bool efd_up;			/* efd readable (mirror_signal) */
 	long long timer_at;
 	uint64_t max_lag;		/* bytes a replica may trail, not required */
+	/* pmrep_mirror_get_metrics (m->lock): requests whose outcome is
+	 * final (req_finish), by result, and their latencies */
+	struct {
+		uint64_t persists_ok, persist_bytes;
+		uint64_t persists_failed[METRICS_NERR];
+		struct metrics_hist lat;
+	} mx;
 };
 
 #define CHECK_ARG(p) do { \
@@ -361,6 +380,13 @@ int replica_wait_msg(struct replica *r, long long deadline, struct repl_msg *msg
  * (is_step: a mirror step, else a resync chunk); PMREP_E_AGAIN: ring full */
 int replica_post_range(struct replica *r, uint64_t off, uint64_t len,
 		uint64_t seq, bool is_step, long long deadline);
+/* post the n ranges of a vector step as ring entries `seq`, each with its
+ * persist step, only the last confirming the step (al: each is a persist
+ * posted to a replica being resynced); PMREP_E_AGAIN (ring without room
+ * for all n): nothing posted. On another error the entries posted stay */
+int replica_post_vec(struct replica *r, const struct pmrep_range *v,
+		unsigned n, uint64_t seq, bool is_step, bool al,
+		long long deadline);
 /* take the replica's completions, confirming ring entries in order
  * (a step's: mirror_step_ack); an error when it must be failed */
 int replica_progress(struct replica *r);
@@ -371,6 +397,14 @@ int replica_wait_seq(struct replica *r, uint64_t seq, long long deadline);
 /* wait up to `slice_ms` for a completion of any replica with entries in
  * its ring; a wait error fails the replica it belongs to */
 int mirror_wait_any(struct pmrep_mirror *m, int slice_ms);	/* replicas waited on */
+
+/* mirror_pipe.c: a request for the vector `v` of n ranges, checked
+ * (PMREP_E_INVAL, PMREP_E_RANGE: nothing done), merged; nv 0 after
+ * merging to one range (or none: len 0) */
+int mirror_req_vec(const struct pmrep_mirror *m, const struct pmrep_range *v,
+		unsigned n, struct async_req **out);
+/* persist the request's ranges locally: 0 or the first failure */
+int mirror_req_persist_local(struct pmrep_mirror *m, const struct async_req *q);
 
 /* mirror.c */
 /* the replicas the policy requires: the quorum, or ("all") every replica
@@ -417,6 +451,8 @@ int mirror_log_members(struct pmrep_mirror *m, unsigned set_size,
 unsigned mirror_fenced_count(const struct pmrep_mirror *m);
 
 /* mirror_pipe.c: the persist pipeline */
+/* CLOCK_MONOTONIC in ns: the persist latencies of the metrics */
+long long mirror_now_ns(void);
 void req_list_free(struct req_list *l);
 /* replica `idx` confirmed step `seq` */
 void mirror_step_ack(struct pmrep_mirror *m, uint64_t seq, unsigned idx);

@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -190,12 +191,28 @@ mirror_step_fail(struct pmrep_mirror *m, uint64_t seq, unsigned idx, int err)
 	step_settle(m, st);
 }
 
-/* a request's outcome is final */
+long long
+mirror_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* a request's outcome is final (m->lock held): counted for the metrics */
 static void
 req_finish(struct pmrep_mirror *m, struct async_req *q, int result)
 {
 	q->result = q->local_err ? q->local_err : result;
 	q->done = true;
+	if (q->result == 0) {
+		m->mx.persists_ok++;
+		m->mx.persist_bytes += q->len;
+	} else {
+		m->mx.persists_failed[metrics_err_index(q->result)]++;
+	}
+	long long d = mirror_now_ns() - q->t0_ns;
+	metrics_hist_observe(&m->mx.lat, d > 0 ? (uint64_t)d : 0);
 	if (q->orphan)
 		free(q);
 	else if (!q->sync)
@@ -254,15 +271,17 @@ earlier(long long a, long long b)
  * chunks in flight): a persist there is posted to it as well (m->lock held)
  */
 static bool
-syncing_and_copied(struct replica *r, uint64_t lo, uint64_t hi)
+syncing_and_copied(struct replica *r, uint64_t lo, uint64_t hi,
+		unsigned entries)
 {
 	if (r->state != PMREP_REPLICA_SYNCING || r->conn == NULL ||
 			r->rmr == NULL || !r->chan_ready)
 		return false;
-	/* room left for the resync's own chunks (else marked: copied later) */
-	unsigned cap = r->method == PMREP_MIRROR_METHOD_GPSPM ?
-		REPL_GPSPM_CREDITS : PIPE_RING;
-	if (r->r_n + RESYNC_DEPTH + 4 > cap)
+	/* room left for the resync's own chunks (else marked: copied
+	 * later); a vector's entries within the bound of pipe_room */
+	unsigned cap = r->method != PMREP_MIRROR_METHOD_GPSPM ? PIPE_RING :
+		entries > 1 ? PMREP_MIRROR_WINDOW_MAX : REPL_GPSPM_CREDITS;
+	if (r->r_n + RESYNC_DEPTH + 3 + entries > cap)
 		return false;
 	if (r->chunks != 0 && lo < r->chunk_hi && r->chunk_lo < hi)
 		return false;
@@ -276,20 +295,100 @@ syncing_and_copied(struct replica *r, uint64_t lo, uint64_t hi)
 /* bytes one step carries at most (replica_post_range) */
 #define STEP_MAX ((uint64_t)(POST_WRS - 1) << 30)
 
+/* a vector fits the room pipe_room() leaves for the steps in flight */
+_Static_assert(PMREP_MIRROR_PERSISTV_MAX <= PMREP_MIRROR_WINDOW_MAX,
+		"a vector's ranges fit a GPSPM replica's open entries");
+
+/* a request's ranges: its vector, or its one range */
+static const struct pmrep_range *
+req_ranges(const struct async_req *q, struct pmrep_range *one, unsigned *n)
+{
+	if (q->nv > 0) {
+		*n = q->nv;
+		return q->v;
+	}
+	one->offset = (size_t)q->off;
+	one->length = (size_t)q->len;
+	*n = 1;
+	return one;
+}
+
+/* a vector's ranges all copied to a replica being resynced */
+static bool
+syncing_and_copied_req(struct replica *r, const struct async_req *q)
+{
+	struct pmrep_range one;
+	unsigned n;
+	const struct pmrep_range *v = req_ranges(q, &one, &n);
+	for (unsigned i = 0; i < n; i++)
+		if (!syncing_and_copied(r, v[i].offset,
+				v[i].offset + v[i].length, n))
+			return false;
+	return true;
+}
+
+/* what a replica the step is not posted to misses: out of sync (and the
+ * part of a resync chunk in flight: marked again after it) */
+static void
+mark_missed(struct replica *r, uint64_t lo, uint64_t hi)
+{
+	repl_bitmap_mark(r->oos, lo, hi - lo);
+	uint64_t clo = r->chunk_lo, chi = r->chunk_hi;
+	if (r->chunks != 0 && lo < chi && clo < hi)
+		repl_bitmap_mark(&r->redirty, lo > clo ? lo : clo,
+				(hi < chi ? hi : chi) - (lo > clo ? lo : clo));
+}
+
+/*
+ * room for a step of `entries` ring entries on every in-sync replica of
+ * the data path: its entries of steps not complete (not lagging) and
+ * this step's at most as many as one entry per step fills at the largest
+ * window -- GPSPM: PMREP_MIRROR_WINDOW_MAX, half the target's receives,
+ * so that the target's replies whose send it has not reaped yet never
+ * exhaust its send slots; else the ring. False: wait for the steps in
+ * flight (only a vector can need that: one entry per step stays within
+ * it by the window). A replica short of room because it trails
+ * completed steps is pulled ahead when the post finds no room.
+ */
+static bool
+pipe_room(struct pmrep_mirror *m, unsigned entries)
+{
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (r->removed || atomic_load(&r->owner) != OWN_DATA ||
+				r->state != PMREP_REPLICA_IN_SYNC)
+			continue;
+		unsigned cap = r->method == PMREP_MIRROR_METHOD_GPSPM ?
+			PMREP_MIRROR_WINDOW_MAX : PIPE_RING;
+		if (r->r_n + entries <= cap)
+			continue;
+		unsigned open = 0;
+		for (unsigned j = 0; j < r->r_n; j++)
+			open += !replica_ring_at(r, j)->lagging;
+		if (open + entries > cap)
+			return false;
+	}
+	return true;
+}
+
 /* post the next step from the queue; false when none can be posted */
 static bool
 pipe_post_one(struct pmrep_mirror *m)
 {
 	if (m->queue.n == 0 || m->s_n == PIPE_RING || steps_open(m) >= m->window)
 		return false;
+	const struct async_req *vec = m->queue.head->nv > 0 ? m->queue.head : NULL;
+	if (!pipe_room(m, vec ? vec->nv : 1))
+		return false;
 	struct async_req *q = list_pop(&m->queue);
 	uint64_t lo = q->off, hi = q->off + q->len;
 	long long deadline = req_deadline(m, q);
 	struct req_list mine = { 0 };
 	list_push(&mine, q);
-	/* group commit: the requests right behind it that overlap or adjoin */
-	while ((q = m->queue.head) != NULL && q->off <= hi &&
-			q->off + q->len >= lo) {
+	/* group commit: the requests right behind it that overlap or adjoin
+	 * (a vector is a step of its own) */
+	while (vec == NULL && (q = m->queue.head) != NULL && q->nv == 0 &&
+			q->off <= hi && q->off + q->len >= lo) {
 		uint64_t nlo = q->off < lo ? q->off : lo;
 		uint64_t nhi = q->off + q->len > hi ? q->off + q->len : hi;
 		if (nhi - nlo > STEP_MAX)
@@ -318,23 +417,30 @@ pipe_post_one(struct pmrep_mirror *m)
 			 * it goes there too, after the chunks on the same QP,
 			 * so that it stays copied (the resync converges);
 			 * its recovery takes the confirmation (not counted) */
-			if (syncing_and_copied(r, lo, hi) &&
+			if (vec == NULL && syncing_and_copied(r, lo, hi, 1) &&
 					replica_post_range(r, lo, hi - lo, st->seq,
 						false, deadline) == 0) {
 				replica_ring_at(r, r->r_n - 1)->al = true;
 				continue;
 			}
+			if (vec != NULL && syncing_and_copied_req(r, vec) &&
+					replica_post_vec(r, vec->v, vec->nv,
+						st->seq, false, true, deadline) == 0)
+				continue;
 			/* else its recovery copies it; the regions of the
 			 * chunks in flight it marks stay marked after them */
-			repl_bitmap_mark(r->oos, lo, hi - lo);
-			uint64_t clo = r->chunk_lo, chi = r->chunk_hi;
-			if (r->chunks != 0 && lo < chi && clo < hi)
-				repl_bitmap_mark(&r->redirty, lo > clo ? lo : clo,
-						(hi < chi ? hi : chi) - (lo > clo ? lo : clo));
+			if (vec == NULL)
+				mark_missed(r, lo, hi);
+			else
+				for (unsigned j = 0; j < vec->nv; j++)
+					mark_missed(r, vec->v[j].offset,
+						vec->v[j].offset + vec->v[j].length);
 			continue;
 		}
-		int ret = replica_post_range(r, lo, hi - lo, st->seq, true,
-				deadline);
+		int ret = vec == NULL ?
+			replica_post_range(r, lo, hi - lo, st->seq, true, deadline) :
+			replica_post_vec(r, vec->v, vec->nv, st->seq, true, false,
+					deadline);
 		if (ret == PMREP_E_AGAIN) {
 			/* its ring is full of steps the others confirmed */
 			PMREP_LOG_WARN("replica %u (%s:%s) is %u steps behind: out of sync from here (pull ahead), resynced when it is reconnected",
@@ -342,7 +448,13 @@ pipe_post_one(struct pmrep_mirror *m)
 			ret = PMREP_E_TIMEOUT;
 		}
 		if (ret) {
-			replica_fail(r, ret, lo, hi - lo);
+			/* the ranges not posted: out of sync too (the posted
+			 * ones are, as its ring is abandoned) */
+			if (vec != NULL)
+				for (unsigned j = 0; j < vec->nv; j++)
+					repl_bitmap_mark(r->oos, vec->v[j].offset,
+							vec->v[j].length);
+			replica_fail(r, ret, lo, vec ? 0 : hi - lo);
 			continue;
 		}
 		st->posted |= 1u << i;
@@ -448,8 +560,14 @@ mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q)
 	/* the record covers the range before it is persisted here or
 	 * posted: what is durable locally and not confirmed by a replica is
 	 * always in AL or in that replica's OOS */
+	q->t0_ns = mirror_now_ns();
 	mirror_lock(m);
-	int ret = mstate_al_mark(m->state, q->off, q->len);
+	struct pmrep_range one;
+	unsigned n;
+	const struct pmrep_range *v = req_ranges(q, &one, &n);
+	int ret = 0;
+	for (unsigned i = 0; i < n && ret == 0; i++)
+		ret = mstate_al_mark(m->state, v[i].offset, v[i].length);
 	if (ret == 0)
 		list_push(&m->queue, q);
 	mirror_unlock(m);
@@ -475,7 +593,118 @@ mirror_pipe_drain(struct pmrep_mirror *m, long long deadline)
 	}
 }
 
+/* ---------------------------------------------------------- vectors */
+
+static int
+range_cmp(const void *a, const void *b)
+{
+	const struct pmrep_range *x = a, *y = b;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int
+mirror_req_vec(const struct pmrep_mirror *m, const struct pmrep_range *v,
+		unsigned n, struct async_req **out)
+{
+	CHECK_ARG(v);
+	if (n == 0 || n > PMREP_MIRROR_PERSISTV_MAX) {
+		PMREP_LOG_ERR("a vectored persist takes 1 to %u ranges, got %u",
+				PMREP_MIRROR_PERSISTV_MAX, n);
+		return PMREP_E_INVAL;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (v[i].offset > m->size || v[i].length > m->size - v[i].offset) {
+			PMREP_LOG_ERR("vectored persist: range %u (%zu bytes at %zu) is outside the %zu-byte mapping: nothing persisted",
+					i, v[i].length, v[i].offset, m->size);
+			return PMREP_E_RANGE;
+		}
+	struct async_req *q = calloc(1, sizeof(*q) + n * sizeof(q->v[0]));
+	if (q == NULL) {
+		PMREP_LOG_ERR("out of memory for a vectored persist");
+		return PMREP_E_NOMEM;
+	}
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (v[i].length > 0)
+			q->v[k++] = v[i];
+	qsort(q->v, k, sizeof(q->v[0]), range_cmp);
+	/* overlapping and adjoining ranges merge (a range stays within
+	 * what one post carries) */
+	unsigned w = 0;
+	for (unsigned i = 0; i < k; i++) {
+		struct pmrep_range *p = w > 0 ? &q->v[w - 1] : NULL;
+		uint64_t end = (uint64_t)q->v[i].offset + q->v[i].length;
+		if (p != NULL && q->v[i].offset <= p->offset + p->length) {
+			uint64_t pend = (uint64_t)p->offset + p->length;
+			uint64_t nend = end > pend ? end : pend;
+			if (nend - p->offset <= STEP_MAX) {
+				p->length = (size_t)(nend - p->offset);
+				continue;
+			}
+		}
+		q->v[w++] = q->v[i];
+	}
+	if (w > 0) {
+		q->off = q->v[0].offset;
+		q->len = (uint64_t)q->v[w - 1].offset + q->v[w - 1].length - q->off;
+	}
+	/* one range (or none): a plain request */
+	q->nv = w > 1 ? w : 0;
+	q->deadline = -1;
+	*out = q;
+	return 0;
+}
+
+int
+mirror_req_persist_local(struct pmrep_mirror *m, const struct async_req *q)
+{
+	struct pmrep_range one;
+	unsigned n;
+	const struct pmrep_range *v = req_ranges(q, &one, &n);
+	int first = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (v[i].length == 0)
+			continue;
+		int ret = pmrep_pmem_persist(m->pmem, m->base + v[i].offset,
+				v[i].length);
+		if (ret && first == 0)
+			first = ret;
+	}
+	return first;
+}
+
 /* ---------------------------------------------- asynchronous interface */
+
+/* submit an asynchronous request (freed here on an error) */
+static int
+async_submit(struct pmrep_mirror *m, struct async_req *q, void *ctx)
+{
+	q->ctx = ctx;
+	if (q->len == 0) {
+		q->done = true;
+		mirror_lock(m);
+		list_push(&m->done, q);		/* nothing to make durable */
+		mirror_signal(m);
+		mirror_unlock(m);
+		return 0;
+	}
+	int ret = mirror_pipe_submit(m, q);
+	if (ret) {
+		free(q);
+		return ret;
+	}
+	if (mirror_req_persist_local(m, q) != 0) {
+		/* posted all the same (the replicas get what the mapping
+		 * holds), but its outcome is this failure */
+		PMREP_LOG_ERR("asynchronous persist of %llu bytes at %llu%s: the local persist failed",
+				(unsigned long long)q->len,
+				(unsigned long long)q->off,
+				q->nv > 0 ? " (a vector's span)" : "");
+		q->local_err = PMREP_E_PROVIDER;
+	}
+	mirror_pipe_advance(m);
+	return 0;
+}
 
 int
 pmrep_mirror_persist_async(struct pmrep_mirror *m, size_t offset,
@@ -499,30 +728,26 @@ pmrep_mirror_persist_async(struct pmrep_mirror *m, size_t offset,
 	}
 	q->off = offset;
 	q->len = length;
-	q->ctx = ctx;
 	q->deadline = -1;
-	if (length == 0) {
-		q->done = true;
-		mirror_lock(m);
-		list_push(&m->done, q);		/* nothing to make durable */
-		mirror_signal(m);
-		mirror_unlock(m);
-		return 0;
-	}
-	int ret = mirror_pipe_submit(m, q);
-	if (ret) {
-		free(q);
+	return async_submit(m, q, ctx);
+}
+
+int
+pmrep_mirror_persistv_async(struct pmrep_mirror *m,
+		const struct pmrep_range *ranges, unsigned n, void *ctx)
+{
+	CHECK_ARG(m);
+	struct async_req *q;
+	int ret = mirror_req_vec(m, ranges, n, &q);
+	if (ret)
 		return ret;
+	if (m->queue.n + m->flight.n + m->done.n >= ASYNC_MAX) {
+		free(q);
+		PMREP_LOG_ERR("%d asynchronous persists outstanding: poll their completions first",
+				ASYNC_MAX);
+		return PMREP_E_AGAIN;
 	}
-	if (pmrep_pmem_persist(m->pmem, m->base + offset, length) != 0) {
-		/* posted all the same (the replicas get what the mapping
-		 * holds), but its outcome is this failure */
-		PMREP_LOG_ERR("asynchronous persist of %zu bytes at %zu: the local persist failed",
-				length, offset);
-		q->local_err = PMREP_E_PROVIDER;
-	}
-	mirror_pipe_advance(m);
-	return 0;
+	return async_submit(m, q, ctx);
 }
 
 int

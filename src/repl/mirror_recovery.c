@@ -87,6 +87,11 @@ mirror_event(struct pmrep_mirror *m, unsigned idx,
 	*e = (struct pmrep_mirror_event){ .replica = idx, .from = from,
 		.to = to, .error = to == PMREP_REPLICA_FAILED ? err : 0 };
 	m->ev_n++;
+	/* an error made it FAILED (an added replica's first state, FAILED
+	 * while it attaches, is none) */
+	if (to == PMREP_REPLICA_FAILED && from != PMREP_REPLICA_FAILED &&
+			err != 0 && idx < PMREP_MIRROR_MAX_REPLICAS)
+		m->r[idx].failures[metrics_err_index(err)]++;
 	if (m->efd >= 0)
 		mirror_signal(m);
 	(void) pthread_cond_broadcast(&m->cond);

@@ -347,14 +347,20 @@ pmrep_mirror_promote(struct pmrep_pmem *log, const struct pmrep_mirror_cfg *cfg,
 		PMREP_LOG_ERR("promote: unknown flags 0x%x", flags & ~PROMOTE_FLAGS);
 		return PMREP_E_INVAL;
 	}
-	if (cfg->n == 0 || cfg->key_len == 0) {
-		PMREP_LOG_ERR("promote: the cfg needs the set's other replicas and a key");
+	if (cfg->n > 0 && cfg->key_len == 0) {
+		/* no replicas: a set of one (its headers' membership decides) */
+		PMREP_LOG_ERR("promote: the cfg names replicas but no key");
 		return PMREP_E_INVAL;
 	}
 	const char *path = pmrep_pmem_get_path(log);
 	uint8_t *whole = pmem_whole_address(log);
 	if (whole == pmrep_pmem_get_address(log)) {
 		PMREP_LOG_ERR("promote: %s is not a pmrep log (open it with pmrep_log_open)",
+				path);
+		return PMREP_E_INVAL;
+	}
+	if (pmem_rdonly(log)) {
+		PMREP_LOG_ERR("promote: %s is opened read-only (PMREP_LOG_RDONLY): a promotion writes its header",
 				path);
 		return PMREP_E_INVAL;
 	}

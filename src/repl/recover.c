@@ -15,6 +15,7 @@
 #include <pmrep/transport.h>
 
 #include "common/log.h"
+#include "pmem/pmem_view.h"
 #include "chan.h"
 #include "query.h"
 #include "recover.h"
@@ -166,6 +167,11 @@ repl_recover_named(struct pmrep_pmem *pmem, const char *addr,
 	if (pmem == NULL || addr == NULL || port == NULL || key == NULL ||
 			uuid == NULL) {
 		PMREP_LOG_ERR("invalid argument: pmem, addr, port, key or uuid is NULL");
+		return PMREP_E_INVAL;
+	}
+	if (pmem_rdonly(pmem)) {
+		PMREP_LOG_ERR("recover: %s is opened read-only (PMREP_LOG_RDONLY): nothing can be copied into it",
+				pmrep_pmem_get_path(pmem));
 		return PMREP_E_INVAL;
 	}
 	int ret = repl_key_check(key, key_len);

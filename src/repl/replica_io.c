@@ -36,13 +36,22 @@ replica_ring_at(struct replica *r, unsigned i)
  * PMREP_F_MORE, so that verbs posts it with the flush / the persist
  * message behind one doorbell
  */
-int
-replica_post_range(struct replica *r, uint64_t off, uint64_t len,
-		uint64_t seq, bool is_step, long long deadline)
+static unsigned
+ring_cap(const struct replica *r)
+{
+	return r->method == PMREP_MIRROR_METHOD_GPSPM ? REPL_GPSPM_CREDITS :
+		PIPE_RING;
+}
+
+/* part: a vector step's range other than its last -- its persist step
+ * carries no persist sequence and its flush is held (PMREP_F_MORE) for
+ * the next one's doorbell */
+static int
+post_entry(struct replica *r, uint64_t off, uint64_t len, uint64_t seq,
+		bool is_step, bool part, long long deadline)
 {
 	int ret;
-	if (r->r_n == PIPE_RING || (r->method == PMREP_MIRROR_METHOD_GPSPM &&
-			r->r_n >= REPL_GPSPM_CREDITS))
+	if (r->r_n >= ring_cap(r))
 		return PMREP_E_AGAIN;
 	if (len > (uint64_t)(POST_WRS - 1) * POST_CHUNK) {
 		PMREP_LOG_ERR("replica %u: a step of %llu bytes is above %llu",
@@ -62,12 +71,15 @@ replica_post_range(struct replica *r, uint64_t off, uint64_t len,
 	}
 	struct inflight *e = replica_ring_at(r, r->r_n);
 	*e = (struct inflight){ .seq = seq, .off = off, .len = len,
-		.deadline = deadline, .is_step = is_step,
+		.deadline = deadline, .is_step = is_step, .part = part,
 		.send_slot = CHAN_NSEND };
 	if (r->method == PMREP_MIRROR_METHOD_GPSPM) {
 		/* a step to an in-sync replica carries its persist sequence
-		 * when the mirror records them; a resync's copy never does */
-		uint64_t psn = is_step && r->m->cfg.persist_seq ?
+		 * when the mirror records them; a resync's copy never does,
+		 * nor a vector's range but its last: the target records the
+		 * position once every range before it is durable (it answers
+		 * in order) */
+		uint64_t psn = is_step && !part && r->m->cfg.persist_seq ?
 			r->m->psn_base + seq : 0;
 		struct repl_msg m = { .type = REPL_MSG_PERSIST, .seq = seq,
 			.u.persist = { .offset = off, .length = len, .psn = psn } };
@@ -75,11 +87,41 @@ replica_post_range(struct replica *r, uint64_t off, uint64_t len,
 	} else {
 		ret = pmrep_flush(r->conn, r->rmr, (size_t)off, (size_t)len,
 				PMREP_FLUSH_TYPE_PERSISTENT,
-				PMREP_F_COMPLETION_ALWAYS, (void *)CTX_FLUSH);
+				PMREP_F_COMPLETION_ALWAYS |
+				(part ? PMREP_F_MORE : 0), (void *)CTX_FLUSH);
 	}
 	if (ret)
 		return ret;
 	r->r_n++;
+	return 0;
+}
+
+int
+replica_post_range(struct replica *r, uint64_t off, uint64_t len,
+		uint64_t seq, bool is_step, long long deadline)
+{
+	return post_entry(r, off, len, seq, is_step, false, deadline);
+}
+
+/*
+ * a vector step: every range is its own ring entry (its writes and its
+ * persist step: at most POST_WRS work requests each, as the queues are
+ * sized), all of them `seq`; only the last confirms the step, once it and
+ * -- in order on the one QP / channel -- every range before it are durable
+ */
+int
+replica_post_vec(struct replica *r, const struct pmrep_range *v, unsigned n,
+		uint64_t seq, bool is_step, bool al, long long deadline)
+{
+	if (n == 0 || r->r_n + n > ring_cap(r))
+		return PMREP_E_AGAIN;
+	for (unsigned i = 0; i < n; i++) {
+		int ret = post_entry(r, v[i].offset, v[i].length, seq, is_step,
+				i + 1 < n, deadline);
+		if (ret)
+			return ret;
+		replica_ring_at(r, r->r_n - 1)->al = al;
+	}
 	return 0;
 }
 
@@ -89,7 +131,8 @@ ring_pop(struct replica *r)
 {
 	struct inflight *e = replica_ring_at(r, 0);
 	uint64_t seq = e->seq;
-	bool is_step = e->is_step;
+	/* a vector's range before its last confirms nothing alone */
+	bool is_step = e->is_step && !e->part;
 	if (e->lagging)
 		r->lag_inflight -= e->len;
 	r->r_head = (r->r_head + 1) % PIPE_RING;

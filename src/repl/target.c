@@ -95,11 +95,39 @@ session_close(struct pmrep_target *t, struct session *s, const char *why)
 }
 
 void
+target_count_refusal(struct pmrep_target *t, enum metrics_refusal why, int err)
+{
+	t->stats.sessions_refused++;
+	t->stats.last_refusal = err;
+	if ((unsigned)why < MR_N_)
+		t->mx.refusals[why]++;
+}
+
+/* the metrics' reason of a REFUSE status */
+static enum metrics_refusal
+refusal_of_status(enum repl_status st)
+{
+	switch (st) {
+	case REPL_ST_AUTH: return MR_AUTH;
+	case REPL_ST_MALFORMED: return MR_MALFORMED;
+	case REPL_ST_SIZE: return MR_SIZE;
+	case REPL_ST_UUID: return MR_UUID;
+	case REPL_ST_GENERATION: return MR_STALE_GENERATION;
+	case REPL_ST_RANGE: return MR_RANGE;
+	case REPL_ST_STATE: return MR_STATE;
+	case REPL_ST_NO_REPLICA: return MR_NO_REPLICA;
+	case REPL_ST_SPLIT_BRAIN: return MR_SPLIT_BRAIN;
+	case REPL_ST_INTERNAL:
+	case REPL_ST_OK:
+	default: return MR_INTERNAL;
+	}
+}
+
+void
 target_refuse(struct pmrep_target *t, struct session *s, enum repl_status st,
 		const char *detail)
 {
-	t->stats.sessions_refused++;
-	t->stats.last_refusal = repl_status_to_err(st);
+	target_count_refusal(t, refusal_of_status(st), repl_status_to_err(st));
 	PMREP_LOG_ERR("initiator refused: %s%s%s", repl_status_str(st),
 			detail ? ": " : "", detail ? detail : "");
 	struct repl_msg m = { .type = REPL_MSG_REFUSE, .status = st };
@@ -201,8 +229,7 @@ accept_one(struct pmrep_target *t, struct pmrep_conn_req *req)
 	struct repl_pdata hello;
 	(void) pmrep_conn_req_get_private_data(req, &pd);
 	if (repl_pdata_decode(pd.ptr, pd.len, REPL_PDATA_HELLO, &hello) != 0) {
-		t->stats.sessions_refused++;
-		t->stats.last_refusal = PMREP_E_MALFORMED;
+		target_count_refusal(t, MR_MALFORMED, PMREP_E_MALFORMED);
 		PMREP_LOG_ERR("connection request refused: no valid pmrep HELLO (protocol version %d) in its private data",
 				REPL_PROTO_VERSION);
 		(void) pmrep_conn_req_delete(&req);
@@ -592,8 +619,8 @@ target_handle(struct pmrep_target *t, const struct epoll_event *evs, int n)
 				if (ret == PMREP_E_NO_EVENT)
 					break;
 				if (ret == PMREP_E_MALFORMED || ret == PMREP_E_TLS) {
-					t->stats.sessions_refused++;
-					t->stats.last_refusal = ret;
+					target_count_refusal(t, ret == PMREP_E_TLS ?
+							MR_TLS : MR_MALFORMED, ret);
 					continue;
 				}
 				if (ret == PMREP_E_DEVICE_REMOVED) {
@@ -624,8 +651,7 @@ target_handle(struct pmrep_target *t, const struct epoll_event *evs, int n)
 				s->state == S_CLOSING) &&
 				repl_left_ms(s->deadline) == 0) {
 			if (s->state == S_WAIT_AUTH) {
-				t->stats.sessions_refused++;
-				t->stats.last_refusal = PMREP_E_TIMEOUT;
+				target_count_refusal(t, MR_TIMEOUT, PMREP_E_TIMEOUT);
 				PMREP_LOG_ERR("initiator refused: no valid AUTH within %d ms",
 						t->cfg.timeout_ms);
 			} else if (s->state == S_ATTACHING) {

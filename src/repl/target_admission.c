@@ -18,12 +18,12 @@
  * retries within its connect deadline, any other finally */
 static void
 admit_refuse(struct pmrep_target *t, struct pmrep_conn_req **req,
-		const struct repl_src *src, int err, const char *why)
+		const struct repl_src *src, int err, enum metrics_refusal why_code,
+		const char *why)
 {
 	bool retry = err == PMREP_E_BUSY;
-	t->stats.sessions_refused++;
 	t->stats.admission_refused++;
-	t->stats.last_refusal = err;
+	target_count_refusal(t, why_code, err);
 	uint64_t suppressed = 0;
 	if (repl_ratelog_allow(&t->admit_log, repl_now_ms(), &suppressed)) {
 		char a[64];
@@ -84,7 +84,7 @@ target_admit(struct pmrep_target *t, struct pmrep_conn_req **req,
 		char why[REPL_TLS_NAME_MAX + 200];
 		snprintf(why, sizeof(why), "TLS: the initiator dialed %s for replica \"%s\": not a name it answers to (a relay name of another replica of this endpoint; a misdirected handshake)",
 				name, t->name);
-		admit_refuse(t, req, &src, PMREP_E_TLS, why);
+		admit_refuse(t, req, &src, PMREP_E_TLS, MR_TLS, why);
 		return NULL;
 	}
 	uint32_t now_w = repl_admit_window(repl_wall_ms());
@@ -95,7 +95,8 @@ target_admit(struct pmrep_target *t, struct pmrep_conn_req **req,
 	if (v != REPL_ADMIT_OK) {
 		admit_refuse(t, req, &src, v == REPL_ADMIT_ERROR ?
 				PMREP_E_PROVIDER : PMREP_E_AUTH,
-				repl_admit_verdict_str(v));
+				v == REPL_ADMIT_ERROR ? MR_ADMISSION_ERROR :
+				MR_ADMISSION_AUTH, repl_admit_verdict_str(v));
 		return NULL;
 	}
 	/* a key holder: bounded per source, never displacing a handshake */
@@ -108,7 +109,7 @@ target_admit(struct pmrep_target *t, struct pmrep_conn_req **req,
 		if (pending >= REPL_ADMIT_PER_SOURCE) {
 			t->stats.admission_busy++;
 			admit_refuse(t, req, &src, PMREP_E_BUSY,
-					"its address has as many handshakes pending as one source may have");
+					MR_ADMISSION_BUSY, "its address has as many handshakes pending as one source may have");
 			return NULL;
 		}
 	}
@@ -123,7 +124,8 @@ target_admit(struct pmrep_target *t, struct pmrep_conn_req **req,
 		char why[120];
 		snprintf(why, sizeof(why), "every one of the %d session slots holds a handshake or an attached mirror (never displaced)",
 				TARGET_MAX_SESSIONS);
-		admit_refuse(t, req, &src, PMREP_E_BUSY, why);
+		admit_refuse(t, req, &src, PMREP_E_BUSY, MR_ADMISSION_BUSY,
+				why);
 		return NULL;
 	}
 	v = repl_replay_admit(&t->admit_replay, now_w,
@@ -132,7 +134,9 @@ target_admit(struct pmrep_target *t, struct pmrep_conn_req **req,
 		if (v == REPL_ADMIT_REPLAY)
 			t->stats.admission_replayed++;
 		admit_refuse(t, req, &src, v == REPL_ADMIT_REPLAY ?
-				PMREP_E_AUTH : PMREP_E_BUSY, repl_admit_verdict_str(v));
+				PMREP_E_AUTH : PMREP_E_BUSY, v == REPL_ADMIT_REPLAY ?
+				MR_ADMISSION_REPLAY : MR_ADMISSION_BUSY,
+				repl_admit_verdict_str(v));
 		return NULL;
 	}
 	struct session *s = admit_slot(t);	/* not NULL: checked above */

@@ -19,6 +19,7 @@
 #include "admission.h"
 #include "tls_psk.h"
 #include "target_info.h"
+#include "metrics.h"
 
 #define TARGET_MAX_SESSIONS 4
 #define TAG_EP UINT64_MAX
@@ -120,6 +121,13 @@ struct pmrep_target {
 	struct repl_replay admit_replay;	/* admission.c */
 	struct repl_ratelog admit_log;
 	struct target_tinfo info;	/* target_info.c: the event callback */
+	/* pmrep_target_get_metrics: refusals by reason (every one is also
+	 * in stats.sessions_refused), GPSPM persists' bytes and times */
+	struct {
+		uint64_t refusals[MR_N_];
+		uint64_t persist_bytes;
+		struct metrics_hist lat;
+	} mx;
 };
 
 /* a listener: one endpoint serving several replicas (target_listener.c) */
@@ -158,6 +166,10 @@ void listener_no_replica_detail(const struct pmrep_listener *l,
  * set), or NULL: the request was rejected (*req NULL), counted, logged */
 struct session *target_admit(struct pmrep_target *t,
 		struct pmrep_conn_req **req, const struct repl_pdata *hello);
+/* target.c: a refusal counted: sessions_refused, last_refusal (err),
+ * the metrics' reason */
+void target_count_refusal(struct pmrep_target *t, enum metrics_refusal why,
+		int err);
 /* target.c */
 void target_session_close(struct pmrep_target *t, struct session *s,
 		const char *why);

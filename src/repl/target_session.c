@@ -421,8 +421,12 @@ on_active(struct pmrep_target *t, struct session *s, const struct repl_msg *m)
 				r.status = REPL_ST_INTERNAL;
 			}
 		}
-		if (r.status == REPL_ST_OK)
+		if (r.status == REPL_ST_OK) {
 			target_info_persist(s, len, t0_ns);
+			long long d = target_info_now_ns() - t0_ns;
+			t->mx.persist_bytes += len;
+			metrics_hist_observe(&t->mx.lat, d > 0 ? (uint64_t)d : 0);
+		}
 		break;
 	}
 	case REPL_MSG_CLOSE: {

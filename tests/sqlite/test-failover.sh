@@ -8,8 +8,11 @@
 # pmrep-targets R1 R2. Three scenarios, each asserted:
 #   all:      kill -9 of the writer mid-stream; pmrep compare names the
 #             most current; promote it (FAILOVER.md's procedure);
+#   one:      a set of one replica, its primary gone for good: compare and
+#             promote (no --replica) that replica alone;
 #   quorum:   quorum 1 of 2, R2 frozen (SIGSTOP) midway and the writer
 #             goes on with R1 alone; kill -9; compare must name R1 alone;
+#             promoting R1 alone (as a set of one) is refused, R1 unchanged;
 #   partition: quorum 1 of 2, the writer keeps writing while R2 is
 #             promoted (fence, then catch up from R1): the writer's next
 #             COMMIT fails (the outcome of a failed COMMIT is unknown) and
@@ -29,6 +32,16 @@ TARGET=$TOOLS/pmrep-target
 WRITER=$WDIR/sqlite-writer
 EXT=$WDIR/pmrep_sqlite
 command -v sqlite3 >/dev/null || { echo "SKIPPED: no sqlite3 shell (Debian: sqlite3)"; exit 77; }
+# an extension built with sanitizers (the asan stage) loads into the stock
+# sqlite3 only with their runtimes preloaded
+PRELOAD=$(ldd "$EXT.so" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ { print $3 }' | tr '\n' ' ')
+sq() {
+	if [ -n "$PRELOAD" ]; then
+		LD_PRELOAD="$PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" sqlite3 "$@"
+	else
+		sqlite3 "$@"
+	fi
+}
 W=$(mktemp -d /tmp/pmrep-sqlite.XXXXXX)
 PIDS=""
 cleanup() {
@@ -59,8 +72,8 @@ stop_target() {
 	kill -TERM "${TPID[$1]}" 2>/dev/null
 	wait "${TPID[$1]}" 2>/dev/null
 }
-uri() { # FILE QUORUM
-	echo "file:$1?vfs=pmrep&size=$SIZE&replicas=$(at R1),$(at R2)&key_file=$W/key&quorum=$2&timeout_ms=1000"
+uri() { # FILE QUORUM [REPLICAS]
+	echo "file:$1?vfs=pmrep&size=$SIZE&replicas=${3:-$(at R1),$(at R2)}&key_file=$W/key&quorum=$2&timeout_ms=1000"
 }
 hist_n() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
 wait_hist() { # FILE N: up to 30 s
@@ -72,7 +85,7 @@ wait_hist() { # FILE N: up to 30 s
 # stock sqlite3 with the extension, read-only; the copy's integrity
 check_copy() { # FILE HISTORY
 	local out
-	out=$(sqlite3 -batch <<EOF 2>&1
+	out=$(sq -batch <<EOF 2>&1
 .load $EXT
 .open --readonly "file:$1?vfs=pmrep"
 PRAGMA integrity_check;
@@ -105,8 +118,9 @@ scenario() { # NAME QUORUM
 	say "$name (quorum $qarg)"
 	rm -f "$W"/[PR]*.log "$W"/*.log.pmrep-state "$W/hist"
 	start_target R1 --create
-	start_target R2 --create
-	"$WRITER" "$(uri "$W/P.log" "$q")" "$W/hist" --rate 400 >"$W/w.out" 2>"$W/w.err" &
+	local reps=""
+	if [ "$name" = one ]; then reps=$(at R1); else start_target R2 --create; fi
+	"$WRITER" "$(uri "$W/P.log" "$q" "$reps")" "$W/hist" --rate 400 >"$W/w.out" 2>"$W/w.err" &
 	local wpid=$!
 	PIDS="$PIDS $wpid"
 	wait_hist "$W/hist" 100 || fail "the writer acknowledged nothing: $(tail -n 3 "$W/w.err")"
@@ -119,6 +133,22 @@ scenario() { # NAME QUORUM
 			fail "compare: $(cat "$W/cmp.out")"
 		grep -q "\"answer\":\"$(at R2)\"" "$W/cmp.out" && { new=R2 other=R1; }
 		;;
+	one)
+		# a set of one replica; the primary is gone for good
+		sleep 1
+		kill -9 $wpid; wait $wpid 2>/dev/null
+		"$PMREP" compare "$(at R1)" --key-file "$W/key" --json >"$W/cmp.out" ||
+			fail "compare of a set of one: $(cat "$W/cmp.out")"
+		grep -q "\"most_current\":\[\"$(at R1)\"\]" "$W/cmp.out" || fail "compare: $(cat "$W/cmp.out")"
+		stop_target R1
+		"$PMREP" promote "$W/R1.log" --json >"$W/promote.out" 2>"$W/promote.err" ||
+			fail "promote of a set of one: $(cat "$W/promote.out") $(tail -n 2 "$W/promote.err")"
+		grep -q '"outcome":"promoted"' "$W/promote.out" || fail "promote: $(cat "$W/promote.out")"
+		echo "  promoted R1, a set of one (no --replica): $(grep -o '"generation":[0-9]*' "$W/promote.out")"
+		echo "  $(hist_n "$W/hist") commits acknowledged"
+		check_copy "$W/R1.log" "$W/hist" || fail "the promoted copy"
+		return
+		;;
 	quorum)
 		kill -STOP "${TPID[R2]}"
 		local n0; n0=$(hist_n "$W/hist")
@@ -129,6 +159,16 @@ scenario() { # NAME QUORUM
 			fail "compare: $(cat "$W/cmp.out")"
 		grep -q "\"most_current\":\[\"$(at R1)\"\]" "$W/cmp.out" ||
 			fail "under quorum with R2 frozen the most current must be R1 alone: $(cat "$W/cmp.out")"
+		# R1 alone, as if a set of one: the headers record 2 under
+		# quorum 1 (n - k + 1 = 2): refused, nothing written
+		stop_target R1
+		"$PMREP" status "$W/R1.log" --json >"$W/st0"
+		"$PMREP" promote "$W/R1.log" --json >"$W/p1.out" 2>/dev/null
+		[ $? = 1 ] && grep -q '"outcome":"refused_fence"' "$W/p1.out" ||
+			fail "promote of R1 alone under quorum 1 of 2: $(cat "$W/p1.out")"
+		"$PMREP" status "$W/R1.log" --json >"$W/st1"
+		cmp -s "$W/st0" "$W/st1" || fail "the refused promotion changed R1's header"
+		echo "  R1 alone refused (the headers record a set of 2, quorum 1): nothing written"
 		;;
 	partition)
 		# R2's target stops to be promoted while the writer goes on with R1
@@ -162,6 +202,20 @@ scenario() { # NAME QUORUM
 }
 
 scenario all 0
+say "pmrep export: the promoted copy's data area to a plain file; a fresh copy refused"
+"$PMREP" export "$W/R1.log" "$W/R1.data" >"$W/export.out" 2>&1 || fail "export: $(cat "$W/export.out")"
+cmp -s <(tail -c +4097 "$W/R1.log") "$W/R1.data" || fail "the exported bytes are not R1's data area"
+grep -q "^position: generation 1, writer " "$W/export.out" || fail "export did not print the position: $(cat "$W/export.out")"
+"$PMREP" export "$W/R1.log" "$W/R1.data" >/dev/null 2>&1 && fail "export overwrote an existing file"
+"$TARGET" --path "$W/fresh.log" --create --size 1M --key-file "$W/key" --port 0 >"$W/fresh.out" 2>&1 &
+fp=$!; i=0
+while ! grep -q "listening on" "$W/fresh.out" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill $fp; wait $fp 2>/dev/null
+"$PMREP" export "$W/fresh.log" "$W/fresh.data" >"$W/export.out" 2>&1
+[ $? = 1 ] && grep -q "never claimed" "$W/export.out" && [ ! -e "$W/fresh.data" ] ||
+	fail "export of a fresh copy was not refused: $(cat "$W/export.out")"
+echo "  exported $(head -n 1 "$W/export.out" >/dev/null; stat -c %s "$W/R1.data") bytes; a fresh copy refused"
+scenario one 0
 scenario quorum 1
 scenario partition 1
 ok=1

@@ -12,15 +12,17 @@
  * bytes that were not persisted before it.
  *
  * Writes are copied into the mapping and remembered as dirty ranges;
- * xSync persists the file's dirty ranges, then its size, through the
- * mirror (locally and on the replicas the policy requires) and returns
+ * xSync persists the file's dirty ranges and its size as one step
+ * (pmrep_mirror_persistv) through the mirror (locally and on the replicas the policy requires) and returns
  * only then: with synchronous=FULL a COMMIT is durable on the replicas
  * when it returns. After a failed persist the volume refuses every write
  * and sync until it is closed by every connection and opened again: what
  * the failed sync covered may or may not be on the replicas.
  *
  * One process: the log's lock (pmrep_log_open) keeps other processes out
- * (their open fails: SQLITE_BUSY). Within the process, connections share
+ * (their open fails: SQLITE_BUSY). A read-only open maps the log
+ * read-only (PMREP_LOG_RDONLY) under a shared lock: refused while a
+ * target or a writer has the log. Within the process, connections share
  * the volume: SQLite's file locks and the WAL index's locks are kept in the
  * volume, and the WAL index lives in heap memory (rebuilt from the WAL at
  * the first open). Temporary files go to the default VFS.
@@ -35,6 +37,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -102,6 +106,7 @@ struct volume {
 	size_t size;
 	struct vol_hdr *h;
 	bool readonly;
+	int ro_fd;		/* read-only: holds a shared flock on the log; -1 */
 	bool failed;		/* a persist failed: no more writes */
 	int timeout_ms;
 	uint64_t sz[K_N];	/* each file's size (the header's may be above: WAL) */
@@ -241,7 +246,32 @@ dirty_add(struct volume *v, enum kind k, uint64_t lo, uint64_t hi)
 	v->ndirty[k] = n + 1;
 }
 
-/* persist file k's dirty ranges, then its size; called with v->mu held */
+/* persist ranges[0..n) of the data area: one step through the mirror
+ * (pmrep_mirror_persistv: one round trip), or locally range by range */
+static int
+vol_persistv(struct volume *v, const struct pmrep_range *r, unsigned n)
+{
+	if (v->mirror == NULL) {
+		for (unsigned i = 0; i < n; i++)
+			if (vol_persist(v, r[i].offset, r[i].length))
+				return -1;
+		return 0;
+	}
+	int ret = pmrep_mirror_persistv(v->mirror, r, n, v->timeout_ms);
+	if (ret) {
+		sqlite3_log(SQLITE_IOERR, "pmrep: %s: persist of %u ranges: %s (%s); the volume refuses writes until it is opened again",
+				v->path, n, pmrep_err_to_str(ret), pmrep_err_msg());
+		v->failed = true;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * persist file k's dirty ranges and its recorded size as one step (a
+ * vector of up to PMREP_MIRROR_PERSISTV_MAX ranges; more: several steps,
+ * the size in the last); called with v->mu held
+ */
 static int
 vol_sync(struct volume *v, enum kind k)
 {
@@ -250,28 +280,32 @@ vol_sync(struct volume *v, enum kind k)
 	struct range *d = v->dirty[k];
 	unsigned n = v->ndirty[k];
 	uint64_t off = v->h->r[k].off;
-	if (n > 0) {
-		/* one round trip for ranges close together: the span when it
-		 * is not much larger than what was written */
-		uint64_t sum = 0, span = d[n - 1].hi - d[0].lo;
-		for (unsigned i = 0; i < n; i++)
-			sum += d[i].hi - d[i].lo;
-		if (span <= 2 * sum || span <= 256 * 1024) {
-			if (vol_persist(v, off + d[0].lo, span))
+	struct pmrep_range vec[PMREP_MIRROR_PERSISTV_MAX];
+	unsigned nv = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (nv == PMREP_MIRROR_PERSISTV_MAX) {
+			if (vol_persistv(v, vec, nv))
 				return -1;
-		} else {
-			for (unsigned i = 0; i < n; i++)
-				if (vol_persist(v, off + d[i].lo, d[i].hi - d[i].lo))
-					return -1;
+			nv = 0;
 		}
-		v->ndirty[k] = 0;
+		vec[nv].offset = (size_t)(off + d[i].lo);
+		vec[nv].length = (size_t)(d[i].hi - d[i].lo);
+		nv++;
 	}
 	if (v->size_dirty[k]) {
-		uint64_t at = (uint64_t)((uint8_t *)&v->h->r[k].size - v->base);
-		if (vol_persist(v, at, 8))
-			return -1;
-		v->size_dirty[k] = false;
+		if (nv == PMREP_MIRROR_PERSISTV_MAX) {
+			if (vol_persistv(v, vec, nv))
+				return -1;
+			nv = 0;
+		}
+		vec[nv].offset = (size_t)((uint8_t *)&v->h->r[k].size - v->base);
+		vec[nv].length = 8;
+		nv++;
 	}
+	if (nv > 0 && vol_persistv(v, vec, nv))
+		return -1;
+	v->ndirty[k] = 0;
+	v->size_dirty[k] = false;
 	return 0;
 }
 
@@ -408,6 +442,8 @@ vol_free(struct volume *v)
 	for (int i = 0; i < v->nshm; i++)
 		free(v->shm[i]);
 	free(v->shm);
+	if (v->ro_fd >= 0)
+		close(v->ro_fd);
 	pthread_mutex_destroy(&v->mu);
 	free(v->path);
 	free(v);
@@ -435,6 +471,7 @@ vol_open(const char *db, bool readonly, struct volume **out)
 		return SQLITE_NOMEM;
 	}
 	pthread_mutex_init(&v->mu, NULL);
+	v->ro_fd = -1;
 	v->readonly = readonly;
 	v->timeout_ms = (int)sqlite3_uri_int64(db, "timeout_ms",
 			defaults.timeout_ms > 0 ? defaults.timeout_ms : 5000);
@@ -452,7 +489,22 @@ vol_open(const char *db, bool readonly, struct volume **out)
 		create = defaults.create_size;
 	if (stat(db, &st) == 0 || readonly)
 		create = 0;	/* an existing log, or no creating */
-	int ret = pmrep_log_open(db, create ? PMREP_PMEM_CREATE : 0,
+	if (readonly) {
+		/* no writer while we read: a target or a mirror holds the
+		 * log's exclusive lock, we a shared one for the volume's life */
+		v->ro_fd = open(db, O_RDONLY | O_CLOEXEC);
+		if (v->ro_fd < 0 || flock(v->ro_fd, LOCK_SH | LOCK_NB) != 0) {
+			int busy = v->ro_fd >= 0;
+			sqlite3_log(busy ? SQLITE_BUSY : SQLITE_CANTOPEN,
+					"pmrep: %s: %s", db, busy ?
+					"in use (a pmrep-target serves it, or a writer has it): a read-only open waits for a stopped copy" :
+					strerror(errno));
+			vol_free(v);
+			return busy ? SQLITE_BUSY : SQLITE_CANTOPEN;
+		}
+	}
+	int ret = pmrep_log_open(db, readonly ? PMREP_LOG_RDONLY :
+			create ? PMREP_PMEM_CREATE : 0,
 			(size_t)create, PMREP_PMEM_GRANULARITY_PAGE, &v->pmem);
 	if (ret) {
 		sqlite3_log(SQLITE_CANTOPEN, "pmrep: %s: %s (%s)", db,
@@ -487,11 +539,10 @@ vol_open(const char *db, bool readonly, struct volume **out)
 			rc = SQLITE_CORRUPT;
 	if (rc == SQLITE_OK && !readonly) {
 		/* a promoted log: its header's generation is the mirror's */
-		struct pmrep_replica_info info;
-		uint64_t gen = v->h->generation;
-		if (pmrep_replica_read_info(db, &info) == 0 &&
-				info.generation > gen)
-			gen = info.generation;
+		uint64_t gen = v->h->generation, log_gen = 0;
+		if (pmrep_log_get_generation(v->pmem, &log_gen) == 0 &&
+				log_gen > gen)
+			gen = log_gen;
 		rc = vol_mirror(v, db, gen);
 		if (rc == SQLITE_OK && gen != v->h->generation) {
 			v->h->generation = gen;
@@ -964,17 +1015,26 @@ v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
 	return SQLITE_OK;
 }
 
+/* the open volume whose WAL or journal `name` is (*k which); NULL: none */
+static struct volume *
+vol_of_file(const char *name, enum kind *k)
+{
+	*k = K_WAL;
+	struct volume *v = vol_of(name, "-wal");
+	if (v == NULL) {
+		*k = K_JOURNAL;
+		v = vol_of(name, "-journal");
+	}
+	return v;
+}
+
 static int
 v_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 {
 	(void)vfs;
 	pthread_mutex_lock(&volumes_mu);
-	struct volume *v = vol_of(name, "-wal");
-	enum kind k = K_WAL;
-	if (v == NULL) {
-		v = vol_of(name, "-journal");
-		k = K_JOURNAL;
-	}
+	enum kind k;
+	struct volume *v = vol_of_file(name, &k);
 	if (v == NULL) {
 		pthread_mutex_unlock(&volumes_mu);
 		return orig->xDelete(orig, name, sync_dir);
@@ -1000,12 +1060,8 @@ v_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
 {
 	(void)vfs;
 	pthread_mutex_lock(&volumes_mu);
-	struct volume *v = vol_of(name, "-wal");
-	enum kind k = K_WAL;
-	if (v == NULL) {
-		v = vol_of(name, "-journal");
-		k = K_JOURNAL;
-	}
+	enum kind k;
+	struct volume *v = vol_of_file(name, &k);
 	if (v != NULL) {
 		*out = flags == SQLITE_ACCESS_READWRITE ? !v->readonly :
 			__atomic_load_n(&v->sz[k], __ATOMIC_ACQUIRE) > 0;
