@@ -3,7 +3,9 @@
 # Usage (as root on Debian 12):  scripts/install-deps.sh [--vm | --packages]
 #   --vm        also the packages of the soft-RoCE guest rig (qemu, busybox, ndctl, perftest ...)
 #               and of the benchmarks (perftest floors, librpma for comparison, gnuplot),
-#               and debootstrap (a Debian 13 userspace for the native RDMA FLUSH stage);
+#               and debootstrap (a Debian 13 userspace for the native RDMA FLUSH stage),
+#               and Pacemaker + Corosync (the three-node cluster of the pacemaker stage:
+#               tests/pacemaker);
 #               and those of --packages: everything CI (scripts/test.sh) needs
 #   --packages  also what building and checking the Debian packages needs (debhelper,
 #               lintian; debootstrap for the clean chroot: scripts/packages.sh)
@@ -15,9 +17,11 @@ libsqlite3-dev sqlite3"
 VM_PKGS="qemu-system-x86 busybox-static ndctl iproute2 e2fsprogs xz-utils zstd rdma-core \
 ibverbs-utils ibverbs-providers rdmacm-utils perftest librpma-dev gnuplot-nox debootstrap"
 PKG_PKGS="debhelper dpkg-dev fakeroot lintian debootstrap"
+# the cluster runs in namespaces (tests/pacemaker): not as the host's services
+PCMK_PKGS="pacemaker corosync crmsh"
 pkgs=$BUILD_PKGS
 case ${1:-} in
---vm) pkgs="$pkgs $VM_PKGS $PKG_PKGS" ;;
+--vm) pkgs="$pkgs $VM_PKGS $PKG_PKGS $PCMK_PKGS" ;;
 --packages) pkgs="$pkgs $PKG_PKGS" ;;
 '') ;;
 *) echo "install-deps.sh: unknown option '$1' (--vm, --packages)" >&2; exit 2 ;;
@@ -26,13 +30,22 @@ missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+# where PID 1 is systemd, apt starts corosync and pacemaker on the host: the
+# test's nodes run their own in namespaces, the host's stay off
+host_cluster_off() {
+    case " $pkgs " in *" pacemaker "*) ;; *) return 0 ;; esac
+    [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ] || return 0
+    $SUDO systemctl disable --now pacemaker corosync >/dev/null 2>&1 || true
+}
 if [ -z "$missing" ]; then
+    host_cluster_off
     echo "install-deps: all packages present"
     exit 0
 fi
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $missing
+host_cluster_off

@@ -19,6 +19,18 @@
  *       VIOLATION seq S slot L: right on G of N replicas, policy requires R: replica I missing|different ...
  *     and a summary. Exit 0 no violation, 1 violations, 2 usage / I/O error.
  *
+ *   rig-check order --history FILE [--history FILE ...]
+ *     The order of the primaries, from the histories of every writer run
+ *     (a line's t_ms is CLOCK_MONOTONIC, shared by the rig's namespaces; its
+ *     fourth field the record's epoch, generation - 1): no record may be
+ *     acknowledged at an epoch after a record of a newer epoch was -- once
+ *     a newer primary acknowledged a write, the older one's must fail (its
+ *     replicas were fenced before the newer one wrote). Prints, per epoch,
+ *     the records and the first and last acknowledgement, then each
+ *     "VIOLATION epoch E seq S acknowledged at T, after epoch F's first
+ *     (seq S' at T')" (the first 20) and a summary. Exit 0 none, 1
+ *     violations or an unreadable line, 2 usage / I/O error.
+ *
  *   rig-check report --events FILE --faults FILE [--history FILE] [--slack MS]
  *     The figures of one run from rig-writer's events and the nemesis'
  *     fault log ("fault KIND REPLICA START_MS END_MS" lines): faults by
@@ -558,6 +570,102 @@ cmd_report(int argc, char *argv[])
 	return hangs ? 1 : 0;
 }
 
+/* -------------------------------------------------------------- order */
+
+struct ack { double t; unsigned long long seq, epoch; };
+
+static int
+cmp_ack_t(const void *a, const void *b)
+{
+	const struct ack *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int
+cmd_order(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "history", required_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct vec acks = { .sz = sizeof(struct ack) };
+	unsigned long long bad_lines = 0;
+	unsigned files = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "H:", opts, NULL)) != -1) {
+		if (c != 'H')
+			return 2;
+		FILE *h = fopen(optarg, "r");
+		if (h == NULL) {
+			fprintf(stderr, "rig-check: %s: %s\n", optarg, strerror(errno));
+			return 2;
+		}
+		files++;
+		char line[256];
+		while (fgets(line, sizeof(line), h)) {
+			struct ack a = { 0 };
+			if (sscanf(line, "%llu %*u %lf %llu", &a.seq, &a.t, &a.epoch) < 2 ||
+					a.seq == 0) {
+				if (bad_lines++ < 5)
+					printf("bad history line in %s: %s", optarg, line);
+				continue;
+			}
+			*(struct ack *)vec_push(&acks) = a;
+		}
+		fclose(h);
+	}
+	if (files == 0) {
+		fprintf(stderr, "usage: rig-check order --history FILE [--history FILE ...]\n");
+		return 2;
+	}
+	struct ack *v = acks.p;
+	size_t n = acks.n;
+	qsort(v, n, sizeof(*v), cmp_ack_t);
+	/* per epoch, in the order of their first acknowledgement */
+	enum { MAXE = 256 };
+	struct { unsigned long long epoch, count; double first, last; } ep[MAXE];
+	unsigned ne = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned e = 0;
+		while (e < ne && ep[e].epoch != v[i].epoch)
+			e++;
+		if (e == ne) {
+			if (ne == MAXE) {
+				fprintf(stderr, "rig-check: more than %d epochs\n", MAXE);
+				return 2;
+			}
+			ep[ne].epoch = v[i].epoch;
+			ep[ne].count = 0;
+			ep[ne].first = v[i].t;
+			ne++;
+		}
+		ep[e].count++;
+		ep[e].last = v[i].t;
+	}
+	for (unsigned e = 0; e < ne; e++)
+		printf("epoch %llu: %llu records acknowledged, the first at %.3f, the last at %.3f\n",
+				ep[e].epoch, ep[e].count, ep[e].first, ep[e].last);
+	/* walking the acknowledgements in time: the newest epoch seen so far
+	 * (and where it was first), and every one of an older epoch after it */
+	unsigned long long violations = 0, newest = 0;
+	const struct ack *newest_first = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (newest_first == NULL || v[i].epoch > newest) {
+			newest = v[i].epoch;
+			newest_first = &v[i];
+		} else if (v[i].epoch < newest && v[i].t > newest_first->t) {
+			if (violations++ < 20)
+				printf("VIOLATION epoch %llu seq %llu acknowledged at %.3f, after epoch %llu's first (seq %llu at %.3f)\n",
+						v[i].epoch, v[i].seq, v[i].t, newest,
+						newest_first->seq, newest_first->t);
+		}
+	}
+	printf("rig-check order: %zu acknowledged records in %u histories, %u epochs; violations %llu; bad history lines %llu\n",
+			n, files, ne, violations, bad_lines);
+	free(acks.p);
+	return violations || bad_lines ? 1 : 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -567,7 +675,10 @@ main(int argc, char *argv[])
 		return cmd_history(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "report") == 0)
 		return cmd_report(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "order") == 0)
+		return cmd_order(argc - 1, argv + 1);
 	fprintf(stderr, "usage: rig-check history --history FILE --source LOG --replica FILE [...] [--quorum K]\n"
-			"       rig-check report --events FILE --faults FILE [--history FILE] [--slack MS]\n");
+			"       rig-check report --events FILE --faults FILE [--history FILE] [--slack MS]\n"
+			"       rig-check order --history FILE [--history FILE ...]\n");
 	return 2;
 }
