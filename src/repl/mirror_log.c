@@ -174,6 +174,13 @@ mirror_log_attach_check(struct pmrep_mirror *m, unsigned idx, const char *addr,
 	/* the log must hold every completed persist the replica may hold */
 	struct pmrep_replica_position two[2] = { m->log_pos };
 	repl_position_from_accept(&two[1], acc);
+	/* a replica that holds steps of this very run (it fell out and
+	 * comes back): this log, the run's own, holds every step the run
+	 * issued -- m->log_pos is the log's position before the run began */
+	if (two[1].generation == m->cfg.generation &&
+			two[1].owner == mstate_primary_id(m->state) &&
+			two[1].seq >= m->psn_base)
+		return 0;
 	unsigned best = 0;
 	bool complete[2];
 	int c = pmrep_position_decide(two, 2, &best, NULL, complete);

@@ -17,6 +17,8 @@
 #      serving again (monitor 0), its header unchanged;
 #   6. n2 demoted, n1 started: n3's promote catches up from n1 (caught_up
 #      true), and every record n2's writer acknowledged is on n3 (rig-check);
+#      then n1 promoted while n3 still is: n3's monitor returns 9
+#      (OCF_FAILED_PROMOTED: fenced by a newer generation), score withdrawn;
 #   7. ocf-tester (resource-agents) on the agent, when installed.
 # Exit 0 passed, 1 failed, 77 cannot run here (no ocf-shellfuncs).
 set -u
@@ -180,6 +182,14 @@ expect n1 start 0
 : >"$W/ha.log"
 expect n3 promote 0
 grep -q "caught up: true" "$W/ha.log" || fail "n3 did not catch up: $(cat "$W/ha.log")"
+
+say "6b. n1 promoted while n3 still is (as across a cut): n3's monitor says it is fenced"
+expect n1 promote 0
+: >"$W/ha.log"
+expect n3 monitor 9
+score_is n3 "--promotion -D"
+grep -q "fenced: .* holds generation" "$W/ha.log" || fail "the fenced monitor did not say why: $(cat "$W/ha.log")"
+expect n1 demote 0
 expect n3 stop 0	# its copy read as a file below, no writer on it
 "$RIG/rig-check" history --history "$W/h1" --source "$W/n3/data.log" --replica "$W/n3/data.log" --quorum 1 \
 	>"$W/check.out" 2>&1 || fail "a record n2's writer acknowledged is not on n3: $(tail -n 5 "$W/check.out")"

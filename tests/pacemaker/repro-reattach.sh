@@ -10,7 +10,8 @@
 # 2, tracked)", W being the refusing mirror's own writer and run.
 # usage: repro-reattach.sh BUILD_DIR
 # exit: 0 the replica came back in sync, 1 it did not (the refusal lines
-# printed), 2 setup failure. Not a ctest while the issue is open.
+# printed), 2 setup failure. ctest func.tcp.reattach_promoted since the fix
+# (mirror_log_attach_check: a replica holding steps of the writer's own run).
 set -u
 B=$(cd "${1:?usage: repro-reattach.sh BUILD_DIR}" && pwd)
 D=$(mktemp -d /tmp/pmrep-reattach.XXXXXX)
