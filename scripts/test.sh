@@ -69,6 +69,14 @@ do_build() {
 	local rc=$?
 	sim_summary "$OUT/release"
 	[ $rc -eq 0 ] || return $rc
+	# SQLite's own tests over pmrep-sqlite, a bounded subset (the whole
+	# passing list: tests/sqlite/run-testfixture.sh without names, ~2 min;
+	# docs/DATABASES.md "SQLite's own tests"); testfixture is built once
+	# from Debian's source package and cached; 77: it cannot be had here
+	bash "$ROOT/tests/sqlite/run-testfixture.sh" "$OUT/release" \
+		crash3 crash4 walprotocol wal8 walshared jrnlmode3 rollback2 pager4
+	rc=$?
+	[ $rc -eq 0 ] || [ $rc -eq 77 ] || return $rc
 	# the two other builds users make, tests included, warnings as errors
 	# (build only: the tests run in this and the other stages): gcc's -O2
 	# of Release warns where RelWithDebInfo does not (maybe-uninitialized),
