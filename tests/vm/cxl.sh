@@ -23,8 +23,8 @@
 #   124 a time limit; 125 rig failure (e.g. the region or a namespace could not be made); 2 usage
 #
 # Knobs (environment):
-#   PMREP_VM_KERNELS=stock   the kernels (stock: Debian 12's 6.1; backports: 6.12; both work)
-#   PMREP_CXL_TIMEOUT=1500   hard limit for everything, seconds (ci.sh's PMREP_VM_CI_TIMEOUT)
+#   PMREP_VM_KERNELS="stock backports"   the kernels (Debian 12's 6.1, bookworm-backports' 6.12)
+#   PMREP_CXL_TIMEOUT=1800   hard limit for everything, seconds (ci.sh's PMREP_VM_CI_TIMEOUT)
 #   VM_TIMEOUT=900           limit per guest
 #   VM_CXL_SIZE=256          the CXL device, MiB (multiple of 256); VM_DEVDAX_SIZE=32 of it devdax
 #   other VM_* / PMREP_VM_* knobs pass through to ci.sh and run-in-vm.sh
@@ -103,8 +103,8 @@ if [ ${#fails[@]} = 0 ]; then echo "== CXL: all passed"; else printf '== CXL: FA
 EOF
 
 t0=$SECONDS
-PMREP_VM_KERNELS=${PMREP_VM_KERNELS:-stock} PMREP_BUILD_DIR=$BUILD \
-  PMREP_VM_CI_TIMEOUT=${PMREP_CXL_TIMEOUT:-1500} VM_TIMEOUT=${VM_TIMEOUT:-900} \
+PMREP_VM_KERNELS=${PMREP_VM_KERNELS:-stock backports} PMREP_BUILD_DIR=$BUILD \
+  PMREP_VM_CI_TIMEOUT=${PMREP_CXL_TIMEOUT:-1800} VM_TIMEOUT=${VM_TIMEOUT:-900} \
   VM_CXL=1 VM_RO_DIRS="$SRC${VM_RO_DIRS:+:$VM_RO_DIRS}" \
   "$here/ci.sh" bash "$JOBFILE" "$SRC" "$PROBE" "${CMD[@]}"
 r=$?
