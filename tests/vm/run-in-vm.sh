@@ -708,6 +708,7 @@ if [ "$VM_CXL" = 1 ]; then
   MACHINE=q35,cxl=on
   truncate -s "${VM_CXL_SIZE}M" "$JOB/cxl0.img"
   truncate -s 1M "$JOB/cxl0-lsa.img"
+  # shellcheck disable=SC2054  # (commas are QEMU option syntax)
   PMEMOPTS+=(-object "memory-backend-file,id=cxlmem0,share=on,mem-path=$JOB/cxl0.img,size=${VM_CXL_SIZE}M"
              -object "memory-backend-file,id=cxllsa0,share=on,mem-path=$JOB/cxl0-lsa.img,size=1M"
              -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
