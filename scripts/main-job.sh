@@ -11,6 +11,14 @@
 # soft-RoCE guest (tests/vm), with a build in the repository tree:
 #   tests/vm/run-in-vm.sh -- sh -c 'PMREP_MAIN_JOB_ADDR=$RXE_IP \
 #       PMREP_PROVIDER=verbs scripts/main-job.sh build-test/release'
+# PMREP_MAIN_JOB_DIR (default /dev/shm): where the work directory (source
+# log, replica file, key, logs) is made, e.g. a DAX file system.
+# PMREP_MAIN_JOB_REPLICA, PMREP_MAIN_JOB_SOURCE: the replica, the source log
+# there instead, e.g. a device DAX (one of the two), used whole: the data
+# size is then the device's (less the replica's 4096-byte header). A device
+# must read as zeros or hold a replica (a log) of that size. Over verbs the
+# source log must be memory the device can register (not fsdax without
+# ODP). tests/vm/cxl.sh runs these on CXL persistent memory.
 # PMREP_MAIN_JOB_INSTALLED=1: against the installed packages instead of a
 # build (no BUILD_DIR, nothing installed or built by CMake): pmrep-target and
 # pmrep from PATH, log-mirror compiled with cc and `pkg-config pmrep` from
@@ -55,7 +63,7 @@ else
 	LOGM=$BUILD/examples/log-mirror
 fi
 
-W=$(mktemp -d /dev/shm/pmrep-main-job.XXXXXX)
+W=$(mktemp -d "${PMREP_MAIN_JOB_DIR:-/dev/shm}/pmrep-main-job.XXXXXX")
 TPID=""
 LPID=""
 cleanup() {
@@ -79,6 +87,17 @@ if [ "$INSTALLED" = 1 ]; then
 fi
 
 SIZE=$((4 << 20))
+REPLICA=${PMREP_MAIN_JOB_REPLICA:-$W/replica}
+SOURCE=${PMREP_MAIN_JOB_SOURCE:-$W/source}
+devdax_size() { cat "/sys/bus/dax/devices/$(basename "$1")/size"; }
+if [ -c "$REPLICA" ] && [ -c "$SOURCE" ]; then
+	echo "main-job.sh: the source and the replica cannot both be devices" >&2
+	exit 2
+elif [ -c "$REPLICA" ]; then	# a device DAX: the whole of it
+	SIZE=$(($(devdax_size "$REPLICA") - 4096))
+elif [ -c "$SOURCE" ]; then
+	SIZE=$(devdax_size "$SOURCE")
+fi
 head -c 32 /dev/urandom | base64 | head -c 40 >"$W/key"
 chmod 600 "$W/key"	# key files others may read are refused
 chmod 600 "$W/key"
@@ -86,7 +105,7 @@ PORT=$((20000 + RANDOM % 20000))
 
 start_target() { # extra args...
 	# no `timeout` wrapper: $TPID must be the target itself, to kill it
-	"$TARGET" --path "$W/replica" --size "$SIZE" --create \
+	"$TARGET" --path "$REPLICA" --size "$SIZE" --create \
 		--address "$ADDR" --port "$PORT" --key-file "$W/key" "$@" \
 		>"$W/target.out" 2>>"$W/target.log" &
 	TPID=$!
@@ -98,12 +117,12 @@ start_target() { # extra args...
 	echo "pmrep-target did not start:"; cat "$W/target.log"; return 1
 }
 
-echo "== 1. replica target on $ADDR:$PORT ($PMREP_PROVIDER) ($W/replica, $SIZE data bytes)"
+echo "== 1. replica target on $ADDR:$PORT ($PMREP_PROVIDER) ($REPLICA, $SIZE data bytes; source log $SOURCE)"
 start_target
 
 echo "== 2. log-mirror appends 400 records, each acknowledged only once durable on both sides"
 : >"$W/logm.out"
-timeout -k 5 120 "$LOGM" --file "$W/source" --size "$SIZE" --replica "$ADDR:$PORT" \
+timeout -k 5 120 "$LOGM" --file "$SOURCE" --size "$SIZE" --replica "$ADDR:$PORT" \
 	--key-file "$W/key" --append 400 --delay-ms 5 --wait-s 60 >"$W/logm.out" 2>"$W/logm.err" &
 LPID=$!
 # log-mirror's output as it happens, so that each line shows under its
@@ -136,8 +155,8 @@ kill -TERM "$TPID"; wait "$TPID" 2>/dev/null || true; TPID=""
 tail -n 1 "$W/target.log"
 
 echo "== 6. recover the source log and verify every record"
-"$LOGM" --file "$W/source" --verify
+"$LOGM" --file "$SOURCE" --verify
 
 echo "== 7. verify: source and replica, checksums range by range"
-"$PMREP" verify "$W/source" "$W/replica" --range 65536
+"$PMREP" verify "$SOURCE" "$REPLICA" --range 65536
 echo "main job: OK"

@@ -45,6 +45,17 @@
 #                         replica is the whole device, and a full resync of it over rxe under
 #                         TCG crawls (512 MiB: ~2 min; 62 MiB: 19 s; ~0.24 s a MiB)
 #   VM_PMEM_MODE          fsdax+devdax (default) | fsdax | devdax (/dev/dax0.0) | raw (/dev/pmem0)
+#   VM_CXL=0              1: the persistent memory is one emulated CXL type-3 device instead of
+#                         NVDIMMs (-machine q35,cxl=on; pxb-cxl host bridge, cxl-rp root port,
+#                         cxl-type3 with memdev= (persistent in QEMU 7.2) and a label storage
+#                         area lsa=, one fixed memory window). The guest assembles a pmem region
+#                         (cxl create-region -t pmem) and makes the namespaces of VM_PMEM_MODE in
+#                         it (fsdax+devdax, fsdax or devdax; not raw): devdax VM_DEVDAX_SIZE, fsdax
+#                         the rest. The command also gets PMEM_CXL_REGION (cxl's name of the
+#                         region) and PMEM_ND_REGION (libnvdimm's). tests/vm/cxl.sh drives it.
+#                         With it the guest boots with pcie_ports=compat and VM_CPU defaults to
+#                         max,hypervisor=off: what 6.12 needs of QEMU 7.2's device (see below).
+#   VM_CXL_SIZE=256       size of the CXL device, MiB (a multiple of 256: the CXL capacity unit)
 #   VM_RW_DIRS=$PWD       colon-separated host directories shared read-write
 #   VM_RO_DIRS            colon-separated host directories shared read-only at the same path
 #                         (mounted before VM_RW_DIRS: an RW dir may lie inside an RO one)
@@ -98,6 +109,9 @@ VM_SMP=${VM_SMP:-2}
 VM_PMEM_SIZE=${VM_PMEM_SIZE:-512}
 VM_DEVDAX_SIZE=${VM_DEVDAX_SIZE:-32}
 VM_PMEM_MODE=${VM_PMEM_MODE:-fsdax+devdax}
+VM_CXL=${VM_CXL:-0}
+VM_CXL_SIZE=${VM_CXL_SIZE:-256}
+VM_CPU_SET=${VM_CPU:+1}
 VM_CPU=${VM_CPU:-max}
 VM_KERNEL_MAX_AGE=${VM_KERNEL_MAX_AGE:-7}
 VM_CACHE=${VM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/pmrep-vm}
@@ -118,6 +132,29 @@ case $VM_PMEM_MODE in
   *) say "VM_PMEM_MODE must be fsdax+devdax, fsdax, devdax or raw"; exit 2 ;;
 esac
 [ "$VM_PMEM_SIZE" = 0 ] && NVDIMMS=0
+case $VM_CXL in
+  0) ;;
+  1) [ "$VM_PMEM_MODE" = raw ] && { say "VM_CXL=1 makes fsdax and/or devdax namespaces, not raw"; exit 2; }
+     case $VM_CXL_SIZE in ''|*[!0-9]*) say "VM_CXL_SIZE must be a number"; exit 2 ;; esac
+     if [ "$VM_CXL_SIZE" -lt 256 ] || [ $((VM_CXL_SIZE % 256)) != 0 ]; then
+       say "VM_CXL_SIZE must be a multiple of 256 (MiB)"; exit 2
+     fi
+     # the fsdax namespace gets what the devdax one leaves (and must hold ext4)
+     if [ "$VM_PMEM_MODE" = fsdax+devdax ] && [ $((VM_CXL_SIZE - VM_DEVDAX_SIZE)) -lt 64 ]; then
+       say "VM_CXL_SIZE leaves less than 64 MiB for fsdax beside VM_DEVDAX_SIZE"; exit 2
+     fi
+     NVDIMMS=0
+     # 6.12 with QEMU 7.2's device, two things 6.1 does not do:
+     # - with native CXL error handling granted by _OSC, cxl_pci sets up the event log
+     #   interrupts, which this device does not offer ("Failed to get interrupt for event Info
+     #   log"): no memdev. pcie_ports=compat makes Linux ask _OSC for no control at all;
+     # - committing a region first invalidates the CPU caches, which Linux refuses to attempt
+     #   under a hypervisor ("Failed to synchronize CPU cache state", ENXIO): no region. TCG
+     #   emulates no caches to invalidate; hypervisor=off clears the CPUID bit it looks at.
+     VM_APPEND="pcie_ports=compat${VM_APPEND:+ $VM_APPEND}"
+     [ -n "$VM_CPU_SET" ] || VM_CPU=max,hypervisor=off ;;
+  *) say "VM_CXL must be 0 or 1"; exit 2 ;;
+esac
 for v in VM_TIMEOUT VM_BOOT_TIMEOUT VM_FETCH_TIMEOUT VM_MEM VM_SMP VM_PMEM_SIZE VM_DEVDAX_SIZE VM_KERNEL_MAX_AGE; do
   case ${!v} in ''|*[!0-9]*) say "$v must be a number"; exit 2 ;; esac
 done
@@ -146,7 +183,8 @@ in_root() {
   return 1
 }
 if [ $PREPARE_ONLY = 0 ]; then   # run by the guest from the host root (or VM_ROOT)
-  for t in rdma bash env $( [ $NVDIMMS != 0 ] && [ "$VM_PMEM_MODE" != raw ] && echo ndctl mkfs.ext4 ); do
+  for t in rdma bash env $( [ $NVDIMMS != 0 ] && [ "$VM_PMEM_MODE" != raw ] && echo ndctl mkfs.ext4 ) \
+           $( [ "$VM_CXL" = 1 ] && echo cxl ndctl mkfs.ext4 ); do
     in_root "$t" ||
       die "missing tool in ${VM_ROOT:-the host root}: $t (see scripts/install-deps.sh --vm)"
   done
@@ -413,6 +451,7 @@ C="chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/u
 # -------- modules (busybox modprobe, modules.dep from the 9p share)
 MODS="rdma_rxe ib_uverbs rdma_ucm dummy"
 [ "$NVDIMMS" != 0 ] && MODS="$MODS nfit nd_pmem dax_pmem device_dax"
+[ "$CXL" = 1 ] && MODS="$MODS cxl_acpi cxl_pci cxl_mem cxl_pmem nd_pmem dax_pmem device_dax"
 modprobe -a $MODS ext4 crc32c_generic crc32c-intel 2>/dev/null   # the last three may be built in
 for m in $MODS; do [ -d /sys/module/$m ] || fatal "kernel module $m did not load"; done
 # -------- soft-RoCE on a dummy netdev (no NIC: nothing can leave the guest)
@@ -433,17 +472,20 @@ ndmode() {
   $C ndctl create-namespace -f -e "$1" -m "$2" >/tmp/ndctl.log 2>&1 ||
     { cat /tmp/ndctl.log >/dev/console; fatal "ndctl create-namespace -m $2 $1"; }
 }
-fsdax() {   # $1 = region number
-  ndmode namespace$1.0 fsdax
-  waitdev -b /dev/pmem$1
+fsdax_mount() {   # $1 = the fsdax block device
+  waitdev -b $1
   # -b 4096: mkfs picks 1 KiB blocks on small devices, and ext4 DAX needs block size == page size
-  $C mkfs.ext4 -q -F -b 4096 /dev/pmem$1 >/tmp/mkfs.log 2>&1 ||
-    { cat /tmp/mkfs.log >/dev/console; fatal "mkfs.ext4 /dev/pmem$1"; }
+  $C mkfs.ext4 -q -F -b 4096 $1 >/tmp/mkfs.log 2>&1 ||
+    { cat /tmp/mkfs.log >/dev/console; fatal "mkfs.ext4 $1"; }
   mkdir -p /host/mnt/pmem
-  mount -t ext4 -o dax /dev/pmem$1 /host/mnt/pmem || fatal "mount -o dax /dev/pmem$1"
+  mount -t ext4 -o dax $1 /host/mnt/pmem || { dmesg | tail -n 5 >/dev/console; fatal "mount -o dax $1"; }
   grep -q ' /host/mnt/pmem .*dax' /proc/mounts || fatal "/mnt/pmem is not DAX"
   chmod 1777 /host/mnt/pmem
-  PMEM_DEV=/dev/pmem$1; PMEM_MOUNT=/mnt/pmem
+  PMEM_DEV=$1; PMEM_MOUNT=/mnt/pmem
+}
+fsdax() {   # $1 = region number
+  ndmode namespace$1.0 fsdax
+  fsdax_mount /dev/pmem$1
 }
 devdax() {
   ndmode namespace$1.0 devdax
@@ -451,7 +493,48 @@ devdax() {
   chmod 666 /dev/dax$1.0
   PMEM_DEVDAX=/dev/dax$1.0
 }
-PMEM_DEV=; PMEM_MOUNT=; PMEM_DEVDAX=
+# CXL: the memdev, its endpoint port and its nvdimm (cxl_pmem) show up asynchronously; then a
+# pmem region over the one memdev (the root decoder is the fixed memory window), whose
+# libnvdimm region is label-backed (the LSA): namespaces are carved by size
+cxl_ns() {   # $1 = mode, $2 = size in MiB or empty (the rest); prints the new namespace's JSON
+  $C ndctl create-namespace -r "$PMEM_ND_REGION" -m "$1" ${2:+-s ${2}M} >/tmp/ns.json 2>/tmp/ndctl.log ||
+    { cat /tmp/ndctl.log /tmp/ns.json >/dev/console; fatal "ndctl create-namespace -r $PMEM_ND_REGION -m $1${2:+ -s ${2}M}"; }
+  cat /tmp/ns.json >/dev/console
+}
+json_str() { grep -o "\"$1\":\"[^\"]*\"" "$2" | head -n1 | cut -d'"' -f4; }
+cxl_setup() {
+  n=0
+  until [ -e /sys/bus/cxl/devices/mem0 ] && [ -e /sys/bus/cxl/devices/decoder0.0 ] &&
+        ls /sys/bus/cxl/devices | grep -q '^endpoint' && ls /sys/bus/cxl/devices | grep -q '^pmem'; do
+    n=$((n+1))
+    [ $n -gt 300 ] && { ls /sys/bus/cxl/devices >/dev/console; fatal "CXL memdev / endpoint / nvdimm not ready"; }
+    sleep 0.1
+  done
+  $C cxl create-region -t pmem -d decoder0.0 -w 1 -m mem0 >/tmp/region.json 2>/tmp/cxl.log ||
+    { cat /tmp/cxl.log /tmp/region.json >/dev/console; dmesg | grep -i cxl | tail -n 8 >/dev/console; fatal "cxl create-region -t pmem -d decoder0.0 -m mem0"; }
+  cat /tmp/region.json >/dev/console
+  PMEM_CXL_REGION=$(json_str region /tmp/region.json)
+  [ -n "$PMEM_CXL_REGION" ] || { cat /tmp/cxl.log >/dev/console; dmesg | grep -i cxl | tail -n 8 >/dev/console; fatal "cxl create-region printed no region"; }
+  n=0
+  # its libnvdimm region sits on the nvdimm bridge's bus (no NFIT here: the only nd region)
+  until PMEM_ND_REGION=$(ls /sys/bus/nd/devices 2>/dev/null | grep '^region' | head -n1) &&
+        [ -n "$PMEM_ND_REGION" ]; do
+    n=$((n+1)); [ $n -gt 100 ] && fatal "no libnvdimm region for $PMEM_CXL_REGION"; sleep 0.1
+  done
+  case $PMEM_MODE in devdax|fsdax+devdax)
+    cxl_ns devdax "$([ "$PMEM_MODE" = devdax ] || echo "$DEVDAX_MB")"
+    PMEM_DEVDAX=/dev/$(json_str chardev /tmp/ns.json)
+    waitdev -c "$PMEM_DEVDAX"
+    chmod 666 "$PMEM_DEVDAX" ;;
+  esac
+  case $PMEM_MODE in fsdax|fsdax+devdax)
+    cxl_ns fsdax ""
+    fsdax_mount /dev/$(json_str blockdev /tmp/ns.json) ;;
+  esac
+  [ "$PMEM_MODE" = devdax ] && PMEM_DEV=$PMEM_DEVDAX
+}
+PMEM_DEV=; PMEM_MOUNT=; PMEM_DEVDAX=; PMEM_CXL_REGION=; PMEM_ND_REGION=
+[ "$CXL" = 1 ] && cxl_setup
 if [ "$NVDIMMS" != 0 ]; then
   i=0; while [ $i -lt "$NVDIMMS" ]; do waitdev -e /dev/pmem$i; i=$((i+1)); done
   case $PMEM_MODE in
@@ -463,6 +546,7 @@ if [ "$NVDIMMS" != 0 ]; then
 fi
 cat > /host/run/vmjob/vmenv <<EOF
 export IN_VM=1 RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP=$RXE_IP PMEM_MODE=$PMEM_MODE PMEM_DEV=$PMEM_DEV PMEM_MOUNT=$PMEM_MOUNT PMEM_DEVDAX=$PMEM_DEVDAX
+export PMEM_CXL=$CXL PMEM_CXL_REGION=$PMEM_CXL_REGION PMEM_ND_REGION=$PMEM_ND_REGION
 EOF
 log "setup done at $(cut -d' ' -f1 /proc/uptime)s"
 : > /host/run/vmjob/ready
@@ -553,7 +637,7 @@ mount_point() {
 RXE_IP=10.11.12.1
 RW=(); RO=()
 {
-  echo "PMEM_MODE=$VM_PMEM_MODE NVDIMMS=$NVDIMMS RXE_IP=$RXE_IP"
+  echo "PMEM_MODE=$VM_PMEM_MODE NVDIMMS=$NVDIMMS RXE_IP=$RXE_IP CXL=$VM_CXL DEVDAX_MB=$VM_DEVDAX_SIZE"
   for kind in RO RW; do
     i=0
     list=VM_${kind}_DIRS
@@ -610,6 +694,29 @@ if [ "$NVDIMMS" -gt 0 ]; then
                -device "nvdimm,id=nvdimm$n,memdev=pmem$n")
   done
 fi
+MACHINE=pc,nvdimm=on
+if [ "$VM_CXL" = 1 ]; then
+  # QEMU 7.2's cxl-type3 has memdev= (persistent capacity; later releases call it
+  # persistent-memdev=) and an LSA for the namespace labels. QEMU decodes the device's memory
+  # in software: every guest access to it goes through its I/O (MMIO) path, whatever the
+  # accelerator. Functional testing only.
+  # Two root ports, one of them empty: below a host bridge with a single root port Linux (6.1,
+  # 6.12) sets up a pass-through decoder and never programs the bridge's HDM decoder, which
+  # QEMU 7.2 needs to route an access: with one root port the region and its namespaces are
+  # made, but the memory reads zeros and drops every write, silently (seen: mkfs.ext4 "worked",
+  # and mount found no file system).
+  MACHINE=q35,cxl=on
+  truncate -s "${VM_CXL_SIZE}M" "$JOB/cxl0.img"
+  truncate -s 1M "$JOB/cxl0-lsa.img"
+  # shellcheck disable=SC2054  # (commas are QEMU option syntax)
+  PMEMOPTS+=(-object "memory-backend-file,id=cxlmem0,share=on,mem-path=$JOB/cxl0.img,size=${VM_CXL_SIZE}M"
+             -object "memory-backend-file,id=cxllsa0,share=on,mem-path=$JOB/cxl0-lsa.img,size=1M"
+             -device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
+             -device cxl-rp,port=0,bus=cxl.1,id=cxlrp0,chassis=0,slot=2
+             -device cxl-rp,port=1,bus=cxl.1,id=cxlrp1,chassis=0,slot=3
+             -device cxl-type3,bus=cxlrp0,memdev=cxlmem0,lsa=cxllsa0,id=cxlpmem0
+             -M cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G)
+fi
 RWOPTS=()
 for ((n = 0; n < ${#RO[@]}; n++)); do
   RWOPTS+=(-virtfs "local,path=${RO[$n]},mount_tag=ro$n,security_model=none,readonly=on,multidevs=remap")
@@ -620,7 +727,7 @@ done
 
 # shellcheck disable=SC2054  # (commas are QEMU option syntax)
 QEMU=(qemu-system-x86_64
-  -machine pc,nvdimm=on -accel tcg -cpu "$VM_CPU" -smp "$VM_SMP" -m "$MEMOPT"
+  -machine "$MACHINE" -accel tcg -cpu "$VM_CPU" -smp "$VM_SMP" -m "$MEMOPT"
   -nodefaults -no-user-config -display none -no-reboot -nic none
   -kernel "$KERNEL" -initrd "$INITRD"
   -append "console=ttyS0 panic=-1 quiet ${VM_APPEND:-}"
