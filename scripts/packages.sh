@@ -2,7 +2,7 @@
 # scripts/packages.sh -- pmrep's Debian packages, built and used as a user would (the `packages`
 # stage of scripts/test.sh):
 #   1. copies the tree (git's tracked and untracked-but-not-ignored files) to OUT/pmrep-VERSION
-#      and builds libpmrep0, libpmrep-dev and pmrep-tools there with
+#      and builds libpmrep0, libpmrep-sqlite0, libpmrep-dev and pmrep-tools there with
 #      `dpkg-buildpackage -us -uc -b` (DEB_BUILD_OPTIONS="nocheck parallel=JOBS": the tests run
 #      in the other stages); dpkg-gensymbols at check level 4: the build fails when the library's
 #      exports and debian/libpmrep0.symbols differ in any way;
@@ -11,7 +11,7 @@
 #   3. a clean Debian 12 chroot: a debootstrap minbase (+ man-db, gcc, libc6-dev, pkg-config)
 #      made once from the host's configured Debian mirror and cached; each run uses a throwaway
 #      overlay on top of it, so the cached one stays as debootstrap made it. There: apt installs
-#      the three .deb files (resolving their Depends; the .debs apt fetched are cached beside the
+#      the four .deb files (resolving their Depends; the .debs apt fetched are cached beside the
 #      chroot), checks that a tcp-only user has what it needs without libibverbs-dev
 #      (`pkg-config --cflags --libs pmrep`, a program built with it), that `man
 #      pmrep_mirror_persist` and `man pmrep-target` show pages, and runs the README's tcp main
@@ -105,7 +105,8 @@ if ! (cd "$BSRC" && DEB_BUILD_OPTIONS="nocheck parallel=$JOBS" DPKG_GENSYMBOLS_C
 	exit 1
 fi
 grep -E 'warning:' "$OUT/build.log" | sed "s|$BSRC/||" | sort -u | sed 's/^/  build warning: /'
-DEBS=("$OUT"/libpmrep0_"$VERSION"_*.deb "$OUT"/libpmrep-dev_"$VERSION"_*.deb "$OUT"/pmrep-tools_"$VERSION"_*.deb)
+DEBS=("$OUT"/libpmrep0_"$VERSION"_*.deb "$OUT"/libpmrep-sqlite0_"$VERSION"_*.deb
+	"$OUT"/libpmrep-dev_"$VERSION"_*.deb "$OUT"/pmrep-tools_"$VERSION"_*.deb)
 for d in "${DEBS[@]}"; do [ -f "$d" ] || { say "not built: $d"; exit 1; }; done
 for d in "${DEBS[@]}"; do
 	echo "  $(basename "$d"): $(dpkg-deb -c "$d" | grep -vc '/$') files; Depends: $(dpkg-deb -f "$d" Depends)"
@@ -293,7 +294,8 @@ in_overlay() {
 read -r -d '' INSTALL <<'EOF'
 	say() { echo "  [chroot] $*"; }
 	inst() { apt-get install -y -q --no-install-recommends /debs/libpmrep0_*.deb \
-		/debs/libpmrep-dev_*.deb /debs/pmrep-tools_*.deb >/tmp/apt.log 2>&1; }
+		/debs/libpmrep-sqlite0_*.deb /debs/libpmrep-dev_*.deb /debs/pmrep-tools_*.deb \
+		>/tmp/apt.log 2>&1; }
 	if ! inst; then
 		# the lists are older than the mirror (a dependency moved on): once more, updated
 		say "apt-get install failed; apt-get update and once more:"; tail -n 5 /tmp/apt.log
