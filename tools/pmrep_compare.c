@@ -212,15 +212,20 @@ compare_verdict(int n, const struct pmrep_replica_info *in,
 		}
 		return 0;
 	}
+	/* the copies as current as the best: the best itself (a writer's
+	 * own log vouches for more than its recorded position says it may
+	 * hold, so it does not compare equal to itself), and those that
+	 * compare equal to it */
 	uint64_t top = 0;
 	for (int i = 0; i < n; i++)
-		if (complete[i] && pmrep_position_compare(&pos[i], &pos[best]) == 0 &&
+		if (complete[i] && (i == (int)best ||
+				pmrep_position_compare(&pos[i], &pos[best]) == 0) &&
 				pos[i].fence_generation > top)
 			top = pos[i].fence_generation;
 	int first = -1;
 	for (int i = 0; i < n; i++) {
-		mc[i] = complete[i] &&
-			pmrep_position_compare(&pos[i], &pos[best]) == 0 &&
+		mc[i] = complete[i] && (i == (int)best ||
+				pmrep_position_compare(&pos[i], &pos[best]) == 0) &&
 			pos[i].fence_generation == top;
 		if (mc[i] && first < 0)
 			first = i;

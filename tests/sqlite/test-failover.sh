@@ -132,6 +132,13 @@ scenario() { # NAME QUORUM
 		"$PMREP" compare "$(at R1)" "$(at R2)" --key-file "$W/key" --json >"$W/cmp.out" ||
 			fail "compare: $(cat "$W/cmp.out")"
 		grep -q "\"answer\":\"$(at R2)\"" "$W/cmp.out" && { new=R2 other=R1; }
+		# with the dead writer's own log among them: it holds every step
+		# of its run, so it is named (a regression: compare printed an
+		# empty "most current:" with exit 0)
+		"$PMREP" compare "$W/P.log" "$(at R1)" "$(at R2)" --key-file "$W/key" --json >"$W/cmp2.out" ||
+			fail "compare with the writer's log: $(cat "$W/cmp2.out")"
+		grep -q "\"most_current\":\[\"$W/P.log\"" "$W/cmp2.out" ||
+			fail "compare with the writer's own log did not name it: $(cat "$W/cmp2.out")"
 		;;
 	one)
 		# a set of one replica; the primary is gone for good
