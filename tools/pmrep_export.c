@@ -33,6 +33,8 @@ const char help_export[] =
 	"      did not finish) or removed from its set. LOG is read under a shared lock: a running pmrep-target or\n"
 	"      application holding it refuses the export (stop it first). Says\n"
 	"      nothing of whether another copy is newer: pmrep compare does.\n"
+	"      (A pmrep-sqlite log's data area is its volume, not a database\n"
+	"      file: SQLite's .backup gives one, docs/DATABASES.md.)\n"
 	"      Exit 0 exported, 1 refused, 2 usage error or failure (I/O).\n"
 	"      --json: one object: log, out, bytes, and the position as\n"
 	"      status --json prints it.\n";
