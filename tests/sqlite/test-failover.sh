@@ -208,6 +208,54 @@ scenario() { # NAME QUORUM
 	check_copy "$W/$new.log" "$W/hist" || fail "the promoted copy"
 }
 
+say "bad input: refused, nothing written, nothing left behind"
+bad=$(sq -batch <<EOF 2>&1
+.load $EXT
+.open "file:$W/bad.log?vfs=pmrep&size=16M&wal_size=-1M"
+CREATE TABLE t(x);
+EOF
+)
+[ ! -e "$W/bad.log" ] && grep -q "unable to open" <<<"$bad" || fail "wal_size=-1M: $bad; $(ls -la "$W"/bad.log 2>&1)"
+"$PMREP" log-create "$W/z.log" 4M >/dev/null && cp "$W/z.log" "$W/z0"
+sq -batch >/dev/null 2>&1 <<EOF
+.load $EXT
+.open "file:$W/z.log?vfs=pmrep&replicas=127.0.0.1:9&key_file=$W/nonexistent"
+CREATE TABLE t(x);
+EOF
+cmp -s "$W/z0" "$W/z.log" || fail "a refused open changed the existing log"
+# a volume header whose WAL region overlaps the pmrep header (its check
+# recomputed: what a crafted or damaged header says): refused, no write
+sq -batch >/dev/null 2>&1 <<EOF
+.load $EXT
+.open "file:$W/c.log?vfs=pmrep&size=4M"
+CREATE TABLE t(x);
+EOF
+python3 - "$W/c.log" <<'PY' || fail "cannot craft the volume header"
+import struct, sys
+f = open(sys.argv[1], "r+b"); f.seek(4096); h = bytearray(f.read(160))
+def fnv(b, c):
+    for x in b:
+        c ^= x; c = (c * 0x100000001b3) & (2**64 - 1)
+    return c
+struct.pack_into("<QQ", h, 48 + 32, 2**64 - 0x1000, 0x2000)   # the WAL region
+c = fnv(h[0:32], 0xcbf29ce484222325)
+for k in range(3):
+    c = fnv(h[48 + 32 * k:48 + 32 * k + 16], c)
+struct.pack_into("<Q", h, 144, c)
+f.seek(4096); f.write(h); f.close()
+PY
+cp "$W/c.log" "$W/c0"
+out=$(sq -batch <<EOF 2>&1
+.load $EXT
+.open "file:$W/c.log?vfs=pmrep"
+PRAGMA journal_mode=WAL;
+INSERT INTO t VALUES (1);
+EOF
+)
+grep -qi "malformed\|corrupt\|unable to open" <<<"$out" || fail "a crafted region was not refused: $out"
+cmp -s "$W/c0" "$W/c.log" || fail "a refused open wrote into the crafted log"
+echo "  wal_size=-1M refused (no file), a refused open left the log as it was, a crafted region refused"
+
 scenario all 0
 say "pmrep export: the promoted copy's data area to a plain file; a fresh copy refused"
 "$PMREP" export "$W/R1.log" "$W/R1.data" >"$W/export.out" 2>&1 || fail "export: $(cat "$W/export.out")"

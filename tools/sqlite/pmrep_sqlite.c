@@ -170,19 +170,22 @@ static int
 parse_bytes(const char *s, uint64_t *out)
 {
 	char *end;
+	if (s[0] < '0' || s[0] > '9')
+		return -1;	/* no sign, no space: strtoull takes "-1" */
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || end == s)
 		return -1;
+	unsigned shift = 0;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	default: break;
 	}
-	if (*end != '\0')
+	if (*end != '\0' || v > (UINT64_MAX >> shift))
 		return -1;
-	*out = v;
+	*out = (uint64_t)v << shift;
 	return 0;
 }
 
@@ -325,14 +328,23 @@ vol_format(struct volume *v, const char *db)
 		return SQLITE_CANTOPEN;
 	}
 	uint64_t wal = align_down(data / 4), jnl = align_down(data / 8), x;
-	const char *s = sqlite3_uri_parameter(db, "wal_size");
-	if (s != NULL && parse_bytes(s, &x) == 0)
-		wal = align_down(x);
-	s = sqlite3_uri_parameter(db, "journal_size");
-	if (s != NULL && parse_bytes(s, &x) == 0)
-		jnl = align_down(x);
-	if (wal < 4 * VOL_ALIGN || jnl < 4 * VOL_ALIGN ||
-			wal + jnl + 4 * VOL_ALIGN + VOL_HDR > data) {
+	static const char *const names[2] = { "wal_size", "journal_size" };
+	uint64_t *vals[2] = { &wal, &jnl };
+	for (int i = 0; i < 2; i++) {
+		const char *s = sqlite3_uri_parameter(db, names[i]);
+		if (s == NULL)
+			continue;
+		if (parse_bytes(s, &x) != 0) {
+			sqlite3_log(SQLITE_CANTOPEN, "pmrep: %s: %s '%s' is not a size (bytes, K/M/G)",
+					v->path, names[i], s);
+			return SQLITE_CANTOPEN;
+		}
+		*vals[i] = align_down(x);
+	}
+	/* no sum that could wrap: each below the data, then the rest */
+	if (wal < 4 * VOL_ALIGN || jnl < 4 * VOL_ALIGN || wal >= data ||
+			jnl >= data - wal ||
+			data - wal - jnl < 4 * VOL_ALIGN + VOL_HDR) {
 		sqlite3_log(SQLITE_CANTOPEN, "pmrep: %s: wal_size %llu and journal_size %llu do not fit %llu data bytes",
 				v->path, (unsigned long long)wal,
 				(unsigned long long)jnl, (unsigned long long)data);
@@ -362,6 +374,25 @@ vol_format(struct volume *v, const char *db)
 		return SQLITE_IOERR;
 	}
 	return SQLITE_OK;
+}
+
+/* every region after the volume header, inside the data area, apart from
+ * the others, its size within its room (no sum that could wrap) */
+static bool
+regions_valid(const struct vol_hdr *h, uint64_t data)
+{
+	for (int k = 0; k < K_N; k++) {
+		const struct vol_region *r = &h->r[k];
+		if (r->off < VOL_HDR || r->off > data || r->cap > data - r->off ||
+				r->cap == 0 || r->size > r->cap)
+			return false;
+		for (int j = 0; j < k; j++) {
+			const struct vol_region *o = &h->r[j];
+			if (r->off < o->off + o->cap && o->off < r->off + r->cap)
+				return false;
+		}
+	}
+	return true;
 }
 
 static bool
@@ -499,8 +530,14 @@ vol_open(const char *db, bool readonly, struct volume **out)
 	struct stat st;
 	uint64_t create = 0;
 	const char *s = sqlite3_uri_parameter(db, "size");
-	if (s == NULL || parse_bytes(s, &create) != 0)
+	if (s == NULL) {
 		create = defaults.create_size;
+	} else if (parse_bytes(s, &create) != 0 || create == 0) {
+		sqlite3_log(SQLITE_CANTOPEN, "pmrep: %s: size '%s' is not a size (bytes > 0, K/M/G)",
+				db, s);
+		vol_free(v);
+		return SQLITE_CANTOPEN;
+	}
 	if (stat(db, &st) == 0 || readonly)
 		create = 0;	/* an existing log, or no creating */
 	if (readonly) {
@@ -530,6 +567,7 @@ vol_open(const char *db, bool readonly, struct volume **out)
 	v->size = pmrep_pmem_get_size(v->pmem);
 	v->h = (struct vol_hdr *)v->base;
 	int rc = SQLITE_OK;
+	bool formatted = false;
 	if (stat(db, &st) != 0) {
 		rc = SQLITE_CANTOPEN;
 	} else {
@@ -541,8 +579,10 @@ vol_open(const char *db, bool readonly, struct volume **out)
 	} else if (v->size < VOL_HDR) {
 		rc = SQLITE_CANTOPEN;
 	} else if (memcmp(v->h->magic, VOL_MAGIC, 8) != 0) {
-		if (!readonly && is_zero(v->base, VOL_HDR))
+		if (!readonly && is_zero(v->base, VOL_HDR)) {
 			rc = vol_format(v, db);
+			formatted = rc == SQLITE_OK;
+		}
 		else {
 			sqlite3_log(SQLITE_NOTADB, "pmrep: %s: not a database volume (no pmrep-sqlite header)",
 					db);
@@ -555,10 +595,11 @@ vol_open(const char *db, bool readonly, struct volume **out)
 				db);
 		rc = SQLITE_CORRUPT;
 	}
-	for (int k = 0; rc == SQLITE_OK && k < K_N; k++)
-		if (v->h->r[k].off + v->h->r[k].cap > v->size ||
-				v->h->r[k].size > v->h->r[k].cap)
-			rc = SQLITE_CORRUPT;
+	if (rc == SQLITE_OK && !regions_valid(v->h, v->size)) {
+		sqlite3_log(SQLITE_CORRUPT, "pmrep: %s: the volume's regions do not fit its data area, overlap or overlap the volume header",
+				db);
+		rc = SQLITE_CORRUPT;
+	}
 	if (rc == SQLITE_OK && !readonly) {
 		/* a promoted log: its header's generation is the mirror's */
 		uint64_t gen = v->h->generation, log_gen = 0;
@@ -574,6 +615,12 @@ vol_open(const char *db, bool readonly, struct volume **out)
 		}
 	}
 	if (rc != SQLITE_OK) {
+		if (formatted && !create && v->mirror == NULL) {
+			/* a refused open of an existing log leaves its data as
+			 * it was: the volume header it wrote is zeroed again */
+			memset(v->base, 0, VOL_HDR);
+			(void) pmrep_pmem_persist(v->pmem, v->base, VOL_HDR);
+		}
 		vol_free(v);
 		if (create)	/* a refused open leaves no file behind */
 			(void) unlink(db);
@@ -658,6 +705,21 @@ zero_gap(struct volume *v, enum kind k, uint64_t to)
 		return;
 	memset(v->base + v->h->r[k].off + from, 0, (size_t)(to - from));
 	dirty_add(v, k, from, to);
+}
+
+/*
+ * file k emptied (deleted, truncated to 0; v->mu held): its first bytes
+ * -- a journal's or WAL's header -- are zeroed and persisted with its
+ * size, so that its old contents cannot be replayed as a hot journal or
+ * WAL should the recorded size ever read larger (the size is outside the
+ * volume header's check)
+ */
+static void
+zero_head(struct volume *v, enum kind k)
+{
+	uint64_t n = v->h->r[k].cap < 512 ? v->h->r[k].cap : 512;
+	memset(v->base + v->h->r[k].off, 0, (size_t)n);
+	dirty_add(v, k, 0, n);
 }
 
 /* ------------------------------------------------------------ file I/O */
@@ -749,6 +811,8 @@ p_truncate(sqlite3_file *f, sqlite3_int64 size)
 	} else if ((uint64_t)size != v->sz[p->kind]) {
 		zero_gap(v, p->kind, (uint64_t)size);
 		set_size(v, p->kind, (uint64_t)size, true);
+		if (size == 0)
+			zero_head(v, p->kind);
 	}
 	pthread_mutex_unlock(&v->mu);
 	return rc;
@@ -1112,6 +1176,7 @@ v_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 	} else if (v->h->r[k].size != 0 || v->size_dirty[k]) {
 		set_size(v, k, 0, true);
 		v->ndirty[k] = 0;
+		zero_head(v, k);
 		if (vol_sync(v, k))
 			rc = SQLITE_IOERR_DELETE;
 	}
