@@ -195,6 +195,31 @@ expect n3 stop 0	# its copy read as a file below, no writer on it
 	>"$W/check.out" 2>&1 || fail "a record n2's writer acknowledged is not on n3: $(tail -n 5 "$W/check.out")"
 echo "  every one of the $(hist_n "$W/h1") records n2's writer acknowledged is on n3"
 
+say "8. bad configuration: refused at validate-all; a stop with a bad one still stops the target"
+vrc() { agent n1 validate-all "$@" >/dev/null 2>&1; echo $?; }
+[ "$(vrc nodes="n1=127.0.0.1:17711 n1=127.0.0.1:17712 n2=127.0.0.1:17713")" = 6 ] || fail "a node named twice was accepted"
+[ "$(vrc promote_timeout_ms=09)" = 6 ] || fail "promote_timeout_ms=09 was accepted"
+[ "$(vrc quorum=99999999999999999999)" = 6 ] || fail "a huge quorum was accepted"
+[ "$(vrc nodes="n1=127.0.0.1:17711 n?=*")" = 6 ] || fail "a node list with a pattern was accepted"
+expect n2 start 0
+tp=$(cat "$W/n2/run/pmrep-n2.target.pid")
+agent n2 stop nodes="n2=127.0.0.1:17712" >/dev/null 2>&1 || fail "stop with a bad configuration failed"
+kill -0 "$tp" 2>/dev/null && fail "stop with a bad configuration left pmrep-target $tp running"
+echo "  a node twice, 09, a huge quorum, a pattern: refused; a stop with one node stopped target $tp"
+# a log path with a quote: the application's env file stays one assignment
+mkdir -p "$W/q'x"
+cp "$W/n1/data.log" "$W/q'x/data.log"
+rm -f "$W/PWNED"
+agent n1 stop >/dev/null 2>&1
+for n in n2 n3; do agent $n start >/dev/null 2>&1; done
+agent n1 start log="$W/q'x/data.log" >/dev/null 2>&1 || fail "start with a path with a quote"
+agent n1 promote log="$W/q'x/data.log" >/dev/null 2>&1 || fail "promote of a path with a quote: $(tail -n 3 "$W/ha.log")"
+(cd "$W" && . "$W/n1/app.env" && [ "$PMREP_LOG" = "$W/q'x/data.log" ]) || fail "app.env: $(cat "$W/n1/app.env")"
+[ ! -e "$W/PWNED" ] || fail "a parameter's text ran as a command"
+agent n1 demote log="$W/q'x/data.log" >/dev/null 2>&1
+agent n1 stop log="$W/q'x/data.log" >/dev/null 2>&1
+echo "  a log path with a quote: app.env reads back the same path, nothing ran"
+
 say "7. ocf-tester"
 if command -v ocf-tester >/dev/null; then
 	for n in n1 n2 n3; do agent $n stop >/dev/null; done
