@@ -223,6 +223,26 @@ parse_size(const char *s, unsigned long long max, unsigned long long *out)
 	return 0;
 }
 
+/* digits only (no suffix), 1 .. max: a count, milliseconds, a generation */
+int
+parse_count(const char *s, unsigned long long max, unsigned long long *out)
+{
+	if (strpbrk(s, "kKmMgG") != NULL)
+		return -1;
+	return parse_size(s, max, out);
+}
+
+/* --quorum: "all" (0) or a count 1 .. the most replicas */
+int
+parse_quorum(const char *s, unsigned long long *out)
+{
+	if (strcmp(s, "all") == 0) {
+		*out = 0;
+		return 0;
+	}
+	return parse_count(s, PMREP_MIRROR_MAX_REPLICAS + 1, out);
+}
+
 void
 uuid_str(const uint8_t *uuid, char out[2 * PMREP_UUID_SIZE + 1])
 {
@@ -725,7 +745,7 @@ cmd_status(int argc, char *argv[])
 		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'N': (void) pmrep_repl_set_tls_default(false); break;
 		case 't':
-			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, INT_MAX, &timeout))
 				return usage_error("status: bad --timeout '%s' (ms, >= 1)", optarg);
 			have_timeout = true;
 			break;
@@ -904,12 +924,12 @@ cmd_recover(int argc, char *argv[])
 			have_uuid = true;
 			break;
 		case 'g':
-			if (parse_size(optarg, UINT64_MAX, &gen) || strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, UINT64_MAX, &gen))
 				return usage_error("recover: bad --generation '%s' (>= 1)", optarg);
 			break;
 		case 'I': flags |= PMREP_RECOVER_ALLOW_INCONSISTENT; break;
 		case 't':
-			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, INT_MAX, &timeout))
 				return usage_error("recover: bad --timeout '%s' (ms, >= 1)", optarg);
 			break;
 		case 'v': verbose = true; break;
@@ -1017,8 +1037,7 @@ cmd_keygen(int argc, char *argv[])
 			}
 			break;
 		case 'b':
-			if (parse_size(optarg, PMREP_KEY_MAX, &bytes) ||
-					strpbrk(optarg, "kKmMgG") || bytes < PMREP_KEY_GOOD)
+			if (parse_count(optarg, PMREP_KEY_MAX, &bytes) || bytes < PMREP_KEY_GOOD)
 				return usage_error("keygen: bad --bytes '%s' (32 .. 64)", optarg);
 			break;
 		case 'v': verbose = true; break;

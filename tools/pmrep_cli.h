@@ -21,6 +21,8 @@ void log_setup(void);
 void report(const char *cmd, const char *path, int ret);
 int usage_error(const char *fmt, const char *arg);
 int parse_size(const char *s, unsigned long long max, unsigned long long *out);
+int parse_count(const char *s, unsigned long long max, unsigned long long *out);
+int parse_quorum(const char *s, unsigned long long *out);
 void json_str(const char *s);
 
 #include <stdint.h>

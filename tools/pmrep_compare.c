@@ -257,7 +257,7 @@ cmd_compare(int argc, char *argv[])
 		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'N': (void) pmrep_repl_set_tls_default(false); break;
 		case 't':
-			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, INT_MAX, &timeout))
 				return usage_error("compare: bad --timeout '%s' (ms, >= 1)", optarg);
 			break;
 		case 'v': verbose = true; break;
@@ -435,19 +435,15 @@ cmd_rank(int argc, char *argv[])
 		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'N': (void) pmrep_repl_set_tls_default(false); break;
 		case 'n':
-			if (parse_size(optarg, PMREP_MIRROR_MAX_REPLICAS + 1, &set_size) ||
-					strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, PMREP_MIRROR_MAX_REPLICAS + 1, &set_size))
 				return usage_error("rank: bad --set-size '%s'", optarg);
 			break;
 		case 'q':
-			if (strcmp(optarg, "all") == 0)
-				quorum = 0;
-			else if (parse_size(optarg, PMREP_MIRROR_MAX_REPLICAS + 1, &quorum) ||
-					strpbrk(optarg, "kKmMgG"))
+			if (parse_quorum(optarg, &quorum))
 				return usage_error("rank: bad --quorum '%s' (K or all)", optarg);
 			break;
 		case 't':
-			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, INT_MAX, &timeout))
 				return usage_error("rank: bad --timeout '%s' (ms, >= 1)", optarg);
 			break;
 		case 'v': verbose = true; break;

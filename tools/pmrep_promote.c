@@ -186,15 +186,11 @@ cmd_promote(int argc, char *argv[])
 		case 'k': key_file = optarg; break;
 		case 'K': key_flags |= PMREP_KEY_FILE_INSECURE_OK; break;
 		case 'n':
-			if (parse_size(optarg, PMREP_MIRROR_MAX_REPLICAS + 1, &set_size) ||
-					strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, PMREP_MIRROR_MAX_REPLICAS + 1, &set_size))
 				return usage_error("promote: bad --set-size '%s'", optarg);
 			break;
 		case 'q':
-			if (strcmp(optarg, "all") == 0)
-				quorum = 0;
-			else if (parse_size(optarg, PMREP_MIRROR_MAX_REPLICAS + 1, &quorum) ||
-					strpbrk(optarg, "kKmMgG"))
+			if (parse_quorum(optarg, &quorum))
 				return usage_error("promote: bad --quorum '%s' (K or all)", optarg);
 			break;
 		case 'd': flags |= PMREP_PROMOTE_DRY_RUN; break;
@@ -205,12 +201,11 @@ cmd_promote(int argc, char *argv[])
 		case 'w': flags |= PMREP_PROMOTE_WAIT_SYNC; break;
 		case 's': state_file = optarg; break;
 		case 't':
-			if (parse_size(optarg, INT_MAX, &timeout) || strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, INT_MAX, &timeout))
 				return usage_error("promote: bad --timeout '%s' (ms, >= 1)", optarg);
 			break;
 		case 'c':
-			if (parse_size(optarg, INT_MAX, &create_timeout) ||
-					strpbrk(optarg, "kKmMgG"))
+			if (parse_count(optarg, INT_MAX, &create_timeout))
 				return usage_error("promote: bad --create-timeout '%s' (ms, >= 1)",
 						optarg);
 			break;
