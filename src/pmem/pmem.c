@@ -18,6 +18,11 @@
  * a registry of the open PAGE mappings (reg_*). CACHE_LINE and BYTE
  * mappings persist with libpmem2's functions (cache flushes and fences,
  * which cannot fail).
+ *
+ * A file in memory (tmpfs, ramfs: /dev/shm) is PAGE granularity too, but
+ * it has no storage to write back to: msync of it does nothing but cost a
+ * system call (the kernel's fsync of tmpfs is a no-op). Its persistence
+ * domain is the memory itself, so pmrep does not msync it (in_memory).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* GNU strerror_r */
@@ -32,6 +37,7 @@
 #include <sys/mman.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -74,6 +80,8 @@ struct pmrep_pmem {
 	bool created;	/* the open created the file */
 	bool rdonly;	/* opened O_RDONLY, mapped PROT_READ (pmem_view_open) */
 	enum pmrep_pmem_granularity granularity;
+	/* a file on tmpfs or ramfs: nothing to write back, no msync */
+	bool in_memory;
 	pmem2_persist_fn persist;
 	pmem2_flush_fn flush;
 	pmem2_drain_fn drain;
@@ -329,6 +337,43 @@ page_persist(const void *ptr, size_t len)
 	errno = saved;
 }
 
+/* the persist of a file in memory: the stores are in its persistence
+ * domain once made (the compiler must not move them past the call) */
+static void
+memory_persist(const void *ptr, size_t len)
+{
+	(void) ptr;
+	(void) len;
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* copies into a file in memory: libc's */
+static void *
+memory_memmove(void *pmemdest, const void *src, size_t len, unsigned flags)
+{
+	(void) flags;
+	return memmove(pmemdest, src, len);
+}
+
+static void *
+memory_memset(void *pmemdest, int c, size_t len, unsigned flags)
+{
+	(void) flags;
+	return memset(pmemdest, c, len);
+}
+
+/* file_in_memory -- fd is a file of tmpfs or ramfs (no backing store) */
+static bool
+file_in_memory(int fd)
+{
+	struct statfs sf;
+
+	if (fd < 0 || fstatfs(fd, &sf) != 0)
+		return false;
+	return sf.f_type == 0x01021994 /* TMPFS_MAGIC */ ||
+		sf.f_type == (typeof(sf.f_type))0x858458f6 /* RAMFS_MAGIC */;
+}
+
 /* PAGE copies: libc's copy, then page_persist unless NOFLUSH */
 static void *
 page_memmove(void *pmemdest, const void *src, size_t len, unsigned flags)
@@ -467,6 +512,14 @@ map_source(struct pmrep_pmem *p, enum pmrep_pmem_granularity required)
 		p->memcpy_fn = page_memmove;
 		p->memmove_fn = page_memmove;
 		p->memset_fn = page_memset;
+		p->in_memory = !p->devdax && file_in_memory(p->fd);
+		if (p->in_memory) {
+			p->persist = memory_persist;
+			p->flush = memory_persist;
+			p->memcpy_fn = memory_memmove;
+			p->memmove_fn = memory_memmove;
+			p->memset_fn = memory_memset;
+		}
 	}
 out:
 	pmem2_config_delete(&cfg);
@@ -593,7 +646,8 @@ pmem_open(const char *path, unsigned flags, size_t size,
 
 	PMREP_LOG_INFO("%s: mapped %zu bytes at %p (%s%s), granularity %s "
 			"(required %s)", path, p->size, p->addr,
-			p->devdax ? "device DAX" : "file",
+			p->devdax ? "device DAX" : p->in_memory ?
+			"file in memory, no write-back" : "file",
 			created ? ", created" : "",
 			pmrep_pmem_granularity_to_str(p->granularity),
 			pmrep_pmem_granularity_to_str(required));
@@ -800,7 +854,8 @@ pmrep_pmem_persist(struct pmrep_pmem *pmem, const void *ptr, size_t len)
 	}
 
 	char buf[128];
-	int err = len != 0 ? page_writeback(ptr, len) : 0;
+	int err = len != 0 && !pmem->in_memory ?
+		page_writeback(ptr, len) : 0;
 	if (err != 0) {
 		bool first = poison(pmem, err);
 		pmrep_err_set_errno(err);

@@ -60,7 +60,38 @@ msync(void *addr, size_t len, int flags)
 
 /* ---- fixtures */
 
-static void disk_dir_remove(void);
+/* made by the test, removed by group_teardown even when the test fails */
+static char disk_dir[64];
+static char disk_path[96];
+
+static void
+disk_dir_remove(void)
+{
+	if (disk_dir[0] == '\0')
+		return;
+	(void)unlink(disk_path);
+	(void)rmdir(disk_dir);
+	disk_dir[0] = '\0';
+}
+
+/* disk_path_make -- the file disk_path in a new directory in /var/tmp (a
+ * disk file system: its msync writes back); false (disk_dir "") when it
+ * cannot be made or /var/tmp is in memory too */
+static bool
+disk_path_make(void)
+{
+	snprintf(disk_dir, sizeof(disk_dir), "/var/tmp/pmrep-test-pmem-XXXXXX");
+	if (mkdtemp(disk_dir) == NULL) {
+		disk_dir[0] = '\0';
+		return false;
+	}
+	snprintf(disk_path, sizeof(disk_path), "%s/f", disk_dir);
+	if (tp_is_tmpfs(disk_dir)) {
+		disk_dir_remove();
+		return false;
+	}
+	return true;
+}
 
 static int
 group_setup(void **state)
@@ -172,7 +203,7 @@ t12_cache_line_on_existing_tmpfs_file_keeps_the_file(void **state)
 }
 
 static void
-t12_page_on_tmpfs_maps_with_page_and_persists_through_libpmem2(void **state)
+t12_page_on_tmpfs_maps_with_page_and_persists_without_msync(void **state)
 {
 	(void)state;
 	if (!tp_is_tmpfs(tp_dir))
@@ -202,14 +233,44 @@ t12_page_on_tmpfs_maps_with_page_and_persists_through_libpmem2(void **state)
 	memset(a + TP_PAGE + 100, 0xab, 200);
 	int before = msync_calls;
 	persist(a + TP_PAGE + 100, 200);
-	/* the PAGE persist is one msync of the page(s) holding it */
-	assert_int_equal(msync_calls, before + 1);
-	assert_int_equal(msync_last_addr, (uintptr_t)(a + TP_PAGE));
-	assert_true(msync_last_len >= 300 && msync_last_len <= TP_PAGE);
+	/* a file in memory has nothing to write back: no msync, by the
+	 * getter's function and by pmrep_pmem_persist */
+	assert_int_equal(msync_calls, before);
+	assert_int_equal(pmrep_pmem_persist(p, a + TP_PAGE + 100, 200), 0);
+	assert_int_equal(msync_calls, before);
+	assert_non_null(strstr(tp_log_last[PMREP_LOG_INFO], "file in memory"));
 
 	assert_int_equal(pmrep_pmem_close(&p), 0);
 	assert_null(p);
 	assert_true(tp_exists(path));
+}
+
+static void
+page_on_disk_fs_persists_with_one_msync_of_its_pages(void **state)
+{
+	(void)state;
+	struct pmrep_pmem *p = NULL;
+
+	if (!disk_path_make())
+		skip();
+	assert_int_equal(pmrep_pmem_open(disk_path, PMREP_PMEM_CREATE, SZ,
+			PMREP_PMEM_GRANULARITY_PAGE, &p), 0);
+	assert_null(strstr(tp_log_last[PMREP_LOG_INFO], "in memory"));
+	unsigned char *a = pmrep_pmem_get_address(p);
+	pmrep_pmem_persist_fn *persist = pmrep_pmem_get_persist_fn(p);
+
+	memset(a + TP_PAGE + 100, 0xab, 200);
+	int before = msync_calls;
+	persist(a + TP_PAGE + 100, 200);
+	/* the PAGE persist is one msync of the page(s) holding it */
+	assert_int_equal(msync_calls, before + 1);
+	assert_int_equal(msync_last_addr, (uintptr_t)(a + TP_PAGE));
+	assert_true(msync_last_len >= 300 && msync_last_len <= TP_PAGE);
+	assert_int_equal(pmrep_pmem_persist(p, a + TP_PAGE + 100, 200), 0);
+	assert_int_equal(msync_calls, before + 2);
+
+	assert_int_equal(pmrep_pmem_close(&p), 0);
+	disk_dir_remove();
 }
 
 static void
@@ -780,8 +841,12 @@ static void
 mapping_functions_copy_set_move_flush_and_drain(void **state)
 {
 	(void)state;
-	const char *path = tp_path("fns");
 	struct pmrep_pmem *p = NULL;
+
+	/* a disk file: its persist is an msync (a file in memory makes none) */
+	if (!disk_path_make())
+		skip();
+	const char *path = disk_path;
 
 	assert_int_equal(pmrep_pmem_open(path, PMREP_PMEM_CREATE, SZ,
 			PMREP_PMEM_GRANULARITY_PAGE, &p), 0);
@@ -837,6 +902,7 @@ mapping_functions_copy_set_move_flush_and_drain(void **state)
 	assert_int_equal(pread(fd, buf, 4, TP_PAGE * 2), 4);
 	assert_memory_equal(buf, "late", 4);
 	close(fd);
+	disk_dir_remove();
 }
 
 static void
@@ -851,7 +917,9 @@ persist_cb_fits_the_transport_persist_fn(void **state)
 			"persist fn types");
 	_Static_assert(!__builtin_types_compatible_p(pmrep_pmem_persist_fn *,
 			pmrep_persist_fn *), "the void getter is not it");
-	assert_int_equal(pmrep_pmem_open(tp_path("mr"), PMREP_PMEM_CREATE, SZ,
+	if (!disk_path_make())
+		skip();
+	assert_int_equal(pmrep_pmem_open(disk_path, PMREP_PMEM_CREATE, SZ,
 			PMREP_PMEM_GRANULARITY_PAGE, &p), 0);
 	/* assignable without a cast: what pmrep_mr_set_persist_fn takes */
 	pmrep_persist_fn *fn = pmrep_pmem_persist_cb;
@@ -865,6 +933,7 @@ persist_cb_fits_the_transport_persist_fn(void **state)
 	assert_int_equal(fn(p, a + SZ, 1), PMREP_E_INVAL);
 	assert_int_equal(fn(NULL, a, 1), PMREP_E_INVAL);
 	assert_int_equal(pmrep_pmem_close(&p), 0);
+	disk_dir_remove();
 }
 
 /* ---- deep flush */
@@ -937,32 +1006,14 @@ granularity_names(void **state)
 
 /* ---- a file system that is not tmpfs (no DAX either: PAGE only) */
 
-/* made by the test, removed by group_teardown even when the test fails */
-static char disk_dir[64];
-static char disk_path[96];
-
-static void
-disk_dir_remove(void)
-{
-	if (disk_dir[0] == '\0')
-		return;
-	(void)unlink(disk_path);
-	(void)rmdir(disk_dir);
-	disk_dir[0] = '\0';
-}
-
 static void
 cache_line_on_non_dax_disk_fs_fails_with_granularity_error(void **state)
 {
 	(void)state;
 	struct pmrep_pmem *p = NULL;
 
-	snprintf(disk_dir, sizeof(disk_dir), "/var/tmp/pmrep-test-pmem-XXXXXX");
-	if (mkdtemp(disk_dir) == NULL) {
-		disk_dir[0] = '\0';
+	if (!disk_path_make())
 		skip();
-	}
-	snprintf(disk_path, sizeof(disk_path), "%s/f", disk_dir);
 	int ret = pmrep_pmem_open(disk_path, PMREP_PMEM_CREATE, SZ,
 			PMREP_PMEM_GRANULARITY_CACHE_LINE, &p);
 	if (ret == 0) {
@@ -1110,7 +1161,8 @@ main(void)
 		T(t12_cache_line_on_tmpfs_fails_with_granularity_error),
 		T(t12_byte_on_tmpfs_fails_with_granularity_error),
 		T(t12_cache_line_on_existing_tmpfs_file_keeps_the_file),
-		T(t12_page_on_tmpfs_maps_with_page_and_persists_through_libpmem2),
+		T(t12_page_on_tmpfs_maps_with_page_and_persists_without_msync),
+		T(page_on_disk_fs_persists_with_one_msync_of_its_pages),
 		T(t12_page_write_persist_close_reopen_keeps_data),
 		T(create_makes_zeroed_file_of_size_with_mode_0600),
 		T(create_unaligned_size_maps_exactly_that_size),

@@ -30,11 +30,20 @@
 /* the scratch directory of this test program, on tmpfs */
 static char tp_dir[128] __attribute__((unused));
 
+/* the scratch directory in BASE (a test of write-back: a disk file system,
+ * /var/tmp -- a file in memory has nothing to write back and pmrep makes
+ * no msync of it) */
+static inline int
+tp_dir_create_in(const char *base, const char *prog)
+{
+	snprintf(tp_dir, sizeof(tp_dir), "%s/pmrep-%s-XXXXXX", base, prog);
+	return mkdtemp(tp_dir) == NULL ? -1 : 0;
+}
+
 static inline int
 tp_dir_create(const char *prog)
 {
-	snprintf(tp_dir, sizeof(tp_dir), "/dev/shm/pmrep-%s-XXXXXX", prog);
-	return mkdtemp(tp_dir) == NULL ? -1 : 0;
+	return tp_dir_create_in("/dev/shm", prog);
 }
 
 /* remove every entry of the scratch directory (flat: tests make no subdirs
