@@ -771,9 +771,15 @@ pmrep_mirror_poll(struct pmrep_mirror *m, struct pmrep_mirror_completion *out,
 		return PMREP_E_INVAL;
 	}
 	*n = 0;
-	uint64_t v;
-	(void) !read(m->tfd, &v, sizeof(v));
 	mirror_lock(m);
+	/* the timer's expiry is consumed once its deadline has passed: a
+	 * read of the timerfd before that would be a system call per poll
+	 * that finds nothing */
+	if (m->timer_set && m->timer_at >= 0 &&
+			repl_now_ms() > m->timer_at) {
+		uint64_t v;
+		(void) !read(m->tfd, &v, sizeof(v));
+	}
 	for (unsigned i = 0; i < m->n; i++) {
 		struct replica *r = &m->r[i];
 		if (atomic_load(&r->owner) != OWN_DATA || r->conn == NULL)
