@@ -53,6 +53,8 @@ struct opts {
 	bool sweep_pipe, sweep_quorum, sweep_resync, sweep_track;
 	unsigned windows[MAX_LIST];	/* the pipe sweep's windows */
 	unsigned nwindows;
+	size_t pipe_sizes[MAX_LIST];	/* ... and its persist sizes */
+	unsigned npipe_sizes;
 	bool pipe_raw, pipe_mirror;	/* --pipe-only: which of the two */
 	uint64_t resync_rates[MAX_LIST];	/* B/s, 0: unlimited */
 	unsigned nresync_rates;
@@ -162,6 +164,9 @@ double median(double *v, int n);
 void meta_init(void);
 /* ,"k":v with 3 decimals, or null */
 void json_num(FILE *f, const char *k, double v);
+/* `size` for a table column ("4K", "1M", "512") or prose ("4 KiB",
+ * "1 MiB", "512 B"): buf */
+const char *size_str(char *buf, size_t len, size_t size, bool prose);
 /* a point: one JSON line, a row of the table, a row of the CPU table */
 void emit(const struct point *p);
 void table_header(void);

@@ -151,6 +151,18 @@ json_num(FILE *f, const char *k, double v)
 		fprintf(f, ",\"%s\":%.3f", k, v);
 }
 
+const char *
+size_str(char *buf, size_t len, size_t size, bool prose)
+{
+	if (size >= (1u << 20) && size % (1u << 20) == 0)
+		snprintf(buf, len, prose ? "%zu MiB" : "%zuM", size >> 20);
+	else if (size >= 1024 && size % 1024 == 0)
+		snprintf(buf, len, prose ? "%zu KiB" : "%zuK", size >> 10);
+	else
+		snprintf(buf, len, prose ? "%zu B" : "%zu", size);
+	return buf;
+}
+
 void
 emit(const struct point *p)
 {
@@ -204,12 +216,7 @@ emit(const struct point *p)
 	else if (!isnan(p->vs_librpma))
 		snprintf(extra, sizeof(extra), "xrpma %.2f", p->vs_librpma);
 	char sz[32];
-	if (p->size >= (1u << 20) && p->size % (1u << 20) == 0)
-		snprintf(sz, sizeof(sz), "%zuM", p->size >> 20);
-	else if (p->size >= 1024 && p->size % 1024 == 0)
-		snprintf(sz, sizeof(sz), "%zuK", p->size >> 10);
-	else
-		snprintf(sz, sizeof(sz), "%zu", p->size);
+	size_str(sz, sizeof(sz), p->size, false);
 	fprintf(Tab, "%-4s %-8s %-11s %5s %3u %3u %9.1f %9.1f %9.1f %10.0f %9.1f  %-17s %9.1f %9.1f  %-22s %s\n",
 			p->sweep, p->level, p->method ? p->method : "", sz, p->qd,
 			p->replicas, p->r.p50_us, p->r.p99_us, p->r.p999_us,

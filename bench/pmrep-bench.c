@@ -9,12 +9,12 @@
  *   raw    -- pmrep_write + pmrep_flush(PERSISTENT) per op, `qd` in flight;
  *   mirror -- pmrep_mirror_persist (one at a time, as the API is), to 1..3
  *             replica targets;
- *   pipe   -- pmrep_mirror_persist_async, 4 KiB ranges never adjacent, at
- *             window 1, 4, 16, 64 (that many outstanding), 1 replica, held
- *             against the raw level at the same queue depth and the tcp
- *             stream; and quorum 1 of 2 with one target (a process of its
- *             own, this program re-executed with --target-child) frozen by
- *             SIGSTOP against both live.
+ *   pipe   -- pmrep_mirror_persist_async, 4 KiB ranges (or --pipe-sizes)
+ *             never adjacent, at window 1, 4, 16, 64 (that many
+ *             outstanding), 1 replica, held against the raw level at the
+ *             same queue depth and the tcp stream; and quorum 1 of 2 with
+ *             one target (a process of its own, this program re-executed
+ *             with --target-child) frozen by SIGSTOP against both live.
  * Floors (alternated with the measured side in every round, and the ratio
  * taken within the round, since absolute times on a shared machine or in
  * an emulated guest swing; the median ratio of the rounds is reported):
@@ -104,6 +104,9 @@ usage(FILE *f)
 "  --qd LIST              queue depths of the throughput sweep (default 1,4,16,64)\n"
 "  --replicas LIST        replica counts (default 1,2,3) at --rep-size bytes (default 64)\n"
 "  --windows LIST         the pipe sweep's windows (queue depths), up to 64\n"
+"  --pipe-sizes LIST      the pipe sweep's persist sizes, each at every window (default 4096;\n"
+"                         more than one: a size column); up to 1 MiB, 2 x size x window up to\n"
+"                         the 4 MiB mapping (e.g. 512,4096 at windows up to 64)\n"
 "  --pipe-only raw|mirror the pipe sweep measures only that level (e.g. for a profile)\n"
 "  --resync-rates LIST    the resync sweep's cfg resync rates in MiB/s, 0 unlimited\n"
 "                         (default 0,64; --quick 0)\n"
@@ -184,6 +187,7 @@ parse_opts(int argc, char *argv[])
 		{ "strict", no_argument, NULL, 'S' },
 		{ "handoff", no_argument, NULL, 'H' },
 		{ "windows", required_argument, NULL, 'X' },
+		{ "pipe-sizes", required_argument, NULL, 'E' },
 		{ "mirror-tls", required_argument, NULL, 'T' },
 		{ "mirror-bg", required_argument, NULL, 'G' },
 		{ "mirror-psn", required_argument, NULL, 'N' },
@@ -195,7 +199,7 @@ parse_opts(int argc, char *argv[])
 	};
 	const char *sizes = NULL, *bw = NULL, *qd = NULL, *reps = NULL;
 	const char *wait = NULL, *level = "all", *windows = NULL;
-	const char *pipe_only = NULL, *resync_rates = NULL;
+	const char *pipe_only = NULL, *resync_rates = NULL, *pipe_sizes = NULL;
 	long resync_mib = -1;
 	const char *sweep = "lat,bw,rep,pipe,quorum,resync,restart,tls";
 	int ms = -1, rounds = -1;
@@ -236,6 +240,7 @@ parse_opts(int argc, char *argv[])
 		case 'S': O.strict = true; break;
 		case 'H': O.handoff = true; break;
 		case 'X': windows = optarg; break;
+		case 'E': pipe_sizes = optarg; break;
 		case 'T': O.mirror_plain = strcmp(optarg, "off") == 0; break;
 		case 'G': O.mirror_fg_recovery = strcmp(optarg, "off") == 0; break;
 		case 'N': O.mirror_psn = strcmp(optarg, "on") == 0; break;
@@ -274,6 +279,23 @@ parse_opts(int argc, char *argv[])
 			exit(2);
 		}
 	if (O.nwindows == 0) {
+		usage(stderr);
+		exit(2);
+	}
+	/* every size at every window: ranges 2 x size apart, as many as
+	 * the window has outstanding, inside the mirror's mapping */
+	O.npipe_sizes = parse_list(pipe_sizes ? pipe_sizes : "4096",
+			O.pipe_sizes, MAX_LIST);
+	for (unsigned i = 0; i < O.npipe_sizes; i++)
+		for (unsigned j = 0; j < O.nwindows; j++)
+			if (O.pipe_sizes[i] > (1u << 20) || 2 * O.pipe_sizes[i] *
+					O.windows[j] > PIPE_SIZE) {
+				fprintf(stderr, "pmrep-bench: pipe size %zu at window %u: sizes up to 1 MiB, 2 x size x window up to %u MiB\n",
+						O.pipe_sizes[i], O.windows[j],
+						PIPE_SIZE >> 20);
+				exit(2);
+			}
+	if (O.npipe_sizes == 0) {
 		usage(stderr);
 		exit(2);
 	}
