@@ -31,120 +31,17 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "tcp.h"
+#include "tcp_progress.h"
 #include "transport/common.h"
 
 #define RX_ITER_MAX 64		/* recv calls per loop turn */
 #define TX_ITER_MAX 16		/* sendmsg calls per loop turn */
-
-/* ------------------------------------------------------------ completions */
-
-/* a CQ that cannot take a completion (out of memory to grow it) is a
- * verbs CQ overrun: the conn cannot go on (T26) -- the turn ends it
- * (cq_overrun_check), since a request whose completion is gone would
- * otherwise be waited for forever */
-static void
-cqes_flush(struct tcp_conn *c)
-{
-	if (c->nscqe && !tcp_cq_push(c->cq, c->scqe, c->nscqe)) {
-		PMREP_LOG_ERR("out of memory: %d completions lost", c->nscqe);
-		c->cq_overrun = true;
-	}
-	c->nscqe = 0;
-	if (c->nrcqe && !tcp_cq_push(c->recv_cq, c->rcqe, c->nrcqe)) {
-		PMREP_LOG_ERR("out of memory: %d completions lost", c->nrcqe);
-		c->cq_overrun = true;
-	}
-	c->nrcqe = 0;
-}
-
-static void
-cqe_send(struct tcp_conn *c, const struct tcp_wr *wr, enum pmrep_wc_status st)
-{
-	if (st == PMREP_WC_SUCCESS && !wr->signaled)
-		return;
-	if (c->nscqe == TCP_CQE_BATCH)
-		cqes_flush(c);
-	struct pmrep_completion *e = &c->scqe[c->nscqe++];
-	memset(e, 0, sizeof(*e));
-	e->op_context = (void *)wr->ctx;
-	e->op = wr->op;
-	e->status = st;
-	e->byte_len = (uint32_t)wr->len;
-}
-
-static void
-cqe_recv(struct tcp_conn *c, const struct tcp_recv *r, enum pmrep_op op,
-		enum pmrep_wc_status st, uint32_t len, bool has_imm, uint32_t imm)
-{
-	if (c->nrcqe == TCP_CQE_BATCH)
-		cqes_flush(c);
-	struct pmrep_completion *e = &c->rcqe[c->nrcqe++];
-	memset(e, 0, sizeof(*e));
-	e->op_context = (void *)r->ctx;
-	e->op = op;
-	e->status = st;
-	e->byte_len = len;
-	e->has_imm = has_imm;
-	e->imm = imm;
-}
-
-static void
-push_event(struct tcp_conn *c, enum pmrep_conn_event ev)
-{
-	cqes_flush(c);	/* completions first, then the event */
-	pthread_mutex_lock(&c->lock);
-	tcp_conn_push_event_locked(c, ev);
-	pthread_mutex_unlock(&c->lock);
-}
-
-/* ------------------------------------------------------- send queue state */
-
-static uint32_t
-sq_tail(struct tcp_conn *c)
-{
-	pthread_mutex_lock(&c->lock);
-	uint32_t t = c->sq_tail;
-	pthread_mutex_unlock(&c->lock);
-	return t;
-}
-
-static void
-sq_set_head(struct tcp_conn *c, uint32_t head)
-{
-	pthread_mutex_lock(&c->lock);
-	c->sq_head = head;
-	pthread_mutex_unlock(&c->lock);
-}
-
-static struct tcp_wr *
-sq_wr(struct tcp_conn *c, uint32_t seq)
-{
-	return &c->sq[seq & c->sq_mask];
-}
 
 /* is `seq` a request we sent that has not completed yet? */
 static bool
 sq_in_flight(const struct tcp_conn *c, uint32_t seq)
 {
 	return seq - c->sq_head < c->sq_tx - c->sq_head;
-}
-
-/* complete, in posting order, every request whose outcome is known */
-static void
-sq_complete(struct tcp_conn *c)
-{
-	uint32_t h = c->sq_head;
-	while (h != c->sq_tx) {
-		struct tcp_wr *wr = sq_wr(c, h);
-		if (wr->type == TCP_WIRE_READ ? !wr->done :
-				(int32_t)(h - c->sq_acked) >= 0)
-			break;
-		cqe_send(c, wr, wr->status);
-		h++;
-	}
-	if (h != c->sq_head)
-		sq_set_head(c, h);
 }
 
 static void
@@ -155,108 +52,6 @@ acked_through(struct tcp_conn *c, uint32_t seq)
 		c->sq_acked = seq + 1;
 }
 
-/*
- * Complete every request and receive that has no outcome yet: known ones
- * with theirs, the first unknown one (if it was sent) with `first`, the
- * rest with PMREP_WC_FLUSHED. Also what the app posts later: the loop
- * calls this on every turn while the conn is in the error state.
- */
-static void
-flush_all(struct tcp_conn *c, enum pmrep_wc_status first)
-{
-	uint32_t tail = sq_tail(c);
-	uint32_t h = c->sq_head;
-	for (; h != tail; h++) {
-		struct tcp_wr *wr = sq_wr(c, h);
-		bool known = wr->type == TCP_WIRE_READ ? wr->done :
-			(int32_t)(h - c->sq_acked) < 0 &&
-			(int32_t)(h - c->sq_tx) < 0;
-		if (known) {
-			cqe_send(c, wr, wr->status);
-			continue;
-		}
-		bool sent = (int32_t)(h - c->sq_tx) < 0;
-		cqe_send(c, wr, sent && first != PMREP_WC_FLUSHED ? first :
-				PMREP_WC_FLUSHED);
-		if (sent)
-			first = PMREP_WC_FLUSHED;
-	}
-	c->sq_tx = c->sq_acked = tail;
-	sq_set_head(c, tail);
-
-	if (c->rx_has_recv) {
-		cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, PMREP_WC_FLUSHED, 0,
-				false, 0);
-		c->rx_has_recv = false;
-	}
-	if (c->srq == NULL) {	/* an SRQ's receives outlive the conn */
-		struct tcp_recv r;
-		pthread_mutex_lock(&c->lock);
-		while (tcp_rq_take(&c->rq, &r))
-			cqe_recv(c, &r, PMREP_OP_RECV, PMREP_WC_FLUSHED, 0,
-					false, 0);
-		pthread_mutex_unlock(&c->lock);
-	}
-}
-
-/* the conn failed (as a verbs QP moving to the error state) */
-static void
-enter_error(struct tcp_conn *c, enum pmrep_wc_status first)
-{
-	if (c->qp_error)
-		return;
-	c->qp_error = true;
-	sq_complete(c);
-	flush_all(c, first);
-	if (c->rx_in_payload)
-		c->rx_dst = NULL;	/* the rest of this payload is dropped */
-	c->rx_ignore = true;
-	c->stalled = false;
-	c->resp_count = 0;
-	c->ack_dirty = false;
-	c->pend.active = false;	/* nobody will be told it persisted */
-	pthread_mutex_lock(&c->lock);
-	c->app_wake = true;	/* a receive posted now must be flushed */
-	c->rnr_waiting = false;
-	pthread_mutex_unlock(&c->lock);
-}
-
-/*
- * A request failed on the wire (a NAK sent or received): as a verbs RC QP
- * in the error state (T21), the conn is lost at once -- one LOST event,
- * later posts and receives refused with PMREP_E_CONN_LOST (tcp_post) --
- * not merely flushing until the application disconnects. The socket
- * stays until the application deletes or disconnects the conn, so what
- * was owed before the failure (the NAK itself) still goes out.
- */
-static void
-enter_lost(struct tcp_conn *c, const char *why)
-{
-	enter_error(c, PMREP_WC_FLUSHED);
-	pthread_mutex_lock(&c->lock);
-	c->failed = true;
-	pthread_mutex_unlock(&c->lock);
-	if (c->terminal_queued)
-		return;
-	PMREP_LOG_WARN("connection lost: %s", why);
-	c->terminal_queued = true;
-	push_event(c, PMREP_CONN_LOST);
-}
-
-/* the socket ended: it leaves the conn now; the thread closes the fd
- * after its turn (a turn run by an application thread must not close
- * what the thread's poll is watching: the number could be reused) */
-static void
-close_socket(struct tcp_conn *c)
-{
-	if (c->sock < 0)
-		return;
-	c->sock_dead = c->sock;
-	c->sock = -1;
-	tcp_tls_free(c->tls);	/* TLS: the session goes with it */
-	c->tls = NULL;
-}
-
 static void
 close_dead_socket(struct tcp_conn *c)
 {
@@ -264,45 +59,6 @@ close_dead_socket(struct tcp_conn *c)
 		close(c->sock_dead);
 		c->sock_dead = -1;
 	}
-}
-
-/* the end: the socket goes, everything is flushed, one terminal event */
-static void
-finish(struct tcp_conn *c, enum pmrep_conn_event ev)
-{
-	if (c->state == TCP_CONN_DEAD)
-		return;
-	close_socket(c);
-	c->state = TCP_CONN_DEAD;
-	enter_error(c, ev == PMREP_CONN_LOST ? PMREP_WC_RETRY_EXCEEDED :
-			PMREP_WC_FLUSHED);
-	flush_all(c, PMREP_WC_FLUSHED);
-	if (!c->terminal_queued) {
-		c->terminal_queued = true;
-		push_event(c, ev);
-	}
-}
-
-/* the socket ended (EOF or an error): orderly if we were closing anyway */
-static void
-sock_ended(struct tcp_conn *c, int err)
-{
-	if (c->state == TCP_CONN_CLOSING) {
-		finish(c, PMREP_CONN_CLOSED);
-		return;
-	}
-	if (err)
-		PMREP_LOG_WARN("connection lost: %s", strerror(err));
-	else
-		PMREP_LOG_WARN("connection lost: the peer closed without disconnecting");
-	finish(c, PMREP_CONN_LOST);
-}
-
-static void
-protocol_error(struct tcp_conn *c, const char *what)
-{
-	PMREP_LOG_ERR("tcp protocol violation by the peer: %s", what);
-	finish(c, PMREP_CONN_LOST);
 }
 
 /* ---------------------------------------------------------- responses */
@@ -317,13 +73,13 @@ resp_push(struct tcp_conn *c, const struct tcp_resp *r)
 			cap = TCP_RESP_MAX + 1;
 		if (cap <= c->resp_count) {
 			PMREP_LOG_ERR("%u responses owed: a bug", c->resp_count);
-			finish(c, PMREP_CONN_LOST);
+			tcp_finish(c, PMREP_CONN_LOST);
 			return false;
 		}
 		struct tcp_resp *n = malloc(cap * sizeof(*n));
 		if (n == NULL) {
 			PMREP_LOG_ERR("out of memory for a response");
-			finish(c, PMREP_CONN_LOST);
+			tcp_finish(c, PMREP_CONN_LOST);
 			return false;
 		}
 		for (uint32_t i = 0; i < c->resp_count; i++)
@@ -387,7 +143,7 @@ nak(struct tcp_conn *c, uint32_t seq, enum pmrep_wc_status status)
 	 * them in order); nothing after it */
 	uint32_t keep = c->resp_count;
 	bool ack = c->ack_dirty;
-	enter_lost(c, "a request of the peer failed here");
+	tcp_enter_lost(c, "a request of the peer failed here");
 	c->resp_count = keep;
 	c->ack_dirty = ack;
 }
@@ -570,7 +326,7 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	struct tcp_peer *p = tcp_peer(c->base.peer);
 	if (f->seq != c->rx_expect) {
-		protocol_error(c, "request out of sequence");
+		tcp_protocol_error(c, "request out of sequence");
 		return HDR_DEAD;
 	}
 	if (f->type != TCP_WIRE_READ && reads_unsent(c))
@@ -664,14 +420,14 @@ on_request(struct tcp_conn *c, const struct tcp_frame *f)
 			PMREP_LOG_ERR("a %u-byte message for a %llu-byte receive",
 					f->payload_len,
 					(unsigned long long)c->rx_recv.len);
-			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
+			tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
 					PMREP_WC_LOCAL_LENGTH_ERROR, 0, false, 0);
 			c->rx_has_recv = false;
 			st = PMREP_WC_REMOTE_INVALID_REQUEST;
 			break;
 		}
 		if (f->payload_len > 0 && tcp_mr_find(p, c->rx_recv.key) == NULL) {
-			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
+			tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
 					PMREP_WC_LOCAL_PROTECTION_ERROR, 0, false, 0);
 			c->rx_has_recv = false;
 			st = PMREP_WC_REMOTE_OPERATION_ERROR;
@@ -697,10 +453,10 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 	if (!sq_in_flight(c, f->seq)) {
 		if (f->type == TCP_WIRE_ACK && (int32_t)(f->seq - c->sq_head) < 0)
 			return HDR_GO;	/* about requests completed already */
-		protocol_error(c, "response to no request in flight");
+		tcp_protocol_error(c, "response to no request in flight");
 		return HDR_DEAD;
 	}
-	struct tcp_wr *wr = sq_wr(c, f->seq);
+	struct tcp_wr *wr = tcp_sq_wr(c, f->seq);
 	switch (f->type) {
 	case TCP_WIRE_ACK:
 		acked_through(c, f->seq);
@@ -708,13 +464,13 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 	case TCP_WIRE_READ_RESP:
 		if (wr->type != TCP_WIRE_READ || wr->done ||
 				f->payload_len != wr->len) {
-			protocol_error(c, "read response does not match its read");
+			tcp_protocol_error(c, "read response does not match its read");
 			return HDR_DEAD;
 		}
 		acked_through(c, f->seq - 1);	/* applied in order */
 		if (tcp_mr_find(tcp_peer(c->base.peer), wr->lkey) == NULL) {
 			PMREP_LOG_ERR("read: the destination MR was deregistered with the read in flight");
-			finish(c, PMREP_CONN_LOST);
+			tcp_finish(c, PMREP_CONN_LOST);
 			return HDR_DEAD;
 		}
 		c->rx_dst = wr->lptr;
@@ -726,35 +482,20 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 				pmrep_wc_status_str(wr->status));
 		wr->done = true;
 		acked_through(c, f->seq);
-		sq_complete(c);
-		enter_lost(c, pmrep_wc_status_str(wr->status));
+		tcp_sq_complete(c);
+		tcp_enter_lost(c, pmrep_wc_status_str(wr->status));
 		break;
 	}
 	return HDR_GO;
-}
-
-/*
- * An orderly close: flush what is in flight, send DISCONNECT, and end
- * (CLOSED) when the peer's DISCONNECT or EOF arrives -- or, answering the
- * peer's, once ours is out -- or after the cfg timeout at the latest.
- */
-static void
-start_closing(struct tcp_conn *c, bool answering)
-{
-	enter_error(c, PMREP_WC_FLUSHED);
-	c->state = TCP_CONN_CLOSING;
-	c->disconnect_queued = true;
-	c->close_when_sent = answering;
-	c->closing_deadline = pmrep_now_ms() + c->base.cfg.timeout_ms;
 }
 
 static void
 on_disconnect(struct tcp_conn *c)
 {
 	if (c->state == TCP_CONN_CLOSING)
-		finish(c, PMREP_CONN_CLOSED);	/* the answer to ours */
+		tcp_finish(c, PMREP_CONN_CLOSED);	/* the answer to ours */
 	else
-		start_closing(c, true);
+		tcp_start_closing(c, true);
 }
 
 static enum hdr_result
@@ -769,7 +510,7 @@ on_header(struct tcp_conn *c, const struct tcp_frame *f)
 	}
 	if (c->qp_error || c->state != TCP_CONN_OPEN) {
 		if (c->state == TCP_CONN_CONNECTING) {
-			protocol_error(c, "frame before the handshake finished");
+			tcp_protocol_error(c, "frame before the handshake finished");
 			return HDR_DEAD;
 		}
 		c->rx_ignore = true;	/* parsed and dropped */
@@ -787,7 +528,7 @@ on_header(struct tcp_conn *c, const struct tcp_frame *f)
 	case TCP_WIRE_NAK:
 		return on_response(c, f);
 	default:
-		protocol_error(c, "handshake frame on an open connection");
+		tcp_protocol_error(c, "handshake frame on an open connection");
 		return HDR_DEAD;
 	}
 }
@@ -811,7 +552,7 @@ on_frame_done(struct tcp_conn *c)
 		}
 		ack(c, f->seq);
 		if (f->flags & TCP_WIRE_F_IMM) {
-			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV_RDMA_WITH_IMM,
+			tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV_RDMA_WITH_IMM,
 					PMREP_WC_SUCCESS, f->payload_len, true,
 					f->imm);
 			c->rx_has_recv = false;
@@ -819,14 +560,14 @@ on_frame_done(struct tcp_conn *c)
 		break;
 	case TCP_WIRE_SEND:
 		if (c->rx_status != PMREP_WC_SUCCESS) {
-			cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
+			tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
 					PMREP_WC_LOCAL_PROTECTION_ERROR, 0, false, 0);
 			c->rx_has_recv = false;
 			nak(c, f->seq, PMREP_WC_REMOTE_OPERATION_ERROR);
 			return;
 		}
 		ack(c, f->seq);
-		cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, PMREP_WC_SUCCESS,
+		tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, PMREP_WC_SUCCESS,
 				f->payload_len, (f->flags & TCP_WIRE_F_IMM) != 0,
 				f->imm);
 		c->rx_has_recv = false;
@@ -834,10 +575,10 @@ on_frame_done(struct tcp_conn *c)
 	case TCP_WIRE_READ_RESP: {
 		if (c->rx_status != PMREP_WC_SUCCESS) {
 			PMREP_LOG_ERR("read: the destination MR was deregistered with the read in flight");
-			finish(c, PMREP_CONN_LOST);
+			tcp_finish(c, PMREP_CONN_LOST);
 			return;
 		}
-		struct tcp_wr *wr = sq_wr(c, f->seq);
+		struct tcp_wr *wr = tcp_sq_wr(c, f->seq);
 		wr->done = true;
 		wr->status = PMREP_WC_SUCCESS;
 		break;
@@ -867,7 +608,7 @@ rx_recv(struct tcp_conn *c, void *buf, size_t len)
 			c->rx_drained = true;
 			return 0;
 		}
-		sock_ended(c, n < 0 ? errno : 0);
+		tcp_sock_ended(c, n < 0 ? errno : 0);
 		return -1;
 	}
 }
@@ -939,7 +680,7 @@ rx_frames(struct tcp_conn *c)
 		int r = tcp_wire_decode(c->rxbuf + c->rx_start,
 				c->rx_end - c->rx_start, &c->rxf);
 		if (r == TCP_WIRE_MALFORMED) {
-			protocol_error(c, "malformed frame");
+			tcp_protocol_error(c, "malformed frame");
 			return;
 		}
 		if (r == TCP_WIRE_NEED_MORE) {
@@ -1002,7 +743,7 @@ tx_add(struct tcp_conn *c, const struct tcp_frame *f)
 static bool
 tx_request(struct tcp_conn *c, uint32_t seq, uint64_t *bytes)
 {
-	struct tcp_wr *wr = sq_wr(c, seq);
+	struct tcp_wr *wr = tcp_sq_wr(c, seq);
 	struct tcp_frame f;
 	memset(&f, 0, sizeof(f));
 	f.type = wr->type;
@@ -1033,7 +774,7 @@ tx_request(struct tcp_conn *c, uint32_t seq, uint64_t *bytes)
 	}
 	if (payload && tcp_mr_find(tcp_peer(c->base.peer), wr->lkey) == NULL) {
 		PMREP_LOG_ERR("a source MR was deregistered with a request posted");
-		finish(c, PMREP_CONN_LOST);
+		tcp_finish(c, PMREP_CONN_LOST);
 		return false;
 	}
 	struct tcp_txf *t = tx_add(c, &f);
@@ -1135,7 +876,7 @@ static void
 tx_fill(struct tcp_conn *c)
 {
 	uint64_t bytes = 0;
-	uint32_t tail = sq_tail(c);
+	uint32_t tail = tcp_sq_tail(c);
 	while (c->tx_count < TCP_TX_FRAMES && bytes < TCP_TX_BATCH_BYTES &&
 			c->sock >= 0) {
 		struct tcp_frame f;
@@ -1169,7 +910,7 @@ tx_fill(struct tcp_conn *c)
 				f.type = TCP_WIRE_NAK;
 				f.status = TCP_WIRE_NAK_REM_ACCESS;
 				tx_add(c, &f);
-				enter_lost(c, "a read of a deregistered region");
+				tcp_enter_lost(c, "a read of a deregistered region");
 				continue;
 			}
 			if (r->type == TCP_WIRE_READ_RESP)
@@ -1214,7 +955,7 @@ tx_frame_sent(struct tcp_conn *c, struct tcp_txf *t)
 	if (t->hdr[0] == TCP_WIRE_ACCEPT && c->state == TCP_CONN_CONNECTING) {
 		c->state = TCP_CONN_OPEN;
 		live_start(c);
-		push_event(c, PMREP_CONN_ESTABLISHED);
+		tcp_push_event(c, PMREP_CONN_ESTABLISHED);
 	}
 	free(t->owned);
 	t->owned = NULL;
@@ -1252,7 +993,7 @@ tx_progress(struct tcp_conn *c)
 	for (calls = 0; calls < TX_ITER_MAX && c->sock >= 0; calls++) {
 		if (c->mem_lost) {
 			PMREP_LOG_ERR("out of memory saving a deregistered MR's bytes in flight");
-			finish(c, PMREP_CONN_LOST);
+			tcp_finish(c, PMREP_CONN_LOST);
 			return;
 		}
 		tx_fill(c);
@@ -1261,7 +1002,7 @@ tx_progress(struct tcp_conn *c)
 			/* TLS: a record taken but not in the kernel yet */
 			int f = c->sock >= 0 && c->tls ? tcp_tls_flush(c->tls) : 0;
 			if (f < 0)
-				sock_ended(c, errno);
+				tcp_sock_ended(c, errno);
 			c->tx_blocked = f > 0;
 			break;
 		}
@@ -1291,7 +1032,7 @@ tx_progress(struct tcp_conn *c)
 				c->tx_blocked = true;
 				return;
 			}
-			sock_ended(c, errno);
+			tcp_sock_ended(c, errno);
 			return;
 		}
 		if (n > 0)
@@ -1305,7 +1046,7 @@ tx_progress(struct tcp_conn *c)
 	if (c->close_when_sent && c->tx_count == 0 &&
 			!c->disconnect_queued && c->sock >= 0 &&
 			!(c->tls && tcp_tls_tx_pending(c->tls)))
-		finish(c, PMREP_CONN_CLOSED);	/* our DISCONNECT answer is out */
+		tcp_finish(c, PMREP_CONN_CLOSED);	/* our DISCONNECT answer is out */
 }
 
 void
@@ -1630,7 +1371,7 @@ static void
 begin_disconnect(struct tcp_conn *c)
 {
 	if (c->state != TCP_CONN_DEAD && c->state != TCP_CONN_CLOSING)
-		start_closing(c, false);
+		tcp_start_closing(c, false);
 }
 
 /* delete: say goodbye if the stream allows it, then let go of the socket */
@@ -1657,7 +1398,7 @@ static void
 timers(struct tcp_conn *c, long long now)
 {
 	if (c->state == TCP_CONN_CLOSING && now >= c->closing_deadline)
-		finish(c, PMREP_CONN_CLOSED);
+		tcp_finish(c, PMREP_CONN_CLOSED);
 	live_paused(c, now);
 	long long silent = live_deadline(c);
 	if (silent >= 0 && now >= silent) {
@@ -1668,7 +1409,7 @@ timers(struct tcp_conn *c, long long now)
 		else
 			PMREP_LOG_ERR("connection lost: no answer from the peer for %lld ms with requests in flight",
 					now - c->last_rx_ms);
-		finish(c, PMREP_CONN_LOST);
+		tcp_finish(c, PMREP_CONN_LOST);
 	}
 }
 
@@ -1679,13 +1420,13 @@ turn(struct tcp_conn *c, bool readable)
 {
 	struct tcp_peer *p = tcp_peer(c->base.peer);
 	if (c->qp_error)
-		flush_all(c, PMREP_WC_FLUSHED);	/* late posts */
+		tcp_flush_all(c, PMREP_WC_FLUSHED);	/* late posts */
 
 	pthread_rwlock_rdlock(&p->mem_lock);
 	if (c->sock >= 0 && !c->rx_gated && !c->rx_full &&
 			(readable || c->rx_more))
 		rx_progress(c);
-	sq_complete(c);
+	tcp_sq_complete(c);
 	c->tx_more = false;
 	if (c->sock >= 0)
 		tx_progress(c);
@@ -1698,10 +1439,10 @@ turn(struct tcp_conn *c, bool readable)
 		c->rx_more = true;	/* the waiting READ goes on */
 	}
 	pthread_rwlock_unlock(&p->mem_lock);
-	cqes_flush(c);
+	tcp_cqes_flush(c);
 	if (c->cq_overrun && c->state != TCP_CONN_DEAD) {
 		PMREP_LOG_ERR("connection lost: completions could not be queued (the CQ overran)");
-		finish(c, PMREP_CONN_LOST);
+		tcp_finish(c, PMREP_CONN_LOST);
 	}
 	timers(c, pmrep_now_ms());
 }
@@ -1793,9 +1534,9 @@ tcp_progress_main(void *arg)
 		if (ev == PMREP_CONN_ESTABLISHED) {
 			c->state = TCP_CONN_OPEN;
 			live_start(c);
-			push_event(c, ev);
+			tcp_push_event(c, ev);
 		} else if (ev != PMREP_CONN_UNDEFINED) {
-			finish(c, ev);
+			tcp_finish(c, ev);
 		}
 	} else {
 		tcp_sock_tune(c->sock, c->base.cfg.timeout_ms);
@@ -1845,9 +1586,9 @@ tcp_progress_main(void *arg)
 	shutdown_socket(c);
 	close_dead_socket(c);
 	c->state = TCP_CONN_DEAD;
-	enter_error(c, PMREP_WC_FLUSHED);
-	flush_all(c, PMREP_WC_FLUSHED);
-	cqes_flush(c);
+	tcp_enter_error(c, PMREP_WC_FLUSHED);
+	tcp_flush_all(c, PMREP_WC_FLUSHED);
+	tcp_cqes_flush(c);
 	pthread_mutex_unlock(&c->prog_lock);
 	return NULL;
 }

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tcp_progress.h -- what the files of a conn's progress thread share
+ * (tcp_progress.c and the files it is split into; each says what it owns
+ * in its top comment, README.md lists them). The rest of the provider
+ * knows the thread only by tcp.h: tcp_progress_main, tcp_fast_turn,
+ * tcp_progress_forget_mr.
+ *
+ * Everything here is called in a progress turn, under conn->prog_lock,
+ * unless its comment says otherwise.
+ */
+#ifndef PMREP_TCP_PROGRESS_H
+#define PMREP_TCP_PROGRESS_H
+
+#include "tcp.h"
+
+/* ------------------------------------ tcp_complete.c: outcomes, the end */
+
+/* push the completions gathered so far to the CQs (a CQ that cannot
+ * take them sets cq_overrun: the turn ends the conn) */
+void tcp_cqes_flush(struct tcp_conn *c);
+/* gather a receive's completion */
+void tcp_cqe_recv(struct tcp_conn *c, const struct tcp_recv *r,
+		enum pmrep_op op, enum pmrep_wc_status st, uint32_t len,
+		bool has_imm, uint32_t imm);
+/* queue a connection event, after the completions gathered */
+void tcp_push_event(struct tcp_conn *c, enum pmrep_conn_event ev);
+
+/* the send queue's tail (what the application posted), read under
+ * conn->lock */
+uint32_t tcp_sq_tail(struct tcp_conn *c);
+/* the request numbered `seq` */
+static inline struct tcp_wr *
+tcp_sq_wr(struct tcp_conn *c, uint32_t seq)
+{
+	return &c->sq[seq & c->sq_mask];
+}
+/* complete, in posting order, every request whose outcome is known */
+void tcp_sq_complete(struct tcp_conn *c);
+
+/* complete everything without an outcome: the first request sent with
+ * `first`, the rest flushed */
+void tcp_flush_all(struct tcp_conn *c, enum pmrep_wc_status first);
+/* the error state, as a verbs QP's */
+void tcp_enter_error(struct tcp_conn *c, enum pmrep_wc_status first);
+/* a request failed on the wire: the error state and one LOST event; the
+ * socket stays (what is owed still goes out) */
+void tcp_enter_lost(struct tcp_conn *c, const char *why);
+/* the end: the socket leaves the conn, everything is flushed, one
+ * terminal event `ev` */
+void tcp_finish(struct tcp_conn *c, enum pmrep_conn_event ev);
+/* the socket ended (EOF: err 0, or errno err) */
+void tcp_sock_ended(struct tcp_conn *c, int err);
+/* the peer broke the protocol: LOST */
+void tcp_protocol_error(struct tcp_conn *c, const char *what);
+/* an orderly close: DISCONNECT out, CLOSED on the peer's answer (or,
+ * `answering` the peer's, once ours is out), at the cfg timeout at the
+ * latest */
+void tcp_start_closing(struct tcp_conn *c, bool answering);
+
+#endif /* PMREP_TCP_PROGRESS_H */
