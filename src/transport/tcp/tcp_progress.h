@@ -14,6 +14,23 @@
 
 #include "tcp.h"
 
+/* ------------------------------ tcp_progress.c: the thread and its turn */
+
+/* drain the doorbell: true when delete asks the thread to return;
+ * *disconnect set when the application asked for one since the last
+ * look (the connect phase too, without prog_lock) */
+bool tcp_doorbell(struct tcp_conn *c, bool *disconnect);
+
+/* ---------------------------------------------- tcp_connect.c: connect */
+
+/* the active side's attempts with retries, run by the thread before the
+ * conn is open (prog_lock not held: no application turn runs yet); the
+ * event to report: ESTABLISHED (c->sock and c->tls set, the ACCEPT
+ * taken, frames after it left in the receive buffer), REJECTED,
+ * UNREACHABLE, CLOSED (a disconnect stopped it) or UNDEFINED (a delete
+ * did) */
+enum pmrep_conn_event tcp_connect_phase(struct tcp_conn *c);
+
 /* ------------------------------------ tcp_complete.c: outcomes, the end */
 
 /* push the completions gathered so far to the CQs (a CQ that cannot
