@@ -787,90 +787,6 @@ tx_request(struct tcp_conn *c, uint32_t seq, uint64_t *bytes)
 	return true;
 }
 
-/* ---------------------------------------------------------- liveness */
-
-/*
- * A v2 peer sends at least every quarter of our liveness period L (its
- * heartbeat), so nothing from it for L means it is gone: frozen, wedged,
- * blackholed, its host dead -- idle or with requests in flight. A v1
- * peer does not heartbeat: lost when requests are in flight and nothing
- * arrived for TCP_V1_REQUEST_FACTOR x the cfg timeout (at least
- * TCP_REQUEST_TIMEOUT_MIN_MS), as before. -1: no deadline.
- */
-static long long
-request_period(const struct tcp_conn *c)
-{
-	long long t = TCP_V1_REQUEST_FACTOR * (long long)c->base.cfg.timeout_ms;
-	return t < TCP_REQUEST_TIMEOUT_MIN_MS ? TCP_REQUEST_TIMEOUT_MIN_MS : t;
-}
-
-static long long
-live_deadline(const struct tcp_conn *c)
-{
-	if (c->state != TCP_CONN_OPEN)
-		return -1;
-	if (c->wire_version >= 2)
-		return c->last_rx_ms + tcp_live_period(c->base.cfg.timeout_ms);
-	if (c->qp_error || c->sq_head == c->sq_tx)
-		return -1;
-	return c->last_rx_ms + request_period(c);
-}
-
-/* our heartbeat: after a quarter of the peer's liveness period (its cfg
- * timeout came in its HELLO / ACCEPT) without sending; sent to v1 peers
- * too (harmless); -1: none due (not open, or bytes wait for POLLOUT) */
-static long long
-heartbeat_deadline(const struct tcp_conn *c)
-{
-	if (c->state != TCP_CONN_OPEN || c->sock < 0 || c->tx_count > 0)
-		return -1;
-	long long h = tcp_live_period(c->peer_rnr_ms) / TCP_HEARTBEAT_DIV;
-	return c->last_tx_ms + h;
-}
-
-static bool
-heartbeat_due(const struct tcp_conn *c, long long now)
-{
-	long long d = heartbeat_deadline(c);
-	return d >= 0 && now >= d;
-}
-
-/*
- * Our input is paused (a request waits for a receive, for reads to go
- * out, for owed responses to drain): what the peer sent meanwhile waits
- * in the socket, unread, so the silence clock must not run on our
- * account. A stall for a receive is bounded by the peer's own budget:
- * the clock is held. The other pauses wait for our output: bytes newly
- * queued in the socket show the peer alive; none for L (the peer frozen,
- * or both sides stuck on each other) is a loss.
- */
-static void
-live_paused(struct tcp_conn *c, long long now)
-{
-	if (c->sock < 0)
-		return;
-	if (c->stalled) {
-		c->last_rx_ms = now;
-		return;
-	}
-	if (!c->rx_gated && !c->rx_full) {
-		c->rx_queued = -1;
-		return;
-	}
-	int q = 0;
-	if (ioctl(c->sock, FIONREAD, &q) == 0 && q != c->rx_queued) {
-		c->rx_queued = q;
-		c->last_rx_ms = now;
-	}
-}
-
-/* the conn is open: both clocks start */
-static void
-live_start(struct tcp_conn *c)
-{
-	c->last_rx_ms = c->last_tx_ms = pmrep_now_ms();
-}
-
 /* queue frames into the transmit batch, in protocol order */
 static void
 tx_fill(struct tcp_conn *c)
@@ -935,7 +851,7 @@ tx_fill(struct tcp_conn *c)
 			c->disconnect_queued = false;
 			f.type = TCP_WIRE_DISCONNECT;
 			tx_add(c, &f);
-		} else if (c->tx_count == 0 && heartbeat_due(c, pmrep_now_ms())) {
+		} else if (c->tx_count == 0 && tcp_heartbeat_due(c, pmrep_now_ms())) {
 			/* the heartbeat: our last ACK again, a no-op to
 			 * every peer (v1 too: an ACK of requests completed
 			 * already, or of none, -1, is ignored) */
@@ -954,7 +870,7 @@ tx_frame_sent(struct tcp_conn *c, struct tcp_txf *t)
 {
 	if (t->hdr[0] == TCP_WIRE_ACCEPT && c->state == TCP_CONN_CONNECTING) {
 		c->state = TCP_CONN_OPEN;
-		live_start(c);
+		tcp_live_start(c);
 		tcp_push_event(c, PMREP_CONN_ESTABLISHED);
 	}
 	free(t->owned);
@@ -1131,8 +1047,8 @@ timers(struct tcp_conn *c, long long now)
 {
 	if (c->state == TCP_CONN_CLOSING && now >= c->closing_deadline)
 		tcp_finish(c, PMREP_CONN_CLOSED);
-	live_paused(c, now);
-	long long silent = live_deadline(c);
+	tcp_live_paused(c, now);
+	long long silent = tcp_live_deadline(c);
 	if (silent >= 0 && now >= silent) {
 		if (c->wire_version >= 2)
 			PMREP_LOG_ERR("connection lost: nothing from the peer for %lld ms (liveness period %lld ms: its heartbeat stopped)",
@@ -1191,10 +1107,10 @@ static void
 wait_plan(const struct tcp_conn *c, long long now, short *events,
 		long long *deadline, bool *zero)
 {
-	long long d = live_deadline(c);
+	long long d = tcp_live_deadline(c);
 	if (d < 0 && c->state == TCP_CONN_OPEN && !c->qp_error)
-		d = now + request_period(c);
-	long long hb = heartbeat_deadline(c);
+		d = now + tcp_request_period(c);
+	long long hb = tcp_heartbeat_deadline(c);
 	if (hb >= 0 && (d < 0 || hb < d))
 		d = hb;
 	if (c->stalled && (d < 0 || c->stall_deadline < d))
@@ -1265,7 +1181,7 @@ tcp_progress_main(void *arg)
 		pthread_mutex_lock(&c->prog_lock);
 		if (ev == PMREP_CONN_ESTABLISHED) {
 			c->state = TCP_CONN_OPEN;
-			live_start(c);
+			tcp_live_start(c);
 			tcp_push_event(c, ev);
 		} else if (ev != PMREP_CONN_UNDEFINED) {
 			tcp_finish(c, ev);

@@ -31,6 +31,23 @@ bool tcp_doorbell(struct tcp_conn *c, bool *disconnect);
  * did) */
 enum pmrep_conn_event tcp_connect_phase(struct tcp_conn *c);
 
+/* ------------------------------------------------ tcp_live.c: liveness */
+
+/* a v1 peer's silence with requests in flight that is a loss:
+ * TCP_V1_REQUEST_FACTOR x the cfg timeout, at least
+ * TCP_REQUEST_TIMEOUT_MIN_MS */
+long long tcp_request_period(const struct tcp_conn *c);
+/* when the silent peer is lost (-1: no deadline) */
+long long tcp_live_deadline(const struct tcp_conn *c);
+/* when our heartbeat is due (-1: none) */
+long long tcp_heartbeat_deadline(const struct tcp_conn *c);
+bool tcp_heartbeat_due(const struct tcp_conn *c, long long now);
+/* our input is paused: the silence clock held, or bytes newly queued in
+ * the socket counted as life */
+void tcp_live_paused(struct tcp_conn *c, long long now);
+/* the conn is open: both clocks start */
+void tcp_live_start(struct tcp_conn *c);
+
 /* ------------------------------------ tcp_complete.c: outcomes, the end */
 
 /* push the completions gathered so far to the CQs (a CQ that cannot
