@@ -31,6 +31,13 @@ bool tcp_doorbell(struct tcp_conn *c, bool *disconnect);
  * did) */
 enum pmrep_conn_event tcp_connect_phase(struct tcp_conn *c);
 
+/* ------------------------------------------ tcp_tx.c: the transmit side */
+
+/* fill the batch and send what can go without blocking (caller holds
+ * mem_lock); c->tx_more: stopped at the cap with the socket still
+ * taking bytes, look again soon */
+void tcp_tx_progress(struct tcp_conn *c);
+
 /* ------------------------------------------------ tcp_live.c: liveness */
 
 /* a v1 peer's silence with requests in flight that is a loss:
