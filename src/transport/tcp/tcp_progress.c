@@ -62,55 +62,6 @@ close_dead_socket(struct tcp_conn *c)
 
 /* ---------------------------------------------------------- responses */
 
-static bool
-resp_push(struct tcp_conn *c, const struct tcp_resp *r)
-{
-	if (c->resp_count == c->resp_cap) {
-		/* READs stop at TCP_RESP_MAX (HDR_FULL); one NAK may follow */
-		uint32_t cap = c->resp_cap ? c->resp_cap * 2 : 16;
-		if (cap > TCP_RESP_MAX + 1)
-			cap = TCP_RESP_MAX + 1;
-		if (cap <= c->resp_count) {
-			PMREP_LOG_ERR("%u responses owed: a bug", c->resp_count);
-			tcp_finish(c, PMREP_CONN_LOST);
-			return false;
-		}
-		struct tcp_resp *n = malloc(cap * sizeof(*n));
-		if (n == NULL) {
-			PMREP_LOG_ERR("out of memory for a response");
-			tcp_finish(c, PMREP_CONN_LOST);
-			return false;
-		}
-		for (uint32_t i = 0; i < c->resp_count; i++)
-			n[i] = c->resp[(c->resp_head + i) % c->resp_cap];
-		free(c->resp);
-		c->resp = n;
-		c->resp_cap = cap;
-		c->resp_head = 0;
-	}
-	c->resp[(c->resp_head + c->resp_count++) % c->resp_cap] = *r;
-	return true;
-}
-
-static bool pend_run(struct tcp_conn *c);
-
-/* a status as the NAK code that carries it (tcp_wire.h); the target
- * only NAKs with these four */
-static uint32_t
-nak_code(enum pmrep_wc_status status)
-{
-	switch (status) {
-	case PMREP_WC_REMOTE_INVALID_REQUEST:
-		return TCP_WIRE_NAK_REM_INV_REQ;
-	case PMREP_WC_REMOTE_ACCESS_ERROR:
-		return TCP_WIRE_NAK_REM_ACCESS;
-	case PMREP_WC_RNR_RETRY_EXCEEDED:
-		return TCP_WIRE_NAK_RNR_RETRY;
-	default:
-		return TCP_WIRE_NAK_REM_OP;
-	}
-}
-
 /* a NAK's code (checked by the decoder) as the initiator's status */
 static enum pmrep_wc_status
 nak_status(uint32_t code)
@@ -127,333 +78,17 @@ nak_status(uint32_t code)
 	}
 }
 
-/* the target refuses request `seq`: tell the initiator, then both fail */
-static void
-nak(struct tcp_conn *c, uint32_t seq, enum pmrep_wc_status status)
-{
-	/* earlier flushes first: if their persist fails, that is the NAK */
-	if (!pend_run(c))
-		return;
-	struct tcp_resp r = { .type = TCP_WIRE_NAK, .seq = seq,
-		.status = nak_code(status) };
-	if (!resp_push(c, &r))
-		return;
-	/* responses owed before the NAK still go out (the initiator takes
-	 * them in order); nothing after it */
-	uint32_t keep = c->resp_count;
-	bool ack = c->ack_dirty;
-	tcp_enter_lost(c, "a request of the peer failed here");
-	c->resp_count = keep;
-	c->ack_dirty = ack;
-}
-
-static void
-ack(struct tcp_conn *c, uint32_t seq)
-{
-	if (c->pend.active) {
-		c->pend.ack_seq = seq;	/* held until the persist is done */
-		return;
-	}
-	c->ack_seq = seq;
-	c->ack_dirty = true;
-}
-
 /* ------------------------------------------------------------- receive */
 
-static bool
-take_recv(struct tcp_conn *c, struct tcp_recv *r)
-{
-	if (c->srq != NULL)
-		return tcp_srq_take(c->srq, r);
-	pthread_mutex_lock(&c->lock);
-	bool ok = tcp_rq_take(&c->rq, r);
-	pthread_mutex_unlock(&c->lock);
-	return ok;
-}
-
-static void
-set_rnr_waiting(struct tcp_conn *c, bool waiting)
-{
-	pthread_mutex_lock(&c->lock);
-	c->rnr_waiting = waiting;
-	pthread_mutex_unlock(&c->lock);
-}
-
-enum hdr_result { HDR_GO, HDR_STALL, HDR_GATED, HDR_FULL, HDR_DEAD };
-
-/*
- * A READ's data is copied when its response is handed to the kernel. A
- * later request that may change memory (anything but another READ) waits
- * for that, so a read never sees a write posted after it: the order of
- * posting is the order of effect.
- */
-static bool
-reads_unsent(struct tcp_conn *c)
-{
-	if (!c->read_gate)
-		return false;
-	for (uint32_t i = 0; i < c->resp_count; i++)
-		if (c->resp[(c->resp_head + i) % c->resp_cap].type ==
-				TCP_WIRE_READ_RESP)
-			return true;
-	for (unsigned i = 0; i < c->tx_count; i++)
-		if (c->tx[(c->tx_first + i) % TCP_TX_FRAMES].hdr[0] ==
-				TCP_WIRE_READ_RESP)
-			return true;
-	c->read_gate = false;
-	return false;
-}
-
-/*
- * A receive for the request at the head of the input: true with c->rx_recv
- * set; false when the request must wait (stalled) or failed with
- * RNR_RETRY_EXC (the budget ran out).
- */
-static bool
-need_recv(struct tcp_conn *c, const struct tcp_frame *f)
-{
-	/* announce the wait before looking, so a receive posted in between
-	 * kicks us (see tcp_srq_recv / tcp_post) */
-	if (!c->stalled)
-		set_rnr_waiting(c, true);
-	if (take_recv(c, &c->rx_recv)) {
-		set_rnr_waiting(c, false);
-		c->stalled = false;
-		c->rx_has_recv = true;
-		return true;
-	}
-	long long now = pmrep_now_ms();
-	if (!c->stalled) {
-		c->stalled = true;
-		c->stall_deadline = now + c->peer_rnr_ms;
-		return false;
-	}
-	if (now < c->stall_deadline)
-		return false;
-	PMREP_LOG_ERR("no receive posted for %u ms: the peer's %s fails (RNR)",
-			c->peer_rnr_ms, f->type == TCP_WIRE_SEND ? "send" :
-			"write with immediate");
-	set_rnr_waiting(c, false);
-	c->stalled = false;
-	nak(c, f->seq, PMREP_WC_RNR_RETRY_EXCEEDED);
-	return false;
-}
-
-static int
-persist_default(void *ptr, uint64_t len)
-{
-	static long page;
-	if (page == 0)
-		page = sysconf(_SC_PAGESIZE);
-	uintptr_t start = (uintptr_t)ptr & ~(uintptr_t)(page - 1);
-	uintptr_t end = (uintptr_t)ptr + len;
-	return msync((void *)start, end - start, MS_SYNC);
-}
-
-/*
- * Run the pending persist (see tcp_conn.pend). Flushes are applied in
- * order, so persisting their union once after the batch is what
- * persisting each in turn would give; the ACK that answers for them (and
- * for any plain write after them) is held until then. On failure the
- * oldest flush of the group is NAKed: the initiator completes it with
- * PMREP_WC_REMOTE_OPERATION_ERROR and everything after it with a flush error, so no
- * flush is ever acknowledged without its persist. false: failed (the
- * conn is in the error state).
- */
-static bool
-pend_run(struct tcp_conn *c)
-{
-	if (!c->pend.active)
-		return true;
-	c->pend.active = false;
-	uint64_t len = (uint64_t)(c->pend.end - c->pend.start);
-	if (c->pend.fn != NULL) {
-		int ret = c->pend.fn(c->pend.ctx, c->pend.start, len);
-		if (ret != 0) {
-			PMREP_LOG_ERR("flush: the region's persist function "
-					"failed on %llu bytes (%d: %s): the flush "
-					"is refused, never acknowledged",
-					(unsigned long long)len, ret,
-					pmrep_err_to_str(ret));
-			nak(c, c->pend.first_seq, PMREP_WC_REMOTE_OPERATION_ERROR);
-			return false;
-		}
-	} else if (persist_default(c->pend.start, len) != 0) {
-		PMREP_LOG_ERR("flush: msync of %llu bytes failed: %s",
-				(unsigned long long)len, strerror(errno));
-		nak(c, c->pend.first_seq, PMREP_WC_REMOTE_OPERATION_ERROR);
-		return false;
-	}
-	ack(c, c->pend.ack_seq);
-	return true;
-}
-
-/* one more PERSISTENT flush of [addr, addr + len) in `mr`: joins the
- * pending one when the two ranges overlap or touch -- never across a gap,
- * so the union holds only bytes some flush named (a gap could be memory
- * the persist fails on, e.g. an unmapped page: a false error) */
-static void
-pend_add(struct tcp_conn *c, const struct tcp_mr *mr, uint8_t *addr,
-		uint64_t len, uint32_t seq)
-{
-	if (c->pend.active && c->pend.key == mr->base.rkey &&
-			c->pend.fn == mr->base.persist &&
-			c->pend.ctx == mr->base.persist_ctx &&
-			addr <= c->pend.end && addr + len >= c->pend.start) {
-		if (addr < c->pend.start)
-			c->pend.start = addr;
-		if (addr + len > c->pend.end)
-			c->pend.end = addr + len;
-		c->pend.ack_seq = seq;
-		return;
-	}
-	if (!pend_run(c))
-		return;
-	c->pend.active = true;
-	c->pend.key = mr->base.rkey;
-	c->pend.fn = mr->base.persist;
-	c->pend.ctx = mr->base.persist_ctx;
-	c->pend.start = addr;
-	c->pend.end = addr + len;
-	c->pend.first_seq = seq;
-	c->pend.ack_seq = seq;
-}
-
-/* a request from the peer: validate it against our MRs and start it */
-static enum hdr_result
-on_request(struct tcp_conn *c, const struct tcp_frame *f)
-{
-	struct tcp_peer *p = tcp_peer(c->base.peer);
-	if (f->seq != c->rx_expect) {
-		tcp_protocol_error(c, "request out of sequence");
-		return HDR_DEAD;
-	}
-	if (f->type != TCP_WIRE_READ && reads_unsent(c))
-		return HDR_GATED;
-	/* only plain writes and flushes may pass a pending persist: anything
-	 * else answers (a READ_RESP acknowledges what precedes it) or shows
-	 * the target's application something (a receive completion) */
-	if (c->pend.active && f->type != TCP_WIRE_FLUSH &&
-			!(f->type == TCP_WIRE_WRITE && !(f->flags & TCP_WIRE_F_IMM)) &&
-			!pend_run(c)) {
-		c->rx_ignore = true;
-		return HDR_GO;
-	}
-	struct tcp_mr *mr = NULL;
-	enum pmrep_wc_status st = PMREP_WC_SUCCESS;
-	uint8_t *addr = NULL;
-
-	switch (f->type) {
-	case TCP_WIRE_WRITE:
-		st = tcp_remote_check(c, f->rkey, f->raddr, f->payload_len,
-				PMREP_MR_USAGE_WRITE_DST, &mr);
-		if (st != PMREP_WC_SUCCESS)
-			break;
-		if ((f->flags & TCP_WIRE_F_IMM) && !c->rx_has_recv &&
-				!need_recv(c, f))
-			return c->qp_error ? HDR_GO : HDR_STALL;
-		c->rx_dst = (uint8_t *)mr->base.ptr + (f->raddr - mr->base.raddr);
-		c->rx_key = mr->base.rkey;
-		break;
-	case TCP_WIRE_READ:
-		st = tcp_remote_check(c, f->rkey, f->raddr, f->len,
-				PMREP_MR_USAGE_READ_SRC, &mr);
-		if (st != PMREP_WC_SUCCESS)
-			break;
-		/* a peer that floods READs and does not take the responses
-		 * is held back by not reading, not by queueing without end */
-		if (c->resp_count >= TCP_RESP_MAX)
-			return HDR_FULL;
-		struct tcp_resp r = { .type = TCP_WIRE_READ_RESP,
-			.seq = f->seq, .key = mr->base.rkey, .len = f->len,
-			.ptr = (uint8_t *)mr->base.ptr +
-				(f->raddr - mr->base.raddr) };
-		if (!resp_push(c, &r))
-			return HDR_DEAD;
-		c->read_gate = true;
-		break;
-	case TCP_WIRE_ATOMIC_WRITE:
-		st = tcp_remote_check(c, f->rkey, f->raddr, 8,
-				PMREP_MR_USAGE_WRITE_DST, &mr);
-		if (st != PMREP_WC_SUCCESS)
-			break;
-		if (f->raddr % 8 != 0) {
-			st = PMREP_WC_REMOTE_INVALID_REQUEST;
-			break;
-		}
-		addr = (uint8_t *)mr->base.ptr + (f->raddr - mr->base.raddr);
-		uint64_t v;
-		memcpy(&v, f->value, 8);
-		/* all 8 bytes at once: a reader sees the old or the new value */
-		__atomic_store_n((uint64_t *)(void *)addr, v, __ATOMIC_RELEASE);
-		ack(c, f->seq);
-		break;
-	case TCP_WIRE_FLUSH: {
-		int usage = f->flush_type == PMREP_FLUSH_TYPE_PERSISTENT ?
-			PMREP_MR_USAGE_FLUSH_TYPE_PERSISTENT :
-			PMREP_MR_USAGE_FLUSH_TYPE_VISIBILITY;
-		st = tcp_remote_check(c, f->rkey, f->raddr, f->len, usage,
-				&mr);
-		if (st != PMREP_WC_SUCCESS)
-			break;
-		/* every earlier write of this conn is in memory already: they
-		 * were applied in order before this frame was read */
-		atomic_thread_fence(memory_order_seq_cst);
-		if (f->flush_type == PMREP_FLUSH_TYPE_PERSISTENT && f->len > 0) {
-			addr = (uint8_t *)mr->base.ptr +
-				(f->raddr - mr->base.raddr);
-			pend_add(c, mr, addr, f->len, f->seq);
-			if (c->qp_error) {	/* an earlier persist failed */
-				c->rx_ignore = true;
-				return HDR_GO;
-			}
-			break;
-		}
-		ack(c, f->seq);
-		break;
-	}
-	case TCP_WIRE_SEND:
-		if (!c->rx_has_recv && !need_recv(c, f))
-			return c->qp_error ? HDR_GO : HDR_STALL;
-		if (f->payload_len > c->rx_recv.len) {
-			PMREP_LOG_ERR("a %u-byte message for a %llu-byte receive",
-					f->payload_len,
-					(unsigned long long)c->rx_recv.len);
-			tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
-					PMREP_WC_LOCAL_LENGTH_ERROR, 0, false, 0);
-			c->rx_has_recv = false;
-			st = PMREP_WC_REMOTE_INVALID_REQUEST;
-			break;
-		}
-		if (f->payload_len > 0 && tcp_mr_find(p, c->rx_recv.key) == NULL) {
-			tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
-					PMREP_WC_LOCAL_PROTECTION_ERROR, 0, false, 0);
-			c->rx_has_recv = false;
-			st = PMREP_WC_REMOTE_OPERATION_ERROR;
-			break;
-		}
-		c->rx_dst = c->rx_recv.ptr;
-		c->rx_key = c->rx_recv.key;
-		break;
-	}
-	if (c->qp_error)	/* an RNR failure above */
-		return HDR_GO;
-	if (st != PMREP_WC_SUCCESS) {
-		c->rx_dst = NULL;
-		nak(c, f->seq, st);
-	}
-	return HDR_GO;
-}
-
 /* a response to one of our requests */
-static enum hdr_result
+static enum tcp_hdr_result
 on_response(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	if (!sq_in_flight(c, f->seq)) {
 		if (f->type == TCP_WIRE_ACK && (int32_t)(f->seq - c->sq_head) < 0)
-			return HDR_GO;	/* about requests completed already */
+			return TCP_HDR_GO;	/* about requests completed already */
 		tcp_protocol_error(c, "response to no request in flight");
-		return HDR_DEAD;
+		return TCP_HDR_DEAD;
 	}
 	struct tcp_wr *wr = tcp_sq_wr(c, f->seq);
 	switch (f->type) {
@@ -464,13 +99,13 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 		if (wr->type != TCP_WIRE_READ || wr->done ||
 				f->payload_len != wr->len) {
 			tcp_protocol_error(c, "read response does not match its read");
-			return HDR_DEAD;
+			return TCP_HDR_DEAD;
 		}
 		acked_through(c, f->seq - 1);	/* applied in order */
 		if (tcp_mr_find(tcp_peer(c->base.peer), wr->lkey) == NULL) {
 			PMREP_LOG_ERR("read: the destination MR was deregistered with the read in flight");
 			tcp_finish(c, PMREP_CONN_LOST);
-			return HDR_DEAD;
+			return TCP_HDR_DEAD;
 		}
 		c->rx_dst = wr->lptr;
 		c->rx_key = wr->lkey;
@@ -485,7 +120,7 @@ on_response(struct tcp_conn *c, const struct tcp_frame *f)
 		tcp_enter_lost(c, pmrep_wc_status_str(wr->status));
 		break;
 	}
-	return HDR_GO;
+	return TCP_HDR_GO;
 }
 
 static void
@@ -497,7 +132,7 @@ on_disconnect(struct tcp_conn *c)
 		tcp_start_closing(c, true);
 }
 
-static enum hdr_result
+static enum tcp_hdr_result
 on_header(struct tcp_conn *c, const struct tcp_frame *f)
 {
 	c->rx_dst = NULL;
@@ -505,15 +140,15 @@ on_header(struct tcp_conn *c, const struct tcp_frame *f)
 	c->rx_status = PMREP_WC_SUCCESS;
 	if (f->type == TCP_WIRE_DISCONNECT) {
 		on_disconnect(c);
-		return c->state == TCP_CONN_DEAD ? HDR_DEAD : HDR_GO;
+		return c->state == TCP_CONN_DEAD ? TCP_HDR_DEAD : TCP_HDR_GO;
 	}
 	if (c->qp_error || c->state != TCP_CONN_OPEN) {
 		if (c->state == TCP_CONN_CONNECTING) {
 			tcp_protocol_error(c, "frame before the handshake finished");
-			return HDR_DEAD;
+			return TCP_HDR_DEAD;
 		}
 		c->rx_ignore = true;	/* parsed and dropped */
-		return HDR_GO;
+		return TCP_HDR_GO;
 	}
 	switch (f->type) {
 	case TCP_WIRE_WRITE:
@@ -521,14 +156,14 @@ on_header(struct tcp_conn *c, const struct tcp_frame *f)
 	case TCP_WIRE_ATOMIC_WRITE:
 	case TCP_WIRE_FLUSH:
 	case TCP_WIRE_SEND:
-		return on_request(c, f);
+		return tcp_on_request(c, f);
 	case TCP_WIRE_ACK:
 	case TCP_WIRE_READ_RESP:
 	case TCP_WIRE_NAK:
 		return on_response(c, f);
 	default:
 		tcp_protocol_error(c, "handshake frame on an open connection");
-		return HDR_DEAD;
+		return TCP_HDR_DEAD;
 	}
 }
 
@@ -546,10 +181,10 @@ on_frame_done(struct tcp_conn *c)
 	switch (f->type) {
 	case TCP_WIRE_WRITE:
 		if (c->rx_status != PMREP_WC_SUCCESS) {
-			nak(c, f->seq, c->rx_status);	/* MR gone meanwhile */
+			tcp_nak(c, f->seq, c->rx_status);	/* MR gone meanwhile */
 			return;
 		}
-		ack(c, f->seq);
+		tcp_ack(c, f->seq);
 		if (f->flags & TCP_WIRE_F_IMM) {
 			tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV_RDMA_WITH_IMM,
 					PMREP_WC_SUCCESS, f->payload_len, true,
@@ -562,10 +197,10 @@ on_frame_done(struct tcp_conn *c)
 			tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV,
 					PMREP_WC_LOCAL_PROTECTION_ERROR, 0, false, 0);
 			c->rx_has_recv = false;
-			nak(c, f->seq, PMREP_WC_REMOTE_OPERATION_ERROR);
+			tcp_nak(c, f->seq, PMREP_WC_REMOTE_OPERATION_ERROR);
 			return;
 		}
-		ack(c, f->seq);
+		tcp_ack(c, f->seq);
 		tcp_cqe_recv(c, &c->rx_recv, PMREP_OP_RECV, PMREP_WC_SUCCESS,
 				f->payload_len, (f->flags & TCP_WIRE_F_IMM) != 0,
 				f->imm);
@@ -691,18 +326,18 @@ rx_frames(struct tcp_conn *c)
 				return;
 			continue;
 		}
-		enum hdr_result h = on_header(c, &c->rxf);
-		if (h == HDR_DEAD)
+		enum tcp_hdr_result h = on_header(c, &c->rxf);
+		if (h == TCP_HDR_DEAD)
 			return;
-		if (h == HDR_STALL) {
+		if (h == TCP_HDR_STALL) {
 			c->rx_more = true;	/* header stays; retried later */
 			return;
 		}
-		if (h == HDR_GATED) {
+		if (h == TCP_HDR_GATED) {
 			c->rx_gated = true;	/* until the reads are out */
 			return;
 		}
-		if (h == HDR_FULL) {
+		if (h == TCP_HDR_FULL) {
 			c->rx_full = true;	/* until responses went out */
 			return;
 		}
@@ -724,7 +359,7 @@ static void
 rx_progress(struct tcp_conn *c)
 {
 	rx_frames(c);
-	(void) pend_run(c);
+	(void) tcp_pend_run(c);
 }
 
 /* ----------------------------------------------------------- main loop */
@@ -807,7 +442,7 @@ turn(struct tcp_conn *c, bool readable)
 	c->tx_more = false;
 	if (c->sock >= 0)
 		tcp_tx_progress(c);
-	if (c->rx_gated && !reads_unsent(c)) {
+	if (c->rx_gated && !tcp_reads_unsent(c)) {
 		c->rx_gated = false;
 		c->rx_more = true;	/* the waiting request goes on */
 	}

@@ -31,6 +31,34 @@ bool tcp_doorbell(struct tcp_conn *c, bool *disconnect);
  * did) */
 enum pmrep_conn_event tcp_connect_phase(struct tcp_conn *c);
 
+/* ------------------------------- tcp_target.c: the target side of ops */
+
+/* what a frame's header leaves the receive side to do */
+enum tcp_hdr_result {
+	TCP_HDR_GO,	/* go on: its payload (if any) next, kept or dropped */
+	TCP_HDR_STALL,	/* it waits for a receive: the header is retried */
+	TCP_HDR_GATED,	/* it waits for the READ responses to go out */
+	TCP_HDR_FULL,	/* a READ waits: TCP_RESP_MAX responses owed */
+	TCP_HDR_DEAD,	/* the conn ended */
+};
+
+/* a request from the peer (caller holds mem_lock): checked against our
+ * regions and started (its payload's destination, a response, an ACK)
+ * or refused with a NAK */
+enum tcp_hdr_result tcp_on_request(struct tcp_conn *c,
+		const struct tcp_frame *f);
+/* refuse request `seq` with `status`: the NAK queued behind what is
+ * owed, then both sides fail */
+void tcp_nak(struct tcp_conn *c, uint32_t seq, enum pmrep_wc_status status);
+/* acknowledge every request up to `seq` (held while a persist is
+ * pending) */
+void tcp_ack(struct tcp_conn *c, uint32_t seq);
+/* run the pending persist (tcp_conn.pend), then its ACK; false: it
+ * failed (NAKed: the conn is in the error state) */
+bool tcp_pend_run(struct tcp_conn *c);
+/* may a READ_RESP be unsent still (a later request must wait for it)? */
+bool tcp_reads_unsent(struct tcp_conn *c);
+
 /* ------------------------------------------ tcp_tx.c: the transmit side */
 
 /* fill the batch and send what can go without blocking (caller holds
