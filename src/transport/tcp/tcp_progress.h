@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * tcp_progress.h -- what the files of a conn's progress thread share
- * (tcp_progress.c and the files it is split into; each says what it owns
- * in its top comment, README.md lists them). The rest of the provider
- * knows the thread only by tcp.h: tcp_progress_main, tcp_fast_turn,
+ * tcp_progress.h -- what the files of a conn's progress thread share:
+ * tcp_progress.c (the thread and its turn), tcp_connect.c, tcp_rx.c,
+ * tcp_target.c, tcp_tx.c, tcp_live.c and tcp_complete.c, each saying in
+ * its top comment what it owns. The rest of the provider knows the
+ * thread only by tcp.h: tcp_progress_main, tcp_fast_turn,
  * tcp_progress_forget_mr.
  *
  * Everything here is called in a progress turn, under conn->prog_lock,
@@ -31,13 +32,20 @@ bool tcp_doorbell(struct tcp_conn *c, bool *disconnect);
  * did) */
 enum pmrep_conn_event tcp_connect_phase(struct tcp_conn *c);
 
+/* ------------------------------------------- tcp_rx.c: the receive side */
+
+/* take and apply what has arrived, up to a cap (caller holds mem_lock),
+ * and persist the batch's flushes before the ACK answering for them can
+ * go out; c->rx_more: stopped with work left (a cap, a stall) */
+void tcp_rx_progress(struct tcp_conn *c);
+
 /* ------------------------------- tcp_target.c: the target side of ops */
 
 /* what a frame's header leaves the receive side to do */
 enum tcp_hdr_result {
-	TCP_HDR_GO,	/* go on: its payload (if any) next, kept or dropped */
-	TCP_HDR_STALL,	/* it waits for a receive: the header is retried */
-	TCP_HDR_GATED,	/* it waits for the READ responses to go out */
+	TCP_HDR_GO,	/* go on: its payload (if any), kept or dropped */
+	TCP_HDR_STALL,	/* waits for a receive: the header is retried */
+	TCP_HDR_GATED,	/* waits for the READ responses to go out */
 	TCP_HDR_FULL,	/* a READ waits: TCP_RESP_MAX responses owed */
 	TCP_HDR_DEAD,	/* the conn ended */
 };

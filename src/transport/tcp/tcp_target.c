@@ -26,7 +26,8 @@ static bool
 resp_push(struct tcp_conn *c, const struct tcp_resp *r)
 {
 	if (c->resp_count == c->resp_cap) {
-		/* READs stop at TCP_RESP_MAX (TCP_HDR_FULL); one NAK may follow */
+		/* READs stop at TCP_RESP_MAX (TCP_HDR_FULL); one NAK may
+		 * follow */
 		uint32_t cap = c->resp_cap ? c->resp_cap * 2 : 16;
 		if (cap > TCP_RESP_MAX + 1)
 			cap = TCP_RESP_MAX + 1;
