@@ -16,8 +16,8 @@
 
 /* a CQ that cannot take a completion (out of memory to grow it) is a
  * verbs CQ overrun: the conn cannot go on (T26) -- the turn ends it
- * (cq_overrun_check), since a request whose completion is gone would
- * otherwise be waited for forever */
+ * (turn() in tcp_progress.c), since a request whose completion is gone
+ * would otherwise be waited for forever */
 void
 tcp_cqes_flush(struct tcp_conn *c)
 {
