@@ -183,13 +183,17 @@ mirror_run(struct mirror *mi, size_t size, int ms, bool local_only,
 
 /* ------------------------------------------- the pipelined mirror level */
 
-/* take the mirror's waiting events, noting replica w->idx's (a SYNCING
- * before any IN_SYNC, the first IN_SYNC after it, FAILED) */
+/* take the mirror's waiting events (its fd stays readable while one
+ * waits: a loop that left them there would never sleep), noting replica
+ * w->idx's when w watches them (a SYNCING before any IN_SYNC, the first
+ * IN_SYNC after it, FAILED) */
 void
 pipe_events(struct mirror *mi, struct pipe_watch *w)
 {
 	struct pmrep_mirror_event ev;
 	while (pmrep_mirror_get_event(mi->m, &ev) == 0) {
+		if (w == NULL || !w->events)
+			continue;
 		uint64_t now = bench_now_ns();
 		w->nevents++;
 		w->lost += ev.lost;
@@ -321,8 +325,7 @@ pipe_run(struct mirror *mi, size_t size, unsigned depth, int warm_ms, int ms,
 			free_slot[nfree++] = slot;
 			out--;
 		}
-		if (w && w->events)
-			pipe_events(mi, w);
+		pipe_events(mi, w);
 		if (w && w->events && now - w->t_status > 1000000u) {
 			struct pmrep_replica_status st;
 			w->t_status = now;

@@ -41,6 +41,7 @@ pipe_settle(struct mirror *mi, int ms, unsigned *failed)
 		}
 		if (!behind || bench_now_ns() > until)
 			return;
+		pipe_events(mi, NULL);	/* or the fd stays readable */
 		struct pollfd p = { fd, POLLIN, 0 };
 		(void) poll(&p, 1, 10);
 	}
