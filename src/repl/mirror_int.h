@@ -292,6 +292,11 @@ struct pmrep_mirror {
 	unsigned window;		/* steps not complete at most */
 	bool timer_set;			/* tfd armed for timer_at (-1: disarmed) */
 	bool efd_up;			/* efd readable (mirror_signal) */
+	/* polls in a row that handed out nothing while events waited
+	 * untaken (the fd readable for them alone: a caller that waits on
+	 * it without taking them spins), and whether that was logged */
+	unsigned ev_idle_polls;
+	bool ev_warned;
 	long long timer_at;
 	uint64_t max_lag;		/* bytes a replica may trail, not required */
 	/* pmrep_mirror_get_metrics (m->lock): requests whose outcome is

@@ -25,6 +25,9 @@
 #include "common/log.h"
 #include "mirror_int.h"
 
+/* polls in a row that find only untaken events before that is logged */
+#define POLL_EVENTS_UNTAKEN 1000
+
 /* ------------------------------------------------------------- lists */
 
 static void
@@ -804,6 +807,17 @@ pmrep_mirror_poll(struct pmrep_mirror *m, struct pmrep_mirror_completion *out,
 		out[*n].length = (size_t)q->len;
 		(*n)++;
 		free(q);
+	}
+	/* events left untaken keep the fd readable: say so once to a caller
+	 * that polls on and on for nothing (it is spinning on the fd) */
+	if (*n == 0 && m->ev_n > 0) {
+		if (++m->ev_idle_polls == POLL_EVENTS_UNTAKEN && !m->ev_warned) {
+			m->ev_warned = true;
+			PMREP_LOG_WARN("mirror: %u polls in a row found only replica state changes waiting (%u): the mirror's fd stays readable until they are taken with pmrep_mirror_get_event -- a loop that waits on the fd without taking them never sleeps",
+					m->ev_idle_polls, m->ev_n);
+		}
+	} else {
+		m->ev_idle_polls = 0;
 	}
 	mirror_signal(m);
 	mirror_unlock(m);
