@@ -13,7 +13,7 @@
 #include <pmrep/base.h>
 
 #include "common/wire.h"
-#include "repl/replica_hdr.h"
+#include "repl/media/replica_hdr.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -17,8 +17,8 @@
 
 #include <pmrep/base.h>
 
-#include "repl/admission.h"
-#include "repl/msg.h"
+#include "repl/wire/admission.h"
+#include "repl/wire/msg.h"
 
 static struct repl_replay replay;
 static const struct repl_key keys[2] = {

@@ -42,9 +42,9 @@
 #include <pmrep/repl.h>
 #include <pmrep/transport.h>
 
-#include "repl/auth.h"
-#include "repl/chan.h"
-#include "repl/msg.h"
+#include "repl/wire/auth.h"
+#include "repl/wire/chan.h"
+#include "repl/wire/msg.h"
 
 #define SIZE (256u << 10)
 

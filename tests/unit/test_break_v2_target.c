@@ -51,10 +51,10 @@
 #include <pmrep/transport.h>
 
 #include "common/wire.h"
-#include "repl/auth.h"
-#include "repl/chan.h"
-#include "repl/msg.h"
-#include "repl/replica_hdr.h"
+#include "repl/wire/auth.h"
+#include "repl/wire/chan.h"
+#include "repl/wire/msg.h"
+#include "repl/media/replica_hdr.h"
 #include "transport/provider.h"
 
 #define SIZE (256u << 10)

@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
-#include "repl/metrics.h"
+#include "repl/metrics/metrics.h"
 #include "../func/common/prom_check.h"
 
 #define BIG 65536

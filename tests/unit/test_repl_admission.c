@@ -27,7 +27,7 @@
 
 #include "common/testhook.h"
 #include "common/wire.h"
-#include "repl/admission.h"
+#include "repl/wire/admission.h"
 
 static const uint8_t key1[32] = "admission-key-one-0123456789abcd";
 static const uint8_t key2[32] = "admission-key-two-0123456789abcd";

@@ -27,8 +27,8 @@
 #include <pmrep/base.h>
 #include <pmrep/repl.h>
 #include "common/testhook.h"
-#include "repl/mirror_int.h"
-#include "repl/mirror_state.h"
+#include "repl/mirror/mirror_int.h"
+#include "repl/mirror/mirror_state.h"
 
 #define R 4096u			/* region size */
 #define DATA (1000u * R)	/* 1000 regions: 16 words, a short last one */

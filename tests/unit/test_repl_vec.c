@@ -31,7 +31,7 @@
 #include <pmrep/base.h>
 #include <pmrep/repl.h>
 #include "mocks.h"
-#include "repl/mirror_int.h"
+#include "repl/mirror/mirror_int.h"
 
 #define MSIZE (1u << 20)
 

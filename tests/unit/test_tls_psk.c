@@ -26,7 +26,7 @@
 #include <openssl/hmac.h>
 #include <openssl/kdf.h>
 
-#include "repl/tls_psk.h"
+#include "repl/wire/tls_psk.h"
 
 static const uint8_t key[32] = "unit-tls-key-0123456789-abcdefgh";
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "repl/metrics/metrics.h"
 #include "target_int.h"
 
 static void

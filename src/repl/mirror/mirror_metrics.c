@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "metrics.h"
+#include "repl/metrics/metrics.h"
 #include "mirror_int.h"
 
 int
