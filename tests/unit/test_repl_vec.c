@@ -2,7 +2,7 @@
 /*
  * test_repl_vec.c -- the pieces of a vectored persist and of a read-only
  * log that run without a replica:
- *  - mirror_req_vec (src/repl/mirror_pipe.c): a vector is checked whole
+ *  - mirror_req_vec (src/repl/mirror/mirror_pipe.c): a vector is checked whole
  *    (a count of 0 or above PMREP_MIRROR_PERSISTV_MAX, a NULL: INVAL; any
  *    range outside the mapping: RANGE, with nothing allocated), its empty
  *    ranges dropped, the rest sorted and overlapping or adjoining ones
