@@ -12,7 +12,7 @@
 set -eu
 BUILD_PKGS="build-essential cmake pkg-config libibverbs-dev librdmacm-dev libpmem2-dev \
 libcmocka-dev libssl-dev valgrind clang libclang-rt-14-dev iproute2 nftables \
-python3 groff-base man-db libsystemd-dev resource-agents \
+python3 groff-base man-db libsystemd-dev resource-agents abigail-tools \
 libsqlite3-dev sqlite3"
 VM_PKGS="qemu-system-x86 busybox-static ndctl iproute2 e2fsprogs xz-utils zstd rdma-core \
 ibverbs-utils ibverbs-providers rdmacm-utils perftest librpma-dev gnuplot-nox debootstrap"
