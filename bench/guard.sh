@@ -11,7 +11,7 @@
 #       check the latest run in RUN.jsonl (pmrep-bench appends to its file);
 #       a point FAILS when its ratio is more than F (1.5) times its baseline
 #       both in that run and in a re-measurement of that point alone
-#       (pmrep-bench narrowed to its sweep, size or window, N (3) rounds),
+#       (pmrep-bench narrowed to its sweep, size or window, N (5) rounds),
 #       or, for tests, in the last line for that point in --remeasure-from
 #   guard.sh --update [--baseline FILE] RUN.jsonl...
 #       write the baseline: the median per point of every complete run in
@@ -29,7 +29,7 @@ export LC_ALL=C
 
 here=$(cd "$(dirname "$0")" && pwd)
 baseline=$here/baseline/tcp-quick.txt
-factor=1.5 rounds=3 bench="" from="" update=0
+factor=1.5 rounds=5 bench="" from="" update=0
 
 usage() {
 	cat >&2 <<'U'
@@ -39,7 +39,8 @@ usage: guard.sh [--baseline FILE] [--factor F] [--rounds N]
   --baseline FILE   the baseline (default: bench/baseline/tcp-quick.txt)
   --factor F        a point is worse when its ratio exceeds F x its baseline (1.5)
   --bench PATH      pmrep-bench, run narrowed to a point that exceeded
-  --rounds N        rounds of that re-measurement (3: the median of 3 in-round ratios)
+  --rounds N        rounds of that re-measurement (5; lat: the median of the rounds' ratios,
+                    pipe: the CPU per op of all rounds together)
   --remeasure-from FILE  take the re-measurement from these JSON lines instead (tests)
   --update          write the baseline from the runs (median per point)
 U
