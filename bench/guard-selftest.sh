@@ -62,30 +62,34 @@ expect() { # what, exit status wanted, pattern the output must show, guard args.
 # everywhere: only the latest run is judged
 { run_lines 20261205050000 6.0 4.5 6.0 4.5 12.0 9.0; run_lines 20261205060000 "${same[@]}"; } >"$d/run-same.jsonl"
 run_lines 20261205060100 6.0 4.5 6.0 4.5 12.0 9.0 >"$d/re-worse.jsonl"
-expect "every point at its baseline" 0 'guard: 6 points: 6 ok, 0 WORSE once, 0 FAIL' \
+expect "every point at its baseline" 0 'guard: 6 points: 6 ok, 0 WORSE once, 0 FAIL, 0 unmeasured; worst factor in the run 1\.000' \
 	--remeasure-from "$d/re-worse.jsonl" "$d/run-same.jsonl"
 
 # 1.6x worse in the run and in its re-measurement: FAIL
 run_lines 20261205060000 3.2 1.5 2.0 1.5 4.0 3.0 >"$d/run-64p50.jsonl"
 run_lines 20261205060100 3.2 1.5 null null null null | grep -v '"size":4096' >"$d/re-64p50.jsonl"
-expect "lat.mirror.64.p50 1.6x worse twice" 1 '^ +lat\.mirror\.64\.p50 +2\.00 +3\.20 +1\.60 +3\.20 +1\.60 +FAIL$' \
+expect "lat.mirror.64.p50 1.6x worse twice" 1 '^ +lat\.mirror\.64\.p50 +2\.00 +3\.20 +1\.600 +3\.20 +1\.600 +FAIL$' \
 	--remeasure-from "$d/re-64p50.jsonl" "$d/run-64p50.jsonl"
 
 # the same through the pipe's CPU ratio (cpu_us_op / raw_cpu_us_op)
 run_lines 20261205060000 2.0 1.5 2.0 1.5 4.0 4.8 >"$d/run-w64.jsonl"
-expect "pipe.w64.cpu 1.6x worse twice" 1 '^ +pipe\.w64\.cpu +3\.00 +4\.80 +1\.60 +4\.80 +1\.60 +FAIL$' \
+expect "pipe.w64.cpu 1.6x worse twice" 1 '^ +pipe\.w64\.cpu +3\.00 +4\.80 +1\.600 +4\.80 +1\.600 +FAIL$' \
 	--remeasure-from "$d/run-w64.jsonl" "$d/run-w64.jsonl"
 
 # 1.6x worse once, then within in the re-measurement: passes, WORSE shown
 run_lines 20261205060100 "${same[@]}" >"$d/re-same.jsonl"
-expect "lat.mirror.4096.cpu 1.6x worse once, then fine" 0 '^ +lat\.mirror\.4096\.cpu +1\.50 +2\.40 +1\.60 +1\.50 +1\.00 +WORSE' \
+expect "lat.mirror.4096.cpu 1.6x worse once, then fine" 0 '^ +lat\.mirror\.4096\.cpu +1\.50 +2\.40 +1\.600 +1\.50 +1\.000 +WORSE' \
 	--remeasure-from "$d/re-same.jsonl" <(run_lines 20261205060000 2.0 1.5 2.0 2.4 4.0 3.0)
 
 # 1.4x worse: within the factor, so no re-measurement is taken (the file
 # given would fail it)
 run_lines 20261205060000 2.8 2.1 2.8 2.1 5.6 4.2 >"$d/run-14.jsonl"
-expect "every point 1.4x worse" 0 '^ +pipe\.w16\.cpu +4\.00 +5\.60 +1\.40 +- +- +ok$' \
+expect "every point 1.4x worse" 0 '^ +pipe\.w16\.cpu +4\.00 +5\.60 +1\.400 +- +- +ok$' \
 	--remeasure-from "$d/re-worse.jsonl" "$d/run-14.jsonl"
+
+# exactly 1.5x is not more than 1.5x
+expect "lat.mirror.64.p50 exactly 1.5x worse" 0 '^ +lat\.mirror\.64\.p50 +2\.00 +3\.00 +1\.500 +- +- +ok$' \
+	--remeasure-from "$d/re-worse.jsonl" <(run_lines 20261205060000 3.0 1.5 2.0 1.5 4.0 3.0)
 
 # a point the run did not measure (null) and none failing: 77
 expect "a point not measured" 77 '^ +lat\.mirror\.64\.cpu +1\.50 +- .*UNMEASURED' \

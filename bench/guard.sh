@@ -208,7 +208,9 @@ remeasure() { # point
 # factor > limit, as awk's numbers (no floats in bash)
 over() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 > b + 0) }'; }
 fact() { awk -v m="$1" -v b="$2" 'BEGIN { printf "%.4f", m / b }'; }
-fmt() { if [ "$1" = - ]; then echo -; else awk -v v="$1" 'BEGIN { printf "%.2f", v }'; fi; }
+fmt() { # value [decimals]
+	if [ "$1" = - ]; then echo -; else awk -v v="$1" -v d="${2:-2}" 'BEGIN { printf "%.*f", d, v }'; fi
+}
 
 echo "regression guard: run $run of $run_file against $baseline"
 echo "  a point FAILS when its ratio is worse than ${factor}x its baseline in the run and again when re-measured"
@@ -242,12 +244,12 @@ while read -r name base _; do
 			fi
 		fi
 	fi
-	printf '  %-19s %8s %8s %6s %11s %6s  %s\n' "$name" "$(fmt "$base")" "$(fmt "$m")" "$(fmt "$f1")" \
-		"$(fmt "$r")" "$(fmt "$f2")" "$verdict"
+	printf '  %-19s %8s %8s %6s %11s %6s  %s\n' "$name" "$(fmt "$base")" "$(fmt "$m")" "$(fmt "$f1" 3)" \
+		"$(fmt "$r")" "$(fmt "$f2" 3)" "$verdict"
 done <"$baseline"
 [ -s "$tmpd/commands" ] && sed 's/^/  re-measured with: /' "$tmpd/commands"
 echo "guard: $((nok + nworse + nfail + nunm)) points: $nok ok, $nworse WORSE once, $nfail FAIL, $nunm unmeasured;" \
-	"worst factor in the run $(fmt "$worst")${worst_pt:+ ($worst_pt)}"
+	"worst factor in the run $(fmt "$worst" 3)${worst_pt:+ ($worst_pt)}"
 [ "$nfail" -gt 0 ] && { echo "guard: FAILED (a ratio worse than ${factor}x its baseline twice in a row;" \
 	"an intended change refreshes the baseline: bench/guard.sh --update RUN.jsonl...)"; exit 1; }
 [ "$nunm" -gt 0 ] && { echo "guard: could not judge every point (not measured)"; exit 77; }
