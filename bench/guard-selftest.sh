@@ -4,7 +4,9 @@
 # nothing measured: a point 1.6x worse than its baseline in the run and in
 # its re-measurement fails; 1.6x once and then within passes (WORSE); 1.4x
 # passes without a re-measurement; the latest run of the file is the one
-# judged; a point not measured gives 77; --update writes the medians.
+# judged; a point not measured gives 77; --update writes the medians. Then
+# with a stand-in for pmrep-bench: the re-measurement is one narrowed run,
+# pinned to CPU 0, and --update --runs N makes N quick runs.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 guard=$here/guard.sh
@@ -34,7 +36,7 @@ run_lines() {
 	echo "{\"run\":\"$id\",\"sweep\":\"tls\",\"lat64_ratio\":9.0}"
 }
 
-cat >"$d/base.txt" <<'B'
+cat >"$d/base0.txt" <<'B'
 # a synthetic baseline
 lat.mirror.64.p50     2.000   # n 3
 lat.mirror.64.cpu     1.500
@@ -43,6 +45,7 @@ lat.mirror.4096.cpu   1.500
 pipe.w16.cpu          4.000
 pipe.w64.cpu          3.000
 B
+cp "$d/base0.txt" "$d/base.txt"
 same=(2.0 1.5 2.0 1.5 4.0 3.0)
 
 expect() { # what, exit status wanted, pattern the output must show, guard args...
@@ -111,7 +114,7 @@ if "$guard" --update --baseline "$d/new.txt" "$d/u1.jsonl" "$d/u2.jsonl" >"$d/ou
 	grep -Eq '^lat\.mirror\.64\.p50 +2\.000 +# n 3, 1\.00-3\.00$' "$d/new.txt" &&
 	grep -Eq '^lat\.mirror\.64\.cpu +2\.000 ' "$d/new.txt" &&
 	grep -Eq '^pipe\.w64\.cpu +4\.000 ' "$d/new.txt" &&
-	grep -q '^# command: pmrep-bench --quick' "$d/new.txt" &&
+	grep -q '^# command: taskset -c 0 pmrep-bench --quick' "$d/new.txt" &&
 	grep -q '^# commit: ' "$d/new.txt" && grep -q '^# machine: ' "$d/new.txt" &&
 	[ "$(grep -vc '^#' "$d/new.txt")" = 6 ]; then
 	echo "ok: --update writes the medians of the 3 complete runs"
@@ -120,6 +123,47 @@ if "$guard" --update --baseline "$d/new.txt" "$d/u1.jsonl" "$d/u2.jsonl" >"$d/ou
 		--remeasure-from "$d/re-worse.jsonl" <(run_lines 20261205080000 2.0 2.0 2.0 2.0 2.0 4.0)
 else
 	echo "FAIL: --update:"; sed 's/^/    /' "$d/out" "$d/new.txt" 2>/dev/null; rc=1
+fi
+
+# the guard running pmrep-bench itself: a stand-in that logs its arguments
+# and CPU affinity and writes one run of the ratios in $FAKE (a run id of
+# its own per call)
+declare -f run_lines >"$d/lines.sh"
+cat >"$d/fake-bench" <<'F'
+#!/bin/bash
+. "$(dirname "$0")/lines.sh"
+echo "$* | cpus $(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)" >>"$FAKE_LOG"
+json=
+while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done
+n=$(( $(cat "$FAKE_N" 2>/dev/null || echo 0) + 1 )); echo "$n" >"$FAKE_N"
+# shellcheck disable=SC2086
+run_lines "2026120509$(printf %04d "$n")" $FAKE >>"$json"
+F
+chmod +x "$d/fake-bench"
+export FAKE_N=$d/fake.n FAKE_LOG=$d/fake.log
+# pinning needs taskset and CPU 0 in our affinity (a container may lack it)
+pin=0
+taskset -c 0 true 2>/dev/null || pin=none
+cp "$d/base0.txt" "$d/base.txt"
+
+FAKE="3.2 1.5 2.0 1.5 4.0 3.0" expect "re-measured by pmrep-bench narrowed to the point" 1 \
+	'^ +lat\.mirror\.64\.p50 +2\.00 +3\.20 +1\.600 +3\.20 +1\.600 +FAIL$' \
+	--pin "$pin" --bench "$d/fake-bench" <(run_lines 20261205060000 3.2 1.5 2.0 1.5 4.0 3.0)
+want="--quick --sweep lat --level mirror --sizes 64 --rounds 5 --json "
+if [ "$(grep -c . "$d/fake.log")" = 1 ] && grep -q -- "^$want.* | cpus ${pin/none/}" "$d/fake.log"; then
+	echo "ok: one re-measurement: pmrep-bench $(sed 's#--json [^ ]*#--json F#' "$d/fake.log")"
+else
+	echo "FAIL: the re-measurement ran otherwise (wanted '$want', pinned to $pin):"; cat "$d/fake.log"; rc=1
+fi
+rm -f "$d/fake.log"
+if FAKE="1.0 2.0 3.0 4.0 5.0 6.0" "$guard" --update --baseline "$d/made.txt" --pin "$pin" \
+		--bench "$d/fake-bench" --runs 3 >"$d/out" 2>&1 &&
+	grep -Eq '^pipe\.w64\.cpu +6\.000 +# n 3, ' "$d/made.txt" &&
+	grep -q -- '--update --runs 3' "$d/made.txt" &&
+	[ "$(grep -c -- '^--quick --json .* | cpus' "$d/fake.log")" = 3 ]; then
+	echo "ok: --update --runs 3 makes 3 quick runs and writes their medians"
+else
+	echo "FAIL: --update --runs 3:"; sed 's/^/    /' "$d/out" "$d/fake.log" "$d/made.txt" 2>/dev/null; rc=1
 fi
 
 [ "$rc" = 0 ] && echo "guard-selftest: all cases behave" || echo "guard-selftest: FAILED"

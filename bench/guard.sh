@@ -4,9 +4,12 @@
 # (docs/PERFORMANCE.md "Regression guard"). It holds ratios measured inside
 # one pmrep-bench --quick run (never absolute numbers: the machines are
 # shared and noisy) against a baseline file, and re-measures a point that
-# looks worse before calling it a failure.
+# looks worse before calling it a failure. Every run it judges or is made
+# from is pinned to one CPU (taskset -c 0, as the bench stage runs
+# pmrep-bench --quick): unpinned, the CPU ratios flip between modes with the
+# machine's load (docs/PERFORMANCE.md "Run it").
 #
-#   guard.sh [--baseline FILE] [--factor F] [--rounds N]
+#   guard.sh [--baseline FILE] [--factor F] [--rounds N] [--pin CPU|none]
 #            (--bench PMREP_BENCH | --remeasure-from FILE.jsonl) RUN.jsonl
 #       check the latest run in RUN.jsonl (pmrep-bench appends to its file);
 #       a point FAILS when its ratio is more than F (1.5) times its baseline
@@ -14,8 +17,10 @@
 #       (pmrep-bench narrowed to its sweep, size or window, N (5) rounds),
 #       or, for tests, in the last line for that point in --remeasure-from
 #   guard.sh --update [--baseline FILE] RUN.jsonl...
+#   guard.sh --update [--baseline FILE] [--pin CPU] --bench PMREP_BENCH --runs N
 #       write the baseline: the median per point of every complete run in
-#       the files
+#       the files (made with taskset -c 0 pmrep-bench --quick), or of N
+#       quick runs it makes itself, pinned
 #
 # Points (lower is better for each): the pipe sweep's mirror / raw CPU per
 # operation at windows 16 and 64 (cpu_us_op / raw_cpu_us_op), the lat sweep's
@@ -29,20 +34,23 @@ export LC_ALL=C
 
 here=$(cd "$(dirname "$0")" && pwd)
 baseline=$here/baseline/tcp-quick.txt
-factor=1.5 rounds=5 bench="" from="" update=0
+factor=1.5 rounds=5 bench="" from="" update=0 pin=0 nruns_make=0
 
 usage() {
 	cat >&2 <<'U'
-usage: guard.sh [--baseline FILE] [--factor F] [--rounds N]
+usage: guard.sh [--baseline FILE] [--factor F] [--rounds N] [--pin CPU|none]
                 (--bench PMREP_BENCH | --remeasure-from FILE.jsonl) RUN.jsonl
        guard.sh --update [--baseline FILE] RUN.jsonl...
+       guard.sh --update [--baseline FILE] [--pin CPU] --bench PMREP_BENCH --runs N
   --baseline FILE   the baseline (default: bench/baseline/tcp-quick.txt)
   --factor F        a point is worse when its ratio exceeds F x its baseline (1.5)
   --bench PATH      pmrep-bench, run narrowed to a point that exceeded
   --rounds N        rounds of that re-measurement (5; lat: the median of the rounds' ratios,
                     pipe: the CPU per op of all rounds together)
+  --pin CPU|none    run pmrep-bench under taskset -c CPU (0), as the bench stage's quick run
   --remeasure-from FILE  take the re-measurement from these JSON lines instead (tests)
   --update          write the baseline from the runs (median per point)
+  --runs N          --update: make N pinned pmrep-bench --quick runs first (10 or more)
 U
 	exit 2
 }
@@ -54,6 +62,8 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=${2:?}; shift 2 ;;
 	--bench) bench=${2:?}; shift 2 ;;
 	--remeasure-from) from=${2:?}; shift 2 ;;
+	--pin) pin=${2:?}; shift 2 ;;
+	--runs) nruns_make=${2:?}; shift 2 ;;
 	--update) update=1; shift ;;
 	-h|--help) usage ;;
 	--) shift; break ;;
@@ -61,6 +71,28 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
+case $pin in none) ;; *[!0-9]*|'') echo "guard: --pin CPU (a number) or none" >&2; exit 2 ;; esac
+case $nruns_make in *[!0-9]*|'') echo "guard: --runs N" >&2; exit 2 ;; esac
+[ -z "$bench" ] || [ -x "$bench" ] || { echo "guard: $bench is not a program" >&2; exit 2; }
+# pmrep-bench as the baseline's runs were made: on one CPU
+pinned() {
+	if [ "$pin" = none ]; then "$@"; else taskset -c "$pin" "$@"; fi
+}
+pinned_as() { [ "$pin" = none ] || printf 'taskset -c %s ' "$pin"; }
+
+if [ "$update" = 1 ] && [ "$nruns_make" -gt 0 ]; then
+	{ [ -n "$bench" ] && [ $# -eq 0 ]; } || usage
+	made=$(mktemp -d) || exit 1
+	trap 'rm -rf "$made"' EXIT
+	for i in $(seq 1 "$nruns_make"); do
+		if ! (cd "$made" && pinned timeout -k 5 120 "$bench" --quick --json "$made/runs.jsonl" \
+				</dev/null >"$made/log" 2>&1); then
+			echo "guard: run $i failed: $bench --quick:" >&2; tail -5 "$made/log" >&2; exit 1
+		fi
+		echo "guard: run $i of $nruns_make done (load average $(cut -d' ' -f1 /proc/loadavg))"
+	done
+	set -- "$made/runs.jsonl"
+fi
 [ $# -ge 1 ] || usage
 for f in "$@"; do
 	[ -r "$f" ] || { echo "guard: cannot read $f" >&2; exit 2; }
@@ -128,7 +160,11 @@ if [ "$update" = 1 ]; then
 		echo "# pmrep regression guard baseline (bench/guard.sh; docs/PERFORMANCE.md \"Regression guard\")"
 		echo "# same-run ratios of pmrep-bench --quick on tcp (127.0.0.1), lower is better;"
 		echo "# each point: the median of $nruns complete run(s) (rounds per run: ${rnds% })"
-		echo "# command: pmrep-bench --quick  (then: bench/guard.sh --update $*)"
+		if [ "$nruns_make" -gt 0 ]; then
+			echo "# command: $(pinned_as)pmrep-bench --quick, $nruns_make runs (bench/guard.sh --update --runs $nruns_make)"
+		else
+			echo "# command: taskset -c 0 pmrep-bench --quick, as the bench stage runs it (bench/guard.sh --update $*)"
+		fi
 		echo "# runs:${runlist% }"
 		echo "# date: runs of $(echo "$dates" | head -1) .. $(echo "$dates" | tail -1); written $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 		echo "# commit: $commit (the guard's tree when --update ran)"
@@ -162,7 +198,6 @@ run_file=$1
 [ -n "$bench$from" ] || { echo "guard: --bench PMREP_BENCH or --remeasure-from FILE is needed" >&2; exit 2; }
 [ -r "$baseline" ] || { echo "guard: no baseline $baseline (make one: $0 --update RUN.jsonl...)" >&2; exit 2; }
 [ -z "$from" ] || [ -r "$from" ] || { echo "guard: cannot read $from" >&2; exit 2; }
-[ -z "$bench" ] || [ -x "$bench" ] || { echo "guard: $bench is not a program" >&2; exit 2; }
 
 pts=$(points "$run_file")
 run=$(echo "$pts" | awk 'NF { r = $1 } END { print r }')
@@ -194,12 +229,12 @@ remeasure() { # point
 	out=$tmpd/$key.jsonl
 	if [ ! -e "$tmpd/$key.done" ]; then
 		# shellcheck disable=SC2086
-		(cd "$tmpd" && timeout -k 5 120 "$bench" --quick $args --rounds "$rounds" \
+		(cd "$tmpd" && pinned timeout -k 5 120 "$bench" --quick $args --rounds "$rounds" \
 			--json "$out" </dev/null >"$tmpd/$key.log" 2>&1) ||
 			{ echo "guard: re-measurement failed: $bench --quick $args --rounds $rounds:" >&2
 			  tail -5 "$tmpd/$key.log" >&2; }
 		touch "$tmpd/$key.done"
-		echo "$bench --quick $args --rounds $rounds" >>"$tmpd/commands"
+		echo "$(pinned_as)$bench --quick $args --rounds $rounds" >>"$tmpd/commands"
 	fi
 	[ -s "$out" ] || { echo -; return; }
 	points "$out" | awk -v p="$1" '$2 == p { v = $3 } END { print (v == "" ? "-" : v) }'
