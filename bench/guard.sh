@@ -144,7 +144,7 @@ if [ "$update" = 1 ]; then
 	nruns=$(echo "$runs" | grep -c .)
 	[ "$nruns" -ge 1 ] || { echo "guard: no complete run (all $NPOINTS points measured) in $*" >&2; exit 77; }
 	runlist=" $(tr '\n' ' ' <<<"$runs")"	# " r1 r2 ... ": index() finds " r "
-	[ "$nruns" -ge 3 ] || echo "guard: warning: $nruns run(s); the median of 3 or more is steadier" >&2
+	[ "$nruns" -ge 10 ] || echo "guard: warning: $nruns run(s); a median of 10 or more is steadier" >&2
 	dates=$(cat "$@" | awk -v runs="$runlist" '
 		match($0, /"run":"[^"]*"/) && index(runs, " " substr($0, RSTART + 7, RLENGTH - 8) " ") &&
 		match($0, /"date":"[^"]*"/) { print substr($0, RSTART + 8, RLENGTH - 9) }' | sort -u)
