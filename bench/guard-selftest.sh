@@ -26,6 +26,7 @@ run_lines() {
 	echo "{$h,\"wait\":\"block\",\"sweep\":\"lat\",\"level\":\"local\",\"size\":64,\"qd\":1,\"replicas\":0,\"ratio\":null,\"cpu_ratio\":null,\"rounds\":1}"
 	echo "{$h,\"wait\":\"block\",\"sweep\":\"lat\",\"level\":\"mirror\",\"size\":4096,\"qd\":1,\"replicas\":1,\"ratio\":$p4k,\"cpu_ratio\":$c4k,\"rounds\":1}"
 	echo "{$h,\"wait\":\"block\",\"sweep\":\"rep\",\"level\":\"mirror\",\"size\":64,\"qd\":1,\"replicas\":1,\"ratio\":9.0,\"cpu_ratio\":9.0,\"rounds\":1}"
+	echo "{$h,\"sweep\":\"pipe\",\"level\":\"mirror\",\"size\":512,\"window\":16,\"qd\":16,\"replicas\":1,\"cpu_us_op\":90.0,\"raw_cpu_us_op\":10.0,\"rounds\":1}"
 	echo "{$h,\"sweep\":\"pipe\",\"level\":\"mirror\",\"size\":4096,\"window\":1,\"qd\":1,\"replicas\":1,\"cpu_us_op\":90.0,\"raw_cpu_us_op\":10.0,\"rounds\":1}"
 	# the pipe's ratio is cpu_us_op / raw_cpu_us_op: raw 10 us
 	local c16=null c64w=null

@@ -124,7 +124,8 @@ points() { # file...
 	}
 	str("provider") != "tcp" { next }
 	{ run = str("run"); sw = str("sweep"); lv = str("level") }
-	sw == "pipe" && lv == "mirror" && (num("window") == 16 || num("window") == 64) {
+	# 4 KiB persists (--pipe-sizes may add other sizes)
+	sw == "pipe" && lv == "mirror" && num("size") == 4096 && (num("window") == 16 || num("window") == 64) {
 		c = num("cpu_us_op"); r = num("raw_cpu_us_op")
 		emit("pipe.w" num("window") ".cpu", c == "-" || r == "-" || r <= 0 ? "-" : c / r)
 	}
