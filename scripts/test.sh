@@ -271,8 +271,8 @@ do_bench() {
 	# re-measured alone (pmrep-bench narrowed to it, 3-4 s) and fails the
 	# stage when it is again; 77 (a point not measured): SKIPPED.
 	# Pinned to one CPU, as the baseline's runs and the re-measurements:
-	# unpinned, the CPU ratios follow the machine's load (3 false FAILs in
-	# 30 unchanged runs, none in 20 pinned)
+	# unpinned, the CPU ratios follow the machine's load (a run's spread
+	# 3-4x as wide)
 	configure_build "$OUT/release" -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
 	local bench=$OUT/release/bench/pmrep-bench json=$OUT/pmrep-bench.jsonl rc s
 	# pmrep-bench appends to the file: the guard judges its latest run
