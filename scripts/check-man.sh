@@ -168,6 +168,10 @@ self_test() { # build dir
 	sed -i 's/--staging/--stagin/g' "$t/docs/pmrep-target.8.md"
 	expect_fail "a tool's page without one of its options" "does not name --staging" \
 		env CHECK_MAN_NO_RENDER=1 CHECK_MAN_DOCS="$t/docs" "$HERE/check-man.sh" --lib "$LIB" --man "$MAN" || rc=1
+	cp "$HERE"/../docs/man/*.md "$t/docs/"
+	sed -i 's/--generation/--generatio/g' "$t/docs/pmrep.1.md"
+	expect_fail "pmrep's page without an option of a command's own file" "does not name --generation (an option of tools/pmrep_recover.c)" \
+		env CHECK_MAN_NO_RENDER=1 CHECK_MAN_DOCS="$t/docs" "$HERE/check-man.sh" --lib "$LIB" --man "$MAN" || rc=1
 	[ "$rc" -eq 0 ] && echo "self-test: passed"
 	return "$rc"
 }
