@@ -318,9 +318,11 @@ sweep_mirror_lat(void)
 			.replicas = 1, .fd_wait = true };
 		if (point_measure(&p, m_mirror, &mi, false, O.floor) == 0)
 			emit(&p);
-		/* the local part of a persist on its own (no floor) */
+		/* the local part of a persist on its own (no floor): the mapping's
+		 * persist function -- page (msync, none for a file in memory) or
+		 * cpu (cache flushes) */
 		struct point l = { .sweep = "lat", .level = "local",
-			.method = "msync", .size = O.sizes[i], .qd = 1,
+			.method = "page", .size = O.sizes[i], .qd = 1,
 			.replicas = 0 };
 		if (pmrep_pmem_get_granularity(mi.pmem) != PMREP_PMEM_GRANULARITY_PAGE)
 			l.method = "cpu";

@@ -560,6 +560,15 @@ mirror_pipe_advance(struct pmrep_mirror *m)
 int
 mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q)
 {
+#if defined(PMREP_TEST_SLOW_PERSIST_US) && PMREP_TEST_SLOW_PERSIST_US > 0
+	/* exists only to prove the bench stage's regression guard
+	 * (bench/guard.sh) fails on a slower mirror: a test build's
+	 * -DPMREP_TEST_SLOW_PERSIST_US=N spins N us per persist and
+	 * persist_async request; not in any real build */
+	for (long long end = mirror_now_ns() + PMREP_TEST_SLOW_PERSIST_US * 1000ll;
+			mirror_now_ns() < end;)
+		;
+#endif
 	/* the record covers the range before it is persisted here or
 	 * posted: what is durable locally and not confirmed by a replica is
 	 * always in AL or in that replica's OOS */
