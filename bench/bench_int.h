@@ -24,7 +24,6 @@
 #define MAX_LIST 16
 #define MAX_QD 64
 #define MAX_TARGETS 8
-#define MIRROR_BUSY_POLL_US 1000	/* verbs, --wait poll: the mirror's spin */
 #define RAW_REMOTE_SIZE (8u << 20)	/* bytes the raw level writes into */
 #define MIRROR_SIZE (4u << 20)		/* the mirrored mapping (latency sweep) */
 #define MIRROR_REP_SIZE (1u << 20)	/* ... (replica sweep) */

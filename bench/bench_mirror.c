@@ -89,10 +89,6 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 				ex->backoff_max_ms);
 	if (ret == 0 && ex && ex->resync_rate)
 		ret = pmrep_mirror_cfg_set_resync_rate(cfg, ex->resync_rate);
-	/* verbs, --wait poll: the synchronous persists spin on the CQs as the
-	 * raw level and perftest do, before they sleep on the channels */
-	if (ret == 0 && O.poll && O.prov == PMREP_PROVIDER_VERBS)
-		ret = pmrep_mirror_cfg_set_busy_poll(cfg, MIRROR_BUSY_POLL_US);
 	snprintf(mi->path, sizeof(mi->path), "/dev/shm/pmrep-bench-%ld-local%u",
 			(long)getpid(), tag);
 	unlink(mi->path);

@@ -206,22 +206,6 @@ PMREP_API int pmrep_mirror_cfg_set_create_timeout(struct pmrep_mirror_cfg *cfg,
 PMREP_API int pmrep_mirror_cfg_set_window(struct pmrep_mirror_cfg *cfg,
 		unsigned steps);
 /*
- * pmrep_mirror_cfg_set_busy_poll -- how long pmrep_mirror_persist and
- * pmrep_mirror_persistv spin taking the replicas' completions before they
- * sleep on the replicas' completion channels, in microseconds (0, the
- * default: sleep at once). The spin trades a core for the wakeup: on verbs
- * a completion channel's event, then the thread's wakeup (tens of
- * microseconds in a soft-RoCE guest, where a persist's round trip is about
- * as long), against a CQ polled in place; on tcp the provider's progress
- * thread receives either way, so a spin only costs CPU. The asynchronous
- * persists and the mirror's fd are not affected (an event loop decides
- * itself how it waits).
- * Errors: PMREP_E_INVAL (NULL, usec above 1000000).
- * Not thread-safe: a cfg is used by one thread at a time.
- */
-PMREP_API int pmrep_mirror_cfg_set_busy_poll(struct pmrep_mirror_cfg *cfg,
-		unsigned usec);
-/*
  * pmrep_mirror_cfg_set_max_lag -- with a quorum k below the replica
  * count, a persist completes once k replicas confirmed it; the others
  * keep confirming behind. A replica that trails by more than `bytes`

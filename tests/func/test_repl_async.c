@@ -525,34 +525,6 @@ untaken_events_keep_the_fd_readable_and_polls_say_so_once(void **state)
 	pmrep_pmem_close(&local);
 }
 
-/* a synchronous persist with the cfg's busy poll: the same outcome (every
- * byte on the replica), and the setter's bounds */
-static void
-busy_poll_persists_the_same_and_checks_its_bound(void **state)
-{
-	(void)state;
-	tgt_start(false);
-	struct pmrep_pmem *local = local_open();
-	uint8_t *base = pmrep_pmem_get_address(local);
-	struct pmrep_mirror_cfg *c = mcfg(tgt.port, false);
-	assert_int_equal(pmrep_mirror_cfg_set_busy_poll(NULL, 10), PMREP_E_INVAL);
-	assert_int_equal(pmrep_mirror_cfg_set_busy_poll(c, 1000001), PMREP_E_INVAL);
-	assert_int_equal(pmrep_mirror_cfg_set_busy_poll(c, 1000000), 0);
-	assert_int_equal(pmrep_mirror_cfg_set_busy_poll(c, 200), 0);
-	struct pmrep_mirror *m = NULL;
-	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
-	for (unsigned i = 0; i < 200; i++) {
-		size_t off = (size_t)i * 4096 % (SIZE - 4096);
-		memset(base + off, (int)(i + 1), 4096);
-		assert_int_equal(pmrep_mirror_persist(m, off, 4096,
-				5000 * func_slow()), 0);
-	}
-	assert_int_equal(pmrep_mirror_delete(&m), 0);
-	assert_replica_equals(local);
-	pmrep_mirror_cfg_delete(&c);
-	pmrep_pmem_close(&local);
-}
-
 static int
 setup(void **state)
 {
@@ -580,7 +552,6 @@ main(int argc, char *argv[])
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(many_in_flight_all_complete_with_0_and_byte_exact, setup, teardown),
 		cmocka_unit_test_setup_teardown(untaken_events_keep_the_fd_readable_and_polls_say_so_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(busy_poll_persists_the_same_and_checks_its_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(adjacent_requests_are_coalesced_into_fewer_posts, setup, teardown),
 		cmocka_unit_test_setup_teardown(target_killed_with_requests_in_flight_fails_each_exactly_once, setup, teardown),
 	};

@@ -487,18 +487,6 @@ persist_wait(struct pmrep_mirror *m, struct async_req *q, int timeout_ms)
 	mirror_pipe_advance(m);
 	/* meanwhile, locally */
 	int local = mirror_req_persist_local(m, q);
-	if (m->cfg.busy_poll_us > 0) {
-		/* the cfg's spin first: the replicas' CQs taken in place */
-		long long until = mirror_now_ns() +
-			(long long)m->cfg.busy_poll_us * 1000;
-		/* the clock every 16 turns: a clock read can cost as much as
-		 * a turn (a guest's hpet is a system call) */
-		for (unsigned spin = 1; !q->done; spin++) {
-			mirror_pipe_advance(m);
-			if (spin % 16 == 0 && mirror_now_ns() >= until)
-				break;
-		}
-	}
 	while (!q->done) {
 		int left = repl_left_ms(q->deadline);
 		if (left == 0)

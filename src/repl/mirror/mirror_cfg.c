@@ -370,15 +370,3 @@ pmrep_mirror_cfg_set_tls(struct pmrep_mirror_cfg *cfg, bool on)
 	cfg->no_tls = !on;
 	return 0;
 }
-
-int
-pmrep_mirror_cfg_set_busy_poll(struct pmrep_mirror_cfg *cfg, unsigned usec)
-{
-	CHECK_ARG(cfg);
-	if (usec > 1000000) {
-		PMREP_LOG_ERR("busy poll of %u us: at most 1000000 (1 s)", usec);
-		return PMREP_E_INVAL;
-	}
-	cfg->busy_poll_us = usec;
-	return 0;
-}

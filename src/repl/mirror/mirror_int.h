@@ -142,7 +142,6 @@ struct pmrep_mirror_cfg {
 	uint64_t resync_rate;	/* bytes/s, 0: unlimited */
 	int create_timeout_ms;	/* -1: none */
 	unsigned window;	/* steps in flight at most; 0: PIPE_WINDOW_DEFAULT */
-	unsigned busy_poll_us;	/* a synchronous persist's spin before it sleeps */
 	uint64_t max_lag;	/* pull-ahead limit, bytes (max_lag_set) */
 	bool max_lag_set;
 	bool no_tls;		/* pmrep_mirror_cfg_set_tls(false) */
