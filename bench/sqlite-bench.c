@@ -13,7 +13,7 @@
  *     same mirror settings (persist sequences on, the same replicas and
  *     policy), one at a time, measured in the same run.
  * Prints commits/s, commit p50 and p99 (µs) per point, and the VFS's own
- * cost: commit p50 / the floor's 4 KiB persist p50 (issue 27's goal:
+ * cost: commit p50 / the floor's 4 KiB persist p50 (the VFS's target:
  * <= 1.2). Figures only: exit 0 whenever it ran, no pass / fail on a
  * number (shared, noisy machines).
  *

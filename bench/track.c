@@ -2,7 +2,7 @@
 /*
  * track.c -- pmrep-bench's track sweep: what per-step position tracking
  * (pmrep_mirror_cfg_set_persist_seq, docs/PROTOCOL.md "Position") costs
- * against tracking off, the points of issue 24's bound:
+ * against tracking off, at the points where its cost has a bound:
  *   - 4 KiB pmrep_mirror_persist_async at windows 16 and 64 (MiB/s; ranges
  *     8 KiB apart, no coalescing: the pipe sweep's pipe_run);
  *   - 64 B and 4 KiB pmrep_mirror_persist one at a time, window 1 (p50).

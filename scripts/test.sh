@@ -243,7 +243,7 @@ do_rig() {
 	local rc f
 	"$ROOT/tests/rig/tcp-nemesis.sh" "$OUT/release"; rc=$?
 	[ "$rc" -eq 77 ] && return 77
-	# then the failover in the same rig (issue 14): kill the primary,
+	# then the failover in the same rig: kill the primary,
 	# compare, the refusals, promote, the new writer, the old primary
 	# fenced, both histories checked, the failover-time figures; it runs
 	# even when the nemesis failed (its own verdict), 77 skips the stage
@@ -307,7 +307,7 @@ do_vm() {
 do_rig_verbs() {
 	# the fault rig on verbs: two rxe devices on a veth pair in the 6.12
 	# guest, netem partitions / delay / loss, target kill / freeze (GPSPM),
-	# 30 s of faults per policy (issue 11: a verbs run within 3 minutes;
+	# 30 s of faults per policy (a verbs run within 3 minutes;
 	# RIG_SECONDS sets it). netem stays attached for the whole run: a root
 	# qdisc replaced under traffic fails transmits, and rxe then puts its GSI
 	# QP in error (tests/rig/README.md)
@@ -319,7 +319,7 @@ do_rig_verbs() {
 	# run-in-vm's 123: the guest died before the command began (a kernel
 	# or emulator failure at boot): started once more, nothing ran twice
 	# PMREP_RIG_VERBS_FAILOVER=1: then, in the same guest, the failover
-	# (verbs-failover.sh, issue 14): ~55 s more on this machine, over the
+	# (verbs-failover.sh): ~55 s more on this machine, over the
 	# stage's share of a CI run's 30 minutes, so not by default
 	local attempt rc cmd=("$ROOT/tests/rig/verbs-nemesis.sh" .) tmo=330
 	if [ "${PMREP_RIG_VERBS_FAILOVER:-0}" = 1 ]; then

@@ -1,7 +1,7 @@
 #!/bin/bash
 # headers-without-rdma-core.sh CC SRC_DIR -- pmrep's public headers, all but
-# <pmrep/verbs.h>, compile without the rdma-core headers (issue 15: a
-# tcp-only user needs no libibverbs-dev). The rdma-core headers are made
+# <pmrep/verbs.h>, compile without the rdma-core headers (a tcp-only
+# user needs no libibverbs-dev). The rdma-core headers are made
 # unreachable by a shadow include directory, searched first, whose
 # infiniband/*.h and rdma/*.h stop the compiler with #error.
 # Checked both ways: the shadow must stop a TU that includes

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_admission_flood.c -- key holders attach through a keyless flood
- * (issue 25; tcp, loopback). A flooder child, pinned to one core, connects
+ * (tcp, loopback). A flooder child, pinned to one core, connects
  * from 300 source addresses of 127/8 (127.1.0.1 ..) at a paced 10 000
  * connects/s (FLOOD_RATE overrides; at least 2000 measured, else the
- * test fails: the flood it names did not happen; at 2500/s the code
- * before issue 25 passed too, at 10 000/s it did not) to a target served
+ * test fails: the flood it names did not happen; at 2500/s a target
+ * without admission control passed too, at 10 000/s it did not) to a
+ * target served
  * by a thread of this process, while 10 mirror sessions attach one after
  * another. Each must attach, in at most 2 x the slowest of 10 attaches
  * without the flood + the target's handshake deadline + 1 s (one SYN

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_break_access.c -- issue 12, part 1: the replica is reachable only
+ * test_break_access.c -- the replica is reachable only
  * through the memory window of an authenticated session, from that
  * session's conn, while the session lives (tcp provider, loopback).
  *
@@ -8,7 +8,7 @@
  *    (it holds no key), then RDMA-READs, WRITEs and FLUSHes the replica
  *    with the descriptor a real session was given (taken "off the wire"):
  *    each is a remote access error; the replica file is byte-identical
- *    and stays marked consistent. Before issue 12 all three succeeded;
+ *    and stays marked consistent;
  *  - a session's descriptor is dead once the session ended: another
  *    authenticated session's conn is refused with it, while its own
  *    window (a different key) works;

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_failover_v2.c -- issue 24's four ways of losing acknowledged
+ * test_failover_v2.c -- four ways of losing acknowledged
  * writes across a failover, as processes over tcp on loopback (targets in
  * child processes, `pmrep promote` / `compare` / `recover` as the
  * operator runs them, writers in child processes where a node's clock
  * matters). Each test asserts the RIGHT outcome -- every persist a writer
  * completed is in whatever copy the tools promote or recover without a
- * force option, or the tool refuses (exit 1) -- so each fails on the code
- * of before issue 24's fix:
+ * force option, or the tool refuses (exit 1) -- so each fails on code
+ * that loses such writes in that way:
  *  1. promote decides before it fences: the old primary, alive, completes
  *     persists under its quorum while `pmrep promote` is stopped between
  *     its query and its fence;

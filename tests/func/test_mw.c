@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_mw.c -- memory windows (issue 12): a region registered with
+ * test_mw.c -- memory windows: a region registered with
  * PMREP_MR_USAGE_MW_BIND is reachable remotely only through a window, and
  * a window only from the conn it is bound to, only until it is
  * invalidated. Both providers (verbs: in the soft-RoCE guest, where the

@@ -9,7 +9,7 @@
  * accounting for a local disconnect with requests in flight, and for a
  * delete while the target is frozen.
  *
- * T24 (half-open tcp) and idle detection (issue 11): a frozen peer is
+ * T24 (half-open tcp) and idle detection: a frozen peer is
  * lost within the liveness period L = max(cfg timeout, 500 ms) of its
  * last byte (its heartbeat comes every L / 4), with requests in flight or
  * idle; a live idle peer never is; an endpoint serves the live connection

@@ -1064,7 +1064,7 @@ no_tls_tools_match_and_each_kind_refuses_the_other(void **state)
  * log-mirror --no-tls / --key-id against a plaintext pmrep-target that
  * holds the key of a keygen file (id 5) as an older raw key file (id 0)
  */
-/* failover by hand on pmrep logs (issue 14 item 1): the replica's file is
+/* failover by hand on pmrep logs: the replica's file is
  * opened in place as the new log (every acknowledged record there), the
  * old primary's log is served as its replica at a raised generation, and
  * while it is served the old primary cannot open it */

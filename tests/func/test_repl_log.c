@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_repl_log.c -- one on-media layout for every node (issue 14 item 1):
+ * test_repl_log.c -- one on-media layout for every node:
  * a pmrep log file (pmrep_log_open) is the replica layout; the application
  * maps its data area in place and mirrors from it, and pmrep-target serves
  * the same file as a replica. After a "failover" by hand the old replica's

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_repl_members.c -- membership at run time (issue 14 item 5,
- * docs/PROTOCOL.md "Membership"): a replica added to a running mirror
+ * test_repl_members.c -- membership at run time
+ * (docs/PROTOCOL.md "Membership"): a replica added to a running mirror
  * joins without stopping the persists and is required by "all" only once
  * in sync; a replica removed is marked consistent and its index is given
  * again; the quorum changes; every change is recorded in the in-sync

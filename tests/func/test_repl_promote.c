@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_repl_promote.c -- pmrep_mirror_promote (issue 14 item 3): after the
+ * test_repl_promote.c -- pmrep_mirror_promote: after the
  * primary of a set of two replicas (quorum 1) died with one replica
  * frozen behind, a replica's file is opened in place and promoted:
  *  - the stale replica is refused (a more current one is fenced): both

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_repl_psn.c -- the persist sequence (issue 14 item 2,
- * pmrep_mirror_cfg_set_persist_seq): every replica durably records the
+ * test_repl_psn.c -- the persist sequence
+ * (pmrep_mirror_cfg_set_persist_seq): every replica durably records the
  * sequence of the newest persist it holds, so that after the primary is
  * gone the most current replica can be named from the replicas alone.
  *  - each completed persist's sequence is on every replica that confirmed

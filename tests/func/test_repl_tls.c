@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_repl_tls.c -- the replication over the tcp provider inside TLS 1.3
- * with a PSK derived from the key (issue 12 part 2), on loopback, with a
+ * with a PSK derived from the key, on loopback, with a
  * relay thread of this test between the mirror and its target:
  *   - attach / persist / verify through a relay that passes the bytes
  *     unchanged: byte-exact replica, and the relay never saw the data in

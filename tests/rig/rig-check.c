@@ -352,7 +352,7 @@ cmd_report(int argc, char *argv[])
 				persists++;
 				persist_fail += !ok;
 				/* a success that took most of its timeout: what a
-				 * quorum must hide (issue 13) */
+				 * quorum must hide */
 				if (ok && tmo > 0 && dur > 0.9 * tmo)
 					slow_ok++;
 				if (ok && dur > longest_ok)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * sim_failover.c -- the failover itself in the deterministic simulator
- * (issue 24): pmrep_mirror_promote, pmrep_position_decide and
+ * sim_failover.c -- the failover itself in the deterministic simulator:
+ * pmrep_mirror_promote, pmrep_position_decide and
  * pmrep_mirror_recover run against the real targets of one simulated world
  * while an old primary is alive, crashed mid-way, raced by a second
  * promote, after a clean close and a run without a replica, and across a

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_tcp_admission.c -- the tcp endpoint's admission pieces (issue 25)
+ * test_tcp_admission.c -- the tcp endpoint's admission pieces
  * that a socket test on loopback cannot reach:
  *   - the source a pending socket is counted in: an IPv4 address (an
  *     IPv4-mapped one of a dual-stack listener too), an IPv6 /64 (every

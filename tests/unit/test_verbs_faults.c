@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_verbs_faults.c -- the transport fixes issue 11's network and device
- * faults called for, one case each: an error completion ends the
+ * test_verbs_faults.c -- the transport's answers to network and device
+ * faults, one case each: an error completion ends the
  * connection (T21), the local ACK timeout and retry count follow the
  * configured timeout (T23), GPSPM receives before accept and bounded RNR
  * retries (T27), and a native FLUSH of 4 GiB or more split below the

@@ -2,7 +2,7 @@
 /*
  * mw_probe.c -- what the guest's rxe does with a type 2 memory window,
  * with plain libibverbs / librdmacm (no pmrep): the facts the per-session
- * access of the target (issue 12) rests on.
+ * access of the target rests on.
  *
  * One process forks: the child is the responder (the "target"), the parent
  * the requester. The responder registers one region with LOCAL_WRITE |
