@@ -34,6 +34,7 @@
  *   # starts a comment.
  * Exit: 0 every command succeeded, 1 a command failed or a put / del was
  * not acknowledged, 2 usage error.
+ * Past ~800 lines: a whole example program in one file, to read top to bottom.
  */
 #include <errno.h>
 #include <fcntl.h>

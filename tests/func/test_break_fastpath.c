@@ -20,6 +20,7 @@
  * waiting (unsignalled requests too); an input stalled on a missing
  * receive during the wait; pmrep_cq_wait_any over conns whose own
  * threads post. tcp only: these are the tcp provider's paths.
+ * Past ~800 lines: one program for the fast path; cases share thread fixtures.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -22,6 +22,7 @@
  *  - a mirror that cannot start says why: pmrep_err_msg() used to be only
  *    "mirror: 0 of 1 replicas in sync, 1 required"; it now ends with the
  *    first failed replica's reason (wrong key, nobody listening, sizes).
+ * Past ~800 lines: one program; its attacks share the raw-socket helpers.
  */
 #include <errno.h>
 #include <fcntl.h>

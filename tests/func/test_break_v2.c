@@ -34,6 +34,7 @@
  * means a full resync. A state file deleted after a run a replica missed
  * (left consistent before): a new record file vouches for no replica, so
  * that one is resynced in full.
+ * Past ~800 lines: one program for v2's misuse cases; they share fixtures.
  */
 #include <errno.h>
 #include <fcntl.h>

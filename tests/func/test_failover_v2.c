@@ -28,6 +28,7 @@
  * them: update the pattern, not the assertions), and the test waits for
  * the stop (WUNTRACED) before it acts. The same shim shifts a writer's
  * CLOCK_REALTIME (PMREP_TEST_CLOCK_SHIFT_S).
+ * Past ~800 lines: one program for the four losses; they share targets, shim.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -8,6 +8,7 @@
  * persist function (tcp); a peer that floods READs and never takes the
  * responses is pushed back on by TCP flow control instead of growing the
  * target's memory (tcp).
+ * Past ~800 lines: one program for every operation; its cases share fixtures.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -31,6 +31,7 @@
  *    attached mirror's session; a failed start (port in use) removes the
  *    file --create made, never one that existed; the errors name the real
  *    cause (a directory, an address not of this host, a stray argument).
+ * Past ~800 lines: one program for every tool's CLI; its cases share targets.
  */
 #include <errno.h>
 #include <fcntl.h>

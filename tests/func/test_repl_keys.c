@@ -28,6 +28,7 @@
  *    passing the ACCEPT back; the mirror's next attempt is a new dial
  *    with a fresh nonce and proof, admitted -- not refused as a replay
  *    (the target counts no replay, no refusal).
+ * Past ~800 lines: one program for a target's keys; its cases share fixtures.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -13,6 +13,7 @@
  * quorum keeps going on a replica loss where "all" fails. Verbs only, in
  * the guest: a replica on device DAX (direct, APM), T10 on file-system DAX
  * and T11 on a page-cache file (staging, GPSPM).
+ * Past ~800 lines: one program end to end; its cases share the target fixtures.
  */
 #include <fcntl.h>
 #include <pthread.h>

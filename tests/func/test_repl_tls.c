@@ -29,6 +29,7 @@
  *     endpoint and a TLS client at a plaintext one both REJECTED with
  *     pmrep_conn_get_failure = PMREP_E_TLS, an unknown identity too.
  * tcp only (verbs has no TLS: skipped).
+ * Past ~800 lines: one program for TLS; its cases share the relay and targets.
  */
 #include <errno.h>
 #include <fcntl.h>

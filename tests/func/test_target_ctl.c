@@ -40,6 +40,7 @@
  *    in this process): INFO "closed:", no "connection lost", no WARNING
  *    or ERROR line of the session (the old order logged "connection
  *    lost": this case fails on it, every run).
+ * Past ~800 lines: one program for the operator's view; cases share targets.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -35,6 +35,7 @@
  * that marked it; "handover" -- a second writer at the same generation
  * with another primary id either is refused (counted) or nothing above
  * breaks; plus "liveness" / "harness" as sim_main.c's.
+ * Past ~800 lines: the failover scenarios and their checks share one world.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -19,6 +19,7 @@
  * (p << 32 | unit index), so a unit names the persist that wrote it.
  * Persist 1 fills the whole mapping before the mirror exists (a writer
  * with history), so a replica that is not copied in full is caught.
+ * Past ~800 lines: scenarios, schedules and checker share the world's state.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -27,6 +27,7 @@
  *   queued before it) arrives.
  * CQ and event fds are real eventfds, readable while an event is pending,
  * so the target's epoll works; every wait runs the world (sim_wait).
+ * Past ~800 lines: a whole transport provider (provider.h) in one file.
  */
 #include <errno.h>
 #include <limits.h>

@@ -29,6 +29,7 @@
  *    them (a hung status tool, or a key holder) locked every mirror out
  *    of the target for as long as they stayed connected. A new connection
  *    request now closes the oldest query when no other slot can be freed.
+ * Past ~800 lines: one program; its attacks share the fake initiator.
  */
 #include <endian.h>
 #include <errno.h>

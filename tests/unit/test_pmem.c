@@ -13,6 +13,7 @@
  * Optional, skipped when unset: PMREP_TEST_DEVDAX=/dev/daxX.Y maps a real
  * device DAX; PMREP_TEST_FSDAX_DIR=<dir on a DAX-mounted fs> maps an fsdax
  * file with CACHE_LINE granularity.
+ * Past ~800 lines: one program for the pmem layer; cases share file fixtures.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -6,6 +6,7 @@
  * the one update function's persist and its failure, the position
  * records (24 bytes at 3968 and 4000, the live one named by POSW1) and
  * their switch, and pmrep_replica_read_info on real files.
+ * Past ~800 lines: one program for the replica header; cases share fixtures.
  */
 #include <endian.h>
 #include <errno.h>

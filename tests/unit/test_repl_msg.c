@@ -5,6 +5,7 @@
  * private data and messages, MACs that change with the key, the nonces
  * and every bound field, HMAC-SHA256 against RFC 4231's test vector,
  * random nonces, and reading key files.
+ * Past ~800 lines: one program for every wire format; its cases share fixtures.
  */
 #include <errno.h>
 #include <fcntl.h>

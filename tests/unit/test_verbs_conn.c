@@ -5,6 +5,7 @@
  * private data (T06), every rdma_cm event in every state acknowledged and
  * mapped (T04), exactly one terminal event, connect retries with backoff
  * (T17), disconnect, and deletion with requests in flight (T08).
+ * Past ~800 lines: one program for the state machine; cases share mocks.
  */
 #include <dirent.h>
 #include <fcntl.h>

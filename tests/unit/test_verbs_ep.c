@@ -4,6 +4,7 @@
  * requests (T05: the request event is acknowledged before the id moves to
  * its own channel; T06: the initiator's private data, malformed ones
  * refused), accepting, explicit reject (final for the initiator), shutdown.
+ * Past ~800 lines: one program for the passive side; cases share mock fixtures.
  */
 #include <fcntl.h>
 

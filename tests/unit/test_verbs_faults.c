@@ -6,6 +6,7 @@
  * configured timeout (T23), GPSPM receives before accept and bounded RNR
  * retries (T27), and a native FLUSH of 4 GiB or more split below the
  * wire's 32-bit length.
+ * Past ~800 lines: one program for the fault cases; they share mock fixtures.
  */
 #include "test_verbs_util.h"
 

@@ -7,6 +7,7 @@
  * chain posts itself at its bound; disconnect, delete and the CQ calls post
  * what is held; flags are checked; refused requests leave the chain as it
  * was; a failed post gives back exactly the slots of what it did not post.
+ * Past ~800 lines: one program for PMREP_F_MORE; its cases share mock fixtures.
  */
 #include "test_verbs_util.h"
 

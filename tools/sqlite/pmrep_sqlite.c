@@ -26,6 +26,7 @@
  * the volume: SQLite's file locks and the WAL index's locks are kept in the
  * volume, and the WAL index lives in heap memory (rebuilt from the WAL at
  * the first open). Temporary files go to the default VFS.
+ * Past ~800 lines: SQLite's whole VFS interface, implemented in one file.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -3,6 +3,7 @@
  * mock_verbs.c -- the mocked libibverbs: devices, contexts (each inside a
  * real struct verbs_context), PDs, MRs, completion channels, CQs, QPs (with
  * the ibv_qp_ex / ibv_wr_* table), SRQs and async events.
+ * Past ~800 lines: the mocked library's whole surface the unit tests use.
  */
 #include <endian.h>
 #include <fcntl.h>
