@@ -517,6 +517,62 @@ resync_log(struct replica *r, bool force)
 			(unsigned long long)(rate ? left / rate : 0));
 }
 
+/* a sample of the out-of-sync bytes for the net progress, when the last
+ * one is old enough (m->lock held) */
+static void
+net_take(struct replica *r, long long now)
+{
+	const long long every = RESYNC_NET_WINDOW_MS / RESYNC_NET_SAMPLES;
+	if (r->rs_net_n > 0) {
+		unsigned last = (r->rs_net_head + r->rs_net_n - 1) % RESYNC_NET_SAMPLES;
+		if (now - r->rs_net[last].t < every)
+			return;
+	}
+	if (r->rs_net_n == RESYNC_NET_SAMPLES) {
+		r->rs_net_head = (r->rs_net_head + 1) % RESYNC_NET_SAMPLES;
+		r->rs_net_n--;
+	}
+	unsigned i = (r->rs_net_head + r->rs_net_n) % RESYNC_NET_SAMPLES;
+	r->rs_net[i].t = now;
+	r->rs_net[i].dirty = repl_bitmap_dirty_bytes(r->oos);
+	r->rs_net_n++;
+}
+
+/* the samples begin again (m->lock held) */
+static void
+net_reset(struct replica *r, long long now)
+{
+	r->rs_net_head = r->rs_net_n = 0;
+	net_take(r, now);
+}
+
+/*
+ * out-of-sync bytes removed per second: from the oldest sample within the
+ * last RESYNC_NET_WINDOW_MS to now (when nobody sampled for longer than
+ * that -- the resync stalled -- from the newest one, further back); not
+ * known before half the window has samples (m->lock held)
+ */
+bool
+replica_net_rate(struct replica *r, long long now, uint64_t *rate)
+{
+	net_take(r, now);
+	if (r->rs_net_n == 0)
+		return false;
+	unsigned k = 0;
+	while (k + 1 < r->rs_net_n &&
+			now - r->rs_net[(r->rs_net_head + k) % RESYNC_NET_SAMPLES].t >
+			RESYNC_NET_WINDOW_MS)
+		k++;
+	const struct rs_net_sample *s =
+		&r->rs_net[(r->rs_net_head + k) % RESYNC_NET_SAMPLES];
+	long long ms = now - s->t;
+	if (ms < RESYNC_NET_WINDOW_MS / 2)
+		return false;
+	uint64_t dirty = repl_bitmap_dirty_bytes(r->oos);
+	*rate = s->dirty > dirty ? (s->dirty - dirty) * 1000 / (uint64_t)ms : 0;
+	return true;
+}
+
 /* the cfg resync rate: wait until the bytes copied so far are due (in
  * slices, taking the confirmations of the persists posted here meanwhile,
  * so that they do not fill its ring, and so that pmrep_mirror_delete is
@@ -610,6 +666,7 @@ chunk_done(struct replica *r, const struct rs_chunk *c, const struct rs_chunk *n
 		PMREP_LOG_WARN("replica %u: the record of its resync could not be persisted (%s); a restart may copy those regions again",
 				r->idx, pmrep_err_msg());
 	r->rs_done += c->len;
+	net_take(r, repl_now_ms());
 	resync_log(r, false);
 }
 
@@ -647,12 +704,20 @@ replica_resync(struct replica *r, long long deadline)
 	r->rs_start_ms = r->rs_log_ms = repl_now_ms();
 	r->chunks = 0;
 	r->chunk_lo = r->chunk_hi = 0;
+	r->rs_holds = 0;
+	r->rs_held_ms = 0;
 	bool digest = r->digest;
+	net_reset(r, r->rs_start_ms);
 	mirror_unlock(m);
 	if (digest) {
 		int ret = replica_digest_pass(r, deadline);
 		if (ret)
 			return ret;
+		/* its net progress is the copy's (what the digests cleared
+		 * is not what the minimum rate is about) */
+		mirror_lock(m);
+		net_reset(r, repl_now_ms());
+		mirror_unlock(m);
 	}
 	size_t from = 0;
 	for (;;) {
