@@ -273,18 +273,18 @@ enum sync_post {
 };
 
 /*
- * a replica its recovery is resyncing, connected, with every region of
- * [lo, hi) copied already (not out of sync, not in the span of the resync
- * chunks in flight -- the digest pass's span is all of it): a persist
- * there is posted to it as well when its ring has room (m->lock held)
+ * a replica its recovery is resyncing, connected, not comparing digests,
+ * with every region of [lo, hi) copied already (not out of sync: a region
+ * of a resync chunk in flight stays out of sync until the chunk is
+ * confirmed; one between the chunks in flight is copied like any other): a
+ * persist there is posted to it as well when its ring has room (m->lock
+ * held)
  */
 static enum sync_post
 syncing_post(struct replica *r, uint64_t lo, uint64_t hi, unsigned entries)
 {
 	if (r->state != PMREP_REPLICA_SYNCING || r->conn == NULL ||
-			r->rmr == NULL || !r->chan_ready)
-		return SP_MARK;
-	if (r->chunks != 0 && lo < r->chunk_hi && r->chunk_lo < hi)
+			r->rmr == NULL || !r->chan_ready || r->digesting)
 		return SP_MARK;
 	uint64_t rs = r->oos->region_size;
 	for (uint64_t reg = lo / rs; reg <= (hi - 1) / rs; reg++)
