@@ -119,7 +119,7 @@ bool floor_perftest_available(const char *tool);
 
 /* ------------------------------------- the mirror level, for track.c */
 
-/* a 1-replica mirror of a target in the bench's server (pmrep-bench.c):
+/* a 1-replica mirror of a target in the bench's server (bench_mirror.c):
  * `map` bytes of /dev/shm, cfg window `window`, position tracking
  * (pmrep_mirror_cfg_set_persist_seq) `track`; TLS as --mirror-tls says */
 struct bench_mirror;

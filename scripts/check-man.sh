@@ -13,9 +13,10 @@
 # pmrep_* function that is not exported; a missing pmrep(7), pmrep(1) or
 # pmrep-target(8); a page on which groff -ww or man --warnings warns; a
 # prefix in which `man -w pmrep_mirror_persist` does not find the page; a
-# long option (struct option) or command of tools/pmrep.c or
-# tools/pmrep-target.c that docs/man/pmrep.1.md / pmrep-target.8.md do
-# not name (when the source tree is next to this script).
+# long option (struct option) or command of the pmrep command's sources
+# (tools/pmrep.c, tools/pmrep_*.c) or of tools/pmrep-target.c that
+# docs/man/pmrep.1.md / pmrep-target.8.md do not name (when the source
+# tree is next to this script).
 # --self-test proves the checks fail where they should: it runs the check
 # on BUILD_DIR (must pass), then on copies with one page deleted, with a
 # page of a function that is not exported, with a page that warns, and
@@ -93,18 +94,24 @@ check() { # LIB MAN
 }
 
 tool_pages() {
-	local src md o bad=0
-	for pair in "tools/pmrep.c:docs/man/pmrep.1.md" "tools/pmrep-target.c:docs/man/pmrep-target.8.md"; do
-		src=$HERE/../${pair%%:*}; md=${CHECK_MAN_DOCS:-$HERE/../docs/man}/${pair##*/}
-		[ -f "$src" ] && [ -f "$md" ] || continue
-		for o in $(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*, NULL, .*/\1/p' "$src" | sort -u); do
-			grep -q -- "--$o\b" "$md" ||
-				{ echo "check-man: ${pair#*:} does not name --$o (an option of ${pair%%:*})"; bad=1; }
-		done
-		for o in $(sed -n 's/.*strcmp(cmd, "\([a-z-]*\)") == 0)$/\1/p' "$src" | sort -u); do
-			case $o in help|version) continue ;; esac
-			grep -q -- "\*\*$o\*\*" "$md" ||
-				{ echo "check-man: ${pair#*:} does not describe the command $o (of ${pair%%:*})"; bad=1; }
+	local src name md o bad=0
+	# a pattern of source files (the pmrep command: main in pmrep.c, its
+	# commands in pmrep_*.c), then the page that must name their options
+	for pair in "tools/pmrep.c:docs/man/pmrep.1.md" "tools/pmrep_*.c:docs/man/pmrep.1.md" \
+			"tools/pmrep-target.c:docs/man/pmrep-target.8.md"; do
+		md=${CHECK_MAN_DOCS:-$HERE/../docs/man}/${pair##*/}
+		for src in "$HERE"/../${pair%%:*}; do
+			[ -f "$src" ] && [ -f "$md" ] || continue
+			name=tools/${src##*/}
+			for o in $(sed -n 's/^[[:space:]]*{ "\([a-z-]*\)", [a-z_]*, NULL, .*/\1/p' "$src" | sort -u); do
+				grep -q -- "--$o\b" "$md" ||
+					{ echo "check-man: ${pair#*:} does not name --$o (an option of $name)"; bad=1; }
+			done
+			for o in $(sed -n 's/.*strcmp(cmd, "\([a-z-]*\)") == 0)$/\1/p' "$src" | sort -u); do
+				case $o in help|version) continue ;; esac
+				grep -q -- "\*\*$o\*\*" "$md" ||
+					{ echo "check-man: ${pair#*:} does not describe the command $o (of $name)"; bad=1; }
+			done
 		done
 	done
 	return "$bad"
@@ -160,6 +167,10 @@ self_test() { # build dir
 	mkdir -p "$t/docs"; cp "$HERE"/../docs/man/*.md "$t/docs/"
 	sed -i 's/--staging/--stagin/g' "$t/docs/pmrep-target.8.md"
 	expect_fail "a tool's page without one of its options" "does not name --staging" \
+		env CHECK_MAN_NO_RENDER=1 CHECK_MAN_DOCS="$t/docs" "$HERE/check-man.sh" --lib "$LIB" --man "$MAN" || rc=1
+	cp "$HERE"/../docs/man/*.md "$t/docs/"
+	sed -i 's/--generation/--generatio/g' "$t/docs/pmrep.1.md"
+	expect_fail "pmrep's page without an option of a command's own file" "does not name --generation (an option of tools/pmrep_recover.c)" \
 		env CHECK_MAN_NO_RENDER=1 CHECK_MAN_DOCS="$t/docs" "$HERE/check-man.sh" --lib "$LIB" --man "$MAN" || rc=1
 	[ "$rc" -eq 0 ] && echo "self-test: passed"
 	return "$rc"

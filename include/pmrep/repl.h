@@ -1533,10 +1533,13 @@ PMREP_API int pmrep_mirror_persistv_async(struct pmrep_mirror *mirror,
 /*
  * pmrep_mirror_get_fd -- the mirror's one fd for asynchronous persists: an
  * epoll fd (O_NONBLOCK | O_CLOEXEC) that is readable when
- * pmrep_mirror_poll has work: a replica's completion or connection event,
- * the earliest deadline of what is in flight, or completions waiting to be
- * polled. Put it in your poll / epoll / select set; a wakeup may find
- * nothing to hand out. The same fd for the mirror's whole life, whatever
+ * pmrep_mirror_poll has work (a replica's completion or connection event,
+ * the earliest deadline of what is in flight, completions waiting to be
+ * polled) and while a replica state change waits to be taken with
+ * pmrep_mirror_get_event: take those too (in the same wakeup), or the fd
+ * stays readable and a loop waiting on it never sleeps (pmrep_mirror_poll
+ * logs a warning once when it keeps finding nothing but them). Put it in
+ * your poll / epoll / select set; a wakeup may find nothing to hand out. The same fd for the mirror's whole life, whatever
  * replicas (re)connect; owned by the mirror: never close it (it is closed
  * by pmrep_mirror_delete). Errors: PMREP_E_INVAL (NULL).
  * Thread-safe (the fd may be waited on from any thread).

@@ -411,6 +411,13 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	*mirror_ptr = m;
 	return 0;
 err:
+	/* refused: the log's claim is taken back unless a replica committed
+	 * an attach to this run (it then carries the run: so must the log),
+	 * once the recovery threads are stopped (none commits after this) */
+	if (m->sync_ready)
+		mirror_recovery_stop(m);
+	if (m->log && !m->cfg.fence_only && mirror_fenced_count(m) == 0)
+		mirror_log_unclaim(m);
 	mirror_free(m);
 	return ret;
 }

@@ -290,6 +290,10 @@ struct pmrep_mirror {
 	/* the mapping is a pmrep log: its header as durable (mirror_log.c) */
 	bool log;
 	struct replica_hdr log_hdr;
+	/* the header slot the claim wrote, as it was before (the claim is
+	 * taken back by restoring it when pmrep_mirror_new is refused) */
+	uint8_t log_undo[REPLICA_HDR_ENC_SIZE];
+	unsigned log_undo_slot;
 	/* the log's position as its header held it before this mirror's
 	 * claim (an attach never overwrites a replica more current than
 	 * that: replica_commit) */
@@ -317,6 +321,11 @@ struct pmrep_mirror {
 	unsigned window;		/* steps not complete at most */
 	bool timer_set;			/* tfd armed for timer_at (-1: disarmed) */
 	bool efd_up;			/* efd readable (mirror_signal) */
+	/* polls in a row that handed out nothing while events waited
+	 * untaken (the fd readable for them alone: a caller that waits on
+	 * it without taking them spins), and whether that was logged */
+	unsigned ev_idle_polls;
+	bool ev_warned;
 	long long timer_at;
 	uint64_t max_lag;		/* bytes a replica may trail, not required */
 	/*
@@ -493,6 +502,11 @@ unsigned mirror_in_sync_count(const struct pmrep_mirror *m);
 enum repl_resync replica_decide_resync(struct replica *r,
 		const struct repl_accept *acc, const char **why);
 int mirror_log_claim(struct pmrep_mirror *m);
+/* a refused pmrep_mirror_new: the claim taken back, the log's header
+ * byte for byte as it was (crash-atomic: a torn restore leaves the slot
+ * invalid, and the header reads as its other slot, which is the one that
+ * was live before the claim) */
+void mirror_log_unclaim(struct pmrep_mirror *m);
 /* an attach never overwrites a copy that may hold a completed persist
  * this mirror's log (as it was before its claim) lacks (PROTOCOL.md
  * "Position"): PMREP_E_STATE or PMREP_E_SPLIT_BRAIN (cannot be ordered),

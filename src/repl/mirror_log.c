@@ -109,18 +109,40 @@ mirror_log_claim(struct pmrep_mirror *m)
 	next.claim_floor = m->psn_base;
 	if (m->cfg.fence_only)
 		next.flags |= PMREP_REPLICA_F_PROMOTED;
-	ret = replica_hdr_write(m->pmem, whole, &h, &next);
+	struct replica_hdr cur = h;
+	m->log_undo_slot = h.slot ^ 1u;
+	memcpy(m->log_undo, whole + REPLICA_HDR_SLOT_OFF(m->log_undo_slot),
+			REPLICA_HDR_ENC_SIZE);
+	ret = replica_hdr_write(m->pmem, whole, &cur, &next);
 	if (ret) {
 		PMREP_LOG_ERR("mirror: the claim of its log %s could not be written (%s)",
 				path, pmrep_err_to_str(ret));
 		return ret;
 	}
-	m->log_hdr = h;
+	m->log_hdr = cur;
 	m->log = true;
 	PMREP_LOG_INFO("mirror: its log %s claimed at generation %llu as primary %016llx",
 			path, (unsigned long long)next.generation,
 			(unsigned long long)id);
 	return 0;
+}
+
+void
+mirror_log_unclaim(struct pmrep_mirror *m)
+{
+	if (!m->log)
+		return;
+	m->log = false;
+	uint8_t *whole = pmem_whole_address(m->pmem);
+	uint8_t *slot = whole + REPLICA_HDR_SLOT_OFF(m->log_undo_slot);
+	memcpy(slot, m->log_undo, REPLICA_HDR_ENC_SIZE);
+	int ret = pmrep_pmem_persist(m->pmem, slot, REPLICA_HDR_ENC_SIZE);
+	if (ret)
+		PMREP_LOG_WARN("mirror: the claim of its log %s could not be taken back (%s): it reads as claimed by a writer that did not close it",
+				pmrep_pmem_get_path(m->pmem), pmrep_err_to_str(ret));
+	else
+		PMREP_LOG_INFO("mirror: the claim of its log %s taken back (the mirror was refused)",
+				pmrep_pmem_get_path(m->pmem));
 }
 
 int

@@ -25,6 +25,9 @@
 #include "common/log.h"
 #include "mirror_int.h"
 
+/* polls in a row that find only untaken events before that is logged */
+#define POLL_EVENTS_UNTAKEN 1000
+
 /* ------------------------------------------------------------- lists */
 
 static void
@@ -711,6 +714,15 @@ mirror_pipe_advance(struct pmrep_mirror *m)
 int
 mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q)
 {
+#if defined(PMREP_TEST_SLOW_PERSIST_US) && PMREP_TEST_SLOW_PERSIST_US > 0
+	/* exists only to prove the bench stage's regression guard
+	 * (bench/guard.sh) fails on a slower mirror: a test build's
+	 * -DPMREP_TEST_SLOW_PERSIST_US=N spins N us per persist and
+	 * persist_async request; not in any real build */
+	for (long long end = mirror_now_ns() + PMREP_TEST_SLOW_PERSIST_US * 1000ll;
+			mirror_now_ns() < end;)
+		;
+#endif
 	/* the record covers the range before it is persisted here or
 	 * posted: what is durable locally and not confirmed by a replica is
 	 * always in AL or in that replica's OOS */
@@ -1003,6 +1015,17 @@ pmrep_mirror_poll(struct pmrep_mirror *m, struct pmrep_mirror_completion *out,
 		out[*n].length = (size_t)q->len;
 		(*n)++;
 		free(q);
+	}
+	/* events left untaken keep the fd readable: say so once to a caller
+	 * that polls on and on for nothing (it is spinning on the fd) */
+	if (*n == 0 && m->ev_n > 0) {
+		if (++m->ev_idle_polls == POLL_EVENTS_UNTAKEN && !m->ev_warned) {
+			m->ev_warned = true;
+			PMREP_LOG_WARN("mirror: %u polls in a row found only replica state changes waiting (%u): the mirror's fd stays readable until they are taken with pmrep_mirror_get_event -- a loop that waits on the fd without taking them never sleeps",
+					m->ev_idle_polls, m->ev_n);
+		}
+	} else {
+		m->ev_idle_polls = 0;
 	}
 	mirror_signal(m);
 	mirror_unlock(m);

@@ -445,6 +445,86 @@ target_killed_with_requests_in_flight_fails_each_exactly_once(void **state)
 	pmrep_pmem_close(&local);
 }
 
+/* the warnings logged (a sink for one test) */
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static char warn_text[8192];
+static size_t warn_len;
+
+static void
+warn_keep(enum pmrep_log_level level, const char *file, int line,
+		const char *func, const char *msg, void *arg)
+{
+	(void)file;
+	(void)line;
+	(void)func;
+	(void)arg;
+	if (level > PMREP_LOG_WARNING)
+		return;
+	pthread_mutex_lock(&warn_lock);
+	int n = snprintf(warn_text + warn_len, sizeof(warn_text) - warn_len,
+			"%s\n", msg);
+	if (n > 0 && (size_t)n < sizeof(warn_text) - warn_len)
+		warn_len += (size_t)n;
+	pthread_mutex_unlock(&warn_lock);
+}
+
+static unsigned
+count_of(const char *hay, const char *needle)
+{
+	unsigned k = 0;
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		k++;
+	return k;
+}
+
+/* a replica state change left untaken keeps the mirror's fd readable (a
+ * loop waiting on it never sleeps); polls that find nothing else say so,
+ * once; taken, the fd is quiet again */
+static void
+untaken_events_keep_the_fd_readable_and_polls_say_so_once(void **state)
+{
+	(void)state;
+	tgt_start(false);
+	struct pmrep_pmem *local = local_open();
+	struct pmrep_mirror_cfg *c = mcfg(tgt.port, false);
+	struct pmrep_mirror *m = NULL;
+	assert_int_equal(pmrep_mirror_new(local, c, &m), 0);
+	int fd;
+	assert_int_equal(pmrep_mirror_get_fd(m, &fd), 0);
+	warn_len = 0;
+	warn_text[0] = '\0';
+	pmrep_log_set_function(warn_keep, NULL);
+	pmrep_log_set_threshold(PMREP_LOG_WARNING);
+	struct pmrep_mirror_completion out[4];
+	for (int i = 0; i < 2500; i++) {
+		int n = -1;
+		assert_int_equal(pmrep_mirror_poll(m, out, 4, &n), 0);
+		assert_int_equal(n, 0);
+	}
+	/* the replica's IN_SYNC of the attach waits: the fd is readable */
+	struct pollfd p = { fd, POLLIN, 0 };
+	assert_int_equal(poll(&p, 1, 0), 1);
+	pthread_mutex_lock(&warn_lock);
+	unsigned said = count_of(warn_text, "pmrep_mirror_get_event");
+	pthread_mutex_unlock(&warn_lock);
+	assert_int_equal(said, 1);
+	struct pmrep_mirror_event ev;
+	unsigned taken = 0;
+	while (pmrep_mirror_get_event(m, &ev) == 0)
+		taken++;
+	assert_true(taken >= 1);
+	int n = -1;
+	assert_int_equal(pmrep_mirror_poll(m, out, 4, &n), 0);
+	p.revents = 0;
+	assert_int_equal(poll(&p, 1, 0), 0);
+	pmrep_log_set_function(NULL, NULL);
+	pmrep_log_set_threshold(getenv("PMREP_LOG_LEVEL") ? PMREP_LOG_INFO :
+			PMREP_LOG_DISABLED);
+	assert_int_equal(pmrep_mirror_delete(&m), 0);
+	pmrep_mirror_cfg_delete(&c);
+	pmrep_pmem_close(&local);
+}
+
 static int
 setup(void **state)
 {
@@ -471,6 +551,7 @@ main(int argc, char *argv[])
 		pmrep_log_set_threshold(PMREP_LOG_DISABLED);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(many_in_flight_all_complete_with_0_and_byte_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(untaken_events_keep_the_fd_readable_and_polls_say_so_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(adjacent_requests_are_coalesced_into_fewer_posts, setup, teardown),
 		cmocka_unit_test_setup_teardown(target_killed_with_requests_in_flight_fails_each_exactly_once, setup, teardown),
 	};

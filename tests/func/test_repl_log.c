@@ -285,6 +285,61 @@ the_primary_s_log_header_says_what_it_is_and_fences_a_stale_claim(void **state)
 	pmrep_mirror_cfg_delete(&c2);
 }
 
+/* the whole header block of a log file (both slots and the position) */
+static void
+read_header_block(const char *path, uint8_t *buf)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, PMREP_REPLICA_DATA_OFFSET, 0),
+			(ssize_t)PMREP_REPLICA_DATA_OFFSET);
+	close(fd);
+}
+
+/* a refused pmrep_mirror_new leaves the log's header as it was: the claim
+ * it wrote before its replicas attached is taken back (a log closed
+ * cleanly stays consistent, not a crashed writer's) */
+static void
+a_refused_mirror_new_leaves_the_log_header_as_it_was(void **state)
+{
+	(void)state;
+	struct pmrep_pmem *a = NULL;
+	assert_int_equal(pmrep_log_open(path_a, PMREP_PMEM_CREATE, SIZE,
+			PMREP_PMEM_GRANULARITY_PAGE, &a), 0);
+	pattern(pmrep_pmem_get_address(a), SIZE, 3);
+	serve(path_b);
+	mirror_all(a, 1);	/* claimed at 1, then closed cleanly */
+	func_child_kill(&child, SIGTERM);
+	uint8_t *before = malloc(PMREP_REPLICA_DATA_OFFSET);
+	uint8_t *after = malloc(PMREP_REPLICA_DATA_OFFSET);
+	assert_non_null(before);
+	assert_non_null(after);
+	assert_int_equal(pmrep_pmem_persist(a, pmrep_pmem_get_address(a), 1), 0);
+	read_header_block(path_a, before);
+
+	/* its replica is not there: refused within the create timeout */
+	struct pmrep_mirror_cfg *c;
+	assert_int_equal(pmrep_mirror_cfg_new(&c), 0);
+	assert_int_equal(pmrep_mirror_cfg_add_replica(c, func_addr(), child.port), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_key(c, key, sizeof(key)), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_uuid(c, uuid), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_generation(c, 1), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_timeout(c, 300), 0);
+	assert_int_equal(pmrep_mirror_cfg_set_create_timeout(c, 500), 0);
+	struct pmrep_mirror *m = NULL;
+	assert_int_not_equal(pmrep_mirror_new(a, c, &m), 0);
+	assert_null(m);
+	read_header_block(path_a, after);
+	assert_memory_equal(before, after, PMREP_REPLICA_DATA_OFFSET);
+	struct pmrep_replica_info info;
+	assert_int_equal(pmrep_replica_read_info(path_a, &info), 0);
+	assert_true(info.flags & PMREP_REPLICA_F_CONSISTENT);
+	assert_int_equal(pmrep_mirror_cfg_delete(&c), 0);
+	assert_int_equal(pmrep_pmem_close(&a), 0);
+	free(before);
+	free(after);
+}
+
 static int
 setup(void **state)
 {
@@ -316,6 +371,7 @@ main(int argc, char *argv[])
 		cmocka_unit_test_setup_teardown(a_log_in_use_and_a_served_replica_exclude_each_other, setup, teardown),
 		cmocka_unit_test_setup_teardown(log_open_refuses_what_is_not_a_log_and_leaves_nothing_behind, setup, teardown),
 		cmocka_unit_test_setup_teardown(the_primary_s_log_header_says_what_it_is_and_fences_a_stale_claim, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_refused_mirror_new_leaves_the_log_header_as_it_was, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
 /*
  * tcp.h -- the tcp provider's objects and the functions its files share.
  *
- * Threads: one progress thread per connection (tcp_progress.c). It owns
+ * Threads: one progress thread per connection (tcp_progress.[ch]). It owns
  * the socket's life: it connects (active side, with retries) and closes
  * it. The work -- sending frames, receiving and applying them (the remote
  * side's one-sided ops land in our registered regions without the
@@ -443,7 +443,7 @@ struct tcp_conn {
 	bool rnr_waiting;		/* the thread waits for a receive */
 	bool app_wake;			/* kick on recv too (error, terminal) */
 	bool established;		/* ESTABLISHED queued: requests may go */
-	bool failed;			/* a request failed (enter_lost): posts
+	bool failed;			/* a request failed (tcp_enter_lost): posts
 					 * and receives refused (CONN_LOST) */
 	unsigned held;			/* requests posted with PMREP_F_MORE, not sent yet */
 	bool disconnecting;		/* pmrep_conn_disconnect was called */
@@ -508,7 +508,7 @@ struct tcp_conn {
 	/* a PERSISTENT flush applied but not persisted yet: overlapping or
 	 * touching flushes of one receive batch into one MR become one
 	 * persist call, run
-	 * before anything that answers for them goes out (tcp_progress.c) */
+	 * before anything that answers for them goes out (tcp_target.c) */
 	struct {
 		bool active;
 		uint32_t key;		/* the MR */
@@ -550,7 +550,7 @@ void tcp_conn_kick_locked(struct tcp_conn *c);
 /* queue a connection event (caller holds conn->lock) */
 void tcp_conn_push_event_locked(struct tcp_conn *c, enum pmrep_conn_event ev);
 
-/* the progress thread (tcp_progress.c) */
+/* the progress thread (tcp_progress.c; its parts: tcp_progress.h) */
 void *tcp_progress_main(void *arg);
 /*
  * The fast path: if no other thread runs a turn of `c` (`wait`: once the
@@ -565,7 +565,8 @@ void *tcp_progress_main(void *arg);
  */
 bool tcp_fast_turn(struct tcp_conn *c, bool wait, bool readable, int *sock,
 		short *events, struct tcp_cq *take, bool *taken);
-/* dereg: the conns' in-flight references to `mr` (caller holds mem_lock, w) */
+/* dereg: the conns' in-flight references to `mr` (caller holds mem_lock,
+ * w); in tcp_tx.c */
 void tcp_progress_forget_mr(struct tcp_conn *c, const struct tcp_mr *mr);
 
 /* --------------------------------------------------------------- sockets */

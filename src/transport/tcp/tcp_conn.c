@@ -3,7 +3,7 @@
  * tcp_conn.c -- the tcp connection object: built from a consumed request
  * (its CQs, channels, queues, fds and progress thread), its events, and
  * what the application thread does to it (post, disconnect, delete). The
- * thread itself lives in tcp_progress.c.
+ * thread itself lives in tcp_progress.c (its parts: tcp_progress.h).
  *
  * fds: event_fd (eventfd, readable while an event is queued), wake_fd
  * (the thread's doorbell, internal), the CQs' channel fds (tcp_cq.c), the

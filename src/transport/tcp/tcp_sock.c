@@ -57,7 +57,7 @@ tcp_sock_tune(int fd, int timeout_ms)
 	/* small frames go out at once; batching is done above the socket */
 	set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
 	/*
-	 * Backstops under the heartbeat (tcp_progress.c), which keeps bytes
+	 * Backstops under the heartbeat (tcp_live.c), which keeps bytes
 	 * in flight at least every L / 4: data the peer's kernel does not
 	 * acknowledge for L ends the socket (a blackholed or dead host; a
 	 * frozen process still acknowledges: the heartbeat's silence rule

@@ -120,7 +120,7 @@ size_t tcp_wire_hdr_size(uint8_t type);
  * The codes a NAK carries. The numbers are those of rdma-core's enum
  * ibv_wc_status, which NAKs carried before pmrep had its own completion
  * status: kept, so that the wire is unchanged. The provider maps them to
- * enum pmrep_wc_status (tcp_progress.c).
+ * enum pmrep_wc_status (tcp_target.c sending a NAK, tcp_rx.c taking one).
  */
 enum tcp_wire_nak_code {
 	TCP_WIRE_NAK_REM_INV_REQ = 9,	/* PMREP_WC_REMOTE_INVALID_REQUEST */

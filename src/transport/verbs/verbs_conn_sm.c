@@ -3,8 +3,8 @@
  * verbs_conn_sm.c -- the verbs connection's total state machine behind
  * pmrep_conn_next_event (every rdma_cm event in every state, connect
  * retries with backoff on a timerfd, the idle check once established),
- * disconnect, and the shared-channel wait. The conn's objects and its
- * teardown are in verbs_conn.c.
+ * disconnect, and the shared-channel wait. The conn's objects are in
+ * verbs_conn.c, its teardown in verbs_conn_end.c.
  *
  * State machine (active: initiator, passive: acceptor; "retry" = tear down
  * id + QP, arm the backoff, or report UNREACHABLE when no retry is left;

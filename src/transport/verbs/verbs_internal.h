@@ -595,11 +595,17 @@ struct verbs_conn *verbs_conn_alloc(struct verbs_peer *peer,
 		const struct pmrep_conn_cfg *cfg, bool passive);
 /* CQs, channels, rings and the QP on conn->id, per conn->base.cfg */
 int verbs_conn_queues_new(struct verbs_conn *conn);
+/* release what verbs_conn_queues_new acquired, in reverse order: 0 or the
+ * first error (everything released) */
+int verbs_conn_queues_delete(struct verbs_conn *conn);
 /*
  * A passive request's queues are made later (lazy_queues): hold the cfg's
  * SRQ and pmrep_comp_channel meanwhile (cfg_pinned). Cannot fail.
  */
 void verbs_conn_queues_defer(struct verbs_conn *conn);
+/* let go of what verbs_conn_queues_defer held (nothing when it holds
+ * nothing) */
+void verbs_conn_queues_unpin(struct verbs_conn *conn);
 /*
  * Make a deferred request's CQs, channels, rings and QP now (dev_lock held
  * for reading, the device not removed); 0 at once when they exist.
@@ -646,8 +652,8 @@ bool verbs_conn_watchable(const struct verbs_conn *conn);
 /* mark lost from an async event (any thread) and wake the event fd */
 void verbs_conn_mark_lost(struct verbs_conn *conn, const char *why);
 /*
- * Shared by verbs_conn.c (the conn's objects, teardown) and
- * verbs_conn_sm.c (its state machine):
+ * Shared by verbs_conn.c (the conn's objects), verbs_conn_end.c (its
+ * teardown) and verbs_conn_sm.c (its state machine):
  * verbs_conn_cqs_set_qp -- the conn's CQs take completions of QP qp_num
  *   only (0: of none yet);
  * verbs_conn_qp_allow_flush -- grant the peer remote FLUSH on the QP
@@ -671,7 +677,7 @@ int verbs_conn_post_recv_locked(struct verbs_conn *conn, uint64_t addr,
 /*
  * An error completion of the conn's current QP was polled (any thread):
  * the QP is in error, so the conn is lost now (marked, its event fd woken)
- * unless its end is already decided or ours (see verbs_conn.c).
+ * unless its end is already decided or ours (see verbs_conn_end.c).
  */
 /* enum ibv_wc_status -> pmrep's (verbs_cq.c's table); unknown: GENERAL */
 enum pmrep_wc_status verbs_wc_status(int ibv_status);
