@@ -125,6 +125,13 @@ struct inflight {
 	unsigned send_slot;	/* GPSPM: the request's send slot */
 };
 
+/* a resync chunk in flight: regions [first, first + n) = [off, off + len) */
+struct rs_chunk {
+	size_t first, n;
+	uint64_t off, len, seq;
+	long long step;		/* its confirmation's deadline */
+};
+
 /* a replica's out-of-sync bytes at a time (its resync's net progress) */
 struct rs_net_sample {
 	long long t;		/* repl_now_ms() */
@@ -211,6 +218,10 @@ struct replica {
 	 * when their chunk is confirmed */
 	unsigned chunks;
 	uint64_t chunk_lo, chunk_hi;
+	/* those chunks, oldest first: fl[fl_head], ... (m->lock; the digest
+	 * pass counts in chunks without one) */
+	struct rs_chunk fl[RESYNC_DEPTH];
+	unsigned fl_head;
 	/* the next resync compares digests first (replica_digest.c): a
 	 * replica of our set whose history our record does not cover */
 	bool digest;

@@ -275,13 +275,26 @@ enum sync_post {
 	SP_FULL,	/* would be posted, but its ring has no room */
 };
 
+/* region `reg` is one of a resync chunk in flight (m->lock held) */
+static bool
+in_chunk(const struct replica *r, size_t reg)
+{
+	for (unsigned i = 0; i < r->chunks; i++) {
+		const struct rs_chunk *c = &r->fl[(r->fl_head + i) % RESYNC_DEPTH];
+		if (reg >= c->first && reg < c->first + c->n)
+			return true;
+	}
+	return false;
+}
+
 /*
  * a replica its recovery is resyncing, connected, not comparing digests,
- * with every region of [lo, hi) copied already (not out of sync: a region
- * of a resync chunk in flight stays out of sync until the chunk is
- * confirmed; one between the chunks in flight is copied like any other): a
- * persist there is posted to it as well when its ring has room (m->lock
- * held)
+ * with every region of [lo, hi) copied already (not out of sync) or being
+ * copied (in a resync chunk in flight: the persist is posted after the
+ * chunk on the same QP and lands after it, so the chunk's confirmation
+ * clears the region all the same): a persist there is posted to it as well
+ * when its ring has room (m->lock held). A region out of sync in no chunk
+ * is copied later: the persist marks it.
  */
 static enum sync_post
 syncing_post(struct replica *r, uint64_t lo, uint64_t hi, unsigned entries)
@@ -291,7 +304,8 @@ syncing_post(struct replica *r, uint64_t lo, uint64_t hi, unsigned entries)
 		return SP_MARK;
 	uint64_t rs = r->oos->region_size;
 	for (uint64_t reg = lo / rs; reg <= (hi - 1) / rs; reg++)
-		if (repl_bitmap_test(r->oos, (size_t)reg))
+		if (repl_bitmap_test(r->oos, (size_t)reg) &&
+				!in_chunk(r, (size_t)reg))
 			return SP_MARK;
 	/* room left for the resync's own chunks (else marked: copied
 	 * later, or the step waits: pipe_hold) */

@@ -610,13 +610,6 @@ resync_pace(struct replica *r)
 	return false;
 }
 
-/* a resync chunk in flight: regions [first, first + n) = [off, off + len) */
-struct rs_chunk {
-	size_t first, n;
-	uint64_t off, len, seq;
-	long long step;		/* its confirmation's deadline */
-};
-
 /* post the chunk of regions [first, first + n) (m->lock held) */
 static int
 chunk_post(struct replica *r, struct rs_chunk *c, size_t first, size_t n,
@@ -696,14 +689,13 @@ replica_resync(struct replica *r, long long deadline)
 		size_t k = (size_t)(m->cfg.resync_rate / 4 / r->oos->region_size);
 		max = k > 0 ? (k < max ? k : max) : 1;
 	}
-	struct rs_chunk fl[RESYNC_DEPTH];
-	unsigned head = 0;
 	mirror_lock(m);
 	replica_set_state(r, PMREP_REPLICA_SYNCING);
 	r->rs_done = 0;
 	r->rs_start_ms = r->rs_log_ms = repl_now_ms();
 	r->chunks = 0;
 	r->chunk_lo = r->chunk_hi = 0;
+	r->fl_head = 0;
 	r->rs_holds = 0;
 	r->rs_held_ms = 0;
 	bool digest = r->digest;
@@ -752,7 +744,7 @@ replica_resync(struct replica *r, long long deadline)
 			found = repl_bitmap_next_run(r->oos, from, max, &first, &n);
 		}
 		if (found) {
-			struct rs_chunk *c = &fl[(head + r->chunks) % RESYNC_DEPTH];
+			struct rs_chunk *c = &r->fl[(r->fl_head + r->chunks) % RESYNC_DEPTH];
 			int ret = chunk_post(r, c, first, n, deadline);
 			mirror_unlock(m);
 			if (ret) {
@@ -764,13 +756,13 @@ replica_resync(struct replica *r, long long deadline)
 		}
 		mirror_unlock(m);
 		/* the oldest chunk's confirmation (confirmed in order) */
-		struct rs_chunk *c = &fl[head];
+		struct rs_chunk *c = &r->fl[r->fl_head];
 		int ret = replica_wait_seq(r, c->seq, c->step);	/* fails it on error */
 		if (ret)
 			return ret;
 		mirror_lock(m);
-		head = (head + 1) % RESYNC_DEPTH;
-		chunk_done(r, c, &fl[head]);
+		r->fl_head = (r->fl_head + 1) % RESYNC_DEPTH;
+		chunk_done(r, c, &r->fl[r->fl_head]);
 		mirror_unlock(m);
 		if (!resync_pace(r)) {
 			if (r->state == PMREP_REPLICA_FAILED)
