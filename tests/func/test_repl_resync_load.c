@@ -267,6 +267,11 @@ writer_turn(struct writer *w)
 	struct pmrep_mirror_completion c[WINDOW];
 	int n = 0;
 	assert_int_equal(pmrep_mirror_poll(w->m, c, WINDOW, &n), 0);
+	/* the state changes, taken (the fd stays readable while one waits;
+	 * the test reads the states from the status) */
+	struct pmrep_mirror_event ev;
+	while (pmrep_mirror_get_event(w->m, &ev) == 0)
+		;
 	now = now_ns();
 	for (int i = 0; i < n; i++) {
 		size_t slot = (size_t)(uintptr_t)c[i].ctx - 1;
