@@ -113,7 +113,7 @@ struct writer {
 	uint64_t seq;		/* the last submitted */
 	unsigned out;		/* outstanding */
 	unsigned seed;
-	double rate;		/* persists/s, 0: unpaced */
+	double rate;		/* persists/s, 0: unpaced, < 0: paused */
 	long long pace_t0;	/* ns: the pacing's origin */
 	uint64_t pace_n;	/* submitted since */
 	uint64_t ok, failed;	/* completions */
@@ -256,7 +256,7 @@ writer_turn(struct writer *w)
 	if (w->stall_pid > 0)
 		stall_turn(w);
 	long long now = now_ns();
-	uint64_t due = UINT64_MAX;
+	uint64_t due = w->rate < 0 ? 0 : UINT64_MAX;
 	if (w->rate > 0) {
 		due = (uint64_t)((double)(now - w->pace_t0) * w->rate / 1e9);
 		if (due > w->pace_n + WINDOW)	/* no burst to catch up */
@@ -356,7 +356,7 @@ static void
 writer_drain(struct writer *w)
 {
 	long long until = func_now_ms() + 30000LL * func_slow();
-	w->rate = 1e-9;		/* nothing more due */
+	w->rate = -1;		/* paused: nothing more due */
 	while (w->out > 0) {
 		assert_true(func_now_ms() < until);
 		writer_turn(w);
