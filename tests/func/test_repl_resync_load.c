@@ -383,6 +383,11 @@ mcfg(int timeout_ms)
 	assert_int_equal(pmrep_mirror_cfg_set_backoff(c, 20, 100), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_create_timeout(c, 30000 * func_slow()), 0);
 	assert_int_equal(pmrep_mirror_cfg_set_resync_rate(c, RESYNC_RATE), 0);
+	/* a stopped target's process confirms nothing on tcp; on verbs its
+	 * device still confirms one-sided writes and flushes: there GPSPM
+	 * (the target's process answers each persist) */
+	if (!func_is_tcp())
+		assert_int_equal(pmrep_mirror_cfg_set_force_gpspm(c, true), 0);
 	return c;
 }
 
