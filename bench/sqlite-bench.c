@@ -4,10 +4,11 @@
  * system, single-row INSERT transactions (BEGIN; INSERT; COMMIT), WAL,
  * synchronous=FULL, one connection, locking_mode NORMAL and EXCLUSIVE:
  *   - pmrep-sqlite (the VFS "pmrep") with 1 replica ("all"), 2 replicas
- *     ("all") and 2 replicas under quorum 1, on loopback tcp (TLS 1.3),
- *     pmrep-targets started by the bench;
+ *     ("all") and 2 replicas under quorum 1, on loopback tcp (TLS 1.3, or
+ *     plaintext with --tls off), pmrep-targets started by the bench;
  *   - stock SQLite (the unix VFS) on /dev/shm (memory: what the file
- *     system costs without a device) and on a local disk directory;
+ *     system costs without a device) and on a local disk directory (--disk:
+ *     any directory, e.g. a file system on a replicated block device);
  *   - the floor: pmrep_mirror_persist of 4 KiB on a pmrep log with the
  *     same mirror settings (persist sequences on, the same replicas and
  *     policy), one at a time, measured in the same run.
@@ -17,7 +18,10 @@
  * number (shared, noisy machines).
  *
  * usage: sqlite-bench TOOLS_DIR [--quick] [--commits N] [--disk DIR]
+ *                     [--tls on|off] [--replicas 1|2]
  *   TOOLS_DIR: where pmrep-target is (the build's tools/)
+ *   --tls off: the mirrors (floor and VFS) and their targets in plaintext
+ *   --replicas N: only the configurations with N replicas (default all)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -50,6 +54,7 @@ static const char *tools;
 static char work[256];
 static pid_t tpid[2];
 static int tport[2];
+static bool tls = true;		/* --tls: mirrors and targets inside TLS 1.3 */
 
 static double
 now_us(void)
@@ -107,7 +112,8 @@ target_start(int i)
 		snprintf(size, sizeof(size), "%u", LOG_SIZE);
 		execl(exe, exe, "--path", path, "--create", "--size", size,
 				"--key-file", key, "--address", "127.0.0.1",
-				"--port", "0", (char *)NULL);
+				"--port", "0", tls ? (char *)NULL : "--no-tls",
+				(char *)NULL);
 		_exit(127);
 	}
 	tport[i] = 0;
@@ -168,6 +174,7 @@ floor_run(int nrep, unsigned quorum, int n, struct result *r)
 	if (ret == 0) ret = pmrep_mirror_cfg_set_generation(cfg, 1);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_persist_seq(cfg, true);
 	if (ret == 0) ret = pmrep_mirror_cfg_set_quorum(cfg, quorum);
+	if (ret == 0) ret = pmrep_mirror_cfg_set_tls(cfg, tls);
 	if (ret == 0) ret = pmrep_mirror_new(pmem, cfg, &m);
 	static double v[MAX_SAMPLES];
 	uint8_t *base = ret == 0 ? pmrep_pmem_get_address(pmem) : NULL;
@@ -294,12 +301,14 @@ int
 main(int argc, char *argv[])
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: sqlite-bench TOOLS_DIR [--quick] [--commits N] [--disk DIR]\n");
+		fprintf(stderr, "usage: sqlite-bench TOOLS_DIR [--quick] [--commits N] [--disk DIR]"
+				" [--tls on|off] [--replicas 1|2]\n");
 		return 2;
 	}
 	tools = argv[1];
 	int n = 3000;
 	const char *disk = "/var/tmp";
+	int only_nrep = 0;
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "--quick") == 0)
 			n = 300;
@@ -307,10 +316,24 @@ main(int argc, char *argv[])
 			n = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--disk") == 0 && i + 1 < argc)
 			disk = argv[++i];
+		else if (strcmp(argv[i], "--tls") == 0 && i + 1 < argc &&
+				(strcmp(argv[i + 1], "on") == 0 || strcmp(argv[i + 1], "off") == 0))
+			tls = strcmp(argv[++i], "on") == 0;
+		else if (strcmp(argv[i], "--replicas") == 0 && i + 1 < argc &&
+				(strcmp(argv[i + 1], "1") == 0 || strcmp(argv[i + 1], "2") == 0))
+			only_nrep = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "sqlite-bench: unknown or incomplete option %s\n", argv[i]);
+			return 2;
+		}
 	}
 	if (n < 10 || n > MAX_SAMPLES)
 		n = 3000;
 	signal(SIGPIPE, SIG_IGN);
+	/* loopback tcp, as the table says: where an RDMA device exists (the
+	 * soft-RoCE guest) the library would pick verbs, which 127.0.0.1 does
+	 * not reach; the targets inherit it */
+	setenv("PMREP_PROVIDER", "tcp", 1);
 	snprintf(work, sizeof(work), "/dev/shm/pmrep-sqlite-bench.%d", (int)getpid());
 	if (mkdir(work, 0700)) {
 		perror(work);
@@ -327,8 +350,8 @@ main(int argc, char *argv[])
 	char date[32];
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M", gmtime(&t));
 	printf("sqlite-bench %s UTC: %d single-row INSERT commits per point, WAL, synchronous=FULL;\n"
-			"  pmrep: loopback tcp, TLS 1.3, persist sequences on; floor: 4 KiB pmrep_mirror_persist, same mirror settings\n",
-			date, n);
+			"  pmrep: loopback tcp, %s, persist sequences on; floor: 4 KiB pmrep_mirror_persist, same mirror settings\n",
+			date, n, tls ? "TLS 1.3" : "plaintext");
 	printf("  %-44s %9s %9s %9s   %s\n", "point", "commits/s", "p50 us", "p99 us", "p50/floor");
 	static const struct { int nrep; unsigned quorum; const char *name; } cfgs[] = {
 		{ 1, 0, "1 replica" },
@@ -339,6 +362,8 @@ main(int argc, char *argv[])
 	for (unsigned c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
 		struct result fl = { 0 }, r;
 		bool ok = true;
+		if (only_nrep && cfgs[c].nrep != only_nrep)
+			continue;
 		for (int i = 0; ok && i < cfgs[c].nrep; i++)
 			ok = target_start(i) == 0;
 		if (!ok || floor_run(cfgs[c].nrep, cfgs[c].quorum, n, &fl)) {
@@ -359,8 +384,8 @@ main(int argc, char *argv[])
 			char path[300], uri[700];
 			snprintf(path, sizeof(path), "%s/db.log", work);
 			rm_db(path);
-			snprintf(uri, sizeof(uri), "file:%s?vfs=pmrep&size=%u&key_file=%s&quorum=%u&replicas=127.0.0.1:%d%s%.0d",
-					path, LOG_SIZE, key, cfgs[c].quorum, tport[0],
+			snprintf(uri, sizeof(uri), "file:%s?vfs=pmrep&size=%u&key_file=%s&quorum=%u&tls=%d&replicas=127.0.0.1:%d%s%.0d",
+					path, LOG_SIZE, key, cfgs[c].quorum, tls ? 1 : 0, tport[0],
 					cfgs[c].nrep > 1 ? ",127.0.0.1:" : "",
 					cfgs[c].nrep > 1 ? tport[1] : 0);
 			snprintf(what, sizeof(what), "pmrep, %s, %s", cfgs[c].name,

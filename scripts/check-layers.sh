@@ -12,6 +12,13 @@
 #   tools, examples, bench (integrations, the SQLite VFS among them): the
 #              public headers only (<pmrep/...>), never a header under src/
 #
+# Inside repl, every file is in a room (src/repl/ROOM/) and a room includes
+# its own headers and those of the rooms ROOMS below gives it, nothing
+# else of repl (docs/DESIGN.md "The replication layer's rooms"). One form
+# for the includes of repl: a header of the includer's own room by its
+# bare name (a file of that folder), one of another room by its path from
+# src/ ("repl/wire/chan.h"); never a path with ../ or ./.
+#
 # Usage: scripts/check-layers.sh [ROOT]   (default: this tree)
 # Exit 0: every include points the right way; 1: the wrong ones, listed as
 # FILE:LINE: LAYER includes WHAT (not allowed: WHY).
@@ -19,6 +26,50 @@ set -uo pipefail
 ROOT=${1:-$(cd "$(dirname "$0")/.." && pwd -P)}
 cd "$ROOT" || exit 2
 bad=0
+
+# the rooms of repl: ROOM, then the rooms it may include besides its own.
+# One way: failover -> mirror -> media -> wire; mirror, target -> metrics
+ROOMS='
+wire
+media		wire
+metrics
+mirror		media metrics wire
+target		media metrics wire
+failover	mirror media wire
+'
+declare -A ROOM_MAY=()
+ROOM_NAMES=""
+while read -r room may; do
+	[ -n "$room" ] || continue
+	ROOM_MAY[$room]=" $may "
+	ROOM_NAMES="$ROOM_NAMES${ROOM_NAMES:+ }$room"
+done <<<"$ROOMS"
+
+# an include inside repl: its form, and the room it reaches may be reached
+# from room $1. Prints the finding, if any.
+room_finding() { # includer-room, includer-dir, quoted name
+	local from=$1 dir=$2 name=$3 to
+	case $name in
+	./*|../*|*/../*|*/./*)
+		echo "a path with ./ or ../ (name a header of the room by its bare name, of another room by its path from src/)"
+		return ;;
+	repl/*/*)
+		to=${name#repl/}; to=${to%%/*}
+		if [ -z "${ROOM_MAY[$to]+x}" ]; then
+			echo "repl/$to is not a room"
+		elif [ "$to" = "$from" ]; then
+			echo "a header of its own room: by its bare name"
+		elif [[ ${ROOM_MAY[$from]} != *" $to "* ]]; then
+			echo "a repl/$to header: not allowed"
+		fi ;;
+	repl/*)
+		echo "a repl header outside the rooms" ;;
+	*/*) ;;	# common/, pmem/, transport/: the layer rules
+	*)
+		[ -f "$dir/$name" ] ||
+			echo "not a header of repl/$from (another room's is named by its path from src/)" ;;
+	esac
+}
 
 # the layer of a header an #include names, from the including file's
 # folder: "x/y.h" (relative to src/) or a bare name in the same folder
@@ -75,8 +126,20 @@ allowed() { # includer-layer, quoted|public, target-layer, name
 }
 
 check_file() { # file, its layer
-	local f=$1 from=$2 dir n line name kind to
+	local f=$1 from=$2 dir n line name kind to room="" why
 	dir=$(dirname "$f")
+	if [ "$from" = repl ]; then
+		room=${f#src/repl/}
+		case $room in
+		*/*) room=${room%%/*} ;;
+		*) room="" ;;
+		esac
+		if [ -z "$room" ] || [ -z "${ROOM_MAY[$room]+x}" ]; then
+			echo "$f: in no room of repl (src/repl/ROOM/, ROOM one of: $ROOM_NAMES)"
+			bad=$((bad + 1))
+			room=""
+		fi
+	fi
 	n=0
 	while IFS= read -r line; do
 		n=$((n + 1))
@@ -96,6 +159,12 @@ check_file() { # file, its layer
 		if ! allowed "$from" "$kind" "$to" "$name"; then
 			echo "$f:$n: $from includes $name (a $to header: not allowed)"
 			bad=$((bad + 1))
+		elif [ -n "$room" ] && [ "$kind" = quoted ]; then
+			why=$(room_finding "$room" "$dir" "$name")
+			if [ -n "$why" ]; then
+				echo "$f:$n: repl/$room includes $name ($why)"
+				bad=$((bad + 1))
+			fi
 		fi
 	done < "$f"
 }
@@ -113,7 +182,7 @@ while IFS= read -r f; do
 done < <(find src tools examples bench -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null | sort)
 
 if [ "$bad" -gt 0 ]; then
-	echo "check-layers: $bad include(s) point the wrong way (docs/DESIGN.md \"Layers\")"
+	echo "check-layers: $bad include(s) point the wrong way or file(s) are in no room (docs/DESIGN.md \"Layers\", \"The replication layer's rooms\")"
 	exit 1
 fi
 echo "check-layers: every include points the right way"

@@ -155,7 +155,7 @@ self_test() { # build dir
 	expect_fail "a page that warns" "pmrep_mirror_persist.3 renders with warnings" check "$LIB" "$t/warn" || rc=1
 
 	mkdir -p "$t/inc/pmrep"; cp "$HERE"/../include/pmrep/*.h "$t/inc/pmrep/"
-	before_last_cplusplus "$t/inc/pmrep/repl.h" 'PMREP_API int pmrep_selftest_undocumented(void);'
+	before_last_cplusplus "$t/inc/pmrep/mirror.h" 'PMREP_API int pmrep_selftest_undocumented(void);'
 	expect_fail "an exported function without a doc comment" "pmrep_selftest_undocumented: no doc comment" \
 		python3 "$HERE/gen-man.py" --out "$t/out" "$t"/inc/pmrep/*.h || rc=1
 

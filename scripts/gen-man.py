@@ -27,7 +27,8 @@ How a header is read (line by line, no C parser):
   declaration: from a line starting `PMREP_API` to the first `;`.
 - the first comment after the SPDX line is the header's top comment
   (its "Conventions" and "Thread safety:" paragraphs apply to every
-  function of the header);
+  function of the header; a top comment that says "The conventions of
+  <pmrep/x.h> apply" and has none of its own takes x's);
 - `/* ---- title */` is a section separator;
 - the comment ending on the line right before a declaration is that
   function's own comment;
@@ -96,6 +97,21 @@ def comment_lines(raw):
     return out
 
 
+def included_by(top, name, seen=None):
+    """The public headers <name> (under top) includes, directly or through
+    the public headers it includes: a set of "pmrep/x.h"."""
+    seen = set() if seen is None else seen
+    try:
+        src = open(os.path.join(top, name), encoding="utf-8").read()
+    except OSError:
+        return seen
+    for inc in re.findall(r"^\s*#\s*include\s*<(pmrep/\w+\.h)>", src, re.M):
+        if inc not in seen:
+            seen.add(inc)
+            included_by(top, inc, seen)
+    return seen
+
+
 class Header:
     def __init__(self, path):
         self.path = path
@@ -103,13 +119,13 @@ class Header:
         self.src = open(path, encoding="utf-8").read()
         self.lines = self.src.split("\n")
         self.items = []          # Comment, Decl, ("code", line, text), ("sep", line, title)
-        # does <pmrep.h> (include/pmrep.h, next to include/pmrep/) include it?
-        umbrella = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))),
-                                "pmrep.h")
-        try:
-            inc = open(umbrella, encoding="utf-8").read()
-            self.in_umbrella = ("<%s>" % self.name) in inc
-        except OSError:
+        # does <pmrep.h> (include/pmrep.h, next to include/pmrep/) include
+        # it, itself or through the public headers it includes?
+        top = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+        umbrella = os.path.join(top, "pmrep.h")
+        if os.path.exists(umbrella):
+            self.in_umbrella = self.name in included_by(top, "pmrep.h")
+        else:
             self.in_umbrella = True
         self.scan()
 
@@ -689,7 +705,7 @@ def func_page(f, by_name, version, date, conventions, fd_conventions, types):
         if conv:
             out.append(line("The comment says nothing of its own; <%s> says "
                             "for all its functions: %s" % (
-                                f["header"].name, fmt(conv, names))))
+                                conv[0], fmt(conv[1], names))))
         else:
             out.pop()
             out.pop()
@@ -702,7 +718,7 @@ def func_page(f, by_name, version, date, conventions, fd_conventions, types):
         if fdconv:
             out.append(".PP")
             out.append(line("<%s> says for every fd it hands out: %s" % (
-                f["header"].name, fmt(fdconv, names))))
+                fdconv[0], fmt(fdconv[1], names))))
     # SEE ALSO: the object's other functions, the group, those referenced
     obj = f["object"]
     see = [m for m in by_name if by_name[m]["object"] == obj and m != name]
@@ -965,6 +981,7 @@ def main():
         errors += parsed[h.path][3]
         structs.update(re.findall(r"\bstruct (pmrep_\w+)", h.src))
     by_name = {}
+    # per header: (the header that states them, the text)
     conventions = {}
     fd_conventions = {}
     for h in headers:
@@ -972,10 +989,22 @@ def main():
         if top:
             c = conventions_of(top)
             if c:
-                conventions[h.name] = c
+                conventions[h.name] = (h.name, c)
             c = fd_convention_of(top)
             if c:
-                fd_conventions[h.name] = c
+                fd_conventions[h.name] = (h.name, c)
+    # a header whose top comment says "The conventions of <pmrep/x.h>
+    # apply" and states none of its own has x's
+    for h in headers:
+        top = parsed[h.path][1]
+        m = top and re.search(r"The conventions of <(pmrep/\w+\.h)> apply",
+                              " ".join(top.lines))
+        if m:
+            for conv in (conventions, fd_conventions):
+                if h.name not in conv and m.group(1) in conv:
+                    conv[h.name] = conv[m.group(1)]
+    for h in headers:
+        funcs = parsed[h.path][0]
         for f in funcs:
             if f["name"] in by_name:
                 errors.append("%s: declared twice" % f["name"])

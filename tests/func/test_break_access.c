@@ -174,7 +174,7 @@ settle(void)
 /* ------------------------------------ an initiator on the transport API */
 
 /*
- * written from docs/PROTOCOL.md and src/repl/msg.c's byte layouts: HELLO
+ * written from docs/PROTOCOL.md and src/repl/wire/msg.c's byte layouts: HELLO
  * (no key needed), then AUTH only when the test says so. buf: 0..255 the
  * receive slot, 256..511 the send slot; data: a region for RDMA.
  */

@@ -295,7 +295,7 @@ silent_session(uint16_t port, int *sock)
 
 /*
  * an initiator written from docs/PROTOCOL.md and the byte layouts in
- * src/repl/msg.c's head comment, on the public transport API: HELLO,
+ * src/repl/wire/msg.c's head comment, on the public transport API: HELLO,
  * AUTH, whatever the test wants next. The library's own initiator would
  * always COMMIT; this one can stop anywhere.
  */

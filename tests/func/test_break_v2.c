@@ -19,13 +19,13 @@
  *    with its reason, neither killing the writer; a sparse state file (a
  *    copy that kept holes) on a full file system used to kill the writer
  *    with SIGBUS at the first store into a hole -- it is now given its
- *    blocks when opened, or refused with ENOSPC (src/repl/mirror_state.c);
+ *    blocks when opened, or refused with ENOSPC (src/repl/mirror/mirror_state.c);
  *  - two mirrors starting at once on one log: the one that created the
  *    state file but lost the race for its lock used to unlink it -- the
  *    other mirror's record, lost at that one's restart. A racer thread
  *    (inotify) opens and locks the file as soon as it is created; the
  *    file must still be there when the creating mirror was refused BUSY
- *    (src/repl/mirror_state.c).
+ *    (src/repl/mirror/mirror_state.c).
  *
  * Found and fixed later: a replica file restored from an old copy (same
  * replica id, older data, left consistent) was resynced incrementally and

@@ -65,7 +65,7 @@
 #define REGION (64u << 10)
 #define BLOCK 4096u
 #define NBLK (SIZE / BLOCK)
-#define AL_LIMIT 64		/* MSTATE_AL_LIMIT (src/repl/mirror_state.h) */
+#define AL_LIMIT 64		/* MSTATE_AL_LIMIT (src/repl/mirror/mirror_state.h) */
 #define RESYNC_BOUND ((uint64_t)(AL_LIMIT + 1 + 1) * REGION)
 
 static const uint8_t key[32] = "test-key-0123456789-abcdefghijkl";
@@ -328,7 +328,7 @@ assert_equal_but(struct pmrep_pmem *log, long skip)
  * flight may have reached it torn). Scribble over each of them in the
  * replica file, so that only a resync of all of them makes it equal the
  * log again. The log (bit r % 64 of word r / 64 at offset 4096 of the
- * state file) is read as src/repl/mirror_state.c lays it out. Returns how
+ * state file) is read as src/repl/mirror/mirror_state.c lays it out. Returns how
  * many regions were scribbled over.
  */
 static unsigned

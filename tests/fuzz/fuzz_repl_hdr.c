@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_repl_hdr.c -- libFuzzer target of the replica header decoder
- * (src/repl/replica_hdr.c). Any bytes are decoded as the first bytes of a
+ * (src/repl/media/replica_hdr.c). Any bytes are decoded as the first bytes of a
  * replica, without and with a file size; a header the decoder accepts must
  * re-encode to exactly its chosen slot's REPLICA_HDR_ENC_SIZE bytes (one encoding
  * per header), and a file size accepted must be header + data area.
@@ -13,7 +13,7 @@
 #include <pmrep/base.h>
 
 #include "common/wire.h"
-#include "repl/replica_hdr.h"
+#include "repl/media/replica_hdr.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_repl_msg.c -- libFuzzer target of the replication protocol's
- * decoders (src/repl/msg.c): the same bytes are decoded as HELLO and as
+ * decoders (src/repl/wire/msg.c): the same bytes are decoded as HELLO and as
  * CHALLENGE private data and as a message. Whatever a decoder accepts
  * must re-encode to exactly the bytes it read (private data: the first
  * REPL_PDATA_SIZE; a message: header + its type's body), which must not
  * exceed what was received nor a message slot. A decoded HELLO's
- * admission proof goes through the target's checker (src/repl/admission.c)
+ * admission proof goes through the target's checker (src/repl/wire/admission.c)
  * against two keys at a few windows, and its nonce through a replay cache:
  * neither may crash, and random bytes are never admitted (a MAC that
  * verifies by chance is a 2^-64 event).
@@ -17,8 +17,8 @@
 
 #include <pmrep/base.h>
 
-#include "repl/admission.h"
-#include "repl/msg.h"
+#include "repl/wire/admission.h"
+#include "repl/wire/msg.h"
 
 static struct repl_replay replay;
 static const struct repl_key keys[2] = {

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "repl/admission.h"
-#include "repl/msg.h"
-#include "repl/replica_hdr.h"
+#include "repl/wire/admission.h"
+#include "repl/wire/msg.h"
+#include "repl/media/replica_hdr.h"
 #include "transport/provider.h"
 
 static const char *root;

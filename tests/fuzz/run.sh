@@ -44,7 +44,7 @@ LIBS="-lssl -lcrypto -libverbs -lrdmacm -lpthread"
 CONN_SRCS="tests/fuzz/fuzz_verbs_stub.c $(echo src/common/*.c src/transport/*.c src/transport/tcp/*.c)"
 # the replication wire formats: replica header, private data + messages,
 # and the MR / peer cfg descriptors of the handshake
-REPL_SRCS="src/repl/replica_hdr.c src/repl/position.c src/repl/msg.c src/repl/auth.c src/repl/admission.c
+REPL_SRCS="src/repl/media/replica_hdr.c src/repl/media/position.c src/repl/wire/msg.c src/repl/wire/auth.c src/repl/wire/admission.c
 	tests/fuzz/fuzz_verbs_stub.c src/common/log.c src/common/clock.c
 	$(echo src/transport/*.c src/transport/tcp/*.c src/pmem/*.c)"
 FUZZ_BINS="fuzz_tcp_wire fuzz_tcp_conn fuzz_tcp_tls fuzz_repl_hdr fuzz_repl_msg fuzz_descriptors"

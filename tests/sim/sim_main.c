@@ -34,8 +34,8 @@
 #include <pmrep/repl.h>
 
 #include "common/testhook.h"
-#include "repl/mirror_state.h"
-#include "repl/msg.h"
+#include "repl/mirror/mirror_state.h"
+#include "repl/wire/msg.h"
 #include "sim.h"
 
 /* present once the mirror state file is implemented (another branch) */

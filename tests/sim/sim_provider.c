@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "repl/msg.h"
+#include "repl/wire/msg.h"
 #include "sim.h"
 
 enum sim_pkt_kind {

@@ -26,7 +26,7 @@
 #include <pmrep/repl.h>
 
 #include "common/wire.h"
-#include "repl/replica_hdr.h"
+#include "repl/media/replica_hdr.h"
 
 static const uint8_t key[32] = "break-key-0123456789-abcdefghijk";
 

@@ -3,7 +3,7 @@
  * test_break_v2_mirror.c -- the mirror against a lying or broken target,
  * protocol v2. The fake target below runs in a thread of this process
  * over the tcp provider, on the library's own channel and message codec
- * (src/repl/chan.c, msg.c) but with its own behaviour: it authenticates
+ * (src/repl/wire/chan.c, msg.c) but with its own behaviour: it authenticates
  * correctly (it holds the key), then answers COMMIT the way a test asks:
  * never, with the wrong sequence, with a REFUSE -- also one whose status
  * is OK --, by disconnecting; or it describes in ACCEPT a header that an
@@ -13,7 +13,7 @@
  * fails. A control case (the fake answers as an honest target would)
  * shows that the fake is good enough to attach with.
  *
- * Found here (fixed in src/repl/msg.c and src/repl/replica.c):
+ * Found here (fixed in src/repl/wire/msg.c and src/repl/mirror/replica.c):
  *  - a REFUSE carrying status OK was taken as success: repl_status_to_err
  *    maps OK to 0, so a REFUSE(OK) answering COMMIT left replica_commit
  *    returning 0 without CONNECTED, the resync ran and the replica was
@@ -42,9 +42,9 @@
 #include <pmrep/repl.h>
 #include <pmrep/transport.h>
 
-#include "repl/auth.h"
-#include "repl/chan.h"
-#include "repl/msg.h"
+#include "repl/wire/auth.h"
+#include "repl/wire/chan.h"
+#include "repl/wire/msg.h"
 
 #define SIZE (256u << 10)
 

@@ -3,13 +3,13 @@
  * test_break_v2_target.c -- the replica target of protocol v2 attacked by an
  * initiator that holds the key but misbehaves, in one process over the
  * tcp provider: the real target (pmrep_target, in a thread) and a fake
- * initiator on the library's channel (src/repl/chan.c) and codec
- * (src/repl/msg.c) that sends whatever a test wants, in any order, with
+ * initiator on the library's channel (src/repl/wire/chan.c) and codec
+ * (src/repl/wire/msg.c) that sends whatever a test wants, in any order, with
  * any status, in short and oversized slots. After each attack the test
  * looks at the replica header as the file holds it (byte for byte) and
  * checks that the target still serves a real mirror.
  *
- * Found here (fixed in src/repl/target.c):
+ * Found here (fixed in src/repl/target/target.c):
  *  - after CLOSE (header marked consistent) the session stayed ACTIVE:
  *    its PERSIST requests were still served and its RDMA writes still
  *    landed, so the data changed under a header that says "a clean close
@@ -51,10 +51,10 @@
 #include <pmrep/transport.h>
 
 #include "common/wire.h"
-#include "repl/auth.h"
-#include "repl/chan.h"
-#include "repl/msg.h"
-#include "repl/replica_hdr.h"
+#include "repl/wire/auth.h"
+#include "repl/wire/chan.h"
+#include "repl/wire/msg.h"
+#include "repl/media/replica_hdr.h"
 #include "transport/provider.h"
 
 #define SIZE (256u << 10)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_metrics.c -- the metrics formatter (src/repl/metrics.c,
+ * test_metrics.c -- the metrics formatter (src/repl/metrics/metrics.c,
  * docs/METRICS.md), Prometheus text format 0.0.4:
  *  - samples, HELP / TYPE lines and label values are written exactly,
  *    label values and HELP text escaped (\\ \" \n);
@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
-#include "repl/metrics.h"
+#include "repl/metrics/metrics.h"
 #include "../func/common/prom_check.h"
 
 #define BIG 65536

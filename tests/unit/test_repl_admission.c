@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_repl_admission.c -- the HELLO's admission proof (src/repl/admission.c)
+ * test_repl_admission.c -- the HELLO's admission proof (src/repl/wire/admission.c)
  * against an independent computation with OpenSSL's HMAC of what
  * docs/PROTOCOL.md "Admission" specifies; its checker (every input bound:
  * window, key id, nonce, selector, key; the window's w-1..w+1 span; key id
@@ -27,7 +27,7 @@
 
 #include "common/testhook.h"
 #include "common/wire.h"
-#include "repl/admission.h"
+#include "repl/wire/admission.h"
 
 static const uint8_t key1[32] = "admission-key-one-0123456789abcd";
 static const uint8_t key2[32] = "admission-key-two-0123456789abcd";

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include <pmrep/base.h>
-#include "repl/bitmap.h"
+#include "repl/mirror/bitmap.h"
 
 #define R 4096u
 

@@ -23,7 +23,7 @@
 
 #include "common/testhook.h"
 #include "common/wire.h"
-#include "repl/replica_hdr.h"
+#include "repl/media/replica_hdr.h"
 
 #define DATA (1u << 20)
 #define S1 REPLICA_HDR_SLOT_OFF(1)

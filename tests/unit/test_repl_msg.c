@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "common/wire.h"
-#include "repl/msg.h"
+#include "repl/wire/msg.h"
 
 static const uint8_t key[32] = "0123456789abcdef0123456789abcdef";
 static const uint8_t nonce_i[REPL_NONCE_SIZE] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_repl_state.c -- the mirror state file (src/repl/mirror_state.c):
+ * test_repl_state.c -- the mirror state file (src/repl/mirror/mirror_state.c):
  * created with mode 0600 and its computed size, loaded back; a refused
  * open (another set, data size, region size, a newer generation, no valid
  * slot) leaves the file byte-identical; an older generation is raised;
@@ -27,8 +27,8 @@
 #include <pmrep/base.h>
 #include <pmrep/repl.h>
 #include "common/testhook.h"
-#include "repl/mirror_int.h"
-#include "repl/mirror_state.h"
+#include "repl/mirror/mirror_int.h"
+#include "repl/mirror/mirror_state.h"
 
 #define R 4096u			/* region size */
 #define DATA (1000u * R)	/* 1000 regions: 16 words, a short last one */

@@ -2,7 +2,7 @@
 /*
  * test_repl_vec.c -- the pieces of a vectored persist and of a read-only
  * log that run without a replica:
- *  - mirror_req_vec (src/repl/mirror_pipe.c): a vector is checked whole
+ *  - mirror_req_vec (src/repl/mirror/mirror_pipe.c): a vector is checked whole
  *    (a count of 0 or above PMREP_MIRROR_PERSISTV_MAX, a NULL: INVAL; any
  *    range outside the mapping: RANGE, with nothing allocated), its empty
  *    ranges dropped, the rest sorted and overlapping or adjoining ones
@@ -31,7 +31,7 @@
 #include <pmrep/base.h>
 #include <pmrep/repl.h>
 #include "mocks.h"
-#include "repl/mirror_int.h"
+#include "repl/mirror/mirror_int.h"
 
 #define MSIZE (1u << 20)
 

@@ -29,7 +29,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
-#include "repl/target_int.h"
+#include "repl/target/target_int.h"
 
 static void
 percentiles_are_within_a_bucket_of_the_truth(void **state)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tls_psk.c -- the replication's TLS PSKs and identities
- * (src/repl/tls_psk.c):
+ * (src/repl/wire/tls_psk.c):
  *  - the PSK is HKDF-SHA256 with the documented info string, checked
  *    against OpenSSL's HKDF through its other interface (EVP_PKEY), and
  *    differs with the key, the key id and the target name;
@@ -26,7 +26,7 @@
 #include <openssl/hmac.h>
 #include <openssl/kdf.h>
 
-#include "repl/tls_psk.h"
+#include "repl/wire/tls_psk.h"
 
 static const uint8_t key[32] = "unit-tls-key-0123456789-abcdefgh";
 

@@ -10,9 +10,9 @@
  */
 #include "test_verbs_util.h"
 
-#include "repl/chan.h"
-#include "repl/mirror_int.h"
-#include "repl/msg.h"
+#include "repl/wire/chan.h"
+#include "repl/mirror/mirror_int.h"
+#include "repl/wire/msg.h"
 
 static struct ibv_cq *
 icq(struct pmrep_cq *cq)

@@ -76,6 +76,12 @@
 #   VM_APT_SECURITY_MIRROR  security mirror URL (default: the host's source for bookworm-security)
 #   VM_CPU=max            QEMU -cpu (max exposes clflushopt/clwb)
 #   VM_APPEND             extra kernel command line
+#   VM_MODPROBE           more kernel modules for the command, loaded by the guest's init
+#                         (busybox modprobe, the guest kernel's modules.dep) before it runs:
+#                         modprobe argument lists separated by ';', e.g.
+#                         "drbd; brd rd_nr=2 rd_size=65536". Best effort: what failed is
+#                         written to /run/vmjob/modprobe.log; the command checks
+#                         /sys/module for what it needs (tests/vm/drbd.sh does)
 #   VM_PVH=1              boot the unpacked vmlinux through PVH (saves ~3 s/boot); 0: bzImage
 #   VM_VERBOSE=0          1: stream the guest kernel console to stderr
 #   VM_KEEP=0             1: keep the per-run directory (console log, NVDIMM images)
@@ -454,6 +460,16 @@ MODS="rdma_rxe ib_uverbs rdma_ucm dummy"
 [ "$CXL" = 1 ] && MODS="$MODS cxl_acpi cxl_pci cxl_mem cxl_pmem nd_pmem dax_pmem device_dax"
 modprobe -a $MODS ext4 crc32c_generic crc32c-intel 2>/dev/null   # the last three may be built in
 for m in $MODS; do [ -d /sys/module/$m ] || fatal "kernel module $m did not load"; done
+# more modules for the command (VM_MODPROBE): best effort, failures logged for the command
+if [ -n "$MODPROBE" ]; then
+  : > /host/run/vmjob/modprobe.log
+  echo "$MODPROBE" | tr ';' '\n' | while read -r args; do
+    [ -n "$args" ] || continue
+    # shellcheck disable=SC2086  # (the words are modprobe's arguments)
+    modprobe $args >>/host/run/vmjob/modprobe.log 2>&1 ||
+      { echo "modprobe $args: failed" >>/host/run/vmjob/modprobe.log; log "modprobe $args failed"; }
+  done
+fi
 # -------- soft-RoCE on a dummy netdev (no NIC: nothing can leave the guest)
 ip link set lo up
 ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy || fatal "dummy0"  # loading dummy may create it
@@ -638,6 +654,7 @@ RXE_IP=10.11.12.1
 RW=(); RO=()
 {
   echo "PMEM_MODE=$VM_PMEM_MODE NVDIMMS=$NVDIMMS RXE_IP=$RXE_IP CXL=$VM_CXL DEVDAX_MB=$VM_DEVDAX_SIZE"
+  echo "MODPROBE=$(shq "${VM_MODPROBE:-}")"
   for kind in RO RW; do
     i=0
     list=VM_${kind}_DIRS

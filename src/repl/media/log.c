@@ -15,7 +15,7 @@
 
 #include "common/log.h"
 #include "pmem/pmem_view.h"
-#include "auth.h"
+#include "repl/wire/auth.h"
 #include "replica_hdr.h"
 
 int

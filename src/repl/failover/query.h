@@ -11,7 +11,7 @@
 #include <pmrep/repl.h>
 #include <pmrep/transport.h>
 
-#include "chan.h"
+#include "repl/wire/chan.h"
 
 /*
  * repl_query_open -- connect to the target at addr:port (its replica

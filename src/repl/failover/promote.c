@@ -14,10 +14,10 @@
 
 #include "common/log.h"
 #include "common/testhook.h"
-#include "mirror_int.h"
-#include "mirror_state.h"
+#include "repl/mirror/mirror_int.h"
+#include "repl/mirror/mirror_state.h"
 #include "pmem/pmem_view.h"
-#include "position.h"
+#include "repl/media/position.h"
 #include "query.h"
 #include "recover.h"
 

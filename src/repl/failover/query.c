@@ -14,9 +14,9 @@
 #include <pmrep/transport.h>
 
 #include "common/log.h"
-#include "position.h"
+#include "repl/media/position.h"
 #include "query.h"
-#include "replica_hdr.h"
+#include "repl/media/replica_hdr.h"
 
 int
 repl_query_open(struct repl_chan *ch, struct pmrep_peer *peer,

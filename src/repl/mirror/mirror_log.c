@@ -13,7 +13,7 @@
 #include "mirror_int.h"
 #include "mirror_state.h"
 #include "pmem/pmem_view.h"
-#include "position.h"
+#include "repl/media/position.h"
 
 int
 mirror_log_claim(struct pmrep_mirror *m)

@@ -14,12 +14,12 @@
 
 #include "common/log.h"
 #include "common/testhook.h"
-#include "replica_hdr.h"
-#include "chan.h"
-#include "admission.h"
-#include "tls_psk.h"
+#include "repl/media/replica_hdr.h"
+#include "repl/wire/chan.h"
+#include "repl/wire/admission.h"
+#include "repl/wire/tls_psk.h"
 #include "target_info.h"
-#include "metrics.h"
+#include "repl/metrics/metrics.h"
 
 #define TARGET_MAX_SESSIONS 4
 #define TAG_EP UINT64_MAX

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "repl/wire/auth.h"
 #include "target_int.h"
 
 static atomic_uint_fast64_t next_id;

@@ -16,10 +16,10 @@
 #include <pmrep/transport.h>
 
 #include "bitmap.h"
-#include "chan.h"
-#include "metrics.h"
+#include "repl/wire/chan.h"
+#include "repl/metrics/metrics.h"
 #include "mirror_state.h"
-#include "replica_hdr.h"
+#include "repl/media/replica_hdr.h"
 
 /*
  * a resync copies chunks of at most RESYNC_CHUNK bytes with up to

@@ -2,8 +2,9 @@
 /*
  * metrics.c -- pmrep's metrics in the Prometheus text exposition format
  * 0.0.4 (docs/METRICS.md): the formatter (one module for the mirror's and
- * the targets' metrics) and the public calls that snapshot a mirror, a
- * target or a listener's replicas and format them.
+ * the targets' metrics) and the argument check and output of the public
+ * calls, which snapshot a mirror (mirror_metrics.c), a target or a
+ * listener's replicas (target_metrics.c) and format them here.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,8 +13,6 @@
 
 #include "common/log.h"
 #include "metrics.h"
-#include "mirror_int.h"
-#include "target_int.h"
 
 /* ------------------------------------------------------------ the text */
 
@@ -510,10 +509,10 @@ metrics_format_targets(struct mbuf *b, const struct metrics_target_snap *t,
 			"refused", ls->requests_refused);
 }
 
-/* ------------------------------------------------------- public calls */
+/* ------------------------------------------ for the public calls */
 
 /* the text into buf (len bytes): 0, or PMREP_E_RANGE with *needed */
-static int
+int
 metrics_out(struct mbuf *b, size_t len, size_t *needed, const char *who)
 {
 	size_t need = mb_finish(b);
@@ -527,7 +526,7 @@ metrics_out(struct mbuf *b, size_t len, size_t *needed, const char *who)
 	return 0;
 }
 
-static int
+int
 metrics_args(const void *obj, const char *buf, size_t len, const char *who)
 {
 	if (obj == NULL || (buf == NULL && len > 0)) {
@@ -536,120 +535,4 @@ metrics_args(const void *obj, const char *buf, size_t len, const char *who)
 		return PMREP_E_INVAL;
 	}
 	return 0;
-}
-
-int
-pmrep_mirror_get_metrics(const struct pmrep_mirror *mirror, char *buf,
-		size_t len, size_t *needed)
-{
-	int ret = metrics_args(mirror, buf, len, "pmrep_mirror_get_metrics");
-	if (ret)
-		return ret;
-	struct pmrep_mirror *m = (struct pmrep_mirror *)mirror;
-	struct metrics_mirror_snap *s = calloc(1, sizeof(*s));
-	if (s == NULL) {
-		PMREP_LOG_ERR("pmrep_mirror_get_metrics: out of memory");
-		return PMREP_E_NOMEM;
-	}
-	mirror_lock(m);	/* recursive: the status calls take it again */
-	memcpy(s->uuid, m->cfg.uuid, PMREP_UUID_SIZE);
-	s->generation = m->cfg.generation;
-	s->n = m->n;
-	s->set_size = mirror_set_size(m);
-	s->required = mirror_required(m);
-	s->in_sync = mirror_in_sync_count(m);
-	s->persists_ok = m->mx.persists_ok;
-	s->persist_bytes = m->mx.persist_bytes;
-	memcpy(s->persists_failed, m->mx.persists_failed,
-			sizeof(s->persists_failed));
-	s->in_flight = m->queue.n + m->flight.n;
-	s->lat = m->mx.lat;
-	for (unsigned i = 0; i < m->n; i++) {
-		struct metrics_replica_snap *r = &s->r[i];
-		r->idx = i;
-		snprintf(r->address, sizeof(r->address), "%s:%s",
-				m->r[i].addr ? m->r[i].addr : "",
-				m->r[i].port ? m->r[i].port : "");
-		snprintf(r->name, sizeof(r->name), "%s", m->cfg.r[i].selector);
-		(void) pmrep_mirror_get_replica_status(m, i, &r->st);
-		memcpy(r->failures, m->r[i].failures, sizeof(r->failures));
-	}
-	mirror_unlock(m);
-	struct mbuf b;
-	mb_init(&b, buf, len);
-	metrics_format_mirror(&b, s);
-	free(s);
-	return metrics_out(&b, len, needed, "pmrep_mirror_get_metrics");
-}
-
-static void
-target_snap(const struct pmrep_target *t, struct metrics_target_snap *x)
-{
-	memset(x, 0, sizeof(*x));
-	snprintf(x->name, sizeof(x->name), "%s", t->name);
-	memcpy(x->uuid, t->hdr.uuid, PMREP_UUID_SIZE);
-	x->generation = t->hdr.generation;
-	x->data_size = t->hdr.data_size;
-	x->mode = t->mode;
-	x->poisoned = t->poisoned;
-	(void) pmrep_target_get_stats(t, &x->st);
-	for (int i = 0; i < TARGET_MAX_SESSIONS; i++) {
-		switch (t->s[i].state) {
-		case S_FREE: break;
-		case S_WAIT_AUTH: x->by_state[PMREP_TARGET_SESSION_HANDSHAKE]++; break;
-		case S_ATTACHING: x->by_state[PMREP_TARGET_SESSION_ATTACHING]++; break;
-		case S_ACTIVE: x->by_state[PMREP_TARGET_SESSION_ACTIVE]++; break;
-		case S_QUERY: x->by_state[PMREP_TARGET_SESSION_QUERY]++; break;
-		case S_CLOSING: x->by_state[PMREP_TARGET_SESSION_CLOSING]++; break;
-		}
-	}
-	memcpy(x->refusals, t->mx.refusals, sizeof(x->refusals));
-	x->persist_bytes = t->mx.persist_bytes;
-	x->lat = t->mx.lat;
-}
-
-int
-pmrep_target_get_metrics(const struct pmrep_target *target, char *buf,
-		size_t len, size_t *needed)
-{
-	int ret = metrics_args(target, buf, len, "pmrep_target_get_metrics");
-	if (ret)
-		return ret;
-	struct metrics_target_snap *x = malloc(sizeof(*x));
-	if (x == NULL) {
-		PMREP_LOG_ERR("pmrep_target_get_metrics: out of memory");
-		return PMREP_E_NOMEM;
-	}
-	target_snap(target, x);
-	struct mbuf b;
-	mb_init(&b, buf, len);
-	metrics_format_targets(&b, x, 1, NULL);
-	free(x);
-	return metrics_out(&b, len, needed, "pmrep_target_get_metrics");
-}
-
-int
-pmrep_listener_get_metrics(const struct pmrep_listener *listener, char *buf,
-		size_t len, size_t *needed)
-{
-	int ret = metrics_args(listener, buf, len, "pmrep_listener_get_metrics");
-	if (ret)
-		return ret;
-	unsigned n = listener->ntargets;
-	struct metrics_target_snap *x = calloc(n > 0 ? n : 1, sizeof(*x));
-	if (x == NULL) {
-		PMREP_LOG_ERR("pmrep_listener_get_metrics: out of memory");
-		return PMREP_E_NOMEM;
-	}
-	unsigned i = 0;
-	for (const struct pmrep_target *t = listener->targets; t != NULL && i < n;
-			t = t->next)
-		target_snap(t, &x[i++]);
-	struct pmrep_listener_stats ls;
-	(void) pmrep_listener_get_stats(listener, &ls);
-	struct mbuf b;
-	mb_init(&b, buf, len);
-	metrics_format_targets(&b, x, i, &ls);
-	free(x);
-	return metrics_out(&b, len, needed, "pmrep_listener_get_metrics");
 }

@@ -4,9 +4,10 @@
  * exposition format 0.0.4 (metrics.c, docs/METRICS.md): the text buffer,
  * HELP / TYPE lines, samples with escaped label values, a fixed-bucket
  * latency histogram, and the formatters of a mirror's and of targets'
- * snapshots. pmrep_mirror_get_metrics, pmrep_target_get_metrics and
- * pmrep_listener_get_metrics take a snapshot (mirror: under its lock) and
- * format it here; the unit test formats snapshots of its own.
+ * snapshots. pmrep_mirror_get_metrics (mirror_metrics.c),
+ * pmrep_target_get_metrics and pmrep_listener_get_metrics
+ * (target_metrics.c) take a snapshot (mirror: under its lock) and format
+ * it here; the unit test formats snapshots of its own.
  */
 #ifndef PMREP_REPL_METRICS_H
 #define PMREP_REPL_METRICS_H
@@ -148,5 +149,13 @@ void metrics_format_targets(struct mbuf *b, const struct metrics_target_snap *t,
 
 /* 32 lowercase hex digits, as pmrep status shows a UUID */
 void metrics_uuid_hex(const uint8_t *u, char out[2 * PMREP_UUID_SIZE + 1]);
+
+/* ------------------------------------------------- the public calls */
+
+/* PMREP_E_INVAL (logged, naming `who`) when obj is NULL or buf is NULL
+ * with len > 0; else 0 */
+int metrics_args(const void *obj, const char *buf, size_t len, const char *who);
+/* finish the text in buf (len bytes): 0, or PMREP_E_RANGE with *needed */
+int metrics_out(struct mbuf *b, size_t len, size_t *needed, const char *who);
 
 #endif /* PMREP_REPL_METRICS_H */

@@ -16,10 +16,10 @@
 
 #include "common/log.h"
 #include "pmem/pmem_view.h"
-#include "chan.h"
+#include "repl/wire/chan.h"
 #include "query.h"
 #include "recover.h"
-#include "replica_hdr.h"
+#include "repl/media/replica_hdr.h"
 
 #define RECOVER_CHUNK (4u << 20)	/* bytes per read */
 #define RECOVER_SLICE_MS 100		/* re-check the conn at least this often */

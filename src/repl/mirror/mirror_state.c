@@ -57,9 +57,9 @@
 
 #include "common/log.h"
 #include "common/wire.h"
-#include "auth.h"
+#include "repl/wire/auth.h"
 #include "mirror_state.h"
-#include "replica_hdr.h"
+#include "repl/media/replica_hdr.h"
 
 #define MST_VERSION 1
 #define MST_SLOT_SIZE 280

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/wire.h"
-#include "admission.h"
+#include "repl/wire/admission.h"
 #include "target_int.h"
 
 /* a refusal at the connection request: counted, logged (rate-limited),

@@ -9,7 +9,7 @@
 
 #include <pmrep/repl.h>
 
-#include "msg.h"
+#include "repl/wire/msg.h"
 #include "replica_hdr.h"
 
 /* *pos from a header decoded from its whole block at `base` */
