@@ -171,13 +171,14 @@ PMREP_API int pmrep_mirror_cfg_set_resync_rate(struct pmrep_mirror_cfg *cfg,
  * progress is the out-of-sync bytes the resync removes per second -- what
  * it copies less what persists mark out of sync again meanwhile -- over
  * the last 400 ms (during its first 200 ms it counts as below). A persist
- * into regions the resync has copied already is posted to that replica
- * too when its ring has room; when it has none, the persist is posted
- * without it and marks those regions out of sync again, to be copied whole
- * once more (pmrep_mirror_cfg_set_region_size: a 4 KiB persist can cost a
- * 64 KiB copy), so a writer faster than the replica can add work to the
- * resync faster than it removes it, and the resync never ends. While the
- * net progress is below the minimum, such a persist waits for room instead
+ * into regions the resync has copied already (or is copying) is posted to
+ * that replica too when its ring has room; when it has none, the persist
+ * is posted without it and marks those regions out of sync again, to be
+ * copied whole once more (pmrep_mirror_cfg_set_region_size: a 4 KiB
+ * persist can cost a 64 KiB copy), so a writer faster than the replica
+ * can add work to the resync faster than it removes it, and the resync
+ * never ends. While the net progress is below the minimum, such a persist
+ * waits for room instead
  * -- it and every persist submitted after it stay queued, for all
  * replicas, until the replica confirms what it was sent: the writer goes
  * at that replica's pace. At or above the minimum it is posted without
