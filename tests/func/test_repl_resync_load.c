@@ -630,9 +630,9 @@ a_waiting_persist_goes_on_at_once_when_the_replica_fails(void **state)
 		writer_turn(&w);
 	long long resumed = (now_ns() - t_kill) / 1000000;
 	writer_for(&w, 300);
-	print_message("B frozen while SYNCING: the writer waited %lld ms (half its time: 10000); "
+	print_message("B frozen while SYNCING: the writer waited %lld ms (half its time: %d); "
 			"B killed: the next persist acknowledged %lld ms later; %" PRIu64 " failed (the first: %s)\n",
-			stuck, resumed, w.failed,
+			stuck, 10000 * func_slow(), resumed, w.failed,
 			w.failed ? pmrep_err_to_str(w.first_err) : "none");
 	assert_true(stuck >= 500);
 	assert_true(resumed < 2000LL * func_slow());
