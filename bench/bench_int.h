@@ -245,6 +245,8 @@ struct mirror_extra {
 				 * our own (NULL: ask the server for new ones) */
 	int backoff_min_ms, backoff_max_ms;	/* 0: the default */
 	uint64_t resync_rate;	/* B/s, 0: unlimited (the default) */
+	bool set_resync_min_rate;	/* else the library's default */
+	uint64_t resync_min_rate;	/* B/s of net progress, 0: none */
 };
 extern const struct mirror_extra *Mirror_extra;
 
@@ -316,6 +318,11 @@ void sweep_pipe(void);
 void sweep_quorum(void);
 void sweep_resync(void);
 void sweep_tls(void);
+/* sweep_resync.c: poll the mirror until every replica is IN_SYNC, up to
+ * `ms`; 0 when they are */
+int wait_all_in_sync(struct mirror *mi, int ms);
+/* sweep_resync_conv.c: the resync sweep's paced-writer part */
+void sweep_resync_converge(void);
 /* sweep_restart.c: the mirror's record; its writer process
  * (--restart-writer, never returns); pmrep's log sink */
 void sweep_restart(void);

@@ -89,6 +89,8 @@ mirror_open(struct mirror *mi, unsigned nrep, size_t size, unsigned tag)
 				ex->backoff_max_ms);
 	if (ret == 0 && ex && ex->resync_rate)
 		ret = pmrep_mirror_cfg_set_resync_rate(cfg, ex->resync_rate);
+	if (ret == 0 && ex && ex->set_resync_min_rate)
+		ret = pmrep_mirror_cfg_set_resync_min_rate(cfg, ex->resync_min_rate);
 	snprintf(mi->path, sizeof(mi->path), "/dev/shm/pmrep-bench-%ld-local%u",
 			(long)getpid(), tag);
 	unlink(mi->path);

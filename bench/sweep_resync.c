@@ -25,7 +25,7 @@
 
 /* poll the mirror until every replica is IN_SYNC (taking its events),
  * for up to `ms`; 0 when they are */
-static int
+int
 wait_all_in_sync(struct mirror *mi, int ms)
 {
 	int fd = -1;
@@ -287,4 +287,5 @@ sweep_resync(void)
 	fprintf(Tab, "  rate: the cfg resync rate, MiB/s; p99 x: p99 during / before (within a round); MiB/s st: the status's resync_rate, ev: MiB / resync ms\n");
 	bench_samples_fini(&before);
 	bench_samples_fini(&during);
+	sweep_resync_converge();
 }

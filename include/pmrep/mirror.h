@@ -165,6 +165,41 @@ PMREP_API int pmrep_mirror_cfg_set_backoff(struct pmrep_mirror_cfg *cfg,
 PMREP_API int pmrep_mirror_cfg_set_resync_rate(struct pmrep_mirror_cfg *cfg,
 		uint64_t bytes_per_s);
 /*
+ * pmrep_mirror_cfg_set_resync_min_rate -- the least net progress, in bytes
+ * per second, that a replica's resync keeps while the application's
+ * persists go on, at the price of slowing those persists down. The net
+ * progress is the out-of-sync bytes the resync removes per second -- what
+ * it copies less what persists mark out of sync again meanwhile -- over
+ * the last 400 ms (during its first 200 ms it counts as below). A persist
+ * into regions the resync has copied already (or is copying) is posted to
+ * that replica too when its ring has room; when it has none, the persist
+ * is posted without it and marks those regions out of sync again, to be
+ * copied whole once more (pmrep_mirror_cfg_set_region_size: a 4 KiB
+ * persist can cost a 64 KiB copy), so a writer faster than the replica
+ * can add work to the resync faster than it removes it, and the resync
+ * never ends. While the net progress is below the minimum, such a persist
+ * waits for room instead
+ * -- it and every persist submitted after it stay queued, for all
+ * replicas, until the replica confirms what it was sent: the writer goes
+ * at that replica's pace. At or above the minimum it is posted without
+ * that replica, as with no minimum. A persist waits at most half of its
+ * time (its caller's limit, or the cfg timeout for an asynchronous one),
+ * then is posted so; it stops waiting at once when that replica fails or
+ * is in sync, and never waits without background recovery
+ * (pmrep_mirror_cfg_set_background_recovery). With a cfg resync rate
+ * (pmrep_mirror_cfg_set_resync_rate) the minimum is at most half of it.
+ * Default 16 MiB/s: a resync of 1 GiB then takes about a minute at worst
+ * under a writer that never pauses, and a writer is held back only while
+ * it leaves the resync less than about a seventh of a 1 Gbit/s link (and
+ * only when the replica's ring is full, when it writes faster than the
+ * replica confirms already). 0: no minimum -- a writer faster than the
+ * replica being resynced may keep it out of sync for good. Not
+ * thread-safe against other use of the same cfg; pmrep_mirror_new takes
+ * the value. Errors: PMREP_E_INVAL (NULL).
+ */
+PMREP_API int pmrep_mirror_cfg_set_resync_min_rate(
+		struct pmrep_mirror_cfg *cfg, uint64_t bytes_per_s);
+/*
  * pmrep_mirror_cfg_set_resync_digests -- `on` (default): before copying,
  * a resync of a replica of this set whose history the mirror's record
  * does not cover (a FULL decision: an older generation, another

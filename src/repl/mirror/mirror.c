@@ -268,6 +268,7 @@ pmrep_mirror_new(struct pmrep_pmem *pmem, const struct pmrep_mirror_cfg *cfg,
 	m->window = cfg->window ? cfg->window : PIPE_WINDOW_DEFAULT;
 	m->max_lag = cfg->max_lag_set ? cfg->max_lag : PIPE_MAX_LAG_DEFAULT;
 	m->epfd = m->efd = m->tfd = -1;
+	m->hold_t0 = -1;
 	int ret = mirror_sync_init(m);
 	if (ret) {
 		free(m);
@@ -491,7 +492,7 @@ persist_wait(struct pmrep_mirror *m, struct async_req *q, int timeout_ms)
 		int left = repl_left_ms(q->deadline);
 		if (left == 0)
 			break;
-		mirror_wait_any(m, left);
+		mirror_pipe_wait(m, left);
 		mirror_pipe_advance(m);
 	}
 	if (!q->done)

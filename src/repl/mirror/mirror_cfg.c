@@ -61,6 +61,7 @@ pmrep_mirror_cfg_new(struct pmrep_mirror_cfg **cfg_ptr)
 	cfg->region_size = 64 << 10;
 	cfg->timeout_ms = 5000;
 	cfg->create_timeout_ms = -1;
+	cfg->resync_min_rate = RESYNC_MIN_RATE_DEFAULT;
 	*cfg_ptr = cfg;
 	return 0;
 }
@@ -252,6 +253,15 @@ pmrep_mirror_cfg_set_resync_rate(struct pmrep_mirror_cfg *cfg,
 {
 	CHECK_ARG(cfg);
 	cfg->resync_rate = bytes_per_s;
+	return 0;
+}
+
+int
+pmrep_mirror_cfg_set_resync_min_rate(struct pmrep_mirror_cfg *cfg,
+		uint64_t bytes_per_s)
+{
+	CHECK_ARG(cfg);
+	cfg->resync_min_rate = bytes_per_s;
 	return 0;
 }
 

@@ -31,6 +31,19 @@
  */
 #define RESYNC_CHUNK (128u << 10)
 #define RESYNC_DEPTH 4
+/*
+ * the resync's guaranteed minimum (pmrep_mirror_cfg_set_resync_min_rate,
+ * docs/PROTOCOL.md "Mirror, resync step"): its net progress -- out-of-sync
+ * bytes removed per second -- over the last RESYNC_NET_WINDOW_MS, from
+ * samples of the replica's out-of-sync bytes taken at most every
+ * RESYNC_NET_WINDOW_MS / RESYNC_NET_SAMPLES (none for half the window yet:
+ * unknown, taken as below the minimum). While it is below, a step into
+ * regions already copied waits for room in the replica's ring instead of
+ * marking them out of sync again.
+ */
+#define RESYNC_MIN_RATE_DEFAULT (16ull << 20)
+#define RESYNC_NET_WINDOW_MS 400
+#define RESYNC_NET_SAMPLES 8
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 #define POLL_SLICE_MS 100	/* re-check the CQs at least this often */
@@ -63,6 +76,7 @@ struct async_req {
 	int local_err;		/* the local persist failed: the result */
 	long long deadline;	/* -1: none (the caller's limit; async: cfg timeout) */
 	long long t0_ns;	/* submitted (mirror_now_ns): its latency's start */
+	long long t0_ms;	/* submitted (repl_now_ms): its hold's bound */
 	uint64_t step;		/* the step carrying it; 0: not posted yet */
 	bool sync;		/* pmrep_mirror_persist's own: not polled */
 	bool done;		/* result is final */
@@ -111,6 +125,19 @@ struct inflight {
 	unsigned send_slot;	/* GPSPM: the request's send slot */
 };
 
+/* a resync chunk in flight: regions [first, first + n) = [off, off + len) */
+struct rs_chunk {
+	size_t first, n;
+	uint64_t off, len, seq;
+	long long step;		/* its confirmation's deadline */
+};
+
+/* a replica's out-of-sync bytes at a time (its resync's net progress) */
+struct rs_net_sample {
+	long long t;		/* repl_now_ms() */
+	uint64_t dirty;
+};
+
 struct mirror_replica_cfg {
 	char *addr;
 	char *port;
@@ -140,6 +167,7 @@ struct pmrep_mirror_cfg {
 	bool manual_recovery;	/* pmrep_mirror_cfg_set_background_recovery(false) */
 	int backoff_min_ms, backoff_max_ms;	/* 0: BACKOFF_MIN_MS / _MAX_MS */
 	uint64_t resync_rate;	/* bytes/s, 0: unlimited */
+	uint64_t resync_min_rate;	/* bytes/s of net progress, 0: none */
 	int create_timeout_ms;	/* -1: none */
 	unsigned window;	/* steps in flight at most; 0: PIPE_WINDOW_DEFAULT */
 	uint64_t max_lag;	/* pull-ahead limit, bytes (max_lag_set) */
@@ -190,6 +218,10 @@ struct replica {
 	 * when their chunk is confirmed */
 	unsigned chunks;
 	uint64_t chunk_lo, chunk_hi;
+	/* those chunks, oldest first: fl[fl_head], ... (m->lock; the digest
+	 * pass counts in chunks without one) */
+	struct rs_chunk fl[RESYNC_DEPTH];
+	unsigned fl_head;
 	/* the next resync compares digests first (replica_digest.c): a
 	 * replica of our set whose history our record does not cover */
 	bool digest;
@@ -201,6 +233,14 @@ struct replica {
 	 * more), copied, when it began, its last progress log line */
 	uint64_t rs_total, rs_done;
 	long long rs_start_ms, rs_log_ms;
+	/* its net progress (RESYNC_NET_WINDOW_MS): samples of its
+	 * out-of-sync bytes, oldest first (m->lock) */
+	struct rs_net_sample rs_net[RESYNC_NET_SAMPLES];
+	unsigned rs_net_head, rs_net_n;
+	/* this resync's holds: steps of the writer that waited for its
+	 * ring (the minimum rate), and the ms they waited (m->lock) */
+	uint64_t rs_holds;
+	long long rs_held_ms;
 	char *addr, *port;
 	struct pmrep_peer *peer;
 	struct pmrep_mr_local *src;	/* the local mapping, on this peer */
@@ -299,6 +339,20 @@ struct pmrep_mirror {
 	bool ev_warned;
 	long long timer_at;
 	uint64_t max_lag;		/* bytes a replica may trail, not required */
+	/*
+	 * the resync minimum's hold (mirror_pipe.c pipe_hold; m->lock): the
+	 * queue's first step waits for room in the rings of the replicas
+	 * being resynced in hold_mask (each: hold_entries), until hold_until
+	 * at the latest. The recovery that frees such room clears the
+	 * replica's bit and sets hold_wake (the mirror's eventfd and cond
+	 * say so); the data path clears it when it looks again. hold_t0:
+	 * when the step began to wait (-1: none waits), hold_who: for whom
+	 */
+	bool held;
+	uint32_t hold_mask, hold_who;
+	unsigned hold_entries;
+	long long hold_until, hold_t0;
+	bool hold_wake;
 	/* pmrep_mirror_get_metrics (m->lock): requests whose outcome is
 	 * final (req_finish), by result, and their latencies */
 	struct {
@@ -323,6 +377,20 @@ void replica_disconnect(struct replica *r);
 void replica_drop_peer(struct replica *r);
 void replica_fail(struct replica *r, int err, uint64_t off, uint64_t len);
 int replica_resync(struct replica *r, long long deadline);
+/* the resync's net progress in bytes per second over the last
+ * RESYNC_NET_WINDOW_MS (a sample is taken first when due); false: not
+ * known yet (m->lock held) */
+bool replica_net_rate(struct replica *r, long long now, uint64_t *rate);
+/* room in the ring of a replica being resynced for a persist of
+ * `entries` entries, besides what its own chunks need */
+static inline bool
+replica_sync_room(const struct replica *r, unsigned entries)
+{
+	/* a vector's entries within the bound of pipe_room */
+	unsigned cap = r->method != PMREP_MIRROR_METHOD_GPSPM ? PIPE_RING :
+		entries > 1 ? PMREP_MIRROR_WINDOW_MAX : REPL_GPSPM_CREDITS;
+	return r->r_n + RESYNC_DEPTH + 3 + entries <= cap;
+}
 /* replica_digest.c: clear the out-of-sync regions whose digests match */
 int replica_digest_pass(struct replica *r, long long deadline);
 int replica_attach(struct replica *r, long long connect_deadline, long long deadline);
@@ -483,6 +551,14 @@ void mirror_pipe_advance(struct pmrep_mirror *m);
 bool mirror_pipe_idle(struct pmrep_mirror *m);
 /* advance until nothing is queued or in flight, or `deadline` */
 void mirror_pipe_drain(struct pmrep_mirror *m, long long deadline);
+/* wait up to `slice_ms` for what moves the pipeline: a completion of a
+ * replica of the data path, or -- while a step waits for a replica being
+ * resynced (the minimum rate) -- that replica's room, its state change or
+ * the hold's end; 0: nothing to wait for */
+int mirror_pipe_wait(struct pmrep_mirror *m, int slice_ms);
+/* the data path must look at the pipeline again: a replica being
+ * resynced has room for the step that waits for it (m->lock held) */
+void mirror_hold_wake(struct replica *r);
 /* submit a request (the record covers it: mirror_pipe_submit marks AL) */
 int mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q);
 int mirror_al_clear(struct pmrep_mirror *m);

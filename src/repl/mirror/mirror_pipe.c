@@ -268,31 +268,55 @@ earlier(long long a, long long b)
 	return a < b ? a : b;
 }
 
+/* what a persist does for a replica its recovery is resyncing */
+enum sync_post {
+	SP_MARK,	/* marks its regions: copied later */
+	SP_POST,	/* is posted to it as well */
+	SP_FULL,	/* would be posted, but its ring has no room */
+};
+
+/* region `reg` is one of a resync chunk in flight (m->lock held) */
+static bool
+in_chunk(const struct replica *r, size_t reg)
+{
+	for (unsigned i = 0; i < r->chunks; i++) {
+		const struct rs_chunk *c = &r->fl[(r->fl_head + i) % RESYNC_DEPTH];
+		if (reg >= c->first && reg < c->first + c->n)
+			return true;
+	}
+	return false;
+}
+
 /*
- * a replica its recovery is resyncing, connected, with every region of
- * [lo, hi) copied already (not out of sync, not in the span of the resync
- * chunks in flight): a persist there is posted to it as well (m->lock held)
+ * a replica its recovery is resyncing, connected, not comparing digests,
+ * with every region of [lo, hi) copied already (not out of sync) or being
+ * copied (in a resync chunk in flight: the persist is posted after the
+ * chunk on the same QP and lands after it, so the chunk's confirmation
+ * clears the region all the same): a persist there is posted to it as well
+ * when its ring has room (m->lock held). A region out of sync in no chunk
+ * is copied later: the persist marks it.
  */
+static enum sync_post
+syncing_post(struct replica *r, uint64_t lo, uint64_t hi, unsigned entries)
+{
+	if (r->state != PMREP_REPLICA_SYNCING || r->conn == NULL ||
+			r->rmr == NULL || !r->chan_ready || r->digesting)
+		return SP_MARK;
+	uint64_t rs = r->oos->region_size;
+	for (uint64_t reg = lo / rs; reg <= (hi - 1) / rs; reg++)
+		if (repl_bitmap_test(r->oos, (size_t)reg) &&
+				!in_chunk(r, (size_t)reg))
+			return SP_MARK;
+	/* room left for the resync's own chunks (else marked: copied
+	 * later, or the step waits: pipe_hold) */
+	return replica_sync_room(r, entries) ? SP_POST : SP_FULL;
+}
+
 static bool
 syncing_and_copied(struct replica *r, uint64_t lo, uint64_t hi,
 		unsigned entries)
 {
-	if (r->state != PMREP_REPLICA_SYNCING || r->conn == NULL ||
-			r->rmr == NULL || !r->chan_ready)
-		return false;
-	/* room left for the resync's own chunks (else marked: copied
-	 * later); a vector's entries within the bound of pipe_room */
-	unsigned cap = r->method != PMREP_MIRROR_METHOD_GPSPM ? PIPE_RING :
-		entries > 1 ? PMREP_MIRROR_WINDOW_MAX : REPL_GPSPM_CREDITS;
-	if (r->r_n + RESYNC_DEPTH + 3 + entries > cap)
-		return false;
-	if (r->chunks != 0 && lo < r->chunk_hi && r->chunk_lo < hi)
-		return false;
-	uint64_t rs = r->oos->region_size;
-	for (uint64_t reg = lo / rs; reg <= (hi - 1) / rs; reg++)
-		if (repl_bitmap_test(r->oos, (size_t)reg))
-			return false;
-	return true;
+	return syncing_post(r, lo, hi, entries) == SP_POST;
 }
 
 /* bytes one step carries at most (replica_post_range) */
@@ -316,18 +340,30 @@ req_ranges(const struct async_req *q, struct pmrep_range *one, unsigned *n)
 	return one;
 }
 
-/* a vector's ranges all copied to a replica being resynced */
-static bool
-syncing_and_copied_req(struct replica *r, const struct async_req *q)
+/* a vector's ranges: all copied to a replica being resynced (SP_POST or,
+ * without room, SP_FULL), or SP_MARK */
+static enum sync_post
+syncing_post_req(struct replica *r, const struct async_req *q)
 {
 	struct pmrep_range one;
 	unsigned n;
 	const struct pmrep_range *v = req_ranges(q, &one, &n);
-	for (unsigned i = 0; i < n; i++)
-		if (!syncing_and_copied(r, v[i].offset,
-				v[i].offset + v[i].length, n))
-			return false;
-	return true;
+	enum sync_post sp = SP_POST;
+	for (unsigned i = 0; i < n; i++) {
+		enum sync_post x = syncing_post(r, v[i].offset,
+				v[i].offset + v[i].length, n);
+		if (x == SP_MARK)
+			return SP_MARK;
+		if (x == SP_FULL)
+			sp = SP_FULL;
+	}
+	return sp;
+}
+
+static bool
+syncing_and_copied_req(struct replica *r, const struct async_req *q)
+{
+	return syncing_post_req(r, q) == SP_POST;
 }
 
 /* what a replica the step is not posted to misses: out of sync (and the
@@ -374,23 +410,137 @@ pipe_room(struct pmrep_mirror *m, unsigned entries)
 	return true;
 }
 
+/* ------------------------------------------- the resync minimum's hold */
+
+/*
+ * the minimum net progress of a resync (pmrep_mirror_cfg_set_resync_min_rate;
+ * 0: none), at most half the cfg resync rate when one is set -- the copies
+ * are paced at that rate, and their net progress only approaches it
+ */
+static uint64_t
+resync_min(const struct pmrep_mirror *m)
+{
+	uint64_t min = m->cfg.resync_min_rate;
+	if (m->cfg.resync_rate > 0 && min > m->cfg.resync_rate / 2)
+		min = m->cfg.resync_rate / 2;
+	return min;
+}
+
+/*
+ * how long a request may wait for a replica being resynced: until half of
+ * its time is gone -- the caller's limit for a synchronous persist, else
+ * the cfg timeout, from its submission -- so that the replicas it needs
+ * still have the other half to confirm it
+ */
+static long long
+req_hold_until(const struct pmrep_mirror *m, const struct async_req *q)
+{
+	long long limit = q->sync && !q->orphan && q->deadline >= 0 ?
+		q->deadline : q->t0_ms + m->cfg.timeout_ms;
+	return q->t0_ms + (limit - q->t0_ms) / 2;
+}
+
+/* the step that waited is posted: what its wait cost, per replica */
+static void
+hold_end(struct pmrep_mirror *m, long long now)
+{
+	if (m->hold_t0 < 0)
+		return;
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->hold_who & (1u << i))
+			m->r[i].rs_held_ms += now - m->hold_t0;
+	m->hold_t0 = -1;
+	m->hold_who = 0;
+}
+
+/*
+ * Does the next step wait (docs/PROTOCOL.md "Mirror, resync step")? It
+ * does while, for a replica being resynced, every region of its ranges is
+ * copied already, the replica's ring has no room for it, and that resync's
+ * net progress is below the minimum (or not known yet): posted without
+ * that replica it would mark those regions out of sync again, and a writer
+ * faster than the replica would add work to the resync faster than it
+ * removes it. It waits until the replica's recovery takes confirmations
+ * and frees room (mirror_hold_wake), the replica leaves SYNCING (its
+ * event), the progress is at the minimum again, or `until` -- then it is
+ * posted as without a minimum. Only with background recovery: the replica
+ * being resynced must be driven by a thread of its own meanwhile.
+ */
+static bool
+pipe_hold(struct pmrep_mirror *m, const struct async_req *vec, uint64_t lo,
+		uint64_t hi, long long until)
+{
+	uint64_t min = resync_min(m);
+	if (min == 0 || !mirror_background(m))
+		return false;
+	long long now = repl_now_ms();
+	if (now >= until) {
+		if (m->hold_t0 >= 0)
+			PMREP_LOG_RATELIMITED(PMREP_LOG_WARNING, "mirror: a persist waited %lld ms for a replica being resynced, half of its time: posted without it, its regions are copied again",
+					now - m->hold_t0);
+		return false;
+	}
+	uint32_t mask = 0;
+	for (unsigned i = 0; i < m->n; i++) {
+		struct replica *r = &m->r[i];
+		if (r->removed || (atomic_load(&r->owner) == OWN_DATA &&
+				r->state == PMREP_REPLICA_IN_SYNC))
+			continue;
+		enum sync_post sp = vec != NULL ? syncing_post_req(r, vec) :
+			syncing_post(r, lo, hi, 1);
+		if (sp != SP_FULL)
+			continue;
+		uint64_t net = 0;
+		if (replica_net_rate(r, now, &net) && net >= min)
+			continue;
+		mask |= 1u << i;
+	}
+	if (mask == 0)
+		return false;
+	if (m->hold_t0 < 0)
+		m->hold_t0 = now;
+	for (unsigned i = 0; i < m->n; i++)
+		if ((mask & (1u << i)) && !(m->hold_who & (1u << i)))
+			m->r[i].rs_holds++;
+	m->hold_who |= mask;
+	m->hold_mask = mask;
+	m->hold_entries = vec != NULL ? vec->nv : 1;
+	m->hold_until = until;
+	m->held = true;
+	return true;
+}
+
+void
+mirror_hold_wake(struct replica *r)
+{
+	struct pmrep_mirror *m = r->m;
+	if (!(m->hold_mask & (1u << r->idx)) ||
+			!replica_sync_room(r, m->hold_entries))
+		return;
+	m->hold_mask &= ~(1u << r->idx);
+	m->hold_wake = true;
+	mirror_signal(m);
+	(void) pthread_cond_broadcast(&m->cond);
+}
+
 /* post the next step from the queue; false when none can be posted */
 static bool
 pipe_post_one(struct pmrep_mirror *m)
 {
+	m->held = false;
 	if (m->queue.n == 0 || m->s_n == PIPE_RING || steps_open(m) >= m->window)
 		return false;
 	const struct async_req *vec = m->queue.head->nv > 0 ? m->queue.head : NULL;
 	if (!pipe_room(m, vec ? vec->nv : 1))
 		return false;
-	struct async_req *q = list_pop(&m->queue);
+	/* the step: the queue's first request and, group commit, the
+	 * requests right behind it that overlap or adjoin (a vector is a
+	 * step of its own) */
+	struct async_req *q = m->queue.head;
 	uint64_t lo = q->off, hi = q->off + q->len;
-	long long deadline = req_deadline(m, q);
-	struct req_list mine = { 0 };
-	list_push(&mine, q);
-	/* group commit: the requests right behind it that overlap or adjoin
-	 * (a vector is a step of its own) */
-	while (vec == NULL && (q = m->queue.head) != NULL && q->nv == 0 &&
+	long long hold_until = req_hold_until(m, q);
+	unsigned take = 1;
+	while (vec == NULL && (q = q->next) != NULL && q->nv == 0 &&
 			q->off <= hi && q->off + q->len >= lo) {
 		uint64_t nlo = q->off < lo ? q->off : lo;
 		uint64_t nhi = q->off + q->len > hi ? q->off + q->len : hi;
@@ -398,8 +548,21 @@ pipe_post_one(struct pmrep_mirror *m)
 			break;
 		lo = nlo;
 		hi = nhi;
-		deadline = earlier(deadline, req_deadline(m, q));
-		list_push(&mine, list_pop(&m->queue));
+		long long u = req_hold_until(m, q);
+		if (u < hold_until)
+			hold_until = u;
+		take++;
+	}
+	if (pipe_hold(m, vec, lo, hi, hold_until))
+		return false;
+	hold_end(m, repl_now_ms());
+	long long deadline = -1;
+	struct req_list mine = { 0 };
+	for (unsigned i = 0; i < take; i++) {
+		q = list_pop(&m->queue);
+		deadline = i == 0 ? req_deadline(m, q) :
+			earlier(deadline, req_deadline(m, q));
+		list_push(&mine, q);
 	}
 	struct step *st = step_at(m, m->s_n);
 	*st = (struct step){ .seq = mirror_next_seq(m), .off = lo, .len = hi - lo,
@@ -520,6 +683,7 @@ mirror_pipe_advance(struct pmrep_mirror *m)
 	long long next = -1;
 	/* nothing here waits: the recovery threads wait for it briefly */
 	mirror_lock(m);
+	m->hold_wake = false;	/* looked at now */
 	for (;;) {
 		for (unsigned i = 0; i < m->n; i++) {
 			struct replica *r = &m->r[i];
@@ -552,6 +716,10 @@ mirror_pipe_advance(struct pmrep_mirror *m)
 	for (unsigned i = 0; i < m->n; i++)
 		if (atomic_load(&m->r[i].owner) == OWN_DATA && m->r[i].r_n > 0)
 			next = earlier(next, replica_ring_at(&m->r[i], 0)->deadline);
+	/* a step that waits for a replica being resynced waits so long at
+	 * most (the room its recovery frees wakes the fd before) */
+	if (m->held)
+		next = earlier(next, m->hold_until);
 	timer_set(m, next);
 	mirror_signal(m);
 	mirror_unlock(m);
@@ -573,6 +741,7 @@ mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q)
 	 * posted: what is durable locally and not confirmed by a replica is
 	 * always in AL or in that replica's OOS */
 	q->t0_ns = mirror_now_ns();
+	q->t0_ms = repl_now_ms();
 	mirror_lock(m);
 	struct pmrep_range one;
 	unsigned n;
@@ -590,6 +759,50 @@ mirror_pipe_submit(struct pmrep_mirror *m, struct async_req *q)
 	return ret;
 }
 
+/* wait on the mirror's cond up to `ms` (m->lock held; CLOCK_MONOTONIC,
+ * as the cond is made) */
+static void
+cond_wait_ms(struct pmrep_mirror *m, int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	long long ns = ts.tv_nsec + (long long)ms * 1000000ll;
+	ts.tv_sec += (time_t)(ns / 1000000000ll);
+	ts.tv_nsec = (long)(ns % 1000000000ll);
+	(void) pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+}
+
+/* while a step waits: how often the waiter looks again at most, and how
+ * long it waits on the data path's completions before it looks at the
+ * hold (what frees the room is another thread's) */
+#define HOLD_SLICE_MS 50
+#define HOLD_CQ_SLICE_MS 2
+
+int
+mirror_pipe_wait(struct pmrep_mirror *m, int slice_ms)
+{
+	mirror_lock(m);
+	bool held = m->held;
+	long long until = m->hold_until;
+	mirror_unlock(m);
+	if (!held)
+		return mirror_wait_any(m, slice_ms);
+	long long left = until - repl_now_ms();
+	int ms = slice_ms < 0 || slice_ms > HOLD_SLICE_MS ? HOLD_SLICE_MS : slice_ms;
+	if (left < ms)
+		ms = left > 1 ? (int)left : 1;
+	/* completions of the steps in flight first, briefly */
+	int nw = mirror_wait_any(m, ms < HOLD_CQ_SLICE_MS ? ms : HOLD_CQ_SLICE_MS);
+	if (nw > 0)
+		return nw;
+	/* then the wake: room, an event, a broadcast of any kind */
+	mirror_lock(m);
+	if (m->held && !m->hold_wake)
+		cond_wait_ms(m, ms);
+	mirror_unlock(m);
+	return 1;
+}
+
 void
 mirror_pipe_drain(struct pmrep_mirror *m, long long deadline)
 {
@@ -598,7 +811,7 @@ mirror_pipe_drain(struct pmrep_mirror *m, long long deadline)
 		int left = repl_left_ms(deadline);
 		if (left == 0)
 			break;
-		int nw = mirror_wait_any(m, left);
+		int nw = mirror_pipe_wait(m, left);
 		mirror_pipe_advance(m);
 		if (nw == 0 && !mirror_pipe_idle(m))
 			break;	/* what is left no replica of the data path holds */

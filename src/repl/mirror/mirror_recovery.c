@@ -61,7 +61,7 @@ mirror_signal(struct pmrep_mirror *m)
 {
 	/* a system call only when it changes (m->lock serializes) */
 	uint64_t v;
-	bool want = m->done.n > 0 || m->ev_n > 0;
+	bool want = m->done.n > 0 || m->ev_n > 0 || m->hold_wake;
 	if (want == m->efd_up)
 		return;
 	if (want) {
@@ -145,8 +145,15 @@ mirror_recovery_handback(struct replica *r)
 	r->resyncs++;
 	r->resync_bytes += r->rs_done;
 	r->last_error = 0;
-	PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) in sync: %llu bytes copied",
-			r->idx, r->addr, r->port, (unsigned long long)r->rs_done);
+	if (r->rs_holds > 0)
+		PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) in sync: %llu bytes copied; below the resync minimum rate, the writer waited for its ring %llu times, %lld ms in all",
+				r->idx, r->addr, r->port,
+				(unsigned long long)r->rs_done,
+				(unsigned long long)r->rs_holds, r->rs_held_ms);
+	else
+		PMREP_LOG(PMREP_LOG_NOTICE, "replica %u (%s:%s) in sync: %llu bytes copied",
+				r->idx, r->addr, r->port,
+				(unsigned long long)r->rs_done);
 	r->rs_done = 0;
 	epoll_add(r);
 	atomic_store(&r->owner, OWN_DATA);

@@ -517,6 +517,62 @@ resync_log(struct replica *r, bool force)
 			(unsigned long long)(rate ? left / rate : 0));
 }
 
+/* a sample of the out-of-sync bytes for the net progress, when the last
+ * one is old enough (m->lock held) */
+static void
+net_take(struct replica *r, long long now)
+{
+	const long long every = RESYNC_NET_WINDOW_MS / RESYNC_NET_SAMPLES;
+	if (r->rs_net_n > 0) {
+		unsigned last = (r->rs_net_head + r->rs_net_n - 1) % RESYNC_NET_SAMPLES;
+		if (now - r->rs_net[last].t < every)
+			return;
+	}
+	if (r->rs_net_n == RESYNC_NET_SAMPLES) {
+		r->rs_net_head = (r->rs_net_head + 1) % RESYNC_NET_SAMPLES;
+		r->rs_net_n--;
+	}
+	unsigned i = (r->rs_net_head + r->rs_net_n) % RESYNC_NET_SAMPLES;
+	r->rs_net[i].t = now;
+	r->rs_net[i].dirty = repl_bitmap_dirty_bytes(r->oos);
+	r->rs_net_n++;
+}
+
+/* the samples begin again (m->lock held) */
+static void
+net_reset(struct replica *r, long long now)
+{
+	r->rs_net_head = r->rs_net_n = 0;
+	net_take(r, now);
+}
+
+/*
+ * out-of-sync bytes removed per second: from the oldest sample within the
+ * last RESYNC_NET_WINDOW_MS to now (when nobody sampled for longer than
+ * that -- the resync stalled -- from the newest one, further back); not
+ * known before half the window has samples (m->lock held)
+ */
+bool
+replica_net_rate(struct replica *r, long long now, uint64_t *rate)
+{
+	net_take(r, now);
+	if (r->rs_net_n == 0)
+		return false;
+	unsigned k = 0;
+	while (k + 1 < r->rs_net_n &&
+			now - r->rs_net[(r->rs_net_head + k) % RESYNC_NET_SAMPLES].t >
+			RESYNC_NET_WINDOW_MS)
+		k++;
+	const struct rs_net_sample *s =
+		&r->rs_net[(r->rs_net_head + k) % RESYNC_NET_SAMPLES];
+	long long ms = now - s->t;
+	if (ms < RESYNC_NET_WINDOW_MS / 2)
+		return false;
+	uint64_t dirty = repl_bitmap_dirty_bytes(r->oos);
+	*rate = s->dirty > dirty ? (s->dirty - dirty) * 1000 / (uint64_t)ms : 0;
+	return true;
+}
+
 /* the cfg resync rate: wait until the bytes copied so far are due (in
  * slices, taking the confirmations of the persists posted here meanwhile,
  * so that they do not fill its ring, and so that pmrep_mirror_delete is
@@ -553,13 +609,6 @@ resync_pace(struct replica *r)
 	}
 	return false;
 }
-
-/* a resync chunk in flight: regions [first, first + n) = [off, off + len) */
-struct rs_chunk {
-	size_t first, n;
-	uint64_t off, len, seq;
-	long long step;		/* its confirmation's deadline */
-};
 
 /* post the chunk of regions [first, first + n) (m->lock held) */
 static int
@@ -610,6 +659,7 @@ chunk_done(struct replica *r, const struct rs_chunk *c, const struct rs_chunk *n
 		PMREP_LOG_WARN("replica %u: the record of its resync could not be persisted (%s); a restart may copy those regions again",
 				r->idx, pmrep_err_msg());
 	r->rs_done += c->len;
+	net_take(r, repl_now_ms());
 	resync_log(r, false);
 }
 
@@ -639,20 +689,27 @@ replica_resync(struct replica *r, long long deadline)
 		size_t k = (size_t)(m->cfg.resync_rate / 4 / r->oos->region_size);
 		max = k > 0 ? (k < max ? k : max) : 1;
 	}
-	struct rs_chunk fl[RESYNC_DEPTH];
-	unsigned head = 0;
 	mirror_lock(m);
 	replica_set_state(r, PMREP_REPLICA_SYNCING);
 	r->rs_done = 0;
 	r->rs_start_ms = r->rs_log_ms = repl_now_ms();
 	r->chunks = 0;
 	r->chunk_lo = r->chunk_hi = 0;
+	r->fl_head = 0;
+	r->rs_holds = 0;
+	r->rs_held_ms = 0;
 	bool digest = r->digest;
+	net_reset(r, r->rs_start_ms);
 	mirror_unlock(m);
 	if (digest) {
 		int ret = replica_digest_pass(r, deadline);
 		if (ret)
 			return ret;
+		/* its net progress is the copy's (what the digests cleared
+		 * is not what the minimum rate is about) */
+		mirror_lock(m);
+		net_reset(r, repl_now_ms());
+		mirror_unlock(m);
 	}
 	size_t from = 0;
 	for (;;) {
@@ -687,7 +744,7 @@ replica_resync(struct replica *r, long long deadline)
 			found = repl_bitmap_next_run(r->oos, from, max, &first, &n);
 		}
 		if (found) {
-			struct rs_chunk *c = &fl[(head + r->chunks) % RESYNC_DEPTH];
+			struct rs_chunk *c = &r->fl[(r->fl_head + r->chunks) % RESYNC_DEPTH];
 			int ret = chunk_post(r, c, first, n, deadline);
 			mirror_unlock(m);
 			if (ret) {
@@ -699,13 +756,13 @@ replica_resync(struct replica *r, long long deadline)
 		}
 		mirror_unlock(m);
 		/* the oldest chunk's confirmation (confirmed in order) */
-		struct rs_chunk *c = &fl[head];
+		struct rs_chunk *c = &r->fl[r->fl_head];
 		int ret = replica_wait_seq(r, c->seq, c->step);	/* fails it on error */
 		if (ret)
 			return ret;
 		mirror_lock(m);
-		head = (head + 1) % RESYNC_DEPTH;
-		chunk_done(r, c, &fl[head]);
+		r->fl_head = (r->fl_head + 1) % RESYNC_DEPTH;
+		chunk_done(r, c, &r->fl[r->fl_head]);
 		mirror_unlock(m);
 		if (!resync_pace(r)) {
 			if (r->state == PMREP_REPLICA_FAILED)

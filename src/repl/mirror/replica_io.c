@@ -151,6 +151,9 @@ ring_pop(struct replica *r)
 	}
 	if (is_step)
 		mirror_step_ack(r->m, seq, r->idx);
+	/* the step waiting for this replica's room (the resync minimum) */
+	if (r->m->hold_mask != 0)
+		mirror_hold_wake(r);
 }
 
 /*
