@@ -9,6 +9,8 @@
  * requests complete -- in submission order. A replica that is not required
  * keeps confirming behind (its ring), and is turned out of sync once it trails
  * by more than the cfg lag or its ring is full (pull ahead).
+ * Past ~800 lines: the pipeline, the resync's hold and the poll / wait calls
+ * share its state; splitting them by responsibility is the next change here.
  */
 #include <errno.h>
 #include <fcntl.h>
