@@ -25,7 +25,8 @@ that names another function, or an empty summary.
 How a header is read (line by line, no C parser):
 - comment: a `/* ... */` that begins a line; code: any other line;
   declaration: from a line starting `PMREP_API` to the first `;`.
-- the first comment after the SPDX line is the header's top comment
+- the first comment after the SPDX line is the header's top comment (a
+  one-line "Past ~800 lines: ..." comment, why the file is long, is skipped)
   (its "Conventions" and "Thread safety:" paragraphs apply to every
   function of the header; a top comment that says "The conventions of
   <pmrep/x.h> apply" and has none of its own takes x's);
@@ -215,6 +216,8 @@ def classify(h):
             if not seen_spdx and "SPDX-License-Identifier" in text0:
                 seen_spdx = True
                 continue
+            if text0.lstrip("/* ").startswith("Past ~800 lines:"):
+                continue    # why the header is long: not for the pages
             if top is None:
                 top = it
                 continue

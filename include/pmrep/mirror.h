@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/* Past ~800 lines: the mirror's whole API, a man page per function. */
 /*
  * pmrep/mirror.h -- the mirror, which makes pmrep_mirror_persist() mean
  * "durable here and on every replica the policy requires": its

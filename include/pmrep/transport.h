@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/* Past ~800 lines: the transport's whole API, a man page per function. */
 /*
  * pmrep/transport.h -- the transport layer: peer, peer configuration,
  * endpoint, connection configuration, connection request, connection,
